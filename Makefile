@@ -1,0 +1,31 @@
+# costsim: every target sets up .venv on first use (python3 -m venv + pip), so a fresh
+# machine needs only `make app` or `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+SCENARIO ?= scenarios/baseline.yaml
+PORT ?= 8501
+
+.PHONY: app run test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+app: $(STAMP)  ## open the dashboard on the baseline scenario
+	$(PY) -m streamlit run app.py --server.port $(PORT) --browser.gatherUsageStats false
+
+run: $(STAMP)  ## CLI run of the baseline scenario, tables written to out/baseline
+	$(VENV)/bin/costsim run $(SCENARIO) --out out/baseline
+
+test: $(STAMP)  ## the whole suite: unit, theory, property, CLI, dashboard (browser tests need chromium)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)  ## side-by-side performance ratios (see README)
+	$(PY) benchmarks/trace_replay.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

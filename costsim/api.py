@@ -1,0 +1,87 @@
+"""The package's front door: load and check a scenario, simulate it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from costsim import engine, results, workload
+from costsim.catalog import CloudPlan, Plan, default_catalog, economics_values, resolve
+from costsim.engine.pool import held_gpus
+from costsim.scenario import Problem, Scenario, ScenarioError, read_scenario, scenario_from_yaml
+from costsim.scenario.errors import Loc
+
+
+def _fit_problems(scenario: Scenario, plans: list[Plan], jobs: workload.JobTable) -> list[Problem]:
+    """A job that can never fit an option is an error, not a silent infinite wait."""
+    problems = []
+    if len(jobs) == 0:
+        return problems
+    for i, plan in enumerate(plans):
+        if isinstance(plan, CloudPlan):
+            if plan.max_gpus is None:
+                continue
+            need = -(-jobs.gpus // plan.gpus_per_instance) * plan.gpus_per_instance
+            limit, what, field = plan.max_gpus, "quota max_gpus", "max_gpus"
+        else:
+            need = np.array([held_gpus(int(g), plan.gpus_per_node) for g in jobs.gpus])
+            limit, what, field = plan.gpus, "GPUs", "gpus"
+        worst = int(np.argmax(need))
+        if need[worst] > limit:
+            count = int((need > limit).sum())
+            others = f" ({count - 1} more such jobs)" if count > 1 else ""
+            problems.append(Problem(
+                ("options", i, field),
+                f"job {jobs.job_id[worst]!r} needs {int(need[worst])} GPUs but option {plan.name!r} "
+                f"has {what} {limit}: it could never run{others}",
+            ))
+    return problems
+
+
+def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | None = None) -> Scenario:
+    """Everything beyond the schema: catalog resolution, the trace file, jobs that can never fit."""
+    lines = lines or {}
+    try:
+        plans = resolve(scenario, source=source)
+        trace_path = scenario.base_dir / scenario.workload.trace  # type: ignore[operator]
+        if not trace_path.is_file():
+            raise ScenarioError(source, [Problem(("workload", "trace"), f"trace file not found: {trace_path}")])
+        jobs = workload.generate(scenario)
+        problems = _fit_problems(scenario, plans, jobs)
+        if problems:
+            raise ScenarioError(source, problems)
+    except ScenarioError as err:
+        raise err.with_lines(lines) from None
+    return scenario
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    """Read, validate and check a scenario file; raises ScenarioError (file, field, line)."""
+    scenario, lines = read_scenario(path)
+    return check(scenario, str(path), lines)
+
+
+def load_scenario_text(text: str, source: str, base_dir: Path | str) -> Scenario:
+    """As ``load_scenario`` for YAML text (dashboard uploads); relative paths from ``base_dir``."""
+    scenario, lines = scenario_from_yaml(text, source, base_dir)
+    return check(scenario, source, lines)
+
+
+def simulate(scenario: Scenario | Path | str, seed: int | None = None) -> results.Results:
+    """Run every option of the scenario on the same jobs and return the result tables.
+
+    ``seed`` overrides the scenario's root seed.
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    seed = scenario.seed if seed is None else seed
+    plans = resolve(scenario, default_catalog())
+    econ = economics_values(scenario)
+    jobs = workload.generate(scenario, seed)
+    run_h = workload.run_hours(jobs, scenario)
+    records = [
+        engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, run_h, scenario.horizon_h)
+        for plan in plans
+    ]
+    return results.build(scenario, seed, plans, econ, records, jobs)

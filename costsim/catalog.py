@@ -1,0 +1,234 @@
+"""The catalog (``costsim/data/catalog.yaml``): GPU specs, prices and economics, each sourced.
+
+``resolve`` turns a scenario's options into concrete numbers: every ``null`` takes its catalog
+value here, so the models and the engine never look anything up.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from costsim.scenario import CloudOption, OwnedOption, Problem, Scenario, ScenarioError
+from costsim.units import HOURS_PER_DAY
+
+PRICINGS = ("on_demand", "reserved_1y", "reserved_3y", "spot")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One catalog value with its provenance."""
+
+    path: str
+    value: float
+    source: str
+    date: str
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One GPU type. Units in the names: TFLOP/s, TB/s, GB/s, kW, USD."""
+
+    name: str
+    description: str
+    memory_gb: float
+    bf16_dense_tflops: float
+    hbm_tb_s: float
+    gpus_per_node: int
+    nvlink_busbw_gb_s: float
+    nics_per_node: int
+    nic_busbw_gb_s: float
+    node_max_kw: float
+    node_idle_kw: float
+    server_price_usd: float
+    price: dict[str, dict[str, float]]  # tier -> pricing -> USD per GPU-hour
+
+
+@dataclass(frozen=True)
+class Catalog:
+    version: str
+    economics: dict[str, float]
+    fabrics: dict[str, dict[str, float]]
+    billing: dict[str, dict[str, float]]
+    gpus: dict[str, GPUSpec]
+    entries: tuple[Entry, ...]  # every sourced leaf, for `costsim catalog`
+
+
+def _leaves(node: Any, path: str, out: list[Entry]) -> Any:
+    """Replace {value, source, date} leaves by their value, collecting Entries."""
+    if isinstance(node, dict) and "value" in node and "source" in node:
+        out.append(Entry(path, node["value"], str(node["source"]), str(node.get("date", ""))))
+        return node["value"]
+    if isinstance(node, dict):
+        return {k: _leaves(v, f"{path}.{k}" if path else str(k), out) for k, v in node.items()}
+    return node
+
+
+def load_catalog(path: Path | str | None = None) -> Catalog:
+    """Read a catalog file (default: the one shipped with costsim)."""
+    yaml = YAML(typ="safe")
+    if path is None:
+        text = resources.files("costsim").joinpath("data/catalog.yaml").read_text(encoding="utf-8")
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    raw = yaml.load(text)
+    entries: list[Entry] = []
+    data = _leaves(raw, "", entries)
+    gpus = {}
+    for name, g in data["gpus"].items():
+        fields = {k: v for k, v in g.items() if k != "price"}
+        gpus[name] = GPUSpec(name=name, price=g["price"], **fields)
+    return Catalog(
+        version=str(data["catalog_version"]),
+        economics=dict(data["economics"]),
+        fabrics=dict(data["fabrics"]),
+        billing=dict(data["billing"]),
+        gpus=gpus,
+        entries=tuple(entries),
+    )
+
+
+@functools.cache
+def default_catalog() -> Catalog:
+    """The shipped catalog, read once (it is immutable)."""
+    return load_catalog()
+
+
+@dataclass(frozen=True)
+class EconomicsValues:
+    """Scenario economics with the catalog filled in."""
+
+    electricity_usd_per_kwh: float
+    pue: float
+    colo_usd_per_kw_month: float
+    depreciation_years: float
+    residual_value_frac: float
+    maintenance_frac_per_year: float
+    staff_usd_per_fte_year: float
+    gpus_per_fte: float
+    storage_capex_frac: float
+    install_capex_frac: float
+    cost_of_capital: float
+    setup_usd: float
+
+
+@dataclass(frozen=True)
+class OwnedPlan:
+    """An owned option in numbers."""
+
+    name: str
+    gpu: GPUSpec
+    gpus: int
+    gpus_per_node: int
+    nodes: int
+    network: str
+    fabric_efficiency: float
+    lead_time_h: float
+    scheduler: str
+    capex_usd: float
+    kind: str = "owned"
+
+
+@dataclass(frozen=True)
+class CloudPlan:
+    """A cloud option in numbers."""
+
+    name: str
+    gpu: GPUSpec
+    pricing: str
+    price_per_gpu_hour: float
+    gpus_per_instance: int
+    billing_granularity_s: float
+    minimum_billing_s: float
+    max_gpus: int | None
+    provisioning_delay_h: float
+    startup_h: float
+    network: str = "infiniband"
+    fabric_efficiency: float = 1.0
+    kind: str = "cloud"
+
+
+Plan = OwnedPlan | CloudPlan
+
+
+def economics_values(scenario: Scenario, catalog: Catalog | None = None) -> EconomicsValues:
+    cat = catalog or default_catalog()
+    given = scenario.economics.model_dump()
+    return EconomicsValues(**{k: float(given[k] if given[k] is not None else cat.economics[k]) for k in given})
+
+
+def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source: str) -> OwnedPlan:
+    gpu = cat.gpus[opt.gpu_type]
+    gpn = opt.gpus_per_node or gpu.gpus_per_node
+    if opt.gpus % gpn:
+        raise ScenarioError(
+            source,
+            [Problem(("options", i, "gpus"), f"{opt.gpus} GPUs is not a whole number of {gpn}-GPU {opt.gpu_type} nodes")],
+        )
+    nodes = opt.gpus // gpn
+    fabric = cat.fabrics[opt.network]
+    if opt.capex_usd_per_gpu is not None:
+        capex = opt.capex_usd_per_gpu * opt.gpus
+    else:
+        # Server price is per catalog node; scale by GPUs so custom node sizes price per GPU.
+        server_capex = gpu.server_price_usd / gpu.gpus_per_node * opt.gpus
+        capex = server_capex * (1 + fabric["capex_frac"] + econ.storage_capex_frac + econ.install_capex_frac)
+    lead_days = opt.lead_time_days if opt.lead_time_days is not None else cat.economics["lead_time_days"]
+    return OwnedPlan(
+        name=opt.name,
+        gpu=gpu,
+        gpus=opt.gpus,
+        gpus_per_node=gpn,
+        nodes=nodes,
+        network=opt.network,
+        fabric_efficiency=float(fabric["efficiency"]),
+        lead_time_h=float(lead_days) * HOURS_PER_DAY,
+        scheduler=opt.scheduler,
+        capex_usd=float(capex),
+    )
+
+
+def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str) -> CloudPlan:
+    gpu = cat.gpus[opt.gpu_type]
+    gpi = opt.gpus_per_instance or gpu.gpus_per_node
+    if opt.max_gpus is not None and opt.max_gpus < gpi:
+        raise ScenarioError(
+            source,
+            [Problem(("options", i, "max_gpus"), f"{opt.max_gpus} is smaller than one {gpi}-GPU instance")],
+        )
+    billing = cat.billing[opt.price_tier]
+    price = opt.price_per_gpu_hour
+    if price is None:
+        price = gpu.price[opt.price_tier][opt.pricing]
+    return CloudPlan(
+        name=opt.name,
+        gpu=gpu,
+        pricing=opt.pricing,
+        price_per_gpu_hour=float(price),
+        gpus_per_instance=gpi,
+        billing_granularity_s=float(opt.billing_granularity_s or billing["granularity_s"]),
+        minimum_billing_s=float(
+            opt.minimum_billing_s if opt.minimum_billing_s is not None else billing["minimum_s"]
+        ),
+        max_gpus=opt.max_gpus,
+        provisioning_delay_h=opt.provisioning_delay_h,
+        startup_h=opt.startup_h,
+    )
+
+
+def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<scenario>") -> list[Plan]:
+    """Every option of the scenario in concrete numbers (catalog defaults applied)."""
+    cat = catalog or default_catalog()
+    econ = economics_values(scenario, cat)
+    plans: list[Plan] = []
+    for i, opt in enumerate(scenario.options):
+        if isinstance(opt, OwnedOption):
+            plans.append(_owned(opt, i, econ, cat, source))
+        else:
+            plans.append(_cloud(opt, i, cat, source))
+    return plans

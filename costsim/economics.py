@@ -1,0 +1,92 @@
+"""Cost math (DESIGN.md section 7): pure functions of numbers and numpy arrays.
+
+Units are in the names: ``_usd``, ``_h`` (hours), ``_s`` (seconds), ``_kw``, ``_kwh``. A year is
+8,760 h and a month 730 h (``costsim.units``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
+
+# Billing rounds up to whole increments; a duration within this many seconds of an increment
+# boundary is on it (so 3600.0000000001 s is not billed as 3601 s).
+_BILLING_TOLERANCE_S = 1e-6
+
+
+def owned_capex_usd(
+    gpus: int,
+    server_price_usd_per_gpu: float,
+    fabric_frac: float,
+    storage_frac: float,
+    install_frac: float,
+) -> float:
+    """Capex of an owned cluster: servers × (1 + fabric + storage + install shares)."""
+    return gpus * server_price_usd_per_gpu * (1.0 + fabric_frac + storage_frac + install_frac)
+
+
+def annual_capital_cost_usd(capex_usd: float, residual_frac: float, years: float, rate: float) -> float:
+    """Capital cost per year of owning ``capex_usd`` for ``years``.
+
+    ``rate == 0``: straight-line depreciation ``(capex − residual) / years``. ``rate > 0``: the
+    level annuity that repays the capex at ``rate`` net of the discounted residual,
+    ``(capex − residual·(1+r)^−n) · r / (1 − (1+r)^−n)``.
+    """
+    residual = capex_usd * residual_frac
+    if rate == 0:
+        return (capex_usd - residual) / years
+    discount = (1.0 + rate) ** -years
+    return (capex_usd - residual * discount) * rate / (1.0 - discount)
+
+
+def it_energy_kwh(
+    nodes: int, idle_kw: float, max_kw: float, gpus_per_node: int, hours: float, busy_gpu_hours: float
+) -> float:
+    """IT energy: every node draws ``idle_kw`` while installed; a busy GPU adds its share of max − idle."""
+    return nodes * idle_kw * hours + (max_kw - idle_kw) / gpus_per_node * busy_gpu_hours
+
+
+def energy_cost_usd(it_kwh: float, pue: float, usd_per_kwh: float) -> float:
+    """Facility energy bill: IT energy × PUE × price."""
+    return it_kwh * pue * usd_per_kwh
+
+
+def facility_cost_usd(nodes: int, node_max_kw: float, usd_per_kw_month: float, hours: float) -> float:
+    """Colocation: provisioned kW (nodes × max power) × $/kW-month × months."""
+    return nodes * node_max_kw * usd_per_kw_month * hours / HOURS_PER_MONTH
+
+
+def maintenance_cost_usd(capex_usd: float, frac_per_year: float, hours: float) -> float:
+    """Maintenance and support: a share of capex per year."""
+    return capex_usd * frac_per_year * hours / HOURS_PER_YEAR
+
+
+def staff_cost_usd(gpus: int, gpus_per_fte: float, usd_per_fte_year: float, hours: float) -> float:
+    """Operations staff: (GPUs ÷ GPUs per engineer) × loaded salary × years."""
+    return gpus / gpus_per_fte * usd_per_fte_year * hours / HOURS_PER_YEAR
+
+
+def billed_seconds(duration_s: np.ndarray | float, granularity_s: float, minimum_s: float) -> np.ndarray:
+    """Billed time of each allocation: rounded up to the increment, at least the minimum."""
+    d = np.asarray(duration_s, dtype=float)
+    increments = np.ceil(np.maximum(d - _BILLING_TOLERANCE_S, 0.0) / granularity_s)
+    return np.maximum(increments * granularity_s, minimum_s)
+
+
+def cloud_cost_usd(
+    billed_s: np.ndarray | float, instances: np.ndarray | int, gpus_per_instance: int, price_per_gpu_hour: float
+) -> np.ndarray:
+    """Bill of each allocation: billed hours × instances × GPUs per instance × $/GPU-hour."""
+    return (
+        np.asarray(billed_s, dtype=float)
+        / SECONDS_PER_HOUR
+        * np.asarray(instances)
+        * gpus_per_instance
+        * price_per_gpu_hour
+    )
+
+
+def breakeven_utilization(owned_usd_per_gpu_hour: float, cloud_usd_per_gpu_hour: float) -> float:
+    """Utilisation above which owning is cheaper per used GPU-hour: owned cost/hour ÷ cloud price."""
+    return owned_usd_per_gpu_hour / cloud_usd_per_gpu_hour

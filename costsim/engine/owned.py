@@ -1,0 +1,154 @@
+"""An owned (or committed) GPU cluster: delivered after its lead time, run by a scheduler.
+
+Schedulers:
+- ``fifo``: strict submit order; the head job blocks everything behind it.
+- ``priority``: highest ``priority`` first, then submit order; strict like fifo.
+- ``backfill``: EASY backfilling. Jobs start in submit order while they fit. When the head does
+  not fit, it gets a reservation at the earliest time enough running jobs will have ended
+  (their nominal run times, which are exact without failures). A later job may start now if it
+  fits now and either ends by that time or leaves room for the head's reservation. At most
+  ``BACKFILL_DEPTH`` queued jobs are examined per pass (Slurm's ``bf_max_job_test`` default).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from typing import Any
+
+import simpy
+
+from .events import RELEASE, ArrivalFeed, At, Decider
+from .pool import Allocation, NodePool, fits, held_gpus
+from .records import Recorder
+
+BACKFILL_DEPTH = 500
+
+
+class OwnedCluster:
+    """Runs jobs (arrays of submit time, GPUs, priority, run time) on ``nodes`` nodes."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        nodes: int,
+        gpus_per_node: int,
+        lead_time_h: float,
+        scheduler: str,
+        submit_h: list[float],
+        gpus: list[int],
+        priority: list[int],
+        run_h: list[float],
+        rec: Recorder,
+    ):
+        self.env = env
+        self.nodes = nodes
+        self.gpn = gpus_per_node
+        self.pool = NodePool(nodes, gpus_per_node)
+        self.gpus = gpus
+        self.priority = priority
+        self.run_h = run_h
+        self.rec = rec
+        self.scheduler = scheduler
+        self.running: dict[int, tuple[float, Allocation]] = {}
+        self.fifo: deque[int] = deque()
+        self.heap: list[tuple[int, int]] = []
+        self.ready = lead_time_h <= 0
+        self.decider = Decider(env, self._decide)
+        self.capacity_t = [0.0]
+        self.capacity_gpus = [nodes * gpus_per_node if self.ready else 0]
+        if not self.ready:
+            At(env, lead_time_h, RELEASE, self._deliver)
+        ArrivalFeed(env, submit_h, self._arrive)
+
+    # -- events ---------------------------------------------------------------------------
+    def _deliver(self, _: Any) -> None:
+        self.ready = True
+        self.capacity_t.append(self.env.now)
+        self.capacity_gpus.append(self.nodes * self.gpn)
+        self.decider.request()
+
+    def _arrive(self, i: int) -> None:
+        if self.scheduler == "priority":
+            heapq.heappush(self.heap, (-self.priority[i], i))
+        else:
+            self.fifo.append(i)
+        self.decider.request()
+
+    def _start(self, i: int, alloc: Allocation) -> None:
+        now = self.env.now
+        end = now + self.run_h[i]
+        rec = self.rec
+        rec.start_h[i] = now
+        rec.request_h[i] = now
+        rec.end_h[i] = end
+        rec.held_gpus[i] = held_gpus(self.gpus[i], self.gpn)
+        self.running[i] = (end, alloc)
+        At(self.env, self.run_h[i], RELEASE, lambda _e, i=i: self._finish(i))
+
+    def _finish(self, i: int) -> None:
+        _, alloc = self.running.pop(i)
+        self.pool.release(alloc)
+        if self.fifo or self.heap:
+            self.decider.request()
+
+    # -- decisions ------------------------------------------------------------------------
+    def _decide(self) -> None:
+        if not self.ready:
+            return
+        if self.scheduler == "priority":
+            heap, pool, gpus = self.heap, self.pool, self.gpus
+            while heap:
+                alloc = pool.allocate(gpus[heap[0][1]])
+                if alloc is None:
+                    return
+                self._start(heapq.heappop(heap)[1], alloc)
+            return
+        queue, pool, gpus = self.fifo, self.pool, self.gpus
+        while queue:
+            alloc = pool.allocate(gpus[queue[0]])
+            if alloc is None:
+                break
+            self._start(queue.popleft(), alloc)
+        if self.scheduler == "backfill" and len(queue) > 1 and pool.free_gpus > 0:
+            self._backfill()
+
+    def _backfill(self) -> None:
+        queue, pool, gpus, gpn = self.fifo, self.pool, self.gpus, self.gpn
+        head = queue[0]
+        shadow_t, shadow_free = self._reservation(gpus[head])
+        now = self.env.now
+        started = []
+        for pos in range(1, min(len(queue), BACKFILL_DEPTH)):
+            if pool.free_gpus == 0:
+                break
+            j = queue[pos]
+            alloc = pool.allocate(gpus[j])
+            if alloc is None:
+                continue
+            if now + self.run_h[j] <= shadow_t:
+                started.append((pos, j, alloc))
+                continue
+            # It would still hold its GPUs at the reservation: the head must fit without them.
+            trial = list(shadow_free)
+            for node, n in alloc:
+                trial[node] -= n
+            if fits(trial, gpus[head], gpn):
+                shadow_free = trial
+                started.append((pos, j, alloc))
+            else:
+                pool.release(alloc)
+        for pos, j, alloc in reversed(started):
+            del queue[pos]
+        for _pos, j, alloc in started:
+            self._start(j, alloc)
+
+    def _reservation(self, head_gpus: int) -> tuple[float, list[int]]:
+        """Earliest time the head fits as running jobs end, and the free GPUs per node then."""
+        free = list(self.pool.free)
+        for end, alloc in sorted(self.running.values(), key=lambda v: v[0]):
+            for node, n in alloc:
+                free[node] += n
+            if fits(free, head_gpus, self.gpn):
+                return end, free
+        raise AssertionError("a queued job larger than the cluster passed validation")  # pragma: no cover

@@ -1,0 +1,73 @@
+"""Node-granular GPU pool: where a job of g GPUs can go.
+
+A job of at most one node goes on a single node, best fit (the node with the fewest free GPUs
+that still fits it, which keeps whole nodes free for large jobs). A larger job takes
+⌈g / gpus_per_node⌉ whole, fully free nodes (gang: all at once or not at all).
+"""
+
+from __future__ import annotations
+
+Allocation = tuple[tuple[int, int], ...]  # (node, GPUs taken on it)
+
+
+def nodes_needed(gpus: int, gpus_per_node: int) -> int:
+    return -(-gpus // gpus_per_node)
+
+
+def held_gpus(gpus: int, gpus_per_node: int) -> int:
+    """GPUs a job actually holds: itself within a node, whole nodes beyond."""
+    return gpus if gpus <= gpus_per_node else nodes_needed(gpus, gpus_per_node) * gpus_per_node
+
+
+class NodePool:
+    """Free GPUs per node, indexed by free count so a fit is found in O(gpus_per_node)."""
+
+    def __init__(self, nodes: int, gpus_per_node: int):
+        self.gpn = gpus_per_node
+        self.free = [gpus_per_node] * nodes
+        self.by_free: list[set[int]] = [set() for _ in range(gpus_per_node + 1)]
+        self.by_free[gpus_per_node] = set(range(nodes))
+        self.free_gpus = nodes * gpus_per_node
+
+    def allocate(self, gpus: int) -> Allocation | None:
+        """Take GPUs for a job, or None (nothing changed) if it does not fit now."""
+        if gpus > self.free_gpus:
+            return None
+        gpn = self.gpn
+        by_free = self.by_free
+        if gpus <= gpn:
+            for f in range(gpus, gpn + 1):
+                bucket = by_free[f]
+                if bucket:
+                    node = bucket.pop()
+                    left = f - gpus
+                    self.free[node] = left
+                    by_free[left].add(node)
+                    self.free_gpus -= gpus
+                    return ((node, gpus),)
+            return None
+        k = nodes_needed(gpus, gpn)
+        whole = by_free[gpn]
+        if len(whole) < k:
+            return None
+        taken = tuple((whole.pop(), gpn) for _ in range(k))
+        for node, _ in taken:
+            self.free[node] = 0
+            by_free[0].add(node)
+        self.free_gpus -= k * gpn
+        return taken
+
+    def release(self, alloc: Allocation) -> None:
+        for node, n in alloc:
+            f = self.free[node]
+            self.by_free[f].discard(node)
+            self.free[node] = f + n
+            self.by_free[f + n].add(node)
+            self.free_gpus += n
+
+
+def fits(free: list[int], gpus: int, gpus_per_node: int) -> bool:
+    """Would a job of ``gpus`` fit a free-per-node vector (used for backfill look-ahead)?"""
+    if gpus <= gpus_per_node:
+        return any(f >= gpus for f in free)
+    return sum(1 for f in free if f == gpus_per_node) >= nodes_needed(gpus, gpus_per_node)

@@ -1,0 +1,190 @@
+"""Records -> tidy pandas tables (DESIGN.md section 8), built once, after the runs.
+
+Definitions (also in the README):
+- ``start_h``: the job first holds GPUs; ``queue_delay_h = start_h − submit_h`` (cloud: waiting for
+  quota plus provisioning). A job never started counts with its delay so far (horizon − submit):
+  censored, so the statistics are lower bounds when jobs are left waiting.
+- ``gpu_hours``: GPU-hours the job held within the horizon (whole nodes / whole instances).
+- ``utilization``: held GPU-hours ÷ capacity GPU-hours (owned: installed GPUs from delivery;
+  cloud: rented GPUs, so 1 by construction: you pay only for what you hold).
+- ``cost_usd`` per job: cloud, the bill of its allocation; owned, its GPU-hours × the option's
+  total cost per held GPU-hour (idle capacity included), so job costs add up to the total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from costsim.catalog import CloudPlan, EconomicsValues, OwnedPlan, Plan
+from costsim.costing import ALL_ITEMS, cloud_bills, cloud_costs, held_intervals, owned_costs
+from costsim.engine import UsageRecord
+from costsim.intervals import binned
+from costsim.scenario import Scenario
+from costsim.units import HOURS_PER_MONTH
+from costsim.workload import JobTable
+
+JOB_COLUMNS = [
+    "option", "job_id", "job_class", "gpus", "submit_h", "start_h", "end_h", "queue_delay_h",
+    "completed", "ran_on", "gpu_hours", "lost_gpu_hours", "restarts", "iterations", "cost_usd",
+]
+SUMMARY_COLUMNS = [
+    "option", "kind", "jobs_submitted", "jobs_completed", "queue_delay_mean_h", "queue_delay_p50_h",
+    "queue_delay_p95_h", "queue_delay_p99_h", "jct_mean_h", "utilization", "iterations_per_day",
+    "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
+    "gpu_hours_used", "capacity_gpu_hours",
+] + [f"cost_{item}_usd" for item in ALL_ITEMS]
+TIMESERIES_COLUMNS = [
+    "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "cost_cum_usd",
+]
+COST_COLUMNS = ["option", "month", "item", "cost_usd"]
+
+
+@dataclass(frozen=True)
+class Results:
+    """What ``costsim.simulate`` returns: the four tables plus what produced them."""
+
+    scenario: Scenario
+    seed: int
+    jobs: pd.DataFrame
+    summary: pd.DataFrame
+    timeseries: pd.DataFrame
+    costs: pd.DataFrame
+
+
+def bin_edges(horizon_h: float, width_h: float) -> np.ndarray:
+    """Bins of ``width_h`` from 0, the last one cut at the horizon."""
+    n = int(np.ceil(horizon_h / width_h - 1e-9))
+    edges = np.arange(n + 1, dtype=float) * width_h
+    edges[-1] = horizon_h
+    return edges
+
+
+def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobTable, horizon_h: float,
+                 edges: np.ndarray) -> dict[str, np.ndarray]:
+    """Every line item (USD) per bin for one option; items the kind does not have are zero."""
+    if isinstance(plan, OwnedPlan):
+        items = owned_costs(plan, econ, rec, jobs.gpus, horizon_h, edges)
+    else:
+        items = cloud_costs(plan, rec, horizon_h, edges)
+    zero = np.zeros(len(edges) - 1)
+    return {item: items.get(item, zero) for item in ALL_ITEMS}
+
+
+def _capacity_intervals(rec: UsageRecord, horizon_h: float, idx: np.ndarray, s: np.ndarray, e: np.ndarray):
+    if rec.kind == "owned":
+        t = np.append(rec.capacity_change_h, horizon_h)
+        return t[:-1], t[1:], rec.capacity_gpus.astype(float)
+    return s, e, rec.held_gpus[idx].astype(float)
+
+
+def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobTable):
+    H = scenario.horizon_h
+    n = len(jobs)
+    idx, s, e = held_intervals(rec, H)
+    started = np.zeros(n, dtype=bool)
+    started[idx] = True
+    completed = started & (rec.end_h <= H)
+    held_h = np.zeros(n)
+    held_h[idx] = e - s
+    gpu_hours = held_h * rec.held_gpus
+    delay = np.where(started, rec.start_h - jobs.submit_h, H - jobs.submit_h)
+
+    hourly = bin_edges(H, 1.0)
+    cap_s, cap_e, cap_w = _capacity_intervals(rec, H, idx, s, e)
+    capacity = binned(cap_s, cap_e, cap_w, hourly)
+    busy = binned(s, e, rec.held_gpus[idx].astype(float), hourly)
+    q_end = np.where(started, rec.start_h, H)
+    queued_jobs = binned(jobs.submit_h, q_end, np.ones(n), hourly)
+    queued_gpus = binned(jobs.submit_h, q_end, jobs.gpus.astype(float), hourly)
+    rented = busy if rec.kind == "cloud" else np.zeros_like(busy)
+    cost_hourly = sum(option_costs(plan, econ, rec, jobs, H, hourly).values())
+    width = np.diff(hourly)
+    timeseries = pd.DataFrame({
+        "option": plan.name,
+        "hour": hourly[:-1],
+        "capacity_gpus": capacity / width,
+        "busy_gpus": busy / width,
+        "queued_jobs": queued_jobs / width,
+        "queued_gpus": queued_gpus / width,
+        "rented_gpus": rented / width,
+        "cost_cum_usd": np.cumsum(cost_hourly),
+    })
+
+    monthly = bin_edges(H, HOURS_PER_MONTH)
+    month_items = option_costs(plan, econ, rec, jobs, H, monthly)
+    costs = pd.DataFrame([
+        {"option": plan.name, "month": m, "item": item, "cost_usd": float(v[m])}
+        for item, v in month_items.items() if np.any(v)
+        for m in range(len(v))
+    ], columns=COST_COLUMNS)
+    totals = {item: float(v.sum()) for item, v in option_costs(plan, econ, rec, jobs, H, np.array([0.0, H])).items()}
+    total = sum(totals.values())
+
+    used = float(gpu_hours.sum())
+    job_cost = np.zeros(n)
+    if isinstance(plan, CloudPlan):
+        bill_idx, bill = cloud_bills(plan, rec, H)
+        job_cost[bill_idx] = bill
+    elif used > 0:
+        job_cost = gpu_hours * (total / used)
+    jobs_df = pd.DataFrame({
+        "option": plan.name,
+        "job_id": jobs.job_id,
+        "job_class": jobs.job_class,
+        "gpus": jobs.gpus,
+        "submit_h": jobs.submit_h,
+        "start_h": np.where(started, rec.start_h, np.nan),
+        "end_h": np.where(completed, rec.end_h, np.nan),
+        "queue_delay_h": delay,
+        "completed": completed,
+        "ran_on": np.where(started, plan.name, ""),
+        "gpu_hours": gpu_hours,
+        "lost_gpu_hours": 0.0,
+        "restarts": 0,
+        "iterations": 0,
+        "cost_usd": job_cost,
+    }, columns=JOB_COLUMNS)
+
+    counted = jobs.submit_h >= scenario.warmup_h
+    d = delay[counted]
+    jct = (rec.end_h - jobs.submit_h)[completed & counted]
+    iterations = float(jobs_df["iterations"].sum())
+    capacity_h = float(capacity.sum())
+    summary = {
+        "option": plan.name,
+        "kind": plan.kind,
+        "jobs_submitted": n,
+        "jobs_completed": int(completed.sum()),
+        "queue_delay_mean_h": float(d.mean()) if d.size else np.nan,
+        "queue_delay_p50_h": float(np.percentile(d, 50)) if d.size else np.nan,
+        "queue_delay_p95_h": float(np.percentile(d, 95)) if d.size else np.nan,
+        "queue_delay_p99_h": float(np.percentile(d, 99)) if d.size else np.nan,
+        "jct_mean_h": float(jct.mean()) if jct.size else np.nan,
+        "utilization": used / capacity_h if capacity_h > 0 else np.nan,
+        "iterations_per_day": iterations / scenario.horizon_days,
+        "total_cost_usd": total,
+        "cost_per_gpu_hour_used_usd": total / used if used > 0 else np.nan,
+        "cost_per_iteration_usd": total / iterations if iterations > 0 else np.nan,
+        "cost_per_completed_job_usd": total / completed.sum() if completed.any() else np.nan,
+        "gpu_hours_used": used,
+        "capacity_gpu_hours": capacity_h,
+        **{f"cost_{item}_usd": v for item, v in totals.items()},
+    }
+    return jobs_df, summary, timeseries, costs
+
+
+def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValues, records: list[UsageRecord],
+          jobs: JobTable) -> Results:
+    """All tables for all options, in option order."""
+    parts = [_option_tables(scenario, p, econ, r, jobs) for p, r in zip(plans, records, strict=True)]
+    return Results(
+        scenario=scenario,
+        seed=seed,
+        jobs=pd.concat([p[0] for p in parts], ignore_index=True),
+        summary=pd.DataFrame([p[1] for p in parts], columns=SUMMARY_COLUMNS),
+        timeseries=pd.concat([p[2] for p in parts], ignore_index=True),
+        costs=pd.concat([p[3] for p in parts], ignore_index=True),
+    )

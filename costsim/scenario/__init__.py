@@ -1,0 +1,32 @@
+"""Schema layer: scenario models, YAML load/dump with line numbers, trace files, JSON schema."""
+
+from .errors import Problem, ScenarioError
+from .io import dump_scenario, parse_yaml, read_scenario, scenario_from_data, scenario_from_yaml
+from .model import CloudOption, Economics, Option, OwnedOption, Scenario, TraceCheckpoint, Workload
+from .trace import TraceTable, read_trace
+
+
+def json_schema() -> dict:
+    """JSON schema of a scenario file, for editors (``costsim schema``)."""
+    return Scenario.model_json_schema()
+
+
+__all__ = [
+    "CloudOption",
+    "Economics",
+    "Option",
+    "OwnedOption",
+    "Problem",
+    "Scenario",
+    "ScenarioError",
+    "TraceCheckpoint",
+    "TraceTable",
+    "Workload",
+    "dump_scenario",
+    "json_schema",
+    "parse_yaml",
+    "read_scenario",
+    "read_trace",
+    "scenario_from_data",
+    "scenario_from_yaml",
+]

@@ -1,0 +1,236 @@
+"""Scenario schema v1 (DESIGN.md section 2): pydantic models, frozen, unknown keys rejected.
+
+Durations carry their unit in the name; money is USD. Fields left ``null`` take their value from
+the catalog (``costsim catalog``) when the scenario is resolved. Only fields with behaviour are
+accepted: settings that later versions model (RL job classes, reserved/spot/hybrid, serving,
+failures) are rejected with a message until they exist.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PrivateAttr, field_validator, model_validator
+
+from costsim.units import (
+    Fraction,
+    GPUCount,
+    GPUType,
+    Network,
+    NonNegative,
+    Positive,
+    PriceTier,
+    Scheduler,
+)
+
+from .base import StrictModel
+
+Name = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
+
+_NO_FAILURES_YET = (
+    "hardware failures are not modelled in this version; use null (no failures) or leave it out"
+)
+
+
+def _only_null_failures(value: Any) -> None:
+    if value is not None:
+        raise ValueError(_NO_FAILURES_YET)
+    return None
+
+
+class TraceCheckpoint(StrictModel):
+    """Checkpointing of trace jobs: every ``every_hours`` of work, a write of ``write_minutes``."""
+
+    every_hours: Positive = Field(description="Hours of work between checkpoints.")
+    write_minutes: NonNegative = Field(
+        0.0, description="Minutes a checkpoint write holds the job's GPUs (added to its run time)."
+    )
+
+
+class Workload(StrictModel):
+    """The jobs: a CSV trace (columns ``submit_h, gpus, duration_h [, job_id, job_class, priority]``)."""
+
+    trace: str | None = Field(
+        None, description="CSV trace path, relative to the scenario file.", min_length=1
+    )
+    checkpoint: TraceCheckpoint | None = Field(
+        None, description="Checkpointing of trace jobs; none when absent."
+    )
+
+    @model_validator(mode="after")
+    def _has_jobs(self) -> Workload:
+        if self.trace is None:
+            raise ValueError("a workload needs a `trace` (CSV of jobs)")
+        return self
+
+
+class OwnedOption(StrictModel):
+    """An owned cluster: bought, delivered after its lead time, run by a scheduler."""
+
+    name: Name = Field(description="Unique option name.")
+    kind: Literal["owned"] = "owned"
+    gpu_type: GPUType = Field(description="Catalog GPU type.")
+    gpus: GPUCount = Field(description="GPUs in the cluster (a whole number of nodes).")
+    gpus_per_node: GPUCount | None = Field(None, description="GPUs per node; null: catalog.")
+    network: Network = Field("infiniband", description="Inter-node fabric: infiniband | roce.")
+    lead_time_days: NonNegative | None = Field(
+        None, description="Days from the start until the cluster can run jobs; null: catalog."
+    )
+    scheduler: Scheduler = Field(
+        "fifo",
+        description="fifo (strict order), backfill (EASY) or priority (then FIFO, strict).",
+    )
+    failures: None = Field(None, description="Node failures: null (none) in this version.")
+    capex_usd_per_gpu: Positive | None = Field(
+        None, description="All-in capex per GPU in USD; null: server price plus fabric, storage, install shares."
+    )
+
+    _no_failures = field_validator("failures", mode="before")(_only_null_failures)
+
+    @model_validator(mode="after")
+    def _whole_nodes(self) -> OwnedOption:
+        if self.gpus_per_node is not None and self.gpus % self.gpus_per_node:
+            raise ValueError(
+                f"gpus ({self.gpus}) must be a whole number of nodes of {self.gpus_per_node} GPUs"
+            )
+        return self
+
+
+class CloudOption(StrictModel):
+    """Rented GPUs, pay as you go: billed per instance from delivery to release."""
+
+    name: Name = Field(description="Unique option name.")
+    kind: Literal["cloud"] = "cloud"
+    gpu_type: GPUType = Field(description="Catalog GPU type.")
+    pricing: Literal["on_demand"] = Field(
+        "on_demand", description="on_demand in this version (reserved and spot come later)."
+    )
+    price_tier: PriceTier = Field(
+        "neocloud", description="Catalog price tier for defaults: hyperscaler | neocloud."
+    )
+    price_per_gpu_hour: NonNegative | None = Field(
+        None, description="USD per GPU-hour; null: catalog price for the tier and pricing."
+    )
+    gpus_per_instance: GPUCount | None = Field(
+        None, description="GPUs per instance; jobs are billed in whole instances. null: catalog node size."
+    )
+    billing_granularity_s: Positive | None = Field(
+        None, description="Billing increment in seconds; null: catalog for the tier."
+    )
+    minimum_billing_s: NonNegative | None = Field(
+        None, description="Minimum billed seconds per allocation; null: catalog for the tier."
+    )
+    max_gpus: GPUCount | None = Field(
+        None, description="Quota or market capacity in GPUs; null: unlimited."
+    )
+    provisioning_delay_h: NonNegative = Field(
+        0.25, description="Hours waiting for instances after a request: not billed."
+    )
+    startup_h: NonNegative = Field(
+        0.1, description="Hours of boot, image pull and data staging: billed, before work starts."
+    )
+    failures: None = Field(None, description="Node failures: null (none) in this version.")
+
+    _no_failures = field_validator("failures", mode="before")(_only_null_failures)
+
+    @model_validator(mode="after")
+    def _quota_holds_an_instance(self) -> CloudOption:
+        if (
+            self.max_gpus is not None
+            and self.gpus_per_instance is not None
+            and self.max_gpus < self.gpus_per_instance
+        ):
+            raise ValueError(
+                f"max_gpus ({self.max_gpus}) is smaller than one instance ({self.gpus_per_instance} GPUs)"
+            )
+        return self
+
+
+Option = Annotated[OwnedOption | CloudOption, Field(discriminator="kind")]
+
+
+class Economics(StrictModel):
+    """Overrides of the catalog's economics; every null keeps the catalog value."""
+
+    electricity_usd_per_kwh: NonNegative | None = Field(None, description="USD per kWh.")
+    pue: Annotated[float, Field(ge=1.0, le=3.0)] | None = Field(
+        None, description="Power usage effectiveness (facility kW / IT kW)."
+    )
+    colo_usd_per_kw_month: NonNegative | None = Field(
+        None, description="Facility cost per provisioned kW (node max power) per month."
+    )
+    depreciation_years: Positive | None = Field(None, description="Years capex is spread over.")
+    residual_value_frac: Fraction | None = Field(
+        None, description="Share of capex recovered at the end of depreciation."
+    )
+    maintenance_frac_per_year: Fraction | None = Field(
+        None, description="Maintenance and support per year, as a share of capex."
+    )
+    staff_usd_per_fte_year: NonNegative | None = Field(None, description="Loaded cost of one engineer per year.")
+    gpus_per_fte: Positive | None = Field(None, description="GPUs one engineer runs.")
+    storage_capex_frac: NonNegative | None = Field(None, description="Storage capex as a share of server capex.")
+    install_capex_frac: NonNegative | None = Field(None, description="Installation capex as a share of server capex.")
+    cost_of_capital: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, description="Annual rate; > 0: capital cost is an annuity, 0: straight-line."
+    )
+    setup_usd: NonNegative | None = Field(
+        None, description="One-time groundwork per owned cluster, paid at the start."
+    )
+
+
+class Scenario(StrictModel):
+    """A build-vs-rent question: one workload, several options, one horizon."""
+
+    name: Annotated[str, Field(min_length=1)] = Field(description="Scenario name.")
+    description: str = Field("", description="Free text.")
+    seed: Annotated[int, Field(ge=0)] = Field(0, description="Root seed; simulate(seed=) overrides.")
+    horizon_days: Positive = Field(description="Days simulated.")
+    warmup_days: NonNegative = Field(
+        0.0, description="Jobs submitted before this day are left out of delay statistics."
+    )
+    economics: Economics = Field(default_factory=Economics, description="Catalog overrides.")
+    workload: Workload = Field(description="The jobs.")
+    options: Annotated[list[Option], Field(min_length=1)] = Field(
+        description="The alternatives compared, names unique."
+    )
+
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        if self.warmup_days >= self.horizon_days:
+            raise ValueError(
+                f"warmup_days ({self.warmup_days}) must be shorter than horizon_days ({self.horizon_days})"
+            )
+        seen: set[str] = set()
+        for opt in self.options:
+            if opt.name in seen:
+                raise ValueError(f"option name {opt.name!r} is used twice; names must be unique")
+            seen.add(opt.name)
+        return self
+
+    @property
+    def horizon_h(self) -> float:
+        return self.horizon_days * 24.0
+
+    @property
+    def warmup_h(self) -> float:
+        return self.warmup_days * 24.0
+
+    @property
+    def base_dir(self) -> Path:
+        """Folder that relative paths in the scenario (the trace) are read from."""
+        return self._base_dir if self._base_dir is not None else Path.cwd()
+
+    def with_base_dir(self, base_dir: Path | str) -> Scenario:
+        """This scenario, reading its relative paths from ``base_dir``."""
+        copy = self.model_copy()
+        copy._base_dir = Path(base_dir).resolve()
+        return copy
+
+    def option(self, name: str) -> OwnedOption | CloudOption:
+        for opt in self.options:
+            if opt.name == name:
+                return opt
+        raise KeyError(name)
