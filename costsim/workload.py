@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costsim.rng import stream
 from costsim.scenario import Scenario, read_trace
 from costsim.units import SECONDS_PER_HOUR
 
@@ -57,17 +58,40 @@ def generate(scenario: Scenario, seed: int | None = None) -> JobTable:
     ``seed`` (default: the scenario's) drives the random streams of generated jobs; a trace is
     replayed as written. Jobs submitted at or after the horizon are not part of the run.
     """
-    del seed  # trace replay draws nothing; generated RL classes will use named streams
+    seed = scenario.seed if seed is None else seed
     trace = read_trace(scenario.base_dir / scenario.workload.trace)  # type: ignore[operator]
-    keep = trace.submit_h < scenario.horizon_h
-    order = np.argsort(trace.submit_h[keep], kind="stable")
+    table = JobTable(trace.job_id, trace.job_class, trace.submit_h, trace.gpus, trace.priority, trace.duration_h)
+    if scenario.workload.arrival_scale != 1.0:
+        table = scale_arrivals(table, scenario.workload.arrival_scale, stream(seed, "arrivals"))
+    keep = table.submit_h < scenario.horizon_h
+    order = np.argsort(table.submit_h[keep], kind="stable")
+    return JobTable(*(getattr(table, f)[keep][order] for f in _FIELDS))
+
+
+_FIELDS = ("job_id", "job_class", "submit_h", "gpus", "priority", "duration_h")
+SCALE_JITTER_H = 12.0
+
+
+def scale_arrivals(jobs: JobTable, scale: float, rng: np.random.Generator) -> JobTable:
+    """Scale a trace's arrival rate by ``scale``: thin it (each job kept with probability
+    ``scale`` < 1) or copy it (each job ⌊scale⌋ or ⌊scale⌋+1 times, the extra copies moved by
+    U(−12 h, +12 h), never before 0), keeping the mix of job shapes."""
+    n = len(jobs)
+    whole, frac = divmod(scale, 1.0)
+    copies = np.full(n, int(whole)) + (rng.uniform(size=n) < frac)
+    idx = np.repeat(np.arange(n), copies)
+    # k-th copy of each job: the first stays where the trace put it.
+    k = np.arange(len(idx)) - np.repeat(np.cumsum(copies) - copies, copies)
+    shift = np.where(k > 0, rng.uniform(-SCALE_JITTER_H, SCALE_JITTER_H, len(idx)), 0.0)
+    ids = jobs.job_id[idx].astype(str)
+    ids = np.where(k > 0, np.char.add(np.char.add(ids, "~"), k.astype(str)), ids).astype(object)
     return JobTable(
-        job_id=trace.job_id[keep][order],
-        job_class=trace.job_class[keep][order],
-        submit_h=trace.submit_h[keep][order],
-        gpus=trace.gpus[keep][order],
-        priority=trace.priority[keep][order],
-        duration_h=trace.duration_h[keep][order],
+        job_id=ids,
+        job_class=jobs.job_class[idx],
+        submit_h=np.maximum(jobs.submit_h[idx] + shift, 0.0),
+        gpus=jobs.gpus[idx],
+        priority=jobs.priority[idx],
+        duration_h=jobs.duration_h[idx],
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import simpy
 
 from .events import RELEASE, ArrivalFeed, At, Decider
-from .pool import Allocation, NodePool, fits, held_gpus
+from .pool import Allocation, NodePool, held_gpus, nodes_needed
 from .records import Recorder
 
 BACKFILL_DEPTH = 500
@@ -114,41 +114,57 @@ class OwnedCluster:
             self._backfill()
 
     def _backfill(self) -> None:
-        queue, pool, gpus, gpn = self.fifo, self.pool, self.gpus, self.gpn
-        head = queue[0]
-        shadow_t, shadow_free = self._reservation(gpus[head])
+        queue, pool, gpus, gpn, run_h = self.fifo, self.pool, self.gpus, self.gpn, self.run_h
+        head_g = gpus[queue[0]]
+        shadow_t, shadow = self._reservation(head_g)
+        # The head fits at shadow_t iff enough nodes are "good" for it then: fully free nodes for
+        # a multi-node head, nodes with >= head_g free otherwise. ``spare`` is how many good nodes
+        # later jobs may still take (exact, without copying the free vector per candidate).
+        wide = head_g > gpn
+        good = gpn if wide else head_g
+        spare = sum(1 for f in shadow if f >= good) - (nodes_needed(head_g, gpn) if wide else 1)
         now = self.env.now
+        too_big = head_g + gpn + 1  # smallest size that failed to fit now (fit is monotone in size)
         started = []
         for pos in range(1, min(len(queue), BACKFILL_DEPTH)):
             if pool.free_gpus == 0:
                 break
             j = queue[pos]
-            alloc = pool.allocate(gpus[j])
+            g = gpus[j]
+            if g >= too_big:
+                continue
+            alloc = pool.allocate(g)
             if alloc is None:
+                too_big = g
                 continue
-            if now + self.run_h[j] <= shadow_t:
-                started.append((pos, j, alloc))
-                continue
-            # It would still hold its GPUs at the reservation: the head must fit without them.
-            trial = list(shadow_free)
-            for node, n in alloc:
-                trial[node] -= n
-            if fits(trial, gpus[head], gpn):
-                shadow_free = trial
-                started.append((pos, j, alloc))
-            else:
-                pool.release(alloc)
-        for pos, j, alloc in reversed(started):
+            if now + run_h[j] > shadow_t:
+                # Still running at the reservation: it must not take nodes the head needs then.
+                lost = sum(1 for node, n in alloc if shadow[node] >= good > shadow[node] - n)
+                if lost > spare:
+                    pool.release(alloc)
+                    continue
+                spare -= lost
+                for node, n in alloc:
+                    shadow[node] -= n
+            started.append((pos, j, alloc))
+        for pos, _j, _alloc in reversed(started):
             del queue[pos]
         for _pos, j, alloc in started:
             self._start(j, alloc)
 
     def _reservation(self, head_gpus: int) -> tuple[float, list[int]]:
-        """Earliest time the head fits as running jobs end, and the free GPUs per node then."""
+        """Earliest time the head fits as running jobs end (nominal run times), and the free
+        GPUs per node then."""
+        gpn = self.gpn
         free = list(self.pool.free)
+        wide = head_gpus > gpn
+        good = gpn if wide else head_gpus
+        need = nodes_needed(head_gpus, gpn) if wide else 1
+        have = sum(1 for f in free if f >= good)
         for end, alloc in sorted(self.running.values(), key=lambda v: v[0]):
             for node, n in alloc:
+                have += free[node] < good <= free[node] + n
                 free[node] += n
-            if fits(free, head_gpus, self.gpn):
+            if have >= need:
                 return end, free
         raise AssertionError("a queued job larger than the cluster passed validation")  # pragma: no cover

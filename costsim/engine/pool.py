@@ -66,8 +66,3 @@ class NodePool:
             self.free_gpus += n
 
 
-def fits(free: list[int], gpus: int, gpus_per_node: int) -> bool:
-    """Would a job of ``gpus`` fit a free-per-node vector (used for backfill look-ahead)?"""
-    if gpus <= gpus_per_node:
-        return any(f >= gpus for f in free)
-    return sum(1 for f in free if f == gpus_per_node) >= nodes_needed(gpus, gpus_per_node)

@@ -57,6 +57,14 @@ class Workload(StrictModel):
     checkpoint: TraceCheckpoint | None = Field(
         None, description="Checkpointing of trace jobs; none when absent."
     )
+    arrival_scale: Positive = Field(
+        1.0,
+        description=(
+            "Multiplies the arrival rate. Below 1, each trace job is kept with this probability; "
+            "above 1, each is submitted floor(scale) or floor(scale)+1 times, the copies within "
+            "±12 h of the original (the seeded `arrivals` stream)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _has_jobs(self) -> Workload:

@@ -1,0 +1,120 @@
+"""costsim dashboard: build or rent GPUs for RL training? (`make app`)
+
+Thin by design: scenarios are loaded and edited by ``costsim.dashboard``, simulated by
+``costsim.simulate`` (cached on the scenario's canonical JSON), and drawn by ``costsim.plots``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import costsim
+from costsim import plots
+from costsim.catalog import default_catalog, resolve
+from costsim.dashboard import Knobs, apply_knobs, current_knobs, shipped_scenarios
+from costsim.scenario import ScenarioError
+
+st.set_page_config(page_title="costsim: build or rent GPUs", layout="wide")
+
+
+@st.cache_data(max_entries=32, show_spinner="Simulating every option on the same jobs...")
+def run_cached(scenario_json: str, base_dir: str) -> costsim.Results:
+    scenario = costsim.Scenario.model_validate_json(scenario_json).with_base_dir(base_dir)
+    return costsim.simulate(scenario)
+
+
+def load_base() -> costsim.Scenario | None:
+    shipped = shipped_scenarios()
+    st.sidebar.header("Scenario")
+    choice = st.sidebar.selectbox("Shipped scenario", list(shipped), key="scenario_choice")
+    upload = st.sidebar.file_uploader(
+        "...or upload a scenario (YAML)", type=["yaml", "yml"], key="upload",
+        help="Relative trace paths are read from the shipped scenarios folder.",
+    )
+    try:
+        if upload is not None:
+            text = upload.getvalue().decode("utf-8", errors="replace")
+            return costsim.load_scenario_text(text, upload.name, shipped[choice].parent)
+        return costsim.load_scenario(shipped[choice])
+    except ScenarioError as err:
+        st.error(f"**This scenario cannot be used.**\n\n```\n{err}\n```")
+        return None
+
+
+def knob_widgets(scenario: costsim.Scenario) -> Knobs:
+    knobs = current_knobs(scenario)
+    plans = {p.name: p for p in resolve(scenario)}
+    key = scenario.name
+    with st.sidebar.form("knobs"):
+        st.subheader("Knobs")
+        owned = {}
+        for name, gpus in knobs.owned_gpus.items():
+            step = plans[name].gpus_per_node
+            owned[name] = st.number_input(f"{name}: owned GPUs", min_value=step, value=gpus, step=step,
+                                          key=f"{key}:gpus:{name}", help="Whole nodes; lead time and costs follow.")
+        prices = {}
+        for name in knobs.cloud_price:
+            prices[name] = st.number_input(
+                f"{name}: $/GPU-hour", min_value=0.0, value=float(plans[name].price_per_gpu_hour), step=0.1,
+                format="%.2f", key=f"{key}:price:{name}", help="Default: the catalog price for this GPU and tier.",
+            )
+        scale = st.slider("Arrival scale (× the trace's job rate)", 0.25, 3.0, float(knobs.arrival_scale), 0.05,
+                          key=f"{key}:scale", help="Below 1 thins the trace, above 1 adds jittered copies.")
+        st.form_submit_button("Run", type="primary")
+    return Knobs(owned, prices, scale)
+
+
+def kpi_cards(res: costsim.Results) -> None:
+    summary = res.summary
+    cheapest = summary.loc[summary["total_cost_usd"].idxmin(), "option"]
+    fastest = summary.loc[summary["queue_delay_mean_h"].idxmin(), "option"]
+    st.markdown(f"**Cheapest:** `{cheapest}` · **Shortest mean queue delay:** `{fastest}`")
+    for col, (_, row) in zip(st.columns(len(summary)), summary.iterrows(), strict=True):
+        with col:
+            st.markdown(f"#### {row.option}  \n<small>{row.kind}</small>", unsafe_allow_html=True)
+            st.metric("Total cost", f"${row.total_cost_usd:,.0f}")
+            st.metric("Mean queue delay", f"{row.queue_delay_mean_h:,.2f} h", help=f"p95 {row.queue_delay_p95_h:,.1f} h")
+            st.metric("Utilisation", f"{row.utilization:.1%}")
+            st.metric("$ per GPU-hour used", f"${row.cost_per_gpu_hour_used_usd:,.2f}")
+            st.metric("Jobs completed", f"{row.jobs_completed:,} / {row.jobs_submitted:,}")
+
+
+def main() -> None:
+    st.title("costsim: build or rent GPUs?")
+    st.caption("The same jobs on every option: owned clusters queue, clouds bill. Cost, delay and "
+               "utilisation come out of the simulation, not out of assumptions.")
+    base = load_base()
+    if base is None:
+        return
+    try:
+        scenario = apply_knobs(base, knob_widgets(base))
+    except ScenarioError as err:
+        st.error(f"**These settings cannot be used.**\n\n```\n{err}\n```")
+        return
+    res = run_cached(scenario.model_dump_json(), str(scenario.base_dir))
+    st.subheader(f"{scenario.name}: {scenario.horizon_days:g} days, {res.summary.jobs_submitted.iloc[0]:,} jobs")
+    if scenario.description:
+        st.caption(scenario.description)
+    kpi_cards(res)
+    overview, cost, capacity, data = st.tabs(["Overview", "Cost", "Capacity", "Data"])
+    with overview:
+        st.plotly_chart(plots.cumulative_cost(res), width="stretch", key="fig_cum_overview")
+        st.dataframe(res.summary, hide_index=True, key="summary_table")
+    with cost:
+        st.plotly_chart(plots.cumulative_cost(res), width="stretch", key="fig_cum")
+        st.plotly_chart(plots.cost_breakdown(res), width="stretch", key="fig_breakdown")
+    with capacity:
+        st.plotly_chart(plots.delay_distribution(res), width="stretch", key="fig_delay")
+        st.plotly_chart(plots.utilization_over_time(res), width="stretch", key="fig_util")
+        st.plotly_chart(plots.queue_over_time(res), width="stretch", key="fig_queue")
+    with data:
+        st.download_button("Summary (CSV)", res.summary.to_csv(index=False), "summary.csv", "text/csv",
+                           key="dl_summary", on_click="ignore")
+        st.download_button("Jobs (CSV)", lambda: res.jobs.to_csv(index=False), "jobs.csv", "text/csv",
+                           key="dl_jobs", on_click="ignore")
+        st.download_button("Edited scenario (YAML)", costsim.dump_scenario(scenario), f"{scenario.name}.yaml",
+                           "application/yaml", key="dl_scenario", on_click="ignore")
+        st.caption(f"Catalog {default_catalog().version}; `costsim catalog` lists every default with its source.")
+
+
+main()

@@ -1,0 +1,146 @@
+"""The ``costsim`` command: validate, run, schema, catalog.
+
+Bad input (scenario, trace, flags) prints one message per problem naming the file, the field and
+the line, exits with status 2 and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from costsim import api, engine, results as results_mod, workload
+from costsim.catalog import default_catalog, economics_values, resolve
+from costsim.export import write_results
+from costsim.scenario import ScenarioError, json_schema
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Build or rent GPUs for RL training? Simulate the same jobs on each option and compare.",
+)
+out_console = Console(width=None if sys.stdout.isatty() else 150)
+err_console = Console(stderr=True)
+
+ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
+
+
+def _fail(err: ScenarioError) -> None:
+    for line in str(err).splitlines():
+        err_console.print(f"[bold red]error[/]: {line}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _load(path: Path):
+    try:
+        return api.load_scenario(path)
+    except ScenarioError as err:
+        _fail(err)
+
+
+@app.command()
+def validate(scenario: ScenarioArg) -> None:
+    """Check a scenario and its trace without simulating."""
+    sc = _load(scenario)
+    out_console.print(f"[green]ok[/]: {scenario}: scenario {sc.name!r}, {len(sc.options)} option(s)", highlight=False)
+
+
+def _money(x: float) -> str:
+    return "-" if x != x else f"${x:,.0f}"
+
+
+def summary_table(summary, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    columns = [
+        ("option", "option", str),
+        ("kind", "kind", str),
+        ("done/submitted", None, None),
+        ("delay mean h", "queue_delay_mean_h", lambda v: f"{v:,.2f}"),
+        ("delay p95 h", "queue_delay_p95_h", lambda v: f"{v:,.2f}"),
+        ("utilisation", "utilization", lambda v: f"{v:.1%}"),
+        ("total cost", "total_cost_usd", _money),
+        ("$/GPU-h used", "cost_per_gpu_hour_used_usd", lambda v: f"{v:,.2f}"),
+        ("$/job", "cost_per_completed_job_usd", _money),
+    ]
+    for header, *_ in columns:
+        table.add_column(header, justify="left" if header in ("option", "kind") else "right")
+    for _, row in summary.iterrows():
+        cells = []
+        for header, key, fmt in columns:
+            if key is None:
+                cells.append(f"{row.jobs_completed:,}/{row.jobs_submitted:,}")
+            else:
+                cells.append(fmt(row[key]))
+        table.add_row(*cells)
+    return table
+
+
+def _simulate_with_progress(sc, seed: int | None):
+    """``api.simulate`` step by step, with a progress bar over the options."""
+    seed = sc.seed if seed is None else seed
+    plans = resolve(sc, default_catalog())
+    jobs = workload.generate(sc, seed)
+    run_h = workload.run_hours(jobs, sc)
+    records = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
+        task = progress.add_task(f"simulating {len(jobs):,} jobs", total=len(plans))
+        for plan in plans:
+            progress.update(task, description=f"simulating {len(jobs):,} jobs on {plan.name}")
+            records.append(engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, run_h, sc.horizon_h))
+            progress.advance(task)
+        progress.update(task, description="building tables")
+        return results_mod.build(sc, seed, plans, economics_values(sc), records, jobs)
+
+
+@app.command()
+def run(
+    scenario: ScenarioArg,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for the tables [default: out/<scenario name>].")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Root seed (overrides the scenario's).")] = None,
+) -> None:
+    """Simulate every option, print the comparison and write the tables (CSV, Parquet)."""
+    sc = _load(scenario)
+    out_dir = out if out is not None else Path("out") / sc.name
+    if out_dir.exists() and not out_dir.is_dir():
+        err_console.print(f"[bold red]error[/]: --out {out_dir}: exists and is not a folder", highlight=False)
+        raise typer.Exit(2)
+    res = _simulate_with_progress(sc, seed)
+    out_console.print(summary_table(res.summary, f"{sc.name}: {sc.horizon_days:g} days, seed {res.seed}"))
+    written = write_results(res, out_dir)
+    out_console.print(f"wrote {len(written)} files to {out_dir}/", highlight=False)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON schema of scenario files (for editors)."""
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+
+
+@app.command()
+def catalog() -> None:
+    """Print the catalog's default values with their sources and dates."""
+    cat = default_catalog()
+    table = Table(title=f"costsim catalog {cat.version} (USD)", title_justify="left")
+    for col in ("field", "value", "date", "source"):
+        table.add_column(col, overflow="fold")
+    for e in cat.entries:
+        table.add_row(e.path, f"{e.value:g}" if isinstance(e.value, float) else str(e.value), e.date, e.source)
+    out_console.print(table)
+
+
+def main() -> None:
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Plotly figures from result tables, shared by the dashboard and reports. No model logic here:
+every number plotted is a column of ``costsim.Results``."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from costsim.costing import ALL_ITEMS
+from costsim.results import Results
+
+_LAYOUT = dict(template="plotly_white", legend_title_text="option", margin=dict(l=10, r=10, t=50, b=10))
+
+
+def _daily(results: Results, columns: list[str]) -> pd.DataFrame:
+    ts = results.timeseries.assign(day=lambda d: (d["hour"] // 24).astype(int))
+    return ts.groupby(["option", "day"], sort=False, as_index=False)[columns].mean()
+
+
+def cumulative_cost(results: Results) -> go.Figure:
+    """Cumulative cost per option over the horizon (USD)."""
+    ts = results.timeseries
+    daily = ts[(ts["hour"] % 24 == 23) | (ts.groupby("option")["hour"].transform("max") == ts["hour"])]
+    fig = px.line(
+        daily.assign(day=(daily["hour"] + 1) / 24), x="day", y="cost_cum_usd", color="option",
+        labels={"day": "day", "cost_cum_usd": "cumulative cost (USD)"}, title="Cumulative cost",
+    )
+    fig.update_layout(**_LAYOUT, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
+    return fig
+
+
+def cost_breakdown(results: Results) -> go.Figure:
+    """Total cost per option split into line items (USD)."""
+    s = results.summary
+    long = s.melt(id_vars="option", value_vars=[f"cost_{i}_usd" for i in ALL_ITEMS], var_name="item", value_name="usd")
+    long = long[long["usd"] > 0].assign(item=lambda d: d["item"].str[5:-4])
+    fig = px.bar(long, x="option", y="usd", color="item", title="Cost over the horizon by line item",
+                 labels={"usd": "USD", "item": "line item"})
+    fig.update_layout(**{**_LAYOUT, "legend_title_text": "line item"}, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
+    return fig
+
+
+def delay_distribution(results: Results) -> go.Figure:
+    """Empirical CDF of queue delay per option (hours; never-started jobs at their delay so far)."""
+    warm = results.scenario.warmup_h
+    jobs = results.jobs[results.jobs["submit_h"] >= warm]
+    fig = px.ecdf(jobs, x="queue_delay_h", color="option", title="Queue delay distribution",
+                  labels={"queue_delay_h": "queue delay (hours)"})
+    fig.update_layout(**_LAYOUT, yaxis_title="share of jobs waiting at most x", yaxis_tickformat=".0%")
+    return fig
+
+
+def utilization_over_time(results: Results) -> go.Figure:
+    """Daily utilisation: held GPUs ÷ capacity GPUs."""
+    d = _daily(results, ["busy_gpus", "capacity_gpus"])
+    d["utilization"] = (d["busy_gpus"] / d["capacity_gpus"]).where(d["capacity_gpus"] > 0)
+    fig = px.line(d, x="day", y="utilization", color="option", title="Utilisation (daily mean)",
+                  labels={"utilization": "held ÷ capacity"})
+    fig.update_layout(**_LAYOUT, yaxis_tickformat=".0%")
+    return fig
+
+
+def queue_over_time(results: Results) -> go.Figure:
+    """Daily mean number of GPUs asked for by queued jobs."""
+    d = _daily(results, ["queued_gpus", "queued_jobs"])
+    fig = px.line(d, x="day", y="queued_gpus", color="option", title="Queued demand (daily mean)",
+                  labels={"queued_gpus": "GPUs requested by waiting jobs"}, hover_data=["queued_jobs"])
+    fig.update_layout(**_LAYOUT)
+    return fig
+
+
+def capacity_over_time(results: Results) -> go.Figure:
+    """Daily mean capacity (owned: installed; cloud: rented) and held GPUs."""
+    d = _daily(results, ["capacity_gpus", "busy_gpus"])
+    fig = go.Figure()
+    for option, g in d.groupby("option", sort=False):
+        fig.add_scatter(x=g["day"], y=g["capacity_gpus"], name=f"{option} capacity", mode="lines")
+        fig.add_scatter(x=g["day"], y=g["busy_gpus"], name=f"{option} held", mode="lines", line_dash="dot")
+    fig.update_layout(**_LAYOUT, title="Capacity and held GPUs (daily mean)", xaxis_title="day", yaxis_title="GPUs")
+    return fig
+
+
+ALL_FIGURES = {
+    "cumulative_cost": cumulative_cost,
+    "cost_breakdown": cost_breakdown,
+    "delay_distribution": delay_distribution,
+    "utilization_over_time": utilization_over_time,
+    "queue_over_time": queue_over_time,
+    "capacity_over_time": capacity_over_time,
+}
