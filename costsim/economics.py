@@ -6,6 +6,8 @@ Units are in the names: ``_usd``, ``_h`` (hours), ``_s`` (seconds), ``_kw``, ``_
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
@@ -36,8 +38,10 @@ def annual_capital_cost_usd(capex_usd: float, residual_frac: float, years: float
     residual = capex_usd * residual_frac
     if rate == 0:
         return (capex_usd - residual) / years
-    discount = (1.0 + rate) ** -years
-    return (capex_usd - residual * discount) * rate / (1.0 - discount)
+    # (1+r)^-n and 1 − (1+r)^-n via log1p/expm1: exact to rounding even for tiny rates.
+    log_growth = years * math.log1p(rate)
+    discount = math.exp(-log_growth)
+    return (capex_usd - residual * discount) * rate / -math.expm1(-log_growth)
 
 
 def it_energy_kwh(

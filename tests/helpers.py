@@ -1,0 +1,34 @@
+"""Build and simulate small scenarios in Python (no YAML needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import costsim
+from costsim.scenario import scenario_from_data
+
+
+def scenario(folder: Path, rows, options: list[dict[str, Any]], horizon_days: float = 10.0,
+             columns=("submit_h", "gpus", "duration_h"), **top: Any) -> costsim.Scenario:
+    """A checked scenario over ``rows`` (written as a trace CSV in ``folder``)."""
+    trace = folder / "trace.csv"
+    pd.DataFrame(list(rows), columns=list(columns)).to_csv(trace, index=False)
+    workload = {"trace": "trace.csv", **top.pop("workload", {})}
+    data = {"name": "t", "horizon_days": horizon_days, "workload": workload, "options": options, **top}
+    sc = scenario_from_data(data, "test", folder)
+    return costsim.api.check(sc, "test")
+
+
+def owned(name="own", gpus=16, **kw) -> dict[str, Any]:
+    return {"name": name, "kind": "owned", "gpu_type": "H100", "gpus": gpus, "lead_time_days": 0, **kw}
+
+
+def cloud(name="cloud", **kw) -> dict[str, Any]:
+    return {"name": name, "kind": "cloud", "gpu_type": "H100", "provisioning_delay_h": 0, "startup_h": 0, **kw}
+
+
+def jobs_of(res: costsim.Results, option: str) -> pd.DataFrame:
+    return res.jobs[res.jobs["option"] == option].reset_index(drop=True)
