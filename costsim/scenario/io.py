@@ -83,8 +83,10 @@ def validation_problems(err: ValidationError) -> list[Problem]:
             msg = "unknown field (check the spelling; `costsim schema` lists the fields)"
         elif e["type"] == "missing":
             msg = "required field is missing"
-        elif e["type"] == "union_tag_invalid":
-            msg = f"kind must be one of: owned, cloud (got {e.get('input', {}).get('kind')!r})"
+        elif e["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            given = e.get("input", {}).get("kind") if isinstance(e.get("input"), dict) else None
+            msg = f"must be one of: owned, cloud (got {given!r})" if given is not None else "is required: owned or cloud"
+            loc = (*loc, "kind")
         problems.append(Problem(loc, msg))
     return problems
 
