@@ -66,9 +66,14 @@ def knob_widgets(scenario: costsim.Scenario) -> Knobs:
 
 def kpi_cards(res: costsim.Results) -> None:
     summary = res.summary
-    cheapest = summary.loc[summary["total_cost_usd"].idxmin(), "option"]
+    cheapest = summary.loc[summary["total_cost_usd"].idxmin()]
     fastest = summary.loc[summary["queue_delay_mean_h"].idxmin(), "option"]
-    st.markdown(f"**Cheapest:** `{cheapest}` · **Shortest mean queue delay:** `{fastest}`")
+    line = f"**Lowest total cost:** `{cheapest.option}` · **Shortest mean queue delay:** `{fastest}`"
+    unfinished = cheapest.jobs_submitted - cheapest.jobs_completed
+    if unfinished:
+        line += (f"  \n⚠️ `{cheapest.option}` is cheapest partly because {unfinished:,} jobs were not finished "
+                 f"within the horizon (mean wait {cheapest.queue_delay_mean_h:,.1f} h).")
+    st.markdown(line)
     for col, (_, row) in zip(st.columns(len(summary)), summary.iterrows(), strict=True):
         with col:
             st.markdown(f"#### {row.option}  \n<small>{row.kind}</small>", unsafe_allow_html=True)
@@ -98,15 +103,15 @@ def main() -> None:
     kpi_cards(res)
     overview, cost, capacity, data = st.tabs(["Overview", "Cost", "Capacity", "Data"])
     with overview:
-        st.plotly_chart(plots.cumulative_cost(res), width="stretch", key="fig_cum_overview")
+        st.plotly_chart(plots.cumulative_cost(res), width="stretch", theme=None, key="fig_cum_overview")
         st.dataframe(res.summary, hide_index=True, key="summary_table")
     with cost:
-        st.plotly_chart(plots.cumulative_cost(res), width="stretch", key="fig_cum")
-        st.plotly_chart(plots.cost_breakdown(res), width="stretch", key="fig_breakdown")
+        st.plotly_chart(plots.cumulative_cost(res), width="stretch", theme=None, key="fig_cum")
+        st.plotly_chart(plots.cost_breakdown(res), width="stretch", theme=None, key="fig_breakdown")
     with capacity:
-        st.plotly_chart(plots.delay_distribution(res), width="stretch", key="fig_delay")
-        st.plotly_chart(plots.utilization_over_time(res), width="stretch", key="fig_util")
-        st.plotly_chart(plots.queue_over_time(res), width="stretch", key="fig_queue")
+        st.plotly_chart(plots.delay_distribution(res), width="stretch", theme=None, key="fig_delay")
+        st.plotly_chart(plots.utilization_over_time(res), width="stretch", theme=None, key="fig_util")
+        st.plotly_chart(plots.queue_over_time(res), width="stretch", theme=None, key="fig_queue")
     with data:
         st.download_button("Summary (CSV)", res.summary.to_csv(index=False), "summary.csv", "text/csv",
                            key="dl_summary", on_click="ignore")

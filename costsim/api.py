@@ -23,10 +23,12 @@ def _fit_problems(scenario: Scenario, plans: list[Plan], jobs: workload.JobTable
             if plan.max_gpus is None:
                 continue
             need = -(-jobs.gpus // plan.gpus_per_instance) * plan.gpus_per_instance
-            limit, what, field = plan.max_gpus, "quota max_gpus", "max_gpus"
+            limit, field = plan.max_gpus, "max_gpus"
+            has = f"a quota of {limit} GPUs"
         else:
             need = np.array([held_gpus(int(g), plan.gpus_per_node) for g in jobs.gpus])
-            limit, what, field = plan.gpus, "GPUs", "gpus"
+            limit, field = plan.gpus, "gpus"
+            has = f"{limit} GPUs"
         worst = int(np.argmax(need))
         if need[worst] > limit:
             count = int((need > limit).sum())
@@ -34,7 +36,7 @@ def _fit_problems(scenario: Scenario, plans: list[Plan], jobs: workload.JobTable
             problems.append(Problem(
                 ("options", i, field),
                 f"job {jobs.job_id[worst]!r} needs {int(need[worst])} GPUs but option {plan.name!r} "
-                f"has {what} {limit}: it could never run{others}",
+                f"has {has}: it could never run{others}",
             ))
     return problems
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import simpy
 
 import costsim
 from costsim.scenario import scenario_from_data
@@ -32,3 +34,29 @@ def cloud(name="cloud", **kw) -> dict[str, Any]:
 
 def jobs_of(res: costsim.Results, option: str) -> pd.DataFrame:
     return res.jobs[res.jobs["option"] == option].reset_index(drop=True)
+
+
+def bare_simpy_mmc(submit_h: np.ndarray, service_h: np.ndarray, servers: int) -> np.ndarray:
+    """The textbook SimPy model: one process per job, a Resource of ``servers``; start times."""
+    env = simpy.Environment()
+    res = simpy.Resource(env, servers)
+    start = np.full(len(submit_h), np.nan)
+    submit = submit_h.tolist()
+    service = service_h.tolist()
+
+    def job(i):
+        with res.request() as req:
+            yield req
+            start[i] = env.now
+            yield env.timeout(service[i])
+
+    def source():
+        now = 0.0
+        for i, t in enumerate(submit):
+            yield env.timeout(t - now)
+            now = t
+            env.process(job(i))
+
+    env.process(source())
+    env.run()
+    return start

@@ -1,0 +1,77 @@
+"""The dashboard through Streamlit's AppTest: renders the baseline with no click, reacts to knobs,
+shows an inline error for a bad upload. Edited scenarios download as YAML that loads back."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import costsim
+from costsim.dashboard import SCENARIO_DIR, apply_knobs, current_knobs
+from costsim.scenario import scenario_from_yaml
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def _clear_caches():
+    import streamlit as st
+
+    st.cache_data.clear()
+    yield
+
+
+def metrics(at):
+    return {m.label: m.value for m in at.metric}
+
+
+def test_first_load_shows_the_baseline_comparison():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert not at.exception
+    assert not at.error
+    base = costsim.simulate(SCENARIO_DIR / "baseline.yaml").summary
+    shown = [m.value for m in at.metric if m.label == "Total cost"]
+    assert shown == [f"${v:,.0f}" for v in base.total_cost_usd]
+    assert len(at.get("plotly_chart")) >= 5
+
+
+def test_knob_changes_the_result():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    before = [m.value for m in at.metric if m.label == "Mean queue delay"]
+    at.number_input(key="baseline:gpus:own-256").set_value(384)
+    at.button[0].click().run()
+    assert not at.exception and not at.error
+    after = [m.value for m in at.metric if m.label == "Mean queue delay"]
+    assert after[0] != before[0] and after[1:] == before[1:]
+
+
+def test_bad_upload_shows_an_inline_error():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    text = (SCENARIO_DIR / "baseline.yaml").read_text().replace("gpus: 256", "gpus: -256")
+    at.sidebar.file_uploader[0].upload("mine.yaml", text.encode(), "application/yaml").run()
+    assert not at.exception
+    assert at.error and "mine.yaml" in at.error[0].value and "options.0.gpus" in at.error[0].value
+
+
+def test_good_upload_runs():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    text = (SCENARIO_DIR / "baseline.yaml").read_text().replace("name: baseline", "name: mine")
+    at.sidebar.file_uploader[0].upload("mine.yaml", text.encode(), "application/yaml").run()
+    assert not at.exception and not at.error
+    assert any("mine" in s.value for s in at.subheader)
+
+
+def test_edited_scenario_round_trips():
+    sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
+    k = current_knobs(sc)
+    edited = apply_knobs(sc, type(k)({**k.owned_gpus, "own-512": 640}, {"cloud-od": 3.5}, 1.25))
+    again, _ = scenario_from_yaml(costsim.dump_scenario(edited), "download.yaml", SCENARIO_DIR)
+    assert again == edited
+    assert again.option("own-512").gpus == 640 and again.option("cloud-od").price_per_gpu_hour == 3.5
+
+
+def test_knob_errors_are_scenario_errors():
+    sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
+    k = current_knobs(sc)
+    with pytest.raises(costsim.ScenarioError, match="never run"):
+        apply_knobs(sc, type(k)({**k.owned_gpus, "own-256": 128}, k.cloud_price, 1.0))
