@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -70,10 +71,15 @@ def load_scenario_text(text: str, source: str, base_dir: Path | str) -> Scenario
     return check(scenario, source, lines)
 
 
-def simulate(scenario: Scenario | Path | str, seed: int | None = None) -> results.Results:
+def simulate(
+    scenario: Scenario | Path | str,
+    seed: int | None = None,
+    on_option: Callable[[str, int, int], None] | None = None,
+) -> results.Results:
     """Run every option of the scenario on the same jobs and return the result tables.
 
-    ``seed`` overrides the scenario's root seed.
+    ``seed`` overrides the scenario's root seed. ``on_option(name, done, total)`` is called before
+    each option and once more (name "tables") before the tables are built: for progress bars.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -82,8 +88,11 @@ def simulate(scenario: Scenario | Path | str, seed: int | None = None) -> result
     econ = economics_values(scenario)
     jobs = workload.generate(scenario, seed)
     run_h = workload.run_hours(jobs, scenario)
-    records = [
-        engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, run_h, scenario.horizon_h)
-        for plan in plans
-    ]
+    records = []
+    for k, plan in enumerate(plans):
+        if on_option is not None:
+            on_option(plan.name, k, len(plans))
+        records.append(engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, run_h, scenario.horizon_h))
+    if on_option is not None:
+        on_option("tables", len(plans), len(plans))
     return results.build(scenario, seed, plans, econ, records, jobs)

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from costsim import api, engine, results as results_mod, workload
-from costsim.catalog import default_catalog, economics_values, resolve
+from costsim import api
+from costsim.catalog import default_catalog
 from costsim.export import write_results
 from costsim.scenario import ScenarioError, json_schema
 
@@ -84,21 +84,17 @@ def summary_table(summary, title: str) -> Table:
 
 
 def _simulate_with_progress(sc, seed: int | None):
-    """``api.simulate`` step by step, with a progress bar over the options."""
-    seed = sc.seed if seed is None else seed
-    plans = resolve(sc, default_catalog())
-    jobs = workload.generate(sc, seed)
-    run_h = workload.run_hours(jobs, sc)
-    records = []
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
-        task = progress.add_task(f"simulating {len(jobs):,} jobs", total=len(plans))
-        for plan in plans:
-            progress.update(task, description=f"simulating {len(jobs):,} jobs on {plan.name}")
-            records.append(engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, run_h, sc.horizon_h))
-            progress.advance(task)
-        progress.update(task, description="building tables")
-        return results_mod.build(sc, seed, plans, economics_values(sc), records, jobs)
+    """``api.simulate`` with a progress bar over the options."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+               TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task("simulating", total=len(sc.options))
+
+        def step(name: str, done: int, total: int) -> None:
+            what = "building tables" if done == total else f"simulating {name}"
+            progress.update(task, completed=done, description=what)
+
+        return api.simulate(sc, seed, on_option=step)
 
 
 @app.command()

@@ -58,7 +58,6 @@ class CloudPool:
     def _request(self, i: int) -> None:
         instances = -(-self.gpus[i] // self.gpi)
         rec = self.rec
-        rec.request_h[i] = self.env.now
         rec.instances[i] = instances
         rec.held_gpus[i] = instances * self.gpi
         self.in_use += instances * self.gpi

@@ -80,7 +80,6 @@ class OwnedCluster:
         end = now + self.run_h[i]
         rec = self.rec
         rec.start_h[i] = now
-        rec.request_h[i] = now
         rec.end_h[i] = end
         rec.held_gpus[i] = held_gpus(self.gpus[i], self.gpn)
         self.running[i] = (end, alloc)

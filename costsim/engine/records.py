@@ -14,8 +14,7 @@ class UsageRecord:
     ``start_h``: the job first holds GPUs (owned: allocation; cloud: instances delivered and
     billed). ``end_h``: it releases them (may lie past the horizon: the run is cut there).
     ``held_gpus``: GPUs it holds (owned jobs over one node take whole nodes; cloud jobs whole
-    instances). ``instances``: cloud instances (0 on owned). ``request_h``: cloud quota granted
-    and instances requested (equals ``start_h`` on owned).
+    instances). ``instances``: cloud instances (0 on owned).
     """
 
     option: str
@@ -24,7 +23,6 @@ class UsageRecord:
     end_h: np.ndarray
     held_gpus: np.ndarray
     instances: np.ndarray
-    request_h: np.ndarray
     capacity_change_h: np.ndarray  # times the installed capacity changes
     capacity_gpus: np.ndarray  # installed GPUs from each change on (owned); empty for cloud
 
@@ -38,7 +36,6 @@ class Recorder:
         self.end_h = [nan] * n
         self.held_gpus = [0] * n
         self.instances = [0] * n
-        self.request_h = [nan] * n
 
     def freeze(self, option: str, kind: str, cap_t: list[float], cap_gpus: list[int]) -> UsageRecord:
         return UsageRecord(
@@ -48,7 +45,6 @@ class Recorder:
             end_h=np.array(self.end_h, dtype=float),
             held_gpus=np.array(self.held_gpus, dtype=np.int64),
             instances=np.array(self.instances, dtype=np.int64),
-            request_h=np.array(self.request_h, dtype=float),
             capacity_change_h=np.array(cap_t, dtype=float),
             capacity_gpus=np.array(cap_gpus, dtype=np.int64),
         )

@@ -75,7 +75,7 @@ def validation_problems(err: ValidationError) -> list[Problem]:
     """pydantic errors as Problems, with the discriminator tag dropped from paths."""
     problems = []
     for e in err.errors(include_url=False):
-        loc = tuple(p for p in e["loc"] if p not in ("owned", "cloud", "function-after[_no_failures(), none]"))
+        loc = tuple(p for p in e["loc"] if p not in ("owned", "cloud"))  # drop the union's tag
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
