@@ -23,6 +23,7 @@ import costsim  # noqa: E402
 from costsim import engine, workload  # noqa: E402
 from costsim.catalog import resolve  # noqa: E402
 from costsim.synth import JobGroup, make_trace  # noqa: E402
+from costsim.workplan import plan_work  # noqa: E402
 from helpers import bare_simpy_mmc, owned, scenario  # noqa: E402
 
 
@@ -48,8 +49,8 @@ def main() -> None:
         sc = scenario(Path(tmp), trace[["submit_h", "gpus", "duration_h"]].itertuples(index=False),
                       [owned(gpus=servers, gpus_per_node=servers, scheduler="fifo")], horizon_days=days * 2)
         jobs = workload.generate(sc)
-        run_h = workload.run_hours(jobs, sc)
         plan = resolve(sc)[0]
+        run_h = plan_work(sc, jobs, plan).run_h
 
         t_bare, bare_start = best(lambda: bare_simpy_mmc(jobs.submit_h, run_h, servers), args.repeats)
         t_engine, rec = best(lambda: engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, run_h,

@@ -8,37 +8,44 @@ from pathlib import Path
 import numpy as np
 
 from costsim import engine, results, workload
+from costsim.workplan import plan_work
 from costsim.catalog import CloudPlan, Plan, default_catalog, economics_values, resolve
 from costsim.engine.pool import held_gpus
 from costsim.scenario import Problem, Scenario, ScenarioError, read_scenario, scenario_from_yaml
 from costsim.scenario.errors import Loc
 
 
+def _held(plan: Plan, gpus: np.ndarray) -> np.ndarray:
+    """GPUs a job of ``gpus`` needs from an option: whole instances, or whole nodes beyond one."""
+    if isinstance(plan, CloudPlan):
+        return -(-gpus // plan.gpus_per_instance) * plan.gpus_per_instance
+    return np.array([held_gpus(int(g), plan.gpus_per_node) for g in gpus], dtype=np.int64)
+
+
 def _fit_problems(scenario: Scenario, plans: list[Plan], jobs: workload.JobTable) -> list[Problem]:
-    """A job that can never fit an option is an error, not a silent infinite wait."""
+    """A job that can never fit an option is an error, not a silent infinite wait: each RL class
+    is checked by its size, trace jobs one by one."""
     problems = []
-    if len(jobs) == 0:
-        return problems
+    trace = jobs.class_index < 0
     for i, plan in enumerate(plans):
-        if isinstance(plan, CloudPlan):
-            if plan.max_gpus is None:
-                continue
-            need = -(-jobs.gpus // plan.gpus_per_instance) * plan.gpus_per_instance
-            limit, field = plan.max_gpus, "max_gpus"
-            has = f"a quota of {limit} GPUs"
-        else:
-            need = np.array([held_gpus(int(g), plan.gpus_per_node) for g in jobs.gpus])
-            limit, field = plan.gpus, "gpus"
-            has = f"{limit} GPUs"
-        worst = int(np.argmax(need))
-        if need[worst] > limit:
-            count = int((need > limit).sum())
-            others = f" ({count - 1} more such jobs)" if count > 1 else ""
-            problems.append(Problem(
-                ("options", i, field),
-                f"job {jobs.job_id[worst]!r} needs {int(need[worst])} GPUs but option {plan.name!r} "
-                f"has {has}: it could never run{others}",
-            ))
+        if isinstance(plan, CloudPlan) and plan.max_gpus is None:
+            continue
+        limit = plan.max_gpus if isinstance(plan, CloudPlan) else plan.gpus
+        field = "max_gpus" if isinstance(plan, CloudPlan) else "gpus"
+        has = f"a quota of {limit} GPUs" if isinstance(plan, CloudPlan) else f"{limit} GPUs"
+        for cls in scenario.workload.classes:
+            need = int(_held(plan, np.array([cls.gpus]))[0])
+            if need > limit:
+                problems.append(Problem(("options", i, field), f"class {cls.name!r} needs {need} GPUs per job but "
+                                        f"option {plan.name!r} has {has}: its jobs could never run"))
+        if trace.any():
+            need = _held(plan, jobs.gpus[trace])
+            worst = int(np.argmax(need))
+            if need[worst] > limit:
+                count = int((need > limit).sum())
+                others = f" ({count - 1} more such jobs)" if count > 1 else ""
+                problems.append(Problem(("options", i, field), f"job {jobs.job_id[trace][worst]!r} needs {int(need[worst])} "
+                                        f"GPUs but option {plan.name!r} has {has}: it could never run{others}"))
     return problems
 
 
@@ -47,9 +54,10 @@ def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | N
     lines = lines or {}
     try:
         plans = resolve(scenario, source=source)
-        trace_path = scenario.base_dir / scenario.workload.trace  # type: ignore[operator]
-        if not trace_path.is_file():
-            raise ScenarioError(source, [Problem(("workload", "trace"), f"trace file not found: {trace_path}")])
+        if scenario.workload.trace is not None:
+            trace_path = scenario.base_dir / scenario.workload.trace
+            if not trace_path.is_file():
+                raise ScenarioError(source, [Problem(("workload", "trace"), f"trace file not found: {trace_path}")])
         jobs = workload.generate(scenario)
         problems = _fit_problems(scenario, plans, jobs)
         if problems:
@@ -87,12 +95,13 @@ def simulate(
     plans = resolve(scenario, default_catalog())
     econ = economics_values(scenario)
     jobs = workload.generate(scenario, seed)
-    run_h = workload.run_hours(jobs, scenario)
-    records = []
+    records, work = [], []
     for k, plan in enumerate(plans):
         if on_option is not None:
             on_option(plan.name, k, len(plans))
-        records.append(engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, run_h, scenario.horizon_h))
+        work.append(plan_work(scenario, jobs, plan))
+        records.append(engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, work[-1].run_h,
+                                         scenario.horizon_h))
     if on_option is not None:
         on_option("tables", len(plans), len(plans))
-    return results.build(scenario, seed, plans, econ, records, jobs)
+    return results.build(scenario, seed, plans, econ, records, work)

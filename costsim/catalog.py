@@ -148,8 +148,8 @@ class CloudPlan:
     max_gpus: int | None
     provisioning_delay_h: float
     startup_h: float
-    network: str = "infiniband"
-    fabric_efficiency: float = 1.0
+    network: str
+    fabric_efficiency: float
     kind: str = "cloud"
 
 
@@ -218,6 +218,8 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str) -> CloudPlan:
         max_gpus=opt.max_gpus,
         provisioning_delay_h=opt.provisioning_delay_h,
         startup_h=opt.startup_h,
+        network=opt.network,
+        fabric_efficiency=float(cat.fabrics[opt.network]["efficiency"]),
     )
 
 

@@ -69,7 +69,11 @@ def summary_table(summary, title: str) -> Table:
         ("total cost", "total_cost_usd", _money),
         ("$/GPU-h used", "cost_per_gpu_hour_used_usd", lambda v: f"{v:,.2f}"),
         ("$/job", "cost_per_completed_job_usd", _money),
+        ("RL iter/day", "iterations_per_day", lambda v: f"{v:,.0f}"),
+        ("$/RL iter", "cost_per_iteration_usd", lambda v: "-" if v != v else f"{v:,.2f}"),
     ]
+    if not (summary["iterations_per_day"] > 0).any():  # a trace-only scenario has no RL iterations
+        columns = columns[:-2]
     for header, *_ in columns:
         table.add_column(header, justify="left" if header in ("option", "kind") else "right")
     for _, row in summary.iterrows():
@@ -80,6 +84,22 @@ def summary_table(summary, title: str) -> Table:
             else:
                 cells.append(fmt(row[key]))
         table.add_row(*cells)
+    return table
+
+
+def phase_table(phases) -> Table:
+    """Where an RL iteration's time goes, per option and job class."""
+    table = Table(title="RL iterations: mean seconds per iteration and throughput", title_justify="left")
+    heads = ["option", "class", "rollout s", "scoring s", "update s", "sync s", "iteration s",
+             "rollout share", "iter/day", "$/iter"]
+    for h in heads:
+        table.add_column(h, justify="left" if h in ("option", "class") else "right")
+    for _, r in phases.iterrows():
+        if r.iterations_planned == 0:
+            continue
+        table.add_row(r.option, r.job_class, *(f"{r[c]:,.1f}" for c in ("rollout_s", "scoring_s", "update_s", "sync_s",
+                      "iteration_s")), f"{r.rollout_share:.0%}", f"{r.iterations_per_day:,.0f}",
+                      "-" if r.cost_per_iteration_usd != r.cost_per_iteration_usd else f"{r.cost_per_iteration_usd:,.2f}")
     return table
 
 
@@ -111,6 +131,8 @@ def run(
         raise typer.Exit(2)
     res = _simulate_with_progress(sc, seed)
     out_console.print(summary_table(res.summary, f"{sc.name}: {sc.horizon_days:g} days, seed {res.seed}"))
+    if len(res.phases):
+        out_console.print(phase_table(res.phases))
     written = write_results(res, out_dir)
     out_console.print(f"wrote {len(written)} files to {out_dir}/", highlight=False)
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from costsim.results import Results
 from costsim.scenario import dump_scenario
 
-TABLES = ("summary", "jobs", "timeseries", "costs")
+TABLES = ("summary", "jobs", "timeseries", "costs", "phases")
 
 
 def resolved_scenario_yaml(results: Results) -> str:

@@ -25,6 +25,7 @@ from costsim.intervals import binned
 from costsim.scenario import Scenario
 from costsim.units import HOURS_PER_MONTH
 from costsim.workload import JobTable
+from costsim.workplan import PHASES, WorkPlan
 
 JOB_COLUMNS = [
     "option", "job_id", "job_class", "gpus", "submit_h", "start_h", "end_h", "queue_delay_h",
@@ -40,11 +41,21 @@ TIMESERIES_COLUMNS = [
     "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "cost_cum_usd",
 ]
 COST_COLUMNS = ["option", "month", "item", "cost_usd"]
+PHASE_COLUMNS = [
+    "option", "job_class", "gpu_type", "network", "jobs", "iterations_planned",
+    "rollout_s", "scoring_s", "update_s", "sync_s", "iteration_s", "rollout_share",
+    "iterations_done", "iterations_per_day", "cost_per_iteration_usd",
+]
 
 
 @dataclass(frozen=True)
 class Results:
-    """What ``costsim.simulate`` returns: the four tables plus what produced them."""
+    """What ``costsim.simulate`` returns: the tables plus what produced them.
+
+    ``phases``: mean seconds per iteration in each phase, per (option, RL job class), over the
+    iterations planned for the class's jobs; ``iteration_s`` is the whole iteration (async
+    overlaps rollout with training, so it is less than the sum of the phases there).
+    """
 
     scenario: Scenario
     seed: int
@@ -52,6 +63,7 @@ class Results:
     summary: pd.DataFrame
     timeseries: pd.DataFrame
     costs: pd.DataFrame
+    phases: pd.DataFrame
 
 
 def bin_edges(horizon_h: float, width_h: float) -> np.ndarray:
@@ -80,7 +92,38 @@ def _capacity_intervals(rec: UsageRecord, horizon_h: float, idx: np.ndarray, s: 
     return s, e, rec.held_gpus[idx].astype(float)
 
 
-def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobTable):
+def _iterations(work: WorkPlan, rec: UsageRecord, started: np.ndarray, completed: np.ndarray, horizon_h: float) -> np.ndarray:
+    """Iterations each job completed: all planned if it finished, those done by the horizon if cut."""
+    done = np.where(completed, work.jobs.iterations, 0)
+    for i in np.flatnonzero(started & ~completed & (work.jobs.iterations > 0)):
+        done[i] = work.iterations_done(int(i), horizon_h - rec.start_h[i])
+    return done
+
+
+def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFrame) -> pd.DataFrame:
+    jobs = work.jobs
+    done = jobs_df["iterations"].to_numpy()
+    cost = jobs_df["cost_usd"].to_numpy()
+    rows = []
+    for k, cls in enumerate(scenario.workload.classes):
+        idx = jobs.class_index == k
+        planned = int(jobs.iterations[idx].sum())
+        per_it = work.phase_s[idx].sum(axis=0) / planned if planned else np.full(len(PHASES), np.nan)
+        means = dict(zip(PHASES, per_it, strict=True))
+        rows.append({
+            "option": plan.name, "job_class": cls.name, "gpu_type": plan.gpu.name, "network": plan.network,
+            "jobs": int(idx.sum()), "iterations_planned": planned,
+            **{f"{p}_s": means[p] for p in PHASES[:-1]}, "iteration_s": means["total"],
+            "rollout_share": means["rollout"] / means["total"] if planned else np.nan,
+            "iterations_done": int(done[idx].sum()),
+            "iterations_per_day": float(done[idx].sum()) / scenario.horizon_days,
+            "cost_per_iteration_usd": float(cost[idx].sum() / done[idx].sum()) if done[idx].sum() else np.nan,
+        })
+    return pd.DataFrame(rows, columns=PHASE_COLUMNS)
+
+
+def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan):
+    jobs = work.jobs
     H = scenario.horizon_h
     n = len(jobs)
     idx, s, e = held_intervals(rec, H)
@@ -144,14 +187,14 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "gpu_hours": gpu_hours,
         "lost_gpu_hours": 0.0,
         "restarts": 0,
-        "iterations": 0,
+        "iterations": _iterations(work, rec, started, completed, H),
         "cost_usd": job_cost,
     }, columns=JOB_COLUMNS)
 
     counted = jobs.submit_h >= scenario.warmup_h
     d = delay[counted]
     jct = (rec.end_h - jobs.submit_h)[completed & counted]
-    iterations = float(jobs_df["iterations"].sum())
+    iterations = float(jobs_df["iterations"].sum())  # done within the horizon
     capacity_h = float(capacity.sum())
     summary = {
         "option": plan.name,
@@ -173,13 +216,13 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "capacity_gpu_hours": capacity_h,
         **{f"cost_{item}_usd": v for item, v in totals.items()},
     }
-    return jobs_df, summary, timeseries, costs
+    return jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df)
 
 
 def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValues, records: list[UsageRecord],
-          jobs: JobTable) -> Results:
+          work: list[WorkPlan]) -> Results:
     """All tables for all options, in option order."""
-    parts = [_option_tables(scenario, p, econ, r, jobs) for p, r in zip(plans, records, strict=True)]
+    parts = [_option_tables(scenario, p, econ, r, w) for p, r, w in zip(plans, records, work, strict=True)]
     return Results(
         scenario=scenario,
         seed=seed,
@@ -187,4 +230,5 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
         summary=pd.DataFrame([p[1] for p in parts], columns=SUMMARY_COLUMNS),
         timeseries=pd.concat([p[2] for p in parts], ignore_index=True),
         costs=pd.concat([p[3] for p in parts], ignore_index=True),
+        phases=pd.concat([p[4] for p in parts], ignore_index=True),
     )

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from costsim.sampling import lognormal, poisson_times
+
 
 @dataclass(frozen=True)
 class JobGroup:
@@ -34,18 +36,16 @@ def durations(rng: np.random.Generator, n: int, mean_h: float, cv: float, law: s
         return np.full(n, float(mean_h))
     if law == "exponential":
         return rng.exponential(mean_h, n)
-    sigma2 = np.log1p(cv * cv)
-    return rng.lognormal(np.log(mean_h) - sigma2 / 2, np.sqrt(sigma2), n)
+    return lognormal(rng, n, mean_h, cv)
 
 
-def poisson_times(rng: np.random.Generator, per_h: float, horizon_h: float, growth_per_year: float = 0.0) -> np.ndarray:
-    """Arrival times of a Poisson process on [0, horizon_h), optionally with linearly growing rate
-    (by thinning: candidates at the peak rate kept with probability rate(t)/peak)."""
+def growing_poisson_times(rng: np.random.Generator, per_h: float, horizon_h: float, growth_per_year: float) -> np.ndarray:
+    """Poisson arrivals on [0, horizon_h) whose rate grows linearly by ``growth_per_year``
+    (thinning: candidates at the peak rate kept with probability rate(t) / peak)."""
     peak = per_h * (1 + max(growth_per_year, 0.0) * horizon_h / 8760.0)
-    n = rng.poisson(peak * horizon_h)
-    t = np.sort(rng.uniform(0.0, horizon_h, n))
+    t = poisson_times(rng, peak, 0.0, horizon_h)
     if growth_per_year:
-        keep = rng.uniform(0.0, 1.0, n) < per_h * (1 + growth_per_year * t / 8760.0) / peak
+        keep = rng.uniform(0.0, 1.0, len(t)) < per_h * (1 + growth_per_year * t / 8760.0) / peak
         t = t[keep]
     return t
 
@@ -57,7 +57,7 @@ def make_trace(groups: Sequence[JobGroup], horizon_days: float, seed: int) -> pd
     parts = []
     for group, ss in zip(groups, streams, strict=True):
         rng = np.random.default_rng(ss)
-        t = poisson_times(rng, group.per_day / 24.0, horizon_h, group.growth_per_year)
+        t = growing_poisson_times(rng, group.per_day / 24.0, horizon_h, group.growth_per_year)
         parts.append(pd.DataFrame({
             "submit_h": t,
             "gpus": group.gpus,

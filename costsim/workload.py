@@ -1,8 +1,13 @@
 """The workload: scenario + seed -> jobs, generated before and independently of any option.
 
 Every option consumes the same jobs (common random numbers: differences between options are
-not sampling noise). A job's *work plan* (its run time on an option) is computed per option by
-``run_hours``; trace jobs run their ``duration_h`` on any option, plus checkpoint writes.
+not sampling noise). Trace jobs carry their hours of work; RL jobs carry their iteration count
+and, per iteration, the sum and the maximum of the sampled response lengths — enough for
+``costsim.workplan`` to time them on each option's hardware.
+
+Streams (``costsim.rng``), per class index: ``arrivals`` (arrival times; also the trace's
+arrival scaling), ``job_shapes`` (iteration counts), ``response_lengths`` (per iteration).
+Adding a class or an option never shifts another class's draws.
 """
 
 from __future__ import annotations
@@ -12,8 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from costsim.rng import stream
+from costsim.sampling import length_sum_max, lognormal, poisson_times
 from costsim.scenario import Scenario, read_trace
-from costsim.units import SECONDS_PER_HOUR
+from costsim.scenario.classes import RLClass, Spread
+from costsim.units import HOURS_PER_DAY
+
+TRACE_CLASS = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,12 +34,19 @@ class Job:
     submit_h: float
     gpus: int
     priority: int
-    duration_h: float  # hours of work, checkpoint writes excluded
+    duration_h: float  # trace jobs: hours of work (checkpoint writes excluded); RL jobs: NaN
+    iterations: int  # RL jobs: planned iterations; trace jobs: 0
+    length_sum: np.ndarray  # RL: Σ response tokens per iteration
+    length_max: np.ndarray  # RL: longest response per iteration
 
 
 @dataclass(frozen=True)
 class JobTable:
-    """The jobs as arrays (the engine's input), sorted by submit time, ties in file order."""
+    """The jobs as arrays (the engine's input), sorted by submit time (ties: trace, then classes).
+
+    RL iterations of all jobs are concatenated in ``length_sum``/``length_max``; job i's are
+    ``[iter_start[i], iter_start[i] + iterations[i])``.
+    """
 
     job_id: np.ndarray
     job_class: np.ndarray
@@ -38,72 +54,109 @@ class JobTable:
     gpus: np.ndarray
     priority: np.ndarray
     duration_h: np.ndarray
+    class_index: np.ndarray  # index into scenario.workload.classes; -1 for trace jobs
+    iterations: np.ndarray
+    iter_start: np.ndarray
+    length_sum: np.ndarray
+    length_max: np.ndarray
 
     def __len__(self) -> int:
         return len(self.submit_h)
 
     def jobs(self) -> list[Job]:
         """The jobs as frozen records."""
-        return [
-            Job(str(a), str(b), float(c), int(d), int(e), float(f))
-            for a, b, c, d, e, f in zip(
-                self.job_id, self.job_class, self.submit_h, self.gpus, self.priority, self.duration_h, strict=True
-            )
-        ]
+        out = []
+        for i in range(len(self)):
+            a, n = int(self.iter_start[i]), int(self.iterations[i])
+            out.append(Job(str(self.job_id[i]), str(self.job_class[i]), float(self.submit_h[i]), int(self.gpus[i]),
+                           int(self.priority[i]), float(self.duration_h[i]), n,
+                           self.length_sum[a:a + n], self.length_max[a:a + n]))
+        return out
 
 
-def generate(scenario: Scenario, seed: int | None = None) -> JobTable:
-    """The scenario's jobs that are submitted within the horizon.
-
-    ``seed`` (default: the scenario's) drives the random streams of generated jobs; a trace is
-    replayed as written. Jobs submitted at or after the horizon are not part of the run.
-    """
-    seed = scenario.seed if seed is None else seed
-    trace = read_trace(scenario.base_dir / scenario.workload.trace)  # type: ignore[operator]
-    table = JobTable(trace.job_id, trace.job_class, trace.submit_h, trace.gpus, trace.priority, trace.duration_h)
-    if scenario.workload.arrival_scale != 1.0:
-        table = scale_arrivals(table, scenario.workload.arrival_scale, stream(seed, "arrivals"))
-    keep = table.submit_h < scenario.horizon_h
-    order = np.argsort(table.submit_h[keep], kind="stable")
-    return JobTable(*(getattr(table, f)[keep][order] for f in _FIELDS))
-
-
-_FIELDS = ("job_id", "job_class", "submit_h", "gpus", "priority", "duration_h")
+_PER_JOB = ("job_id", "job_class", "submit_h", "gpus", "priority", "duration_h", "class_index", "iterations", "iter_start")
 SCALE_JITTER_H = 12.0
 
 
-def scale_arrivals(jobs: JobTable, scale: float, rng: np.random.Generator) -> JobTable:
+def _trace_jobs(scenario: Scenario, seed: int) -> dict[str, np.ndarray]:
+    trace = read_trace(scenario.base_dir / scenario.workload.trace)  # type: ignore[operator]
+    n = len(trace)
+    cols = {
+        "job_id": trace.job_id, "job_class": trace.job_class, "submit_h": trace.submit_h, "gpus": trace.gpus,
+        "priority": trace.priority, "duration_h": trace.duration_h, "class_index": np.full(n, TRACE_CLASS),
+        "iterations": np.zeros(n, dtype=np.int64), "iter_start": np.zeros(n, dtype=np.int64),
+    }
+    if scenario.workload.arrival_scale != 1.0:
+        cols = scale_arrivals(cols, scenario.workload.arrival_scale, stream(seed, "arrivals", 0))
+    return cols
+
+
+def scale_arrivals(cols: dict[str, np.ndarray], scale: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Scale a trace's arrival rate by ``scale``: thin it (each job kept with probability
     ``scale`` < 1) or copy it (each job ⌊scale⌋ or ⌊scale⌋+1 times, the extra copies moved by
     U(−12 h, +12 h), never before 0), keeping the mix of job shapes."""
-    n = len(jobs)
+    n = len(cols["submit_h"])
     whole, frac = divmod(scale, 1.0)
     copies = np.full(n, int(whole)) + (rng.uniform(size=n) < frac)
     idx = np.repeat(np.arange(n), copies)
-    # k-th copy of each job: the first stays where the trace put it.
-    k = np.arange(len(idx)) - np.repeat(np.cumsum(copies) - copies, copies)
+    k = np.arange(len(idx)) - np.repeat(np.cumsum(copies) - copies, copies)  # copy number; 0 stays put
     shift = np.where(k > 0, rng.uniform(-SCALE_JITTER_H, SCALE_JITTER_H, len(idx)), 0.0)
-    ids = jobs.job_id[idx].astype(str)
-    ids = np.where(k > 0, np.char.add(np.char.add(ids, "~"), k.astype(str)), ids).astype(object)
-    return JobTable(
-        job_id=ids,
-        job_class=jobs.job_class[idx],
-        submit_h=np.maximum(jobs.submit_h[idx] + shift, 0.0),
-        gpus=jobs.gpus[idx],
-        priority=jobs.priority[idx],
-        duration_h=jobs.duration_h[idx],
-    )
+    out = {name: col[idx] for name, col in cols.items()}
+    ids = out["job_id"].astype(str)
+    out["job_id"] = np.where(k > 0, np.char.add(np.char.add(ids, "~"), k.astype(str)), ids).astype(object)
+    out["submit_h"] = np.maximum(out["submit_h"] + shift, 0.0)
+    return out
 
 
-def checkpoint_writes(duration_h: np.ndarray, every_h: float) -> np.ndarray:
-    """Checkpoints a job writes: one after each full ``every_h`` of work, none at its end."""
-    return np.maximum(np.ceil(np.asarray(duration_h) / every_h - 1e-9) - 1, 0)
+def class_iterations(cls: RLClass, rng: np.random.Generator, n: int) -> np.ndarray:
+    """Planned iterations per job: fixed, or lognormal(mean, cv) rounded, at least 1."""
+    if isinstance(cls.iterations, Spread):
+        return np.maximum(np.rint(lognormal(rng, n, cls.iterations.mean, cls.iterations.cv)), 1).astype(np.int64)
+    return np.full(n, int(cls.iterations), dtype=np.int64)
 
 
-def run_hours(jobs: JobTable, scenario: Scenario) -> np.ndarray:
-    """Run time of each job on any option: work plus checkpoint writes (hours)."""
-    ckpt = scenario.workload.checkpoint
-    if ckpt is None:
-        return jobs.duration_h.astype(float)
-    writes = checkpoint_writes(jobs.duration_h, ckpt.every_hours)
-    return jobs.duration_h + writes * ckpt.write_minutes * 60.0 / SECONDS_PER_HOUR
+def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    per_h = cls.arrivals_per_day * scenario.workload.arrival_scale / HOURS_PER_DAY
+    submit = poisson_times(stream(seed, "arrivals", k), per_h, cls.start_day * HOURS_PER_DAY, scenario.horizon_h)
+    if cls.count is not None:
+        submit = submit[: cls.count]
+    n = len(submit)
+    iterations = class_iterations(cls, stream(seed, "job_shapes", k), n)
+    lengths = cls.rollout.lengths
+    total = int(iterations.sum())
+    len_sum, len_max = length_sum_max(stream(seed, "response_lengths", k), cls.rollout.samples,
+                                      lengths.mean, lengths.cv, lengths.max, total)
+    cols = {
+        "job_id": np.array([f"{cls.name}-{i:05d}" for i in range(n)], dtype=object),
+        "job_class": np.full(n, cls.name, dtype=object), "submit_h": submit,
+        "gpus": np.full(n, cls.gpus, dtype=np.int64), "priority": np.full(n, cls.priority, dtype=np.int64),
+        "duration_h": np.full(n, np.nan), "class_index": np.full(n, k, dtype=np.int64),
+        "iterations": iterations, "iter_start": np.cumsum(iterations) - iterations,
+    }
+    return cols, len_sum, len_max
+
+
+def generate(scenario: Scenario, seed: int | None = None) -> JobTable:
+    """The scenario's jobs submitted within the horizon (trace and classes), sorted by submit time.
+
+    ``seed`` (default: the scenario's) drives every random stream; a trace is replayed as written
+    unless ``arrival_scale`` asks for more or fewer jobs.
+    """
+    seed = scenario.seed if seed is None else seed
+    parts: list[dict[str, np.ndarray]] = []
+    sums, maxes = [np.zeros(0)], [np.zeros(0)]
+    offset = 0
+    if scenario.workload.trace is not None:
+        parts.append(_trace_jobs(scenario, seed))
+    for k, cls in enumerate(scenario.workload.classes):
+        cols, s, m = _class_jobs(scenario, seed, k, cls)
+        cols["iter_start"] = cols["iter_start"] + offset
+        offset += len(s)
+        parts.append(cols)
+        sums.append(s)
+        maxes.append(m)
+    cols = {name: np.concatenate([p[name] for p in parts]) for name in _PER_JOB}
+    keep = np.flatnonzero(cols["submit_h"] < scenario.horizon_h)
+    order = keep[np.argsort(cols["submit_h"][keep], kind="stable")]
+    return JobTable(**{name: cols[name][order] for name in _PER_JOB},
+                    length_sum=np.concatenate(sums), length_max=np.concatenate(maxes))

@@ -25,6 +25,19 @@ options:
     gpu_type: H100
 """
 TRACE = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n"
+RL = """\
+name: s
+horizon_days: 10
+workload:
+  classes:
+    - name: grpo
+      arrivals_per_day: 2
+      gpus: 16
+      iterations: {mean: 100, cv: 0.5}
+      model_params_b: 7
+options:
+  - {name: own, kind: owned, gpu_type: H100, gpus: 32}
+"""
 
 # (case, scenario text, trace text, what the message must contain)
 CORPUS = [
@@ -54,6 +67,24 @@ CORPUS = [
     ("trace-empty", GOOD, "submit_h,gpus,duration_h\n", ["jobs.csv", "no jobs"]),
     ("trace-duplicate-id", GOOD, "submit_h,gpus,duration_h,job_id\n0,8,1,a\n1,8,1,a\n", ["jobs.csv:3", "job_id", "more than once"]),
     ("job-too-big-owned", GOOD, "submit_h,gpus,duration_h\n0,8,1\n1,24,2\n", ["s.yaml:9:5", "options.0.gpus", "never run", "trace-1"]),
+    ("rl-async-colocated", RL.replace("model_params_b: 7", "model_params_b: 7\n      mode: async"), None,
+     ["s.yaml:5:7", "workload.classes.0", "placement: disaggregated"]),
+    ("rl-staleness-sync", RL.replace("model_params_b: 7", "model_params_b: 7\n      max_staleness: 2"), None,
+     ["workload.classes.0", "max_staleness applies to mode: async"]),
+    ("rl-fraction-colocated", RL.replace("model_params_b: 7", "model_params_b: 7\n      rollout_gpu_fraction: 0.25"), None,
+     ["workload.classes.0", "rollout_gpu_fraction applies"]),
+    ("rl-reward-model-size", RL.replace("model_params_b: 7", "model_params_b: 7\n      scoring: {reward: model}"), None,
+     ["s.yaml:10:7", "workload.classes.0.scoring", "reward_model_params_b"]),
+    ("rl-one-gpu-split", RL.replace("gpus: 16", "gpus: 1").replace("model_params_b: 7", "model_params_b: 7\n      placement: disaggregated"),
+     None, ["workload.classes.0", "both need at least 1"]),
+    ("rl-bad-length", RL.replace("model_params_b: 7", "model_params_b: 7\n      rollout: {response_tokens: {mean: 0}}"), None,
+     ["workload.classes.0.rollout.response_tokens"]),
+    ("rl-iterations-typo", RL.replace("{mean: 100, cv: 0.5}", "{mean: 100, cv: 0.5, sd: 3}"), None,
+     ["s.yaml:8:40", "workload.classes.0.iterations.sd", "unknown field"]),
+    ("rl-class-too-big", RL.replace("gpus: 16", "gpus: 64"), None, ["s.yaml:11:46", "options.0.gpus", "class 'grpo'", "never run"]),
+    ("rl-duplicate-class", RL.replace("options:", "    - {name: grpo, arrivals_per_day: 1, gpus: 8, iterations: 5, model_params_b: 1}\noptions:"),
+     None, ["workload", "grpo", "used twice"]),
+    ("no-jobs", RL.replace("workload:\n  classes:", "workload:\n  arrival_scale: 1\n  other:"), None, ["s.yaml", "workload"]),
     ("job-too-big-quota", GOOD + "    max_gpus: 8\n", "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n",
      ["s.yaml:13:5", "options.1.max_gpus", "never run"]),
 ]

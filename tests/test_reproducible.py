@@ -1,14 +1,15 @@
 """Same seed, same tables; another seed, other tables (where the scenario draws anything)."""
 
 import pandas as pd
+import pytest
 
 import costsim
 from costsim.dashboard import SCENARIO_DIR
 from costsim.scenario import scenario_from_data
 
 
-def scaled(scale):
-    sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
+def scaled(scale, name="lab-trace"):
+    sc = costsim.load_scenario(SCENARIO_DIR / f"{name}.yaml")
     data = sc.model_dump(mode="json")
     data["workload"]["arrival_scale"] = scale
     data["horizon_days"] = 60
@@ -20,16 +21,20 @@ def assert_same(a, b):
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
 
 
-def test_same_seed_same_tables():
-    sc = scaled(1.3)
+@pytest.mark.parametrize("name, scale", [("lab-trace", 1.3), ("baseline", 1.0)])
+def test_same_seed_same_tables(name, scale):
+    sc = scaled(scale, name)
     assert_same(costsim.simulate(sc, seed=5), costsim.simulate(sc, seed=5))
 
 
-def test_other_seed_other_tables():
-    sc = scaled(1.3)
+@pytest.mark.parametrize("name, scale", [("lab-trace", 1.3), ("baseline", 1.0)])
+def test_other_seed_other_tables(name, scale):
+    sc = scaled(scale, name)
     a, b = costsim.simulate(sc, seed=5), costsim.simulate(sc, seed=6)
     assert not a.jobs.equals(b.jobs)
     assert not a.summary.total_cost_usd.equals(b.summary.total_cost_usd)
+    if name == "baseline":  # RL classes: other response lengths, other iteration times
+        assert not a.phases.iteration_s.equals(b.phases.iteration_s)
 
 
 def test_seed_defaults_to_the_scenarios():

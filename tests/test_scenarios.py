@@ -10,7 +10,7 @@ from costsim.dashboard import SCENARIO_DIR, shipped_scenarios
 
 
 def test_there_are_shipped_scenarios():
-    assert {"baseline", "quota-limited-cloud"} <= set(shipped_scenarios())
+    assert {"baseline", "lab-trace", "quota-limited-cloud", "async-vs-sync", "infiniband-vs-roce"} <= set(shipped_scenarios())
 
 
 @pytest.mark.parametrize("name", list(shipped_scenarios()))
@@ -27,8 +27,21 @@ def test_validate_and_run(name, tmp_path):
     pd.testing.assert_frame_equal(again.summary, pd.read_parquet(tmp_path / "summary.parquet"))
 
 
-def test_baseline_tells_a_story():
-    s = costsim.simulate(SCENARIO_DIR / "baseline.yaml").summary.set_index("option")
+def test_baseline_is_an_rl_lab():
+    res = costsim.simulate(SCENARIO_DIR / "baseline.yaml")
+    s = res.summary.set_index("option")
+    # More owned GPUs: shorter waits, lower utilisation, higher cost per used GPU-hour.
+    assert s.loc["own-256", "queue_delay_mean_h"] > s.loc["own-384", "queue_delay_mean_h"] > s.loc["own-512", "queue_delay_mean_h"]
+    assert s.loc["own-256", "utilization"] > s.loc["own-384", "utilization"] > s.loc["own-512", "utilization"]
+    assert (s.iterations_per_day > 0).all() and s.cost_per_iteration_usd.notna().all()
+    ph = res.phases
+    assert set(ph.job_class) == {"ablation-7b", "mid-32b", "flagship-70b"}
+    sync = ph[ph.job_class != "flagship-70b"]
+    assert sync.rollout_share.between(0.6, 0.9).all()
+
+
+def test_lab_trace_tells_a_story():
+    s = costsim.simulate(SCENARIO_DIR / "lab-trace.yaml").summary.set_index("option")
     # Undersized owned capacity queues; oversized is idle; on-demand never queues but costs more per GPU-hour.
     assert s.loc["own-256", "queue_delay_mean_h"] > 10 * s.loc["own-512", "queue_delay_mean_h"]
     assert s.loc["own-512", "utilization"] < 0.6 < s.loc["own-256", "utilization"]
@@ -41,6 +54,26 @@ def test_quota_limited_cloud_queues():
         s.loc["cloud-unlimited", "queue_delay_mean_h"]
     # The owned cluster's first 112 days queue everything.
     assert s.loc["own-512-after-lead-time", "queue_delay_p95_h"] > 24 * 30
+
+
+def test_async_vs_sync_shows_the_straggler_effect():
+    ph = costsim.simulate(SCENARIO_DIR / "async-vs-sync.yaml").phases
+    for _, p in ph.groupby("option"):
+        it = p.set_index("job_class").iteration_s
+        assert it["async-staleness-1"] < it["sync-colocated"] < it["sync-disaggregated"]
+        assert 1.5 <= it["sync-colocated"] / it["async-staleness-1"] <= 3.0
+        cost = p.set_index("job_class").cost_per_iteration_usd
+        assert cost["async-staleness-1"] < cost["sync-colocated"]
+
+
+def test_infiniband_vs_roce_shows_the_fabric():
+    res = costsim.simulate(SCENARIO_DIR / "infiniband-vs-roce.yaml")
+    ph = res.phases.set_index("option")
+    assert ph.loc["own-roce", "update_s"] / ph.loc["own-ib", "update_s"] > 1.03
+    assert ph.loc["own-roce", "rollout_s"] == ph.loc["own-ib", "rollout_s"]  # sampling does not cross nodes
+    s = res.summary.set_index("option")
+    assert s.loc["own-roce", "cost_capital_usd"] < s.loc["own-ib", "cost_capital_usd"]
+    assert s.loc["own-roce", "queue_delay_mean_h"] > s.loc["own-ib", "queue_delay_mean_h"]
 
 
 def test_shipped_trace_matches_its_generator():

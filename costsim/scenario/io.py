@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -71,11 +72,25 @@ def parse_yaml(text: str, source: str) -> tuple[Any, dict[Loc, tuple[int, int]]]
     return _plain(tree, (), lines), lines
 
 
+_SCALAR_BRANCH = re.compile(r"^(constrained-)?(int|float|str|bool|none)$")
+
+
+def _is_branch_tag(part: object) -> bool:
+    """pydantic names union branches in error paths (``Spread``, ``constrained-int``); scenario
+    field names are lower_snake_case, so anything else in a path is a branch tag."""
+    return isinstance(part, str) and (part[:1].isupper() or "-" in part or bool(_SCALAR_BRANCH.match(part)))
+
+
 def validation_problems(err: ValidationError) -> list[Problem]:
-    """pydantic errors as Problems, with the discriminator tag dropped from paths."""
+    """pydantic errors as Problems: union branch tags dropped from paths, and where a mapping was
+    given for a number-or-mapping field, only the mapping's errors kept."""
     problems = []
     for e in err.errors(include_url=False):
-        loc = tuple(p for p in e["loc"] if p not in ("owned", "cloud"))  # drop the union's tag
+        raw = tuple(p for p in e["loc"] if p not in ("owned", "cloud"))  # the options' discriminator
+        scalar_branch = any(isinstance(p, str) and _SCALAR_BRANCH.match(p) for p in raw)
+        if scalar_branch and isinstance(e.get("input"), dict):
+            continue  # a mapping was given: the number branch's complaint is noise
+        loc = tuple(p for p in raw if not _is_branch_tag(p))
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]

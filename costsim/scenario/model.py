@@ -24,9 +24,8 @@ from costsim.units import (
     Scheduler,
 )
 
-from .base import StrictModel
-
-Name = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
+from .base import Name, StrictModel
+from .classes import RLClass
 
 _NO_FAILURES_YET = (
     "hardware failures are not modelled in this version; use null (no failures) or leave it out"
@@ -49,7 +48,8 @@ class TraceCheckpoint(StrictModel):
 
 
 class Workload(StrictModel):
-    """The jobs: a CSV trace (columns ``submit_h, gpus, duration_h [, job_id, job_class, priority]``)."""
+    """The jobs: a CSV trace (``submit_h, gpus, duration_h [, job_id, job_class, priority]``),
+    generated RL job classes, or both."""
 
     trace: str | None = Field(
         None, description="CSV trace path, relative to the scenario file.", min_length=1
@@ -57,19 +57,27 @@ class Workload(StrictModel):
     checkpoint: TraceCheckpoint | None = Field(
         None, description="Checkpointing of trace jobs; none when absent."
     )
+    classes: list[RLClass] = Field(default_factory=list, description="Generated RL job classes.")
     arrival_scale: Positive = Field(
         1.0,
         description=(
             "Multiplies the arrival rate. Below 1, each trace job is kept with this probability; "
             "above 1, each is submitted floor(scale) or floor(scale)+1 times, the copies within "
-            "±12 h of the original (the seeded `arrivals` stream)."
+            "±12 h of the original (the seeded `arrivals` stream). Generated classes: "
+            "multiplies arrivals_per_day."
         ),
     )
 
     @model_validator(mode="after")
     def _has_jobs(self) -> Workload:
-        if self.trace is None:
-            raise ValueError("a workload needs a `trace` (CSV of jobs)")
+        if self.trace is None and not self.classes:
+            raise ValueError("a workload needs a `trace` (CSV of jobs) or `classes` (generated RL jobs)")
+        if self.checkpoint is not None and self.trace is None:
+            raise ValueError("checkpoint applies to trace jobs; RL classes have their own `checkpoint`")
+        names = [c.name for c in self.classes]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"class name(s) {', '.join(sorted(dup))} used twice; names must be unique")
         return self
 
 
@@ -122,6 +130,9 @@ class CloudOption(StrictModel):
     )
     gpus_per_instance: GPUCount | None = Field(
         None, description="GPUs per instance; jobs are billed in whole instances. null: catalog node size."
+    )
+    network: Network = Field(
+        "infiniband", description="The provider's inter-node fabric for multi-instance jobs: infiniband | roce."
     )
     billing_granularity_s: Positive | None = Field(
         None, description="Billing increment in seconds; null: catalog for the tier."

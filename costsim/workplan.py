@@ -1,0 +1,141 @@
+"""Work plans: how long each job holds its GPUs on one option, and what it gets done.
+
+The same jobs (``costsim.workload``) meet each option's hardware here: RL iterations are timed
+by ``costsim.rl`` — vectorised over every iteration of every job of a class at once — and
+summed into checkpoint segments with numpy. A checkpoint write follows every
+``every_iterations`` iterations (trace jobs: every ``every_hours`` of work), except at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from costsim import network, rl
+from costsim.catalog import CloudPlan, Plan
+from costsim.scenario import Scenario
+from costsim.scenario.classes import RLClass
+from costsim.units import SECONDS_PER_HOUR
+from costsim.workload import JobTable
+
+PHASES = ("rollout", "scoring", "update", "sync", "total")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Work between checkpoints: hours of work, iterations it completes, then hours writing."""
+
+    work_h: float
+    iterations: int
+    write_h: float
+
+
+@dataclass(frozen=True)
+class WorkPlan:
+    """One option's plan for every job of a JobTable.
+
+    ``run_h``: hours each job holds its GPUs (work plus checkpoint writes). ``iter_h``: hours of
+    each RL iteration (aligned with ``JobTable.length_sum``). ``phase_s``: per job, Σ seconds in
+    each of ``PHASES`` over its iterations (zeros for trace jobs). ``every``/``write_h`` per job:
+    checkpoint spacing (iterations for RL jobs, hours for trace jobs; 0: none) and write hours.
+    """
+
+    run_h: np.ndarray
+    iter_h: np.ndarray
+    phase_s: np.ndarray
+    every: np.ndarray
+    write_h: np.ndarray
+    jobs: JobTable
+
+    def segments(self, i: int) -> list[Segment]:
+        """Job i's checkpoint segments; their work and writes add up to ``run_h[i]``."""
+        j = self.jobs
+        n, every, write = int(j.iterations[i]), self.every[i], float(self.write_h[i])
+        if n == 0:  # trace job: every_hours of work per segment
+            work = float(j.duration_h[i])
+            if every <= 0:
+                return [Segment(work, 0, 0.0)]
+            cuts = int(np.ceil(work / every - 1e-9))
+            spans = [min(every, work - k * every) for k in range(cuts)]
+            return [Segment(float(s), 0, write if k < cuts - 1 else 0.0) for k, s in enumerate(spans)]
+        a = int(j.iter_start[i])
+        hours = self.iter_h[a:a + n]
+        bounds = list(range(0, n, int(every))) + [n]
+        return [Segment(float(hours[lo:hi].sum()), hi - lo, write if hi < n else 0.0)
+                for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def iterations_done(self, i: int, held_h: float) -> int:
+        """Iterations job i completes within ``held_h`` hours of holding its GPUs (no failures)."""
+        n = int(self.jobs.iterations[i])
+        if n == 0:
+            return 0
+        a = int(self.jobs.iter_start[i])
+        k = np.arange(1, n + 1)
+        ends = np.cumsum(self.iter_h[a:a + n]) + (k - 1) // int(self.every[i]) * self.write_h[i]
+        return int(np.searchsorted(ends, held_h + 1e-12, side="right"))
+
+
+def hardware(plan: Plan) -> rl.Hardware:
+    """What an option's GPUs and fabric mean for an iteration (NVLink domain: node or instance)."""
+    gpu = plan.gpu
+    domain = plan.gpus_per_instance if isinstance(plan, CloudPlan) else plan.gpus_per_node
+    inter = network.inter_node_busbw_gb_s(gpu.nics_per_node, gpu.nic_busbw_gb_s, gpu.gpus_per_node, plan.fabric_efficiency)
+    return rl.Hardware(gpu.bf16_dense_tflops, gpu.hbm_tb_s, domain, gpu.nvlink_busbw_gb_s, inter)
+
+
+def shape(cls: RLClass) -> rl.Shape:
+    """A class's iteration in the model's symbols."""
+    sc = cls.scoring
+    return rl.Shape(
+        params_b=cls.model_params_b, gpus=cls.gpus, rollout_gpus=cls.rollout_gpus, train_gpus=cls.train_gpus,
+        disaggregated=cls.placement == "disaggregated", asynchronous=cls.mode == "async", staleness=cls.staleness,
+        samples=cls.rollout.samples, prompt_tokens=cls.rollout.prompt_tokens,
+        decode_tokens_per_s_per_gpu=cls.rollout.decode_tokens_per_s_per_gpu,
+        sequence_tokens_per_s=cls.rollout.sequence_tokens_per_s, reference_model=sc.reference_model,
+        reward_model_params_b=sc.reward_model_params_b if sc.reward == "model" else None,
+        verifier_seconds_per_sample=sc.verifier_seconds, epochs=cls.update.epochs,
+        minibatches=cls.update.minibatches, mfu=cls.update.mfu,
+    )
+
+
+def checkpoint_writes(duration_h: np.ndarray, every_h: float) -> np.ndarray:
+    """Checkpoints a trace job writes: one after each full ``every_h`` of work, none at its end."""
+    return np.maximum(np.ceil(np.asarray(duration_h) / every_h - 1e-9) - 1, 0)
+
+
+def plan_work(scenario: Scenario, jobs: JobTable, plan: Plan) -> WorkPlan:
+    """Time every job of ``jobs`` on the option ``plan``."""
+    n = len(jobs)
+    run_h = np.zeros(n)
+    every = np.zeros(n)
+    write_h = np.zeros(n)
+    phase_s = np.zeros((n, len(PHASES)))
+    iter_h = np.zeros(len(jobs.length_sum))
+
+    trace = np.flatnonzero(jobs.class_index < 0)
+    ckpt = scenario.workload.checkpoint
+    run_h[trace] = jobs.duration_h[trace]
+    if ckpt is not None and len(trace):
+        every[trace], write_h[trace] = ckpt.every_hours, ckpt.write_minutes / 60.0
+        run_h[trace] += checkpoint_writes(jobs.duration_h[trace], ckpt.every_hours) * write_h[trace]
+
+    hw = hardware(plan)
+    for k, cls in enumerate(scenario.workload.classes):
+        idx = np.flatnonzero(jobs.class_index == k)
+        if not len(idx):
+            continue
+        counts = jobs.iterations[idx]
+        starts = jobs.iter_start[idx]
+        # Every iteration of every job of the class, job after job.
+        its = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        pt = rl.phase_times(shape(cls), hw, jobs.length_sum[its], jobs.length_max[its])
+        iter_h[its] = pt.total / SECONDS_PER_HOUR
+        first = np.cumsum(counts) - counts
+        for p, name in enumerate(PHASES):
+            phase_s[idx, p] = np.add.reduceat(getattr(pt, name), first)
+        every[idx] = cls.checkpoint.every_iterations
+        write_h[idx] = cls.checkpoint.write_minutes / 60.0
+        writes = (counts - 1) // cls.checkpoint.every_iterations
+        run_h[idx] = phase_s[idx, PHASES.index("total")] / SECONDS_PER_HOUR + writes * write_h[idx]
+    return WorkPlan(run_h=run_h, iter_h=iter_h, phase_s=phase_s, every=every, write_h=write_h, jobs=jobs)

@@ -1,0 +1,146 @@
+"""RL job classes: the length sampler against brute force, arrivals and shapes, independent
+streams, work plans and segments, and RL jobs through the engine."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import costsim
+from costsim import workload
+from costsim.catalog import resolve
+from costsim.sampling import length_sum_max, lognormal_params
+from costsim.scenario import scenario_from_data
+from costsim.workplan import plan_work
+from helpers import cloud, jobs_of, owned
+
+
+def rejection(rng, mu, sigma, n, cap):
+    out = np.empty(0)
+    while len(out) < n:
+        x = rng.lognormal(mu, sigma, 2 * n)
+        out = np.concatenate([out, x[x <= cap]])
+    return out[:n]
+
+
+@pytest.mark.parametrize("n, mean, cv, cap", [(2048, 2000, 1.0, 16384), (40, 1000, 1.5, 8000), (3, 100, 1.0, 300)])
+def test_sum_and_max_match_brute_force(n, mean, cv, cap):
+    rng = np.random.default_rng(2)
+    s, m = length_sum_max(rng, n, mean, cv, cap, 1500)
+    mu, sigma = lognormal_params(mean, cv)
+    brute = [rejection(rng, mu, sigma, n, cap) for _ in range(1500)]
+    assert stats.ks_2samp(m, [b.max() for b in brute]).pvalue > 0.01
+    assert stats.ks_2samp(s, [b.sum() for b in brute]).pvalue > 0.01
+    assert (m <= cap).all() and (s >= m).all() and (s <= n * m + 1e-6).all()
+
+
+def test_constant_lengths():
+    s, m = length_sum_max(np.random.default_rng(0), 100, 3000, 0.0, 2048, 5)
+    assert s.tolist() == [204_800.0] * 5 and m.tolist() == [2048.0] * 5  # capped at max
+
+
+def rl_scenario(tmp_path, classes, options=None, horizon_days=200, **top):
+    data = {"name": "rl", "horizon_days": horizon_days, "workload": {"classes": classes, **top.pop("workload", {})},
+            "options": options or [owned(gpus=64)], **top}
+    return costsim.api.check(scenario_from_data(data, "test", tmp_path), "test")
+
+
+CLS = {"name": "a", "arrivals_per_day": 3, "gpus": 16, "iterations": {"mean": 100, "cv": 0.5}, "model_params_b": 7}
+
+
+def test_arrivals_start_count_and_shapes(tmp_path):
+    sc = rl_scenario(tmp_path, [CLS, {**CLS, "name": "b", "start_day": 50, "count": 20, "iterations": 40}], horizon_days=400)
+    jobs = workload.generate(sc)
+    a, b = jobs.class_index == 0, jobs.class_index == 1
+    assert abs(a.sum() - 1200) < 4 * math.sqrt(1200)  # Poisson(3/day × 400 days)
+    assert b.sum() == 20 and (jobs.submit_h[b] >= 50 * 24).all()
+    assert (jobs.iterations[b] == 40).all()
+    assert jobs.iterations[a].mean() == pytest.approx(100, rel=0.05) and jobs.iterations[a].min() >= 1
+    assert (np.diff(jobs.submit_h) >= 0).all()
+    # Each job's iterations are its own slice of the length arrays.
+    assert jobs.iter_start[a].min() >= 0 and (jobs.iter_start + jobs.iterations).max() <= len(jobs.length_sum)
+    recs = jobs.jobs()
+    assert recs[0].iterations == len(recs[0].length_sum) == len(recs[0].length_max)
+
+
+def test_streams_are_independent_of_other_classes_and_options(tmp_path):
+    one = workload.generate(rl_scenario(tmp_path, [CLS]))
+    two = workload.generate(rl_scenario(tmp_path, [CLS, {**CLS, "name": "b"}], options=[owned(gpus=64), cloud()]))
+    a = two.class_index == 0
+    np.testing.assert_array_equal(one.submit_h, two.submit_h[a])
+    np.testing.assert_array_equal(one.iterations, two.iterations[a])
+    first = [one.length_sum[s:s + n] for s, n in zip(one.iter_start, one.iterations, strict=True)]
+    again = [two.length_sum[s:s + n] for s, n in zip(two.iter_start[a], two.iterations[a], strict=True)]
+    assert all(np.array_equal(x, y) for x, y in zip(first, again, strict=True))
+
+
+def test_trace_and_classes_mix(tmp_path):
+    pd.DataFrame({"submit_h": [1.0, 2.0], "gpus": [8, 8], "duration_h": [3.0, 4.0]}).to_csv(tmp_path / "t.csv", index=False)
+    sc = rl_scenario(tmp_path, [CLS], workload={"trace": "t.csv"})
+    res = costsim.simulate(sc)
+    j = jobs_of(res, "own")
+    assert set(j.job_class) == {"trace", "a"}
+    assert (j[j.job_class == "trace"].iterations == 0).all()
+    assert list(res.phases.job_class) == ["a"]
+
+
+def test_segments_sum_to_run_time_and_jobs_run_that_long(tmp_path):
+    cls = {**CLS, "iterations": 120, "checkpoint": {"every_iterations": 50, "write_minutes": 6}}
+    sc = rl_scenario(tmp_path, [cls])
+    jobs = workload.generate(sc)
+    plan = resolve(sc)[0]
+    wp = plan_work(sc, jobs, plan)
+    segs = wp.segments(0)
+    assert [s.iterations for s in segs] == [50, 50, 20]
+    assert [s.write_h for s in segs] == [0.1, 0.1, 0.0]
+    a = int(jobs.iter_start[0])
+    assert sum(s.work_h for s in segs) == pytest.approx(wp.iter_h[a:a + 120].sum(), rel=1e-12)
+    for i in range(len(jobs)):
+        assert sum(s.work_h + s.write_h for s in wp.segments(i)) == pytest.approx(wp.run_h[i], rel=1e-12)
+    res = costsim.simulate(sc)
+    j = jobs_of(res, "own")
+    done = j[j.completed]
+    assert (done.end_h - done.start_h).to_numpy() == pytest.approx(wp.run_h[done.index.to_numpy()], rel=1e-12)
+    assert (done.iterations == 120).all()
+
+
+def test_jobs_cut_by_the_horizon_count_iterations_done(tmp_path):
+    # One job, 1,000 iterations; the horizon cuts it: iterations done = those whose end fits.
+    cls = {**CLS, "arrivals_per_day": 100, "count": 1, "iterations": 1000,
+           "checkpoint": {"every_iterations": 100, "write_minutes": 30}}
+    sc = rl_scenario(tmp_path, [cls], horizon_days=1)
+    res = costsim.simulate(sc)
+    j = jobs_of(res, "own").iloc[0]
+    assert not j.completed
+    jobs = workload.generate(sc)
+    wp = plan_work(sc, jobs, resolve(sc)[0])
+    held = 24 - j.start_h
+    a = int(jobs.iter_start[0])
+    ends = np.cumsum(wp.iter_h[a:a + 1000]) + (np.arange(1000) // 100) * 0.5
+    assert j.iterations == int((ends <= held).sum()) > 0
+    s = res.summary.iloc[0]
+    assert s.iterations_per_day == j.iterations / 1.0
+    assert s.cost_per_iteration_usd == pytest.approx(s.total_cost_usd / j.iterations)
+
+
+def test_faster_gpu_shortens_the_same_jobs(tmp_path):
+    sc = rl_scenario(tmp_path, [{**CLS, "rollout": {"response_tokens": 500}}],
+                     options=[cloud("h100"), cloud("b200", gpu_type="B200"), cloud("a100", gpu_type="A100")])
+    res = costsim.simulate(sc)
+    it = res.phases.set_index("option").iteration_s
+    assert it["b200"] < it["h100"] < it["a100"]
+    runs = res.jobs.pivot(index="job_id", columns="option", values="gpu_hours")
+    assert (runs.b200 < runs.h100).all() and (runs.h100 < runs.a100).all()
+
+
+def test_phases_table_and_rl_summary(tmp_path):
+    sc = rl_scenario(tmp_path, [CLS, {**CLS, "name": "async", "placement": "disaggregated", "mode": "async"}])
+    res = costsim.simulate(sc)
+    ph = res.phases.set_index("job_class")
+    assert ph.loc["async", "iteration_s"] < ph.loc["a", "iteration_s"]
+    assert 0.6 <= ph.loc["a", "rollout_share"] <= 0.9
+    j = res.jobs
+    assert ph.loc["a", "iterations_done"] == j[j.job_class == "a"].iterations.sum()
+    assert res.summary.iterations_per_day[0] == pytest.approx(j.iterations.sum() / 200)
