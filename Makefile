@@ -26,6 +26,7 @@ test: $(STAMP)  ## the whole suite: unit, theory, property, CLI, dashboard (brow
 
 bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/trace_replay.py
+	$(PY) benchmarks/rl_reference.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -11,7 +11,7 @@ import streamlit as st
 import costsim
 from costsim import plots
 from costsim.catalog import default_catalog, resolve
-from costsim.dashboard import Knobs, apply_knobs, current_knobs, shipped_scenarios
+from costsim.dashboard import SETUPS, ClassKnobs, Knobs, apply_knobs, current_knobs, shipped_scenarios
 from costsim.scenario import ScenarioError
 
 st.set_page_config(page_title="costsim: build or rent GPUs", layout="wide")
@@ -58,10 +58,26 @@ def knob_widgets(scenario: costsim.Scenario) -> Knobs:
                 f"{name}: $/GPU-hour", min_value=0.0, value=float(plans[name].price_per_gpu_hour), step=0.1,
                 format="%.2f", key=f"{key}:price:{name}", help="Default: the catalog price for this GPU and tier.",
             )
-        scale = st.slider("Arrival scale (× the trace's job rate)", 0.25, 3.0, float(knobs.arrival_scale), 0.05,
-                          key=f"{key}:scale", help="Below 1 thins the trace, above 1 adds jittered copies.")
+        scale = st.slider("Arrival scale (× the job arrival rate)", 0.25, 3.0, float(knobs.arrival_scale), 0.05,
+                          key=f"{key}:scale", help="Multiplies every class's arrivals per day; a trace is thinned "
+                          "below 1 and gets jittered copies above 1.")
+        classes = {}
+        for name, ck in knobs.classes.items():
+            with st.expander(f"RL class {name}"):
+                classes[name] = ClassKnobs(
+                    st.number_input("Model size (B parameters)", 0.1, 2000.0, float(ck.model_params_b), 1.0,
+                                    key=f"{key}:{name}:params"),
+                    st.number_input("Mean response length (tokens)", 1.0, 200_000.0, float(ck.response_mean), 100.0,
+                                    key=f"{key}:{name}:len"),
+                    st.slider("Response length tail (cv)", 0.0, 3.0, float(ck.response_cv), 0.1, key=f"{key}:{name}:cv",
+                              help="0: every response equally long. Larger: longer stragglers, which hold a "
+                              "synchronous iteration."),
+                    st.selectbox("Placement and mode", SETUPS, SETUPS.index(ck.setup), key=f"{key}:{name}:setup",
+                                 help="Colocated: every phase on all GPUs. Disaggregated: separate sampling and "
+                                 "training GPUs. Async: sampling runs ahead of training."),
+                )
         st.form_submit_button("Run", type="primary")
-    return Knobs(owned, prices, scale)
+    return Knobs(owned, prices, scale, classes)
 
 
 def kpi_cards(res: costsim.Results) -> None:
@@ -82,6 +98,9 @@ def kpi_cards(res: costsim.Results) -> None:
             st.metric("Utilisation", f"{row.utilization:.1%}")
             st.metric("$ per GPU-hour used", f"${row.cost_per_gpu_hour_used_usd:,.2f}")
             st.metric("Jobs completed", f"{row.jobs_completed:,} / {row.jobs_submitted:,}")
+            if row.iterations_per_day > 0:
+                st.metric("RL iterations per day", f"{row.iterations_per_day:,.0f}")
+                st.metric("$ per RL iteration", f"${row.cost_per_iteration_usd:,.2f}")
 
 
 def main() -> None:
@@ -101,7 +120,7 @@ def main() -> None:
     if scenario.description:
         st.caption(scenario.description)
     kpi_cards(res)
-    overview, cost, capacity, data = st.tabs(["Overview", "Cost", "Capacity", "Data"])
+    overview, cost, capacity, speed, data = st.tabs(["Overview", "Cost", "Capacity", "Iteration speed", "Data"])
     with overview:
         st.plotly_chart(plots.cumulative_cost(res), width="stretch", theme=None, key="fig_cum_overview")
         st.dataframe(res.summary, hide_index=True, key="summary_table")
@@ -112,9 +131,18 @@ def main() -> None:
         st.plotly_chart(plots.delay_distribution(res), width="stretch", theme=None, key="fig_delay")
         st.plotly_chart(plots.utilization_over_time(res), width="stretch", theme=None, key="fig_util")
         st.plotly_chart(plots.queue_over_time(res), width="stretch", theme=None, key="fig_queue")
+    with speed:
+        if len(res.phases):
+            st.plotly_chart(plots.iterations_per_day(res), width="stretch", theme=None, key="fig_iters")
+            st.plotly_chart(plots.phase_breakdown(res), width="stretch", theme=None, key="fig_phases")
+            st.dataframe(res.phases, hide_index=True, key="phases_table")
+        else:
+            st.info("This scenario has no RL job classes (only a trace), so there are no iterations to time.")
     with data:
         st.download_button("Summary (CSV)", res.summary.to_csv(index=False), "summary.csv", "text/csv",
                            key="dl_summary", on_click="ignore")
+        st.download_button("Phases (CSV)", res.phases.to_csv(index=False), "phases.csv", "text/csv",
+                           key="dl_phases", on_click="ignore")
         st.download_button("Jobs (CSV)", lambda: res.jobs.to_csv(index=False), "jobs.csv", "text/csv",
                            key="dl_jobs", on_click="ignore")
         st.download_button("Edited scenario (YAML)", costsim.dump_scenario(scenario), f"{scenario.name}.yaml",

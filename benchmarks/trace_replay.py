@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,16 +23,8 @@ from costsim import engine, workload  # noqa: E402
 from costsim.catalog import resolve  # noqa: E402
 from costsim.synth import JobGroup, make_trace  # noqa: E402
 from costsim.workplan import plan_work  # noqa: E402
+from timing import best  # noqa: E402
 from helpers import bare_simpy_mmc, owned, scenario  # noqa: E402
-
-
-def best(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
 
 
 def main() -> None:

@@ -81,6 +81,39 @@ def capacity_over_time(results: Results) -> go.Figure:
     return fig
 
 
+def iterations_per_day(results: Results) -> go.Figure:
+    """RL iterations completed per day, per job class and option."""
+    ph = results.phases
+    fig = px.bar(ph, x="job_class", y="iterations_per_day", color="option", barmode="group",
+                 title="RL iterations per day (completed within the horizon)",
+                 labels={"job_class": "job class", "iterations_per_day": "iterations per day"},
+                 hover_data=["iteration_s", "cost_per_iteration_usd"])
+    fig.update_layout(**_LAYOUT)
+    return fig
+
+
+def phase_breakdown(results: Results) -> go.Figure:
+    """Where an iteration's time goes: mean seconds per phase, per job class, one panel per option.
+    Async iterations overlap rollout with training, so their bar is longer than the iteration
+    (marked with a diamond)."""
+    ph = results.phases
+    long = ph.melt(id_vars=["option", "job_class"], value_vars=["rollout_s", "scoring_s", "update_s", "sync_s"],
+                   var_name="phase", value_name="seconds").assign(phase=lambda d: d["phase"].str[:-2])
+    fig = px.bar(long, x="job_class", y="seconds", color="phase", facet_col="option", facet_col_wrap=3,
+                 title="Where an iteration goes (mean seconds per iteration)",
+                 labels={"job_class": "job class", "seconds": "seconds per iteration"},
+                 category_orders={"phase": ["rollout", "scoring", "update", "sync"]})
+    options = list(dict.fromkeys(ph["option"]))
+    for k, option in enumerate(options):
+        sub = ph[ph["option"] == option]
+        fig.add_scatter(x=sub["job_class"], y=sub["iteration_s"], mode="markers", marker_symbol="diamond",
+                        marker_color="black", name="iteration", showlegend=k == 0, row=(len(options) - 1) // 3 - k // 3 + 1,
+                        col=k % 3 + 1)
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    fig.update_layout(**{**_LAYOUT, "legend_title_text": "phase"})
+    return fig
+
+
 ALL_FIGURES = {
     "cumulative_cost": cumulative_cost,
     "cost_breakdown": cost_breakdown,
@@ -88,4 +121,6 @@ ALL_FIGURES = {
     "utilization_over_time": utilization_over_time,
     "queue_over_time": queue_over_time,
     "capacity_over_time": capacity_over_time,
+    "iterations_per_day": iterations_per_day,
+    "phase_breakdown": phase_breakdown,
 }

@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.dashboard import SCENARIO_DIR, apply_knobs, current_knobs
+from costsim.dashboard import SCENARIO_DIR, ClassKnobs, apply_knobs, current_knobs
 from costsim.scenario import scenario_from_yaml
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -21,8 +21,10 @@ def _clear_caches():
     yield
 
 
-def metrics(at):
-    return {m.label: m.value for m in at.metric}
+def phases_shown(at):
+    """The phases table as the app shows it (the dataframe with a rollout_s column)."""
+    (df,) = [d.value for d in at.dataframe if "rollout_s" in d.value.columns]
+    return df.set_index(["option", "job_class"]).iteration_s
 
 
 def test_first_load_shows_the_baseline_comparison():
@@ -45,6 +47,21 @@ def test_knob_changes_the_result():
     assert after[0] != before[0] and after[1:] == before[1:]
 
 
+def test_class_knobs_change_iteration_time():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert [m.label for m in at.metric].count("$ per RL iteration") == 4
+    before = phases_shown(at)
+    at.selectbox(key="baseline:ablation-7b:setup").select("disaggregated async")
+    at.slider(key="baseline:mid-32b:cv").set_value(2.0)
+    at.button[0].click().run()
+    assert not at.exception and not at.error
+    after = phases_shown(at)
+    for opt in ("own-256", "cloud-od"):
+        assert after[(opt, "ablation-7b")] < before[(opt, "ablation-7b")] / 1.5  # async beats the straggler
+        assert after[(opt, "mid-32b")] > before[(opt, "mid-32b")]  # a longer tail holds sync iterations
+        assert after[(opt, "flagship-70b")] == before[(opt, "flagship-70b")]
+
+
 def test_bad_upload_shows_an_inline_error():
     at = AppTest.from_file(APP, default_timeout=120).run()
     text = (SCENARIO_DIR / "baseline.yaml").read_text().replace("gpus: 256", "gpus: -256")
@@ -64,14 +81,17 @@ def test_good_upload_runs():
 def test_edited_scenario_round_trips():
     sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
     k = current_knobs(sc)
-    edited = apply_knobs(sc, type(k)({**k.owned_gpus, "own-512": 640}, {"cloud-od": 3.5}, 1.25))
+    classes = {**k.classes, "mid-32b": ClassKnobs(14, 4000, 1.5, "disaggregated async")}
+    edited = apply_knobs(sc, type(k)({**k.owned_gpus, "own-512": 640}, {"cloud-od": 3.5}, 1.25, classes))
     again, _ = scenario_from_yaml(costsim.dump_scenario(edited), "download.yaml", SCENARIO_DIR)
     assert again == edited
     assert again.option("own-512").gpus == 640 and again.option("cloud-od").price_per_gpu_hour == 3.5
+    mid = again.workload.classes[1]
+    assert (mid.model_params_b, mid.placement, mid.mode, mid.rollout.lengths.cv) == (14, "disaggregated", "async", 1.5)
 
 
 def test_knob_errors_are_scenario_errors():
     sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
     k = current_knobs(sc)
     with pytest.raises(costsim.ScenarioError, match="never run"):
-        apply_knobs(sc, type(k)({**k.owned_gpus, "own-256": 128}, k.cloud_price, 1.0))
+        apply_knobs(sc, type(k)({**k.owned_gpus, "own-256": 128}, k.cloud_price, 1.0, k.classes))

@@ -35,11 +35,16 @@ def run_option(
             submit, g, priority.tolist(), run, rec,
         )
         env.run(until=horizon_h)
-        return rec.freeze(plan.name, plan.kind, cluster.capacity_t, cluster.capacity_gpus)
+        return rec.freeze(plan.name, plan.kind, cluster.capacity_t, cluster.capacity_gpus, _events(env))
     assert isinstance(plan, CloudPlan)
     CloudPool(
         env, plan.gpus_per_instance, plan.max_gpus, plan.provisioning_delay_h, plan.startup_h,
         submit, g, run, rec,
     )
     env.run(until=horizon_h)
-    return rec.freeze(plan.name, plan.kind, [], [])
+    return rec.freeze(plan.name, plan.kind, [], [], _events(env))
+
+
+def _events(env: simpy.Environment) -> int:
+    """Events scheduled so far: SimPy numbers every scheduled event with this counter."""
+    return next(env._eid)  # type: ignore[attr-defined]

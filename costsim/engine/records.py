@@ -25,6 +25,7 @@ class UsageRecord:
     instances: np.ndarray
     capacity_change_h: np.ndarray  # times the installed capacity changes
     capacity_gpus: np.ndarray  # installed GPUs from each change on (owned); empty for cloud
+    events: int = 0  # SimPy events scheduled in the run (a cost measure for benchmarks)
 
 
 class Recorder:
@@ -37,7 +38,7 @@ class Recorder:
         self.held_gpus = [0] * n
         self.instances = [0] * n
 
-    def freeze(self, option: str, kind: str, cap_t: list[float], cap_gpus: list[int]) -> UsageRecord:
+    def freeze(self, option: str, kind: str, cap_t: list[float], cap_gpus: list[int], events: int) -> UsageRecord:
         return UsageRecord(
             option=option,
             kind=kind,
@@ -47,4 +48,5 @@ class Recorder:
             instances=np.array(self.instances, dtype=np.int64),
             capacity_change_h=np.array(cap_t, dtype=float),
             capacity_gpus=np.array(cap_gpus, dtype=np.int64),
+            events=events,
         )
