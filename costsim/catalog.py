@@ -53,6 +53,7 @@ class GPUSpec:
 class Catalog:
     version: str
     economics: dict[str, float]
+    rl: dict[str, float]
     fabrics: dict[str, dict[str, float]]
     billing: dict[str, dict[str, float]]
     gpus: dict[str, GPUSpec]
@@ -86,6 +87,7 @@ def load_catalog(path: Path | str | None = None) -> Catalog:
     return Catalog(
         version=str(data["catalog_version"]),
         economics=dict(data["economics"]),
+        rl=dict(data["rl"]),
         fabrics=dict(data["fabrics"]),
         billing=dict(data["billing"]),
         gpus=gpus,

@@ -2,14 +2,14 @@
 
 Symbols: P policy parameters (billions), F peak dense bf16 FLOP/s of a GPU, n = prompts × samples,
 L_i response lengths, Lp prompt tokens, T = Σ (Lp + L_i) tokens per iteration, D decode tokens/s
-per GPU, s_seq decode tokens/s of one sequence.
+per GPU (default: catalog coefficient × HBM TB/s ÷ P), s_seq decode tokens/s of one sequence.
 
 | phase | seconds |
 |---|---|
 | rollout, sync | max(ΣL / (G_r · D), max L / s_seq): throughput bound vs the straggler |
 | rollout, async (staleness s) | max(ΣL / (G_r · D), max L / (s_seq · (s + 1))) |
 | reference / reward model | 2 · P_x · 1e9 · T / (G_s · F · mfu), per model scored |
-| verifier | n · seconds per sample / (G_s · 8): eight CPU workers beside each GPU |
+| verifier | n · seconds per sample / (G_s · w): w CPU workers beside each GPU (catalog: 8) |
 | update | 6 · P · 1e9 · T · epochs / (G_t · F · mfu) + minibatches · epochs · t_allreduce(2 · P · 1e9 bytes, G_t) |
 | weight sync (disaggregated) | 2 · P · 1e9 bytes / inter-node busbw |
 
@@ -25,21 +25,21 @@ import numpy as np
 
 from costsim import network
 
-# D = 25,000 × HBM TB/s ÷ params (B): about 12,000 tokens/s for a 7B model on an H100 (3.35 TB/s).
-# An assumption calibrated to batched vLLM-style decode, stated in the catalog and the README.
-DECODE_TOKENS_PER_S_PER_TB_S_PER_B = 25_000.0
-VERIFIER_WORKERS_PER_GPU = 8
-
-
 @dataclass(frozen=True)
 class Hardware:
-    """What an option's GPUs and fabric contribute to an iteration."""
+    """What an option's GPUs and fabric contribute to an iteration.
+
+    ``decode_coeff``: default decode tokens/s per GPU per (HBM TB/s ÷ params in B), and
+    ``verifier_workers``: CPU verifier workers per GPU — both catalog assumptions (``rl.*``).
+    """
 
     bf16_dense_tflops: float
     hbm_tb_s: float
     gpus_per_node: int
     nvlink_busbw_gb_s: float
     inter_busbw_gb_s: float  # per GPU, fabric efficiency included
+    decode_coeff: float = 25_000.0
+    verifier_workers: int = 8
 
 
 @dataclass(frozen=True)
@@ -76,9 +76,9 @@ class PhaseTimes:
     total: np.ndarray
 
 
-def decode_tokens_per_s(hbm_tb_s: float, params_b: float) -> float:
+def decode_tokens_per_s(hbm_tb_s: float, params_b: float, coeff: float = 25_000.0) -> float:
     """Default decode throughput per GPU: memory-bound, ∝ HBM bandwidth ÷ model size."""
-    return DECODE_TOKENS_PER_S_PER_TB_S_PER_B * hbm_tb_s / params_b
+    return coeff * hbm_tb_s / params_b
 
 
 def rollout_s(len_sum, len_max, gpus: int, decode_per_gpu: float, seq_tokens_per_s: float, staleness: int = 0):
@@ -93,8 +93,9 @@ def forward_s(params_b: float, tokens, gpus: int, tflops: float, mfu: float):
     return 2.0 * params_b * 1e9 * np.asarray(tokens) / (gpus * tflops * 1e12 * mfu)
 
 
-def verifier_s(samples: int, seconds_per_sample: float, gpus: int) -> float:
-    return samples * seconds_per_sample / (gpus * VERIFIER_WORKERS_PER_GPU)
+def verifier_s(samples: int, seconds_per_sample: float, gpus: int, workers_per_gpu: int = 8) -> float:
+    """Verifying every sample on the CPU workers beside the scoring GPUs."""
+    return samples * seconds_per_sample / (gpus * workers_per_gpu)
 
 
 def update_s(params_b: float, tokens, gpus: int, hw: Hardware, epochs: int, minibatches: int, mfu: float):
@@ -109,7 +110,7 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max) -> PhaseTimes:
     len_sum = np.asarray(len_sum, dtype=float)
     len_max = np.asarray(len_max, dtype=float)
     tokens = shape.samples * shape.prompt_tokens + len_sum
-    decode = shape.decode_tokens_per_s_per_gpu or decode_tokens_per_s(hw.hbm_tb_s, shape.params_b)
+    decode = shape.decode_tokens_per_s_per_gpu or decode_tokens_per_s(hw.hbm_tb_s, shape.params_b, hw.decode_coeff)
     staleness = shape.staleness if shape.asynchronous else 0
     rollout = rollout_s(len_sum, len_max, shape.rollout_gpus, decode, shape.sequence_tokens_per_s, staleness)
     g_s = shape.train_gpus  # equals all GPUs when colocated
@@ -119,7 +120,7 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max) -> PhaseTimes:
     if shape.reward_model_params_b is not None:
         scoring = scoring + forward_s(shape.reward_model_params_b, tokens, g_s, hw.bf16_dense_tflops, shape.mfu)
     else:
-        scoring = scoring + verifier_s(shape.samples, shape.verifier_seconds_per_sample, g_s)
+        scoring = scoring + verifier_s(shape.samples, shape.verifier_seconds_per_sample, g_s, hw.verifier_workers)
     update = update_s(shape.params_b, tokens, shape.train_gpus, hw, shape.epochs, shape.minibatches, shape.mfu)
     sync = np.full_like(len_sum, network.transfer_s(2.0 * shape.params_b * 1e9, hw.inter_busbw_gb_s) if shape.disaggregated else 0.0)
     if shape.asynchronous:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costsim import network, rl
-from costsim.catalog import CloudPlan, Plan
+from costsim.catalog import Catalog, CloudPlan, Plan, default_catalog
 from costsim.scenario import Scenario
 from costsim.scenario.classes import RLClass
 from costsim.units import SECONDS_PER_HOUR
@@ -76,12 +76,15 @@ class WorkPlan:
         return int(np.searchsorted(ends, held_h + 1e-12, side="right"))
 
 
-def hardware(plan: Plan) -> rl.Hardware:
+def hardware(plan: Plan, catalog: Catalog | None = None) -> rl.Hardware:
     """What an option's GPUs and fabric mean for an iteration (NVLink domain: node or instance)."""
     gpu = plan.gpu
+    consts = (catalog or default_catalog()).rl
     domain = plan.gpus_per_instance if isinstance(plan, CloudPlan) else plan.gpus_per_node
     inter = network.inter_node_busbw_gb_s(gpu.nics_per_node, gpu.nic_busbw_gb_s, gpu.gpus_per_node, plan.fabric_efficiency)
-    return rl.Hardware(gpu.bf16_dense_tflops, gpu.hbm_tb_s, domain, gpu.nvlink_busbw_gb_s, inter)
+    return rl.Hardware(gpu.bf16_dense_tflops, gpu.hbm_tb_s, domain, gpu.nvlink_busbw_gb_s, inter,
+                       decode_coeff=float(consts["decode_tokens_per_s_per_tb_s_per_b"]),
+                       verifier_workers=int(consts["verifier_workers_per_gpu"]))
 
 
 def shape(cls: RLClass) -> rl.Shape:

@@ -29,9 +29,19 @@ def times(sh, len_sum=N * L, len_max=L):
     return {k: float(getattr(pt, k)[0]) for k in ("rollout", "scoring", "update", "sync", "total")}
 
 
-def test_default_decode_rate():
-    # ≈ 12k tokens/s for a 7B model on an H100 (the catalog's stated calibration).
-    assert rl.decode_tokens_per_s(3.35, 7) == pytest.approx(11_964.2857, rel=1e-6)
+def test_default_decode_rate_comes_from_the_catalog():
+    # ≈ 12k tokens/s for a 7B model on an H100: the catalog's stated calibration, used by options.
+    from costsim.catalog import default_catalog, resolve
+    from costsim.scenario import Scenario
+    from costsim.workplan import hardware
+
+    coeff = default_catalog().rl["decode_tokens_per_s_per_tb_s_per_b"]
+    assert rl.decode_tokens_per_s(3.35, 7, coeff) == pytest.approx(11_964.2857, rel=1e-6)
+    sc = Scenario.model_validate({"name": "x", "horizon_days": 1, "workload": {"trace": "t.csv"},
+                                  "options": [{"name": "o", "kind": "owned", "gpu_type": "H100", "gpus": 8}]})
+    hw = hardware(resolve(sc)[0])
+    assert (hw.decode_coeff, hw.verifier_workers) == (coeff, default_catalog().rl["verifier_workers_per_gpu"])
+    assert (hw.bf16_dense_tflops, hw.hbm_tb_s, hw.nvlink_busbw_gb_s, hw.inter_busbw_gb_s) == (989.0, 3.35, 470.0, 47.0)
 
 
 def test_colocated_sync_by_hand():
