@@ -9,17 +9,43 @@ import numpy as np
 
 from costsim import engine, results, workload
 from costsim.workplan import plan_work
-from costsim.catalog import CloudPlan, Plan, default_catalog, economics_values, resolve
+from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, resolve
 from costsim.engine.pool import held_gpus
 from costsim.scenario import Problem, Scenario, ScenarioError, read_scenario, scenario_from_yaml
 from costsim.scenario.errors import Loc
 
 
-def _held(plan: Plan, gpus: np.ndarray) -> np.ndarray:
-    """GPUs a job of ``gpus`` needs from an option: whole instances, or whole nodes beyond one."""
+def _limit(plan: OwnedPlan | CloudPlan) -> tuple[int, str, str] | None:
+    """The most GPUs a pool can ever give one job, the field that sets it, and how to say it;
+    None for unlimited on-demand or spot capacity."""
+    if isinstance(plan, OwnedPlan):
+        return plan.gpus, "gpus", f"{plan.gpus} GPUs"
+    if plan.reserved:
+        return plan.reserved_gpus, "reserved_gpus", f"{plan.reserved_gpus} reserved GPUs"
+    if plan.max_gpus is not None:
+        return plan.max_gpus, "max_gpus", f"a quota of {plan.max_gpus} GPUs"
+    return None
+
+
+def _held(plan: OwnedPlan | CloudPlan, gpus: np.ndarray) -> np.ndarray:
+    """GPUs jobs of ``gpus`` need from a pool: whole instances, or whole nodes beyond one."""
     if isinstance(plan, CloudPlan):
         return -(-gpus // plan.gpus_per_instance) * plan.gpus_per_instance
     return np.array([held_gpus(int(g), plan.gpus_per_node) for g in gpus], dtype=np.int64)
+
+
+def _never_fit(plan: Plan, gpus: np.ndarray) -> tuple[np.ndarray, str, str] | None:
+    """Which of these job sizes can never run on the option (a hybrid: on neither part)."""
+    pools = [plan.base, plan.burst] if isinstance(plan, HybridPlan) else [plan]
+    limits = [_limit(p) for p in pools]
+    if any(lim is None for lim in limits):
+        return None
+    bad = np.ones(len(gpus), dtype=bool)
+    for pool, (limit, _, _) in zip(pools, limits, strict=True):  # type: ignore[misc]
+        bad &= _held(pool, gpus) > limit
+    if isinstance(plan, HybridPlan):
+        return bad, "", f"neither base {plan.base.name!r} ({limits[0][2]}) nor burst {plan.burst.name!r} ({limits[1][2]})"  # type: ignore[index]
+    return bad, limits[0][1], f"option {plan.name!r} has {limits[0][2]}"  # type: ignore[index]
 
 
 def _fit_problems(scenario: Scenario, plans: list[Plan], jobs: workload.JobTable) -> list[Problem]:
@@ -28,24 +54,21 @@ def _fit_problems(scenario: Scenario, plans: list[Plan], jobs: workload.JobTable
     problems = []
     trace = jobs.class_index < 0
     for i, plan in enumerate(plans):
-        if isinstance(plan, CloudPlan) and plan.max_gpus is None:
-            continue
-        limit = plan.max_gpus if isinstance(plan, CloudPlan) else plan.gpus
-        field = "max_gpus" if isinstance(plan, CloudPlan) else "gpus"
-        has = f"a quota of {limit} GPUs" if isinstance(plan, CloudPlan) else f"{limit} GPUs"
         for cls in scenario.workload.classes:
-            need = int(_held(plan, np.array([cls.gpus]))[0])
-            if need > limit:
-                problems.append(Problem(("options", i, field), f"class {cls.name!r} needs {need} GPUs per job but "
-                                        f"option {plan.name!r} has {has}: its jobs could never run"))
-        if trace.any():
-            need = _held(plan, jobs.gpus[trace])
-            worst = int(np.argmax(need))
-            if need[worst] > limit:
-                count = int((need > limit).sum())
-                others = f" ({count - 1} more such jobs)" if count > 1 else ""
-                problems.append(Problem(("options", i, field), f"job {jobs.job_id[trace][worst]!r} needs {int(need[worst])} "
-                                        f"GPUs but option {plan.name!r} has {has}: it could never run{others}"))
+            verdict = _never_fit(plan, np.array([cls.gpus]))
+            if verdict is not None and verdict[0][0]:
+                _, field, where = verdict
+                problems.append(Problem(("options", i, field) if field else ("options", i),
+                                        f"class {cls.name!r} needs {cls.gpus} GPUs per job but {where}: "
+                                        "its jobs could never run"))
+        verdict = _never_fit(plan, jobs.gpus[trace]) if trace.any() else None
+        if verdict is not None and verdict[0].any():
+            bad, field, where = verdict
+            first = int(np.flatnonzero(bad)[0])
+            others = f" ({int(bad.sum()) - 1} more such jobs)" if bad.sum() > 1 else ""
+            problems.append(Problem(("options", i, field) if field else ("options", i),
+                                    f"job {jobs.job_id[trace][first]!r} needs {int(jobs.gpus[trace][first])} GPUs but "
+                                    f"{where}: it could never run{others}"))
     return problems
 
 
@@ -99,9 +122,15 @@ def simulate(
     for k, plan in enumerate(plans):
         if on_option is not None:
             on_option(plan.name, k, len(plans))
-        work.append(plan_work(scenario, jobs, plan))
-        records.append(engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, work[-1].run_h,
-                                         scenario.horizon_h))
+        if isinstance(plan, HybridPlan):  # a job's run time depends on the part it runs on
+            base, burst = plan_work(scenario, jobs, plan.base), plan_work(scenario, jobs, plan.burst)
+            rec = engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, base.run_h, scenario.horizon_h,
+                                    burst_run_h=burst.run_h)
+            work.append(base.merged(rec.part == engine.BURST, burst))
+        else:
+            work.append(plan_work(scenario, jobs, plan))
+            rec = engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, work[-1].run_h, scenario.horizon_h)
+        records.append(rec)
     if on_option is not None:
         on_option("tables", len(plans), len(plans))
     return results.build(scenario, seed, plans, econ, records, work)

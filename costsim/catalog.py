@@ -14,7 +14,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from costsim.scenario import CloudOption, OwnedOption, Problem, Scenario, ScenarioError
+from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
 from costsim.units import HOURS_PER_DAY
 
 PRICINGS = ("on_demand", "reserved_1y", "reserved_3y", "spot")
@@ -138,7 +138,8 @@ class OwnedPlan:
 
 @dataclass(frozen=True)
 class CloudPlan:
-    """A cloud option in numbers."""
+    """A cloud option in numbers. Reserved: a committed pool of ``reserved_gpus`` run by
+    ``scheduler`` (no quota, provisioning or per-allocation billing)."""
 
     name: str
     gpu: GPUSpec
@@ -152,10 +153,36 @@ class CloudPlan:
     startup_h: float
     network: str
     fabric_efficiency: float
+    reserved_gpus: int | None = None
+    scheduler: str = "fifo"
     kind: str = "cloud"
 
+    @property
+    def reserved(self) -> bool:
+        return self.pricing == "reserved"
 
-Plan = OwnedPlan | CloudPlan
+
+@dataclass(frozen=True)
+class HybridPlan:
+    """A hybrid option: its base (owned or reserved) and burst (on-demand or spot) in numbers."""
+
+    name: str
+    base: OwnedPlan | CloudPlan
+    burst: CloudPlan
+    max_wait_h: float
+    bridge_until_ready: bool
+    kind: str = "hybrid"
+
+    @property
+    def gpu(self) -> GPUSpec:
+        return self.base.gpu
+
+    @property
+    def network(self) -> str:
+        return self.base.network
+
+
+Plan = OwnedPlan | CloudPlan | HybridPlan
 
 
 def economics_values(scenario: Scenario, catalog: Catalog | None = None) -> EconomicsValues:
@@ -203,10 +230,14 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str) -> CloudPlan:
             source,
             [Problem(("options", i, "max_gpus"), f"{opt.max_gpus} is smaller than one {gpi}-GPU instance")],
         )
+    if opt.reserved_gpus is not None and opt.reserved_gpus % gpi:
+        raise ScenarioError(source, [Problem(("options", i, "reserved_gpus"),
+                                             f"{opt.reserved_gpus} GPUs is not a whole number of {gpi}-GPU instances")])
     billing = cat.billing[opt.price_tier]
     price = opt.price_per_gpu_hour
     if price is None:
-        price = gpu.price[opt.price_tier][opt.pricing]
+        key = f"reserved_{opt.term_years or 1}y" if opt.pricing == "reserved" else opt.pricing
+        price = gpu.price[opt.price_tier][key]
     return CloudPlan(
         name=opt.name,
         gpu=gpu,
@@ -218,10 +249,12 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str) -> CloudPlan:
             opt.minimum_billing_s if opt.minimum_billing_s is not None else billing["minimum_s"]
         ),
         max_gpus=opt.max_gpus,
-        provisioning_delay_h=opt.provisioning_delay_h,
-        startup_h=opt.startup_h,
+        provisioning_delay_h=0.0 if opt.pricing == "reserved" else opt.provisioning_h,
+        startup_h=0.0 if opt.pricing == "reserved" else opt.startup,
         network=opt.network,
         fabric_efficiency=float(cat.fabrics[opt.network]["efficiency"]),
+        reserved_gpus=opt.reserved_gpus,
+        scheduler=opt.scheduler or "fifo",
     )
 
 
@@ -233,6 +266,12 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<
     for i, opt in enumerate(scenario.options):
         if isinstance(opt, OwnedOption):
             plans.append(_owned(opt, i, econ, cat, source))
-        else:
+        elif isinstance(opt, CloudOption):
             plans.append(_cloud(opt, i, cat, source))
+    by_name = {p.name: p for p in plans}
+    for i, opt in enumerate(scenario.options):
+        if isinstance(opt, HybridOption):
+            base, burst = by_name[opt.base], by_name[opt.burst]
+            assert isinstance(burst, CloudPlan) and not isinstance(base, HybridPlan)  # checked by the schema
+            plans.insert(i, HybridPlan(opt.name, base, burst, opt.max_wait_h, opt.bridge_until_ready))
     return plans

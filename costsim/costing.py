@@ -15,7 +15,7 @@ from costsim.intervals import binned
 from costsim.units import SECONDS_PER_HOUR
 
 OWNED_ITEMS = ("capital", "energy", "facility", "maintenance", "staff", "setup")
-CLOUD_ITEMS = ("cloud",)
+CLOUD_ITEMS = ("reserved", "cloud")
 ALL_ITEMS = OWNED_ITEMS + CLOUD_ITEMS
 
 
@@ -62,6 +62,12 @@ def cloud_bills(plan: CloudPlan, rec: UsageRecord, horizon_h: float) -> tuple[np
     idx, s, e = held_intervals(rec, horizon_h)
     billed = eco.billed_seconds((e - s) * SECONDS_PER_HOUR, plan.billing_granularity_s, plan.minimum_billing_s)
     return idx, eco.cloud_cost_usd(billed, rec.instances[idx], plan.gpus_per_instance, plan.price_per_gpu_hour)
+
+
+def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
+    """A commitment: reserved GPUs × price for every hour of the horizon, used or not."""
+    hours = binned(np.array([0.0]), np.array([horizon_h]), np.array([1.0]), edges)
+    return {"reserved": hours * plan.reserved_gpus * plan.price_per_gpu_hour}
 
 
 def cloud_costs(plan: CloudPlan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:

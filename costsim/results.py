@@ -13,14 +13,14 @@ Definitions (also in the README):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from costsim.catalog import CloudPlan, EconomicsValues, OwnedPlan, Plan
-from costsim.costing import ALL_ITEMS, cloud_bills, cloud_costs, held_intervals, owned_costs
-from costsim.engine import UsageRecord
+from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
+from costsim.costing import ALL_ITEMS, cloud_bills, cloud_costs, held_intervals, owned_costs, reserved_costs
+from costsim.engine import BASE, BURST, UsageRecord
 from costsim.intervals import binned
 from costsim.scenario import Scenario
 from costsim.units import HOURS_PER_MONTH
@@ -35,7 +35,7 @@ SUMMARY_COLUMNS = [
     "option", "kind", "jobs_submitted", "jobs_completed", "queue_delay_mean_h", "queue_delay_p50_h",
     "queue_delay_p95_h", "queue_delay_p99_h", "jct_mean_h", "utilization", "iterations_per_day",
     "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
-    "gpu_hours_used", "capacity_gpu_hours",
+    "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst",
 ] + [f"cost_{item}_usd" for item in ALL_ITEMS]
 TIMESERIES_COLUMNS = [
     "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "cost_cum_usd",
@@ -74,22 +74,64 @@ def bin_edges(horizon_h: float, width_h: float) -> np.ndarray:
     return edges
 
 
+def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, UsageRecord]]:
+    """The option's pools with the usage each carried: one, or a hybrid's base and burst."""
+    if isinstance(plan, HybridPlan):
+        return [(plan.base, only(rec, BASE)), (plan.burst, only(rec, BURST))]
+    return [(plan, rec)]
+
+
+def only(rec: UsageRecord, part: int) -> UsageRecord:
+    """The record with the jobs of other parts blanked out (never started, as far as it shows)."""
+    other = rec.part != part
+    return replace(rec, start_h=np.where(other, np.nan, rec.start_h), end_h=np.where(other, np.nan, rec.end_h),
+                   held_gpus=np.where(other, 0, rec.held_gpus), instances=np.where(other, 0, rec.instances))
+
+
 def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobTable, horizon_h: float,
                  edges: np.ndarray) -> dict[str, np.ndarray]:
-    """Every line item (USD) per bin for one option; items the kind does not have are zero."""
-    if isinstance(plan, OwnedPlan):
-        items = owned_costs(plan, econ, rec, jobs.gpus, horizon_h, edges)
+    """Every line item (USD) per bin for one option (a hybrid: its base's and its burst's);
+    items the option does not have are zero."""
+    out = {item: np.zeros(len(edges) - 1) for item in ALL_ITEMS}
+    for part, sub in parts(plan, rec):
+        if isinstance(part, OwnedPlan):
+            items = owned_costs(part, econ, sub, jobs.gpus, horizon_h, edges)
+        elif part.reserved:
+            items = reserved_costs(part, horizon_h, edges)
+        else:
+            items = cloud_costs(part, sub, horizon_h, edges)
+        for item, v in items.items():
+            out[item] = out[item] + v
+    return out
+
+
+def _capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GPU-hours of capacity and of rented GPUs per bin. A pool of nodes (owned, reserved, a
+    hybrid's base) has its installed GPUs; on-demand and spot capacity is what is rented."""
+    capacity = np.zeros(len(edges) - 1)
+    rented = np.zeros(len(edges) - 1)
+    for part, sub in parts(plan, rec):
+        if isinstance(part, OwnedPlan) or part.reserved:
+            t = np.append(rec.capacity_change_h, horizon_h)
+            pool = binned(t[:-1], t[1:], rec.capacity_gpus.astype(float), edges)
+            capacity += pool
+            if not isinstance(part, OwnedPlan):
+                rented += pool
+        else:
+            idx, s, e = held_intervals(sub, horizon_h)
+            held = binned(s, e, sub.held_gpus[idx].astype(float), edges)
+            capacity += held
+            rented += held
+    return capacity, rented
+
+
+def _ran_on(plan: Plan, rec: UsageRecord, started: np.ndarray) -> np.ndarray:
+    """Where each job ran: the option, or a hybrid's base or burst option; empty if never started."""
+    if isinstance(plan, HybridPlan):
+        where = np.where(rec.part == BURST, plan.burst.name, plan.base.name)
     else:
-        items = cloud_costs(plan, rec, horizon_h, edges)
-    zero = np.zeros(len(edges) - 1)
-    return {item: items.get(item, zero) for item in ALL_ITEMS}
-
-
-def _capacity_intervals(rec: UsageRecord, horizon_h: float, idx: np.ndarray, s: np.ndarray, e: np.ndarray):
-    if rec.kind == "owned":
-        t = np.append(rec.capacity_change_h, horizon_h)
-        return t[:-1], t[1:], rec.capacity_gpus.astype(float)
-    return s, e, rec.held_gpus[idx].astype(float)
+        where = np.full(len(started), plan.name, dtype=object)
+    return np.where(started, where, "")
 
 
 def _iterations(work: WorkPlan, rec: UsageRecord, started: np.ndarray, completed: np.ndarray, horizon_h: float) -> np.ndarray:
@@ -136,13 +178,11 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     delay = np.where(started, rec.start_h - jobs.submit_h, H - jobs.submit_h)
 
     hourly = bin_edges(H, 1.0)
-    cap_s, cap_e, cap_w = _capacity_intervals(rec, H, idx, s, e)
-    capacity = binned(cap_s, cap_e, cap_w, hourly)
+    capacity, rented = _capacity(plan, rec, H, hourly)
     busy = binned(s, e, rec.held_gpus[idx].astype(float), hourly)
     q_end = np.where(started, rec.start_h, H)
     queued_jobs = binned(jobs.submit_h, q_end, np.ones(n), hourly)
     queued_gpus = binned(jobs.submit_h, q_end, jobs.gpus.astype(float), hourly)
-    rented = busy if rec.kind == "cloud" else np.zeros_like(busy)
     cost_hourly = sum(option_costs(plan, econ, rec, jobs, H, hourly).values())
     width = np.diff(hourly)
     timeseries = pd.DataFrame({
@@ -168,11 +208,16 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
 
     used = float(gpu_hours.sum())
     job_cost = np.zeros(n)
-    if isinstance(plan, CloudPlan):
-        bill_idx, bill = cloud_bills(plan, rec, H)
-        job_cost[bill_idx] = bill
-    elif used > 0:
-        job_cost = gpu_hours * (total / used)
+    for part, sub in parts(plan, rec):
+        on_part = ~np.isnan(sub.start_h)
+        if isinstance(part, CloudPlan) and not part.reserved:
+            bill_idx, bill = cloud_bills(part, sub, H)
+            job_cost[bill_idx] = bill
+        else:  # a pool's whole cost (idle time included) shared by the GPU-hours held on it
+            pool_total = sum(float(v.sum()) for v in option_costs(part, econ, sub, jobs, H, np.array([0.0, H])).values())
+            pool_used = gpu_hours[on_part].sum()
+            if pool_used > 0:
+                job_cost[on_part] = gpu_hours[on_part] * (pool_total / pool_used)
     jobs_df = pd.DataFrame({
         "option": plan.name,
         "job_id": jobs.job_id,
@@ -183,7 +228,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "end_h": np.where(completed, rec.end_h, np.nan),
         "queue_delay_h": delay,
         "completed": completed,
-        "ran_on": np.where(started, plan.name, ""),
+        "ran_on": _ran_on(plan, rec, started),
         "gpu_hours": gpu_hours,
         "lost_gpu_hours": 0.0,
         "restarts": 0,
@@ -214,6 +259,8 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "cost_per_completed_job_usd": total / completed.sum() if completed.any() else np.nan,
         "gpu_hours_used": used,
         "capacity_gpu_hours": capacity_h,
+        "jobs_burst": int((started & (rec.part == BURST)).sum()),
+        "gpu_hours_burst": float(gpu_hours[rec.part == BURST].sum()),
         **{f"cost_{item}_usd": v for item, v in totals.items()},
     }
     return jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costsim import network, rl
-from costsim.catalog import Catalog, CloudPlan, Plan, default_catalog
+from costsim.catalog import Catalog, CloudPlan, OwnedPlan, default_catalog
 from costsim.scenario import Scenario
 from costsim.scenario.classes import RLClass
 from costsim.units import SECONDS_PER_HOUR
@@ -65,6 +65,20 @@ class WorkPlan:
         return [Segment(float(hours[lo:hi].sum()), hi - lo, write if hi < n else 0.0)
                 for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
+    def merged(self, use_other: np.ndarray, other: WorkPlan) -> WorkPlan:
+        """This plan, with the jobs in ``use_other`` taken from ``other`` (a hybrid's burst part)."""
+        j = self.jobs
+        per_iter = np.zeros(len(self.iter_h), dtype=bool)
+        per_iter[iteration_rows(j.iter_start[use_other], j.iterations[use_other])] = True
+        return WorkPlan(
+            run_h=np.where(use_other, other.run_h, self.run_h),
+            iter_h=np.where(per_iter, other.iter_h, self.iter_h),
+            phase_s=np.where(use_other[:, None], other.phase_s, self.phase_s),
+            every=self.every,
+            write_h=self.write_h,
+            jobs=j,
+        )
+
     def iterations_done(self, i: int, held_h: float) -> int:
         """Iterations job i completes within ``held_h`` hours of holding its GPUs (no failures)."""
         n = int(self.jobs.iterations[i])
@@ -76,7 +90,12 @@ class WorkPlan:
         return int(np.searchsorted(ends, held_h + 1e-12, side="right"))
 
 
-def hardware(plan: Plan, catalog: Catalog | None = None) -> rl.Hardware:
+def iteration_rows(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Rows of every iteration of the given jobs in the concatenated iteration arrays, job after job."""
+    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+
+
+def hardware(plan: OwnedPlan | CloudPlan, catalog: Catalog | None = None) -> rl.Hardware:
     """What an option's GPUs and fabric mean for an iteration (NVLink domain: node or instance)."""
     gpu = plan.gpu
     consts = (catalog or default_catalog()).rl
@@ -107,8 +126,8 @@ def checkpoint_writes(duration_h: np.ndarray, every_h: float) -> np.ndarray:
     return np.maximum(np.ceil(np.asarray(duration_h) / every_h - 1e-9) - 1, 0)
 
 
-def plan_work(scenario: Scenario, jobs: JobTable, plan: Plan) -> WorkPlan:
-    """Time every job of ``jobs`` on the option ``plan``."""
+def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -> WorkPlan:
+    """Time every job of ``jobs`` on one pool (an owned or cloud option, or a hybrid's part)."""
     n = len(jobs)
     run_h = np.zeros(n)
     every = np.zeros(n)
@@ -130,8 +149,7 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: Plan) -> WorkPlan:
             continue
         counts = jobs.iterations[idx]
         starts = jobs.iter_start[idx]
-        # Every iteration of every job of the class, job after job.
-        its = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        its = iteration_rows(starts, counts)
         pt = rl.phase_times(shape(cls), hw, jobs.length_sum[its], jobs.length_max[its])
         iter_h[its] = pt.total / SECONDS_PER_HOUR
         first = np.cumsum(counts) - counts

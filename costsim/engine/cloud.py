@@ -13,7 +13,7 @@ from typing import Any
 
 import simpy
 
-from .events import RELEASE, ArrivalFeed, At, Decider
+from .events import RELEASE, At, Decider
 from .records import Recorder
 
 
@@ -25,7 +25,6 @@ class CloudPool:
         max_gpus: int | None,
         provisioning_delay_h: float,
         startup_h: float,
-        submit_h: list[float],
         gpus: list[int],
         run_h: list[float],
         rec: Recorder,
@@ -41,9 +40,14 @@ class CloudPool:
         self.in_use = 0  # GPUs under quota: requested and not yet released
         self.queue: deque[int] = deque()
         self.decider = Decider(env, self._decide)
-        ArrivalFeed(env, submit_h, self._arrive if max_gpus is not None else self._request)
 
-    def _arrive(self, i: int) -> None:
+    def fits_ever(self, gpus: int) -> bool:
+        return self.max_gpus is None or -(-gpus // self.gpi) * self.gpi <= self.max_gpus
+
+    def arrive(self, i: int) -> None:
+        if self.max_gpus is None:
+            self._request(i)
+            return
         self.queue.append(i)
         self.decider.request()
 

@@ -7,6 +7,8 @@ Same-instant order (enforced by SimPy event priorities, ties by creation order):
 2. ``ARRIVAL`` (1): jobs submitted at t join the queue.
 3. ``DECIDE`` (2): one scheduling pass per instant, after every release and arrival at t, so
    a decision sees the whole state at t and runs are deterministic.
+4. ``TIMER`` (3): a hybrid job's wait limit. A job that the base can start at the very instant
+   its wait ends starts on the base; otherwise it bursts.
 
 Callbacks are plain functions on a bare event, not SimPy processes: a job costs its arrival,
 its start-or-queue decision and its release, and no generator frames (see benchmarks/).
@@ -23,6 +25,7 @@ from simpy.events import Event
 RELEASE = 0
 ARRIVAL = 1
 DECIDE = 2
+TIMER = 3
 
 
 class At(Event):

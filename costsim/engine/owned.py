@@ -18,7 +18,7 @@ from typing import Any
 
 import simpy
 
-from .events import RELEASE, ArrivalFeed, At, Decider
+from .events import RELEASE, At, Decider
 from .pool import Allocation, NodePool, held_gpus, nodes_needed
 from .records import Recorder
 
@@ -26,7 +26,9 @@ BACKFILL_DEPTH = 500
 
 
 class OwnedCluster:
-    """Runs jobs (arrays of submit time, GPUs, priority, run time) on ``nodes`` nodes."""
+    """Runs jobs (lists of GPUs, priority, run time, by job index) on ``nodes`` nodes; jobs arrive
+    through ``arrive(i)`` and a queued job can be taken back with ``withdraw(i)``. Also serves as
+    a reserved (committed) pool: nodes are instances and the lead time is zero."""
 
     def __init__(
         self,
@@ -35,7 +37,6 @@ class OwnedCluster:
         gpus_per_node: int,
         lead_time_h: float,
         scheduler: str,
-        submit_h: list[float],
         gpus: list[int],
         priority: list[int],
         run_h: list[float],
@@ -53,13 +54,13 @@ class OwnedCluster:
         self.running: dict[int, tuple[float, Allocation]] = {}
         self.fifo: deque[int] = deque()
         self.heap: list[tuple[int, int]] = []
+        self.waiting: set[int] = set()  # queued and not withdrawn (the queues drop the rest lazily)
         self.ready = lead_time_h <= 0
         self.decider = Decider(env, self._decide)
         self.capacity_t = [0.0]
         self.capacity_gpus = [nodes * gpus_per_node if self.ready else 0]
         if not self.ready:
             At(env, lead_time_h, RELEASE, self._deliver)
-        ArrivalFeed(env, submit_h, self._arrive)
 
     # -- events ---------------------------------------------------------------------------
     def _deliver(self, _: Any) -> None:
@@ -68,7 +69,18 @@ class OwnedCluster:
         self.capacity_gpus.append(self.nodes * self.gpn)
         self.decider.request()
 
-    def _arrive(self, i: int) -> None:
+    def fits_ever(self, gpus: int) -> bool:
+        return held_gpus(gpus, self.gpn) <= self.nodes * self.gpn
+
+    def withdraw(self, i: int) -> bool:
+        """Take a queued job back (it will run elsewhere); False if it has already started."""
+        if i in self.waiting:
+            self.waiting.discard(i)
+            return True
+        return False
+
+    def arrive(self, i: int) -> None:
+        self.waiting.add(i)
         if self.scheduler == "priority":
             heapq.heappush(self.heap, (-self.priority[i], i))
         else:
@@ -76,6 +88,7 @@ class OwnedCluster:
         self.decider.request()
 
     def _start(self, i: int, alloc: Allocation) -> None:
+        self.waiting.discard(i)
         now = self.env.now
         end = now + self.run_h[i]
         rec = self.rec
@@ -88,16 +101,20 @@ class OwnedCluster:
     def _finish(self, i: int) -> None:
         _, alloc = self.running.pop(i)
         self.pool.release(alloc)
-        if self.fifo or self.heap:
+        if self.waiting:
             self.decider.request()
 
     # -- decisions ------------------------------------------------------------------------
     def _decide(self) -> None:
         if not self.ready:
             return
+        waiting = self.waiting
         if self.scheduler == "priority":
             heap, pool, gpus = self.heap, self.pool, self.gpus
             while heap:
+                if heap[0][1] not in waiting:
+                    heapq.heappop(heap)
+                    continue
                 alloc = pool.allocate(gpus[heap[0][1]])
                 if alloc is None:
                     return
@@ -105,6 +122,9 @@ class OwnedCluster:
             return
         queue, pool, gpus = self.fifo, self.pool, self.gpus
         while queue:
+            if queue[0] not in waiting:
+                queue.popleft()
+                continue
             alloc = pool.allocate(gpus[queue[0]])
             if alloc is None:
                 break
@@ -130,7 +150,7 @@ class OwnedCluster:
                 break
             j = queue[pos]
             g = gpus[j]
-            if g >= too_big:
+            if g >= too_big or j not in self.waiting:
                 continue
             alloc = pool.allocate(g)
             if alloc is None:

@@ -14,7 +14,8 @@ class UsageRecord:
     ``start_h``: the job first holds GPUs (owned: allocation; cloud: instances delivered and
     billed). ``end_h``: it releases them (may lie past the horizon: the run is cut there).
     ``held_gpus``: GPUs it holds (owned jobs over one node take whole nodes; cloud jobs whole
-    instances). ``instances``: cloud instances (0 on owned).
+    instances). ``instances``: cloud instances (0 on owned and reserved). ``part``: where it ran on
+    a hybrid, ``BASE`` or ``BURST`` (``BASE`` elsewhere).
     """
 
     option: str
@@ -23,9 +24,13 @@ class UsageRecord:
     end_h: np.ndarray
     held_gpus: np.ndarray
     instances: np.ndarray
+    part: np.ndarray
     capacity_change_h: np.ndarray  # times the installed capacity changes
     capacity_gpus: np.ndarray  # installed GPUs from each change on (owned); empty for cloud
     events: int = 0  # SimPy events scheduled in the run (a cost measure for benchmarks)
+
+
+BASE, BURST = 0, 1
 
 
 class Recorder:
@@ -37,6 +42,7 @@ class Recorder:
         self.end_h = [nan] * n
         self.held_gpus = [0] * n
         self.instances = [0] * n
+        self.part = [BASE] * n
 
     def freeze(self, option: str, kind: str, cap_t: list[float], cap_gpus: list[int], events: int) -> UsageRecord:
         return UsageRecord(
@@ -46,6 +52,7 @@ class Recorder:
             end_h=np.array(self.end_h, dtype=float),
             held_gpus=np.array(self.held_gpus, dtype=np.int64),
             instances=np.array(self.instances, dtype=np.int64),
+            part=np.array(self.part, dtype=np.int8),
             capacity_change_h=np.array(cap_t, dtype=float),
             capacity_gpus=np.array(cap_gpus, dtype=np.int64),
             events=events,

@@ -2,7 +2,8 @@
 
 from .errors import Problem, ScenarioError
 from .io import dump_scenario, parse_yaml, read_scenario, scenario_from_data, scenario_from_yaml
-from .model import CloudOption, Economics, Option, OwnedOption, Scenario, TraceCheckpoint, Workload
+from .model import Economics, Scenario, TraceCheckpoint, Workload
+from .options import CloudOption, HybridOption, Option, OwnedOption
 from .trace import TraceTable, read_trace
 
 
@@ -14,6 +15,7 @@ def json_schema() -> dict:
 __all__ = [
     "CloudOption",
     "Economics",
+    "HybridOption",
     "Option",
     "OwnedOption",
     "Problem",

@@ -86,7 +86,7 @@ def validation_problems(err: ValidationError) -> list[Problem]:
     given for a number-or-mapping field, only the mapping's errors kept."""
     problems = []
     for e in err.errors(include_url=False):
-        raw = tuple(p for p in e["loc"] if p not in ("owned", "cloud"))  # the options' discriminator
+        raw = tuple(p for p in e["loc"] if p not in ("owned", "cloud", "hybrid"))  # the options' discriminator
         scalar_branch = any(isinstance(p, str) and _SCALAR_BRANCH.match(p) for p in raw)
         if scalar_branch and isinstance(e.get("input"), dict):
             continue  # a mapping was given: the number branch's complaint is noise
@@ -100,7 +100,7 @@ def validation_problems(err: ValidationError) -> list[Problem]:
             msg = "required field is missing"
         elif e["type"] in ("union_tag_invalid", "union_tag_not_found"):
             given = e.get("input", {}).get("kind") if isinstance(e.get("input"), dict) else None
-            msg = f"must be one of: owned, cloud (got {given!r})" if given is not None else "is required: owned or cloud"
+            msg = f"must be one of: owned, cloud, hybrid (got {given!r})" if given is not None else "is required: owned, cloud or hybrid"
             loc = (*loc, "kind")
         problems.append(Problem(loc, msg))
     return problems

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from costsim.units import (
     Fraction,
@@ -24,19 +24,9 @@ from costsim.units import (
     Scheduler,
 )
 
-from .base import Name, StrictModel
+from .base import StrictModel
 from .classes import RLClass
-
-_NO_FAILURES_YET = (
-    "hardware failures are not modelled in this version; use null (no failures) or leave it out"
-)
-
-
-def _only_null_failures(value: Any) -> None:
-    if value is not None:
-        raise ValueError(_NO_FAILURES_YET)
-    return None
-
+from .options import CloudOption, HybridOption, Option, OwnedOption
 
 class TraceCheckpoint(StrictModel):
     """Checkpointing of trace jobs: every ``every_hours`` of work, a write of ``write_minutes``."""
@@ -79,94 +69,6 @@ class Workload(StrictModel):
         if dup:
             raise ValueError(f"class name(s) {', '.join(sorted(dup))} used twice; names must be unique")
         return self
-
-
-class OwnedOption(StrictModel):
-    """An owned cluster: bought, delivered after its lead time, run by a scheduler."""
-
-    name: Name = Field(description="Unique option name.")
-    kind: Literal["owned"] = "owned"
-    gpu_type: GPUType = Field(description="Catalog GPU type.")
-    gpus: GPUCount = Field(description="GPUs in the cluster (a whole number of nodes).")
-    gpus_per_node: GPUCount | None = Field(None, description="GPUs per node; null: catalog.")
-    network: Network = Field("infiniband", description="Inter-node fabric: infiniband | roce.")
-    lead_time_days: NonNegative | None = Field(
-        None, description="Days from the start until the cluster can run jobs; null: catalog."
-    )
-    scheduler: Scheduler = Field(
-        "fifo",
-        description="fifo (strict order), backfill (EASY) or priority (then FIFO, strict).",
-    )
-    failures: None = Field(None, description="Node failures: null (none) in this version.")
-    capex_usd_per_gpu: Positive | None = Field(
-        None, description="All-in capex per GPU in USD; null: server price plus fabric, storage, install shares."
-    )
-
-    _no_failures = field_validator("failures", mode="before")(_only_null_failures)
-
-    @model_validator(mode="after")
-    def _whole_nodes(self) -> OwnedOption:
-        if self.gpus_per_node is not None and self.gpus % self.gpus_per_node:
-            raise ValueError(
-                f"gpus ({self.gpus}) must be a whole number of nodes of {self.gpus_per_node} GPUs"
-            )
-        return self
-
-
-class CloudOption(StrictModel):
-    """Rented GPUs, pay as you go: billed per instance from delivery to release."""
-
-    name: Name = Field(description="Unique option name.")
-    kind: Literal["cloud"] = "cloud"
-    gpu_type: GPUType = Field(description="Catalog GPU type.")
-    pricing: Literal["on_demand"] = Field(
-        "on_demand", description="on_demand in this version (reserved and spot come later)."
-    )
-    price_tier: PriceTier = Field(
-        "neocloud", description="Catalog price tier for defaults: hyperscaler | neocloud."
-    )
-    price_per_gpu_hour: NonNegative | None = Field(
-        None, description="USD per GPU-hour; null: catalog price for the tier and pricing."
-    )
-    gpus_per_instance: GPUCount | None = Field(
-        None, description="GPUs per instance; jobs are billed in whole instances. null: catalog node size."
-    )
-    network: Network = Field(
-        "infiniband", description="The provider's inter-node fabric for multi-instance jobs: infiniband | roce."
-    )
-    billing_granularity_s: Positive | None = Field(
-        None, description="Billing increment in seconds; null: catalog for the tier."
-    )
-    minimum_billing_s: NonNegative | None = Field(
-        None, description="Minimum billed seconds per allocation; null: catalog for the tier."
-    )
-    max_gpus: GPUCount | None = Field(
-        None, description="Quota or market capacity in GPUs; null: unlimited."
-    )
-    provisioning_delay_h: NonNegative = Field(
-        0.25, description="Hours waiting for instances after a request: not billed."
-    )
-    startup_h: NonNegative = Field(
-        0.1, description="Hours of boot, image pull and data staging: billed, before work starts."
-    )
-    failures: None = Field(None, description="Node failures: null (none) in this version.")
-
-    _no_failures = field_validator("failures", mode="before")(_only_null_failures)
-
-    @model_validator(mode="after")
-    def _quota_holds_an_instance(self) -> CloudOption:
-        if (
-            self.max_gpus is not None
-            and self.gpus_per_instance is not None
-            and self.max_gpus < self.gpus_per_instance
-        ):
-            raise ValueError(
-                f"max_gpus ({self.max_gpus}) is smaller than one instance ({self.gpus_per_instance} GPUs)"
-            )
-        return self
-
-
-Option = Annotated[OwnedOption | CloudOption, Field(discriminator="kind")]
 
 
 class Economics(StrictModel):
@@ -227,7 +129,22 @@ class Scenario(StrictModel):
             if opt.name in seen:
                 raise ValueError(f"option name {opt.name!r} is used twice; names must be unique")
             seen.add(opt.name)
+        for opt in self.options:
+            if isinstance(opt, HybridOption):
+                self._check_hybrid(opt)
         return self
+
+    def _check_hybrid(self, hybrid: HybridOption) -> None:
+        by_name = {o.name: o for o in self.options}
+        base, burst = by_name.get(hybrid.base), by_name.get(hybrid.burst)
+        if base is None:
+            raise ValueError(f"hybrid {hybrid.name!r}: base {hybrid.base!r} is not an option of this scenario")
+        if burst is None:
+            raise ValueError(f"hybrid {hybrid.name!r}: burst {hybrid.burst!r} is not an option of this scenario")
+        if not (isinstance(base, OwnedOption) or (isinstance(base, CloudOption) and base.pricing == "reserved")):
+            raise ValueError(f"hybrid {hybrid.name!r}: base {base.name!r} must be owned or reserved")
+        if not (isinstance(burst, CloudOption) and burst.pricing in ("on_demand", "spot")):
+            raise ValueError(f"hybrid {hybrid.name!r}: burst {burst.name!r} must be a cloud option, on_demand or spot")
 
     @property
     def horizon_h(self) -> float:

@@ -1,0 +1,145 @@
+"""The alternatives a scenario compares: owned clusters, rented capacity, and hybrids of the two.
+
+A setting that does not apply to an option's pricing is an error (it would be ignored): reserved
+capacity is a committed pool with no quota, provisioning or per-allocation billing; on-demand and
+spot have no commitment or scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from costsim.units import GPUCount, GPUType, Network, NonNegative, Positive, PriceTier, Scheduler
+
+from .base import Name, StrictModel
+
+DEFAULT_PROVISIONING_DELAY_H = 0.25
+DEFAULT_STARTUP_H = 0.1
+
+_NO_FAILURES_YET = "hardware failures are not modelled in this version; use null (no failures) or leave it out"
+
+
+def _only_null_failures(value: Any) -> None:
+    if value is not None:
+        raise ValueError(_NO_FAILURES_YET)
+    return None
+
+
+class OwnedOption(StrictModel):
+    """An owned cluster: bought, delivered after its lead time, run by a scheduler."""
+
+    name: Name = Field(description="Unique option name.")
+    kind: Literal["owned"] = "owned"
+    gpu_type: GPUType = Field(description="Catalog GPU type.")
+    gpus: GPUCount = Field(description="GPUs in the cluster (a whole number of nodes).")
+    gpus_per_node: GPUCount | None = Field(None, description="GPUs per node; null: catalog.")
+    network: Network = Field("infiniband", description="Inter-node fabric: infiniband | roce.")
+    lead_time_days: NonNegative | None = Field(
+        None, description="Days from the start until the cluster can run jobs; null: catalog."
+    )
+    scheduler: Scheduler = Field(
+        "fifo", description="fifo (strict order), backfill (EASY) or priority (then FIFO, strict)."
+    )
+    failures: None = Field(None, description="Node failures: null (none) in this version.")
+    capex_usd_per_gpu: Positive | None = Field(
+        None, description="All-in capex per GPU in USD; null: server price plus fabric, storage, install shares."
+    )
+
+    _no_failures = field_validator("failures", mode="before")(_only_null_failures)
+
+    @model_validator(mode="after")
+    def _whole_nodes(self) -> OwnedOption:
+        if self.gpus_per_node is not None and self.gpus % self.gpus_per_node:
+            raise ValueError(f"gpus ({self.gpus}) must be a whole number of nodes of {self.gpus_per_node} GPUs")
+        return self
+
+
+class CloudOption(StrictModel):
+    """Rented GPUs: on demand (billed per allocation), reserved (a committed pool paid every hour
+    of the horizon, queueing like an owned cluster) or spot (on-demand mechanics at the spot price;
+    preemption is not modelled in this version, so spot runs uninterrupted)."""
+
+    name: Name = Field(description="Unique option name.")
+    kind: Literal["cloud"] = "cloud"
+    gpu_type: GPUType = Field(description="Catalog GPU type.")
+    pricing: Literal["on_demand", "reserved", "spot"] = Field("on_demand", description="on_demand | reserved | spot.")
+    price_tier: PriceTier = Field("neocloud", description="Catalog price tier for defaults: hyperscaler | neocloud.")
+    price_per_gpu_hour: NonNegative | None = Field(
+        None, description="USD per GPU-hour; null: catalog price for the tier, pricing and term."
+    )
+    gpus_per_instance: GPUCount | None = Field(
+        None, description="GPUs per instance; jobs are billed in whole instances. null: catalog node size."
+    )
+    network: Network = Field(
+        "infiniband", description="The provider's inter-node fabric for multi-instance jobs: infiniband | roce."
+    )
+    reserved_gpus: GPUCount | None = Field(
+        None, description="reserved only: committed GPUs (whole instances), paid every hour of the horizon."
+    )
+    term_years: Literal[1, 3] | None = Field(
+        None, description="reserved only: commitment term that sets the catalog price (1 or 3 years; null: 1)."
+    )
+    scheduler: Scheduler | None = Field(
+        None, description="reserved only: how jobs queue on the committed pool (null: fifo)."
+    )
+    billing_granularity_s: Positive | None = Field(
+        None, description="on_demand/spot: billing increment in seconds; null: catalog for the tier."
+    )
+    minimum_billing_s: NonNegative | None = Field(
+        None, description="on_demand/spot: minimum billed seconds per allocation; null: catalog for the tier."
+    )
+    max_gpus: GPUCount | None = Field(
+        None, description="on_demand/spot: quota or market capacity in GPUs; null: unlimited."
+    )
+    provisioning_delay_h: NonNegative | None = Field(
+        None, description="on_demand/spot: hours waiting for instances after a request, not billed (null: 0.25)."
+    )
+    startup_h: NonNegative | None = Field(
+        None, description="on_demand/spot: hours of boot, image pull and staging, billed before work (null: 0.1)."
+    )
+    failures: None = Field(None, description="Node failures: null (none) in this version.")
+
+    _no_failures = field_validator("failures", mode="before")(_only_null_failures)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CloudOption:
+        reserved_only = ("reserved_gpus", "term_years", "scheduler")
+        rented_only = ("billing_granularity_s", "minimum_billing_s", "max_gpus", "provisioning_delay_h", "startup_h")
+        wrong = rented_only if self.pricing == "reserved" else reserved_only
+        given = [f for f in wrong if getattr(self, f) is not None]
+        if given:
+            applies = "on_demand and spot" if self.pricing == "reserved" else "reserved"
+            raise ValueError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to pricing {applies} only")
+        if self.pricing == "reserved" and self.reserved_gpus is None:
+            raise ValueError("pricing: reserved needs reserved_gpus (the committed GPUs)")
+        if self.max_gpus is not None and self.gpus_per_instance is not None and self.max_gpus < self.gpus_per_instance:
+            raise ValueError(f"max_gpus ({self.max_gpus}) is smaller than one instance ({self.gpus_per_instance} GPUs)")
+        return self
+
+    @property
+    def provisioning_h(self) -> float:
+        return DEFAULT_PROVISIONING_DELAY_H if self.provisioning_delay_h is None else self.provisioning_delay_h
+
+    @property
+    def startup(self) -> float:
+        return DEFAULT_STARTUP_H if self.startup_h is None else self.startup_h
+
+
+class HybridOption(StrictModel):
+    """An owned (or reserved) base that bursts to rented capacity: a job waits for the base at
+    most ``max_wait_h``, then runs on the burst option; before the base is delivered, every job
+    bursts when ``bridge_until_ready``."""
+
+    name: Name = Field(description="Unique option name.")
+    kind: Literal["hybrid"] = "hybrid"
+    base: str = Field(description="Name of an owned option, or a cloud option with pricing: reserved.")
+    burst: str = Field(description="Name of a cloud option with pricing on_demand or spot.")
+    max_wait_h: NonNegative = Field(4.0, description="Hours a job waits for the base before it bursts.")
+    bridge_until_ready: bool = Field(
+        True, description="Before the base's lead time ends, every job bursts (renting while the cluster is built)."
+    )
+
+
+Option = Annotated[OwnedOption | CloudOption | HybridOption, Field(discriminator="kind")]
