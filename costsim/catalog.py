@@ -117,6 +117,7 @@ class EconomicsValues:
     install_capex_frac: float
     cost_of_capital: float
     setup_usd: float
+    discount_rate: float
 
 
 @dataclass(frozen=True)

@@ -94,3 +94,27 @@ def cloud_cost_usd(
 def breakeven_utilization(owned_usd_per_gpu_hour: float, cloud_usd_per_gpu_hour: float) -> float:
     """Utilisation above which owning is cheaper per used GPU-hour: owned cost/hour ÷ cloud price."""
     return owned_usd_per_gpu_hour / cloud_usd_per_gpu_hour
+
+
+def book_value_usd(capex_usd: float, residual_frac: float, years: float, years_in_service: float) -> float:
+    """Straight-line book value after ``years_in_service``: capex less depreciation to the residual."""
+    depreciated = (capex_usd - capex_usd * residual_frac) * min(max(years_in_service, 0.0) / years, 1.0)
+    return capex_usd - depreciated
+
+
+def npv_usd(cash_by_month: np.ndarray, annual_rate: float) -> float:
+    """Present value of monthly cash (month m paid at m/12 years): Σ cash_m · (1 + r)^(−m/12)."""
+    cash = np.asarray(cash_by_month, dtype=float)
+    return float((cash * (1.0 + annual_rate) ** (-np.arange(len(cash)) / 12.0)).sum())
+
+
+def breakeven_month(cumulative_a: np.ndarray, cumulative_b: np.ndarray) -> float:
+    """First month (0-based) by whose end the option that cost more at first (a, say owning: capex
+    up front) has cost no more in total than the other; NaN if that never happens in the horizon."""
+    a = np.asarray(cumulative_a, dtype=float)
+    b = np.asarray(cumulative_b, dtype=float)
+    if len(a) == 0:
+        return float("nan")
+    first_dearer, other = (a, b) if a[0] >= b[0] else (b, a)
+    crossed = np.flatnonzero(first_dearer <= other)
+    return float(crossed[0]) if len(crossed) else float("nan")

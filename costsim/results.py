@@ -20,6 +20,8 @@ import pandas as pd
 
 from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
 from costsim.costing import ALL_ITEMS, cloud_bills, cloud_costs, held_intervals, owned_costs, reserved_costs
+from costsim import economics as eco
+from costsim import finance
 from costsim.engine import BASE, BURST, UsageRecord
 from costsim.intervals import binned
 from costsim.scenario import Scenario
@@ -35,7 +37,7 @@ SUMMARY_COLUMNS = [
     "option", "kind", "jobs_submitted", "jobs_completed", "queue_delay_mean_h", "queue_delay_p50_h",
     "queue_delay_p95_h", "queue_delay_p99_h", "jct_mean_h", "utilization", "iterations_per_day",
     "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
-    "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst",
+    "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst", "idle_cost_usd", "npv_usd",
 ] + [f"cost_{item}_usd" for item in ALL_ITEMS]
 TIMESERIES_COLUMNS = [
     "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "cost_cum_usd",
@@ -52,6 +54,10 @@ PHASE_COLUMNS = [
 class Results:
     """What ``costsim.simulate`` returns: the tables plus what produced them.
 
+    ``cashflow``: per (option, month) capex, opex, rent, book value credited at the end, cash, its
+    cumulative and discounted value (``costsim.finance``). ``breakeven``: each owned, reserved or
+    hybrid option against each on-demand or spot one.
+
     ``phases``: mean seconds per iteration in each phase, per (option, RL job class), over the
     iterations planned for the class's jobs; ``iteration_s`` is the whole iteration (async
     overlaps rollout with training, so it is less than the sum of the phases there).
@@ -64,6 +70,8 @@ class Results:
     timeseries: pd.DataFrame
     costs: pd.DataFrame
     phases: pd.DataFrame
+    cashflow: pd.DataFrame
+    breakeven: pd.DataFrame
 
 
 def bin_edges(horizon_h: float, width_h: float) -> np.ndarray:
@@ -208,6 +216,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
 
     used = float(gpu_hours.sum())
     job_cost = np.zeros(n)
+    idle_cost = 0.0
     for part, sub in parts(plan, rec):
         on_part = ~np.isnan(sub.start_h)
         if isinstance(part, CloudPlan) and not part.reserved:
@@ -218,6 +227,9 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
             pool_used = gpu_hours[on_part].sum()
             if pool_used > 0:
                 job_cost[on_part] = gpu_hours[on_part] * (pool_total / pool_used)
+            pool_capacity = float(_capacity(part, sub, H, np.array([0.0, H]))[0].sum())
+            if pool_capacity > 0:  # what the unheld share of the pool's capacity cost
+                idle_cost += pool_total * (1.0 - pool_used / pool_capacity)
     jobs_df = pd.DataFrame({
         "option": plan.name,
         "job_id": jobs.job_id,
@@ -261,21 +273,28 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "capacity_gpu_hours": capacity_h,
         "jobs_burst": int((started & (rec.part == BURST)).sum()),
         "gpu_hours_burst": float(gpu_hours[rec.part == BURST].sum()),
+        "idle_cost_usd": idle_cost,
         **{f"cost_{item}_usd": v for item, v in totals.items()},
     }
-    return jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df)
+    cash = finance.cashflow(plan, econ, month_items, H)
+    summary["npv_usd"] = eco.npv_usd(cash["cash_usd"].to_numpy(), econ.discount_rate)
+    return jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash
 
 
 def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValues, records: list[UsageRecord],
           work: list[WorkPlan]) -> Results:
     """All tables for all options, in option order."""
     parts = [_option_tables(scenario, p, econ, r, w) for p, r, w in zip(plans, records, work, strict=True)]
+    summary = pd.DataFrame([p[1] for p in parts], columns=SUMMARY_COLUMNS)
+    cash = pd.concat([p[5] for p in parts], ignore_index=True)
     return Results(
         scenario=scenario,
         seed=seed,
         jobs=pd.concat([p[0] for p in parts], ignore_index=True),
-        summary=pd.DataFrame([p[1] for p in parts], columns=SUMMARY_COLUMNS),
+        summary=summary,
         timeseries=pd.concat([p[2] for p in parts], ignore_index=True),
         costs=pd.concat([p[3] for p in parts], ignore_index=True),
         phases=pd.concat([p[4] for p in parts], ignore_index=True),
+        cashflow=cash,
+        breakeven=finance.breakeven(plans, summary, cash),
     )

@@ -98,6 +98,9 @@ class Economics(StrictModel):
     setup_usd: NonNegative | None = Field(
         None, description="One-time groundwork per owned cluster, paid at the start."
     )
+    discount_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, description="Annual rate for the net present value of each option's monthly cash flow."
+    )
 
 
 class Scenario(StrictModel):
