@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from costsim import engine, results, workload
+from costsim.serving import RangeMax, hourly_demand
 from costsim.workplan import plan_work
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, resolve
 from costsim.engine.pool import held_gpus
@@ -118,6 +119,8 @@ def simulate(
     plans = resolve(scenario, default_catalog())
     econ = economics_values(scenario)
     jobs = workload.generate(scenario, seed)
+    demand = serving_demand(scenario)
+    table = RangeMax(demand) if demand is not None else None
     records, work = [], []
     for k, plan in enumerate(plans):
         if on_option is not None:
@@ -125,12 +128,22 @@ def simulate(
         if isinstance(plan, HybridPlan):  # a job's run time depends on the part it runs on
             base, burst = plan_work(scenario, jobs, plan.base), plan_work(scenario, jobs, plan.burst)
             rec = engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, base.run_h, scenario.horizon_h,
-                                    burst_run_h=burst.run_h)
+                                    burst_run_h=burst.run_h, serving=table)
             work.append(base.merged(rec.part == engine.BURST, burst))
         else:
             work.append(plan_work(scenario, jobs, plan))
-            rec = engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, work[-1].run_h, scenario.horizon_h)
+            rec = engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, work[-1].run_h, scenario.horizon_h,
+                                    serving=table)
         records.append(rec)
     if on_option is not None:
         on_option("tables", len(plans), len(plans))
-    return results.build(scenario, seed, plans, econ, records, work)
+    return results.build(scenario, seed, plans, econ, records, work, demand)
+
+
+def serving_demand(scenario: Scenario, extra_h: float = 0.0) -> np.ndarray | None:
+    """Serving GPUs per hour over the horizon and, for jobs that run past it, a year more."""
+    if scenario.serving is None:
+        return None
+    g = scenario.serving.gpus
+    hours = int(np.ceil(scenario.horizon_h + max(extra_h, 8760.0)))
+    return hourly_demand(g.base, g.diurnal_amplitude, g.growth_per_year, hours)

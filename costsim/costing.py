@@ -15,7 +15,7 @@ from costsim.intervals import binned
 from costsim.units import SECONDS_PER_HOUR
 
 OWNED_ITEMS = ("capital", "energy", "facility", "maintenance", "staff", "setup")
-CLOUD_ITEMS = ("reserved", "cloud")
+CLOUD_ITEMS = ("reserved", "cloud", "serving")
 ALL_ITEMS = OWNED_ITEMS + CLOUD_ITEMS
 
 
@@ -32,13 +32,17 @@ def owned_costs(
     job_gpus: np.ndarray,
     horizon_h: float,
     edges: np.ndarray,
+    serving_gpu_h: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Owned line items (USD) per bin: capital, facility, maintenance and staff accrue per hour in
-    service (from delivery); energy per hour in service plus per busy GPU-hour; setup at the start."""
+    service (from delivery); energy per hour in service plus per busy GPU-hour (RL jobs and, given
+    per bin, serving); setup at the start."""
     delivered = min(plan.lead_time_h, horizon_h)
     service_h = binned(np.array([delivered]), np.array([horizon_h]), np.array([1.0]), edges)
     idx, s, e = held_intervals(rec, horizon_h)
     busy_gpu_h = binned(s, e, job_gpus[idx].astype(float), edges)
+    if serving_gpu_h is not None:
+        busy_gpu_h = busy_gpu_h + serving_gpu_h
     gpu = plan.gpu
     annual = eco.annual_capital_cost_usd(
         plan.capex_usd, econ.residual_value_frac, econ.depreciation_years, econ.cost_of_capital

@@ -38,9 +38,11 @@ SUMMARY_COLUMNS = [
     "queue_delay_p95_h", "queue_delay_p99_h", "jct_mean_h", "utilization", "iterations_per_day",
     "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
     "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst", "idle_cost_usd", "npv_usd",
+    "serving_gpu_hours", "serving_unmet_gpu_hours", "serving_cost_usd",
 ] + [f"cost_{item}_usd" for item in ALL_ITEMS]
 TIMESERIES_COLUMNS = [
-    "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "cost_cum_usd",
+    "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "serving_gpus",
+    "cost_cum_usd",
 ]
 COST_COLUMNS = ["option", "month", "item", "cost_usd"]
 PHASE_COLUMNS = [
@@ -96,18 +98,52 @@ def only(rec: UsageRecord, part: int) -> UsageRecord:
                    held_gpus=np.where(other, 0, rec.held_gpus), instances=np.where(other, 0, rec.instances))
 
 
+Serving = list[tuple[np.ndarray, np.ndarray]] | None  # per part: GPUs served and GPUs rented, per hour
+
+
+def _per_bin(hourly: np.ndarray, horizon_h: float, edges: np.ndarray) -> np.ndarray:
+    """GPU-hours per bin of a level that is constant within each hour."""
+    h = np.arange(len(hourly), dtype=float)
+    return binned(h, np.minimum(h + 1, horizon_h), hourly.astype(float), edges)
+
+
+def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon_h: float) -> Serving:
+    """Where serving runs, per part and hour: on a pool (owned, reserved, a hybrid's base) it takes
+    GPUs first, up to the pool's capacity (none before delivery); on on-demand or spot capacity it
+    rents whole instances. A hybrid serves from its base only."""
+    if demand is None:
+        return None
+    hourly = bin_edges(horizon_h, 1.0)
+    zero = np.zeros(len(demand))
+    out = []
+    for part, sub in parts(plan, rec):
+        if isinstance(part, OwnedPlan) or part.reserved:
+            pool = _capacity(part, sub, horizon_h, hourly)[0] / np.diff(hourly)
+            out.append((np.minimum(demand, pool), zero))
+        elif isinstance(plan, HybridPlan):
+            out.append((zero, zero))
+        else:
+            gpi = part.gpus_per_instance
+            out.append((demand.astype(float), (-(-demand // gpi) * gpi).astype(float)))
+    return out
+
+
 def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobTable, horizon_h: float,
-                 edges: np.ndarray) -> dict[str, np.ndarray]:
+                 edges: np.ndarray, serving: Serving = None) -> dict[str, np.ndarray]:
     """Every line item (USD) per bin for one option (a hybrid: its base's and its burst's);
     items the option does not have are zero."""
     out = {item: np.zeros(len(edges) - 1) for item in ALL_ITEMS}
-    for part, sub in parts(plan, rec):
+    for k, (part, sub) in enumerate(parts(plan, rec)):
+        served, rented = serving[k] if serving else (None, None)
         if isinstance(part, OwnedPlan):
-            items = owned_costs(part, econ, sub, jobs.gpus, horizon_h, edges)
+            extra = _per_bin(served, horizon_h, edges) if served is not None else None
+            items = owned_costs(part, econ, sub, jobs.gpus, horizon_h, edges, extra)
         elif part.reserved:
             items = reserved_costs(part, horizon_h, edges)
         else:
             items = cloud_costs(part, sub, horizon_h, edges)
+            if rented is not None:
+                items["serving"] = _per_bin(rented, horizon_h, edges) * part.price_per_gpu_hour
         for item, v in items.items():
             out[item] = out[item] + v
     return out
@@ -172,9 +208,11 @@ def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFram
     return pd.DataFrame(rows, columns=PHASE_COLUMNS)
 
 
-def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan):
+def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan,
+                   demand: np.ndarray | None):
     jobs = work.jobs
     H = scenario.horizon_h
+    serving = serving_use(plan, rec, demand, H)
     n = len(jobs)
     idx, s, e = held_intervals(rec, H)
     started = np.zeros(n, dtype=bool)
@@ -188,11 +226,16 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     hourly = bin_edges(H, 1.0)
     capacity, rented = _capacity(plan, rec, H, hourly)
     busy = binned(s, e, rec.held_gpus[idx].astype(float), hourly)
+    width = np.diff(hourly)
+    served = sum(sv for sv, _ in serving) if serving else np.zeros(len(width))
+    serving_rented = sum(rn for _, rn in serving) if serving else np.zeros(len(width))
+    busy = busy + served * width
+    capacity = capacity + serving_rented * width
+    rented = rented + serving_rented * width
     q_end = np.where(started, rec.start_h, H)
     queued_jobs = binned(jobs.submit_h, q_end, np.ones(n), hourly)
     queued_gpus = binned(jobs.submit_h, q_end, jobs.gpus.astype(float), hourly)
-    cost_hourly = sum(option_costs(plan, econ, rec, jobs, H, hourly).values())
-    width = np.diff(hourly)
+    cost_hourly = sum(option_costs(plan, econ, rec, jobs, H, hourly, serving).values())
     timeseries = pd.DataFrame({
         "option": plan.name,
         "hour": hourly[:-1],
@@ -201,32 +244,40 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "queued_jobs": queued_jobs / width,
         "queued_gpus": queued_gpus / width,
         "rented_gpus": rented / width,
+        "serving_gpus": served,
         "cost_cum_usd": np.cumsum(cost_hourly),
     })
 
     monthly = bin_edges(H, HOURS_PER_MONTH)
-    month_items = option_costs(plan, econ, rec, jobs, H, monthly)
+    month_items = option_costs(plan, econ, rec, jobs, H, monthly, serving)
     costs = pd.DataFrame([
         {"option": plan.name, "month": m, "item": item, "cost_usd": float(v[m])}
         for item, v in month_items.items() if np.any(v)
         for m in range(len(v))
     ], columns=COST_COLUMNS)
-    totals = {item: float(v.sum()) for item, v in option_costs(plan, econ, rec, jobs, H, np.array([0.0, H])).items()}
+    totals = {item: float(v.sum()) for item, v in option_costs(plan, econ, rec, jobs, H, np.array([0.0, H]), serving).items()}
     total = sum(totals.values())
 
-    used = float(gpu_hours.sum())
+    serving_h = float((served * width).sum())
+    used = float(gpu_hours.sum()) + serving_h
     job_cost = np.zeros(n)
-    idle_cost = 0.0
-    for part, sub in parts(plan, rec):
+    idle_cost = serving_cost = 0.0
+    for k, (part, sub) in enumerate(parts(plan, rec)):
         on_part = ~np.isnan(sub.start_h)
+        part_serving = [serving[k]] if serving else None
         if isinstance(part, CloudPlan) and not part.reserved:
             bill_idx, bill = cloud_bills(part, sub, H)
             job_cost[bill_idx] = bill
+            if part_serving:
+                serving_cost += float(_per_bin(part_serving[0][1], H, np.array([0.0, H]))[0]) * part.price_per_gpu_hour
         else:  # a pool's whole cost (idle time included) shared by the GPU-hours held on it
-            pool_total = sum(float(v.sum()) for v in option_costs(part, econ, sub, jobs, H, np.array([0.0, H])).values())
-            pool_used = gpu_hours[on_part].sum()
+            pool_total = sum(float(v.sum()) for v in
+                             option_costs(part, econ, sub, jobs, H, np.array([0.0, H]), part_serving).values())
+            pool_serving = float((part_serving[0][0] * width).sum()) if part_serving else 0.0
+            pool_used = gpu_hours[on_part].sum() + pool_serving
             if pool_used > 0:
                 job_cost[on_part] = gpu_hours[on_part] * (pool_total / pool_used)
+                serving_cost += pool_serving * pool_total / pool_used
             pool_capacity = float(_capacity(part, sub, H, np.array([0.0, H]))[0].sum())
             if pool_capacity > 0:  # what the unheld share of the pool's capacity cost
                 idle_cost += pool_total * (1.0 - pool_used / pool_capacity)
@@ -274,6 +325,9 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "jobs_burst": int((started & (rec.part == BURST)).sum()),
         "gpu_hours_burst": float(gpu_hours[rec.part == BURST].sum()),
         "idle_cost_usd": idle_cost,
+        "serving_gpu_hours": serving_h,
+        "serving_unmet_gpu_hours": float(((demand - served) * width).sum()) if demand is not None else 0.0,
+        "serving_cost_usd": serving_cost,
         **{f"cost_{item}_usd": v for item, v in totals.items()},
     }
     cash = finance.cashflow(plan, econ, month_items, H)
@@ -282,9 +336,11 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
 
 
 def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValues, records: list[UsageRecord],
-          work: list[WorkPlan]) -> Results:
-    """All tables for all options, in option order."""
-    parts = [_option_tables(scenario, p, econ, r, w) for p, r, w in zip(plans, records, work, strict=True)]
+          work: list[WorkPlan], demand: np.ndarray | None = None) -> Results:
+    """All tables for all options, in option order. ``demand``: serving GPUs per hour, if any."""
+    if demand is not None:
+        demand = demand[: len(bin_edges(scenario.horizon_h, 1.0)) - 1]
+    parts = [_option_tables(scenario, p, econ, r, w, demand) for p, r, w in zip(plans, records, work, strict=True)]
     summary = pd.DataFrame([p[1] for p in parts], columns=SUMMARY_COLUMNS)
     cash = pd.concat([p[5] for p in parts], ignore_index=True)
     return Results(

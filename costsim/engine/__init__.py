@@ -12,6 +12,8 @@ import simpy
 
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan
 
+from costsim.serving import RangeMax
+
 from .cloud import CloudPool
 from .owned import OwnedCluster
 from .events import TIMER, ArrivalFeed, At
@@ -46,12 +48,13 @@ class Router:
         self.burst.arrive(i)
 
 
-def _owned(env, plan: OwnedPlan | CloudPlan, g, priority, run, rec) -> OwnedCluster:
+def _owned(env, plan: OwnedPlan | CloudPlan, g, priority, run, rec, serving: RangeMax | None) -> OwnedCluster:
     if isinstance(plan, OwnedPlan):
-        return OwnedCluster(env, plan.nodes, plan.gpus_per_node, plan.lead_time_h, plan.scheduler, g, priority, run, rec)
+        return OwnedCluster(env, plan.nodes, plan.gpus_per_node, plan.lead_time_h, plan.scheduler, g, priority, run,
+                            rec, serving)
     # Reserved: a committed pool of whole instances, ready at once.
     return OwnedCluster(env, plan.reserved_gpus // plan.gpus_per_instance, plan.gpus_per_instance, 0.0,
-                        plan.scheduler, g, priority, run, rec)
+                        plan.scheduler, g, priority, run, rec, serving)
 
 
 def _cloud(env, plan: CloudPlan, g, run, rec) -> CloudPool:
@@ -60,22 +63,23 @@ def _cloud(env, plan: CloudPlan, g, run, rec) -> CloudPool:
 
 def run_option(
     plan: Plan, submit_h: np.ndarray, gpus: np.ndarray, priority: np.ndarray, run_h: np.ndarray, horizon_h: float,
-    burst_run_h: np.ndarray | None = None,
+    burst_run_h: np.ndarray | None = None, serving: RangeMax | None = None,
 ) -> UsageRecord:
     """Simulate one option over ``[0, horizon_h)``; jobs are sorted by submit time. ``run_h``: each
-    job's hours on the option (a hybrid: on its base; ``burst_run_h``: on its burst)."""
+    job's hours on the option (a hybrid: on its base; ``burst_run_h``: on its burst). ``serving``:
+    hourly inference demand that owned and reserved pools serve before RL jobs."""
     env = simpy.Environment()
     rec = Recorder(len(submit_h))
     g, prio, run = gpus.tolist(), priority.tolist(), run_h.tolist()
     cluster = None
     if isinstance(plan, HybridPlan):
         assert burst_run_h is not None, "a hybrid needs its jobs' run times on the burst"
-        cluster = _owned(env, plan.base, g, prio, run, rec)
+        cluster = _owned(env, plan.base, g, prio, run, rec, serving)
         router = Router(env, cluster, _cloud(env, plan.burst, g, burst_run_h.tolist(), rec), plan.max_wait_h,
                         plan.bridge_until_ready, g, rec)
         arrive = router.arrive
     elif isinstance(plan, OwnedPlan) or plan.reserved:
-        cluster = _owned(env, plan, g, prio, run, rec)
+        cluster = _owned(env, plan, g, prio, run, rec, serving)
         arrive = cluster.arrive
     else:
         arrive = _cloud(env, plan, g, run, rec).arrive

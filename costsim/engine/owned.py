@@ -8,17 +8,27 @@ Schedulers:
   (their nominal run times, which are exact without failures). A later job may start now if it
   fits now and either ends by that time or leaves room for the head's reservation. At most
   ``BACKFILL_DEPTH`` queued jobs are examined per pass (Slurm's ``bf_max_job_test`` default).
+
+Serving (optional) takes GPUs first: an RL job starts only if, at every moment of its nominal run,
+the RL GPUs held (running jobs release theirs as they end) plus its own plus serving's demand in
+that hour fit the cluster. Serving is therefore never short while RL runs, and no job is ever
+preempted for it. While jobs wait, the cluster re-decides every hour, as serving's demand moves.
+The backfill reservation is computed without serving, so with serving EASY's no-delay promise to
+the head job is approximate.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections import deque
 from typing import Any
 
 import simpy
 
-from .events import RELEASE, At, Decider
+from costsim.serving import RangeMax
+
+from .events import ARRIVAL, RELEASE, At, Decider
 from .pool import Allocation, NodePool, held_gpus, nodes_needed
 from .records import Recorder
 
@@ -41,8 +51,11 @@ class OwnedCluster:
         priority: list[int],
         run_h: list[float],
         rec: Recorder,
+        serving: RangeMax | None = None,
     ):
         self.env = env
+        self.serving = serving
+        self.ends: list[tuple[float, int, int]] = []  # (end, held GPUs, job) of running jobs, sorted
         self.nodes = nodes
         self.gpn = gpus_per_node
         self.pool = NodePool(nodes, gpus_per_node)
@@ -61,6 +74,33 @@ class OwnedCluster:
         self.capacity_gpus = [nodes * gpus_per_node if self.ready else 0]
         if not self.ready:
             At(env, lead_time_h, RELEASE, self._deliver)
+        if serving is not None:
+            At(env, 1.0, ARRIVAL, self._tick)
+
+    def _tick(self, _: Any) -> None:
+        if self.waiting:
+            self.decider.request()
+        At(self.env, 1.0, ARRIVAL, self._tick)
+
+    def _room(self, i: int) -> bool:
+        """Does job i leave serving its GPUs for its whole run? (Always, without serving.)"""
+        if self.serving is None:
+            return True
+        cap = self.nodes * self.gpn
+        need = held_gpus(self.gpus[i], self.gpn)
+        t = self.env.now
+        end = t + self.run_h[i]
+        rl = cap - self.pool.free_gpus
+        peak = self.serving.peak
+        for e, h, _j in self.ends:
+            if e >= end:
+                break
+            if e > t:
+                if rl + need + peak(t, e) > cap:
+                    return False
+                t = e
+            rl -= h
+        return rl + need + peak(t, end) <= cap
 
     # -- events ---------------------------------------------------------------------------
     def _deliver(self, _: Any) -> None:
@@ -96,11 +136,15 @@ class OwnedCluster:
         rec.end_h[i] = end
         rec.held_gpus[i] = held_gpus(self.gpus[i], self.gpn)
         self.running[i] = (end, alloc)
+        if self.serving is not None:
+            bisect.insort(self.ends, (end, rec.held_gpus[i], i))
         At(self.env, self.run_h[i], RELEASE, lambda _e, i=i: self._finish(i))
 
     def _finish(self, i: int) -> None:
-        _, alloc = self.running.pop(i)
+        end, alloc = self.running.pop(i)
         self.pool.release(alloc)
+        if self.serving is not None:
+            del self.ends[bisect.bisect_left(self.ends, (end, self.rec.held_gpus[i], i))]
         if self.waiting:
             self.decider.request()
 
@@ -115,6 +159,8 @@ class OwnedCluster:
                 if heap[0][1] not in waiting:
                     heapq.heappop(heap)
                     continue
+                if not self._room(heap[0][1]):
+                    return
                 alloc = pool.allocate(gpus[heap[0][1]])
                 if alloc is None:
                     return
@@ -125,6 +171,8 @@ class OwnedCluster:
             if queue[0] not in waiting:
                 queue.popleft()
                 continue
+            if not self._room(queue[0]):
+                break
             alloc = pool.allocate(gpus[queue[0]])
             if alloc is None:
                 break
@@ -150,7 +198,7 @@ class OwnedCluster:
                 break
             j = queue[pos]
             g = gpus[j]
-            if g >= too_big or j not in self.waiting:
+            if g >= too_big or j not in self.waiting or not self._room(j):
                 continue
             alloc = pool.allocate(g)
             if alloc is None:

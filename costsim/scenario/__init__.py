@@ -2,7 +2,7 @@
 
 from .errors import Problem, ScenarioError
 from .io import dump_scenario, parse_yaml, read_scenario, scenario_from_data, scenario_from_yaml
-from .model import Economics, Scenario, TraceCheckpoint, Workload
+from .model import Economics, Scenario, Serving, ServingGPUs, TraceCheckpoint, Workload
 from .options import CloudOption, HybridOption, Option, OwnedOption
 from .trace import TraceTable, read_trace
 
@@ -21,6 +21,8 @@ __all__ = [
     "Problem",
     "Scenario",
     "ScenarioError",
+    "Serving",
+    "ServingGPUs",
     "TraceCheckpoint",
     "TraceTable",
     "Workload",

@@ -103,6 +103,28 @@ class Economics(StrictModel):
     )
 
 
+class ServingGPUs(StrictModel):
+    """Inference demand in GPUs: a daily sine around a base that grows linearly."""
+
+    base: Positive = Field(description="GPUs serving needs on average at the start.")
+    diurnal_amplitude: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.0, description="Daily swing as a share of the base (0.3: ±30 % over the day)."
+    )
+    growth_per_year: Annotated[float, Field(ge=-0.9)] = Field(
+        0.0, description="Linear growth of the base per year (0.5: +50 % after a year)."
+    )
+
+
+class Serving(StrictModel):
+    """An inference load served from the same compute: on owned and reserved capacity it takes GPUs
+    first (RL jobs get what is left); on on-demand or spot capacity it is rented and billed."""
+
+    gpus: ServingGPUs = Field(description="Demand in GPUs over time.")
+    priority: Literal[True] = Field(
+        True, description="Serving takes GPUs before RL jobs (the only policy in this version)."
+    )
+
+
 class Scenario(StrictModel):
     """A build-vs-rent question: one workload, several options, one horizon."""
 
@@ -115,6 +137,7 @@ class Scenario(StrictModel):
     )
     economics: Economics = Field(default_factory=Economics, description="Catalog overrides.")
     workload: Workload = Field(description="The jobs.")
+    serving: Serving | None = Field(None, description="Inference load on the same compute; null: none.")
     options: Annotated[list[Option], Field(min_length=1)] = Field(
         description="The alternatives compared, names unique."
     )
