@@ -61,7 +61,7 @@ def summary_table(summary, title: str) -> Table:
     table = Table(title=title, title_justify="left")
     columns = [
         ("option", "option", str),
-        ("kind", "kind", str),
+        ("kind", "pricing", str),
         ("done/submitted", None, None),
         ("delay mean h", "queue_delay_mean_h", lambda v: f"{v:,.2f}"),
         ("delay p95 h", "queue_delay_p95_h", lambda v: f"{v:,.2f}"),

@@ -34,7 +34,7 @@ JOB_COLUMNS = [
     "completed", "ran_on", "gpu_hours", "lost_gpu_hours", "restarts", "iterations", "cost_usd",
 ]
 SUMMARY_COLUMNS = [
-    "option", "kind", "jobs_submitted", "jobs_completed", "queue_delay_mean_h", "queue_delay_p50_h",
+    "option", "kind", "pricing", "jobs_submitted", "jobs_completed", "queue_delay_mean_h", "queue_delay_p50_h",
     "queue_delay_p95_h", "queue_delay_p99_h", "jct_mean_h", "utilization", "iterations_per_day",
     "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
     "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst", "idle_cost_usd", "npv_usd",
@@ -167,6 +167,13 @@ def _capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray)
             capacity += held
             rented += held
     return capacity, rented
+
+
+def _pricing(plan: Plan) -> str:
+    """How the capacity is paid for: owned, on_demand, reserved, spot, or a hybrid's base+burst."""
+    if isinstance(plan, HybridPlan):
+        return f"{_pricing(plan.base)}+{_pricing(plan.burst)}"
+    return "owned" if isinstance(plan, OwnedPlan) else plan.pricing
 
 
 def _ran_on(plan: Plan, rec: UsageRecord, started: np.ndarray) -> np.ndarray:
@@ -307,6 +314,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     summary = {
         "option": plan.name,
         "kind": plan.kind,
+        "pricing": _pricing(plan),
         "jobs_submitted": n,
         "jobs_completed": int(completed.sum()),
         "queue_delay_mean_h": float(d.mean()) if d.size else np.nan,

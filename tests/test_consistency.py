@@ -24,8 +24,8 @@ def test_total_cost_four_ways(results):
         assert items[name] == pytest.approx(total, rel=1e-9)
         assert by_month[name] == pytest.approx(total, rel=1e-9)
         assert by_curve[name] == pytest.approx(total, rel=1e-9)
-        if s.loc[name, "gpu_hours_used"] > 0:
-            assert by_jobs[name] == pytest.approx(total, rel=1e-9)
+        if s.loc[name, "gpu_hours_used"] > 0:  # jobs and serving share every dollar
+            assert by_jobs[name] + s.loc[name, "serving_cost_usd"] == pytest.approx(total, rel=1e-9)
 
 
 def test_utilization_from_jobs_and_from_timeseries(results):
@@ -34,7 +34,8 @@ def test_utilization_from_jobs_and_from_timeseries(results):
     for name, j in results.jobs.groupby("option"):
         t = ts.option == name
         from_ts = (ts.busy_gpus[t] * width[t]).sum() / (ts.capacity_gpus[t] * width[t]).sum()
-        from_jobs = j.gpu_hours.sum() / (ts.capacity_gpus[t] * width[t]).sum()
+        serving = results.summary.set_index("option").loc[name, "serving_gpu_hours"]
+        from_jobs = (j.gpu_hours.sum() + serving) / (ts.capacity_gpus[t] * width[t]).sum()
         util = results.summary.set_index("option").loc[name, "utilization"]
         assert from_ts == pytest.approx(from_jobs, rel=1e-9) and util == pytest.approx(from_ts, rel=1e-9)
 
@@ -42,7 +43,12 @@ def test_utilization_from_jobs_and_from_timeseries(results):
 def test_invariants(results):
     ts = results.timeseries
     assert (ts.busy_gpus <= ts.capacity_gpus + 1e-9).all()
-    assert (ts[["capacity_gpus", "busy_gpus", "queued_jobs", "rented_gpus"]] >= -1e-9).all().all()
+    assert (ts[["capacity_gpus", "busy_gpus", "queued_jobs", "rented_gpus", "serving_gpus"]] >= -1e-9).all().all()
+    s = results.summary
+    items = s[[c for c in s.columns if c.startswith("cost_") and c.endswith("_usd") and "per" not in c]]
+    assert np.allclose(items.sum(axis=1), s.total_cost_usd, rtol=1e-9)
+    cash = results.cashflow.groupby("option", sort=False)
+    assert np.allclose(cash.cumulative_usd.last().to_numpy(), cash.cash_usd.sum().to_numpy())
     assert (ts.groupby("option").cost_cum_usd.diff().dropna() >= -1e-6).all()
     j = results.jobs
     assert (j.queue_delay_h >= -1e-9).all()

@@ -10,7 +10,8 @@ from costsim.dashboard import SCENARIO_DIR, shipped_scenarios
 
 
 def test_there_are_shipped_scenarios():
-    assert {"baseline", "lab-trace", "quota-limited-cloud", "async-vs-sync", "infiniband-vs-roce"} <= set(shipped_scenarios())
+    assert {"baseline", "lab-trace", "quota-limited-cloud", "async-vs-sync", "infiniband-vs-roce", "hybrid-burst",
+            "reserved-vs-on-demand", "train-and-serve"} <= set(shipped_scenarios())
 
 
 @pytest.mark.parametrize("name", list(shipped_scenarios()))
@@ -74,6 +75,38 @@ def test_infiniband_vs_roce_shows_the_fabric():
     s = res.summary.set_index("option")
     assert s.loc["own-roce", "cost_capital_usd"] < s.loc["own-ib", "cost_capital_usd"]
     assert s.loc["own-roce", "queue_delay_mean_h"] > s.loc["own-ib", "queue_delay_mean_h"]
+
+
+def test_hybrid_burst_bridges_the_lead_time():
+    res = costsim.simulate(SCENARIO_DIR / "hybrid-burst.yaml")
+    s = res.summary.set_index("option")
+    # Owning alone queues everything through 16 weeks; bridging keeps waits near the 4 h limit.
+    assert s.loc["own-256", "queue_delay_mean_h"] > 100 * s.loc["burst-bridged", "queue_delay_mean_h"]
+    assert s.loc["burst-bridged", "queue_delay_mean_h"] < s.loc["burst-no-bridge", "queue_delay_mean_h"]
+    assert s.loc["burst-bridged", "queue_delay_p95_h"] <= 4.25 + 1e-9  # wait limit + provisioning
+    assert s.loc["burst-bridged", "total_cost_usd"] < s.loc["on-demand", "total_cost_usd"]
+    j = res.jobs[res.jobs.option == "burst-bridged"]
+    early = j[j.submit_h < 112 * 24]
+    assert (early.ran_on == "on-demand").all()
+    assert set(j.ran_on) == {"own-256", "on-demand"}
+
+
+def test_reserved_vs_on_demand():
+    res = costsim.simulate(SCENARIO_DIR / "reserved-vs-on-demand.yaml")
+    s = res.summary.set_index("option")
+    assert s.loc["reserved-256", "total_cost_usd"] == pytest.approx(256 * 8760 * 2.20)
+    assert s.loc["reserved-256-3y", "total_cost_usd"] == pytest.approx(256 * 8760 * 1.85)
+    assert s.loc["reserved-256", "queue_delay_mean_h"] > s.loc["reserved-384", "queue_delay_mean_h"]
+    b = res.breakeven.set_index(["option", "versus"])
+    assert b.loc[("reserved-256", "on-demand"), "breakeven_utilization"] == pytest.approx(2.20 / 2.99)
+
+
+def test_train_and_serve():
+    res = costsim.simulate(SCENARIO_DIR / "train-and-serve.yaml")
+    s = res.summary.set_index("option")
+    assert (s.serving_unmet_gpu_hours == 0).all()
+    assert s.loc["on-demand", "cost_serving_usd"] > 0 and s.loc["own-384", "cost_serving_usd"] == 0
+    assert s.loc["own-384", "serving_cost_usd"] > 0  # its share of the cluster
 
 
 def test_shipped_trace_matches_its_generator():

@@ -228,6 +228,8 @@ class OwnedCluster:
         good = gpn if wide else head_gpus
         need = nodes_needed(head_gpus, gpn) if wide else 1
         have = sum(1 for f in free if f >= good)
+        if have >= need:  # it fits now and waits for serving's room only: reserve its nodes now
+            return self.env.now, free
         for end, alloc in sorted(self.running.values(), key=lambda v: v[0]):
             for node, n in alloc:
                 have += free[node] < good <= free[node] + n
