@@ -92,12 +92,16 @@ def kpi_cards(res: costsim.Results) -> None:
     st.markdown(line)
     for col, (_, row) in zip(st.columns(len(summary)), summary.iterrows(), strict=True):
         with col:
-            st.markdown(f"#### {row.option}  \n<small>{row.kind}</small>", unsafe_allow_html=True)
+            st.markdown(f"#### {row.option}  \n<small>{row.kind}, {row.pricing.replace('_', '-')}</small>",
+                        unsafe_allow_html=True)
             st.metric("Total cost", f"${row.total_cost_usd:,.0f}")
             st.metric("Mean queue delay", f"{row.queue_delay_mean_h:,.2f} h", help=f"p95 {row.queue_delay_p95_h:,.1f} h")
             st.metric("Utilisation", f"{row.utilization:.1%}")
             st.metric("$ per GPU-hour used", f"${row.cost_per_gpu_hour_used_usd:,.2f}")
             st.metric("Jobs completed", f"{row.jobs_completed:,} / {row.jobs_submitted:,}")
+            if row.kind == "hybrid":
+                share = row.gpu_hours_burst / row.gpu_hours_used if row.gpu_hours_used else 0
+                st.metric("Jobs on burst", f"{row.jobs_burst:,}", help=f"{share:.0%} of GPU-hours used")
             if row.iterations_per_day > 0:
                 st.metric("RL iterations per day", f"{row.iterations_per_day:,.0f}")
                 st.metric("$ per RL iteration", f"${row.cost_per_iteration_usd:,.2f}")
@@ -125,8 +129,18 @@ def main() -> None:
         st.plotly_chart(plots.cumulative_cost(res), width="stretch", theme=None, key="fig_cum_overview")
         st.dataframe(res.summary, hide_index=True, key="summary_table")
     with cost:
+        st.plotly_chart(plots.cumulative_cash(res), width="stretch", theme=None, key="fig_cash_cum")
+        if len(res.breakeven):
+            st.caption("Break-even: the month cumulative cash out crosses (blank: not within the horizon), and the "
+                       "utilisation above which owning or committing beats the rental price per used GPU-hour.")
+            st.dataframe(res.breakeven, hide_index=True, key="breakeven_table")
         st.plotly_chart(plots.cumulative_cost(res), width="stretch", theme=None, key="fig_cum")
         st.plotly_chart(plots.cost_breakdown(res), width="stretch", theme=None, key="fig_breakdown")
+        st.plotly_chart(plots.cash_flow(res), width="stretch", theme=None, key="fig_cashflow")
+        npv = ", ".join(f"{r.option} ${r.npv_usd:,.0f}" for r in res.summary.itertuples())
+        st.caption(f"Net present value of each option's cash flow: {npv}.")
+        if (res.summary["kind"] == "hybrid").any():
+            st.plotly_chart(plots.hybrid_parts(res), width="stretch", theme=None, key="fig_hybrid")
     with capacity:
         st.plotly_chart(plots.delay_distribution(res), width="stretch", theme=None, key="fig_delay")
         st.plotly_chart(plots.utilization_over_time(res), width="stretch", theme=None, key="fig_util")
@@ -141,6 +155,8 @@ def main() -> None:
     with data:
         st.download_button("Summary (CSV)", res.summary.to_csv(index=False), "summary.csv", "text/csv",
                            key="dl_summary", on_click="ignore")
+        st.download_button("Cash flow (CSV)", res.cashflow.to_csv(index=False), "cashflow.csv", "text/csv",
+                           key="dl_cashflow", on_click="ignore")
         st.download_button("Phases (CSV)", res.phases.to_csv(index=False), "phases.csv", "text/csv",
                            key="dl_phases", on_click="ignore")
         st.download_button("Jobs (CSV)", lambda: res.jobs.to_csv(index=False), "jobs.csv", "text/csv",

@@ -118,3 +118,20 @@ def breakeven_month(cumulative_a: np.ndarray, cumulative_b: np.ndarray) -> float
     first_dearer, other = (a, b) if a[0] >= b[0] else (b, a)
     crossed = np.flatnonzero(first_dearer <= other)
     return float(crossed[0]) if len(crossed) else float("nan")
+
+
+def breakeven_month_extrapolated(cumulative_a: np.ndarray, cumulative_b: np.ndarray, window: int = 3) -> float:
+    """``breakeven_month``, or if the curves do not cross within the horizon, the month they would
+    cross if each kept its average monthly spend of the last ``window`` months (NaN if the gap is
+    not closing). An estimate beyond the simulated horizon: label it so."""
+    m = breakeven_month(cumulative_a, cumulative_b)
+    a = np.asarray(cumulative_a, dtype=float)
+    b = np.asarray(cumulative_b, dtype=float)
+    if m == m or len(a) <= window:
+        return m
+    dearer, other = (a, b) if a[0] >= b[0] else (b, a)
+    gap = dearer[-1] - other[-1]
+    closing = (other[-1] - other[-1 - window] - (dearer[-1] - dearer[-1 - window])) / window
+    if closing <= 0:
+        return float("nan")
+    return float(len(a) - 1 + np.ceil(gap / closing))

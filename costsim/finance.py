@@ -21,7 +21,8 @@ CASHFLOW_COLUMNS = [
     "discounted_usd",
 ]
 BREAKEVEN_COLUMNS = [
-    "option", "versus", "breakeven_month", "breakeven_utilization", "own_usd_per_gpu_hour", "rent_usd_per_gpu_hour",
+    "option", "versus", "breakeven_month", "breakeven_month_extrapolated", "breakeven_utilization",
+    "own_usd_per_gpu_hour", "rent_usd_per_gpu_hour",
 ]
 OPEX = ("energy", "facility", "maintenance", "staff", "setup")
 RENT = ("reserved", "cloud")
@@ -63,8 +64,10 @@ def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
 
 def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame) -> pd.DataFrame:
     """Each owned, reserved or hybrid option against each on-demand or spot option: the month the
-    cumulative cash outflows cross (book value not credited) and the utilisation above which owning
-    is cheaper per used GPU-hour (own cost per capacity GPU-hour ÷ rent price; not for hybrids)."""
+    cumulative cash outflows cross (book value not credited; NaN if not within the horizon), that
+    month extrapolated from the last three months' spending when it lies beyond the horizon, and
+    the utilisation above which owning is cheaper per used GPU-hour (own cost per capacity GPU-hour
+    ÷ rent price; not for hybrids)."""
     s = summary.set_index("option")
     outflow = cash.assign(out=cash["cash_usd"] + cash["book_value_usd"]).groupby("option", sort=False)["out"]
     cum = {name: np.cumsum(g.to_numpy()) for name, g in outflow}
@@ -79,6 +82,7 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame) -> p
             rows.append({
                 "option": a.name, "versus": b.name,
                 "breakeven_month": eco.breakeven_month(cum[a.name], cum[b.name]),
+                "breakeven_month_extrapolated": eco.breakeven_month_extrapolated(cum[a.name], cum[b.name]),
                 "breakeven_utilization": eco.breakeven_utilization(own, b.price_per_gpu_hour) if own == own else np.nan,
                 "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": b.price_per_gpu_hour,
             })

@@ -114,6 +114,47 @@ def phase_breakdown(results: Results) -> go.Figure:
     return fig
 
 
+def cumulative_cash(results: Results) -> go.Figure:
+    """Cumulative cash paid out per option by month end (capex when bought; the book value credited
+    at the horizon is left out), with each break-even month against renting marked."""
+    cf = results.cashflow.assign(out=lambda d: d["cash_usd"] + d["book_value_usd"])
+    cf = cf.assign(paid=cf.groupby("option", sort=False)["out"].cumsum(), month_end=cf["month"] + 1)
+    fig = px.line(cf, x="month_end", y="paid", color="option", markers=True,
+                  title="Cumulative cash out (capex paid up front) and break-even months",
+                  labels={"month_end": "month", "paid": "cumulative cash out (USD)"})
+    for _, b in results.breakeven.dropna(subset=["breakeven_month"]).iterrows():
+        m = b["breakeven_month"] + 1
+        fig.add_vline(x=m, line_dash="dot", line_color="grey")
+        fig.add_annotation(x=m, y=1, yref="paper", text=f"{b['option']} = {b['versus']}", showarrow=False,
+                           textangle=-90, xanchor="right", yanchor="top", font_size=10)
+    fig.update_layout(**_LAYOUT, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
+    return fig
+
+
+def cash_flow(results: Results) -> go.Figure:
+    """Cash per option and month: capex when bought, opex and bills as paid, the book value of owned
+    hardware credited in the last month (negative)."""
+    fig = px.bar(results.cashflow, x="month", y="cash_usd", color="option", barmode="group",
+                 title="Monthly cash flow", labels={"cash_usd": "cash (USD)", "month": "month"},
+                 hover_data=["capex_usd", "opex_usd", "rent_usd", "book_value_usd"])
+    fig.update_layout(**_LAYOUT, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
+    return fig
+
+
+def hybrid_parts(results: Results) -> go.Figure:
+    """GPU-hours each hybrid option ran on its base and on its burst."""
+    s = results.summary[results.summary["kind"] == "hybrid"]
+    long = pd.DataFrame({
+        "option": list(s["option"]) * 2,
+        "part": ["base"] * len(s) + ["burst"] * len(s),
+        "gpu_hours": list(s["gpu_hours_used"] - s["serving_gpu_hours"] - s["gpu_hours_burst"]) + list(s["gpu_hours_burst"]),
+    })
+    fig = px.bar(long, x="option", y="gpu_hours", color="part", title="Where hybrid options ran their jobs",
+                 labels={"gpu_hours": "job GPU-hours"})
+    fig.update_layout(**{**_LAYOUT, "legend_title_text": "part"})
+    return fig
+
+
 ALL_FIGURES = {
     "cumulative_cost": cumulative_cost,
     "cost_breakdown": cost_breakdown,
@@ -123,4 +164,7 @@ ALL_FIGURES = {
     "capacity_over_time": capacity_over_time,
     "iterations_per_day": iterations_per_day,
     "phase_breakdown": phase_breakdown,
+    "cumulative_cash": cumulative_cash,
+    "cash_flow": cash_flow,
+    "hybrid_parts": hybrid_parts,
 }

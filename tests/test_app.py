@@ -62,6 +62,21 @@ def test_class_knobs_change_iteration_time():
         assert after[(opt, "flagship-70b")] == before[(opt, "flagship-70b")]
 
 
+@pytest.mark.parametrize("name", ["hybrid-burst", "train-and-serve", "reserved-vs-on-demand", "lab-trace"])
+def test_every_shipped_scenario_renders(name):
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.sidebar.selectbox(key="scenario_choice").select(name).run()
+    assert not at.exception and not at.error
+    res = costsim.simulate(SCENARIO_DIR / f"{name}.yaml")
+    shown = [m.value for m in at.metric if m.label == "Total cost"]
+    assert shown == [f"${v:,.0f}" for v in res.summary.total_cost_usd]
+    hybrids = (res.summary.kind == "hybrid").sum()
+    assert [m.label for m in at.metric].count("Jobs on burst") == hybrids
+    if len(res.breakeven):
+        (table,) = [d.value for d in at.dataframe if "breakeven_utilization" in d.value.columns]
+        assert len(table) == len(res.breakeven)
+
+
 def test_bad_upload_shows_an_inline_error():
     at = AppTest.from_file(APP, default_timeout=120).run()
     text = (SCENARIO_DIR / "baseline.yaml").read_text().replace("gpus: 256", "gpus: -256")

@@ -26,6 +26,20 @@ def test_breakeven_month_by_hand():
     assert np.isnan(eco.breakeven_month(own[:3], rent[:3]))
 
 
+def test_breakeven_extrapolated_by_hand():
+    # Own: $1,200 then $10/month; rent $100/month. After 6 months: own 1,250, rent 600; the gap of
+    # 650 closes by 90 a month -> ceil(650 / 90) = 8 more months: month 5 + 8 = 13.
+    own = np.cumsum([1200] + [10] * 5)
+    rent = np.cumsum([100] * 6)
+    assert np.isnan(eco.breakeven_month(own, rent))
+    assert eco.breakeven_month_extrapolated(own, rent) == 13
+    assert np.cumsum([1200] + [10] * 13)[13] <= np.cumsum([100] * 14)[13]
+    assert np.cumsum([1200] + [10] * 12)[12] > np.cumsum([100] * 13)[12]
+    # Not closing: NaN; crossed within the horizon: the same month as without extrapolation.
+    assert np.isnan(eco.breakeven_month_extrapolated(own, np.cumsum([5] * 6)))
+    assert eco.breakeven_month_extrapolated(np.cumsum([1200, 10, 10, 10, 10]), np.cumsum([300] * 5)) == 4
+
+
 def test_book_value():
     # $1M, 10 % residual, 5 years: after 2 years 1M − 0.9M × 2/5 = $640k; never below the residual.
     assert eco.book_value_usd(1e6, 0.1, 5, 2) == pytest.approx(640_000)
