@@ -73,3 +73,24 @@ def test_backfill_never_delays_what_fifo_would_start_first(tmp_path_factory, row
         if first in j.index:
             assert j.loc[first, "bf"] <= j.loc[first, "fifo"] + 1e-9
     assert np.isfinite(res.summary.queue_delay_mean_h).all()
+
+
+@settings(max_examples=20)
+@given(traces, st.floats(0, 10), st.booleans(), st.integers(0, 2), st.floats(0, 0.3))
+def test_cost_accounting_on_every_kind_of_option(tmp_path_factory, rows, wait, with_serving, lead_days, rate):
+    options = [owned(gpus=16, lead_time_days=lead_days), cloud("od"), cloud("spot", pricing="spot"),
+               {"name": "res", "kind": "cloud", "gpu_type": "H100", "pricing": "reserved", "reserved_gpus": 16},
+               {"name": "hyb", "kind": "hybrid", "base": "own", "burst": "od", "max_wait_h": wait},
+               {"name": "hres", "kind": "hybrid", "base": "res", "burst": "spot", "max_wait_h": wait}]
+    extra = {"serving": {"gpus": {"base": 3, "diurnal_amplitude": 0.5}}} if with_serving else {}
+    res = sim(tmp_path_factory, rows, options, economics={"discount_rate": rate}, **extra)
+    s = res.summary.set_index("option")
+    items = s[[c for c in s.columns if c.startswith("cost_") and c.endswith("_usd") and "per" not in c]]
+    for name, j in res.jobs.groupby("option"):
+        total = s.loc[name, "total_cost_usd"]
+        assert items.loc[name].sum() == pytest.approx(total, rel=1e-9)  # line items add up
+        assert j.cost_usd.sum() + s.loc[name, "serving_cost_usd"] == pytest.approx(total, rel=1e-9, abs=1e-6)
+        cum = res.timeseries[res.timeseries.option == name].cost_cum_usd.to_numpy()
+        assert (np.diff(cum) >= -1e-6).all() and cum[-1] == pytest.approx(total, rel=1e-9)  # non-decreasing
+        assert res.costs[res.costs.option == name].cost_usd.sum() == pytest.approx(total, rel=1e-9)
+        assert 0 <= s.loc[name, "idle_cost_usd"] <= total + 1e-6
