@@ -30,8 +30,8 @@ def main() -> None:
     plans = resolve(sc)
     t_gen, jobs = best(lambda: workload.generate(sc), args.repeats)
     t_plan, work = best(lambda: [plan_work(sc, jobs, p) for p in plans], args.repeats)
-    t_sim, records = best(lambda: [engine.run_option(p, jobs.submit_h, jobs.gpus, jobs.priority, w.run_h, sc.horizon_h)
-                                   for p, w in zip(plans, work, strict=True)], args.repeats)
+    t_sim, records = best(lambda: [engine.run_option(p, w, sc.horizon_h) for p, w in zip(plans, work, strict=True)],
+                          args.repeats)
     t_tab, res = best(lambda: results.build(sc, sc.seed, plans, economics_values(sc), records, work), args.repeats)
     t_all, _ = best(lambda: costsim.simulate(sc), args.repeats)
     n, iters = len(jobs), int(jobs.iterations.sum())

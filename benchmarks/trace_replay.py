@@ -41,11 +41,11 @@ def main() -> None:
                       [owned(gpus=servers, gpus_per_node=servers, scheduler="fifo")], horizon_days=days * 2)
         jobs = workload.generate(sc)
         plan = resolve(sc)[0]
-        run_h = plan_work(sc, jobs, plan).run_h
+        work = plan_work(sc, jobs, plan)
+        run_h = work.run_h
 
         t_bare, bare_start = best(lambda: bare_simpy_mmc(jobs.submit_h, run_h, servers), args.repeats)
-        t_engine, rec = best(lambda: engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, run_h,
-                                                       sc.horizon_h), args.repeats)
+        t_engine, rec = best(lambda: engine.run_option(plan, work, sc.horizon_h), args.repeats)
         t_full, res = best(lambda: costsim.simulate(sc), args.repeats)
 
     assert np.allclose(rec.start_h, bare_start, rtol=0, atol=1e-9), "costsim and SimPy disagree"

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from costsim import engine, results, workload
+from costsim.rng import stream
 from costsim.serving import RangeMax, hourly_demand
 from costsim.workplan import plan_work
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, resolve
@@ -125,15 +126,14 @@ def simulate(
     for k, plan in enumerate(plans):
         if on_option is not None:
             on_option(plan.name, k, len(plans))
+        rngs = {name: stream(seed, name, k) for name in ("failures", "preemptions", "provisioning")}
         if isinstance(plan, HybridPlan):  # a job's run time depends on the part it runs on
             base, burst = plan_work(scenario, jobs, plan.base), plan_work(scenario, jobs, plan.burst)
-            rec = engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, base.run_h, scenario.horizon_h,
-                                    burst_run_h=burst.run_h, serving=table)
+            rec = engine.run_option(plan, base, scenario.horizon_h, burst, serving=table, rngs=rngs)
             work.append(base.merged(rec.part == engine.BURST, burst))
         else:
             work.append(plan_work(scenario, jobs, plan))
-            rec = engine.run_option(plan, jobs.submit_h, jobs.gpus, jobs.priority, work[-1].run_h, scenario.horizon_h,
-                                    serving=table)
+            rec = engine.run_option(plan, work[-1], scenario.horizon_h, serving=table, rngs=rngs)
         records.append(rec)
     if on_option is not None:
         on_option("tables", len(plans), len(plans))

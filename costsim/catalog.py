@@ -53,6 +53,7 @@ class GPUSpec:
 class Catalog:
     version: str
     economics: dict[str, float]
+    reliability: dict[str, float]
     rl: dict[str, float]
     fabrics: dict[str, dict[str, float]]
     billing: dict[str, dict[str, float]]
@@ -87,6 +88,7 @@ def load_catalog(path: Path | str | None = None) -> Catalog:
     return Catalog(
         version=str(data["catalog_version"]),
         economics=dict(data["economics"]),
+        reliability=dict(data["reliability"]),
         rl=dict(data["rl"]),
         fabrics=dict(data["fabrics"]),
         billing=dict(data["billing"]),
@@ -134,6 +136,8 @@ class OwnedPlan:
     lead_time_h: float
     scheduler: str
     capex_usd: float
+    failures_per_node_h: float = 0.0  # node failure rate per hour
+    repair_h: float = 0.0
     kind: str = "owned"
 
 
@@ -156,6 +160,13 @@ class CloudPlan:
     fabric_efficiency: float
     reserved_gpus: int | None = None
     scheduler: str = "fifo"
+    failures_per_node_h: float = 0.0  # rented node failures per hour (the provider swaps the node)
+    preemptions_per_instance_h: float = 0.0  # spot
+    reacquire_delay_h: float = 0.0  # spot
+    provisioning_cv: float = 0.0
+    stockout_probability: float = 0.0
+    stockout_min_gpus: int = 0
+    stockout_retry_h: float = 0.0
     kind: str = "cloud"
 
     @property
@@ -220,7 +231,19 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
         lead_time_h=float(lead_days) * HOURS_PER_DAY,
         scheduler=opt.scheduler,
         capex_usd=float(capex),
+        **_failures(opt.failures, cat),
     )
+
+
+def _failures(failures, cat: Catalog) -> dict[str, float]:
+    """Failure rate per node-hour and repair hours: none, the catalog's, or the scenario's."""
+    if failures is None:
+        return {"failures_per_node_h": 0.0, "repair_h": 0.0}
+    if failures == "catalog":
+        rel = cat.reliability
+        return {"failures_per_node_h": rel["node_failures_per_1000_node_days"] / 1000 / 24, "repair_h": rel["repair_hours"]}
+    return {"failures_per_node_h": failures.node_failures_per_1000_node_days / 1000 / 24,
+            "repair_h": failures.repair_hours}
 
 
 def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str) -> CloudPlan:
@@ -256,6 +279,17 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str) -> CloudPlan:
         fabric_efficiency=float(cat.fabrics[opt.network]["efficiency"]),
         reserved_gpus=opt.reserved_gpus,
         scheduler=opt.scheduler or "fifo",
+        failures_per_node_h=_failures(opt.failures, cat)["failures_per_node_h"],
+        preemptions_per_instance_h=(
+            (opt.preemptions_per_instance_day if opt.preemptions_per_instance_day is not None
+             else cat.reliability["spot_preemptions_per_instance_day"]) / 24.0 if opt.pricing == "spot" else 0.0),
+        reacquire_delay_h=(
+            (opt.reacquire_delay_h if opt.reacquire_delay_h is not None else cat.reliability["spot_reacquire_delay_h"])
+            if opt.pricing == "spot" else 0.0),
+        provisioning_cv=opt.provisioning_delay_cv or 0.0,
+        stockout_probability=opt.stockout.probability if opt.stockout else 0.0,
+        stockout_min_gpus=opt.stockout.min_gpus if opt.stockout else 0,
+        stockout_retry_h=opt.stockout.retry_h if opt.stockout else 0.0,
     )
 
 

@@ -19,10 +19,11 @@ CLOUD_ITEMS = ("reserved", "cloud", "serving")
 ALL_ITEMS = OWNED_ITEMS + CLOUD_ITEMS
 
 
-def held_intervals(rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each started job's [start, end) clipped to the horizon, and its index."""
-    idx = np.flatnonzero(~np.isnan(rec.start_h) & (rec.start_h < horizon_h))
-    return idx, rec.start_h[idx], np.minimum(rec.end_h[idx], horizon_h)
+def held_intervals(rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every allocation that began within the horizon: its job, [start, end) clipped to the
+    horizon, and its row in the record's allocation arrays."""
+    k = np.flatnonzero(rec.alloc_start < horizon_h)
+    return rec.alloc_job[k], rec.alloc_start[k], np.minimum(rec.alloc_end[k], horizon_h), k
 
 
 def owned_costs(
@@ -39,8 +40,8 @@ def owned_costs(
     per bin, serving); setup at the start."""
     delivered = min(plan.lead_time_h, horizon_h)
     service_h = binned(np.array([delivered]), np.array([horizon_h]), np.array([1.0]), edges)
-    idx, s, e = held_intervals(rec, horizon_h)
-    busy_gpu_h = binned(s, e, job_gpus[idx].astype(float), edges)
+    job, s, e, _ = held_intervals(rec, horizon_h)
+    busy_gpu_h = binned(s, e, job_gpus[job].astype(float), edges)
     if serving_gpu_h is not None:
         busy_gpu_h = busy_gpu_h + serving_gpu_h
     gpu = plan.gpu
@@ -62,10 +63,11 @@ def owned_costs(
 
 
 def cloud_bills(plan: CloudPlan, rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per job: the billed cost of its allocation (USD), cut at the horizon, and its index."""
-    idx, s, e = held_intervals(rec, horizon_h)
+    """Per allocation: its job and its bill (USD), cut at the horizon. Each allocation (a job holds
+    instances again after a preemption) is billed on its own, with its own rounding and minimum."""
+    job, s, e, k = held_intervals(rec, horizon_h)
     billed = eco.billed_seconds((e - s) * SECONDS_PER_HOUR, plan.billing_granularity_s, plan.minimum_billing_s)
-    return idx, eco.cloud_cost_usd(billed, rec.instances[idx], plan.gpus_per_instance, plan.price_per_gpu_hour)
+    return job, eco.cloud_cost_usd(billed, rec.alloc_instances[k], plan.gpus_per_instance, plan.price_per_gpu_hour)
 
 
 def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
@@ -77,8 +79,8 @@ def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict
 def cloud_costs(plan: CloudPlan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
     """Cloud bill per bin: rented GPU-hours × price as they are held, and each allocation's
     rounding (billing increment, minimum) in the bin where it is released."""
-    idx, s, e = held_intervals(rec, horizon_h)
-    gpus = (rec.instances[idx] * plan.gpus_per_instance).astype(float)
+    _, s, e, k = held_intervals(rec, horizon_h)
+    gpus = (rec.alloc_instances[k] * plan.gpus_per_instance).astype(float)
     per_bin = binned(s, e, gpus, edges) * plan.price_per_gpu_hour
     _, bill = cloud_bills(plan, rec, horizon_h)
     rounding = bill - (e - s) * gpus * plan.price_per_gpu_hour

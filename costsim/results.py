@@ -92,10 +92,14 @@ def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, Usa
 
 
 def only(rec: UsageRecord, part: int) -> UsageRecord:
-    """The record with the jobs of other parts blanked out (never started, as far as it shows)."""
+    """The record with the jobs and allocations of other parts left out (never started, as far as it shows)."""
     other = rec.part != part
+    keep = rec.alloc_part == part
     return replace(rec, start_h=np.where(other, np.nan, rec.start_h), end_h=np.where(other, np.nan, rec.end_h),
-                   held_gpus=np.where(other, 0, rec.held_gpus), instances=np.where(other, 0, rec.instances))
+                   held_gpus=np.where(other, 0, rec.held_gpus), instances=np.where(other, 0, rec.instances),
+                   alloc_job=rec.alloc_job[keep], alloc_start=rec.alloc_start[keep], alloc_end=rec.alloc_end[keep],
+                   alloc_held=rec.alloc_held[keep], alloc_instances=rec.alloc_instances[keep],
+                   alloc_part=rec.alloc_part[keep])
 
 
 Serving = list[tuple[np.ndarray, np.ndarray]] | None  # per part: GPUs served and GPUs rented, per hour
@@ -108,8 +112,9 @@ def _per_bin(hourly: np.ndarray, horizon_h: float, edges: np.ndarray) -> np.ndar
 
 
 def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon_h: float) -> Serving:
-    """Where serving runs, per part and hour: on a pool (owned, reserved, a hybrid's base) it takes
-    GPUs first, up to the pool's capacity (none before delivery); on on-demand or spot capacity it
+    """Where serving runs, per part and hour: on a pool (owned, reserved, a hybrid's base) it gets
+    its demand up to what the pool has beside the RL jobs (which were admitted leaving it room, so
+    it is short only before delivery or after a node failure); on on-demand or spot capacity it
     rents whole instances. A hybrid serves from its base only."""
     if demand is None:
         return None
@@ -118,8 +123,11 @@ def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon
     out = []
     for part, sub in parts(plan, rec):
         if isinstance(part, OwnedPlan) or part.reserved:
-            pool = _capacity(part, sub, horizon_h, hourly)[0] / np.diff(hourly)
-            out.append((np.minimum(demand, pool), zero))
+            width = np.diff(hourly)
+            pool = _capacity(part, sub, horizon_h, hourly)[0] / width
+            _, st, en, k = held_intervals(sub, horizon_h)
+            rl = binned(st, en, sub.alloc_held[k].astype(float), hourly) / width
+            out.append((np.minimum(demand, np.maximum(pool - rl, 0.0)), zero))
         elif isinstance(plan, HybridPlan):
             out.append((zero, zero))
         else:
@@ -162,8 +170,8 @@ def _capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray)
             if not isinstance(part, OwnedPlan):
                 rented += pool
         else:
-            idx, s, e = held_intervals(sub, horizon_h)
-            held = binned(s, e, sub.held_gpus[idx].astype(float), edges)
+            _, s, e, k = held_intervals(sub, horizon_h)
+            held = binned(s, e, sub.alloc_held[k].astype(float), edges)
             capacity += held
             rented += held
     return capacity, rented
@@ -221,18 +229,15 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     H = scenario.horizon_h
     serving = serving_use(plan, rec, demand, H)
     n = len(jobs)
-    idx, s, e = held_intervals(rec, H)
-    started = np.zeros(n, dtype=bool)
-    started[idx] = True
+    job, s, e, k = held_intervals(rec, H)
+    started = ~np.isnan(rec.start_h) & (rec.start_h < H)
     completed = started & (rec.end_h <= H)
-    held_h = np.zeros(n)
-    held_h[idx] = e - s
-    gpu_hours = held_h * rec.held_gpus
+    gpu_hours = np.bincount(job, weights=(e - s) * rec.alloc_held[k], minlength=n)
     delay = np.where(started, rec.start_h - jobs.submit_h, H - jobs.submit_h)
 
     hourly = bin_edges(H, 1.0)
     capacity, rented = _capacity(plan, rec, H, hourly)
-    busy = binned(s, e, rec.held_gpus[idx].astype(float), hourly)
+    busy = binned(s, e, rec.alloc_held[k].astype(float), hourly)
     width = np.diff(hourly)
     served = sum(sv for sv, _ in serving) if serving else np.zeros(len(width))
     serving_rented = sum(rn for _, rn in serving) if serving else np.zeros(len(width))
@@ -273,8 +278,8 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         on_part = ~np.isnan(sub.start_h)
         part_serving = [serving[k]] if serving else None
         if isinstance(part, CloudPlan) and not part.reserved:
-            bill_idx, bill = cloud_bills(part, sub, H)
-            job_cost[bill_idx] = bill
+            bill_job, bill = cloud_bills(part, sub, H)
+            job_cost += np.bincount(bill_job, weights=bill, minlength=n)
             if part_serving:
                 serving_cost += float(_per_bin(part_serving[0][1], H, np.array([0.0, H]))[0]) * part.price_per_gpu_hour
         else:  # a pool's whole cost (idle time included) shared by the GPU-hours held on it

@@ -47,6 +47,11 @@ class WorkPlan:
     every: np.ndarray
     write_h: np.ndarray
     jobs: JobTable
+    restart_h: np.ndarray  # per job: hours to restart from a checkpoint after an interruption
+
+    def boundaries(self, i: int) -> np.ndarray:
+        """Points on job i's planned run (hours) where a checkpoint write completes; the last is its end."""
+        return np.cumsum([s.work_h + s.write_h for s in self.segments(i)])
 
     def segments(self, i: int) -> list[Segment]:
         """Job i's checkpoint segments; their work and writes add up to ``run_h[i]``."""
@@ -77,6 +82,7 @@ class WorkPlan:
             every=self.every,
             write_h=self.write_h,
             jobs=j,
+            restart_h=self.restart_h,
         )
 
     def iterations_done(self, i: int, held_h: float) -> int:
@@ -134,12 +140,14 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
     write_h = np.zeros(n)
     phase_s = np.zeros((n, len(PHASES)))
     iter_h = np.zeros(len(jobs.length_sum))
+    restart_h = np.zeros(n)
 
     trace = np.flatnonzero(jobs.class_index < 0)
     ckpt = scenario.workload.checkpoint
     run_h[trace] = jobs.duration_h[trace]
     if ckpt is not None and len(trace):
         every[trace], write_h[trace] = ckpt.every_hours, ckpt.write_minutes / 60.0
+        restart_h[trace] = ckpt.restart_minutes / 60.0
         run_h[trace] += checkpoint_writes(jobs.duration_h[trace], ckpt.every_hours) * write_h[trace]
 
     hw = hardware(plan)
@@ -157,6 +165,8 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
             phase_s[idx, p] = np.add.reduceat(getattr(pt, name), first)
         every[idx] = cls.checkpoint.every_iterations
         write_h[idx] = cls.checkpoint.write_minutes / 60.0
+        restart_h[idx] = cls.checkpoint.restart_minutes / 60.0
         writes = (counts - 1) // cls.checkpoint.every_iterations
         run_h[idx] = phase_s[idx, PHASES.index("total")] / SECONDS_PER_HOUR + writes * write_h[idx]
-    return WorkPlan(run_h=run_h, iter_h=iter_h, phase_s=phase_s, every=every, write_h=write_h, jobs=jobs)
+    return WorkPlan(run_h=run_h, iter_h=iter_h, phase_s=phase_s, every=every, write_h=write_h, jobs=jobs,
+                    restart_h=restart_h)

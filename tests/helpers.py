@@ -25,11 +25,14 @@ def scenario(folder: Path, rows, options: list[dict[str, Any]], horizon_days: fl
 
 
 def owned(name="own", gpus=16, **kw) -> dict[str, Any]:
-    return {"name": name, "kind": "owned", "gpu_type": "H100", "gpus": gpus, "lead_time_days": 0, **kw}
+    """An owned option ready at once and, unless a test asks, without failures (deterministic)."""
+    return {"name": name, "kind": "owned", "gpu_type": "H100", "gpus": gpus, "lead_time_days": 0, "failures": None, **kw}
 
 
 def cloud(name="cloud", **kw) -> dict[str, Any]:
-    return {"name": name, "kind": "cloud", "gpu_type": "H100", "provisioning_delay_h": 0, "startup_h": 0, **kw}
+    """An on-demand option with no provisioning delay or startup (spot: never preempted unless asked)."""
+    extra = {"preemptions_per_instance_day": 0} if kw.get("pricing") == "spot" else {}
+    return {"name": name, "kind": "cloud", "gpu_type": "H100", "provisioning_delay_h": 0, "startup_h": 0, **extra, **kw}
 
 
 def jobs_of(res: costsim.Results, option: str) -> pd.DataFrame:

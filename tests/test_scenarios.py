@@ -104,7 +104,10 @@ def test_reserved_vs_on_demand():
 def test_train_and_serve():
     res = costsim.simulate(SCENARIO_DIR / "train-and-serve.yaml")
     s = res.summary.set_index("option")
-    assert (s.serving_unmet_gpu_hours == 0).all()
+    # Reserved and rented capacity always serve in full; an owned cluster falls short only briefly
+    # after node failures (RL jobs are not preempted for serving).
+    assert s.loc["reserved-384", "serving_unmet_gpu_hours"] == 0 == s.loc["on-demand", "serving_unmet_gpu_hours"]
+    assert s.loc["own-384", "serving_unmet_gpu_hours"] < 1e-3 * s.loc["own-384", "serving_gpu_hours"]
     assert s.loc["on-demand", "cost_serving_usd"] > 0 and s.loc["own-384", "cost_serving_usd"] == 0
     assert s.loc["own-384", "serving_cost_usd"] > 0  # its share of the cluster
 

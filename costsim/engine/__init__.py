@@ -11,12 +11,14 @@ import numpy as np
 import simpy
 
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan
+from costsim.workplan import WorkPlan
 
 from costsim.serving import RangeMax
 
 from .cloud import CloudPool
 from .owned import OwnedCluster
 from .events import TIMER, ArrivalFeed, At
+from .progress import Progress
 from .records import BASE, BURST, Recorder, UsageRecord
 
 __all__ = ["BASE", "BURST", "UsageRecord", "run_option"]
@@ -48,42 +50,53 @@ class Router:
         self.burst.arrive(i)
 
 
-def _owned(env, plan: OwnedPlan | CloudPlan, g, priority, run, rec, serving: RangeMax | None) -> OwnedCluster:
+def _progress(work: WorkPlan, rec: Recorder) -> Progress:
+    cache: dict[int, np.ndarray] = {}
+
+    def boundaries(i: int) -> np.ndarray:  # computed only for jobs that are interrupted
+        if i not in cache:
+            cache[i] = work.boundaries(i)
+        return cache[i]
+
+    return Progress(work.run_h.tolist(), boundaries, work.restart_h.tolist(), rec)
+
+
+def _owned(env, plan: OwnedPlan | CloudPlan, jobs, progress: Progress, rec, serving: RangeMax | None,
+           rng: np.random.Generator) -> OwnedCluster:
+    g, prio = jobs.gpus.tolist(), jobs.priority.tolist()
     if isinstance(plan, OwnedPlan):
-        return OwnedCluster(env, plan.nodes, plan.gpus_per_node, plan.lead_time_h, plan.scheduler, g, priority, run,
-                            rec, serving)
-    # Reserved: a committed pool of whole instances, ready at once.
+        return OwnedCluster(env, plan.nodes, plan.gpus_per_node, plan.lead_time_h, plan.scheduler, g, prio, progress,
+                            rec, serving, plan.failures_per_node_h, plan.repair_h, rng)
+    # Reserved: a committed pool of whole instances, ready at once; the provider handles failures.
     return OwnedCluster(env, plan.reserved_gpus // plan.gpus_per_instance, plan.gpus_per_instance, 0.0,
-                        plan.scheduler, g, priority, run, rec, serving)
+                        plan.scheduler, g, prio, progress, rec, serving)
 
 
-def _cloud(env, plan: CloudPlan, g, run, rec) -> CloudPool:
-    return CloudPool(env, plan.gpus_per_instance, plan.max_gpus, plan.provisioning_delay_h, plan.startup_h, g, run, rec)
+def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | None = None,
+               serving: RangeMax | None = None, rngs: dict[str, np.random.Generator] | None = None) -> UsageRecord:
+    """Simulate one option over ``[0, horizon_h)`` on ``work.jobs`` (sorted by submit time).
 
-
-def run_option(
-    plan: Plan, submit_h: np.ndarray, gpus: np.ndarray, priority: np.ndarray, run_h: np.ndarray, horizon_h: float,
-    burst_run_h: np.ndarray | None = None, serving: RangeMax | None = None,
-) -> UsageRecord:
-    """Simulate one option over ``[0, horizon_h)``; jobs are sorted by submit time. ``run_h``: each
-    job's hours on the option (a hybrid: on its base; ``burst_run_h``: on its burst). ``serving``:
-    hourly inference demand that owned and reserved pools serve before RL jobs."""
+    ``work``: the jobs timed on the option (a hybrid: on its base; ``burst_work``: on its burst).
+    ``serving``: hourly inference demand that owned and reserved pools serve before RL jobs.
+    ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.rng``).
+    """
     env = simpy.Environment()
-    rec = Recorder(len(submit_h))
-    g, prio, run = gpus.tolist(), priority.tolist(), run_h.tolist()
+    jobs = work.jobs
+    rec = Recorder(len(jobs))
+    rngs = rngs or {name: np.random.default_rng(0) for name in ("failures", "preemptions", "provisioning")}
+    g = jobs.gpus.tolist()
     cluster = None
     if isinstance(plan, HybridPlan):
-        assert burst_run_h is not None, "a hybrid needs its jobs' run times on the burst"
-        cluster = _owned(env, plan.base, g, prio, run, rec, serving)
-        router = Router(env, cluster, _cloud(env, plan.burst, g, burst_run_h.tolist(), rec), plan.max_wait_h,
-                        plan.bridge_until_ready, g, rec)
-        arrive = router.arrive
+        assert burst_work is not None, "a hybrid needs its jobs' run times on the burst"
+        cluster = _owned(env, plan.base, jobs, _progress(work, rec), rec, serving, rngs["failures"])
+        burst = CloudPool(env, plan.burst, g, _progress(burst_work, rec), rec, rngs)
+        arrive = Router(env, cluster, burst, plan.max_wait_h, plan.bridge_until_ready, g, rec).arrive
     elif isinstance(plan, OwnedPlan) or plan.reserved:
-        cluster = _owned(env, plan, g, prio, run, rec, serving)
+        cluster = _owned(env, plan, jobs, _progress(work, rec), rec, serving, rngs["failures"])
         arrive = cluster.arrive
     else:
-        arrive = _cloud(env, plan, g, run, rec).arrive
-    ArrivalFeed(env, submit_h.tolist(), arrive)
+        arrive = CloudPool(env, plan, g, _progress(work, rec), rec, rngs).arrive
+    ArrivalFeed(env, jobs.submit_h.tolist(), arrive)
     env.run(until=horizon_h)
     cap_t, cap_g = (cluster.capacity_t, cluster.capacity_gpus) if cluster is not None else ([], [])
     return rec.freeze(plan.name, plan.kind, cap_t, cap_g, _events(env))

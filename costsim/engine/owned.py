@@ -5,16 +5,21 @@ Schedulers:
 - ``priority``: highest ``priority`` first, then submit order; strict like fifo.
 - ``backfill``: EASY backfilling. Jobs start in submit order while they fit. When the head does
   not fit, it gets a reservation at the earliest time enough running jobs will have ended
-  (their nominal run times, which are exact without failures). A later job may start now if it
-  fits now and either ends by that time or leaves room for the head's reservation. At most
-  ``BACKFILL_DEPTH`` queued jobs are examined per pass (Slurm's ``bf_max_job_test`` default).
+  (their planned ends). A later job may start now if it fits now and either ends by that time
+  or leaves room for the head's reservation. At most ``BACKFILL_DEPTH`` queued jobs are examined
+  per pass (Slurm's ``bf_max_job_test`` default).
 
-Serving (optional) takes GPUs first: an RL job starts only if, at every moment of its nominal run,
+Node failures (optional) are a Poisson process over all nodes; a failed node is out for its
+repair time (capacity drops) and kills the jobs on it: they fall back to their last checkpoint,
+give back their other nodes and rejoin the queue at its head, to pay their restart time when they
+start again. The backfill reservation uses planned ends, which failures can break.
+
+Serving (optional) takes GPUs first: an RL job starts only if, at every moment of its planned run,
 the RL GPUs held (running jobs release theirs as they end) plus its own plus serving's demand in
-that hour fit the cluster. Serving is therefore never short while RL runs, and no job is ever
-preempted for it. While jobs wait, the cluster re-decides every hour, as serving's demand moves.
-The backfill reservation is computed without serving, so with serving EASY's no-delay promise to
-the head job is approximate.
+that hour fit the cluster's GPUs in service. Serving is therefore never short while RL runs, and no
+job is preempted for it — except after a node failure, when serving gets what is left until RL jobs
+end or the node is repaired (the shortfall is reported). While jobs wait, the cluster
+re-decides every hour, as serving's demand moves.
 """
 
 from __future__ import annotations
@@ -24,50 +29,44 @@ import heapq
 from collections import deque
 from typing import Any
 
+import numpy as np
 import simpy
 
 from costsim.serving import RangeMax
 
 from .events import ARRIVAL, RELEASE, At, Decider
 from .pool import Allocation, NodePool, held_gpus, nodes_needed
+from .progress import Progress
 from .records import Recorder
 
 BACKFILL_DEPTH = 500
 
 
 class OwnedCluster:
-    """Runs jobs (lists of GPUs, priority, run time, by job index) on ``nodes`` nodes; jobs arrive
-    through ``arrive(i)`` and a queued job can be taken back with ``withdraw(i)``. Also serves as
-    a reserved (committed) pool: nodes are instances and the lead time is zero."""
+    """Runs jobs (by job index) on ``nodes`` nodes; jobs arrive through ``arrive(i)`` and a queued
+    job can be taken back with ``withdraw(i)``. Also a reserved pool: nodes are instances, no lead time."""
 
-    def __init__(
-        self,
-        env: simpy.Environment,
-        nodes: int,
-        gpus_per_node: int,
-        lead_time_h: float,
-        scheduler: str,
-        gpus: list[int],
-        priority: list[int],
-        run_h: list[float],
-        rec: Recorder,
-        serving: RangeMax | None = None,
-    ):
+    def __init__(self, env: simpy.Environment, nodes: int, gpus_per_node: int, lead_time_h: float, scheduler: str,
+                 gpus: list[int], priority: list[int], progress: Progress, rec: Recorder,
+                 serving: RangeMax | None = None, failures_per_node_h: float = 0.0, repair_h: float = 0.0,
+                 rng: np.random.Generator | None = None):
         self.env = env
-        self.serving = serving
-        self.ends: list[tuple[float, int, int]] = []  # (end, held GPUs, job) of running jobs, sorted
         self.nodes = nodes
         self.gpn = gpus_per_node
         self.pool = NodePool(nodes, gpus_per_node)
         self.gpus = gpus
         self.priority = priority
-        self.run_h = run_h
+        self.progress = progress
         self.rec = rec
         self.scheduler = scheduler
+        self.serving = serving
         self.running: dict[int, tuple[float, Allocation]] = {}
+        self.on_node: dict[int, set[int]] = {}
+        self.ends: list[tuple[float, int, int]] = []  # (end, held, job) of running jobs, sorted (serving)
         self.fifo: deque[int] = deque()
         self.heap: list[tuple[int, int]] = []
         self.waiting: set[int] = set()  # queued and not withdrawn (the queues drop the rest lazily)
+        self.down_gpus = 0
         self.ready = lead_time_h <= 0
         self.decider = Decider(env, self._decide)
         self.capacity_t = [0.0]
@@ -76,20 +75,113 @@ class OwnedCluster:
             At(env, lead_time_h, RELEASE, self._deliver)
         if serving is not None:
             At(env, 1.0, ARRIVAL, self._tick)
+        self.failure_rate = failures_per_node_h * nodes
+        self.repair_h = repair_h
+        self.rng = rng
+        if self.failure_rate > 0:
+            At(env, max(lead_time_h, 0.0) + rng.exponential(1 / self.failure_rate), RELEASE, self._fail)
+
+    @property
+    def in_service(self) -> int:
+        return (self.nodes * self.gpn - self.down_gpus) if self.ready else 0
+
+    def _capacity_changed(self) -> None:
+        self.capacity_t.append(self.env.now)
+        self.capacity_gpus.append(self.in_service)
+
+    # -- events ---------------------------------------------------------------------------
+    def _deliver(self, _: Any) -> None:
+        self.ready = True
+        self._capacity_changed()
+        self.decider.request()
 
     def _tick(self, _: Any) -> None:
         if self.waiting:
             self.decider.request()
         At(self.env, 1.0, ARRIVAL, self._tick)
 
+    def fits_ever(self, gpus: int) -> bool:
+        return held_gpus(gpus, self.gpn) <= self.nodes * self.gpn
+
+    def withdraw(self, i: int) -> bool:
+        """Take a queued job back (it will run elsewhere); False if it has already started."""
+        if i in self.waiting:
+            self.waiting.discard(i)
+            return True
+        return False
+
+    def arrive(self, i: int, front: bool = False) -> None:
+        """Queue job i (``front``: a job that failed keeps its place at the head)."""
+        self.waiting.add(i)
+        if self.scheduler == "priority":
+            heapq.heappush(self.heap, (-self.priority[i], -1 - i if front else i))
+        elif front:
+            self.fifo.appendleft(i)
+        else:
+            self.fifo.append(i)
+        self.decider.request()
+
+    def _start(self, i: int, alloc: Allocation) -> None:
+        self.waiting.discard(i)
+        now = self.env.now
+        end = self.progress.begin(i, now)
+        rec = self.rec
+        held = held_gpus(self.gpus[i], self.gpn)
+        rec.end_h[i] = end
+        rec.hold(i, now, held)
+        self.running[i] = (end, alloc)
+        for node, _n in alloc:
+            self.on_node.setdefault(node, set()).add(i)
+        if self.serving is not None:
+            bisect.insort(self.ends, (end, held, i))
+        v = self.progress.version[i]
+        At(self.env, end - now, RELEASE, lambda _e, i=i, v=v: self._finish(i, v))
+
+    def _stop(self, i: int) -> None:
+        """Job i gives back its GPUs (finished or killed)."""
+        end, alloc = self.running.pop(i)
+        self.pool.release(alloc)
+        for node, _n in alloc:
+            self.on_node[node].discard(i)
+        if self.serving is not None:
+            del self.ends[bisect.bisect_left(self.ends, (end, self.rec.held_gpus[i], i))]
+        self.rec.release(i, self.env.now)
+
+    def _finish(self, i: int, version: int) -> None:
+        if version != self.progress.version[i]:
+            return  # an earlier attempt's end: the job was killed since
+        self._stop(i)
+        if self.waiting:
+            self.decider.request()
+
+    def _fail(self, _: Any) -> None:
+        now = self.env.now
+        node = int(self.rng.integers(self.nodes))
+        if not self.pool.is_down(node):  # a node under repair cannot fail again
+            self.pool.down_node(node)
+            self.down_gpus += self.gpn
+            self._capacity_changed()
+            for i in sorted(self.on_node.get(node, ())):
+                self.progress.interrupt(i, now)
+                self._stop(i)
+                self.arrive(i, front=True)
+            At(self.env, self.repair_h, RELEASE, lambda _e, n=node: self._repaired(n))
+        At(self.env, self.rng.exponential(1 / self.failure_rate), RELEASE, self._fail)
+
+    def _repaired(self, node: int) -> None:
+        self.pool.up(node)
+        self.down_gpus -= self.gpn
+        self._capacity_changed()
+        self.decider.request()
+
     def _room(self, i: int) -> bool:
         """Does job i leave serving its GPUs for its whole run? (Always, without serving.)"""
         if self.serving is None:
             return True
-        cap = self.nodes * self.gpn
+        cap = self.in_service
         need = held_gpus(self.gpus[i], self.gpn)
         t = self.env.now
-        end = t + self.run_h[i]
+        end = t + self.progress.run_h[i] - self.progress.pos[i]
         rl = cap - self.pool.free_gpus
         peak = self.serving.peak
         for e, h, _j in self.ends:
@@ -102,71 +194,29 @@ class OwnedCluster:
             rl -= h
         return rl + need + peak(t, end) <= cap
 
-    # -- events ---------------------------------------------------------------------------
-    def _deliver(self, _: Any) -> None:
-        self.ready = True
-        self.capacity_t.append(self.env.now)
-        self.capacity_gpus.append(self.nodes * self.gpn)
-        self.decider.request()
-
-    def fits_ever(self, gpus: int) -> bool:
-        return held_gpus(gpus, self.gpn) <= self.nodes * self.gpn
-
-    def withdraw(self, i: int) -> bool:
-        """Take a queued job back (it will run elsewhere); False if it has already started."""
-        if i in self.waiting:
-            self.waiting.discard(i)
-            return True
-        return False
-
-    def arrive(self, i: int) -> None:
-        self.waiting.add(i)
-        if self.scheduler == "priority":
-            heapq.heappush(self.heap, (-self.priority[i], i))
-        else:
-            self.fifo.append(i)
-        self.decider.request()
-
-    def _start(self, i: int, alloc: Allocation) -> None:
-        self.waiting.discard(i)
-        now = self.env.now
-        end = now + self.run_h[i]
-        rec = self.rec
-        rec.start_h[i] = now
-        rec.end_h[i] = end
-        rec.held_gpus[i] = held_gpus(self.gpus[i], self.gpn)
-        self.running[i] = (end, alloc)
-        if self.serving is not None:
-            bisect.insort(self.ends, (end, rec.held_gpus[i], i))
-        At(self.env, self.run_h[i], RELEASE, lambda _e, i=i: self._finish(i))
-
-    def _finish(self, i: int) -> None:
-        end, alloc = self.running.pop(i)
-        self.pool.release(alloc)
-        if self.serving is not None:
-            del self.ends[bisect.bisect_left(self.ends, (end, self.rec.held_gpus[i], i))]
-        if self.waiting:
-            self.decider.request()
-
     # -- decisions ------------------------------------------------------------------------
     def _decide(self) -> None:
         if not self.ready:
             return
         waiting = self.waiting
+        pool, gpus = self.pool, self.gpus
         if self.scheduler == "priority":
-            heap, pool, gpus = self.heap, self.pool, self.gpus
+            heap = self.heap
             while heap:
-                if heap[0][1] not in waiting:
+                j = heap[0][1]
+                i = j if j >= 0 else -1 - j
+                if i not in waiting:
                     heapq.heappop(heap)
                     continue
-                if not self._room(heap[0][1]):
+                if not self._room(i):
                     return
-                alloc = pool.allocate(gpus[heap[0][1]])
+                alloc = pool.allocate(gpus[i])
                 if alloc is None:
                     return
-                self._start(heapq.heappop(heap)[1], alloc)
+                heapq.heappop(heap)
+                self._start(i, alloc)
             return
-        queue, pool, gpus = self.fifo, self.pool, self.gpus
+        queue = self.fifo
         while queue:
             if queue[0] not in waiting:
                 queue.popleft()
@@ -181,7 +231,7 @@ class OwnedCluster:
             self._backfill()
 
     def _backfill(self) -> None:
-        queue, pool, gpus, gpn, run_h = self.fifo, self.pool, self.gpus, self.gpn, self.run_h
+        queue, pool, gpus, gpn = self.fifo, self.pool, self.gpus, self.gpn
         head_g = gpus[queue[0]]
         shadow_t, shadow = self._reservation(head_g)
         # The head fits at shadow_t iff enough nodes are "good" for it then: fully free nodes for
@@ -204,7 +254,7 @@ class OwnedCluster:
             if alloc is None:
                 too_big = g
                 continue
-            if now + run_h[j] > shadow_t:
+            if now + self.progress.run_h[j] - self.progress.pos[j] > shadow_t:
                 # Still running at the reservation: it must not take nodes the head needs then.
                 lost = sum(1 for node, n in alloc if shadow[node] >= good > shadow[node] - n)
                 if lost > spare:
@@ -220,8 +270,8 @@ class OwnedCluster:
             self._start(j, alloc)
 
     def _reservation(self, head_gpus: int) -> tuple[float, list[int]]:
-        """Earliest time the head fits as running jobs end (nominal run times), and the free
-        GPUs per node then."""
+        """Earliest time the head fits as running jobs end (planned ends; nodes under repair stay
+        out), and the free GPUs per node then."""
         gpn = self.gpn
         free = list(self.pool.free)
         wide = head_gpus > gpn
@@ -232,8 +282,9 @@ class OwnedCluster:
             return self.env.now, free
         for end, alloc in sorted(self.running.values(), key=lambda v: v[0]):
             for node, n in alloc:
-                have += free[node] < good <= free[node] + n
-                free[node] += n
+                if not self.pool.is_down(node):
+                    have += free[node] < good <= free[node] + n
+                    free[node] += n
             if have >= need:
                 return end, free
-        raise AssertionError("a queued job larger than the cluster passed validation")  # pragma: no cover
+        return float("inf"), free  # only repairs can make room: start nothing that would block it

@@ -28,6 +28,7 @@ class NodePool:
         self.by_free: list[set[int]] = [set() for _ in range(gpus_per_node + 1)]
         self.by_free[gpus_per_node] = set(range(nodes))
         self.free_gpus = nodes * gpus_per_node
+        self.down: set[int] = set()
 
     def allocate(self, gpus: int) -> Allocation | None:
         """Take GPUs for a job, or None (nothing changed) if it does not fit now."""
@@ -57,8 +58,27 @@ class NodePool:
         self.free_gpus -= k * gpn
         return taken
 
+    def is_down(self, node: int) -> bool:
+        return node in self.down
+
+    def down_node(self, node: int) -> None:
+        """Take a node out of service: its free GPUs leave the pool; GPUs released on it stay out."""
+        self.by_free[self.free[node]].discard(node)
+        self.free_gpus -= self.free[node]
+        self.free[node] = 0
+        self.down.add(node)
+
+    def up(self, node: int) -> None:
+        """A repaired node returns with every GPU free (the jobs on it were killed when it failed)."""
+        self.down.discard(node)
+        self.free[node] = self.gpn
+        self.by_free[self.gpn].add(node)
+        self.free_gpus += self.gpn
+
     def release(self, alloc: Allocation) -> None:
         for node, n in alloc:
+            if node in self.down:
+                continue
             f = self.free[node]
             self.by_free[f].discard(node)
             self.free[node] = f + n

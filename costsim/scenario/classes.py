@@ -100,6 +100,9 @@ class ClassCheckpoint(StrictModel):
 
     every_iterations: GPUCount = Field(50, description="Iterations between checkpoints.")
     write_minutes: NonNegative = Field(5.0, description="Minutes a checkpoint write holds the job.")
+    restart_minutes: NonNegative = Field(
+        15.0, description="Minutes to restart from the last checkpoint after a failure or preemption."
+    )
 
 
 class RLClass(StrictModel):

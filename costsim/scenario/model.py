@@ -35,6 +35,9 @@ class TraceCheckpoint(StrictModel):
     write_minutes: NonNegative = Field(
         0.0, description="Minutes a checkpoint write holds the job's GPUs (added to its run time)."
     )
+    restart_minutes: NonNegative = Field(
+        0.0, description="Minutes to restart from the last checkpoint after a failure or preemption."
+    )
 
 
 class Workload(StrictModel):

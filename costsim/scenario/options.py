@@ -7,9 +7,9 @@ spot have no commitment or scheduler.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from costsim.units import GPUCount, GPUType, Network, NonNegative, Positive, PriceTier, Scheduler
 
@@ -18,13 +18,23 @@ from .base import Name, StrictModel
 DEFAULT_PROVISIONING_DELAY_H = 0.25
 DEFAULT_STARTUP_H = 0.1
 
-_NO_FAILURES_YET = "hardware failures are not modelled in this version; use null (no failures) or leave it out"
+class Failures(StrictModel):
+    """Node failures as a Poisson process: each node fails at this rate; a failed owned node is out
+    for ``repair_hours`` (rented nodes are swapped by the provider after its provisioning delay)."""
+
+    node_failures_per_1000_node_days: NonNegative = Field(
+        description="Failures per 1,000 node-days (Meta research clusters: 2.3-6.5)."
+    )
+    repair_hours: NonNegative = Field(24.0, description="Hours a failed owned node is out of service.")
 
 
-def _only_null_failures(value: Any) -> None:
-    if value is not None:
-        raise ValueError(_NO_FAILURES_YET)
-    return None
+class Stockout(StrictModel):
+    """Capacity that is not always there: a request of at least ``min_gpus`` fails with
+    ``probability`` and is tried again ``retry_h`` later."""
+
+    probability: Annotated[float, Field(ge=0, lt=1)] = Field(description="Chance a large request finds no capacity.")
+    min_gpus: GPUCount = Field(64, description="Requests of at least this many GPUs can stock out.")
+    retry_h: Positive = Field(1.0, description="Hours before trying again.")
 
 
 class OwnedOption(StrictModel):
@@ -42,12 +52,12 @@ class OwnedOption(StrictModel):
     scheduler: Scheduler = Field(
         "fifo", description="fifo (strict order), backfill (EASY) or priority (then FIFO, strict)."
     )
-    failures: None = Field(None, description="Node failures: null (none) in this version.")
+    failures: Failures | Literal["catalog"] | None = Field(
+        "catalog", description="Node failures; null: none; omitted or 'catalog': the catalog's rate and repair time."
+    )
     capex_usd_per_gpu: Positive | None = Field(
         None, description="All-in capex per GPU in USD; null: server price plus fabric, storage, install shares."
     )
-
-    _no_failures = field_validator("failures", mode="before")(_only_null_failures)
 
     @model_validator(mode="after")
     def _whole_nodes(self) -> OwnedOption:
@@ -99,19 +109,33 @@ class CloudOption(StrictModel):
     startup_h: NonNegative | None = Field(
         None, description="on_demand/spot: hours of boot, image pull and staging, billed before work (null: 0.1)."
     )
-    failures: None = Field(None, description="Node failures: null (none) in this version.")
-
-    _no_failures = field_validator("failures", mode="before")(_only_null_failures)
+    provisioning_delay_cv: NonNegative | None = Field(
+        None, description="on_demand/spot: spread of the provisioning delay (lognormal, this cv; null: constant)."
+    )
+    stockout: Stockout | None = Field(None, description="on_demand/spot: large requests that find no capacity.")
+    preemptions_per_instance_day: NonNegative | None = Field(
+        None, description="spot only: preemptions per instance per day (a job on k instances: k times); null: catalog."
+    )
+    reacquire_delay_h: NonNegative | None = Field(
+        None, description="spot only: hours before capacity is found again after a preemption; null: catalog."
+    )
+    failures: Failures | None = Field(
+        None, description="Node failures on rented nodes (the provider swaps a failed node); null: none."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> CloudOption:
         reserved_only = ("reserved_gpus", "term_years", "scheduler")
-        rented_only = ("billing_granularity_s", "minimum_billing_s", "max_gpus", "provisioning_delay_h", "startup_h")
+        rented_only = ("billing_granularity_s", "minimum_billing_s", "max_gpus", "provisioning_delay_h", "startup_h",
+                       "provisioning_delay_cv", "stockout")
         wrong = rented_only if self.pricing == "reserved" else reserved_only
         given = [f for f in wrong if getattr(self, f) is not None]
         if given:
             applies = "on_demand and spot" if self.pricing == "reserved" else "reserved"
             raise ValueError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to pricing {applies} only")
+        spot_only = [f for f in ("preemptions_per_instance_day", "reacquire_delay_h") if getattr(self, f) is not None]
+        if spot_only and self.pricing != "spot":
+            raise ValueError(f"{', '.join(spot_only)} appl{'ies' if len(spot_only) == 1 else 'y'} to pricing spot only")
         if self.pricing == "reserved" and self.reserved_gpus is None:
             raise ValueError("pricing: reserved needs reserved_gpus (the committed GPUs)")
         if self.max_gpus is not None and self.gpus_per_instance is not None and self.max_gpus < self.gpus_per_instance:

@@ -1,0 +1,51 @@
+"""How far each job has got, and what an interruption costs it.
+
+A job's nominal timeline is its planned run (work plus checkpoint writes, ``costsim.workplan``);
+``boundaries(i)`` are the points on it where a checkpoint write completes (the last is the end).
+An attempt works from ``pos`` (the last completed checkpoint); interrupted after e hours of work it
+falls back to the last boundary reached: the rest is lost work. Resuming costs the job's restart
+time first, during which it holds its GPUs and cannot make progress (and, as in the closed form of
+``costsim.reliability``, its failure clock has not started).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .records import Recorder
+
+
+class Progress:
+    def __init__(self, run_h: list[float], boundaries: Callable[[int], np.ndarray], restart_h: list[float],
+                 rec: Recorder):
+        n = len(run_h)
+        self.run_h = run_h
+        self.boundaries = boundaries
+        self.restart_h = restart_h
+        self.rec = rec
+        self.pos = [0.0] * n
+        self.work_from = [0.0] * n
+        self.version = [0] * n  # bumped by every interruption: events of an earlier attempt are stale
+
+    def begin(self, i: int, now: float, delay_h: float = 0.0) -> float:
+        """Start or resume job i after ``delay_h`` (startup, a node swap) and, when resuming, its
+        restart time; returns when it will end if nothing interrupts it."""
+        restart = self.restart_h[i] if self.rec.restarts[i] else 0.0
+        self.rec.overhead_h[i] += restart
+        self.work_from[i] = now + delay_h + restart
+        return self.work_from[i] + (self.run_h[i] - self.pos[i])
+
+    def interrupt(self, i: int, now: float) -> float:
+        """Job i stops now: it falls back to its last completed checkpoint. Returns the hours lost."""
+        reached = min(self.pos[i] + max(now - self.work_from[i], 0.0), self.run_h[i])
+        b = self.boundaries(i)
+        k = int(np.searchsorted(b, reached + 1e-12, side="right"))
+        back = max(float(b[k - 1]) if k else 0.0, self.pos[i])
+        lost = reached - back
+        self.pos[i] = back
+        self.version[i] += 1
+        self.rec.restarts[i] += 1
+        self.rec.lost_h[i] += lost
+        return lost
