@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from costsim.results import Results
 from costsim.scenario import dump_scenario
 
-TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven")
+TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice")
 
 
 def resolved_scenario_yaml(results: Results) -> str:

@@ -22,6 +22,7 @@ from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, P
 from costsim.costing import ALL_ITEMS, cloud_bills, cloud_costs, held_intervals, owned_costs, reserved_costs
 from costsim import economics as eco
 from costsim import finance
+from costsim.advice import checkpoint_advice
 from costsim.engine import BASE, BURST, UsageRecord
 from costsim.intervals import binned
 from costsim.scenario import Scenario
@@ -31,7 +32,7 @@ from costsim.workplan import PHASES, WorkPlan
 
 JOB_COLUMNS = [
     "option", "job_id", "job_class", "gpus", "submit_h", "start_h", "end_h", "queue_delay_h",
-    "completed", "ran_on", "gpu_hours", "lost_gpu_hours", "restarts", "iterations", "cost_usd",
+    "completed", "ran_on", "gpu_hours", "lost_gpu_hours", "restarts", "preemptions", "iterations", "cost_usd",
 ]
 SUMMARY_COLUMNS = [
     "option", "kind", "pricing", "jobs_submitted", "jobs_completed", "queue_delay_mean_h", "queue_delay_p50_h",
@@ -39,6 +40,7 @@ SUMMARY_COLUMNS = [
     "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
     "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst", "idle_cost_usd", "npv_usd",
     "serving_gpu_hours", "serving_unmet_gpu_hours", "serving_cost_usd",
+    "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd", "interruption_delay_mean_h",
 ] + [f"cost_{item}_usd" for item in ALL_ITEMS]
 TIMESERIES_COLUMNS = [
     "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "serving_gpus",
@@ -74,6 +76,7 @@ class Results:
     phases: pd.DataFrame
     cashflow: pd.DataFrame
     breakeven: pd.DataFrame
+    advice: pd.DataFrame
 
 
 def bin_edges(horizon_h: float, width_h: float) -> np.ndarray:
@@ -177,6 +180,15 @@ def _capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray)
     return capacity, rented
 
 
+def _startup_h(plan: Plan, rec: UsageRecord) -> np.ndarray:
+    """The nominal startup each job pays before working (rented capacity only)."""
+    out = np.zeros(len(rec.part))
+    for part_id, (part, _) in enumerate(parts(plan, rec)):
+        if isinstance(part, CloudPlan) and not part.reserved:
+            out[rec.part == part_id] = part.startup_h
+    return out
+
+
 def _pricing(plan: Plan) -> str:
     """How the capacity is paid for: owned, on_demand, reserved, spot, or a hybrid's base+burst."""
     if isinstance(plan, HybridPlan):
@@ -270,6 +282,10 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     totals = {item: float(v.sum()) for item, v in option_costs(plan, econ, rec, jobs, H, np.array([0.0, H]), serving).items()}
     total = sum(totals.values())
 
+    # Interruptions: work lost since the last checkpoint, and hours held restarting or waiting for
+    # a swapped node, are not useful; goodput is the useful share of the GPU-hours held.
+    lost_gpu_h = rec.lost_h * rec.held_gpus
+    wasted_gpu_h = np.minimum(lost_gpu_h + rec.overhead_h * rec.held_gpus, gpu_hours)
     serving_h = float((served * width).sum())
     used = float(gpu_hours.sum()) + serving_h
     job_cost = np.zeros(n)
@@ -305,8 +321,9 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "completed": completed,
         "ran_on": _ran_on(plan, rec, started),
         "gpu_hours": gpu_hours,
-        "lost_gpu_hours": 0.0,
-        "restarts": 0,
+        "lost_gpu_hours": lost_gpu_h,
+        "restarts": rec.restarts,
+        "preemptions": rec.preemptions,
         "iterations": _iterations(work, rec, started, completed, H),
         "cost_usd": job_cost,
     }, columns=JOB_COLUMNS)
@@ -341,11 +358,20 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "serving_gpu_hours": serving_h,
         "serving_unmet_gpu_hours": float(((demand - served) * width).sum()) if demand is not None else 0.0,
         "serving_cost_usd": serving_cost,
+        "restarts": int(rec.restarts.sum()),
+        "preemptions": int(rec.preemptions.sum()),
+        "lost_gpu_hours": float(lost_gpu_h.sum()),
+        "goodput": 1.0 - float(wasted_gpu_h.sum()) / float(gpu_hours.sum()) if gpu_hours.sum() > 0 else np.nan,
+        "lost_work_cost_usd": float(np.divide(job_cost * wasted_gpu_h, gpu_hours, out=np.zeros(n),
+                                              where=gpu_hours > 0).sum()),
+        "interruption_delay_mean_h": float((rec.end_h - rec.start_h - work.run_h - _startup_h(plan, rec))
+                                           [completed & counted].mean()) if (completed & counted).any() else np.nan,
         **{f"cost_{item}_usd": v for item, v in totals.items()},
     }
     cash = finance.cashflow(plan, econ, month_items, H)
     summary["npv_usd"] = eco.npv_usd(cash["cash_usd"].to_numpy(), econ.discount_rate)
-    return jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash
+    return (jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash,
+            checkpoint_advice(scenario, plan, work))
 
 
 def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValues, records: list[UsageRecord],
@@ -366,4 +392,5 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
         phases=pd.concat([p[4] for p in parts], ignore_index=True),
         cashflow=cash,
         breakeven=finance.breakeven(plans, summary, cash),
+        advice=pd.concat([p[6] for p in parts], ignore_index=True),
     )

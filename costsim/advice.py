@@ -1,0 +1,54 @@
+"""Checkpoint advice per (option, job class): the Young/Daly interval against the current one,
+from ``costsim.reliability``'s closed form, for options where jobs are interrupted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from costsim import reliability as rel
+from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan
+from costsim.engine.pool import nodes_needed
+from costsim.scenario import Scenario
+from costsim.workplan import WorkPlan
+
+ADVICE_COLUMNS = [
+    "option", "job_class", "interruptions_per_h", "interval_h", "optimal_interval_h", "every_iterations",
+    "optimal_every_iterations", "expected_job_h", "optimal_expected_job_h", "excess",
+]
+
+
+def interruption_rate_per_h(plan: Plan, gpus: int) -> float:
+    """How often a job of ``gpus`` is interrupted (per hour): every node or instance it holds can
+    fail (and, on spot, be preempted). A hybrid: its base's rate."""
+    part = plan.base if isinstance(plan, HybridPlan) else plan
+    if isinstance(part, OwnedPlan):
+        return nodes_needed(gpus, part.gpus_per_node) * part.failures_per_node_h
+    assert isinstance(part, CloudPlan)
+    if part.reserved:
+        return 0.0
+    return -(-gpus // part.gpus_per_instance) * (part.failures_per_node_h + part.preemptions_per_instance_h)
+
+
+def checkpoint_advice(scenario: Scenario, plan: Plan, work: WorkPlan) -> pd.DataFrame:
+    """One row per RL class the option interrupts: expected hours per job now and at Young/Daly."""
+    jobs = work.jobs
+    rows = []
+    for k, cls in enumerate(scenario.workload.classes):
+        rate = interruption_rate_per_h(plan, cls.gpus)
+        idx = np.flatnonzero(jobs.class_index == k)
+        if rate <= 0 or not len(idx):
+            continue
+        iters = jobs.iterations[idx]
+        per_iter_h = float(work.phase_s[idx, -1].sum() / iters.sum() / 3600.0)
+        work_h = float(iters.mean() * per_iter_h)
+        every = cls.checkpoint.every_iterations
+        a = rel.advice(work_h, every * per_iter_h, cls.checkpoint.write_minutes / 60.0, rate,
+                       cls.checkpoint.restart_minutes / 60.0)
+        rows.append({
+            "option": plan.name, "job_class": cls.name, "interruptions_per_h": rate, "interval_h": a.interval_h,
+            "optimal_interval_h": a.optimal_interval_h, "every_iterations": every,
+            "optimal_every_iterations": max(int(round(a.optimal_interval_h / per_iter_h)), 1),
+            "expected_job_h": a.expected_h, "optimal_expected_job_h": a.optimal_expected_h, "excess": a.excess,
+        })
+    return pd.DataFrame(rows, columns=ADVICE_COLUMNS)
