@@ -99,6 +99,9 @@ def kpi_cards(res: costsim.Results) -> None:
             st.metric("Utilisation", f"{row.utilization:.1%}")
             st.metric("$ per GPU-hour used", f"${row.cost_per_gpu_hour_used_usd:,.2f}")
             st.metric("Jobs completed", f"{row.jobs_completed:,} / {row.jobs_submitted:,}")
+            st.metric("Goodput", "-" if row.goodput != row.goodput else f"{row.goodput:.1%}",
+                      help=f"Useful share of GPU-hours held; {row.restarts:,} restarts ({row.preemptions:,} preemptions), "
+                      f"lost work ${row.lost_work_cost_usd:,.0f}.")
             if row.kind == "hybrid":
                 share = row.gpu_hours_burst / row.gpu_hours_used if row.gpu_hours_used else 0
                 st.metric("Jobs on burst", f"{row.jobs_burst:,}", help=f"{share:.0%} of GPU-hours used")
@@ -124,7 +127,8 @@ def main() -> None:
     if scenario.description:
         st.caption(scenario.description)
     kpi_cards(res)
-    overview, cost, capacity, speed, data = st.tabs(["Overview", "Cost", "Capacity", "Iteration speed", "Data"])
+    overview, cost, capacity, speed, reliability, data = st.tabs(
+        ["Overview", "Cost", "Capacity", "Iteration speed", "Failures", "Data"])
     with overview:
         st.plotly_chart(plots.cumulative_cost(res), width="stretch", theme=None, key="fig_cum_overview")
         st.dataframe(res.summary, hide_index=True, key="summary_table")
@@ -152,6 +156,17 @@ def main() -> None:
             st.dataframe(res.phases, hide_index=True, key="phases_table")
         else:
             st.info("This scenario has no RL job classes (only a trace), so there are no iterations to time.")
+    with reliability:
+        st.plotly_chart(plots.lost_work(res), width="stretch", theme=None, key="fig_lost")
+        cols = ["option", "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd",
+                "interruption_delay_mean_h"]
+        st.dataframe(res.summary[cols], hide_index=True, key="reliability_table")
+        if len(res.advice):
+            st.markdown("**Checkpoint advice** (Young/Daly: interval √(2 · write ÷ interruption rate); "
+                        "`excess` is how much longer the current interval makes a job than the optimal one)")
+            st.dataframe(res.advice, hide_index=True, key="advice_table")
+        else:
+            st.info("No option in this scenario interrupts RL jobs (no failures or preemption).")
     with data:
         st.download_button("Summary (CSV)", res.summary.to_csv(index=False), "summary.csv", "text/csv",
                            key="dl_summary", on_click="ignore")

@@ -155,6 +155,20 @@ def hybrid_parts(results: Results) -> go.Figure:
     return fig
 
 
+def lost_work(results: Results) -> go.Figure:
+    """GPU-hours lost to failures and preemptions per option and job class, with goodput."""
+    j = results.jobs.groupby(["option", "job_class"], sort=False, as_index=False)["lost_gpu_hours"].sum()
+    fig = px.bar(j, x="option", y="lost_gpu_hours", color="job_class",
+                 title="Work lost to failures and preemptions (GPU-hours since the last checkpoint)",
+                 labels={"lost_gpu_hours": "lost GPU-hours", "job_class": "job class"})
+    s = results.summary
+    fig.add_scatter(x=s["option"], y=s["goodput"], mode="markers+text", name="goodput", yaxis="y2",
+                    text=[f"{g:.1%}" for g in s["goodput"]], textposition="top center", marker_color="black")
+    fig.update_layout(**{**_LAYOUT, "legend_title_text": "job class"},
+                      yaxis2=dict(overlaying="y", side="right", range=[0, 1.05], tickformat=".0%", title="goodput"))
+    return fig
+
+
 ALL_FIGURES = {
     "cumulative_cost": cumulative_cost,
     "cost_breakdown": cost_breakdown,
@@ -167,4 +181,5 @@ ALL_FIGURES = {
     "cumulative_cash": cumulative_cash,
     "cash_flow": cash_flow,
     "hybrid_parts": hybrid_parts,
+    "lost_work": lost_work,
 }

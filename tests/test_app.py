@@ -62,7 +62,8 @@ def test_class_knobs_change_iteration_time():
         assert after[(opt, "flagship-70b")] == before[(opt, "flagship-70b")]
 
 
-@pytest.mark.parametrize("name", ["hybrid-burst", "train-and-serve", "reserved-vs-on-demand", "lab-trace"])
+@pytest.mark.parametrize("name", ["hybrid-burst", "train-and-serve", "reserved-vs-on-demand", "lab-trace",
+                                  "failures-at-scale", "spot-rollouts"])
 def test_every_shipped_scenario_renders(name):
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.sidebar.selectbox(key="scenario_choice").select(name).run()
@@ -72,6 +73,10 @@ def test_every_shipped_scenario_renders(name):
     assert shown == [f"${v:,.0f}" for v in res.summary.total_cost_usd]
     hybrids = (res.summary.kind == "hybrid").sum()
     assert [m.label for m in at.metric].count("Jobs on burst") == hybrids
+    assert [m.label for m in at.metric].count("Goodput") == len(res.summary)
+    if len(res.advice):
+        (advice,) = [d.value for d in at.dataframe if "optimal_interval_h" in d.value.columns]
+        assert len(advice) == len(res.advice)
     if len(res.breakeven):
         (table,) = [d.value for d in at.dataframe if "breakeven_utilization" in d.value.columns]
         assert len(table) == len(res.breakeven)

@@ -11,7 +11,7 @@ from costsim.dashboard import SCENARIO_DIR, shipped_scenarios
 
 def test_there_are_shipped_scenarios():
     assert {"baseline", "lab-trace", "quota-limited-cloud", "async-vs-sync", "infiniband-vs-roce", "hybrid-burst",
-            "reserved-vs-on-demand", "train-and-serve"} <= set(shipped_scenarios())
+            "reserved-vs-on-demand", "train-and-serve", "failures-at-scale", "spot-rollouts"} <= set(shipped_scenarios())
 
 
 @pytest.mark.parametrize("name", list(shipped_scenarios()))
@@ -110,6 +110,30 @@ def test_train_and_serve():
     assert s.loc["own-384", "serving_unmet_gpu_hours"] < 1e-3 * s.loc["own-384", "serving_gpu_hours"]
     assert s.loc["on-demand", "cost_serving_usd"] > 0 and s.loc["own-384", "cost_serving_usd"] == 0
     assert s.loc["own-384", "serving_cost_usd"] > 0  # its share of the cluster
+
+
+def test_failures_at_scale():
+    res = costsim.simulate(SCENARIO_DIR / "failures-at-scale.yaml")
+    j = res.jobs[res.jobs.option == "owned-4096"]
+    by = j.groupby("job_class")
+    # Bigger gang jobs are interrupted more often and lose a larger share of their GPU-hours.
+    share = by.lost_gpu_hours.sum() / by.gpu_hours.sum()
+    restarts = by.restarts.mean()
+    assert share["run-256"] < share["run-1024"] < share["run-2048"]
+    assert restarts["run-256"] < restarts["run-1024"] < restarts["run-2048"]
+    s = res.summary.set_index("option")
+    assert s.loc["owned-4096", "goodput"] < s.loc["owned-4096-reliable", "goodput"] < 1
+    adv = res.advice.set_index(["option", "job_class"])
+    assert adv.loc[("owned-4096", "run-2048"), "optimal_interval_h"] < adv.loc[("owned-4096", "run-256"), "optimal_interval_h"]
+    assert adv.loc[("owned-4096", "run-2048"), "excess"] > 0.05
+
+
+def test_spot_rollouts():
+    s = costsim.simulate(SCENARIO_DIR / "spot-rollouts.yaml").summary.set_index("option")
+    assert s.loc["spot", "total_cost_usd"] < s.loc["on-demand", "total_cost_usd"]
+    assert s.loc["spot", "preemptions"] > 0 and s.loc["spot-tight", "preemptions"] > 2 * s.loc["spot", "preemptions"]
+    assert s.loc["spot-tight", "goodput"] < s.loc["spot", "goodput"] < 1 == s.loc["on-demand", "goodput"]
+    assert s.loc["spot-tight", "interruption_delay_mean_h"] > s.loc["spot", "interruption_delay_mean_h"] > 0
 
 
 def test_shipped_trace_matches_its_generator():
