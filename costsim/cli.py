@@ -27,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Build or rent GPUs for RL training? Simulate the same jobs on each option and compare.",
 )
-out_console = Console(width=None if sys.stdout.isatty() else 150)
+out_console = Console(width=None if sys.stdout.isatty() else 180)
 err_console = Console(stderr=True)
 
 ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
@@ -74,6 +74,8 @@ def summary_table(summary, title: str) -> Table:
     ]
     if not (summary["iterations_per_day"] > 0).any():  # a trace-only scenario has no RL iterations
         columns = columns[:-2]
+    if (summary["restarts"] > 0).any():  # failures or preemptions interrupted something
+        columns.append(("goodput", "goodput", lambda v: "-" if v != v else f"{v:.1%}"))
     for header, *_ in columns:
         table.add_column(header, justify="left" if header in ("option", "kind") else "right")
     for _, row in summary.iterrows():
