@@ -290,7 +290,9 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     used = float(gpu_hours.sum()) + serving_h
     job_cost = np.zeros(n)
     idle_cost = serving_cost = 0.0
-    for k, (part, sub) in enumerate(parts(plan, rec)):
+    capacity_h = float(capacity.sum())
+    pools = parts(plan, rec)
+    for k, (part, sub) in enumerate(pools):
         on_part = ~np.isnan(sub.start_h)
         part_serving = [serving[k]] if serving else None
         if isinstance(part, CloudPlan) and not part.reserved:
@@ -299,14 +301,15 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
             if part_serving:
                 serving_cost += float(_per_bin(part_serving[0][1], H, np.array([0.0, H]))[0]) * part.price_per_gpu_hour
         else:  # a pool's whole cost (idle time included) shared by the GPU-hours held on it
-            pool_total = sum(float(v.sum()) for v in
-                             option_costs(part, econ, sub, jobs, H, np.array([0.0, H]), part_serving).values())
+            pool_total = total if len(pools) == 1 else sum(
+                float(v.sum()) for v in option_costs(part, econ, sub, jobs, H, np.array([0.0, H]), part_serving).values())
             pool_serving = float((part_serving[0][0] * width).sum()) if part_serving else 0.0
             pool_used = gpu_hours[on_part].sum() + pool_serving
             if pool_used > 0:
                 job_cost[on_part] = gpu_hours[on_part] * (pool_total / pool_used)
                 serving_cost += pool_serving * pool_total / pool_used
-            pool_capacity = float(_capacity(part, sub, H, np.array([0.0, H]))[0].sum())
+            pool_capacity = capacity_h if len(pools) == 1 and not serving else float(
+                _capacity(part, sub, H, np.array([0.0, H]))[0].sum())
             if pool_capacity > 0:  # what the unheld share of the pool's capacity cost
                 idle_cost += pool_total * (1.0 - pool_used / pool_capacity)
     jobs_df = pd.DataFrame({
@@ -332,7 +335,6 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     d = delay[counted]
     jct = (rec.end_h - jobs.submit_h)[completed & counted]
     iterations = float(jobs_df["iterations"].sum())  # done within the horizon
-    capacity_h = float(capacity.sum())
     summary = {
         "option": plan.name,
         "kind": plan.kind,

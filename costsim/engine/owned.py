@@ -76,6 +76,7 @@ class OwnedCluster:
         if serving is not None:
             At(env, 1.0, ARRIVAL, self._tick)
         self.failure_rate = failures_per_node_h * nodes
+        self.track_nodes = self.failure_rate > 0  # which jobs run on a node matters only if nodes fail
         self.repair_h = repair_h
         self.rng = rng
         if self.failure_rate > 0:
@@ -126,12 +127,14 @@ class OwnedCluster:
         now = self.env.now
         end = self.progress.begin(i, now)
         rec = self.rec
-        held = held_gpus(self.gpus[i], self.gpn)
+        g = self.gpus[i]
+        held = g if g <= self.gpn else held_gpus(g, self.gpn)
         rec.end_h[i] = end
         rec.hold(i, now, held)
         self.running[i] = (end, alloc)
-        for node, _n in alloc:
-            self.on_node.setdefault(node, set()).add(i)
+        if self.track_nodes:
+            for node, _n in alloc:
+                self.on_node.setdefault(node, set()).add(i)
         if self.serving is not None:
             bisect.insort(self.ends, (end, held, i))
         v = self.progress.version[i]
@@ -141,8 +144,9 @@ class OwnedCluster:
         """Job i gives back its GPUs (finished or killed)."""
         end, alloc = self.running.pop(i)
         self.pool.release(alloc)
-        for node, _n in alloc:
-            self.on_node[node].discard(i)
+        if self.track_nodes:
+            for node, _n in alloc:
+                self.on_node[node].discard(i)
         if self.serving is not None:
             del self.ends[bisect.bisect_left(self.ends, (end, self.rec.held_gpus[i], i))]
         self.rec.release(i, self.env.now)
