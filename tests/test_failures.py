@@ -159,3 +159,17 @@ def test_provisioning_spread_and_stockouts(tmp_path):
     # Large requests also wait a geometric number of 2 h retries: mean 2 × 0.3 / 0.7 = 0.857 h more.
     assert large.queue_delay_h.mean() - 0.5 == pytest.approx(2 * 0.3 / 0.7, rel=0.12)
     assert ((large.queue_delay_h // 2) > 0).mean() == pytest.approx(0.3, abs=0.04)
+
+
+def test_a_killed_job_that_never_restarts_is_not_completed(tmp_path):
+    # One node failing ~40 times an hour, repaired only after 10,000 h: the 1 h job is killed at
+    # once and never runs again, so it must not count as completed at its old planned end.
+    opt = owned(gpus=8, failures={"node_failures_per_1000_node_days": 1e6, "repair_hours": 10_000})
+    res = costsim.simulate(scenario(tmp_path, [(0.0, 8, 1.0)], [opt], horizon_days=2))
+    j = jobs_of(res, "own").iloc[0]
+    assert j.restarts == 1 and not j.completed and np.isnan(j.end_h)
+    assert res.summary.jobs_completed[0] == 0
+    # Spot taken back just before its end and only found again after the horizon: not completed.
+    spot = cloud(pricing="spot", preemptions_per_instance_day=1e4, reacquire_delay_h=1000)
+    j = jobs_of(costsim.simulate(scenario(tmp_path, [(0.0, 8, 1.0)], [spot], horizon_days=2)), "cloud").iloc[0]
+    assert j.preemptions == 1 and not j.completed

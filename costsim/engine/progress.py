@@ -48,4 +48,5 @@ class Progress:
         self.version[i] += 1
         self.rec.restarts[i] += 1
         self.rec.lost_h[i] += lost
+        self.rec.end_h[i] = float("nan")  # no planned end until it runs again
         return lost
