@@ -206,10 +206,14 @@ def _ran_on(plan: Plan, rec: UsageRecord, started: np.ndarray) -> np.ndarray:
 
 
 def _iterations(work: WorkPlan, rec: UsageRecord, started: np.ndarray, completed: np.ndarray, horizon_h: float) -> np.ndarray:
-    """Iterations each job completed: all planned if it finished, those done by the horizon if cut."""
+    """Iterations each job completed: all planned if it finished; if cut, those within the part of
+    its planned run it reached by the horizon — its last checkpoint, plus the current attempt's work
+    if it was working then (an interrupted job waiting to run again has no planned end)."""
     done = np.where(completed, work.jobs.iterations, 0)
+    working = ~np.isnan(rec.end_h)
+    reached = rec.pos_h + np.where(working, np.maximum(horizon_h - rec.work_from_h, 0.0), 0.0)
     for i in np.flatnonzero(started & ~completed & (work.jobs.iterations > 0)):
-        done[i] = work.iterations_done(int(i), horizon_h - rec.start_h[i])
+        done[i] = work.iterations_done(int(i), float(reached[i]))
     return done
 
 

@@ -85,15 +85,15 @@ class WorkPlan:
             restart_h=self.restart_h,
         )
 
-    def iterations_done(self, i: int, held_h: float) -> int:
-        """Iterations job i completes within ``held_h`` hours of holding its GPUs (no failures)."""
+    def iterations_done(self, i: int, planned_h: float) -> int:
+        """Iterations job i has completed once ``planned_h`` hours of its planned run are done."""
         n = int(self.jobs.iterations[i])
         if n == 0:
             return 0
         a = int(self.jobs.iter_start[i])
         k = np.arange(1, n + 1)
         ends = np.cumsum(self.iter_h[a:a + n]) + (k - 1) // int(self.every[i]) * self.write_h[i]
-        return int(np.searchsorted(ends, held_h + 1e-12, side="right"))
+        return int(np.searchsorted(ends, planned_h + 1e-12, side="right"))
 
 
 def iteration_rows(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

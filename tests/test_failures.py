@@ -173,3 +173,32 @@ def test_a_killed_job_that_never_restarts_is_not_completed(tmp_path):
     spot = cloud(pricing="spot", preemptions_per_instance_day=1e4, reacquire_delay_h=1000)
     j = jobs_of(costsim.simulate(scenario(tmp_path, [(0.0, 8, 1.0)], [spot], horizon_days=2)), "cloud").iloc[0]
     assert j.preemptions == 1 and not j.completed
+
+
+def test_a_cut_job_counts_only_the_work_it_kept(tmp_path):
+    # One 8-GPU job of 400 iterations on spot that is preempted often: by the horizon it has done
+    # the iterations up to its last checkpoint plus what its current attempt got through, never
+    # more than its held time would suggest, and exactly what the recorded progress says.
+    from costsim import engine, workload
+    from costsim.catalog import resolve
+    from costsim.rng import stream
+    from costsim.scenario import scenario_from_data
+    from costsim.workplan import plan_work
+
+    cls = {"name": "a", "arrivals_per_day": 100, "count": 1, "gpus": 8, "iterations": 2000, "model_params_b": 7,
+           "checkpoint": {"every_iterations": 100, "write_minutes": 5, "restart_minutes": 30}}
+    data = {"name": "t", "horizon_days": 2, "workload": {"classes": [cls]},
+            "options": [cloud(pricing="spot", preemptions_per_instance_day=12, reacquire_delay_h=0.5)]}
+    sc = costsim.api.check(scenario_from_data(data, "t", tmp_path), "t")
+    res = costsim.simulate(sc)
+    j = jobs_of(res, "cloud").iloc[0]
+    assert not j.completed and j.preemptions > 0
+    jobs = workload.generate(sc)
+    plan = resolve(sc)[0]
+    work = plan_work(sc, jobs, plan)
+    rec = engine.run_option(plan, work, sc.horizon_h,
+                            rngs={k: stream(sc.seed, k, 0) for k in ("failures", "preemptions", "provisioning")})
+    reached = rec.pos_h[0] + (max(48 - rec.work_from_h[0], 0) if not np.isnan(rec.end_h[0]) else 0)
+    assert j.iterations == work.iterations_done(0, reached)
+    # Time held since the first start would count lost work, restarts and startups as progress.
+    assert j.iterations < work.iterations_done(0, 48 - j.start_h)

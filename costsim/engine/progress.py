@@ -20,14 +20,13 @@ from .records import Recorder
 class Progress:
     def __init__(self, run_h: list[float], boundaries: Callable[[int], np.ndarray], restart_h: list[float],
                  rec: Recorder):
-        n = len(run_h)
         self.run_h = run_h
         self.boundaries = boundaries
         self.restart_h = restart_h
         self.rec = rec
-        self.pos = [0.0] * n
-        self.work_from = [0.0] * n
-        self.version = [0] * n  # bumped by every interruption: events of an earlier attempt are stale
+        self.pos = rec.pos_h  # recorded, so results can tell how far a job cut by the horizon got
+        self.work_from = rec.work_from_h
+        self.version = [0] * len(run_h)  # bumped by every interruption: events of an earlier attempt are stale
 
     def begin(self, i: int, now: float, delay_h: float = 0.0) -> float:
         """Start or resume job i after ``delay_h`` (startup, a node swap) and, when resuming, its

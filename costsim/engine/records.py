@@ -17,7 +17,9 @@ class UsageRecord:
     the horizon: the run is cut there); ``held_gpus`` GPUs it holds (whole nodes beyond one node,
     whole instances on cloud); ``part`` where it ran on a hybrid (``BASE`` elsewhere); ``restarts``
     interruptions (failures and preemptions), ``preemptions`` spot preemptions, ``lost_h`` hours of
-    work lost to them, ``overhead_h`` hours held restarting or waiting for a swapped node.
+    work lost to them, ``overhead_h`` hours held restarting or waiting for a swapped node;
+    ``pos_h`` hours of its planned run safely checkpointed, ``work_from_h`` when its current attempt
+    began (or begins) to work: together, how far it got by the horizon.
 
     Per allocation (a job holds GPUs once, or again after each preemption or owned-node failure):
     ``alloc_job``, ``alloc_start``, ``alloc_end`` (planned end if still open), ``alloc_held``,
@@ -35,6 +37,8 @@ class UsageRecord:
     preemptions: np.ndarray
     lost_h: np.ndarray
     overhead_h: np.ndarray
+    pos_h: np.ndarray
+    work_from_h: np.ndarray
     alloc_job: np.ndarray
     alloc_start: np.ndarray
     alloc_end: np.ndarray
@@ -60,6 +64,8 @@ class Recorder:
         self.preemptions = [0] * n
         self.lost_h = [0.0] * n
         self.overhead_h = [0.0] * n
+        self.pos_h = [0.0] * n
+        self.work_from_h = [nan] * n
         self.allocs: list[list] = []  # [job, start, end, held, instances, part]
         self.open: dict[int, int] = {}  # job -> index of its open allocation
 
@@ -87,6 +93,7 @@ class Recorder:
             part=np.array(self.part, dtype=np.int8), restarts=np.array(self.restarts, dtype=np.int64),
             preemptions=np.array(self.preemptions, dtype=np.int64), lost_h=np.array(self.lost_h, dtype=float),
             overhead_h=np.array(self.overhead_h, dtype=float),
+            pos_h=np.array(self.pos_h, dtype=float), work_from_h=np.array(self.work_from_h, dtype=float),
             alloc_job=a[:, 0].astype(np.int64), alloc_start=a[:, 1], alloc_end=a[:, 2],
             alloc_held=a[:, 3].astype(np.int64), alloc_instances=a[:, 4].astype(np.int64),
             alloc_part=a[:, 5].astype(np.int8),
