@@ -13,7 +13,8 @@ from costsim.serving import RangeMax, hourly_demand
 from costsim.workplan import plan_work
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, resolve
 from costsim.engine.pool import held_gpus
-from costsim.scenario import Problem, Scenario, ScenarioError, read_scenario, scenario_from_yaml
+from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, read_trace, scenario_from_yaml
+from costsim.units import HOURS_PER_YEAR
 from costsim.scenario.errors import Loc
 
 
@@ -50,11 +51,13 @@ def _never_fit(plan: Plan, gpus: np.ndarray) -> tuple[np.ndarray, str, str] | No
     return bad, limits[0][1], f"option {plan.name!r} has {limits[0][2]}"  # type: ignore[index]
 
 
-def _fit_problems(scenario: Scenario, plans: list[Plan], jobs: workload.JobTable) -> list[Problem]:
+def _fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | None) -> list[Problem]:
     """A job that can never fit an option is an error, not a silent infinite wait: each RL class
-    is checked by its size, trace jobs one by one."""
+    is checked by its size, trace jobs (those submitted within the horizon) one by one."""
     problems = []
-    trace = jobs.class_index < 0
+    if trace is not None:
+        within = trace.submit_h < scenario.horizon_h
+        trace_gpus, trace_ids = trace.gpus[within], trace.job_id[within]
     for i, plan in enumerate(plans):
         for cls in scenario.workload.classes:
             verdict = _never_fit(plan, np.array([cls.gpus]))
@@ -63,13 +66,13 @@ def _fit_problems(scenario: Scenario, plans: list[Plan], jobs: workload.JobTable
                 problems.append(Problem(("options", i, field) if field else ("options", i),
                                         f"class {cls.name!r} needs {cls.gpus} GPUs per job but {where}: "
                                         "its jobs could never run"))
-        verdict = _never_fit(plan, jobs.gpus[trace]) if trace.any() else None
+        verdict = _never_fit(plan, trace_gpus) if trace is not None and len(trace_gpus) else None
         if verdict is not None and verdict[0].any():
             bad, field, where = verdict
             first = int(np.flatnonzero(bad)[0])
             others = f" ({int(bad.sum()) - 1} more such jobs)" if bad.sum() > 1 else ""
             problems.append(Problem(("options", i, field) if field else ("options", i),
-                                    f"job {jobs.job_id[trace][first]!r} needs {int(jobs.gpus[trace][first])} GPUs but "
+                                    f"job {trace_ids[first]!r} needs {int(trace_gpus[first])} GPUs but "
                                     f"{where}: it could never run{others}"))
     return problems
 
@@ -79,12 +82,13 @@ def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | N
     lines = lines or {}
     try:
         plans = resolve(scenario, source=source)
+        trace = None
         if scenario.workload.trace is not None:
             trace_path = scenario.base_dir / scenario.workload.trace
             if not trace_path.is_file():
                 raise ScenarioError(source, [Problem(("workload", "trace"), f"trace file not found: {trace_path}")])
-        jobs = workload.generate(scenario)
-        problems = _fit_problems(scenario, plans, jobs)
+            trace = read_trace(trace_path)
+        problems = _fit_problems(scenario, plans, trace)
         if problems:
             raise ScenarioError(source, problems)
     except ScenarioError as err:
@@ -140,10 +144,10 @@ def simulate(
     return results.build(scenario, seed, plans, econ, records, work, demand)
 
 
-def serving_demand(scenario: Scenario, extra_h: float = 0.0) -> np.ndarray | None:
+def serving_demand(scenario: Scenario) -> np.ndarray | None:
     """Serving GPUs per hour over the horizon and, for jobs that run past it, a year more."""
     if scenario.serving is None:
         return None
     g = scenario.serving.gpus
-    hours = int(np.ceil(scenario.horizon_h + max(extra_h, 8760.0)))
+    hours = int(np.ceil(scenario.horizon_h + HOURS_PER_YEAR))
     return hourly_demand(g.base, g.diurnal_amplitude, g.growth_per_year, hours)
