@@ -53,6 +53,11 @@ def validate(scenario: ScenarioArg) -> None:
     out_console.print(f"[green]ok[/]: {scenario}: scenario {sc.name!r}, {len(sc.options)} option(s)", highlight=False)
 
 
+def _or_dash(fmt: str):
+    """Format a number, or '-' where it is not one (NaN: no such figure for that option)."""
+    return lambda v: "-" if v != v else format(v, fmt)
+
+
 def _money(x: float) -> str:
     return "-" if x != x else f"${x:,.0f}"
 
@@ -70,12 +75,12 @@ def summary_table(summary, title: str) -> Table:
         ("$/GPU-h used", "cost_per_gpu_hour_used_usd", lambda v: f"{v:,.2f}"),
         ("$/job", "cost_per_completed_job_usd", _money),
         ("RL iter/day", "iterations_per_day", lambda v: f"{v:,.0f}"),
-        ("$/RL iter", "cost_per_iteration_usd", lambda v: "-" if v != v else f"{v:,.2f}"),
+        ("$/RL iter", "cost_per_iteration_usd", _or_dash(",.2f")),
     ]
     if not (summary["iterations_per_day"] > 0).any():  # a trace-only scenario has no RL iterations
         columns = columns[:-2]
     if (summary["restarts"] > 0).any():  # failures or preemptions interrupted something
-        columns.append(("goodput", "goodput", lambda v: "-" if v != v else f"{v:.1%}"))
+        columns.append(("goodput", "goodput", _or_dash(".1%")))
     for header, *_ in columns:
         table.add_column(header, justify="left" if header in ("option", "kind") else "right")
     for _, row in summary.iterrows():
@@ -101,7 +106,7 @@ def phase_table(phases) -> Table:
             continue
         table.add_row(r.option, r.job_class, *(f"{r[c]:,.1f}" for c in ("rollout_s", "scoring_s", "update_s", "sync_s",
                       "iteration_s")), f"{r.rollout_share:.0%}", f"{r.iterations_per_day:,.0f}",
-                      "-" if r.cost_per_iteration_usd != r.cost_per_iteration_usd else f"{r.cost_per_iteration_usd:,.2f}")
+                      _or_dash(",.2f")(r.cost_per_iteration_usd))
     return table
 
 

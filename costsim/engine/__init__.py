@@ -7,6 +7,8 @@ prices it; ``costsim.results`` applies costs afterwards. Same-instant ordering i
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import simpy
 
@@ -51,14 +53,8 @@ class Router:
 
 
 def _progress(work: WorkPlan, rec: Recorder) -> Progress:
-    cache: dict[int, np.ndarray] = {}
-
-    def boundaries(i: int) -> np.ndarray:  # computed only for jobs that are interrupted
-        if i not in cache:
-            cache[i] = work.boundaries(i)
-        return cache[i]
-
-    return Progress(work.run_h.tolist(), boundaries, work.restart_h.tolist(), rec)
+    # Checkpoint boundaries are computed only for jobs that are interrupted, once each.
+    return Progress(work.run_h.tolist(), functools.cache(work.boundaries), work.restart_h.tolist(), rec)
 
 
 def _owned(env, plan: OwnedPlan | CloudPlan, jobs, progress: Progress, rec, serving: RangeMax | None,
