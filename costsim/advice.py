@@ -27,7 +27,7 @@ def interruption_rate_per_h(plan: Plan, gpus: int) -> float:
     assert isinstance(part, CloudPlan)
     if part.reserved:
         return 0.0
-    return -(-gpus // part.gpus_per_instance) * (part.failures_per_node_h + part.preemptions_per_instance_h)
+    return nodes_needed(gpus, part.gpus_per_instance) * (part.failures_per_node_h + part.preemptions_per_instance_h)
 
 
 def checkpoint_advice(scenario: Scenario, plan: Plan, work: WorkPlan) -> pd.DataFrame:

@@ -12,7 +12,7 @@ from costsim.rng import stream
 from costsim.serving import RangeMax, hourly_demand
 from costsim.workplan import plan_work
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, resolve
-from costsim.engine.pool import held_gpus
+from costsim.engine.pool import held_gpus, nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, read_trace, scenario_from_yaml
 from costsim.units import HOURS_PER_YEAR
 from costsim.scenario.errors import Loc
@@ -33,7 +33,7 @@ def _limit(plan: OwnedPlan | CloudPlan) -> tuple[int, str, str] | None:
 def _held(plan: OwnedPlan | CloudPlan, gpus: np.ndarray) -> np.ndarray:
     """GPUs jobs of ``gpus`` need from a pool: whole instances, or whole nodes beyond one."""
     if isinstance(plan, CloudPlan):
-        return -(-gpus // plan.gpus_per_instance) * plan.gpus_per_instance
+        return nodes_needed(gpus, plan.gpus_per_instance) * plan.gpus_per_instance
     return np.array([held_gpus(int(g), plan.gpus_per_node) for g in gpus], dtype=np.int64)
 
 

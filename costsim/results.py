@@ -24,6 +24,7 @@ from costsim import economics as eco
 from costsim import finance
 from costsim.advice import checkpoint_advice
 from costsim.engine import BASE, BURST, UsageRecord
+from costsim.engine.pool import nodes_needed
 from costsim.intervals import binned
 from costsim.scenario import Scenario
 from costsim.units import HOURS_PER_MONTH
@@ -135,7 +136,7 @@ def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon
             out.append((zero, zero))
         else:
             gpi = part.gpus_per_instance
-            out.append((demand.astype(float), (-(-demand // gpi) * gpi).astype(float)))
+            out.append((demand.astype(float), (nodes_needed(demand, gpi) * gpi).astype(float)))
     return out
 
 

@@ -25,6 +25,7 @@ import simpy
 from costsim.catalog import CloudPlan
 
 from .events import RELEASE, At, Decider
+from .pool import nodes_needed
 from .progress import Progress
 from .records import Recorder
 
@@ -47,7 +48,7 @@ class CloudPool:
         self.preempt_rate = plan.preemptions_per_instance_h
 
     def fits_ever(self, gpus: int) -> bool:
-        return self.max_gpus is None or -(-gpus // self.gpi) * self.gpi <= self.max_gpus
+        return self.max_gpus is None or nodes_needed(gpus, self.gpi) * self.gpi <= self.max_gpus
 
     def arrive(self, i: int) -> None:
         if self.max_gpus is None:
@@ -59,7 +60,7 @@ class CloudPool:
     def _decide(self) -> None:
         queue, gpi, gpus = self.queue, self.gpi, self.gpus
         while queue:
-            need = -(-gpus[queue[0]] // gpi) * gpi
+            need = nodes_needed(gpus[queue[0]], gpi) * gpi
             if self.in_use + need > self.max_gpus:  # type: ignore[operator]
                 return
             self._request(queue.popleft())
@@ -72,7 +73,7 @@ class CloudPool:
         return float(self.rngs["provisioning"].lognormal(np.log(mean) - s2 / 2, np.sqrt(s2)))
 
     def _request(self, i: int) -> None:
-        instances = -(-self.gpus[i] // self.gpi)
+        instances = nodes_needed(self.gpus[i], self.gpi)
         held = instances * self.gpi
         plan = self.plan
         if plan.stockout_probability > 0 and held >= plan.stockout_min_gpus:

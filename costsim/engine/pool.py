@@ -10,7 +10,8 @@ from __future__ import annotations
 Allocation = tuple[tuple[int, int], ...]  # (node, GPUs taken on it)
 
 
-def nodes_needed(gpus: int, gpus_per_node: int) -> int:
+def nodes_needed(gpus, gpus_per_node: int):
+    """Whole nodes (or cloud instances) a job of ``gpus`` needs: ⌈gpus / per node⌉; arrays too."""
     return -(-gpus // gpus_per_node)
 
 
