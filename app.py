@@ -1,43 +1,103 @@
 """costsim dashboard: build or rent GPUs for RL training? (`make app`)
 
-Thin by design: scenarios are loaded and edited by ``costsim.dashboard``, simulated by
-``costsim.simulate`` (cached on the scenario's canonical JSON), and drawn by ``costsim.plots``.
+Thin by design: scenarios are loaded (uploads read no server file but shipped traces), edited
+and simulated (in a child process with a time and memory limit, cached on every exact value) by
+``costsim.dashboard``, and drawn by ``costsim.plots``. Text a user wrote is shown literally: in
+``st.code`` or escaped Markdown.
 """
 
 from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
 
 import streamlit as st
 
 import costsim
 from costsim import plots
 from costsim.catalog import default_catalog, resolve
-from costsim.dashboard import SETUPS, ClassKnobs, Knobs, apply_knobs, current_knobs, shipped_scenarios
+from costsim.dashboard import (
+    SETUPS, ClassKnobs, Knobs, Limits, ResultCache, RunStopped, Upload, apply_knobs, current_knobs,
+    literal_markdown, load_upload, make_upload_root, run_key, shipped_scenarios, shipped_traces, simulate_bounded,
+)
 from costsim.scenario import ScenarioError
 
 st.set_page_config(page_title="costsim: build or rent GPUs", layout="wide")
 
 
-@st.cache_data(max_entries=32, show_spinner="Simulating every option on the same jobs...")
-def run_cached(scenario_json: str, base_dir: str) -> costsim.Results:
-    scenario = costsim.Scenario.model_validate_json(scenario_json).with_base_dir(base_dir)
-    return costsim.simulate(scenario)
+@st.cache_resource
+def upload_root() -> Path:
+    """One private folder per server for uploaded traces."""
+    return make_upload_root()
 
 
-def load_base() -> costsim.Scenario | None:
+@st.cache_resource
+def result_cache() -> ResultCache:
+    """Runs shared by every session, by exact scenario (``run_key``)."""
+    return ResultCache(max_entries=32)
+
+
+def show_error(title: str, err: Exception) -> None:
+    """A red box with our own words, then the problems verbatim: user text (keys, names, values)
+    in ``st.code`` can never render as Markdown or HTML."""
+    st.error(f"**{title}**")
+    st.code(str(err), language=None, wrap_lines=True)
+
+
+def run(scenario: costsim.Scenario, limits: Limits) -> costsim.Results | None:
+    """The scenario's results from the cache or a bounded run; None (with a message) if it did not finish.
+
+    While it runs, a caption is redrawn every quarter second: that is where Streamlit stops the
+    script when a setting changes or Stop is pressed, and leaving ``simulate_bounded`` kills the run."""
+    key = run_key(scenario)
+    cached = result_cache().get(key)
+    if cached is not None:
+        return cached
+    status = st.empty()
+
+    def progress(seconds: float) -> None:
+        status.caption(f"Simulating every option on the same jobs... {seconds:.0f} s (limit "
+                       f"{limits.run_seconds:g} s; change a setting or press Stop to cancel)")
+
+    try:
+        blob = simulate_bounded(scenario, limits, on_wait=progress)
+    except ScenarioError as err:
+        status.empty()
+        show_error("This scenario cannot be run.", err)
+        return None
+    except RunStopped as err:
+        status.empty()
+        st.error(str(err))  # our own words only
+        return None
+    status.empty()
+    result_cache().put(key, blob)
+    return pickle.loads(blob)
+
+
+def load_base(limits: Limits) -> costsim.Scenario | None:
     shipped = shipped_scenarios()
     st.sidebar.header("Scenario")
     choice = st.sidebar.selectbox("Shipped scenario", list(shipped), key="scenario_choice")
     upload = st.sidebar.file_uploader(
         "...or upload a scenario (YAML)", type=["yaml", "yml"], key="upload",
-        help="Relative trace paths are read from the shipped scenarios folder.",
+        max_upload_size=max(1, int(limits.upload_mb)),
+        help=f"At most {limits.upload_mb:g} MiB. It may read a trace you upload below or a shipped trace "
+             f"({', '.join(shipped_traces())}), nothing else on the server.",
+    )
+    trace = st.sidebar.file_uploader(
+        "...and the trace it names (CSV), if any", type=["csv"], key="trace_upload",
+        max_upload_size=max(1, int(limits.trace_upload_mb)),
+        help="Set `workload.trace` in the uploaded scenario to this file's name.",
     )
     try:
         if upload is not None:
-            text = upload.getvalue().decode("utf-8", errors="replace")
-            return costsim.load_scenario_text(text, upload.name, shipped[choice].parent)
+            return load_upload(Upload(upload.name, upload.getvalue()),
+                               Upload(trace.name, trace.getvalue()) if trace is not None else None,
+                               upload_root(), limits)
         return costsim.load_scenario(shipped[choice])
     except ScenarioError as err:
-        st.error(f"**This scenario cannot be used.**\n\n```\n{err}\n```")
+        show_error("This scenario cannot be used.", err)
         return None
 
 
@@ -83,16 +143,18 @@ def knob_widgets(scenario: costsim.Scenario) -> Knobs:
 def kpi_cards(res: costsim.Results) -> None:
     summary = res.summary
     cheapest = summary.loc[summary["total_cost_usd"].idxmin()]
-    fastest = summary.loc[summary["queue_delay_mean_h"].idxmin(), "option"]
-    line = f"**Lowest total cost:** `{cheapest.option}` · **Shortest mean queue delay:** `{fastest}`"
+    delays = summary["queue_delay_mean_h"]  # NaN everywhere when every job was submitted in the warm-up
+    fastest = literal_markdown(summary.loc[delays.idxmin(), "option"]) if delays.notna().any() else "-"
+    cheapest_name = literal_markdown(cheapest.option)
+    line = f"**Lowest total cost:** {cheapest_name} · **Shortest mean queue delay:** {fastest}"
     unfinished = cheapest.jobs_submitted - cheapest.jobs_completed
     if unfinished:
-        line += (f"  \n⚠️ `{cheapest.option}` is cheapest partly because {unfinished:,} jobs were not finished "
+        line += (f"  \n⚠️ {cheapest_name} is cheapest partly because {unfinished:,} jobs were not finished "
                  f"within the horizon (mean wait {cheapest.queue_delay_mean_h:,.1f} h).")
     st.markdown(line)
     for col, (_, row) in zip(st.columns(len(summary)), summary.iterrows(), strict=True):
         with col:
-            st.markdown(f"#### {row.option}  \n<small>{row.kind}, {row.pricing.replace('_', '-')}</small>",
+            st.markdown(f"#### {literal_markdown(row.option)}  \n<small>{row.kind}, {row.pricing.replace('_', '-')}</small>",
                         unsafe_allow_html=True)
             st.metric("Total cost", f"${row.total_cost_usd:,.0f}")
             st.metric("Mean queue delay", f"{row.queue_delay_mean_h:,.2f} h", help=f"p95 {row.queue_delay_p95_h:,.1f} h")
@@ -114,18 +176,26 @@ def main() -> None:
     st.title("costsim: build or rent GPUs?")
     st.caption("The same jobs on every option: owned clusters queue, clouds bill. Cost, delay and "
                "utilisation come out of the simulation, not out of assumptions.")
-    base = load_base()
+    try:
+        limits = Limits.from_env(os.environ)
+    except ScenarioError as err:
+        show_error("The dashboard's limits are misconfigured.", err)
+        return
+    base = load_base(limits)
     if base is None:
         return
     try:
         scenario = apply_knobs(base, knob_widgets(base))
     except ScenarioError as err:
-        st.error(f"**These settings cannot be used.**\n\n```\n{err}\n```")
+        show_error("These settings cannot be used.", err)
         return
-    res = run_cached(scenario.model_dump_json(), str(scenario.base_dir))
-    st.subheader(f"{scenario.name}: {scenario.horizon_days:g} days, {res.summary.jobs_submitted.iloc[0]:,} jobs")
+    res = run(scenario, limits)
+    if res is None:
+        return
+    st.subheader(f"{literal_markdown(scenario.name)}: {scenario.horizon_days:g} days, "
+                 f"{res.summary.jobs_submitted.iloc[0]:,} jobs")
     if scenario.description:
-        st.caption(scenario.description)
+        st.caption(literal_markdown(scenario.description))
     kpi_cards(res)
     overview, cost, capacity, speed, reliability, data = st.tabs(
         ["Overview", "Cost", "Capacity", "Iteration speed", "Failures", "Data"])
@@ -135,13 +205,15 @@ def main() -> None:
     with cost:
         st.plotly_chart(plots.cumulative_cash(res), width="stretch", theme=None, key="fig_cash_cum")
         if len(res.breakeven):
-            st.caption("Break-even: the month cumulative cash out crosses (blank: not within the horizon), and the "
+            st.caption("Break-even: the first month from which owning or committing stays at or below the rental "
+                       "in cumulative cash out (0: cheaper from the start; blank: dearer at the horizon's end, with "
+                       "the extrapolated month beside it; cheaper_until_month: cheaper first, dearer later), and the "
                        "utilisation above which owning or committing beats the rental price per used GPU-hour.")
             st.dataframe(res.breakeven, hide_index=True, key="breakeven_table")
         st.plotly_chart(plots.cumulative_cost(res), width="stretch", theme=None, key="fig_cum")
         st.plotly_chart(plots.cost_breakdown(res), width="stretch", theme=None, key="fig_breakdown")
         st.plotly_chart(plots.cash_flow(res), width="stretch", theme=None, key="fig_cashflow")
-        npv = ", ".join(f"{r.option} ${r.npv_usd:,.0f}" for r in res.summary.itertuples())
+        npv = ", ".join(f"{literal_markdown(r.option)} \\${r.npv_usd:,.0f}" for r in res.summary.itertuples())
         st.caption(f"Net present value of each option's cash flow: {npv}.")
         if (res.summary["kind"] == "hybrid").any():
             st.plotly_chart(plots.hybrid_parts(res), width="stretch", theme=None, key="fig_hybrid")

@@ -1,13 +1,20 @@
 """costsim: should we build (own) GPUs or rent them for RL training, and what does each choice
-do to cost, queue delay and iteration speed? See README.md and DESIGN.md."""
+do to cost, queue delay and iteration speed? See README.md and DESIGN.md.
 
-from costsim.api import load_scenario, load_scenario_text, simulate
+Every function here checks its arguments and its scenario in full and raises ``ScenarioError``
+(file or function, field, message) on bad input: ``simulate`` re-validates and re-checks a
+``Scenario`` object however it was built.
+"""
+
+from costsim.api import dump_scenario, load_scenario, load_scenario_text, scenario_from_data, simulate
+from costsim.budget import DEFAULT_MAX_EVENTS
 from costsim.results import Results
-from costsim.scenario import Scenario, ScenarioError, dump_scenario
+from costsim.scenario import Scenario, ScenarioError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_MAX_EVENTS",
     "Results",
     "Scenario",
     "ScenarioError",
@@ -15,5 +22,6 @@ __all__ = [
     "dump_scenario",
     "load_scenario",
     "load_scenario_text",
+    "scenario_from_data",
     "simulate",
 ]

@@ -1,5 +1,14 @@
 """Checkpoint advice per (option, job class): the Young/Daly interval against the current one,
-from ``costsim.reliability``'s closed form, for options where jobs are interrupted."""
+from ``costsim.reliability``'s closed form, for options where jobs are interrupted.
+
+What an interruption costs before work resumes (waiting for capacity — a quota, a stock-out, owned
+nodes under repair — is ignored, as in DESIGN §6; provisioning at its mean):
+- owned node failure: the restart (``restart_minutes``);
+- rented (on-demand or spot) node failure: the provider's node swap (the provisioning delay)
+  plus the restart;
+- spot preemption: ``reacquire_delay_h``, then provisioning, startup and the restart.
+Failures and preemptions combine into one rate with a rate-weighted cost per interruption.
+"""
 
 from __future__ import annotations
 
@@ -13,29 +22,40 @@ from costsim.scenario import Scenario
 from costsim.workplan import WorkPlan
 
 ADVICE_COLUMNS = [
-    "option", "job_class", "interruptions_per_h", "interval_h", "optimal_interval_h", "every_iterations",
-    "optimal_every_iterations", "expected_job_h", "optimal_expected_job_h", "excess",
+    "option", "job_class", "interruptions_per_h", "interruption_cost_h", "interval_h", "optimal_interval_h",
+    "every_iterations", "optimal_every_iterations", "expected_job_h", "optimal_expected_job_h", "excess",
 ]
 
 
-def interruption_rate_per_h(plan: Plan, gpus: int) -> float:
-    """How often a job of ``gpus`` is interrupted (per hour): every node or instance it holds can
-    fail (and, on spot, be preempted). A hybrid: its base's rate."""
+def interruption_causes(plan: Plan, gpus: int, restart_h: float) -> list[tuple[float, float]]:
+    """Each way a job of ``gpus`` is interrupted on this option, as (rate per hour, hours before
+    its work resumes): every node or instance it holds can fail (and, on spot, be preempted).
+    A hybrid: its base's causes. A reserved pool: none (its nodes do not fail in the engine)."""
     part = plan.base if isinstance(plan, HybridPlan) else plan
     if isinstance(part, OwnedPlan):
-        return nodes_needed(gpus, part.gpus_per_node) * part.failures_per_node_h
+        return [(nodes_needed(gpus, part.gpus_per_node) * part.failures_per_node_h, restart_h)]
     assert isinstance(part, CloudPlan)
     if part.reserved:
-        return 0.0
-    return nodes_needed(gpus, part.gpus_per_instance) * (part.failures_per_node_h + part.preemptions_per_instance_h)
+        return []
+    k = nodes_needed(gpus, part.gpus_per_instance)
+    swap_h = part.provisioning_delay_h + restart_h  # mean provisioning delay: the node swap
+    reacquire_h = part.reacquire_delay_h + part.provisioning_delay_h + part.startup_h + restart_h
+    return [(k * part.failures_per_node_h, swap_h), (k * part.preemptions_per_instance_h, reacquire_h)]
+
+
+def interruption_rate_per_h(plan: Plan, gpus: int) -> float:
+    """How often a job of ``gpus`` is interrupted (per hour), all causes together."""
+    return rel.combined_interruptions(interruption_causes(plan, gpus, 0.0))[0]
 
 
 def checkpoint_advice(scenario: Scenario, plan: Plan, work: WorkPlan) -> pd.DataFrame:
-    """One row per RL class the option interrupts: expected hours per job now and at Young/Daly."""
+    """One row per RL class the option interrupts: expected hours per job now and at Young/Daly.
+    ``interruption_cost_h``: mean hours from an interruption until work resumes."""
     jobs = work.jobs
     rows = []
     for k, cls in enumerate(scenario.workload.classes):
-        rate = interruption_rate_per_h(plan, cls.gpus)
+        restart_h = cls.checkpoint.restart_minutes / 60.0
+        rate, cost_h = rel.combined_interruptions(interruption_causes(plan, cls.gpus, restart_h))
         idx = np.flatnonzero(jobs.class_index == k)
         if rate <= 0 or not len(idx):
             continue
@@ -43,11 +63,10 @@ def checkpoint_advice(scenario: Scenario, plan: Plan, work: WorkPlan) -> pd.Data
         per_iter_h = float(work.phase_s[idx, -1].sum() / iters.sum() / 3600.0)
         work_h = float(iters.mean() * per_iter_h)
         every = cls.checkpoint.every_iterations
-        a = rel.advice(work_h, every * per_iter_h, cls.checkpoint.write_minutes / 60.0, rate,
-                       cls.checkpoint.restart_minutes / 60.0)
+        a = rel.advice(work_h, every * per_iter_h, cls.checkpoint.write_minutes / 60.0, rate, cost_h)
         rows.append({
-            "option": plan.name, "job_class": cls.name, "interruptions_per_h": rate, "interval_h": a.interval_h,
-            "optimal_interval_h": a.optimal_interval_h, "every_iterations": every,
+            "option": plan.name, "job_class": cls.name, "interruptions_per_h": rate, "interruption_cost_h": cost_h,
+            "interval_h": a.interval_h, "optimal_interval_h": a.optimal_interval_h, "every_iterations": every,
             "optimal_every_iterations": max(int(round(a.optimal_interval_h / per_iter_h)), 1),
             "expected_job_h": a.expected_h, "optimal_expected_job_h": a.optimal_expected_h, "excess": a.excess,
         })

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from costsim import engine, results, workload
+from costsim import arguments, budget, engine, results, workload
 from costsim.rng import stream
-from costsim.serving import RangeMax, hourly_demand
-from costsim.workplan import plan_work
+from costsim.serving import RangeMax, can_ever_start, hourly_demand
+from costsim.workplan import checkpoint_writes, plan_work
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, resolve
 from costsim.engine.pool import held_gpus, nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, read_trace, scenario_from_yaml
-from costsim.units import HOURS_PER_YEAR
+from costsim.scenario import dump_scenario as schema_dump
+from costsim.scenario import scenario_from_data as schema_from_data
+from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 from costsim.scenario.errors import Loc
 
 
@@ -37,43 +40,92 @@ def _held(plan: OwnedPlan | CloudPlan, gpus: np.ndarray) -> np.ndarray:
     return np.array([held_gpus(int(g), plan.gpus_per_node) for g in gpus], dtype=np.int64)
 
 
-def _never_fit(plan: Plan, gpus: np.ndarray) -> tuple[np.ndarray, str, str] | None:
-    """Which of these job sizes can never run on the option (a hybrid: on neither part)."""
-    pools = [plan.base, plan.burst] if isinstance(plan, HybridPlan) else [plan]
-    limits = [_limit(p) for p in pools]
-    if any(lim is None for lim in limits):
+def _pool_verdict(pool: OwnedPlan | CloudPlan, jobs: _Jobs, demand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """Which jobs can never run on one pool: too big for it ever, or (owned and reserved pools,
+    which serve first) never left room by serving for their hold time between their submission
+    (or the pool's delivery) on. Returns (too big, crowded out by serving, what the
+    pool has); None for unlimited rented capacity."""
+    limit = _limit(pool)
+    if limit is None:
         return None
-    bad = np.ones(len(gpus), dtype=bool)
-    for pool, (limit, _, _) in zip(pools, limits, strict=True):  # type: ignore[misc]
-        bad &= _held(pool, gpus) > limit
+    held = _held(pool, jobs.gpus)
+    too_big = held > limit[0]
+    crowded = np.zeros(len(held), dtype=bool)
+    if demand is not None and (isinstance(pool, OwnedPlan) or pool.reserved):
+        delivered = pool.lead_time_h if isinstance(pool, OwnedPlan) else 0.0
+        earliest = np.maximum(jobs.earliest_h, delivered)
+        # Any start the demand table covers (the horizon and a year more): a job that only misses
+        # the horizon is a queueing outcome, not an error; one serving never leaves room for is.
+        crowded = ~too_big & ~can_ever_start(demand, limit[0] - held, earliest, jobs.hold_h, float(len(demand)))
+    return too_big, crowded, limit[2]
+
+
+@dataclass(frozen=True)
+class _Jobs:
+    """Jobs to check against every option: sizes, earliest submission and hours they hold GPUs."""
+
+    gpus: np.ndarray
+    earliest_h: np.ndarray
+    hold_h: np.ndarray
+
+
+def _never_fit(plan: Plan, jobs: _Jobs, demand: np.ndarray | None):
+    """Which jobs can never run on the option (a hybrid: on neither part), the field to name and
+    why; None when every job can."""
+    pools = [plan.base, plan.burst] if isinstance(plan, HybridPlan) else [plan]
+    verdicts = [_pool_verdict(p, jobs, demand) for p in pools]
+    if any(v is None for v in verdicts):
+        return None
+    bad = np.ones(len(jobs.gpus), dtype=bool)
+    for too_big, crowded, _ in verdicts:  # type: ignore[misc]
+        bad &= too_big | crowded
+    if not bad.any():
+        return None
+    first = int(np.flatnonzero(bad)[0])
+
+    def says(pool: OwnedPlan | CloudPlan, verdict) -> str:
+        too_big, crowded, has = verdict
+        if crowded[first]:
+            return (f"{has}, and serving never leaves that many free for the "
+                    f"{jobs.hold_h[first]:,.1f} h it holds them at any time after its submission")
+        return has
+
     if isinstance(plan, HybridPlan):
-        return bad, "", f"neither base {plan.base.name!r} ({limits[0][2]}) nor burst {plan.burst.name!r} ({limits[1][2]})"  # type: ignore[index]
-    return bad, limits[0][1], f"option {plan.name!r} has {limits[0][2]}"  # type: ignore[index]
+        return bad, "", (f"neither base {plan.base.name!r} ({says(plan.base, verdicts[0])}) nor burst "
+                         f"{plan.burst.name!r} ({says(plan.burst, verdicts[1])})")
+    return bad, _limit(plan)[1], f"option {plan.name!r} has {says(plan, verdicts[0])}"  # type: ignore[index]
 
 
 def _fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | None) -> list[Problem]:
     """A job that can never fit an option is an error, not a silent infinite wait: each RL class
-    is checked by its size, trace jobs (those submitted within the horizon) one by one."""
+    is checked by its size (and, beside serving, for an hour's room from its first arrival on: its
+    jobs' run times are not drawn here), trace jobs submitted within the horizon one by one, with
+    their hold times (work plus checkpoint writes)."""
     problems = []
+    demand = serving_demand(scenario)
+    H = scenario.horizon_h
+    groups = [(f"class {cls.name!r} needs {cls.gpus} GPUs per job", "its jobs could never run", None,
+               _Jobs(np.array([cls.gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0])))
+              for cls in scenario.workload.classes]
     if trace is not None:
-        within = trace.submit_h < scenario.horizon_h
-        trace_gpus, trace_ids = trace.gpus[within], trace.job_id[within]
+        within = trace.submit_h < H
+        hold = trace.duration_h[within].astype(float)
+        ckpt = scenario.workload.checkpoint
+        if ckpt is not None:
+            hold = hold + checkpoint_writes(hold, ckpt.every_hours) * ckpt.write_minutes / 60.0
+        groups.append(("", "it could never run", trace.job_id[within],
+                       _Jobs(trace.gpus[within], trace.submit_h[within], hold)))
     for i, plan in enumerate(plans):
-        for cls in scenario.workload.classes:
-            verdict = _never_fit(plan, np.array([cls.gpus]))
-            if verdict is not None and verdict[0][0]:
-                _, field, where = verdict
-                problems.append(Problem(("options", i, field) if field else ("options", i),
-                                        f"class {cls.name!r} needs {cls.gpus} GPUs per job but {where}: "
-                                        "its jobs could never run"))
-        verdict = _never_fit(plan, trace_gpus) if trace is not None and len(trace_gpus) else None
-        if verdict is not None and verdict[0].any():
+        for what, never, ids, jobs in groups:
+            verdict = _never_fit(plan, jobs, demand) if len(jobs.gpus) else None
+            if verdict is None:
+                continue
             bad, field, where = verdict
-            first = int(np.flatnonzero(bad)[0])
-            others = f" ({int(bad.sum()) - 1} more such jobs)" if bad.sum() > 1 else ""
-            problems.append(Problem(("options", i, field) if field else ("options", i),
-                                    f"job {trace_ids[first]!r} needs {int(trace_gpus[first])} GPUs but "
-                                    f"{where}: it could never run{others}"))
+            if ids is not None:
+                first = int(np.flatnonzero(bad)[0])
+                others = f" ({int(bad.sum()) - 1} more such jobs)" if bad.sum() > 1 else ""
+                what, never = f"job {ids[first]!r} needs {int(jobs.gpus[first])} GPUs", never + others
+            problems.append(Problem(("options", i, field) if field else ("options", i), f"{what} but {where}: {never}"))
     return problems
 
 
@@ -88,6 +140,9 @@ def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | N
             if not trace_path.is_file():
                 raise ScenarioError(source, [Problem(("workload", "trace"), f"trace file not found: {trace_path}")])
             trace = read_trace(trace_path)
+            clashes = workload.reserved_id_problems(scenario, trace.job_id)  # job ids unique by construction
+            if clashes:
+                raise ScenarioError(str(trace_path), clashes)
         problems = _fit_problems(scenario, plans, trace)
         if problems:
             raise ScenarioError(source, problems)
@@ -98,46 +153,102 @@ def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | N
 
 def load_scenario(path: Path | str) -> Scenario:
     """Read, validate and check a scenario file; raises ScenarioError (file, field, line)."""
+    path = arguments.path(path, "path", "load_scenario")
     scenario, lines = read_scenario(path)
     return check(scenario, str(path), lines)
 
 
 def load_scenario_text(text: str, source: str, base_dir: Path | str) -> Scenario:
     """As ``load_scenario`` for YAML text (dashboard uploads); relative paths from ``base_dir``."""
+    text = arguments.text(text, "text", "load_scenario_text")
+    source = arguments.text(source, "source", "load_scenario_text")
+    base_dir = arguments.path(base_dir, "base_dir", "load_scenario_text")
     scenario, lines = scenario_from_yaml(text, source, base_dir)
     return check(scenario, source, lines)
+
+
+def scenario_from_data(data: dict, source: str = "scenario", base_dir: Path | str = ".") -> Scenario:
+    """A validated AND checked Scenario from plain data (a variant: ``scenario.model_dump(mode="json")``
+    edited), relative paths read from ``base_dir``; raises ScenarioError like ``load_scenario``."""
+    source = arguments.text(source, "source", "scenario_from_data")
+    base_dir = arguments.path(base_dir, "base_dir", "scenario_from_data")
+    return check(schema_from_data(data, source, base_dir), source)
+
+
+def dump_scenario(scenario: Scenario) -> str:
+    """The scenario as YAML that loads back equal (``costsim.scenario.dump_scenario``)."""
+    if not isinstance(scenario, Scenario):
+        raise arguments.error("dump_scenario", "scenario", f"must be a costsim.Scenario, got {type(scenario).__name__}")
+    return schema_dump(scenario)
+
+
+def rechecked(scenario: Scenario) -> Scenario:
+    """A Scenario object may have skipped checks (built by ``costsim.scenario.scenario_from_data``,
+    changed by ``model_copy(update=...)``): validate its data again and run ``check``. Cheap: no
+    workload is drawn. Returns the validated copy (same data, same base folder)."""
+    source = f"scenario {scenario.name!r}"
+    try:
+        data = scenario.model_dump(warnings=False)  # validation below says what is wrong
+    except Exception as exc:  # noqa: BLE001 — whatever was smuggled in, say so instead of a traceback
+        raise ScenarioError(source, [Problem((), f"cannot be read back: {exc}".splitlines()[0])]) from None
+    return check(schema_from_data(data, source, scenario.base_dir), source)
 
 
 def simulate(
     scenario: Scenario | Path | str,
     seed: int | None = None,
     on_option: Callable[[str, int, int], None] | None = None,
+    max_events: int | None = budget.DEFAULT_MAX_EVENTS,
 ) -> results.Results:
     """Run every option of the scenario on the same jobs and return the result tables.
 
+    ``scenario``: a Scenario (validated and checked again here, whatever built it) or a file path.
     ``seed`` overrides the scenario's root seed. ``on_option(name, done, total)`` is called before
     each option and once more (name "tables") before the tables are built: for progress bars.
+    ``max_events``: a run estimated (``costsim.budget``) to need more SimPy events than this is
+    refused with a ScenarioError before it starts, and one that actually passes
+    ``budget.ENGINE_MARGIN`` times it is stopped; None: no limit.
     """
-    if not isinstance(scenario, Scenario):
+    seed = arguments.seed(seed)
+    on_option = arguments.callback(on_option, "on_option")
+    max_events = arguments.max_events(max_events)
+    if isinstance(scenario, Scenario):
+        scenario = rechecked(scenario)
+    else:
+        arguments.scenario_like(scenario)
         scenario = load_scenario(scenario)
+    source = f"scenario {scenario.name!r}"
     seed = scenario.seed if seed is None else seed
     plans = resolve(scenario, default_catalog())
     econ = economics_values(scenario)
+    rows = len(read_trace(scenario.base_dir / scenario.workload.trace)) if scenario.workload.trace is not None else 0
+    budget.refuse_above(budget.estimate_events(scenario, plans, *budget.expected_workload(scenario, rows)),
+                        max_events, source)  # before drawing: a huge horizon must not hang the draws
     jobs = workload.generate(scenario, seed)
+    works = [(plan_work(scenario, jobs, plan.base), plan_work(scenario, jobs, plan.burst))
+             if isinstance(plan, HybridPlan) else (plan_work(scenario, jobs, plan),) for plan in plans]
+    budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),
+                        max_events, source)
     demand = serving_demand(scenario)
     table = RangeMax(demand) if demand is not None else None
+    ceiling = None if max_events is None else budget.ENGINE_MARGIN * max_events
     records, work = [], []
-    for k, plan in enumerate(plans):
+    for k, (plan, parts) in enumerate(zip(plans, works, strict=True)):
         if on_option is not None:
             on_option(plan.name, k, len(plans))
-        rngs = {name: stream(seed, name, k) for name in ("failures", "preemptions", "provisioning")}
-        if isinstance(plan, HybridPlan):  # a job's run time depends on the part it runs on
-            base, burst = plan_work(scenario, jobs, plan.base), plan_work(scenario, jobs, plan.burst)
-            rec = engine.run_option(plan, base, scenario.horizon_h, burst, serving=table, rngs=rngs)
-            work.append(base.merged(rec.part == engine.BURST, burst))
-        else:
-            work.append(plan_work(scenario, jobs, plan))
-            rec = engine.run_option(plan, work[-1], scenario.horizon_h, serving=table, rngs=rngs)
+        # Streams keyed by the option's name: adding or reordering options never shifts its draws.
+        rngs = {name: stream(seed, name, plan.name) for name in ("failures", "preemptions", "provisioning")}
+        left = None if ceiling is None else max(ceiling - sum(r.events for r in records), 1)
+        try:
+            rec = engine.run_option(plan, parts[0], scenario.horizon_h, parts[1] if len(parts) > 1 else None,
+                                    serving=table, rngs=rngs, max_events=left)
+        except engine.EventLimitExceeded as exc:
+            raise ScenarioError(source, [Problem(("options", k), (
+                f"option {plan.name!r} was stopped after {exc.events:,} simulation events at hour "
+                f"{exc.now_h:,.0f} of {exc.until_h:,.0f}, far above the estimate; if the run is meant, raise "
+                "the limit: simulate(..., max_events=N) or costsim run --max-events N"))]) from None
+        # A hybrid job's run time is the one on the part it ran on.
+        work.append(parts[0].merged(rec.part == engine.BURST, parts[1]) if len(parts) > 1 else parts[0])
         records.append(rec)
     if on_option is not None:
         on_option("tables", len(plans), len(plans))

@@ -15,7 +15,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
-from costsim.units import HOURS_PER_DAY
+from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
 PRICINGS = ("on_demand", "reserved_1y", "reserved_3y", "spot")
 
@@ -144,7 +144,8 @@ class OwnedPlan:
 @dataclass(frozen=True)
 class CloudPlan:
     """A cloud option in numbers. Reserved: a committed pool of ``reserved_gpus`` run by
-    ``scheduler`` (no quota, provisioning or per-allocation billing)."""
+    ``scheduler`` (no quota, provisioning or per-allocation billing), owed for whole terms of
+    ``term_h`` hours (renewed for as many terms as the horizon needs only when ``renew``)."""
 
     name: str
     gpu: GPUSpec
@@ -167,6 +168,8 @@ class CloudPlan:
     stockout_probability: float = 0.0
     stockout_min_gpus: int = 0
     stockout_retry_h: float = 0.0
+    term_h: float = HOURS_PER_YEAR  # reserved: the commitment's term
+    renew: bool = False  # reserved: the commitment renews when the horizon is longer than its term
     kind: str = "cloud"
 
     @property
@@ -246,8 +249,14 @@ def _failures(failures, cat: Catalog) -> dict[str, float]:
             "repair_h": failures.repair_hours}
 
 
-def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str) -> CloudPlan:
+def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float) -> CloudPlan:
     gpu = cat.gpus[opt.gpu_type]
+    term_years = opt.term_years or 1
+    if opt.pricing == "reserved" and horizon_h > term_years * HOURS_PER_YEAR + 1e-6 and not opt.renew:
+        # A commitment does not silently renew: the scenario must say so (and pays whole terms).
+        raise ScenarioError(source, [Problem(("options", i, "renew"), (
+            f"the horizon ({horizon_h / HOURS_PER_DAY:g} days) is longer than the {term_years}-year term: set "
+            "renew: true to renew the commitment for further whole terms, or choose a longer term_years"))])
     gpi = opt.gpus_per_instance or gpu.gpus_per_node
     if opt.max_gpus is not None and opt.max_gpus < gpi:
         raise ScenarioError(
@@ -260,7 +269,7 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str) -> CloudPlan:
     billing = cat.billing[opt.price_tier]
     price = opt.price_per_gpu_hour
     if price is None:
-        key = f"reserved_{opt.term_years or 1}y" if opt.pricing == "reserved" else opt.pricing
+        key = f"reserved_{term_years}y" if opt.pricing == "reserved" else opt.pricing
         price = gpu.price[opt.price_tier][key]
     return CloudPlan(
         name=opt.name,
@@ -290,6 +299,8 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str) -> CloudPlan:
         stockout_probability=opt.stockout.probability if opt.stockout else 0.0,
         stockout_min_gpus=opt.stockout.min_gpus if opt.stockout else 0,
         stockout_retry_h=opt.stockout.retry_h if opt.stockout else 0.0,
+        term_h=term_years * HOURS_PER_YEAR,
+        renew=bool(opt.renew),
     )
 
 
@@ -302,7 +313,7 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<
         if isinstance(opt, OwnedOption):
             plans.append(_owned(opt, i, econ, cat, source))
         elif isinstance(opt, CloudOption):
-            plans.append(_cloud(opt, i, cat, source))
+            plans.append(_cloud(opt, i, cat, source, scenario.horizon_h))
     by_name = {p.name: p for p in plans}
     for i, opt in enumerate(scenario.options):
         if isinstance(opt, HybridOption):

@@ -7,6 +7,7 @@ the line, exits with status 2 and writes nothing.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -15,10 +16,13 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from costsim import api
+from costsim.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog import default_catalog
-from costsim.export import write_results
+from costsim.export import OUTPUT_NAMES, run_info, write_tables
+from costsim.outdir import OutputFolder, safe_folder_name
 from costsim.scenario import ScenarioError, json_schema
 
 app = typer.Typer(
@@ -34,8 +38,8 @@ ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_de
 
 
 def _fail(err: ScenarioError) -> None:
-    for line in str(err).splitlines():
-        err_console.print(f"[bold red]error[/]: {line}", highlight=False, soft_wrap=True)
+    for line in str(err).splitlines():  # Text, not markup: names and values may hold '[/]'
+        err_console.print(Text.assemble(("error", "bold red"), ": ", line), highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -50,7 +54,8 @@ def _load(path: Path):
 def validate(scenario: ScenarioArg) -> None:
     """Check a scenario and its trace without simulating."""
     sc = _load(scenario)
-    out_console.print(f"[green]ok[/]: {scenario}: scenario {sc.name!r}, {len(sc.options)} option(s)", highlight=False)
+    out_console.print(Text.assemble(("ok", "green"), f": {scenario}: scenario {sc.name!r}, {len(sc.options)} option(s)"),
+                      highlight=False)
 
 
 def _or_dash(fmt: str):
@@ -63,10 +68,10 @@ def _money(x: float) -> str:
 
 
 def summary_table(summary, title: str) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")  # Text: user names print literally
     columns = [
-        ("option", "option", str),
-        ("kind", "pricing", str),
+        ("option", "option", Text),
+        ("kind", "pricing", Text),
         ("done/submitted", None, None),
         ("delay mean h", "queue_delay_mean_h", lambda v: f"{v:,.2f}"),
         ("delay p95 h", "queue_delay_p95_h", lambda v: f"{v:,.2f}"),
@@ -98,21 +103,21 @@ def phase_table(phases) -> Table:
     """Where an RL iteration's time goes, per option and job class."""
     table = Table(title="RL iterations: mean seconds per iteration and throughput", title_justify="left")
     heads = ["option", "class", "rollout s", "scoring s", "update s", "sync s", "iteration s",
-             "rollout share", "iter/day", "$/iter"]
+             "rollout share", "capped", "iter/day", "$/iter"]
     for h in heads:
         table.add_column(h, justify="left" if h in ("option", "class") else "right")
     for _, r in phases.iterrows():
         if r.iterations_planned == 0:
             continue
-        table.add_row(r.option, r.job_class, *(f"{r[c]:,.1f}" for c in ("rollout_s", "scoring_s", "update_s", "sync_s",
-                      "iteration_s")), f"{r.rollout_share:.0%}", f"{r.iterations_per_day:,.0f}",
-                      _or_dash(",.2f")(r.cost_per_iteration_usd))
+        table.add_row(Text(r.option), Text(r.job_class), *(f"{r[c]:,.1f}" for c in ("rollout_s", "scoring_s", "update_s", "sync_s",
+                      "iteration_s")), f"{r.rollout_share:.0%}", f"{r.capped_share:.1%}",
+                      f"{r.iterations_per_day:,.0f}", _or_dash(",.2f")(r.cost_per_iteration_usd))
     return table
 
 
-def _simulate_with_progress(sc, seed: int | None):
+def _simulate_with_progress(sc, seed: int | None, max_events: int | None = DEFAULT_MAX_EVENTS):
     """``api.simulate`` with a progress bar over the options."""
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
                TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as progress:
         task = progress.add_task("simulating", total=len(sc.options))
@@ -121,27 +126,48 @@ def _simulate_with_progress(sc, seed: int | None):
             what = "building tables" if done == total else f"simulating {name}"
             progress.update(task, completed=done, description=what)
 
-        return api.simulate(sc, seed, on_option=step)
+        return api.simulate(sc, seed, on_option=step, max_events=max_events)
 
 
 @app.command()
 def run(
     scenario: ScenarioArg,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for the tables [default: out/<scenario name>].")] = None,
+    out: Annotated[str | None, typer.Option("--out", "-o", help="Folder for the tables, replaced whole at the end "
+                                            "[default: out/<scenario name>].")] = None,
     seed: Annotated[int | None, typer.Option(min=0, help="Root seed (overrides the scenario's).")] = None,
+    max_events: Annotated[int, typer.Option(
+        "--max-events", min=0, help="Refuse a run estimated to need more simulation events than this "
+        "(a guard against hours-long runs from a typo); 0: no limit.")] = DEFAULT_MAX_EVENTS,
 ) -> None:
     """Simulate every option, print the comparison and write the tables (CSV, Parquet)."""
-    sc = _load(scenario)
-    out_dir = out if out is not None else Path("out") / sc.name
-    if out_dir.exists() and not out_dir.is_dir():
-        err_console.print(f"[bold red]error[/]: --out {out_dir}: exists and is not a folder", highlight=False)
-        raise typer.Exit(2)
-    res = _simulate_with_progress(sc, seed)
-    out_console.print(summary_table(res.summary, f"{sc.name}: {sc.horizon_days:g} days, seed {res.seed}"))
-    if len(res.phases):
-        out_console.print(phase_table(res.phases))
-    written = write_results(res, out_dir)
-    out_console.print(f"wrote {len(written)} files to {out_dir}/", highlight=False)
+    folder = None
+    try:
+        sc = _load(scenario)
+        # Checked, locked and staged before simulating, so an unusable --out costs no simulation.
+        folder = OutputFolder(out if out is not None else Path("out") / safe_folder_name(sc.name), ours=OUTPUT_NAMES)
+        with folder:
+            res = _simulate_with_progress(sc, seed, max_events or None)
+            out_console.print(summary_table(res.summary, f"{sc.name}: {sc.horizon_days:g} days, seed {res.seed}"))
+            if len(res.phases):
+                out_console.print(phase_table(res.phases))
+            written = folder.publish(lambda staging: write_tables(res, staging), run_info(res))
+    except ScenarioError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full
+        _fail(err)
+    except KeyboardInterrupt:
+        _interrupted(folder)
+    out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False)
+
+
+def _interrupted(folder: OutputFolder | None) -> None:
+    """Ctrl-C: say what the output folder holds and exit 130 (128 + SIGINT), without a traceback."""
+    if folder is None:
+        state = "nothing written"
+    elif folder.published:
+        state = f"{folder.shown} holds the new results"
+    else:
+        state = f"{folder.shown} is unchanged"
+    err_console.print(Text(f"interrupted: {state}"), highlight=False)
+    raise typer.Exit(130)
 
 
 @app.command()
@@ -164,7 +190,13 @@ def catalog() -> None:
 
 def main() -> None:
     """Console entry point."""
-    app()
+    try:
+        app()
+    finally:
+        # The command has finished and said so. Python restores Ctrl-C's default action while it
+        # tears down (large tables take a while), where a Ctrl-C would kill a successful run with
+        # a signal status; ignore it from here on.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

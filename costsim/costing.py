@@ -1,22 +1,40 @@
 """Prices a run's usage over any set of time bins, from ``economics``' pure functions.
 
 One function per option kind returns cost line items per bin; the hourly cumulative curve, the
-monthly table and the totals all come from it, so they agree by construction.
+monthly table and the totals all come from it (``option_costs``), so they agree by construction.
+This module also says where serving runs (``serving_use``) and what capacity each option has
+(``capacity``), since both are priced here.
+
+Line items that are lumps rather than rates: ``setup`` in the first bin (paid at the start) and
+``commitment_owed`` in the last bin (the rest of a reservation's term beyond the horizon, owed at
+its end).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from costsim import economics as eco
-from costsim.catalog import CloudPlan, EconomicsValues, OwnedPlan
-from costsim.engine import UsageRecord
+from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
+from costsim.engine import BASE, BURST, UsageRecord
+from costsim.engine.pool import nodes_needed
 from costsim.intervals import binned
-from costsim.units import SECONDS_PER_HOUR
+from costsim.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
+from costsim.workload import JobTable
 
 OWNED_ITEMS = ("capital", "energy", "facility", "maintenance", "staff", "setup")
-CLOUD_ITEMS = ("reserved", "cloud", "serving")
+CLOUD_ITEMS = ("reserved", "cloud", "serving", "commitment_owed")
 ALL_ITEMS = OWNED_ITEMS + CLOUD_ITEMS
+
+
+def bin_edges(horizon_h: float, width_h: float) -> np.ndarray:
+    """Bins of ``width_h`` from 0, the last one cut at the horizon."""
+    n = int(np.ceil(horizon_h / width_h - 1e-9))
+    edges = np.arange(n + 1, dtype=float) * width_h
+    edges[-1] = horizon_h
+    return edges
 
 
 def held_intervals(rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -24,6 +42,114 @@ def held_intervals(rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.n
     horizon, and its row in the record's allocation arrays."""
     k = np.flatnonzero(rec.alloc_start < horizon_h)
     return rec.alloc_job[k], rec.alloc_start[k], np.minimum(rec.alloc_end[k], horizon_h), k
+
+
+def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, UsageRecord]]:
+    """The option's pools with the usage each carried: one, or a hybrid's base and burst."""
+    if isinstance(plan, HybridPlan):
+        return [(plan.base, only(rec, BASE)), (plan.burst, only(rec, BURST))]
+    return [(plan, rec)]
+
+
+def only(rec: UsageRecord, part: int) -> UsageRecord:
+    """The record with the jobs and allocations of other parts left out (never started, as far as it shows)."""
+    other = rec.part != part
+    keep = rec.alloc_part == part
+    return replace(rec, start_h=np.where(other, np.nan, rec.start_h), end_h=np.where(other, np.nan, rec.end_h),
+                   held_gpus=np.where(other, 0, rec.held_gpus), instances=np.where(other, 0, rec.instances),
+                   alloc_job=rec.alloc_job[keep], alloc_start=rec.alloc_start[keep], alloc_end=rec.alloc_end[keep],
+                   alloc_held=rec.alloc_held[keep], alloc_instances=rec.alloc_instances[keep],
+                   alloc_part=rec.alloc_part[keep])
+
+
+def is_pool(part: OwnedPlan | CloudPlan) -> bool:
+    """A pool of nodes paid whether used or not (owned, reserved), as opposed to rented per use."""
+    return isinstance(part, OwnedPlan) or part.reserved
+
+
+def per_bin(hourly: np.ndarray, horizon_h: float, edges: np.ndarray) -> np.ndarray:
+    """GPU-hours per bin of a level that is constant within each hour."""
+    h = np.arange(len(hourly), dtype=float)
+    return binned(h, np.minimum(h + 1, horizon_h), hourly.astype(float), edges)
+
+
+def capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GPU-hours of capacity and of rented GPUs per bin. A pool of nodes (owned, reserved, a
+    hybrid's base) has its installed GPUs; on-demand and spot capacity is what is rented."""
+    cap = np.zeros(len(edges) - 1)
+    rented = np.zeros(len(edges) - 1)
+    for part, sub in parts(plan, rec):
+        if is_pool(part):
+            t = np.append(rec.capacity_change_h, horizon_h)
+            pool = binned(t[:-1], t[1:], rec.capacity_gpus.astype(float), edges)
+            cap += pool
+            if not isinstance(part, OwnedPlan):
+                rented += pool
+        else:
+            _, s, e, k = held_intervals(sub, horizon_h)
+            held = binned(s, e, sub.alloc_held[k].astype(float), edges)
+            cap += held
+            rented += held
+    return cap, rented
+
+
+Serving = list[tuple[np.ndarray, np.ndarray]] | None  # per part: GPUs served and GPUs rented, per hour
+
+
+def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon_h: float) -> Serving:
+    """Where serving runs, per part and hour (GPUs served, GPUs rented for it).
+
+    On a pool (owned, reserved, a hybrid's base) it gets its demand up to what the pool has beside
+    the RL jobs (which were admitted leaving it room, so it is short only before delivery or after
+    a node failure). On on-demand or spot capacity it rents whole instances for its demand. A
+    hybrid serves from its base; while the base is not delivered and the hybrid bridges the lead
+    time (``bridge_until_ready``), the demand the base cannot serve that hour is rented on the
+    burst in whole instances at the burst's price (every hour that starts before delivery), like
+    the RL jobs it bridges. Without bridging it is unmet, as on the owned option alone.
+    """
+    if demand is None:
+        return None
+    hourly = bin_edges(horizon_h, 1.0)
+    width = np.diff(hourly)
+    zero = np.zeros(len(demand))
+    out: list[tuple[np.ndarray, np.ndarray]] = []
+    for part, sub in parts(plan, rec):
+        gpi = getattr(part, "gpus_per_instance", 1)
+        if is_pool(part):
+            pool = capacity(part, sub, horizon_h, hourly)[0] / width
+            _, st, en, k = held_intervals(sub, horizon_h)
+            rl = binned(st, en, sub.alloc_held[k].astype(float), hourly) / width
+            out.append((np.minimum(demand, np.maximum(pool - rl, 0.0)), zero))
+        elif isinstance(plan, HybridPlan):  # the burst: serving only while it bridges the base's lead time
+            delivered_h = plan.base.lead_time_h if isinstance(plan.base, OwnedPlan) else 0.0
+            bridging = plan.bridge_until_ready & (hourly[:-1] < delivered_h)
+            short = np.where(bridging, np.maximum(demand - out[0][0], 0.0), 0.0)
+            gpus = np.ceil(short - 1e-9).astype(np.int64)  # whole GPUs, without float noise
+            out.append((short, (nodes_needed(gpus, gpi) * gpi).astype(float)))
+        else:
+            out.append((demand.astype(float), (nodes_needed(demand, gpi) * gpi).astype(float)))
+    return out
+
+
+def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobTable, horizon_h: float,
+                 edges: np.ndarray, serving: Serving = None) -> dict[str, np.ndarray]:
+    """Every line item (USD) per bin for one option (a hybrid: its base's and its burst's);
+    items the option does not have are zero."""
+    out = {item: np.zeros(len(edges) - 1) for item in ALL_ITEMS}
+    for k, (part, sub) in enumerate(parts(plan, rec)):
+        served, rented = serving[k] if serving else (None, None)
+        if isinstance(part, OwnedPlan):
+            extra = per_bin(served, horizon_h, edges) if served is not None else None
+            items = owned_costs(part, econ, sub, jobs.gpus, horizon_h, edges, extra)
+        elif part.reserved:
+            items = reserved_costs(part, horizon_h, edges)
+        else:
+            items = cloud_costs(part, sub, horizon_h, edges)
+            if rented is not None:
+                items["serving"] = per_bin(rented, horizon_h, edges) * part.price_per_gpu_hour
+        for item, v in items.items():
+            out[item] = out[item] + v
+    return out
 
 
 def owned_costs(
@@ -35,11 +161,14 @@ def owned_costs(
     edges: np.ndarray,
     serving_gpu_h: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Owned line items (USD) per bin: capital, facility, maintenance and staff accrue per hour in
-    service (from delivery); energy per hour in service plus per busy GPU-hour (RL jobs and, given
-    per bin, serving); setup at the start."""
+    """Owned line items (USD) per bin: facility, maintenance and staff accrue per hour in service
+    (from delivery); capital too, but only until the end of the depreciation life (the hardware
+    is paid for by then: a 7-year horizon on a 5-year life pays the capital once); energy per hour
+    in service plus per busy GPU-hour (RL jobs and, given per bin, serving); setup at the start."""
     delivered = min(plan.lead_time_h, horizon_h)
     service_h = binned(np.array([delivered]), np.array([horizon_h]), np.array([1.0]), edges)
+    paid_off = min(delivered + econ.depreciation_years * HOURS_PER_YEAR, horizon_h)
+    capital_h = binned(np.array([delivered]), np.array([paid_off]), np.array([1.0]), edges)
     job, s, e, _ = held_intervals(rec, horizon_h)
     busy_gpu_h = binned(s, e, job_gpus[job].astype(float), edges)
     if serving_gpu_h is not None:
@@ -53,7 +182,7 @@ def owned_costs(
     if len(setup):
         setup[0] = econ.setup_usd
     return {
-        "capital": annual * service_h / 8760.0,
+        "capital": annual * capital_h / HOURS_PER_YEAR,
         "energy": eco.energy_cost_usd(kwh, econ.pue, econ.electricity_usd_per_kwh),
         "facility": eco.facility_cost_usd(plan.nodes, gpu.node_max_kw, econ.colo_usd_per_kw_month, service_h),
         "maintenance": eco.maintenance_cost_usd(plan.capex_usd, econ.maintenance_frac_per_year, service_h),
@@ -71,9 +200,14 @@ def cloud_bills(plan: CloudPlan, rec: UsageRecord, horizon_h: float) -> tuple[np
 
 
 def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
-    """A commitment: reserved GPUs × price for every hour of the horizon, used or not."""
+    """A commitment: reserved GPUs × price for every hour of the horizon, used or not
+    (``reserved``), and the rest of the last term begun, owed at the horizon's end even though
+    the simulation stops there (``commitment_owed``, in the last bin)."""
     hours = binned(np.array([0.0]), np.array([horizon_h]), np.array([1.0]), edges)
-    return {"reserved": hours * plan.reserved_gpus * plan.price_per_gpu_hour}
+    owed = np.zeros(len(edges) - 1)
+    if len(owed):
+        owed[-1] = eco.commitment_owed_usd(plan.reserved_gpus, plan.price_per_gpu_hour, plan.term_h, horizon_h)
+    return {"reserved": hours * plan.reserved_gpus * plan.price_per_gpu_hour, "commitment_owed": owed}
 
 
 def cloud_costs(plan: CloudPlan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
@@ -81,9 +215,9 @@ def cloud_costs(plan: CloudPlan, rec: UsageRecord, horizon_h: float, edges: np.n
     rounding (billing increment, minimum) in the bin where it is released."""
     _, s, e, k = held_intervals(rec, horizon_h)
     gpus = (rec.alloc_instances[k] * plan.gpus_per_instance).astype(float)
-    per_bin = binned(s, e, gpus, edges) * plan.price_per_gpu_hour
+    per_bin_usd = binned(s, e, gpus, edges) * plan.price_per_gpu_hour
     _, bill = cloud_bills(plan, rec, horizon_h)
     rounding = bill - (e - s) * gpus * plan.price_per_gpu_hour
     where = np.clip(np.searchsorted(edges, e, side="left") - 1, 0, len(edges) - 2)
-    per_bin += np.bincount(where, weights=rounding, minlength=len(edges) - 1)
-    return {"cloud": per_bin}
+    per_bin_usd += np.bincount(where, weights=rounding, minlength=len(edges) - 1)
+    return {"cloud": per_bin_usd}

@@ -92,7 +92,10 @@ def cloud_cost_usd(
 
 
 def breakeven_utilization(owned_usd_per_gpu_hour: float, cloud_usd_per_gpu_hour: float) -> float:
-    """Utilisation above which owning is cheaper per used GPU-hour: owned cost/hour ÷ cloud price."""
+    """Utilisation above which owning is cheaper per used GPU-hour: owned cost/hour ÷ cloud price.
+    Free rental (price 0): owning is never cheaper (inf), unless owning is free too (NaN)."""
+    if cloud_usd_per_gpu_hour <= 0:
+        return math.nan if owned_usd_per_gpu_hour <= 0 else math.inf
     return owned_usd_per_gpu_hour / cloud_usd_per_gpu_hour
 
 
@@ -102,36 +105,76 @@ def book_value_usd(capex_usd: float, residual_frac: float, years: float, years_i
     return capex_usd - depreciated
 
 
-def npv_usd(cash_by_month: np.ndarray, annual_rate: float) -> float:
-    """Present value of monthly cash (month m paid at m/12 years): Σ cash_m · (1 + r)^(−m/12)."""
+def discount_factor(years: np.ndarray | float, annual_rate: float) -> np.ndarray:
+    """What a dollar paid ``years`` from the start is worth at the start: (1 + r)^(−years)."""
+    return (1.0 + annual_rate) ** (-np.asarray(years, dtype=float))
+
+
+def npv_usd(cash_by_month: np.ndarray, annual_rate: float, at_end_usd: float = 0.0, end_years: float = 0.0) -> float:
+    """Present value of monthly cash (month m paid at its start, m/12 years) plus an amount paid
+    at the horizon's end (``end_years``; a credit such as book value is negative):
+    Σ cash_m · (1 + r)^(−m/12) + at_end · (1 + r)^(−end_years)."""
     cash = np.asarray(cash_by_month, dtype=float)
-    return float((cash * (1.0 + annual_rate) ** (-np.arange(len(cash)) / 12.0)).sum())
+    monthly = float((cash * discount_factor(np.arange(len(cash)) / 12.0, annual_rate)).sum())
+    return monthly + at_end_usd * float(discount_factor(end_years, annual_rate))
 
 
-def breakeven_month(cumulative_a: np.ndarray, cumulative_b: np.ndarray) -> float:
-    """First month (0-based) by whose end the option that cost more at first (a, say owning: capex
-    up front) has cost no more in total than the other; NaN if that never happens in the horizon."""
-    a = np.asarray(cumulative_a, dtype=float)
-    b = np.asarray(cumulative_b, dtype=float)
+def commitment_owed_usd(reserved_gpus: int, usd_per_gpu_hour: float, term_h: float, horizon_h: float) -> float:
+    """What a reservation still owes at the horizon's end: the rest of the last term begun
+    (terms are owed whole), ``reserved_gpus × price × (terms × term_h − horizon_h)``. A 3-year
+    term over a 1-year horizon owes 2 years; a horizon that is a whole number of terms owes 0.
+    Whether a horizon longer than one term may renew it is the scenario's to say (validated)."""
+    terms = max(1, math.ceil(horizon_h / term_h - 1e-9))  # within float noise of a term end is at it
+    return reserved_gpus * usd_per_gpu_hour * max(terms * term_h - horizon_h, 0.0)
+
+
+# Cumulative cash within this much of the other's counts as "at or below" (float noise, not money).
+_BREAKEVEN_TOLERANCE_USD = 1e-6
+
+
+def _at_or_below(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a <= b + _BREAKEVEN_TOLERANCE_USD * np.maximum(1.0, np.abs(b))
+
+
+def breakeven_month(cumulative_own: np.ndarray, cumulative_rent: np.ndarray) -> float:
+    """First month (0-based) from which the owned or committed option's cumulative cash stays at
+    or below the rental's to the end of the horizon: 0 when it is cheaper from the start; NaN when
+    it is dearer at the horizon's end (never broke even, or cheaper first and dearer later: see
+    ``cheaper_until_month``)."""
+    a = np.asarray(cumulative_own, dtype=float)
+    b = np.asarray(cumulative_rent, dtype=float)
     if len(a) == 0:
         return float("nan")
-    first_dearer, other = (a, b) if a[0] >= b[0] else (b, a)
-    crossed = np.flatnonzero(first_dearer <= other)
-    return float(crossed[0]) if len(crossed) else float("nan")
+    dearer = np.flatnonzero(~_at_or_below(a, b))
+    if len(dearer) == 0:
+        return 0.0
+    last = int(dearer[-1])
+    return float(last + 1) if last + 1 < len(a) else float("nan")
 
 
-def breakeven_month_extrapolated(cumulative_a: np.ndarray, cumulative_b: np.ndarray, window: int = 3) -> float:
-    """``breakeven_month``, or if the curves do not cross within the horizon, the month they would
-    cross if each kept its average monthly spend of the last ``window`` months (NaN if the gap is
-    not closing). An estimate beyond the simulated horizon: label it so."""
-    m = breakeven_month(cumulative_a, cumulative_b)
-    a = np.asarray(cumulative_a, dtype=float)
-    b = np.asarray(cumulative_b, dtype=float)
+def cheaper_until_month(cumulative_own: np.ndarray, cumulative_rent: np.ndarray) -> float:
+    """When the owned or committed option was at or below the rental at some month but is dearer
+    at the horizon's end (cheaper first, dearer later): the last month it was at or below; NaN
+    otherwise. This is the case a break-even month must not be read into."""
+    a = np.asarray(cumulative_own, dtype=float)
+    b = np.asarray(cumulative_rent, dtype=float)
+    if len(a) == 0 or _at_or_below(a[-1:], b[-1:])[0]:
+        return float("nan")
+    below = np.flatnonzero(_at_or_below(a, b))
+    return float(below[-1]) if len(below) else float("nan")
+
+
+def breakeven_month_extrapolated(cumulative_own: np.ndarray, cumulative_rent: np.ndarray, window: int = 3) -> float:
+    """``breakeven_month``, or if the owned option is dearer at the horizon's end, the month the
+    rental would catch up if each kept its average monthly spend of the last ``window`` months
+    (NaN if the gap is not closing). An estimate beyond the simulated horizon: label it so."""
+    m = breakeven_month(cumulative_own, cumulative_rent)
+    a = np.asarray(cumulative_own, dtype=float)
+    b = np.asarray(cumulative_rent, dtype=float)
     if m == m or len(a) <= window:
         return m
-    dearer, other = (a, b) if a[0] >= b[0] else (b, a)
-    gap = dearer[-1] - other[-1]
-    closing = (other[-1] - other[-1 - window] - (dearer[-1] - dearer[-1 - window])) / window
+    gap = a[-1] - b[-1]
+    closing = (b[-1] - b[-1 - window] - (a[-1] - a[-1 - window])) / window
     if closing <= 0:
         return float("nan")
     return float(len(a) - 1 + np.ceil(gap / closing))

@@ -1,4 +1,4 @@
-"""Writing a run's tables: CSV and Parquet (with provenance) plus the resolved scenario."""
+"""Writing a run's tables: CSV and Parquet (with provenance) plus the resolved scenario, all at once."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from costsim.outdir import MANIFEST, OutputFolder
 from costsim.results import Results
 from costsim.scenario import dump_scenario
 
 TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice")
+RESOLVED_SCENARIO = "scenario.resolved.yaml"
+# Every name costsim writes into an output folder (a folder holding others is not replaced).
+OUTPUT_NAMES = frozenset({f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet")} | {RESOLVED_SCENARIO, MANIFEST})
 
 
 def resolved_scenario_yaml(results: Results) -> str:
@@ -25,10 +29,10 @@ def resolved_scenario_yaml(results: Results) -> str:
     return dump_scenario(resolved)
 
 
-def write_results(results: Results, out_dir: Path | str) -> list[Path]:
-    """Write every table as ``<name>.csv`` and ``<name>.parquet`` and ``scenario.resolved.yaml``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def write_tables(results: Results, folder: Path | str) -> list[Path]:
+    """Write every table as ``<name>.csv`` and ``<name>.parquet`` and ``scenario.resolved.yaml``
+    into an existing ``folder`` (no atomicity: ``write_results`` and the CLI give it a staging folder)."""
+    out = Path(folder)
     meta = json.dumps({
         "scenario": results.scenario.name,
         "seed": results.seed,
@@ -44,7 +48,23 @@ def write_results(results: Results, out_dir: Path | str) -> list[Path]:
         pq_path = out / f"{name}.parquet"
         pq.write_table(table, pq_path)
         written += [csv_path, pq_path]
-    scenario_path = out / "scenario.resolved.yaml"
+    scenario_path = out / RESOLVED_SCENARIO
     scenario_path.write_text(resolved_scenario_yaml(results), encoding="utf-8")
     written.append(scenario_path)
     return written
+
+
+def run_info(results: Results) -> dict:
+    """What the manifest records about the run besides its files: scenario name and seed."""
+    return {"scenario": results.scenario.name, "seed": results.seed}
+
+
+def write_results(results: Results, out_dir: Path | str) -> list[Path]:
+    """Write a run's tables into ``out_dir`` all at once: the paths written.
+
+    The files go to a staging folder beside ``out_dir`` that then replaces it whole, under a lock
+    (``costsim.outdir``): ``out_dir`` never holds a mix of two runs. Raises ``OutputError`` (a
+    ``ScenarioError``) when the folder cannot be used or written; it is then left as it was.
+    """
+    with OutputFolder(out_dir, ours=OUTPUT_NAMES, label="out_dir") as folder:
+        return folder.publish(lambda staging: write_tables(results, staging), run_info(results))

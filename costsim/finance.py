@@ -1,10 +1,19 @@
 """Financial views of a run (DESIGN.md section 7): monthly cash flow and its NPV, break-even
-month and break-even utilisation between owning and renting.
+month and break-even utilisation between owning (or committing) and renting.
 
-Cash differs from the cost lines in one way: an owned cluster's capex is paid when it is bought
-(month 0) instead of being spread as capital cost, and the cluster's straight-line book value at
-the horizon's end is credited in the last month (it is still there; leaving it out would make any
-horizon shorter than its life look like a write-off). Bills and opex are paid as incurred.
+Cash differs from the cost lines in three ways:
+- an owned cluster's capex is paid when it is bought (month 0) instead of being spread as capital
+  cost;
+- its straight-line book value at the horizon's end is credited in the last month (it is still
+  there; leaving it out would make any horizon shorter than its life look like a write-off);
+- the rest of a reservation's term (``commitment_owed``) is owed at the horizon's end, in the
+  last month.
+Both horizon-end amounts are discounted at the horizon's end; every other month's cash (bills,
+rent for jobs and serving, opex) at the month's start. With straight-line capital
+(``cost_of_capital`` 0) capex − book value equals the capital cost line over any horizon (both
+stop at the end of the depreciation life), so the cash flow and the cost lines add up to the same
+total. With an annuity (``cost_of_capital`` > 0) the capital line also carries the interest, so
+it exceeds capex − book value by that interest; the cash view leaves interest to discounting.
 """
 
 from __future__ import annotations
@@ -17,15 +26,15 @@ from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, P
 from costsim.units import HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [
-    "option", "month", "capex_usd", "opex_usd", "rent_usd", "book_value_usd", "cash_usd", "cumulative_usd",
-    "discounted_usd",
+    "option", "month", "capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd", "book_value_usd", "cash_usd",
+    "cumulative_usd", "discounted_usd",
 ]
 BREAKEVEN_COLUMNS = [
-    "option", "versus", "breakeven_month", "breakeven_month_extrapolated", "breakeven_utilization",
-    "own_usd_per_gpu_hour", "rent_usd_per_gpu_hour",
+    "option", "versus", "breakeven_month", "breakeven_month_extrapolated", "cheaper_until_month",
+    "breakeven_utilization", "own_usd_per_gpu_hour", "rent_usd_per_gpu_hour",
 ]
 OPEX = ("energy", "facility", "maintenance", "staff", "setup")
-RENT = ("reserved", "cloud")
+RENT = ("reserved", "cloud", "serving")  # serving on rented capacity is rent like any other
 
 
 def owned_part(plan: Plan) -> OwnedPlan | None:
@@ -34,7 +43,9 @@ def owned_part(plan: Plan) -> OwnedPlan | None:
 
 
 def cashflow(plan: Plan, econ: EconomicsValues, month_items: dict[str, np.ndarray], horizon_h: float) -> pd.DataFrame:
-    """One row per month: capex at purchase, opex and rent as incurred, book value credited at the end."""
+    """One row per month (USD): capex at purchase, opex and rent as incurred, the commitment owed
+    and the book value (credited) at the horizon's end; ``discounted_usd`` is the month's present
+    value at ``discount_rate`` (its NPV is their sum)."""
     months = len(month_items["cloud"])
     capex = np.zeros(months)
     book = np.zeros(months)
@@ -45,12 +56,24 @@ def cashflow(plan: Plan, econ: EconomicsValues, month_items: dict[str, np.ndarra
         book[-1] = eco.book_value_usd(own.capex_usd, econ.residual_value_frac, econ.depreciation_years, in_service)
     opex = sum(month_items[i] for i in OPEX)
     rent = sum(month_items[i] for i in RENT)
-    cash = capex + opex + rent - book
-    discount = (1.0 + econ.discount_rate) ** (-np.arange(months) / 12.0)
+    owed = month_items["commitment_owed"]  # zero but in the last month
+    paid = capex + opex + rent
+    at_end = owed - book
+    month_start = eco.discount_factor(np.arange(months) / 12.0, econ.discount_rate)
+    horizon_end = eco.discount_factor(horizon_h / HOURS_PER_YEAR, econ.discount_rate)
+    cash = paid + at_end
     return pd.DataFrame({
         "option": plan.name, "month": np.arange(months), "capex_usd": capex, "opex_usd": opex, "rent_usd": rent,
-        "book_value_usd": book, "cash_usd": cash, "cumulative_usd": np.cumsum(cash), "discounted_usd": cash * discount,
+        "commitment_owed_usd": owed, "book_value_usd": book, "cash_usd": cash, "cumulative_usd": np.cumsum(cash),
+        "discounted_usd": paid * month_start + at_end * horizon_end,
     }, columns=CASHFLOW_COLUMNS)
+
+
+def cash_paid(cash: pd.DataFrame) -> pd.Series:
+    """Cash paid out in each month: capex, opex, rent and, in the last month, the commitment still
+    owed after the horizon (a debt, never a saving); the book value credited at the end is left
+    out (an estimate of resale, so owning is not flattered). Break-even compares its cumulative sums."""
+    return cash["capex_usd"] + cash["opex_usd"] + cash["rent_usd"] + cash["commitment_owed_usd"]
 
 
 def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
@@ -63,14 +86,19 @@ def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
 
 
 def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame) -> pd.DataFrame:
-    """Each owned, reserved or hybrid option against each on-demand or spot option: the month the
-    cumulative cash outflows cross (book value not credited; NaN if not within the horizon), that
-    month extrapolated from the last three months' spending when it lies beyond the horizon, and
-    the utilisation above which owning is cheaper per used GPU-hour (own cost per capacity GPU-hour
-    ÷ rent price; not for hybrids)."""
+    """Each owned, reserved or hybrid option against each on-demand or spot option, on cumulative
+    cash paid by each month's end (``cash_paid``):
+    - ``breakeven_month``: the first month from which the owned or committed option stays at or
+      below the rental to the horizon's end (0: cheaper from the start; NaN: dearer at the end);
+    - ``breakeven_month_extrapolated``: that month, or when it lies beyond the horizon, the month
+      the last three months' spending would bring it (an estimate; NaN if the gap is not closing);
+    - ``cheaper_until_month``: when it was cheaper first and is dearer at the horizon's end, the
+      last month it was at or below the rental (NaN otherwise): not a break-even;
+    - ``breakeven_utilization``: the utilisation above which owning is cheaper per used GPU-hour
+      (own cost per capacity GPU-hour ÷ rent price; not for hybrids)."""
     s = summary.set_index("option")
-    outflow = cash.assign(out=cash["cash_usd"] + cash["book_value_usd"]).groupby("option", sort=False)["out"]
-    cum = {name: np.cumsum(g.to_numpy()) for name, g in outflow}
+    paid = cash.assign(paid=cash_paid(cash)).groupby("option", sort=False)["paid"]
+    cum = {name: np.cumsum(g.to_numpy()) for name, g in paid}
     rows = []
     for a in plans:
         if isinstance(a, CloudPlan) and not a.reserved:
@@ -83,6 +111,7 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame) -> p
                 "option": a.name, "versus": b.name,
                 "breakeven_month": eco.breakeven_month(cum[a.name], cum[b.name]),
                 "breakeven_month_extrapolated": eco.breakeven_month_extrapolated(cum[a.name], cum[b.name]),
+                "cheaper_until_month": eco.cheaper_until_month(cum[a.name], cum[b.name]),
                 "breakeven_utilization": eco.breakeven_utilization(own, b.price_per_gpu_hour) if own == own else np.nan,
                 "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": b.price_per_gpu_hour,
             })

@@ -8,6 +8,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from costsim.costing import ALL_ITEMS
+from costsim.finance import cash_paid
 from costsim.results import Results
 
 _LAYOUT = dict(template="plotly_white", legend_title_text="option", margin=dict(l=10, r=10, t=50, b=10))
@@ -115,28 +116,35 @@ def phase_breakdown(results: Results) -> go.Figure:
 
 
 def cumulative_cash(results: Results) -> go.Figure:
-    """Cumulative cash paid out per option by month end (capex when bought; the book value credited
-    at the horizon is left out), with each break-even month against renting marked."""
-    cf = results.cashflow.assign(out=lambda d: d["cash_usd"] + d["book_value_usd"])
+    """Cumulative cash paid out per option by month end (capex when bought; the horizon-end book
+    value credit left out, commitment owed in the last month, as in the break-even), with each break-even month
+    against renting marked (from its end on, the owned or committed option stays at or below the
+    rental), and the last month an option that is dearer at the horizon's end was still cheaper."""
+    cf = results.cashflow.assign(out=cash_paid)
     cf = cf.assign(paid=cf.groupby("option", sort=False)["out"].cumsum(), month_end=cf["month"] + 1)
     fig = px.line(cf, x="month_end", y="paid", color="option", markers=True,
                   title="Cumulative cash out (capex paid up front) and break-even months",
                   labels={"month_end": "month", "paid": "cumulative cash out (USD)"})
-    for _, b in results.breakeven.dropna(subset=["breakeven_month"]).iterrows():
-        m = b["breakeven_month"] + 1
-        fig.add_vline(x=m, line_dash="dot", line_color="grey")
-        fig.add_annotation(x=m, y=1, yref="paper", text=f"{b['option']} = {b['versus']}", showarrow=False,
+    be = results.breakeven
+    marks = [(b["breakeven_month"], f"{b['option']} = {b['versus']}", "grey")
+             for _, b in be.dropna(subset=["breakeven_month"]).iterrows()]
+    marks += [(b["cheaper_until_month"], f"{b['option']} < {b['versus']} until here", "firebrick")
+              for _, b in be.dropna(subset=["cheaper_until_month"]).iterrows()]
+    for month, text, colour in marks:
+        m = month + 1  # the end of that month
+        fig.add_vline(x=m, line_dash="dot", line_color=colour)
+        fig.add_annotation(x=m, y=1, yref="paper", text=text, showarrow=False,
                            textangle=-90, xanchor="right", yanchor="top", font_size=10)
     fig.update_layout(**_LAYOUT, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
     return fig
 
 
 def cash_flow(results: Results) -> go.Figure:
-    """Cash per option and month: capex when bought, opex and bills as paid, the book value of owned
-    hardware credited in the last month (negative)."""
+    """Cash per option and month: capex when bought, opex and bills as paid, in the last month the
+    rest of a reservation's term owed and the book value of owned hardware credited (negative)."""
     fig = px.bar(results.cashflow, x="month", y="cash_usd", color="option", barmode="group",
                  title="Monthly cash flow", labels={"cash_usd": "cash (USD)", "month": "month"},
-                 hover_data=["capex_usd", "opex_usd", "rent_usd", "book_value_usd"])
+                 hover_data=["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd", "book_value_usd"])
     fig.update_layout(**_LAYOUT, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
     return fig
 

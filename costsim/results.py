@@ -7,28 +7,30 @@ Definitions (also in the README):
 - ``gpu_hours``: GPU-hours the job held within the horizon (whole nodes / whole instances).
 - ``utilization``: held GPU-hours ÷ capacity GPU-hours (owned: installed GPUs from delivery;
   cloud: rented GPUs, so 1 by construction: you pay only for what you hold).
-- ``cost_usd`` per job: cloud, the bill of its allocation; owned, its GPU-hours × the option's
-  total cost per held GPU-hour (idle capacity included), so job costs add up to the total.
+- ``cost_usd`` per job: cloud, the bill of its allocation; owned or reserved, its GPU-hours × the
+  pool's cost within the horizon per held GPU-hour (idle capacity included). Σ job costs +
+  ``serving_cost_usd`` + ``cost_commitment_owed_usd`` = ``total_cost_usd`` (``_job_costs``).
+- ``cost_per_iteration_usd``: RL jobs' cost ÷ RL iterations done; ``cost_per_completed_job_usd``:
+  all jobs' cost ÷ completed jobs; neither includes serving or the commitment owed, which (like
+  trace jobs, ``trace_jobs_cost_usd``) have their own columns.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
-from costsim.costing import ALL_ITEMS, cloud_bills, cloud_costs, held_intervals, owned_costs, reserved_costs
-from costsim import economics as eco
+from costsim.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_intervals, is_pool, option_costs,
+                              parts, per_bin, serving_use)
 from costsim import finance
 from costsim.advice import checkpoint_advice
-from costsim.engine import BASE, BURST, UsageRecord
-from costsim.engine.pool import nodes_needed
+from costsim.engine import BURST, UsageRecord
 from costsim.intervals import binned
 from costsim.scenario import Scenario
 from costsim.units import HOURS_PER_MONTH
-from costsim.workload import JobTable
 from costsim.workplan import PHASES, WorkPlan
 
 JOB_COLUMNS = [
@@ -39,6 +41,7 @@ SUMMARY_COLUMNS = [
     "option", "kind", "pricing", "jobs_submitted", "jobs_completed", "queue_delay_mean_h", "queue_delay_p50_h",
     "queue_delay_p95_h", "queue_delay_p99_h", "jct_mean_h", "utilization", "iterations_per_day",
     "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
+    "rl_jobs_cost_usd", "trace_jobs_cost_usd",
     "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst", "idle_cost_usd", "npv_usd",
     "serving_gpu_hours", "serving_unmet_gpu_hours", "serving_cost_usd",
     "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd", "interruption_delay_mean_h",
@@ -48,9 +51,11 @@ TIMESERIES_COLUMNS = [
     "cost_cum_usd",
 ]
 COST_COLUMNS = ["option", "month", "item", "cost_usd"]
+# capped_share: the share of the class's sampled responses (over its planned iterations) that
+# hit the response-length cap, realized from the draws.
 PHASE_COLUMNS = [
     "option", "job_class", "gpu_type", "network", "jobs", "iterations_planned",
-    "rollout_s", "scoring_s", "update_s", "sync_s", "iteration_s", "rollout_share",
+    "rollout_s", "scoring_s", "update_s", "sync_s", "iteration_s", "rollout_share", "capped_share",
     "iterations_done", "iterations_per_day", "cost_per_iteration_usd",
 ]
 
@@ -59,8 +64,9 @@ PHASE_COLUMNS = [
 class Results:
     """What ``costsim.simulate`` returns: the tables plus what produced them.
 
-    ``cashflow``: per (option, month) capex, opex, rent, book value credited at the end, cash, its
-    cumulative and discounted value (``costsim.finance``). ``breakeven``: each owned, reserved or
+    ``cashflow``: per (option, month) capex, opex, rent (serving's included), the commitment owed
+    and the book value credited at the horizon's end, cash, its cumulative and discounted value
+    (``costsim.finance``). ``breakeven``: each owned, reserved or
     hybrid option against each on-demand or spot one.
 
     ``phases``: mean seconds per iteration in each phase, per (option, RL job class), over the
@@ -78,107 +84,6 @@ class Results:
     cashflow: pd.DataFrame
     breakeven: pd.DataFrame
     advice: pd.DataFrame
-
-
-def bin_edges(horizon_h: float, width_h: float) -> np.ndarray:
-    """Bins of ``width_h`` from 0, the last one cut at the horizon."""
-    n = int(np.ceil(horizon_h / width_h - 1e-9))
-    edges = np.arange(n + 1, dtype=float) * width_h
-    edges[-1] = horizon_h
-    return edges
-
-
-def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, UsageRecord]]:
-    """The option's pools with the usage each carried: one, or a hybrid's base and burst."""
-    if isinstance(plan, HybridPlan):
-        return [(plan.base, only(rec, BASE)), (plan.burst, only(rec, BURST))]
-    return [(plan, rec)]
-
-
-def only(rec: UsageRecord, part: int) -> UsageRecord:
-    """The record with the jobs and allocations of other parts left out (never started, as far as it shows)."""
-    other = rec.part != part
-    keep = rec.alloc_part == part
-    return replace(rec, start_h=np.where(other, np.nan, rec.start_h), end_h=np.where(other, np.nan, rec.end_h),
-                   held_gpus=np.where(other, 0, rec.held_gpus), instances=np.where(other, 0, rec.instances),
-                   alloc_job=rec.alloc_job[keep], alloc_start=rec.alloc_start[keep], alloc_end=rec.alloc_end[keep],
-                   alloc_held=rec.alloc_held[keep], alloc_instances=rec.alloc_instances[keep],
-                   alloc_part=rec.alloc_part[keep])
-
-
-Serving = list[tuple[np.ndarray, np.ndarray]] | None  # per part: GPUs served and GPUs rented, per hour
-
-
-def _per_bin(hourly: np.ndarray, horizon_h: float, edges: np.ndarray) -> np.ndarray:
-    """GPU-hours per bin of a level that is constant within each hour."""
-    h = np.arange(len(hourly), dtype=float)
-    return binned(h, np.minimum(h + 1, horizon_h), hourly.astype(float), edges)
-
-
-def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon_h: float) -> Serving:
-    """Where serving runs, per part and hour: on a pool (owned, reserved, a hybrid's base) it gets
-    its demand up to what the pool has beside the RL jobs (which were admitted leaving it room, so
-    it is short only before delivery or after a node failure); on on-demand or spot capacity it
-    rents whole instances. A hybrid serves from its base only."""
-    if demand is None:
-        return None
-    hourly = bin_edges(horizon_h, 1.0)
-    zero = np.zeros(len(demand))
-    out = []
-    for part, sub in parts(plan, rec):
-        if isinstance(part, OwnedPlan) or part.reserved:
-            width = np.diff(hourly)
-            pool = _capacity(part, sub, horizon_h, hourly)[0] / width
-            _, st, en, k = held_intervals(sub, horizon_h)
-            rl = binned(st, en, sub.alloc_held[k].astype(float), hourly) / width
-            out.append((np.minimum(demand, np.maximum(pool - rl, 0.0)), zero))
-        elif isinstance(plan, HybridPlan):
-            out.append((zero, zero))
-        else:
-            gpi = part.gpus_per_instance
-            out.append((demand.astype(float), (nodes_needed(demand, gpi) * gpi).astype(float)))
-    return out
-
-
-def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobTable, horizon_h: float,
-                 edges: np.ndarray, serving: Serving = None) -> dict[str, np.ndarray]:
-    """Every line item (USD) per bin for one option (a hybrid: its base's and its burst's);
-    items the option does not have are zero."""
-    out = {item: np.zeros(len(edges) - 1) for item in ALL_ITEMS}
-    for k, (part, sub) in enumerate(parts(plan, rec)):
-        served, rented = serving[k] if serving else (None, None)
-        if isinstance(part, OwnedPlan):
-            extra = _per_bin(served, horizon_h, edges) if served is not None else None
-            items = owned_costs(part, econ, sub, jobs.gpus, horizon_h, edges, extra)
-        elif part.reserved:
-            items = reserved_costs(part, horizon_h, edges)
-        else:
-            items = cloud_costs(part, sub, horizon_h, edges)
-            if rented is not None:
-                items["serving"] = _per_bin(rented, horizon_h, edges) * part.price_per_gpu_hour
-        for item, v in items.items():
-            out[item] = out[item] + v
-    return out
-
-
-def _capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """GPU-hours of capacity and of rented GPUs per bin. A pool of nodes (owned, reserved, a
-    hybrid's base) has its installed GPUs; on-demand and spot capacity is what is rented."""
-    capacity = np.zeros(len(edges) - 1)
-    rented = np.zeros(len(edges) - 1)
-    for part, sub in parts(plan, rec):
-        if isinstance(part, OwnedPlan) or part.reserved:
-            t = np.append(rec.capacity_change_h, horizon_h)
-            pool = binned(t[:-1], t[1:], rec.capacity_gpus.astype(float), edges)
-            capacity += pool
-            if not isinstance(part, OwnedPlan):
-                rented += pool
-        else:
-            _, s, e, k = held_intervals(sub, horizon_h)
-            held = binned(s, e, sub.alloc_held[k].astype(float), edges)
-            capacity += held
-            rented += held
-    return capacity, rented
 
 
 def _startup_h(plan: Plan, rec: UsageRecord) -> np.ndarray:
@@ -222,6 +127,9 @@ def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFram
     jobs = work.jobs
     done = jobs_df["iterations"].to_numpy()
     cost = jobs_df["cost_usd"].to_numpy()
+    # Responses cut at the length cap per job: prefix sums over the concatenated iterations.
+    capped_cum = np.concatenate([[0], np.cumsum(jobs.length_capped, dtype=np.int64)])
+    capped = capped_cum[jobs.iter_start + jobs.iterations] - capped_cum[jobs.iter_start]
     rows = []
     for k, cls in enumerate(scenario.workload.classes):
         idx = jobs.class_index == k
@@ -233,11 +141,61 @@ def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFram
             "jobs": int(idx.sum()), "iterations_planned": planned,
             **{f"{p}_s": means[p] for p in PHASES[:-1]}, "iteration_s": means["total"],
             "rollout_share": means["rollout"] / means["total"] if planned else np.nan,
+            "capped_share": float(capped[idx].sum()) / (planned * cls.rollout.samples) if planned else np.nan,
             "iterations_done": int(done[idx].sum()),
             "iterations_per_day": float(done[idx].sum()) / scenario.horizon_days,
             "cost_per_iteration_usd": float(cost[idx].sum() / done[idx].sum()) if done[idx].sum() else np.nan,
         })
     return pd.DataFrame(rows, columns=PHASE_COLUMNS)
+
+
+def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan, horizon_h: float,
+               serving: Serving, totals: dict[str, float], gpu_hours: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Each job's cost, serving's cost and the idle cost (USD).
+
+    Rented capacity (on-demand, spot, a hybrid's burst): a job costs its bills, serving its rent. A
+    pool (owned, reserved, a hybrid's base): its cost within the horizon — the commitment owed
+    beyond it left out, as it buys capacity after the horizon — is shared by the GPU-hours held on
+    it (jobs and serving), idle capacity included. A hybrid's base on which nothing was held (every
+    job burst) is shared the same way by what the hybrid held on its burst. Idle cost is the share
+    of a pool's cost that its unheld capacity accounts for (all of it if nothing was held), already
+    inside those shares. So Σ job costs + serving cost + commitment owed = total whenever the option
+    held anything; an option that held nothing leaves its cost unshared (all idle).
+    """
+    jobs = work.jobs
+    n = len(jobs)
+    whole = np.array([0.0, horizon_h])
+    hour = np.diff(bin_edges(horizon_h, 1.0))
+    job_cost = np.zeros(n)
+    idle_cost = serving_cost = unheld = 0.0
+    pools = parts(plan, rec)
+    for k, (part, sub) in enumerate(pools):
+        part_serving = [serving[k]] if serving else None
+        if not is_pool(part):
+            bill_job, bill = cloud_bills(part, sub, horizon_h)
+            job_cost += np.bincount(bill_job, weights=bill, minlength=n)
+            if part_serving:
+                serving_cost += float(per_bin(part_serving[0][1], horizon_h, whole)[0]) * part.price_per_gpu_hour
+            continue
+        items = totals if len(pools) == 1 else {
+            item: float(v.sum()) for item, v in option_costs(part, econ, sub, jobs, horizon_h, whole, part_serving).items()}
+        pool_total = sum(items.values()) - items["commitment_owed"]
+        on_part = ~np.isnan(sub.start_h)
+        pool_serving = float((part_serving[0][0] * hour).sum()) if part_serving else 0.0
+        pool_used = gpu_hours[on_part].sum() + pool_serving
+        if pool_used > 0:
+            job_cost[on_part] = gpu_hours[on_part] * (pool_total / pool_used)
+            serving_cost += pool_serving * pool_total / pool_used
+        else:
+            unheld += pool_total
+        pool_capacity = float(capacity(part, sub, horizon_h, whole)[0].sum())
+        idle_cost += pool_total * (1.0 - pool_used / pool_capacity) if pool_capacity > 0 else pool_total
+    served_h = sum(float((sv * hour).sum()) for sv, _ in serving) if serving else 0.0
+    held_h = float(gpu_hours.sum()) + served_h
+    if unheld > 0 and held_h > 0:  # only a hybrid's unused base can get here with something held
+        job_cost += gpu_hours * (unheld / held_h)
+        serving_cost += served_h * unheld / held_h
+    return job_cost, serving_cost, idle_cost
 
 
 def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan,
@@ -253,13 +211,13 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     delay = np.where(started, rec.start_h - jobs.submit_h, H - jobs.submit_h)
 
     hourly = bin_edges(H, 1.0)
-    capacity, rented = _capacity(plan, rec, H, hourly)
+    cap, rented = capacity(plan, rec, H, hourly)
     busy = binned(s, e, rec.alloc_held[k].astype(float), hourly)
     width = np.diff(hourly)
     served = sum(sv for sv, _ in serving) if serving else np.zeros(len(width))
     serving_rented = sum(rn for _, rn in serving) if serving else np.zeros(len(width))
     busy = busy + served * width
-    capacity = capacity + serving_rented * width
+    cap = cap + serving_rented * width
     rented = rented + serving_rented * width
     q_end = np.where(started, rec.start_h, H)
     queued_jobs = binned(jobs.submit_h, q_end, np.ones(n), hourly)
@@ -268,7 +226,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     timeseries = pd.DataFrame({
         "option": plan.name,
         "hour": hourly[:-1],
-        "capacity_gpus": capacity / width,
+        "capacity_gpus": cap / width,
         "busy_gpus": busy / width,
         "queued_jobs": queued_jobs / width,
         "queued_gpus": queued_gpus / width,
@@ -293,30 +251,10 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     wasted_gpu_h = np.minimum(lost_gpu_h + rec.overhead_h * rec.held_gpus, gpu_hours)
     serving_h = float((served * width).sum())
     used = float(gpu_hours.sum()) + serving_h
-    job_cost = np.zeros(n)
-    idle_cost = serving_cost = 0.0
-    capacity_h = float(capacity.sum())
-    pools = parts(plan, rec)
-    for k, (part, sub) in enumerate(pools):
-        on_part = ~np.isnan(sub.start_h)
-        part_serving = [serving[k]] if serving else None
-        if isinstance(part, CloudPlan) and not part.reserved:
-            bill_job, bill = cloud_bills(part, sub, H)
-            job_cost += np.bincount(bill_job, weights=bill, minlength=n)
-            if part_serving:
-                serving_cost += float(_per_bin(part_serving[0][1], H, np.array([0.0, H]))[0]) * part.price_per_gpu_hour
-        else:  # a pool's whole cost (idle time included) shared by the GPU-hours held on it
-            pool_total = total if len(pools) == 1 else sum(
-                float(v.sum()) for v in option_costs(part, econ, sub, jobs, H, np.array([0.0, H]), part_serving).values())
-            pool_serving = float((part_serving[0][0] * width).sum()) if part_serving else 0.0
-            pool_used = gpu_hours[on_part].sum() + pool_serving
-            if pool_used > 0:
-                job_cost[on_part] = gpu_hours[on_part] * (pool_total / pool_used)
-                serving_cost += pool_serving * pool_total / pool_used
-            pool_capacity = capacity_h if len(pools) == 1 and not serving else float(
-                _capacity(part, sub, H, np.array([0.0, H]))[0].sum())
-            if pool_capacity > 0:  # what the unheld share of the pool's capacity cost
-                idle_cost += pool_total * (1.0 - pool_used / pool_capacity)
+    capacity_h = float(cap.sum())
+    job_cost, serving_cost, idle_cost = _job_costs(plan, econ, rec, work, H, serving, totals, gpu_hours)
+    owed = totals["commitment_owed"]  # buys capacity after the horizon: in the total, in no job's cost
+    rl = jobs.class_index >= 0  # RL jobs; trace jobs have their own cost column
     jobs_df = pd.DataFrame({
         "option": plan.name,
         "job_id": jobs.job_id,
@@ -339,7 +277,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     counted = jobs.submit_h >= scenario.warmup_h
     d = delay[counted]
     jct = (rec.end_h - jobs.submit_h)[completed & counted]
-    iterations = float(jobs_df["iterations"].sum())  # done within the horizon
+    rl_iterations = float(jobs_df["iterations"][rl].sum())  # done within the horizon
     summary = {
         "option": plan.name,
         "kind": plan.kind,
@@ -352,11 +290,13 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "queue_delay_p99_h": float(np.percentile(d, 99)) if d.size else np.nan,
         "jct_mean_h": float(jct.mean()) if jct.size else np.nan,
         "utilization": used / capacity_h if capacity_h > 0 else np.nan,
-        "iterations_per_day": iterations / scenario.horizon_days,
+        "iterations_per_day": rl_iterations / scenario.horizon_days,
         "total_cost_usd": total,
-        "cost_per_gpu_hour_used_usd": total / used if used > 0 else np.nan,
-        "cost_per_iteration_usd": total / iterations if iterations > 0 else np.nan,
-        "cost_per_completed_job_usd": total / completed.sum() if completed.any() else np.nan,
+        "cost_per_gpu_hour_used_usd": (total - owed) / used if used > 0 else np.nan,
+        "cost_per_iteration_usd": float(job_cost[rl].sum()) / rl_iterations if rl_iterations > 0 else np.nan,
+        "cost_per_completed_job_usd": float(job_cost.sum()) / completed.sum() if completed.any() else np.nan,
+        "rl_jobs_cost_usd": float(job_cost[rl].sum()),
+        "trace_jobs_cost_usd": float(job_cost[~rl].sum()),
         "gpu_hours_used": used,
         "capacity_gpu_hours": capacity_h,
         "jobs_burst": int((started & (rec.part == BURST)).sum()),
@@ -376,7 +316,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         **{f"cost_{item}_usd": v for item, v in totals.items()},
     }
     cash = finance.cashflow(plan, econ, month_items, H)
-    summary["npv_usd"] = eco.npv_usd(cash["cash_usd"].to_numpy(), econ.discount_rate)
+    summary["npv_usd"] = float(cash["discounted_usd"].sum())
     return (jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash,
             checkpoint_advice(scenario, plan, work))
 
@@ -386,18 +326,18 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
     """All tables for all options, in option order. ``demand``: serving GPUs per hour, if any."""
     if demand is not None:
         demand = demand[: len(bin_edges(scenario.horizon_h, 1.0)) - 1]
-    parts = [_option_tables(scenario, p, econ, r, w, demand) for p, r, w in zip(plans, records, work, strict=True)]
-    summary = pd.DataFrame([p[1] for p in parts], columns=SUMMARY_COLUMNS)
-    cash = pd.concat([p[5] for p in parts], ignore_index=True)
+    tables = [_option_tables(scenario, p, econ, r, w, demand) for p, r, w in zip(plans, records, work, strict=True)]
+    summary = pd.DataFrame([t[1] for t in tables], columns=SUMMARY_COLUMNS)
+    cash = pd.concat([t[5] for t in tables], ignore_index=True)
     return Results(
         scenario=scenario,
         seed=seed,
-        jobs=pd.concat([p[0] for p in parts], ignore_index=True),
+        jobs=pd.concat([t[0] for t in tables], ignore_index=True),
         summary=summary,
-        timeseries=pd.concat([p[2] for p in parts], ignore_index=True),
-        costs=pd.concat([p[3] for p in parts], ignore_index=True),
-        phases=pd.concat([p[4] for p in parts], ignore_index=True),
+        timeseries=pd.concat([t[2] for t in tables], ignore_index=True),
+        costs=pd.concat([t[3] for t in tables], ignore_index=True),
+        phases=pd.concat([t[4] for t in tables], ignore_index=True),
         cashflow=cash,
         breakeven=finance.breakeven(plans, summary, cash),
-        advice=pd.concat([p[6] for p in parts], ignore_index=True),
+        advice=pd.concat([t[6] for t in tables], ignore_index=True),
     )

@@ -1,21 +1,37 @@
 """Random draws the workload needs, each from an explicit ``numpy.random.Generator``.
 
 Response lengths: an RL iteration samples n = prompts × samples responses whose lengths are
-lognormal(mean, cv) truncated at ``max``. The model needs only each iteration's maximum and sum,
-so they are drawn directly instead of drawing n lengths:
+min(L, max) with L ~ lognormal(mean, cv): ``max`` is a generation cap, so a response that would
+run longer stops at it and the cap itself carries probability p = P(L ≥ max) = 1 − F(max). The
+model needs only each iteration's sum and maximum (and we report how many responses hit the cap),
+so they are drawn exactly without drawing n lengths:
 
-- the maximum exactly, by inverse CDF: max of n i.i.d. draws = F⁻¹(U^{1/n});
-- the sum as that maximum plus the other n − 1 lengths, which are i.i.d. given the maximum m and
-  distributed as the length conditioned to be ≤ m: drawn exactly when n − 1 < ``EXACT_BELOW``,
-  else by the central limit theorem from the closed-form truncated-lognormal mean and variance.
+- the number K of capped responses is Binomial(n, p);
+- K ≥ 1: the maximum is the cap; K = 0: the maximum of n lengths conditioned below the cap, by
+  inverse CDF, F⁻¹(U^{1/n}·F(max));
+- the sum is K·max (or the maximum m, when K = 0) plus the other n − max(K, 1) lengths, which are
+  i.i.d. lognormal conditioned to be ≤ m: drawn exactly when there are fewer than ``EXACT_BELOW``
+  of them, else by the central limit theorem from the closed-form truncated-lognormal mean and
+  variance.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import ndtr, ndtri
 
 EXACT_BELOW = 64
+
+
+class LengthDraws(NamedTuple):
+    """Per iteration: Σ response tokens, the longest response (tokens) and how many responses
+    were cut at the cap (int32)."""
+
+    length_sum: np.ndarray
+    length_max: np.ndarray
+    capped: np.ndarray
 
 
 def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
@@ -47,27 +63,53 @@ def truncated_moments(mu: float, sigma: float, cap: np.ndarray) -> tuple[np.ndar
     return m1, np.maximum(m2 - m1 * m1, 0.0)
 
 
+def sum_below(rng: np.random.Generator, mu: float, sigma: float, bound: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Per row, the sum of ``count`` i.i.d. lognormal(μ, σ) draws conditioned to be ≤ ``bound``:
+    exact (inverse CDF) for counts under ``EXACT_BELOW``, else normal by the central limit theorem."""
+    out = np.zeros(len(bound))
+    exact = np.flatnonzero((count > 0) & (count < EXACT_BELOW))
+    if len(exact):
+        row = np.repeat(np.arange(len(exact)), count[exact])  # one entry per draw, grouped by row
+        below = ndtr((np.log(bound[exact]) - mu) / sigma)
+        v = rng.uniform(size=len(row)) * below[row]
+        out[exact] = np.bincount(row, weights=np.exp(mu + sigma * ndtri(v)), minlength=len(exact))
+    big = np.flatnonzero(count >= EXACT_BELOW)
+    if len(big):
+        k, top = count[big], bound[big]
+        m1, var = truncated_moments(mu, sigma, top)
+        out[big] = np.clip(rng.normal(k * m1, np.sqrt(k * var)), 0.0, k * top)
+    return out
+
+
+def length_draws(
+    rng: np.random.Generator, n: int, mean: float, cv: float, cap: float, iterations: int
+) -> LengthDraws:
+    """Per iteration, the sum and the maximum of ``n`` response lengths min(L, cap) (tokens) and
+    the number of them that hit the cap. cv 0: every length is min(mean, cap), capped when the
+    mean exceeds the cap."""
+    if cv == 0:
+        length = min(float(mean), float(cap))
+        capped = n if mean > cap else 0
+        return LengthDraws(np.full(iterations, n * length), np.full(iterations, length),
+                           np.full(iterations, capped, dtype=np.int32))
+    mu, sigma = lognormal_params(mean, cv)
+    p_cap = float(ndtr(-(np.log(cap) - mu) / sigma))  # P(L ≥ cap), without cancellation
+    capped = rng.binomial(n, p_cap, iterations)
+    # K = 0: the maximum of n lengths conditioned below the cap. Its upper tail
+    # 1 − U^{1/n}·F(cap) = p + (1 − p)(1 − U^{1/n}), computed without cancellation.
+    u = rng.uniform(size=iterations)
+    tail = p_cap + (1.0 - p_cap) * -np.expm1(np.log(u) / n)
+    below_max = np.minimum(np.exp(mu - sigma * ndtri(tail)), cap)
+    top = np.where(capped > 0, float(cap), below_max)
+    at_top = np.maximum(capped, 1)  # the capped responses, or the one maximum below the cap
+    others = sum_below(rng, mu, sigma, top, n - at_top)
+    return LengthDraws(top * at_top + others, top, capped.astype(np.int32))
+
+
 def length_sum_max(
     rng: np.random.Generator, n: int, mean: float, cv: float, cap: float, iterations: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per iteration, the sum and the maximum of ``n`` response lengths (tokens)."""
-    if cv == 0:
-        length = min(float(mean), float(cap))
-        return np.full(iterations, n * length), np.full(iterations, length)
-    mu, sigma = lognormal_params(mean, cv)
-    f_cap = ndtr((np.log(cap) - mu) / sigma)
-    # 1 − U^{1/n}·F(cap), computed without cancellation, then the upper-tail quantile.
-    u = rng.uniform(size=iterations)
-    tail = (1.0 - f_cap) + f_cap * -np.expm1(np.log(u) / n)
-    top = np.minimum(np.exp(mu - sigma * ndtri(tail)), cap)
-    rest = n - 1
-    if rest == 0:
-        return top.copy(), top
-    if rest < EXACT_BELOW:
-        below = ndtr((np.log(top) - mu) / sigma)
-        v = rng.uniform(size=(iterations, rest)) * below[:, None]
-        others = np.exp(mu + sigma * ndtri(v)).sum(axis=1)
-    else:
-        m1, var = truncated_moments(mu, sigma, top)
-        others = np.clip(rng.normal(rest * m1, np.sqrt(rest * var)), 0.0, rest * top)
-    return top + others, top
+    """Per iteration, the sum and the maximum of ``n`` capped response lengths (tokens);
+    ``length_draws`` also says how many hit the cap."""
+    d = length_draws(rng, n, mean, cv, cap, iterations)
+    return d.length_sum, d.length_max

@@ -41,3 +41,46 @@ class RangeMax:
         k = (b - a + 1).bit_length() - 1
         row = self.levels[k]
         return max(row[a], row[b - (1 << k) + 1])
+
+
+def can_ever_start(demand: np.ndarray, room_gpus: np.ndarray, earliest_h: np.ndarray, hold_h: np.ndarray,
+                   horizon_h: float) -> np.ndarray:
+    """Whether each job could start, alone on its pool, at some time in [``earliest_h``, horizon)
+    with serving's hourly ``demand`` at most ``room_gpus`` (the pool's GPUs less the job's) in every
+    hour its ``hold_h`` hours touch — the admission rule of owned and reserved pools, failures
+    aside. Demand is a step per whole hour, so the candidate
+    starts are ``earliest_h`` itself and every whole hour after it: a start inside hour h touches
+    hour h and at least the hours a start at h would.
+
+    Per distinct room: the hours with demand ≤ room form runs; ``run[h]`` is how many such hours
+    follow from h, and a job of k = ⌈hold⌉ hours fits at whole hour h iff run[h] ≥ k."""
+    room_gpus = np.asarray(room_gpus, dtype=np.int64)
+    earliest_h = np.asarray(earliest_h, dtype=float)
+    hold_h = np.asarray(hold_h, dtype=float)
+    d = np.asarray(demand, dtype=np.int64)
+    # Whole hours a run touches; windows stay inside the table (a run longer than half of it only
+    # needs room for that long: the table's trend and daily swing have shown themselves by then).
+    k = np.minimum(np.maximum(np.ceil(hold_h - 1e-9), 1).astype(np.int64), max(len(d) // 2, 1))
+    last_start = min(int(np.ceil(horizon_h)), len(d)) - 1  # whole-hour starts before the horizon
+    first_whole = np.ceil(earliest_h - 1e-9).astype(np.int64)
+    table = RangeMax(d)
+    ok_out = np.zeros(len(room_gpus), dtype=bool)
+    idx_all = np.arange(len(d))
+    for room in np.unique(room_gpus):
+        jobs = np.flatnonzero(room_gpus == room)
+        if room < 0:
+            continue
+        bad = np.where(d > room, idx_all, len(d))
+        next_bad = np.minimum.accumulate(bad[::-1])[::-1]  # first hour ≥ h where serving leaves too little
+        run = next_bad - idx_all
+        best = np.maximum.accumulate(run[: last_start + 1][::-1])[::-1] if last_start >= 0 else np.zeros(0, np.int64)
+        a = first_whole[jobs]
+        within = a <= last_start
+        fits = np.zeros(len(jobs), dtype=bool)
+        fits[within] = best[a[within]] >= k[jobs][within]
+        for j in np.flatnonzero(~fits):  # a start at the earliest time itself, inside its hour
+            t0 = earliest_h[jobs[j]]
+            if t0 < horizon_h and table.peak(t0, t0 + hold_h[jobs[j]]) <= room:
+                fits[j] = True
+        ok_out[jobs] = fits
+    return ok_out

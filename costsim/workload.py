@@ -3,22 +3,29 @@
 Every option consumes the same jobs (common random numbers: differences between options are
 not sampling noise). Trace jobs carry their hours of work; RL jobs carry their iteration count
 and, per iteration, the sum and the maximum of the sampled response lengths — enough for
-``costsim.workplan`` to time them on each option's hardware.
+``costsim.workplan`` to time them on each option's hardware — and how many responses hit the
+length cap (lengths are min(L, max), ``costsim.sampling``).
 
-Streams (``costsim.rng``), per class index: ``arrivals`` (arrival times; also the trace's
-arrival scaling), ``job_shapes`` (iteration counts), ``response_lengths`` (per iteration).
-Adding a class or an option never shifts another class's draws.
+Streams (``costsim.rng``), keyed by class NAME: ``arrivals`` (arrival times), ``job_shapes``
+(iteration counts), ``response_lengths`` (per iteration); the trace's arrival scaling has its own
+``trace_scaling`` stream. Adding, removing or reordering classes or options never shifts another
+class's draws.
+
+Job ids: a trace's own ids, ``<id>~<k>`` for the k-th extra copy ``arrival_scale`` makes, and
+``<class>-<n>`` (n zero-padded to at least 5 digits) for generated jobs. ``costsim.api.check``
+refuses trace ids of those two reserved forms, so ids are unique by construction.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from costsim.rng import stream
-from costsim.sampling import length_sum_max, lognormal, poisson_times
-from costsim.scenario import Scenario, read_trace
+from costsim.sampling import LengthDraws, length_draws, lognormal, poisson_times
+from costsim.scenario import Problem, Scenario, read_trace
 from costsim.scenario.classes import RLClass, Spread
 from costsim.units import HOURS_PER_DAY
 
@@ -38,14 +45,15 @@ class Job:
     iterations: int  # RL jobs: planned iterations; trace jobs: 0
     length_sum: np.ndarray  # RL: Σ response tokens per iteration
     length_max: np.ndarray  # RL: longest response per iteration
+    length_capped: np.ndarray  # RL: responses cut at the length cap per iteration
 
 
 @dataclass(frozen=True)
 class JobTable:
     """The jobs as arrays (the engine's input), sorted by submit time (ties: trace, then classes).
 
-    RL iterations of all jobs are concatenated in ``length_sum``/``length_max``; job i's are
-    ``[iter_start[i], iter_start[i] + iterations[i])``.
+    RL iterations of all jobs are concatenated in ``length_sum``/``length_max``/``length_capped``
+    (responses cut at the cap, int32); job i's are ``[iter_start[i], iter_start[i] + iterations[i])``.
     """
 
     job_id: np.ndarray
@@ -59,6 +67,7 @@ class JobTable:
     iter_start: np.ndarray
     length_sum: np.ndarray
     length_max: np.ndarray
+    length_capped: np.ndarray
 
     def __len__(self) -> int:
         return len(self.submit_h)
@@ -70,12 +79,13 @@ class JobTable:
             a, n = int(self.iter_start[i]), int(self.iterations[i])
             out.append(Job(str(self.job_id[i]), str(self.job_class[i]), float(self.submit_h[i]), int(self.gpus[i]),
                            int(self.priority[i]), float(self.duration_h[i]), n,
-                           self.length_sum[a:a + n], self.length_max[a:a + n]))
+                           self.length_sum[a:a + n], self.length_max[a:a + n], self.length_capped[a:a + n]))
         return out
 
 
 _PER_JOB = ("job_id", "job_class", "submit_h", "gpus", "priority", "duration_h", "class_index", "iterations", "iter_start")
 SCALE_JITTER_H = 12.0
+COPY_MARK = "~"  # an extra copy of trace job <id> made by arrival_scale > 1 is <id>~<k>
 
 
 def _trace_jobs(scenario: Scenario, seed: int) -> dict[str, np.ndarray]:
@@ -87,7 +97,7 @@ def _trace_jobs(scenario: Scenario, seed: int) -> dict[str, np.ndarray]:
         "iterations": np.zeros(n, dtype=np.int64), "iter_start": np.zeros(n, dtype=np.int64),
     }
     if scenario.workload.arrival_scale != 1.0:
-        cols = scale_arrivals(cols, scenario.workload.arrival_scale, stream(seed, "arrivals", 0))
+        cols = scale_arrivals(cols, scenario.workload.arrival_scale, stream(seed, "trace_scaling"))
     return cols
 
 
@@ -103,7 +113,7 @@ def scale_arrivals(cols: dict[str, np.ndarray], scale: float, rng: np.random.Gen
     shift = np.where(k > 0, rng.uniform(-SCALE_JITTER_H, SCALE_JITTER_H, len(idx)), 0.0)
     out = {name: col[idx] for name, col in cols.items()}
     ids = out["job_id"].astype(str)
-    out["job_id"] = np.where(k > 0, np.char.add(np.char.add(ids, "~"), k.astype(str)), ids).astype(object)
+    out["job_id"] = np.where(k > 0, np.char.add(np.char.add(ids, COPY_MARK), k.astype(str)), ids).astype(object)
     out["submit_h"] = np.maximum(out["submit_h"] + shift, 0.0)
     return out
 
@@ -115,17 +125,17 @@ def class_iterations(cls: RLClass, rng: np.random.Generator, n: int) -> np.ndarr
     return np.full(n, int(cls.iterations), dtype=np.int64)
 
 
-def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[dict[str, np.ndarray], LengthDraws]:
     per_h = cls.arrivals_per_day * scenario.workload.arrival_scale / HOURS_PER_DAY
-    submit = poisson_times(stream(seed, "arrivals", k), per_h, cls.start_day * HOURS_PER_DAY, scenario.horizon_h)
+    submit = poisson_times(stream(seed, "arrivals", cls.name), per_h, cls.start_day * HOURS_PER_DAY, scenario.horizon_h)
     if cls.count is not None:
         submit = submit[: cls.count]
     n = len(submit)
-    iterations = class_iterations(cls, stream(seed, "job_shapes", k), n)
+    iterations = class_iterations(cls, stream(seed, "job_shapes", cls.name), n)
     lengths = cls.rollout.lengths
     total = int(iterations.sum())
-    len_sum, len_max = length_sum_max(stream(seed, "response_lengths", k), cls.rollout.samples,
-                                      lengths.mean, lengths.cv, lengths.max, total)
+    draws = length_draws(stream(seed, "response_lengths", cls.name), cls.rollout.samples,
+                         lengths.mean, lengths.cv, lengths.max, total)
     cols = {
         "job_id": np.array([f"{cls.name}-{i:05d}" for i in range(n)], dtype=object),
         "job_class": np.full(n, cls.name, dtype=object), "submit_h": submit,
@@ -133,7 +143,7 @@ def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[di
         "duration_h": np.full(n, np.nan), "class_index": np.full(n, k, dtype=np.int64),
         "iterations": iterations, "iter_start": np.cumsum(iterations) - iterations,
     }
-    return cols, len_sum, len_max
+    return cols, draws
 
 
 def generate(scenario: Scenario, seed: int | None = None) -> JobTable:
@@ -144,19 +154,55 @@ def generate(scenario: Scenario, seed: int | None = None) -> JobTable:
     """
     seed = scenario.seed if seed is None else seed
     parts: list[dict[str, np.ndarray]] = []
-    sums, maxes = [np.zeros(0)], [np.zeros(0)]
+    sums, maxes, capped = [np.zeros(0)], [np.zeros(0)], [np.zeros(0, dtype=np.int32)]
     offset = 0
     if scenario.workload.trace is not None:
         parts.append(_trace_jobs(scenario, seed))
     for k, cls in enumerate(scenario.workload.classes):
-        cols, s, m = _class_jobs(scenario, seed, k, cls)
+        cols, draws = _class_jobs(scenario, seed, k, cls)
         cols["iter_start"] = cols["iter_start"] + offset
-        offset += len(s)
+        offset += len(draws.length_sum)
         parts.append(cols)
-        sums.append(s)
-        maxes.append(m)
+        sums.append(draws.length_sum)
+        maxes.append(draws.length_max)
+        capped.append(draws.capped)
     cols = {name: np.concatenate([p[name] for p in parts]) for name in _PER_JOB}
     keep = np.flatnonzero(cols["submit_h"] < scenario.horizon_h)
     order = keep[np.argsort(cols["submit_h"][keep], kind="stable")]
     return JobTable(**{name: cols[name][order] for name in _PER_JOB},
-                    length_sum=np.concatenate(sums), length_max=np.concatenate(maxes))
+                    length_sum=np.concatenate(sums), length_max=np.concatenate(maxes),
+                    length_capped=np.concatenate(capped))
+
+
+MAX_ID_PROBLEMS = 8
+
+
+def reserved_id_problems(scenario: Scenario, trace_ids: np.ndarray) -> list[Problem]:
+    """Trace job ids that could equal an id the workload makes itself, as problems on their CSV
+    lines (header = line 1): ``<class>-<digits>`` (5 or more) for a class of this scenario, and
+    — when ``arrival_scale`` > 1 makes copies — any id ending in ``~<digits>``. Refusing these
+    keeps every job_id unique by construction."""
+    forms = []
+    names = [c.name for c in scenario.workload.classes]
+    if names:
+        forms.append("(?:" + "|".join(re.escape(n) for n in names) + ")-[0-9]{5,}")
+    if scenario.workload.arrival_scale > 1:
+        forms.append(".*" + re.escape(COPY_MARK) + "[0-9]+")
+    if not forms:
+        return []
+    reserved = re.compile("|".join(forms), re.DOTALL)
+    rows = [i for i, job_id in enumerate(trace_ids) if reserved.fullmatch(job_id)]
+    problems = [Problem(("job_id",), _why_reserved(str(trace_ids[i]), names), i + 2) for i in rows[:MAX_ID_PROBLEMS]]
+    if len(rows) > MAX_ID_PROBLEMS:
+        problems.append(Problem(("job_id",), f"... and {len(rows) - MAX_ID_PROBLEMS} more such id(s)"))
+    return problems
+
+
+def _why_reserved(job_id: str, class_names: list[str]) -> str:
+    for name in class_names:
+        head, sep, digits = job_id.rpartition("-")
+        if sep and head == name and digits.isascii() and digits.isdigit():
+            return (f"{job_id!r} has the form of the ids of class {name!r}'s generated jobs ({name}-NNNNN): "
+                    "rename it in the trace, or rename the class")
+    return (f"{job_id!r} ends like the ids of the copies arrival_scale > 1 makes (<id>{COPY_MARK}<k>): "
+            f"rename it in the trace")

@@ -52,13 +52,13 @@ def test_class_knobs_change_iteration_time():
     assert [m.label for m in at.metric].count("$ per RL iteration") == 4
     before = phases_shown(at)
     at.selectbox(key="baseline:ablation-7b:setup").select("disaggregated async")
-    at.slider(key="baseline:mid-32b:cv").set_value(2.0)
+    at.slider(key="baseline:mid-32b:cv").set_value(0.3)
     at.button[0].click().run()
     assert not at.exception and not at.error
     after = phases_shown(at)
     for opt in ("own-256", "cloud-od"):
         assert after[(opt, "ablation-7b")] < before[(opt, "ablation-7b")] / 1.5  # async beats the straggler
-        assert after[(opt, "mid-32b")] > before[(opt, "mid-32b")]  # a longer tail holds sync iterations
+        assert after[(opt, "mid-32b")] < before[(opt, "mid-32b")]  # a shorter tail releases sync iterations sooner
         assert after[(opt, "flagship-70b")] == before[(opt, "flagship-70b")]
 
 
@@ -87,7 +87,9 @@ def test_bad_upload_shows_an_inline_error():
     text = (SCENARIO_DIR / "baseline.yaml").read_text().replace("gpus: 256", "gpus: -256")
     at.sidebar.file_uploader[0].upload("mine.yaml", text.encode(), "application/yaml").run()
     assert not at.exception
-    assert at.error and "mine.yaml" in at.error[0].value and "options.0.gpus" in at.error[0].value
+    # the red box says what happened; the problems (user text) follow verbatim in a code block
+    assert at.error and "cannot be used" in at.error[0].value
+    assert "mine.yaml" in at.code[0].value and "options.0.gpus" in at.code[0].value
 
 
 def test_good_upload_runs():

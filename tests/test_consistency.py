@@ -24,8 +24,9 @@ def test_total_cost_four_ways(results):
         assert items[name] == pytest.approx(total, rel=1e-9)
         assert by_month[name] == pytest.approx(total, rel=1e-9)
         assert by_curve[name] == pytest.approx(total, rel=1e-9)
-        if s.loc[name, "gpu_hours_used"] > 0:  # jobs and serving share every dollar
-            assert by_jobs[name] + s.loc[name, "serving_cost_usd"] == pytest.approx(total, rel=1e-9)
+        if s.loc[name, "gpu_hours_used"] > 0:  # jobs and serving share every dollar but the commitment owed
+            assert by_jobs[name] + s.loc[name, "serving_cost_usd"] + s.loc[name, "cost_commitment_owed_usd"] == \
+                pytest.approx(total, rel=1e-9)
 
 
 def test_utilization_from_jobs_and_from_timeseries(results):

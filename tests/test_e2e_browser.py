@@ -87,8 +87,10 @@ def test_bad_upload_shows_error_in_the_browser(browser, app_url, tmp_path):
     page = browser.new_page()
     page.goto(app_url)
     page.get_by_text("Lowest total cost:").wait_for(timeout=90_000)
-    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(bad))
-    err = page.get_by_test_id("stAlert").filter(has_text="broken.yaml")
-    err.wait_for(timeout=60_000)
-    assert "YAML syntax error" in err.inner_text()
+    # The first uploader takes the scenario (the second, a trace CSV to go with it).
+    page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(bad))
+    page.get_by_test_id("stAlert").filter(has_text="This scenario cannot be used.").wait_for(timeout=60_000)
+    details = page.get_by_test_id("stCode").filter(has_text="broken.yaml")  # the problems, verbatim
+    details.wait_for(timeout=30_000)
+    assert "YAML syntax error" in details.inner_text()
     assert page.get_by_test_id("stException").count() == 0

@@ -92,3 +92,10 @@ def test_capital_cost_grows_with_rate(capex, resid, years, r1, dr):
 def test_vectorised_billing():
     out = eco.billed_seconds(np.array([1.0, 59.0, 61.0]), 60, 60)
     assert out.tolist() == [60.0, 60.0, 120.0]
+
+
+def test_breakeven_utilization_against_free_rental():
+    # A $0 rental is never beaten by owning (inf); free against free has no break-even (NaN).
+    assert eco.breakeven_utilization(1.8, 0.0) == float("inf")
+    assert math.isnan(eco.breakeven_utilization(0.0, 0.0))
+    assert eco.breakeven_utilization(1.8, 2.0) == pytest.approx(0.9)

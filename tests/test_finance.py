@@ -22,7 +22,9 @@ def test_breakeven_month_by_hand():
     # 1230, 1240; rent 300, 600, 900, 1200, 1500 -> rent catches up in month 4 (0-based).
     own = np.cumsum([1200, 10, 10, 10, 10])
     rent = np.cumsum([300] * 5)
-    assert eco.breakeven_month(own, rent) == 4 == eco.breakeven_month(rent, own)
+    assert eco.breakeven_month(own, rent) == 4
+    # Seen from the rental's side it is cheaper until month 3 and dearer after: no break-even.
+    assert np.isnan(eco.breakeven_month(rent, own)) and eco.cheaper_until_month(rent, own) == 3
     assert np.isnan(eco.breakeven_month(own[:3], rent[:3]))
 
 
@@ -64,7 +66,9 @@ def test_cashflow_of_an_idle_owned_year_by_hand(tmp_path):
     assert cf.book_value_usd.iloc[-1] == pytest.approx(524_800)
     cash = np.array([640_000 + 10_000 + opex] + [opex] * 10 + [opex - 524_800])
     np.testing.assert_allclose(cf.cash_usd, cash, rtol=1e-9)
-    assert res.summary.npv_usd[0] == pytest.approx(sum(c / 1.12 ** (m / 12) for m, c in enumerate(cash)))
+    # Monthly cash at each month's start; the book value at the horizon's end (1 year).
+    paid = cash + np.eye(12)[-1] * 524_800
+    assert res.summary.npv_usd[0] == pytest.approx(sum(c / 1.12 ** (m / 12) for m, c in enumerate(paid)) - 524_800 / 1.12)
     # Cash over the year = cost lines over the year, except capex vs capital cost (and the credit).
     assert cf.cash_usd.sum() == pytest.approx(res.summary.total_cost_usd[0] - 115_200 + 640_000 - 524_800)
     assert res.summary.idle_cost_usd[0] == pytest.approx(res.summary.total_cost_usd[0])

@@ -89,7 +89,8 @@ def test_cost_accounting_on_every_kind_of_option(tmp_path_factory, rows, wait, w
     for name, j in res.jobs.groupby("option"):
         total = s.loc[name, "total_cost_usd"]
         assert items.loc[name].sum() == pytest.approx(total, rel=1e-9)  # line items add up
-        assert j.cost_usd.sum() + s.loc[name, "serving_cost_usd"] == pytest.approx(total, rel=1e-9, abs=1e-6)
+        owed = s.loc[name, "cost_commitment_owed_usd"]  # the rest of a reservation's term: in no job's cost
+        assert j.cost_usd.sum() + s.loc[name, "serving_cost_usd"] + owed == pytest.approx(total, rel=1e-9, abs=1e-6)
         cum = res.timeseries[res.timeseries.option == name].cost_cum_usd.to_numpy()
         assert (np.diff(cum) >= -1e-6).all() and cum[-1] == pytest.approx(total, rel=1e-9)  # non-decreasing
         assert res.costs[res.costs.option == name].cost_usd.sum() == pytest.approx(total, rel=1e-9)

@@ -70,11 +70,13 @@ def test_mmc_mean_wait_and_wait_probability(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("law, cv, lam", [("deterministic", 0.0, 0.7), ("lognormal", 1.5, 0.5)])
 def test_mg1_pollaczek_khinchine(tmp_path, law, cv, lam):
-    # Wq = λ E[S²] / (2 (1 − ρ)) = ρ E[S] (1 + C_s²) / (2 (1 − ρ)), E[S] = 1 h.
-    rho = lam * 1.0
-    wq = rho * 1.0 * (1 + cv * cv) / (2 * (1 - rho))
-    days = (80_000 if law == "deterministic" else 250_000) / lam / 24
-    res = run_trace(tmp_path, JobGroup("mg1", per_day=lam * 24, gpus=1, mean_h=1.0, cv=cv, law=law),
+    # Wq = λ E[S²] / (2 (1 − ρ)) = ρ E[S] (1 + C_s²) / (2 (1 − ρ)). Time runs in units of
+    # E[S] = 0.25 h (ρ = λ per unit), so 250,000 jobs fit the 30-year horizon limit.
+    unit_h = 0.25
+    rho = lam
+    wq = rho * unit_h * (1 + cv * cv) / (2 * (1 - rho))
+    days = (80_000 if law == "deterministic" else 250_000) * unit_h / lam / 24
+    res = run_trace(tmp_path, JobGroup("mg1", per_day=lam * 24 / unit_h, gpus=1, mean_h=unit_h, cv=cv, law=law),
                     days=days, option=owned(gpus=1, gpus_per_node=1, scheduler="fifo"), seed=3)
     mean, half = batch_means(waits_after_warmup(res, "own"))
     assert abs(mean - wq) <= half, (mean, half, wq)

@@ -23,13 +23,17 @@ def random_rows(seed, n=300, days=20, sizes=(1, 2, 4, 8, 16)):
 
 
 def test_reserved_costs_every_hour_used_or_not(tmp_path):
-    # 16 GPUs × 240 h × $2.20 (catalog neocloud 1-year) = $8,448 whether one job runs or many.
+    # 16 GPUs × 240 h × $2.20 (catalog neocloud 1-year) = $8,448 whether one job runs or many; the
+    # rest of the 1-year term, 16 × (8,760 − 240) h × $2.20 = $299,904, is owed all the same.
     for rows in ([(0, 8, 1)], random_rows(1)):
         res = costsim.simulate(scenario(tmp_path, rows, [reserved()], horizon_days=10))
         s = res.summary.iloc[0]
-        assert s.total_cost_usd == pytest.approx(16 * 240 * 2.20, abs=1e-6) == s.cost_reserved_usd
+        assert s.cost_reserved_usd == pytest.approx(16 * 240 * 2.20, abs=1e-6)
+        assert s.cost_commitment_owed_usd == pytest.approx(16 * (8760 - 240) * 2.20, abs=1e-6)
+        assert s.total_cost_usd == pytest.approx(16 * 8760 * 2.20, abs=1e-6)
     three = costsim.simulate(scenario(tmp_path, [(0, 8, 1)], [reserved(term_years=3)], horizon_days=10))
-    assert three.summary.total_cost_usd[0] == pytest.approx(16 * 240 * 1.85)
+    assert three.summary.cost_reserved_usd[0] == pytest.approx(16 * 240 * 1.85)
+    assert three.summary.total_cost_usd[0] == pytest.approx(16 * 3 * 8760 * 1.85)
 
 
 def test_reserved_queues_like_an_owned_pool_of_the_same_size(tmp_path):

@@ -11,34 +11,75 @@ from scipy import stats
 import costsim
 from costsim import workload
 from costsim.catalog import resolve
-from costsim.sampling import length_sum_max, lognormal_params
+from costsim.sampling import EXACT_BELOW, length_draws, length_sum_max, lognormal_params
 from costsim.scenario import scenario_from_data
 from costsim.workplan import plan_work
 from helpers import cloud, jobs_of, owned
 
 
-def rejection(rng, mu, sigma, n, cap):
-    out = np.empty(0)
-    while len(out) < n:
-        x = rng.lognormal(mu, sigma, 2 * n)
-        out = np.concatenate([out, x[x <= cap]])
-    return out[:n]
+def capped_brute_force(rng, mu, sigma, n, cap, iterations):
+    """The capped semantic drawn the obvious way: n lognormals per iteration, cut at the cap;
+    per iteration the sum, the maximum and how many reached the cap."""
+    sums, maxes, capped = np.empty(iterations), np.empty(iterations), np.empty(iterations)
+    for i in range(iterations):
+        x = rng.lognormal(mu, sigma, n)
+        sums[i], maxes[i], capped[i] = np.minimum(x, cap).sum(), min(x.max(), cap), (x >= cap).sum()
+    return sums, maxes, capped
 
 
-@pytest.mark.parametrize("n, mean, cv, cap", [(2048, 2000, 1.0, 16384), (40, 1000, 1.5, 8000), (3, 100, 1.0, 300)])
-def test_sum_and_max_match_brute_force(n, mean, cv, cap):
-    rng = np.random.default_rng(2)
-    s, m = length_sum_max(rng, n, mean, cv, cap, 1500)
+def p_at_cap(mean, cv, cap):
+    """P(L ≥ cap) for L lognormal with this mean and cv (normal tail via erfc)."""
     mu, sigma = lognormal_params(mean, cv)
-    brute = [rejection(rng, mu, sigma, n, cap) for _ in range(1500)]
-    assert stats.ks_2samp(m, [b.max() for b in brute]).pvalue > 0.01
-    assert stats.ks_2samp(s, [b.sum() for b in brute]).pvalue > 0.01
-    assert (m <= cap).all() and (s >= m).all() and (s <= n * m + 1e-6).all()
+    return 0.5 * math.erfc((math.log(cap) - mu) / sigma / math.sqrt(2))
+
+
+# (n, mean, cv, cap): rarely binding caps (the DESIGN defaults), and caps that bind often —
+# P(L ≥ cap) ≈ 0.2 and ≈ 0.1 — with the lengths below the cap few enough to be drawn exactly
+# (n < EXACT_BELOW), many enough for the central limit theorem, and straddling the threshold.
+CASES = [(2048, 2000, 1.0, 16384), (40, 1000, 1.5, 8000), (3, 100, 1.0, 300),
+         (16, 1000, 1.0, 1425), (256, 1000, 1.0, 1425), (72, 1000, 1.0, 1900)]
+
+
+@pytest.mark.parametrize("n, mean, cv, cap", CASES)
+def test_sum_max_and_capped_count_match_brute_force(n, mean, cv, cap):
+    rng = np.random.default_rng(2)
+    d = length_draws(rng, n, mean, cv, cap, 1500)
+    mu, sigma = lognormal_params(mean, cv)
+    s, m, k = capped_brute_force(rng, mu, sigma, n, cap, 1500)
+    assert stats.ks_2samp(d.length_max, m).pvalue > 0.01
+    assert stats.ks_2samp(d.length_sum, s).pvalue > 0.01
+    # The capped count is Binomial(n, p): its mean against the closed form and the brute force.
+    p = p_at_cap(mean, cv, cap)
+    sd = math.sqrt(n * p * (1 - p) / 1500)
+    assert abs(d.capped.mean() - n * p) < 4.5 * sd and abs(k.mean() - n * p) < 4.5 * sd
+    # Whenever a response hit the cap, the longest one is the cap; otherwise it is below it.
+    assert ((d.length_max == cap) == (d.capped > 0)).all()
+    assert (d.length_max <= cap).all() and (d.length_sum >= d.length_max * np.maximum(d.capped, 1) - 1e-6).all()
+    assert (d.length_sum <= n * d.length_max + 1e-6).all()
+    assert d.capped.dtype == np.int32
+
+
+def test_cases_cover_both_ways_of_summing_the_uncapped_lengths():
+    # Lengths below the cap are drawn exactly under EXACT_BELOW and by the CLT above it.
+    below = [n * (1 - p_at_cap(mean, cv, cap)) for n, mean, cv, cap in CASES]
+    assert min(below) < EXACT_BELOW < max(below)
+    assert any(abs(b - EXACT_BELOW) < 3 for b in below)  # n = 72, p ≈ 0.1: around the threshold
+
+
+def test_length_sum_max_is_length_draws_without_the_count():
+    a = length_sum_max(np.random.default_rng(4), 16, 1000, 1.0, 1425, 50)
+    b = length_draws(np.random.default_rng(4), 16, 1000, 1.0, 1425, 50)
+    np.testing.assert_array_equal(a[0], b.length_sum)
+    np.testing.assert_array_equal(a[1], b.length_max)
 
 
 def test_constant_lengths():
     s, m = length_sum_max(np.random.default_rng(0), 100, 3000, 0.0, 2048, 5)
     assert s.tolist() == [204_800.0] * 5 and m.tolist() == [2048.0] * 5  # capped at max
+    d = length_draws(np.random.default_rng(0), 100, 3000, 0.0, 2048, 5)
+    assert d.capped.tolist() == [100] * 5  # every response wanted 3,000 tokens and stopped at 2,048
+    # A fixed length equal to its own cap (response_tokens given as a number) is not cut.
+    assert length_draws(np.random.default_rng(0), 100, 2048, 0.0, 2048, 5).capped.tolist() == [0] * 5
 
 
 def rl_scenario(tmp_path, classes, options=None, horizon_days=200, **top):

@@ -95,7 +95,9 @@ def test_reserved_vs_on_demand():
     res = costsim.simulate(SCENARIO_DIR / "reserved-vs-on-demand.yaml")
     s = res.summary.set_index("option")
     assert s.loc["reserved-256", "total_cost_usd"] == pytest.approx(256 * 8760 * 2.20)
-    assert s.loc["reserved-256-3y", "total_cost_usd"] == pytest.approx(256 * 8760 * 1.85)
+    # A 3-year commitment over a 1-year horizon: one year billed, two more owed.
+    assert s.loc["reserved-256-3y", "cost_reserved_usd"] == pytest.approx(256 * 8760 * 1.85)
+    assert s.loc["reserved-256-3y", "total_cost_usd"] == pytest.approx(256 * 3 * 8760 * 1.85)
     assert s.loc["reserved-256", "queue_delay_mean_h"] > s.loc["reserved-384", "queue_delay_mean_h"]
     b = res.breakeven.set_index(["option", "versus"])
     assert b.loc[("reserved-256", "on-demand"), "breakeven_utilization"] == pytest.approx(2.20 / 2.99)

@@ -32,7 +32,9 @@ SERVING = {"gpus": {"base": 20, "diurnal_amplitude": 0.5, "growth_per_year": 2.0
 
 def busy_rows(seed, n=400, days=30):
     rng = np.random.default_rng(seed)
-    return list(zip(np.sort(rng.uniform(0, days * 24, n)), rng.choice([1, 4, 8, 16], n), rng.exponential(6, n), strict=True))
+    return list(zip(np.sort(rng.uniform(0, days * 24, n)), rng.choice([1, 4, 8, 16], n),
+                    # at most 10 h: serving's growth leaves 16-GPU jobs room only in its daily dips
+                    np.minimum(rng.exponential(6, n), 10.0), strict=True))
 
 
 @pytest.mark.parametrize("sched", ["fifo", "backfill", "priority"])

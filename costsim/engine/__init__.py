@@ -20,16 +20,20 @@ from costsim.serving import RangeMax
 from .cloud import CloudPool
 from .owned import OwnedCluster
 from .events import TIMER, ArrivalFeed, At
+from .bounded import EventLimitExceeded, run_bounded
 from .progress import Progress
 from .records import BASE, BURST, Recorder, UsageRecord
 
-__all__ = ["BASE", "BURST", "UsageRecord", "run_option"]
+__all__ = ["BASE", "BURST", "EventLimitExceeded", "UsageRecord", "run_option"]
 
 
 class Router:
     """A hybrid's arrivals: to the burst while the base is not delivered (when bridging) or for a
-    job the base can never hold; else to the base, with a timer that sends the job to the burst
-    if it is still waiting ``max_wait_h`` later."""
+    job the base can never hold (too big, or too big beside serving's least demand from now to the
+    horizon); else to the base, with a timer that sends the job to the burst if it is still
+    waiting ``max_wait_h`` later and has never started on the base. A job that started on the base
+    and was interrupted by a failure stays with the base (its work and GPU-hours are there). Taking
+    a job back from the base's queue triggers a scheduling pass there at the same instant."""
 
     def __init__(self, env: simpy.Environment, base: OwnedCluster, burst: CloudPool, max_wait_h: float,
                  bridge: bool, gpus: list[int], rec: Recorder):
@@ -58,23 +62,25 @@ def _progress(work: WorkPlan, rec: Recorder) -> Progress:
 
 
 def _owned(env, plan: OwnedPlan | CloudPlan, jobs, progress: Progress, rec, serving: RangeMax | None,
-           rng: np.random.Generator) -> OwnedCluster:
+           rng: np.random.Generator, horizon_h: float) -> OwnedCluster:
     g, prio = jobs.gpus.tolist(), jobs.priority.tolist()
     if isinstance(plan, OwnedPlan):
         return OwnedCluster(env, plan.nodes, plan.gpus_per_node, plan.lead_time_h, plan.scheduler, g, prio, progress,
-                            rec, serving, plan.failures_per_node_h, plan.repair_h, rng)
+                            rec, serving, plan.failures_per_node_h, plan.repair_h, rng, horizon_h=horizon_h)
     # Reserved: a committed pool of whole instances, ready at once; the provider handles failures.
     return OwnedCluster(env, plan.reserved_gpus // plan.gpus_per_instance, plan.gpus_per_instance, 0.0,
-                        plan.scheduler, g, prio, progress, rec, serving)
+                        plan.scheduler, g, prio, progress, rec, serving, horizon_h=horizon_h)
 
 
 def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | None = None,
-               serving: RangeMax | None = None, rngs: dict[str, np.random.Generator] | None = None) -> UsageRecord:
+               serving: RangeMax | None = None, rngs: dict[str, np.random.Generator] | None = None,
+               max_events: int | None = None) -> UsageRecord:
     """Simulate one option over ``[0, horizon_h)`` on ``work.jobs`` (sorted by submit time).
 
     ``work``: the jobs timed on the option (a hybrid: on its base; ``burst_work``: on its burst).
     ``serving``: hourly inference demand that owned and reserved pools serve before RL jobs.
     ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.rng``).
+    ``max_events``: stop with ``EventLimitExceeded`` past this many events (``engine.bounded``).
     """
     env = simpy.Environment()
     jobs = work.jobs
@@ -84,16 +90,16 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
     cluster = None
     if isinstance(plan, HybridPlan):
         assert burst_work is not None, "a hybrid needs its jobs' run times on the burst"
-        cluster = _owned(env, plan.base, jobs, _progress(work, rec), rec, serving, rngs["failures"])
+        cluster = _owned(env, plan.base, jobs, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         burst = CloudPool(env, plan.burst, g, _progress(burst_work, rec), rec, rngs)
         arrive = Router(env, cluster, burst, plan.max_wait_h, plan.bridge_until_ready, g, rec).arrive
     elif isinstance(plan, OwnedPlan) or plan.reserved:
-        cluster = _owned(env, plan, jobs, _progress(work, rec), rec, serving, rngs["failures"])
+        cluster = _owned(env, plan, jobs, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         arrive = cluster.arrive
     else:
         arrive = CloudPool(env, plan, g, _progress(work, rec), rec, rngs).arrive
     ArrivalFeed(env, jobs.submit_h.tolist(), arrive)
-    env.run(until=horizon_h)
+    run_bounded(env, horizon_h, max_events)
     cap_t, cap_g = (cluster.capacity_t, cluster.capacity_gpus) if cluster is not None else ([], [])
     return rec.freeze(plan.name, plan.kind, cap_t, cap_g, _events(env))
 

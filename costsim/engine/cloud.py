@@ -9,7 +9,10 @@ again later. The provisioning delay is constant or lognormal. Billing starts at 
 Interruptions (each instance fails or is preempted independently, so a job on k instances at k
 times the rate):
 - a node failure: the job falls back to its last checkpoint; the provider swaps the node after the
-  provisioning delay, the job keeps (and pays for) its other instances meanwhile, then restarts;
+  provisioning delay, the job keeps (and pays for) its other instances meanwhile, then restarts. A
+  failure during startup (or during an earlier swap) leaves the rest of that delay still owed after
+  the swap, and one during a restart makes the job restart again in full: a failure never makes a
+  job end earlier or cost less;
 - a spot preemption: the instances are taken back (billing stops); after ``reacquire_delay_h`` the
   job asks for capacity again, as if newly submitted, and restarts from its checkpoint.
 """
@@ -114,7 +117,8 @@ class CloudPool:
         self.progress.interrupt(i, now)
         swap = self._provisioning_h()  # the provider swaps the node; the job waits, holding the rest
         self.rec.overhead_h[i] += swap
-        self._run(i, self.progress.begin(i, now, swap))
+        # Startup (or an earlier swap) still owed is not erased by the failure: it comes after the swap.
+        self._run(i, self.progress.begin(i, now, swap + self.progress.owed_h[i]))
 
     def _preempted(self, i: int, version: int) -> None:
         if version != self.progress.version[i]:

@@ -7,8 +7,12 @@ Same-instant order (enforced by SimPy event priorities, ties by creation order):
 2. ``ARRIVAL`` (1): jobs submitted at t join the queue.
 3. ``DECIDE`` (2): one scheduling pass per instant, after every release and arrival at t, so
    a decision sees the whole state at t and runs are deterministic.
-4. ``TIMER`` (3): a hybrid job's wait limit. A job that the base can start at the very instant
-   its wait ends starts on the base; otherwise it bursts.
+4. ``TIMER`` (3): a hybrid job's wait limit, after the releases and the pass at t. So a job whose
+   wait ends at the very instant the base frees room for it starts on the base; otherwise (and
+   only if it has never started on the base) it is withdrawn and bursts. A withdrawal asks for
+   another ``DECIDE`` at t, which runs before the next timer at t (priority 2 < 3): jobs queued
+   behind a withdrawn job start on the base at that instant if they fit, before their own limits
+   at t are looked at. Timers due at the same instant fire in submit order (creation order).
 
 Callbacks are plain functions on a bare event, not SimPy processes: a job costs its arrival,
 its start-or-queue decision and its release, and no generator frames (see benchmarks/).

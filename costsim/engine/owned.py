@@ -4,28 +4,38 @@ Schedulers:
 - ``fifo``: strict submit order; the head job blocks everything behind it.
 - ``priority``: highest ``priority`` first, then submit order; strict like fifo.
 - ``backfill``: EASY backfilling. Jobs start in submit order while they fit. When the head does
-  not fit, it gets a reservation at the earliest time enough running jobs will have ended
-  (their planned ends). A later job may start now if it fits now and either ends by that time
-  or leaves room for the head's reservation. At most ``BACKFILL_DEPTH`` queued jobs are examined
-  per pass (Slurm's ``bf_max_job_test`` default).
+  not fit, it gets a reservation at the earliest time it will (``costsim.engine.reservation``):
+  running jobs end at their planned ends, nodes under repair return at their repair's end and,
+  with serving, the head's GPUs must fit beside RL and serving over its whole run. A later job may
+  start now if it fits now and either ends by that time or leaves the head both its nodes and
+  the GPUs serving needs beside it then. At most ``BACKFILL_DEPTH`` queued jobs are examined per
+  pass (Slurm's ``bf_max_job_test`` default). When nothing in sight makes room for the head
+  (serving alone always leaves too little), later jobs start whenever they fit.
 
 Node failures (optional) are a Poisson process over all nodes; a failed node is out for its
 repair time (capacity drops) and kills the jobs on it: they fall back to their last checkpoint,
 give back their other nodes and rejoin the queue at its head, to pay their restart time when they
-start again. The backfill reservation uses planned ends, which failures can break.
+start again. The backfill reservation uses planned ends, which failures can break. A job's hold
+time is always ``Progress.hold_h``: its restart (once interrupted) plus the rest of its planned run.
 
 Serving (optional) takes GPUs first: an RL job starts only if, at every moment of its planned run,
 the RL GPUs held (running jobs release theirs as they end) plus its own plus serving's demand in
 that hour fit the cluster's GPUs in service. Serving is therefore never short while RL runs, and no
 job is preempted for it — except after a node failure, when serving gets what is left until RL jobs
 end or the node is repaired (the shortfall is reported). While jobs wait, the cluster
-re-decides every hour, as serving's demand moves.
+re-decides every hour, as serving's demand moves. A job that serving's demand leaves too little
+room for at every hour from now to the horizon can never run here (``fits_ever``): a hybrid sends
+it to its burst, and scenario checks reject it on a cluster alone.
+
+Every event that frees or withdraws capacity (a job's end, a delivery, a repair, a job taken back
+by a hybrid) asks for a scheduling pass at that instant.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections import deque
 from typing import Any
 
@@ -38,18 +48,22 @@ from .events import ARRIVAL, RELEASE, At, Decider
 from .pool import Allocation, NodePool, held_gpus, nodes_needed
 from .progress import Progress
 from .records import Recorder
+from .reservation import INF, reserve, serving_slack
 
 BACKFILL_DEPTH = 500
 
 
 class OwnedCluster:
     """Runs jobs (by job index) on ``nodes`` nodes; jobs arrive through ``arrive(i)`` and a queued
-    job can be taken back with ``withdraw(i)``. Also a reserved pool: nodes are instances, no lead time."""
+    job can be taken back with ``withdraw(i)``. Also a reserved pool: nodes are instances, no lead time.
+
+    ``audit``: None in runs; a test may set a list to receive, for every backfill pass that starts
+    jobs, ``(time, head, reservation before, reservation recomputed after)`` in hours."""
 
     def __init__(self, env: simpy.Environment, nodes: int, gpus_per_node: int, lead_time_h: float, scheduler: str,
                  gpus: list[int], priority: list[int], progress: Progress, rec: Recorder,
                  serving: RangeMax | None = None, failures_per_node_h: float = 0.0, repair_h: float = 0.0,
-                 rng: np.random.Generator | None = None):
+                 rng: np.random.Generator | None = None, horizon_h: float = INF):
         self.env = env
         self.nodes = nodes
         self.gpn = gpus_per_node
@@ -68,13 +82,23 @@ class OwnedCluster:
         self.waiting: set[int] = set()  # queued and not withdrawn (the queues drop the rest lazily)
         self.down_gpus = 0
         self.ready = lead_time_h <= 0
+        self.lead_time_h = lead_time_h
         self.decider = Decider(env, self._decide)
         self.capacity_t = [0.0]
         self.capacity_gpus = [nodes * gpus_per_node if self.ready else 0]
         if not self.ready:
             At(env, lead_time_h, RELEASE, self._deliver)
+        self.audit: list[tuple[float, int, float, float]] | None = None
         if serving is not None:
             At(env, 1.0, ARRIVAL, self._tick)
+            demand = serving.demand[:max(1, math.ceil(min(horizon_h, len(serving.demand))))]
+            # Least serving demand from each hour to the horizon: whether a job can ever fit from now.
+            self.serving_floor = np.minimum.accumulate(demand[::-1])[::-1].tolist()
+            # Demand never lower a day later (growth >= 0): a day past the last planned release shows
+            # every start the head will ever get, so the reservation need not look further.
+            d = serving.demand
+            self.lookahead_h = 25.0 if len(d) <= 24 or bool(np.all(d[24:] >= d[:-24])) else float(len(d))
+        self.repair_end: dict[int, float] = {}  # node under repair -> when it returns
         self.failure_rate = failures_per_node_h * nodes
         self.track_nodes = self.failure_rate > 0  # which jobs run on a node matters only if nodes fail
         self.repair_h = repair_h
@@ -102,12 +126,21 @@ class OwnedCluster:
         At(self.env, 1.0, ARRIVAL, self._tick)
 
     def fits_ever(self, gpus: int) -> bool:
-        return held_gpus(gpus, self.gpn) <= self.nodes * self.gpn
+        """Could a job of ``gpus`` start here at some hour from now (or delivery) to the horizon, with
+        all nodes in service? Serving's least demand over those hours is taken first."""
+        room = self.nodes * self.gpn
+        if self.serving is not None:
+            floor = self.serving_floor
+            room -= floor[min(int(max(self.env.now, self.lead_time_h)), len(floor) - 1)]
+        return held_gpus(gpus, self.gpn) <= room
 
     def withdraw(self, i: int) -> bool:
-        """Take a queued job back (it will run elsewhere); False if it has already started."""
-        if i in self.waiting:
+        """Take a queued job back (it will run elsewhere); False if it is not waiting or has ever
+        started here (a job interrupted by a failure stays: its work and GPU-hours are here).
+        Withdrawing frees the queue's head, so it asks for a scheduling pass."""
+        if i in self.waiting and self.rec.start_h[i] != self.rec.start_h[i]:  # NaN: never started
             self.waiting.discard(i)
+            self.decider.request()
             return True
         return False
 
@@ -169,10 +202,12 @@ class OwnedCluster:
                 self.progress.interrupt(i, now)
                 self._stop(i)
                 self.arrive(i, front=True)
+            self.repair_end[node] = now + self.repair_h
             At(self.env, self.repair_h, RELEASE, lambda _e, n=node: self._repaired(n))
         At(self.env, self.rng.exponential(1 / self.failure_rate), RELEASE, self._fail)
 
     def _repaired(self, node: int) -> None:
+        del self.repair_end[node]
         self.pool.up(node)
         self.down_gpus -= self.gpn
         self._capacity_changed()
@@ -183,20 +218,9 @@ class OwnedCluster:
         if self.serving is None:
             return True
         cap = self.in_service
-        need = held_gpus(self.gpus[i], self.gpn)
-        t = self.env.now
-        end = t + self.progress.run_h[i] - self.progress.pos[i]
-        rl = cap - self.pool.free_gpus
-        peak = self.serving.peak
-        for e, h, _j in self.ends:
-            if e >= end:
-                break
-            if e > t:
-                if rl + need + peak(t, e) > cap:
-                    return False
-                t = e
-            rl -= h
-        return rl + need + peak(t, end) <= cap
+        slack = serving_slack(self.env.now, self.progress.hold_h(i), cap - self.pool.free_gpus, cap, self.ends,
+                              self.serving.peak)
+        return held_gpus(self.gpus[i], self.gpn) <= slack
 
     # -- decisions ------------------------------------------------------------------------
     def _decide(self) -> None:
@@ -236,16 +260,19 @@ class OwnedCluster:
 
     def _backfill(self) -> None:
         queue, pool, gpus, gpn = self.fifo, self.pool, self.gpus, self.gpn
-        head_g = gpus[queue[0]]
-        shadow_t, shadow = self._reservation(head_g)
+        head = queue[0]
+        head_g = gpus[head]
+        shadow_t, shadow, slack = self._reservation(head)
         # The head fits at shadow_t iff enough nodes are "good" for it then: fully free nodes for
         # a multi-node head, nodes with >= head_g free otherwise. ``spare`` is how many good nodes
-        # later jobs may still take (exact, without copying the free vector per candidate).
+        # later jobs may still take (exact, without copying the free vector per candidate);
+        # ``slack`` how many GPUs they may still hold then without leaving serving short beside it.
         wide = head_g > gpn
         good = gpn if wide else head_g
         spare = sum(1 for f in shadow if f >= good) - (nodes_needed(head_g, gpn) if wide else 1)
         now = self.env.now
         too_big = head_g + gpn + 1  # smallest size that failed to fit now (fit is monotone in size)
+        hold_h = self.progress.hold_h
         started = []
         for pos in range(1, min(len(queue), BACKFILL_DEPTH)):
             if pool.free_gpus == 0:
@@ -258,13 +285,16 @@ class OwnedCluster:
             if alloc is None:
                 too_big = g
                 continue
-            if now + self.progress.run_h[j] - self.progress.pos[j] > shadow_t:
-                # Still running at the reservation: it must not take nodes the head needs then.
+            if now + hold_h(j) > shadow_t:
+                # Still running at the reservation: it must not take nodes the head needs then, nor
+                # GPUs serving needs beside the head (counted as held over the head's whole run).
                 lost = sum(1 for node, n in alloc if shadow[node] >= good > shadow[node] - n)
-                if lost > spare:
+                held = held_gpus(g, gpn)
+                if lost > spare or held > slack:
                     pool.release(alloc)
                     continue
                 spare -= lost
+                slack -= held
                 for node, n in alloc:
                     shadow[node] -= n
             started.append((pos, j, alloc))
@@ -272,23 +302,23 @@ class OwnedCluster:
             del queue[pos]
         for _pos, j, alloc in started:
             self._start(j, alloc)
+        if self.audit is not None and started:  # tests: the head's reservation before and after
+            self.audit.append((now, head, shadow_t, self._reservation(head)[0]))
 
-    def _reservation(self, head_gpus: int) -> tuple[float, list[int]]:
-        """Earliest time the head fits as running jobs end (planned ends; nodes under repair stay
-        out), and the free GPUs per node then."""
+    def _reservation(self, head: int) -> tuple[float, list[int], float]:
+        """When the head can start as planned (running jobs end, nodes under repair return), the
+        free GPUs per node then, and the GPUs later jobs may still hold then beside it and serving."""
         gpn = self.gpn
-        free = list(self.pool.free)
-        wide = head_gpus > gpn
-        good = gpn if wide else head_gpus
-        need = nodes_needed(head_gpus, gpn) if wide else 1
-        have = sum(1 for f in free if f >= good)
-        if have >= need:  # it fits now and waits for serving's room only: reserve its nodes now
-            return self.env.now, free
-        for end, alloc in sorted(self.running.values(), key=lambda v: v[0]):
-            for node, n in alloc:
-                if not self.pool.is_down(node):
-                    have += free[node] < good <= free[node] + n
-                    free[node] += n
-            if have >= need:
-                return end, free
-        return float("inf"), free  # only repairs can make room: start nothing that would block it
+        g = self.gpus[head]
+        wide = g > gpn
+        held = self.rec.held_gpus
+        events = [(end, held[i], alloc, 0) for i, (end, alloc) in self.running.items()]
+        events += [(t, 0, ((node, gpn),), gpn) for node, t in self.repair_end.items()]
+        events.sort(key=lambda e: e[0])
+        good, need = (gpn, nodes_needed(g, gpn)) if wide else (g, 1)
+        if self.serving is None:
+            return reserve(self.env.now, list(self.pool.free), events, good, need)
+        cap = self.in_service
+        return reserve(self.env.now, list(self.pool.free), events, good, need, self.serving.peak,
+                       held_gpus(g, gpn), self.progress.hold_h(head), cap - self.pool.free_gpus, cap,
+                       self.lookahead_h)

@@ -3,6 +3,11 @@
 A job of at most one node goes on a single node, best fit (the node with the fewest free GPUs
 that still fits it, which keeps whole nodes free for large jobs). A larger job takes
 ⌈g / gpus_per_node⌉ whole, fully free nodes (gang: all at once or not at all).
+
+Ties are broken deterministically: among equally free nodes the lowest node index is taken (a
+multi-node job takes the lowest-indexed whole free nodes), so a run never depends on hash or set
+order. The nodes with each free count are a bit set (a Python int, bit n for node n), so the lowest
+index is its lowest set bit, ``m & -m``: a few machine-word operations even for thousands of nodes.
 """
 
 from __future__ import annotations
@@ -21,13 +26,13 @@ def held_gpus(gpus: int, gpus_per_node: int) -> int:
 
 
 class NodePool:
-    """Free GPUs per node, indexed by free count so a fit is found in O(gpus_per_node)."""
+    """Free GPUs per node (``free``), and per free count the set of nodes with it as a bit mask."""
 
     def __init__(self, nodes: int, gpus_per_node: int):
         self.gpn = gpus_per_node
         self.free = [gpus_per_node] * nodes
-        self.by_free: list[set[int]] = [set() for _ in range(gpus_per_node + 1)]
-        self.by_free[gpus_per_node] = set(range(nodes))
+        self.masks = [0] * (gpus_per_node + 1)  # masks[f]: bit n set iff node n has f free GPUs
+        self.masks[gpus_per_node] = (1 << nodes) - 1
         self.free_gpus = nodes * gpus_per_node
         self.down: set[int] = set()
 
@@ -35,55 +40,66 @@ class NodePool:
         """Take GPUs for a job, or None (nothing changed) if it does not fit now."""
         if gpus > self.free_gpus:
             return None
-        gpn = self.gpn
-        by_free = self.by_free
+        gpn, masks = self.gpn, self.masks
         if gpus <= gpn:
-            for f in range(gpus, gpn + 1):
-                bucket = by_free[f]
-                if bucket:
-                    node = bucket.pop()
+            for f in range(gpus, gpn + 1):  # best fit: the fullest node that still fits
+                m = masks[f]
+                if m:
+                    low = m & -m  # the lowest-indexed such node
+                    node = low.bit_length() - 1
+                    masks[f] = m ^ low
                     left = f - gpus
+                    masks[left] |= low
                     self.free[node] = left
-                    by_free[left].add(node)
                     self.free_gpus -= gpus
                     return ((node, gpus),)
             return None
         k = nodes_needed(gpus, gpn)
-        whole = by_free[gpn]
-        if len(whole) < k:
+        m = masks[gpn]
+        if m.bit_count() < k:
             return None
-        taken = tuple((whole.pop(), gpn) for _ in range(k))
-        for node, _ in taken:
+        taken = []
+        for _ in range(k):
+            low = m & -m
+            m ^= low
+            masks[0] |= low
+            node = low.bit_length() - 1
             self.free[node] = 0
-            by_free[0].add(node)
+            taken.append((node, gpn))
+        masks[gpn] = m
         self.free_gpus -= k * gpn
-        return taken
+        return tuple(taken)
+
+    def _move(self, node: int, f: int) -> None:
+        """Node ``node`` now has ``f`` free GPUs."""
+        bit = 1 << node
+        self.masks[self.free[node]] ^= bit
+        self.masks[f] |= bit
+        self.free[node] = f
 
     def is_down(self, node: int) -> bool:
         return node in self.down
 
     def down_node(self, node: int) -> None:
         """Take a node out of service: its free GPUs leave the pool; GPUs released on it stay out."""
-        self.by_free[self.free[node]].discard(node)
         self.free_gpus -= self.free[node]
-        self.free[node] = 0
+        self._move(node, 0)
         self.down.add(node)
 
     def up(self, node: int) -> None:
         """A repaired node returns with every GPU free (the jobs on it were killed when it failed)."""
         self.down.discard(node)
-        self.free[node] = self.gpn
-        self.by_free[self.gpn].add(node)
+        self._move(node, self.gpn)
         self.free_gpus += self.gpn
 
     def release(self, alloc: Allocation) -> None:
+        free, masks, down = self.free, self.masks, self.down
         for node, n in alloc:
-            if node in self.down:
+            if node in down:
                 continue
-            f = self.free[node]
-            self.by_free[f].discard(node)
-            self.free[node] = f + n
-            self.by_free[f + n].add(node)
+            f = free[node]
+            bit = 1 << node
+            masks[f] ^= bit
+            masks[f + n] |= bit
+            free[node] = f + n
             self.free_gpus += n
-
-

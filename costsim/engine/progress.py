@@ -6,6 +6,9 @@ An attempt works from ``pos`` (the last completed checkpoint); interrupted after
 falls back to the last boundary reached: the rest is lost work. Resuming costs the job's restart
 time first, during which it holds its GPUs and cannot make progress (and, as in the closed form of
 ``costsim.reliability``, its failure clock has not started).
+
+An interruption never shortens a job: a delay still owed when it strikes (cloud startup, a node swap
+not yet done) is carried into the next attempt, and a restart it cuts short is paid again in full.
 """
 
 from __future__ import annotations
@@ -27,17 +30,33 @@ class Progress:
         self.pos = rec.pos_h  # recorded, so results can tell how far a job cut by the horizon got
         self.work_from = rec.work_from_h
         self.version = [0] * len(run_h)  # bumped by every interruption: events of an earlier attempt are stale
+        self.attempt_restart = [0.0] * len(run_h)  # restart hours the current attempt began with
+        self.owed_h = [0.0] * len(run_h)  # delay (startup, swap) the last interruption left unserved
+
+    def hold_h(self, i: int) -> float:
+        """Hours job i would hold its GPUs from now if started now: its restart time (when it has been
+        interrupted before) plus the rest of its planned run. The one answer used by admission under
+        serving, backfill candidates and reservations."""
+        return (self.restart_h[i] if self.rec.restarts[i] else 0.0) + self.run_h[i] - self.pos[i]
 
     def begin(self, i: int, now: float, delay_h: float = 0.0) -> float:
         """Start or resume job i after ``delay_h`` (startup, a node swap) and, when resuming, its
         restart time; returns when it will end if nothing interrupts it."""
         restart = self.restart_h[i] if self.rec.restarts[i] else 0.0
         self.rec.overhead_h[i] += restart
+        self.attempt_restart[i] = restart
         self.work_from[i] = now + delay_h + restart
         return self.work_from[i] + (self.run_h[i] - self.pos[i])
 
     def interrupt(self, i: int, now: float) -> float:
-        """Job i stops now: it falls back to its last completed checkpoint. Returns the hours lost."""
+        """Job i stops now: it falls back to its last completed checkpoint. Returns the hours lost.
+
+        If it was still in its delay (startup, swap) the unserved part is kept in ``owed_h[i]`` for the
+        caller to carry over; an unfinished restart is not counted as overhead (it is paid again)."""
+        ahead = max(0.0, self.work_from[i] - now)  # hours of delay and restart not yet served
+        unserved_restart = min(ahead, self.attempt_restart[i])
+        self.owed_h[i] = ahead - unserved_restart
+        self.rec.overhead_h[i] -= unserved_restart
         reached = min(self.pos[i] + max(now - self.work_from[i], 0.0), self.run_h[i])
         b = self.boundaries(i)
         k = int(np.searchsorted(b, reached + 1e-12, side="right"))

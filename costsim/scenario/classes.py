@@ -8,11 +8,24 @@ a setting that would be ignored is refused.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
-from costsim.units import GPUCount, NonNegative, Positive
+from costsim.units import (
+    CV,
+    MAX_TOKENS,
+    Count,
+    Days,
+    GPUCount,
+    Minutes,
+    ParamsB,
+    Priority,
+    Tokens,
+    bounded_float,
+    bounded_int,
+    span,
+)
 
 from .base import Name, StrictModel
 
@@ -20,34 +33,56 @@ DEFAULT_ROLLOUT_GPU_FRACTION = 0.5
 DEFAULT_MAX_STALENESS = 1
 DEFAULT_VERIFIER_SECONDS = 0.05
 
+# Ranges of the RL fields: wide enough for any run today, narrow enough that an iteration's time
+# stays finite (a decode rate or MFU near zero would make it infinite).
+ArrivalsPerDay = bounded_float(gt=0, le=10_000)
+Prompts = bounded_int(ge=1, le=1_000_000)
+SamplesPerPrompt = bounded_int(ge=1, le=10_000)
+PromptTokens = bounded_float(ge=0, le=MAX_TOKENS)
+TokensPerS = bounded_float(ge=1, le=10_000_000)
+VerifierSeconds = bounded_float(ge=0, le=3600)
+Epochs = bounded_int(ge=1, le=1000)
+Minibatches = bounded_int(ge=1, le=10_000)
+Mfu = bounded_float(ge=0.01, le=1)
+Staleness = bounded_int(ge=1, le=1000)
+RolloutShare = bounded_float(gt=0, lt=1)
+SpreadMean = bounded_float(ge=1, le=10_000_000)  # iterations per job or tokens per response
+
 
 class Spread(StrictModel):
     """A positive quantity drawn from a lognormal with this mean and coefficient of variation."""
 
-    mean: Positive = Field(description="Mean.")
-    cv: NonNegative = Field(0.0, description="Coefficient of variation (standard deviation ÷ mean); 0: constant.")
+    mean: SpreadMean = Field(description=f"Mean ({span(SpreadMean)}).")
+    cv: CV = Field(0.0, description=f"Coefficient of variation, standard deviation ÷ mean ({span(CV)}); 0: constant.")
 
 
 class LengthSpread(Spread):
     """Response lengths in tokens: lognormal(mean, cv) truncated at ``max``."""
 
-    max: Positive = Field(16384, description="Longest response in tokens (generation cap).")
+    max: Tokens = Field(16384, description=f"Longest response in tokens, the generation cap ({span(Tokens)}).")
 
 
 class Rollout(StrictModel):
     """Sampling: prompts × samples per prompt responses per iteration."""
 
-    prompts: GPUCount = Field(256, description="Prompts per iteration.")
-    samples_per_prompt: GPUCount = Field(8, description="Responses sampled per prompt.")
-    prompt_tokens: NonNegative = Field(512, description="Tokens per prompt.")
-    response_tokens: Annotated[float, Field(gt=0)] | LengthSpread = Field(
+    prompts: Prompts = Field(256, description=f"Prompts per iteration ({span(Prompts)}).")
+    samples_per_prompt: SamplesPerPrompt = Field(
+        8, description=f"Responses sampled per prompt ({span(SamplesPerPrompt)})."
+    )
+    prompt_tokens: PromptTokens = Field(512, description=f"Tokens per prompt ({span(PromptTokens)}).")
+    response_tokens: Tokens | LengthSpread = Field(
         default_factory=lambda: LengthSpread(mean=2000, cv=1.0, max=16384),
-        description="Response length in tokens: a number, or {mean, cv, max} (lognormal, truncated at max).",
+        description=f"Response length in tokens: a number ({span(Tokens)}), or {{mean, cv, max}} "
+        "(lognormal, truncated at max).",
     )
-    decode_tokens_per_s_per_gpu: Positive | None = Field(
-        None, description="Decode throughput per GPU under batching; null: 25,000 × HBM TB/s ÷ params (B)."
+    decode_tokens_per_s_per_gpu: TokensPerS | None = Field(
+        None,
+        description=f"Decode throughput per GPU under batching, tokens/s ({span(TokensPerS)}); "
+        "null: 25,000 × HBM TB/s ÷ params (B).",
     )
-    sequence_tokens_per_s: Positive = Field(60, description="Decode speed of one sequence (the straggler's pace).")
+    sequence_tokens_per_s: TokensPerS = Field(
+        60, description=f"Decode speed of one sequence, the straggler's pace, tokens/s ({span(TokensPerS)})."
+    )
 
     @property
     def lengths(self) -> LengthSpread:
@@ -63,11 +98,13 @@ class Scoring(StrictModel):
     """Scoring the samples: a verifier (CPU) or a reward model, plus an optional reference model."""
 
     reward: Literal["verifier", "model"] = Field("verifier", description="verifier | model.")
-    reward_model_params_b: Positive | None = Field(
-        None, description="Reward model size in billions of parameters (reward: model only)."
+    reward_model_params_b: ParamsB | None = Field(
+        None, description=f"Reward model size in billions of parameters ({span(ParamsB)}; reward: model only)."
     )
-    verifier_seconds_per_sample: NonNegative | None = Field(
-        None, description="CPU seconds to verify one sample, 8 workers per GPU (reward: verifier only; null: 0.05)."
+    verifier_seconds_per_sample: VerifierSeconds | None = Field(
+        None,
+        description=f"CPU seconds to verify one sample, 8 workers per GPU ({span(VerifierSeconds)}; "
+        "reward: verifier only; null: 0.05).",
     )
     reference_model: bool = Field(True, description="Score with a frozen reference model (KL penalty).")
 
@@ -90,18 +127,20 @@ class Scoring(StrictModel):
 class Update(StrictModel):
     """The policy update: FLOPs at a model FLOP utilisation, plus gradient all-reduce per minibatch."""
 
-    epochs: GPUCount = Field(1, description="Passes over the iteration's samples.")
-    minibatches: GPUCount = Field(4, description="Optimizer steps per epoch (one gradient all-reduce each).")
-    mfu: Annotated[float, Field(gt=0, le=1)] = Field(0.35, description="Model FLOP utilisation of training and scoring.")
+    epochs: Epochs = Field(1, description=f"Passes over the iteration's samples ({span(Epochs)}).")
+    minibatches: Minibatches = Field(
+        4, description=f"Optimizer steps per epoch, one gradient all-reduce each ({span(Minibatches)})."
+    )
+    mfu: Mfu = Field(0.35, description=f"Model FLOP utilisation of training and scoring ({span(Mfu)}).")
 
 
 class ClassCheckpoint(StrictModel):
     """Checkpointing of RL jobs: a write of ``write_minutes`` after every ``every_iterations``."""
 
-    every_iterations: GPUCount = Field(50, description="Iterations between checkpoints.")
-    write_minutes: NonNegative = Field(5.0, description="Minutes a checkpoint write holds the job.")
-    restart_minutes: NonNegative = Field(
-        15.0, description="Minutes to restart from the last checkpoint after a failure or preemption."
+    every_iterations: Count = Field(50, description=f"Iterations between checkpoints ({span(Count)}).")
+    write_minutes: Minutes = Field(5.0, description=f"Minutes a checkpoint write holds the job ({span(Minutes)}).")
+    restart_minutes: Minutes = Field(
+        15.0, description=f"Minutes to restart from the last checkpoint after a failure or preemption ({span(Minutes)})."
     )
 
 
@@ -109,26 +148,30 @@ class RLClass(StrictModel):
     """A stream of RL training jobs of one shape."""
 
     name: Name = Field(description="Class name (job_class in results).")
-    arrivals_per_day: Positive = Field(description="Poisson arrival rate of jobs.")
-    start_day: NonNegative = Field(0.0, description="Day the arrivals start.")
-    count: GPUCount | None = Field(None, description="At most this many jobs; null: no cap.")
-    priority: int = Field(0, description="Scheduling priority (higher first, priority scheduler).")
-    gpus: GPUCount = Field(description="GPUs per job (gang).")
-    iterations: Annotated[int, Field(ge=1)] | Spread = Field(
-        description="Iterations per job: a number, or {mean, cv} (lognormal, rounded, at least 1)."
+    arrivals_per_day: ArrivalsPerDay = Field(
+        description=f"Poisson arrival rate of jobs per day ({span(ArrivalsPerDay)})."
     )
-    model_params_b: Positive = Field(description="Policy size in billions of parameters.")
+    start_day: Days = Field(0.0, description=f"Day the arrivals start ({span(Days)}).")
+    count: Count | None = Field(None, description=f"At most this many jobs ({span(Count)}); null: no cap.")
+    priority: Priority = Field(
+        0, description=f"Scheduling priority, higher first under the priority scheduler ({span(Priority)})."
+    )
+    gpus: GPUCount = Field(description=f"GPUs per job, a gang ({span(GPUCount)}).")
+    iterations: Count | Spread = Field(
+        description=f"Iterations per job: a number ({span(Count)}), or {{mean, cv}} (lognormal, rounded, at least 1)."
+    )
+    model_params_b: ParamsB = Field(description=f"Policy size in billions of parameters ({span(ParamsB)}).")
     placement: Literal["colocated", "disaggregated"] = Field(
         "colocated", description="colocated: every phase on all GPUs; disaggregated: rollout and training pools."
     )
-    rollout_gpu_fraction: Annotated[float, Field(gt=0, lt=1)] | None = Field(
-        None, description="Share of the job's GPUs that sample (disaggregated only; null: 0.5)."
+    rollout_gpu_fraction: RolloutShare | None = Field(
+        None, description=f"Share of the job's GPUs that sample ({span(RolloutShare)}; disaggregated only; null: 0.5)."
     )
     mode: Literal["sync", "async"] = Field(
         "sync", description="sync: sample, then train; async: sample while training (disaggregated only)."
     )
-    max_staleness: Annotated[int, Field(ge=1)] | None = Field(
-        None, description="Iterations a sample may lag the policy (async only; null: 1)."
+    max_staleness: Staleness | None = Field(
+        None, description=f"Iterations a sample may lag the policy ({span(Staleness)}; async only; null: 1)."
     )
     rollout: Rollout = Field(default_factory=Rollout, description="Sampling.")
     scoring: Scoring = Field(default_factory=Scoring, description="Scoring.")

@@ -9,34 +9,54 @@ failures) are rejected with a message until they exist.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
 from costsim.units import (
+    MAX_GPUS,
+    USD,
+    Days,
     Fraction,
-    GPUCount,
-    GPUType,
-    Network,
-    NonNegative,
-    Positive,
-    PriceTier,
-    Scheduler,
+    HorizonDays,
+    IntervalHours,
+    Minutes,
+    Seed,
+    bounded_float,
+    show,
+    span,
 )
 
 from .base import StrictModel
 from .classes import RLClass
 from .options import CloudOption, HybridOption, Option, OwnedOption
 
+MAX_CLASSES = 500
+"""RL job classes per scenario: far more than any lab runs, few enough to validate at once."""
+MAX_OPTIONS = 100
+"""Options per scenario: each is a whole simulation of the workload."""
+
+ArrivalScale = bounded_float(gt=0, le=100)
+ElectricityPrice = bounded_float(ge=0, le=10)
+ColoPrice = bounded_float(ge=0, le=10_000)
+Pue = bounded_float(ge=1.0, le=3.0)
+DepreciationYears = bounded_float(ge=0.1, le=30)
+GPUsPerFTE = bounded_float(ge=1, le=MAX_GPUS)
+StaffSalary = bounded_float(ge=0, le=10_000_000)
+CapexShare = bounded_float(ge=0, le=10)
+AnnualRate = bounded_float(ge=0, le=1)
+ServingBase = bounded_float(gt=0, le=MAX_GPUS)
+Growth = bounded_float(ge=-0.9, le=10)
+
 class TraceCheckpoint(StrictModel):
     """Checkpointing of trace jobs: every ``every_hours`` of work, a write of ``write_minutes``."""
 
-    every_hours: Positive = Field(description="Hours of work between checkpoints.")
-    write_minutes: NonNegative = Field(
-        0.0, description="Minutes a checkpoint write holds the job's GPUs (added to its run time)."
+    every_hours: IntervalHours = Field(description=f"Hours of work between checkpoints ({span(IntervalHours)}).")
+    write_minutes: Minutes = Field(
+        0.0, description=f"Minutes a checkpoint write holds the job's GPUs, added to its run time ({span(Minutes)})."
     )
-    restart_minutes: NonNegative = Field(
-        0.0, description="Minutes to restart from the last checkpoint after a failure or preemption."
+    restart_minutes: Minutes = Field(
+        0.0, description=f"Minutes to restart from the last checkpoint after a failure or preemption ({span(Minutes)})."
     )
 
 
@@ -50,11 +70,13 @@ class Workload(StrictModel):
     checkpoint: TraceCheckpoint | None = Field(
         None, description="Checkpointing of trace jobs; none when absent."
     )
-    classes: list[RLClass] = Field(default_factory=list, description="Generated RL job classes.")
-    arrival_scale: Positive = Field(
+    classes: tuple[RLClass, ...] = Field(
+        (), max_length=MAX_CLASSES, description=f"Generated RL job classes (at most {show(MAX_CLASSES)})."
+    )
+    arrival_scale: ArrivalScale = Field(
         1.0,
         description=(
-            "Multiplies the arrival rate. Below 1, each trace job is kept with this probability; "
+            f"Multiplies the arrival rate ({span(ArrivalScale)}). Below 1, each trace job is kept with this probability; "
             "above 1, each is submitted floor(scale) or floor(scale)+1 times, the copies within "
             "±12 h of the original (the seeded `arrivals` stream). Generated classes: "
             "multiplies arrivals_per_day."
@@ -77,44 +99,52 @@ class Workload(StrictModel):
 class Economics(StrictModel):
     """Overrides of the catalog's economics; every null keeps the catalog value."""
 
-    electricity_usd_per_kwh: NonNegative | None = Field(None, description="USD per kWh.")
-    pue: Annotated[float, Field(ge=1.0, le=3.0)] | None = Field(
-        None, description="Power usage effectiveness (facility kW / IT kW)."
+    electricity_usd_per_kwh: ElectricityPrice | None = Field(
+        None, description=f"USD per kWh ({span(ElectricityPrice)})."
     )
-    colo_usd_per_kw_month: NonNegative | None = Field(
-        None, description="Facility cost per provisioned kW (node max power) per month."
+    pue: Pue | None = Field(None, description=f"Power usage effectiveness, facility kW / IT kW ({span(Pue)}).")
+    colo_usd_per_kw_month: ColoPrice | None = Field(
+        None, description=f"Facility cost per provisioned kW (node max power) per month, USD ({span(ColoPrice)})."
     )
-    depreciation_years: Positive | None = Field(None, description="Years capex is spread over.")
+    depreciation_years: DepreciationYears | None = Field(
+        None, description=f"Years capex is spread over ({span(DepreciationYears)})."
+    )
     residual_value_frac: Fraction | None = Field(
-        None, description="Share of capex recovered at the end of depreciation."
+        None, description=f"Share of capex recovered at the end of depreciation ({span(Fraction)})."
     )
     maintenance_frac_per_year: Fraction | None = Field(
-        None, description="Maintenance and support per year, as a share of capex."
+        None, description=f"Maintenance and support per year, as a share of capex ({span(Fraction)})."
     )
-    staff_usd_per_fte_year: NonNegative | None = Field(None, description="Loaded cost of one engineer per year.")
-    gpus_per_fte: Positive | None = Field(None, description="GPUs one engineer runs.")
-    storage_capex_frac: NonNegative | None = Field(None, description="Storage capex as a share of server capex.")
-    install_capex_frac: NonNegative | None = Field(None, description="Installation capex as a share of server capex.")
-    cost_of_capital: Annotated[float, Field(ge=0, le=1)] | None = Field(
-        None, description="Annual rate; > 0: capital cost is an annuity, 0: straight-line."
+    staff_usd_per_fte_year: StaffSalary | None = Field(
+        None, description=f"Loaded cost of one engineer per year, USD ({span(StaffSalary)})."
     )
-    setup_usd: NonNegative | None = Field(
-        None, description="One-time groundwork per owned cluster, paid at the start."
+    gpus_per_fte: GPUsPerFTE | None = Field(None, description=f"GPUs one engineer runs ({span(GPUsPerFTE)}).")
+    storage_capex_frac: CapexShare | None = Field(
+        None, description=f"Storage capex as a share of server capex ({span(CapexShare)})."
     )
-    discount_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
-        None, description="Annual rate for the net present value of each option's monthly cash flow."
+    install_capex_frac: CapexShare | None = Field(
+        None, description=f"Installation capex as a share of server capex ({span(CapexShare)})."
+    )
+    cost_of_capital: AnnualRate | None = Field(
+        None, description=f"Annual rate ({span(AnnualRate)}); > 0: capital cost is an annuity, 0: straight-line."
+    )
+    setup_usd: USD | None = Field(
+        None, description=f"One-time groundwork per owned cluster, paid at the start, USD ({span(USD)})."
+    )
+    discount_rate: AnnualRate | None = Field(
+        None, description=f"Annual rate for the net present value of each option's monthly cash flow ({span(AnnualRate)})."
     )
 
 
 class ServingGPUs(StrictModel):
     """Inference demand in GPUs: a daily sine around a base that grows linearly."""
 
-    base: Positive = Field(description="GPUs serving needs on average at the start.")
-    diurnal_amplitude: Annotated[float, Field(ge=0, le=1)] = Field(
-        0.0, description="Daily swing as a share of the base (0.3: ±30 % over the day)."
+    base: ServingBase = Field(description=f"GPUs serving needs on average at the start ({span(ServingBase)}).")
+    diurnal_amplitude: Fraction = Field(
+        0.0, description=f"Daily swing as a share of the base ({span(Fraction)}; 0.3: ±30 % over the day)."
     )
-    growth_per_year: Annotated[float, Field(ge=-0.9)] = Field(
-        0.0, description="Linear growth of the base per year (0.5: +50 % after a year)."
+    growth_per_year: Growth = Field(
+        0.0, description=f"Linear growth of the base per year ({span(Growth)}; 0.5: +50 % after a year)."
     )
 
 
@@ -131,18 +161,24 @@ class Serving(StrictModel):
 class Scenario(StrictModel):
     """A build-vs-rent question: one workload, several options, one horizon."""
 
-    name: Annotated[str, Field(min_length=1)] = Field(description="Scenario name.")
-    description: str = Field("", description="Free text.")
-    seed: Annotated[int, Field(ge=0)] = Field(0, description="Root seed; simulate(seed=) overrides.")
-    horizon_days: Positive = Field(description="Days simulated.")
-    warmup_days: NonNegative = Field(
-        0.0, description="Jobs submitted before this day are left out of delay statistics."
+    name: Annotated[str, Field(min_length=1, max_length=200)] = Field(description="Scenario name (1 … 200 characters).")
+    description: Annotated[str, Field(max_length=10_000)] = Field("", description="Free text (at most 10,000 characters).")
+    seed: Seed = Field(0, description=f"Root seed ({span(Seed)}); simulate(seed=) overrides.")
+    horizon_days: HorizonDays = Field(
+        description=f"Days simulated, one hour to 30 years ({span(HorizonDays)})."
+    )
+    warmup_days: Days = Field(
+        0.0,
+        description=f"Jobs submitted before this day are left out of delay statistics ({span(Days)}; "
+        "less than horizon_days).",
     )
     economics: Economics = Field(default_factory=Economics, description="Catalog overrides.")
     workload: Workload = Field(description="The jobs.")
     serving: Serving | None = Field(None, description="Inference load on the same compute; null: none.")
-    options: Annotated[list[Option], Field(min_length=1)] = Field(
-        description="The alternatives compared, names unique."
+    options: tuple[Option, ...] = Field(
+        min_length=1,
+        max_length=MAX_OPTIONS,
+        description=f"The alternatives compared, names unique (1 … {show(MAX_OPTIONS)}).",
     )
 
     _base_dir: Path | None = PrivateAttr(default=None)

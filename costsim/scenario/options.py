@@ -11,30 +11,57 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from costsim.units import GPUCount, GPUType, Network, NonNegative, Positive, PriceTier, Scheduler
+from costsim.units import (
+    CV,
+    MAX_BILLING_S,
+    CapexPerGPU,
+    Days,
+    GPUCount,
+    GPUType,
+    Hours,
+    IntervalHours,
+    Network,
+    NodeGPUs,
+    PricePerGPUHour,
+    PriceTier,
+    Scheduler,
+    bounded_float,
+    span,
+)
 
 from .base import Name, StrictModel
 
 DEFAULT_PROVISIONING_DELAY_H = 0.25
 DEFAULT_STARTUP_H = 0.1
 
+# Rates far beyond any real fleet stay valid (tests of the engine's extremes use them); the run's
+# event budget, not the schema, refuses the ones that would take too long.
+FailureRate = bounded_float(ge=0, le=1_000_000)  # per 1,000 node-days: up to 1,000 per node-day
+PreemptionRate = bounded_float(ge=0, le=10_000)  # per instance-day: up to one every 9 s
+MaxWaitHours = bounded_float(ge=0, le=1e9)  # any wait beyond the horizon means "never burst"
+StockoutProbability = bounded_float(ge=0, le=0.99)  # 0.99: 100 tries per request on average
+BillingSeconds = bounded_float(ge=1, le=MAX_BILLING_S)
+MinimumBillingSeconds = bounded_float(ge=0, le=MAX_BILLING_S)
+
 class Failures(StrictModel):
     """Node failures as a Poisson process: each node fails at this rate; a failed owned node is out
     for ``repair_hours`` (rented nodes are swapped by the provider after its provisioning delay)."""
 
-    node_failures_per_1000_node_days: NonNegative = Field(
-        description="Failures per 1,000 node-days (Meta research clusters: 2.3-6.5)."
+    node_failures_per_1000_node_days: FailureRate = Field(
+        description=f"Failures per 1,000 node-days ({span(FailureRate)}; Meta research clusters: 2.3-6.5)."
     )
-    repair_hours: NonNegative = Field(24.0, description="Hours a failed owned node is out of service.")
+    repair_hours: Hours = Field(24.0, description=f"Hours a failed owned node is out of service ({span(Hours)}).")
 
 
 class Stockout(StrictModel):
     """Capacity that is not always there: a request of at least ``min_gpus`` fails with
     ``probability`` and is tried again ``retry_h`` later."""
 
-    probability: Annotated[float, Field(ge=0, lt=1)] = Field(description="Chance a large request finds no capacity.")
-    min_gpus: GPUCount = Field(64, description="Requests of at least this many GPUs can stock out.")
-    retry_h: Positive = Field(1.0, description="Hours before trying again.")
+    probability: StockoutProbability = Field(
+        description=f"Chance a large request finds no capacity ({span(StockoutProbability)})."
+    )
+    min_gpus: GPUCount = Field(64, description=f"Requests of at least this many GPUs can stock out ({span(GPUCount)}).")
+    retry_h: IntervalHours = Field(1.0, description=f"Hours before trying again ({span(IntervalHours)}).")
 
 
 class OwnedOption(StrictModel):
@@ -43,11 +70,11 @@ class OwnedOption(StrictModel):
     name: Name = Field(description="Unique option name.")
     kind: Literal["owned"] = "owned"
     gpu_type: GPUType = Field(description="Catalog GPU type.")
-    gpus: GPUCount = Field(description="GPUs in the cluster (a whole number of nodes).")
-    gpus_per_node: GPUCount | None = Field(None, description="GPUs per node; null: catalog.")
+    gpus: GPUCount = Field(description=f"GPUs in the cluster, a whole number of nodes ({span(GPUCount)}).")
+    gpus_per_node: NodeGPUs | None = Field(None, description=f"GPUs per node ({span(NodeGPUs)}); null: catalog.")
     network: Network = Field("infiniband", description="Inter-node fabric: infiniband | roce.")
-    lead_time_days: NonNegative | None = Field(
-        None, description="Days from the start until the cluster can run jobs; null: catalog."
+    lead_time_days: Days | None = Field(
+        None, description=f"Days from the start until the cluster can run jobs ({span(Days)}); null: catalog."
     )
     scheduler: Scheduler = Field(
         "fifo", description="fifo (strict order), backfill (EASY) or priority (then FIFO, strict)."
@@ -55,8 +82,10 @@ class OwnedOption(StrictModel):
     failures: Failures | Literal["catalog"] | None = Field(
         "catalog", description="Node failures; null: none; omitted or 'catalog': the catalog's rate and repair time."
     )
-    capex_usd_per_gpu: Positive | None = Field(
-        None, description="All-in capex per GPU in USD; null: server price plus fabric, storage, install shares."
+    capex_usd_per_gpu: CapexPerGPU | None = Field(
+        None,
+        description=f"All-in capex per GPU in USD ({span(CapexPerGPU)}); null: server price plus fabric, storage, "
+        "install shares.",
     )
 
     @model_validator(mode="after")
@@ -67,57 +96,75 @@ class OwnedOption(StrictModel):
 
 
 class CloudOption(StrictModel):
-    """Rented GPUs: on demand (billed per allocation), reserved (a committed pool paid every hour
-    of the horizon, queueing like an owned cluster) or spot (on-demand mechanics at the spot price;
-    preemption is not modelled in this version, so spot runs uninterrupted)."""
+    """Rented GPUs: on demand (billed per allocation), reserved (a committed pool queueing like an
+    owned cluster, paid every hour of its whole term used or not: what the term runs beyond the
+    horizon is owed as ``commitment_owed``; a horizon longer than the term needs ``renew``) or
+    spot (on-demand mechanics at the spot price, preempted at ``preemptions_per_instance_day``: a
+    preempted job loses its work since the last checkpoint and asks for capacity again after
+    ``reacquire_delay_h``, provisioning, startup and restart included)."""
 
     name: Name = Field(description="Unique option name.")
     kind: Literal["cloud"] = "cloud"
     gpu_type: GPUType = Field(description="Catalog GPU type.")
     pricing: Literal["on_demand", "reserved", "spot"] = Field("on_demand", description="on_demand | reserved | spot.")
     price_tier: PriceTier = Field("neocloud", description="Catalog price tier for defaults: hyperscaler | neocloud.")
-    price_per_gpu_hour: NonNegative | None = Field(
-        None, description="USD per GPU-hour; null: catalog price for the tier, pricing and term."
+    price_per_gpu_hour: PricePerGPUHour | None = Field(
+        None, description=f"USD per GPU-hour ({span(PricePerGPUHour)}); null: catalog price for the tier, pricing and term."
     )
-    gpus_per_instance: GPUCount | None = Field(
-        None, description="GPUs per instance; jobs are billed in whole instances. null: catalog node size."
+    gpus_per_instance: NodeGPUs | None = Field(
+        None,
+        description=f"GPUs per instance ({span(NodeGPUs)}); jobs are billed in whole instances. null: catalog node size.",
     )
     network: Network = Field(
         "infiniband", description="The provider's inter-node fabric for multi-instance jobs: infiniband | roce."
     )
     reserved_gpus: GPUCount | None = Field(
-        None, description="reserved only: committed GPUs (whole instances), paid every hour of the horizon."
+        None,
+        description=f"reserved only: committed GPUs, whole instances ({span(GPUCount)}), paid every hour of the term, "
+        "used or not.",
     )
     term_years: Literal[1, 3] | None = Field(
         None, description="reserved only: commitment term that sets the catalog price (1 or 3 years; null: 1)."
     )
+    renew: bool = Field(
+        False, description="reserved only: when the horizon is longer than the term, renew the commitment for "
+        "further whole terms (the last one owed in full); false: such a horizon is an error."
+    )
     scheduler: Scheduler | None = Field(
         None, description="reserved only: how jobs queue on the committed pool (null: fifo)."
     )
-    billing_granularity_s: Positive | None = Field(
-        None, description="on_demand/spot: billing increment in seconds; null: catalog for the tier."
+    billing_granularity_s: BillingSeconds | None = Field(
+        None, description=f"on_demand/spot: billing increment in seconds ({span(BillingSeconds)}); null: catalog for the tier."
     )
-    minimum_billing_s: NonNegative | None = Field(
-        None, description="on_demand/spot: minimum billed seconds per allocation; null: catalog for the tier."
+    minimum_billing_s: MinimumBillingSeconds | None = Field(
+        None,
+        description=f"on_demand/spot: minimum billed seconds per allocation ({span(MinimumBillingSeconds)}); "
+        "null: catalog for the tier.",
     )
     max_gpus: GPUCount | None = Field(
-        None, description="on_demand/spot: quota or market capacity in GPUs; null: unlimited."
+        None, description=f"on_demand/spot: quota or market capacity in GPUs ({span(GPUCount)}); null: unlimited."
     )
-    provisioning_delay_h: NonNegative | None = Field(
-        None, description="on_demand/spot: hours waiting for instances after a request, not billed (null: 0.25)."
+    provisioning_delay_h: Hours | None = Field(
+        None,
+        description=f"on_demand/spot: hours waiting for instances after a request, not billed ({span(Hours)}; null: 0.25).",
     )
-    startup_h: NonNegative | None = Field(
-        None, description="on_demand/spot: hours of boot, image pull and staging, billed before work (null: 0.1)."
+    startup_h: Hours | None = Field(
+        None,
+        description=f"on_demand/spot: hours of boot, image pull and staging, billed before work ({span(Hours)}; null: 0.1).",
     )
-    provisioning_delay_cv: NonNegative | None = Field(
-        None, description="on_demand/spot: spread of the provisioning delay (lognormal, this cv; null: constant)."
+    provisioning_delay_cv: CV | None = Field(
+        None,
+        description=f"on_demand/spot: spread of the provisioning delay, lognormal with this cv ({span(CV)}; null: constant).",
     )
     stockout: Stockout | None = Field(None, description="on_demand/spot: large requests that find no capacity.")
-    preemptions_per_instance_day: NonNegative | None = Field(
-        None, description="spot only: preemptions per instance per day (a job on k instances: k times); null: catalog."
+    preemptions_per_instance_day: PreemptionRate | None = Field(
+        None,
+        description=f"spot only: preemptions per instance per day ({span(PreemptionRate)}; a job on k instances: "
+        "k times); null: catalog.",
     )
-    reacquire_delay_h: NonNegative | None = Field(
-        None, description="spot only: hours before capacity is found again after a preemption; null: catalog."
+    reacquire_delay_h: Hours | None = Field(
+        None,
+        description=f"spot only: hours before capacity is found again after a preemption ({span(Hours)}); null: catalog.",
     )
     failures: Failures | None = Field(
         None, description="Node failures on rented nodes (the provider swaps a failed node); null: none."
@@ -136,6 +183,8 @@ class CloudOption(StrictModel):
         spot_only = [f for f in ("preemptions_per_instance_day", "reacquire_delay_h") if getattr(self, f) is not None]
         if spot_only and self.pricing != "spot":
             raise ValueError(f"{', '.join(spot_only)} appl{'ies' if len(spot_only) == 1 else 'y'} to pricing spot only")
+        if self.renew and self.pricing != "reserved":
+            raise ValueError("renew applies to pricing reserved only")
         if self.pricing == "reserved" and self.reserved_gpus is None:
             raise ValueError("pricing: reserved needs reserved_gpus (the committed GPUs)")
         if self.max_gpus is not None and self.gpus_per_instance is not None and self.max_gpus < self.gpus_per_instance:
@@ -160,7 +209,11 @@ class HybridOption(StrictModel):
     kind: Literal["hybrid"] = "hybrid"
     base: str = Field(description="Name of an owned option, or a cloud option with pricing: reserved.")
     burst: str = Field(description="Name of a cloud option with pricing on_demand or spot.")
-    max_wait_h: NonNegative = Field(4.0, description="Hours a job waits for the base before it bursts.")
+    max_wait_h: MaxWaitHours = Field(
+        4.0,
+        description=f"Hours a job waits for the base before it bursts ({span(MaxWaitHours)}; "
+        "longer than the horizon: never bursts).",
+    )
     bridge_until_ready: bool = Field(
         True, description="Before the base's lead time ends, every job bursts (renting while the cluster is built)."
     )

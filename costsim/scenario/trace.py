@@ -11,7 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from costsim.units import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, show
+
 from .errors import Problem, ScenarioError
+from .limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
 
 REQUIRED = ("submit_h", "gpus", "duration_h")
 OPTIONAL = ("job_id", "job_class", "priority")
@@ -37,12 +40,24 @@ def _bad_rows(mask: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
+def _cell(text: str, limit: int = 40) -> str:
+    """A cell as an error quotes it: at most ``limit`` characters, so a message stays one line."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
 def read_trace(path: Path | str) -> TraceTable:
     """Read and validate a trace file; raises ScenarioError naming each bad line and column."""
     path = Path(path)
     source = str(path)
     if not path.is_file():
         raise ScenarioError(source, [Problem((), "trace file not found")])
+    limit = max_trace_bytes()
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ScenarioError(source, [Problem((), f"cannot read the file: {exc.strerror or exc}")]) from None
+    if size > limit:
+        raise ScenarioError(source, [too_large(size, limit, MAX_TRACE_BYTES_ENV, "the trace file")])
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:
@@ -73,20 +88,26 @@ def read_trace(path: Path | str) -> TraceTable:
         if integer:
             bad |= np.isfinite(values) & (values != np.round(values))
         for i in _bad_rows(bad):
-            kind = "a whole number" if integer else "a number"
-            problems.append(Problem((col,), f"{raw.iloc[i]!r} is not {kind}", int(i) + 2))
+            kind = "a whole number" if integer else "a finite number"
+            problems.append(Problem((col,), f"{_cell(raw.iloc[i])} is not {kind}", int(i) + 2))
         return values
 
     submit = numbers("submit_h", False)
     gpus = numbers("gpus", True)
     duration = numbers("duration_h", False)
     priority = numbers("priority", True) if "priority" in cols else np.zeros(len(df))
-    for i in _bad_rows(submit < 0):
-        problems.append(Problem(("submit_h",), f"must be >= 0 (got {submit[i]:g})", int(i) + 2))
-    for i in _bad_rows(gpus < 1):
-        problems.append(Problem(("gpus",), f"must be >= 1 (got {gpus[i]:g})", int(i) + 2))
-    for i in _bad_rows(duration <= 0):
-        problems.append(Problem(("duration_h",), f"must be > 0 (got {duration[i]:g})", int(i) + 2))
+    # The scenario's physical bounds (costsim.units); beyond them a count would not fit an
+    # int64 (gpus 1e20, priority 1e30) or a time would outlast any horizon.
+    in_range = (
+        ("submit_h", submit, submit < 0, submit > MAX_HOURS, f">= 0 and <= {show(MAX_HOURS)} h"),
+        ("gpus", gpus, gpus < 1, gpus > MAX_GPUS, f">= 1 and <= {show(MAX_GPUS)}"),
+        ("duration_h", duration, duration <= 0, duration > MAX_HOURS, f"> 0 and <= {show(MAX_HOURS)} h"),
+        ("priority", priority, priority < -MAX_PRIORITY, priority > MAX_PRIORITY,
+         f"between {show(-MAX_PRIORITY)} and {show(MAX_PRIORITY)}"),
+    )
+    for col, values, low, high, rule in in_range:
+        for i in _bad_rows((low | high) & np.isfinite(values)):  # non-finite cells are reported above
+            problems.append(Problem((col,), f"must be {rule} (got {values[i]:g})", int(i) + 2))
 
     if "job_id" in cols:
         job_id = df["job_id"].str.strip().to_numpy(dtype=object)
@@ -94,7 +115,7 @@ def read_trace(path: Path | str) -> TraceTable:
             problems.append(Problem(("job_id",), "is empty", int(i) + 2))
         dup = pd.Series(job_id).duplicated().to_numpy()
         for i in _bad_rows(dup & (job_id != "")):
-            problems.append(Problem(("job_id",), f"{job_id[i]!r} appears more than once", int(i) + 2))
+            problems.append(Problem(("job_id",), f"{_cell(job_id[i])} appears more than once", int(i) + 2))
     else:
         job_id = np.array([f"trace-{i}" for i in range(len(df))], dtype=object)
     if "job_class" in cols:
