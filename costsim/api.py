@@ -131,6 +131,12 @@ def _fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | Non
 
 def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | None = None) -> Scenario:
     """Everything beyond the schema: catalog resolution, the trace file, jobs that can never fit."""
+    return _checked(scenario, source, lines)[0]
+
+
+def _checked(scenario: Scenario, source: str,
+             lines: dict[Loc, tuple[int, int]] | None = None) -> tuple[Scenario, TraceTable | None]:
+    """``check``, also returning the trace it read, so a run reads the file once."""
     lines = lines or {}
     try:
         plans = resolve(scenario, source=source)
@@ -148,7 +154,7 @@ def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | N
             raise ScenarioError(source, problems)
     except ScenarioError as err:
         raise err.with_lines(lines) from None
-    return scenario
+    return scenario, trace
 
 
 def load_scenario(path: Path | str) -> Scenario:
@@ -182,16 +188,16 @@ def dump_scenario(scenario: Scenario) -> str:
     return schema_dump(scenario)
 
 
-def rechecked(scenario: Scenario) -> Scenario:
+def rechecked(scenario: Scenario) -> tuple[Scenario, TraceTable | None]:
     """A Scenario object may have skipped checks (built by ``costsim.scenario.scenario_from_data``,
     changed by ``model_copy(update=...)``): validate its data again and run ``check``. Cheap: no
-    workload is drawn. Returns the validated copy (same data, same base folder)."""
+    workload is drawn. Returns the validated copy (same data, same base folder) and its trace."""
     source = f"scenario {scenario.name!r}"
     try:
         data = scenario.model_dump(warnings=False)  # validation below says what is wrong
     except Exception as exc:  # noqa: BLE001 — whatever was smuggled in, say so instead of a traceback
         raise ScenarioError(source, [Problem((), f"cannot be read back: {exc}".splitlines()[0])]) from None
-    return check(schema_from_data(data, source, scenario.base_dir), source)
+    return _checked(schema_from_data(data, source, scenario.base_dir), source)
 
 
 def simulate(
@@ -213,18 +219,20 @@ def simulate(
     on_option = arguments.callback(on_option, "on_option")
     max_events = arguments.max_events(max_events)
     if isinstance(scenario, Scenario):
-        scenario = rechecked(scenario)
+        scenario, trace = rechecked(scenario)
     else:
         arguments.scenario_like(scenario)
-        scenario = load_scenario(scenario)
+        path = arguments.path(scenario, "path", "load_scenario")
+        scenario, lines = read_scenario(path)
+        scenario, trace = _checked(scenario, str(path), lines)
     source = f"scenario {scenario.name!r}"
     seed = scenario.seed if seed is None else seed
     plans = resolve(scenario, default_catalog())
     econ = economics_values(scenario)
-    rows = len(read_trace(scenario.base_dir / scenario.workload.trace)) if scenario.workload.trace is not None else 0
+    rows = len(trace) if trace is not None else 0
     budget.refuse_above(budget.estimate_events(scenario, plans, *budget.expected_workload(scenario, rows)),
                         max_events, source)  # before drawing: a huge horizon must not hang the draws
-    jobs = workload.generate(scenario, seed)
+    jobs = workload.generate(scenario, seed, trace)
     works = [(plan_work(scenario, jobs, plan.base), plan_work(scenario, jobs, plan.burst))
              if isinstance(plan, HybridPlan) else (plan_work(scenario, jobs, plan),) for plan in plans]
     budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),

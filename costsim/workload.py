@@ -25,7 +25,7 @@ import numpy as np
 
 from costsim.rng import stream
 from costsim.sampling import LengthDraws, length_draws, lognormal, poisson_times
-from costsim.scenario import Problem, Scenario, read_trace
+from costsim.scenario import Problem, Scenario, TraceTable, read_trace
 from costsim.scenario.classes import RLClass, Spread
 from costsim.units import HOURS_PER_DAY
 
@@ -88,8 +88,9 @@ SCALE_JITTER_H = 12.0
 COPY_MARK = "~"  # an extra copy of trace job <id> made by arrival_scale > 1 is <id>~<k>
 
 
-def _trace_jobs(scenario: Scenario, seed: int) -> dict[str, np.ndarray]:
-    trace = read_trace(scenario.base_dir / scenario.workload.trace)  # type: ignore[operator]
+def _trace_jobs(scenario: Scenario, seed: int, trace: TraceTable | None = None) -> dict[str, np.ndarray]:
+    if trace is None:
+        trace = read_trace(scenario.base_dir / scenario.workload.trace)  # type: ignore[operator]
     n = len(trace)
     cols = {
         "job_id": trace.job_id, "job_class": trace.job_class, "submit_h": trace.submit_h, "gpus": trace.gpus,
@@ -146,18 +147,19 @@ def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[di
     return cols, draws
 
 
-def generate(scenario: Scenario, seed: int | None = None) -> JobTable:
+def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | None = None) -> JobTable:
     """The scenario's jobs submitted within the horizon (trace and classes), sorted by submit time.
 
     ``seed`` (default: the scenario's) drives every random stream; a trace is replayed as written
-    unless ``arrival_scale`` asks for more or fewer jobs.
+    unless ``arrival_scale`` asks for more or fewer jobs. ``trace``: the scenario's trace if the
+    caller has read it already (it is read here otherwise).
     """
     seed = scenario.seed if seed is None else seed
     parts: list[dict[str, np.ndarray]] = []
     sums, maxes, capped = [np.zeros(0)], [np.zeros(0)], [np.zeros(0, dtype=np.int32)]
     offset = 0
     if scenario.workload.trace is not None:
-        parts.append(_trace_jobs(scenario, seed))
+        parts.append(_trace_jobs(scenario, seed, trace))
     for k, cls in enumerate(scenario.workload.classes):
         cols, draws = _class_jobs(scenario, seed, k, cls)
         cols["iter_start"] = cols["iter_start"] + offset
