@@ -8,6 +8,7 @@ and simulated (in a child process with a time and memory limit, cached on every 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 from pathlib import Path
@@ -101,10 +102,27 @@ def load_base(limits: Limits) -> costsim.Scenario | None:
         return None
 
 
+def fresh_widgets(key: str, scenario: costsim.Scenario) -> None:
+    """Widgets are keyed by the scenario's name; when a different scenario of that name is loaded
+    (an edited upload), forget the old widget values so the knobs show the file's numbers."""
+    digest = hashlib.sha256(scenario.model_dump_json().encode()).hexdigest()
+    if st.session_state.get(f"{key}:loaded") != digest:
+        for k in [k for k in st.session_state if isinstance(k, str) and k.startswith(f"{key}:")]:
+            del st.session_state[k]
+        st.session_state[f"{key}:loaded"] = digest
+
+
+def span(lo: float, hi: float, value: float) -> tuple[float, float]:
+    """A widget's range, widened to hold a value the scenario already has (valid in the schema,
+    beyond the usual knob range): a widget given a value outside its range raises."""
+    return min(lo, value), max(hi, value)
+
+
 def knob_widgets(scenario: costsim.Scenario) -> Knobs:
     knobs = current_knobs(scenario)
     plans = {p.name: p for p in resolve(scenario)}
     key = scenario.name
+    fresh_widgets(key, scenario)
     with st.sidebar.form("knobs"):
         st.subheader("Knobs")
         owned = {}
@@ -118,18 +136,22 @@ def knob_widgets(scenario: costsim.Scenario) -> Knobs:
                 f"{name}: $/GPU-hour", min_value=0.0, value=float(plans[name].price_per_gpu_hour), step=0.1,
                 format="%.2f", key=f"{key}:price:{name}", help="Default: the catalog price for this GPU and tier.",
             )
-        scale = st.slider("Arrival scale (× the job arrival rate)", 0.25, 3.0, float(knobs.arrival_scale), 0.05,
+        scale = st.slider("Arrival scale (× the job arrival rate)", *span(0.25, 3.0, float(knobs.arrival_scale)),
+                          float(knobs.arrival_scale), 0.05,
                           key=f"{key}:scale", help="Multiplies every class's arrivals per day; a trace is thinned "
                           "below 1 and gets jittered copies above 1.")
         classes = {}
         for name, ck in knobs.classes.items():
             with st.expander(f"RL class {name}"):
                 classes[name] = ClassKnobs(
-                    st.number_input("Model size (B parameters)", 0.1, 2000.0, float(ck.model_params_b), 1.0,
+                    st.number_input("Model size (B parameters)", *span(0.1, 2000.0, float(ck.model_params_b)),
+                                    float(ck.model_params_b), 1.0,
                                     key=f"{key}:{name}:params"),
-                    st.number_input("Mean response length (tokens)", 1.0, 200_000.0, float(ck.response_mean), 100.0,
+                    st.number_input("Mean response length (tokens)", *span(1.0, 200_000.0, float(ck.response_mean)),
+                                    float(ck.response_mean), 100.0,
                                     key=f"{key}:{name}:len"),
-                    st.slider("Response length tail (cv)", 0.0, 3.0, float(ck.response_cv), 0.1, key=f"{key}:{name}:cv",
+                    st.slider("Response length tail (cv)", *span(0.0, 3.0, float(ck.response_cv)), float(ck.response_cv),
+                              0.1, key=f"{key}:{name}:cv",
                               help="0: every response equally long. Larger: longer stragglers, which hold a "
                               "synchronous iteration."),
                     st.selectbox("Placement and mode", SETUPS, SETUPS.index(ck.setup), key=f"{key}:{name}:setup",

@@ -25,6 +25,7 @@ MAX_HORIZON_DAYS = 30 * 365  # 30 years, in days
 MIN_HORIZON_DAYS = 1 / HOURS_PER_DAY  # one hour, in days
 MAX_HOURS = MAX_HORIZON_DAYS * HOURS_PER_DAY  # 262,800 h: any duration or delay, in hours
 MIN_INTERVAL_H = 1 / 60  # one minute: the shortest checkpoint or retry interval, in hours
+MIN_JOB_H = 1 / 3600  # one second: the shortest trace job, in hours (shorter: costs per GPU-hour overflow)
 MAX_MINUTES = 24 * 60  # a day: the longest checkpoint write or restart, in minutes
 MAX_BILLING_S = 365 * 24 * 3600  # a year: the longest billing increment or minimum, in seconds
 MAX_GPUS = 10_000_000  # GPUs in one cluster, job, quota or serving demand
@@ -49,6 +50,7 @@ def _not_bool(value: Any) -> Any:
 
 
 _NUMBER = BeforeValidator(_not_bool)
+TermYears = Annotated[Literal[1, 3], _NUMBER]  # a reservation's term; true is not 1
 
 
 def bounded_float(**bounds: float) -> Any:

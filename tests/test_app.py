@@ -117,3 +117,17 @@ def test_knob_errors_are_scenario_errors():
     k = current_knobs(sc)
     with pytest.raises(costsim.ScenarioError, match="never run"):
         apply_knobs(sc, type(k)({**k.owned_gpus, "own-256": 128}, k.cloud_price, 1.0, k.classes))
+
+
+def test_an_edited_upload_of_the_same_name_shows_its_own_numbers():
+    """An upload named like the scenario on screen must not inherit the old widget values, and
+    values beyond a knob's usual range (valid in the schema) must not crash the widgets."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert at.slider(key="baseline:scale").value == 1.0
+    text = (SCENARIO_DIR / "baseline.yaml").read_text()
+    text = text.replace("horizon_days: 365", "horizon_days: 20").replace("workload:", "workload:\n  arrival_scale: 4", 1)
+    text = text.replace("model_params_b: 7", "model_params_b: 5000", 1)
+    at.sidebar.file_uploader[0].upload("mine.yaml", text.encode(), "application/yaml").run()
+    assert not at.exception and not at.error
+    assert at.slider(key="baseline:scale").value == 4.0
+    assert at.number_input(key="baseline:ablation-7b:params").value == 5000.0

@@ -448,7 +448,9 @@ TRACE_CELLS = [
     ("nan,8,1,0", "submit_h: 'nan' is not a finite number"),
     ("0,8,1e400,0", "duration_h: '1e400' is not a finite number"),
     ("0,8,-inf,0", "duration_h: '-inf' is not a finite number"),
-    ("0,8,1e300,0", "duration_h: must be > 0 and <= 262,800 h (got 1e+300)"),
+    ("0,8,1e300,0", "duration_h: must be >= 1 s (0.000277778 h) and <= 262,800 h (got 1e+300)"),
+    # a denormal duration made every cost per GPU-hour overflow to inf
+    ("0,8,1e-300,0", "duration_h: must be >= 1 s (0.000277778 h) and <= 262,800 h (got 1e-300)"),
     ("1e12,8,1,0", "submit_h: must be >= 0 and <= 262,800 h (got 1e+12)"),
     ("0,8.5,1,0", "gpus: '8.5' is not a whole number"),
     ("0,8,1," + "x" * 80, "priority: '" + "x" * 40 + "…' is not a whole number"),  # quoted cells cut to 40 characters
@@ -502,3 +504,12 @@ def test_cli_validate_exits_2_naming_the_field(tmp_path, case, text, trace, expe
     assert "Traceback" not in proc.stderr
     assert expected in proc.stderr.replace("\n", " ")
     assert time.perf_counter() - start < 30  # interpreter start-up included, on a loaded machine
+
+
+def test_term_years_true_is_not_a_term():
+    # Literal[1, 3] alone reads YAML true as 1 and writes it back as 1.
+    sc = costsim.load_scenario(Path(__file__).parent.parent / "scenarios" / "reserved-vs-on-demand.yaml")
+    data = sc.model_dump(mode="json")
+    data["options"][0]["term_years"] = True
+    with pytest.raises(ScenarioError, match=r"options\.0\.term_years: must be a number, not true"):
+        costsim.scenario_from_data(data, "t", sc.base_dir)

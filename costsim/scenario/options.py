@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from costsim.units import (
+    TermYears,
     CV,
     MAX_BILLING_S,
     CapexPerGPU,
@@ -123,7 +124,7 @@ class CloudOption(StrictModel):
         description=f"reserved only: committed GPUs, whole instances ({span(GPUCount)}), paid every hour of the term, "
         "used or not.",
     )
-    term_years: Literal[1, 3] | None = Field(
+    term_years: TermYears | None = Field(
         None, description="reserved only: commitment term that sets the catalog price (1 or 3 years; null: 1)."
     )
     renew: bool = Field(

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from costsim.units import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, show
+from costsim.units import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, show
 
 from .errors import Problem, ScenarioError
 from .limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
@@ -101,7 +101,8 @@ def read_trace(path: Path | str) -> TraceTable:
     in_range = (
         ("submit_h", submit, submit < 0, submit > MAX_HOURS, f">= 0 and <= {show(MAX_HOURS)} h"),
         ("gpus", gpus, gpus < 1, gpus > MAX_GPUS, f">= 1 and <= {show(MAX_GPUS)}"),
-        ("duration_h", duration, duration <= 0, duration > MAX_HOURS, f"> 0 and <= {show(MAX_HOURS)} h"),
+        ("duration_h", duration, duration < MIN_JOB_H, duration > MAX_HOURS,
+         f">= 1 s ({MIN_JOB_H:.6g} h) and <= {show(MAX_HOURS)} h"),
         ("priority", priority, priority < -MAX_PRIORITY, priority > MAX_PRIORITY,
          f"between {show(-MAX_PRIORITY)} and {show(MAX_PRIORITY)}"),
     )
