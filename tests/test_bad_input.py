@@ -74,7 +74,7 @@ CORPUS = [
     ("trace-unknown-column", GOOD, "submit_h,gpus,duration_h,colour\n0,8,1,red\n", ["jobs.csv:1", "colour"]),
     ("trace-not-number", GOOD, "submit_h,gpus,duration_h\n0,8,1\n1,eight,2\n", ["jobs.csv:3", "gpus", "'eight'"]),
     ("trace-fractional-gpus", GOOD, "submit_h,gpus,duration_h\n0,2.5,1\n", ["jobs.csv:2", "gpus", "whole number"]),
-    ("trace-negative-duration", GOOD, "submit_h,gpus,duration_h\n0,8,1\n1,8,-2\n", ["jobs.csv:3", "duration_h", ">= 1 s"]),
+    ("trace-negative-duration", GOOD, "submit_h,gpus,duration_h\n0,8,1\n1,8,-2\n", ["jobs.csv:3", "duration_h", ">= 1e-09 h"]),
     ("trace-empty", GOOD, "submit_h,gpus,duration_h\n", ["jobs.csv", "no jobs"]),
     ("trace-duplicate-id", GOOD, "submit_h,gpus,duration_h,job_id\n0,8,1,a\n1,8,1,a\n", ["jobs.csv:3", "job_id", "more than once"]),
     ("job-too-big-owned", GOOD, "submit_h,gpus,duration_h\n0,8,1\n1,24,2\n", ["s.yaml:9:5", "options.0.gpus", "never run", "trace-1"]),

@@ -448,9 +448,9 @@ TRACE_CELLS = [
     ("nan,8,1,0", "submit_h: 'nan' is not a finite number"),
     ("0,8,1e400,0", "duration_h: '1e400' is not a finite number"),
     ("0,8,-inf,0", "duration_h: '-inf' is not a finite number"),
-    ("0,8,1e300,0", "duration_h: must be >= 1 s (0.000277778 h) and <= 262,800 h (got 1e+300)"),
+    ("0,8,1e300,0", "duration_h: must be >= 1e-09 h and <= 262,800 h (got 1e+300)"),
     # a denormal duration made every cost per GPU-hour overflow to inf
-    ("0,8,1e-300,0", "duration_h: must be >= 1 s (0.000277778 h) and <= 262,800 h (got 1e-300)"),
+    ("0,8,1e-300,0", "duration_h: must be >= 1e-09 h and <= 262,800 h (got 1e-300)"),
     ("1e12,8,1,0", "submit_h: must be >= 0 and <= 262,800 h (got 1e+12)"),
     ("0,8.5,1,0", "gpus: '8.5' is not a whole number"),
     ("0,8,1," + "x" * 80, "priority: '" + "x" * 40 + "…' is not a whole number"),  # quoted cells cut to 40 characters

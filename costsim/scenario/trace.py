@@ -102,7 +102,7 @@ def read_trace(path: Path | str) -> TraceTable:
         ("submit_h", submit, submit < 0, submit > MAX_HOURS, f">= 0 and <= {show(MAX_HOURS)} h"),
         ("gpus", gpus, gpus < 1, gpus > MAX_GPUS, f">= 1 and <= {show(MAX_GPUS)}"),
         ("duration_h", duration, duration < MIN_JOB_H, duration > MAX_HOURS,
-         f">= 1 s ({MIN_JOB_H:.6g} h) and <= {show(MAX_HOURS)} h"),
+         f">= {MIN_JOB_H:g} h and <= {show(MAX_HOURS)} h"),
         ("priority", priority, priority < -MAX_PRIORITY, priority > MAX_PRIORITY,
          f"between {show(-MAX_PRIORITY)} and {show(MAX_PRIORITY)}"),
     )
