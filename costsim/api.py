@@ -12,7 +12,7 @@ from costsim import arguments, budget, engine, results, workload
 from costsim.rng import stream
 from costsim.serving import RangeMax, can_ever_start, hourly_demand
 from costsim.workplan import checkpoint_writes, plan_work
-from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, resolve
+from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, is_pool, pools, resolve
 from costsim.engine.pool import held_gpus, nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, read_trace, scenario_from_yaml
 from costsim.scenario import dump_scenario as schema_dump
@@ -51,7 +51,7 @@ def _pool_verdict(pool: OwnedPlan | CloudPlan, jobs: _Jobs, demand: np.ndarray |
     held = _held(pool, jobs.gpus)
     too_big = held > limit[0]
     crowded = np.zeros(len(held), dtype=bool)
-    if demand is not None and (isinstance(pool, OwnedPlan) or pool.reserved):
+    if demand is not None and is_pool(pool):
         delivered = pool.lead_time_h if isinstance(pool, OwnedPlan) else 0.0
         earliest = np.maximum(jobs.earliest_h, delivered)
         # Any start the demand table covers (the horizon and a year more): a job that only misses
@@ -72,8 +72,7 @@ class _Jobs:
 def _never_fit(plan: Plan, jobs: _Jobs, demand: np.ndarray | None):
     """Which jobs can never run on the option (a hybrid: on neither part), the field to name and
     why; None when every job can."""
-    pools = [plan.base, plan.burst] if isinstance(plan, HybridPlan) else [plan]
-    verdicts = [_pool_verdict(p, jobs, demand) for p in pools]
+    verdicts = [_pool_verdict(p, jobs, demand) for p in pools(plan)]
     if any(v is None for v in verdicts):
         return None
     bad = np.ones(len(jobs.gpus), dtype=bool)

@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan
+from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, pools
 from costsim.engine.pool import nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import Spread
@@ -80,19 +80,10 @@ def expected_workload(scenario: Scenario, trace_rows: int) -> tuple[float, float
     return jobs, iterations
 
 
-def _pools(plan: Plan) -> list[OwnedPlan | CloudPlan]:
-    return [plan.base, plan.burst] if isinstance(plan, HybridPlan) else [plan]
-
-
-def _is_committed(pool: OwnedPlan | CloudPlan) -> bool:
-    """Owned and reserved pools run a scheduler (and serve inference first)."""
-    return isinstance(pool, OwnedPlan) or pool.reserved
-
-
 def pool_events(pool: OwnedPlan | CloudPlan, horizon_h: float, serving: bool) -> float:
     """Events of one pool that do not depend on the jobs: serving's hourly ticks, node failures."""
     events = 0.0
-    if serving and _is_committed(pool):
+    if serving and is_pool(pool):  # owned and reserved pools serve inference first
         events += EVENTS_PER_SERVING_HOUR * horizon_h
     if isinstance(pool, OwnedPlan) and pool.failures_per_node_h > 0:
         up_h = max(horizon_h - pool.lead_time_h, 0.0)
@@ -150,7 +141,7 @@ def estimate_events(scenario: Scenario, plans: list[Plan], jobs: float, iteratio
     total = float(iterations)
     for k, plan in enumerate(plans):
         total += EVENTS_PER_JOB * jobs + (jobs if isinstance(plan, HybridPlan) else 0.0) + horizon_h
-        for p, pool in enumerate(_pools(plan)):
+        for p, pool in enumerate(pools(plan)):
             total += pool_events(pool, horizon_h, serving)
             if works is not None:
                 total += interruption_events(pool, works[k][p], horizon_h)

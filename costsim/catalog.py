@@ -200,6 +200,17 @@ class HybridPlan:
 Plan = OwnedPlan | CloudPlan | HybridPlan
 
 
+def pools(plan: Plan) -> list[OwnedPlan | CloudPlan]:
+    """The option's pools: itself, or a hybrid's base and burst."""
+    return [plan.base, plan.burst] if isinstance(plan, HybridPlan) else [plan]
+
+
+def is_pool(part: OwnedPlan | CloudPlan) -> bool:
+    """A pool of nodes run by a scheduler and paid whether used or not (owned, reserved), as
+    opposed to capacity rented per use (on-demand, spot)."""
+    return isinstance(part, OwnedPlan) or part.reserved
+
+
 def economics_values(scenario: Scenario, catalog: Catalog | None = None) -> EconomicsValues:
     cat = catalog or default_catalog()
     given = scenario.economics.model_dump()

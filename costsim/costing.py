@@ -17,10 +17,10 @@ from dataclasses import replace
 import numpy as np
 
 from costsim import economics as eco
-from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
+from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
 from costsim.engine import BASE, BURST, UsageRecord
 from costsim.engine.pool import nodes_needed
-from costsim.intervals import binned
+from costsim.intervals import binned, hours_in_bins
 from costsim.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload import JobTable
 
@@ -60,11 +60,6 @@ def only(rec: UsageRecord, part: int) -> UsageRecord:
                    alloc_job=rec.alloc_job[keep], alloc_start=rec.alloc_start[keep], alloc_end=rec.alloc_end[keep],
                    alloc_held=rec.alloc_held[keep], alloc_instances=rec.alloc_instances[keep],
                    alloc_part=rec.alloc_part[keep])
-
-
-def is_pool(part: OwnedPlan | CloudPlan) -> bool:
-    """A pool of nodes paid whether used or not (owned, reserved), as opposed to rented per use."""
-    return isinstance(part, OwnedPlan) or part.reserved
 
 
 def per_bin(hourly: np.ndarray, horizon_h: float, edges: np.ndarray) -> np.ndarray:
@@ -166,9 +161,9 @@ def owned_costs(
     is paid for by then: a 7-year horizon on a 5-year life pays the capital once); energy per hour
     in service plus per busy GPU-hour (RL jobs and, given per bin, serving); setup at the start."""
     delivered = min(plan.lead_time_h, horizon_h)
-    service_h = binned(np.array([delivered]), np.array([horizon_h]), np.array([1.0]), edges)
+    service_h = hours_in_bins(delivered, horizon_h, edges)
     paid_off = min(delivered + econ.depreciation_years * HOURS_PER_YEAR, horizon_h)
-    capital_h = binned(np.array([delivered]), np.array([paid_off]), np.array([1.0]), edges)
+    capital_h = hours_in_bins(delivered, paid_off, edges)
     job, s, e, _ = held_intervals(rec, horizon_h)
     busy_gpu_h = binned(s, e, job_gpus[job].astype(float), edges)
     if serving_gpu_h is not None:
@@ -203,7 +198,7 @@ def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict
     """A commitment: reserved GPUs × price for every hour of the horizon, used or not
     (``reserved``), and the rest of the last term begun, owed at the horizon's end even though
     the simulation stops there (``commitment_owed``, in the last bin)."""
-    hours = binned(np.array([0.0]), np.array([horizon_h]), np.array([1.0]), edges)
+    hours = hours_in_bins(0.0, horizon_h, edges)
     owed = np.zeros(len(edges) - 1)
     if len(owed):
         owed[-1] = eco.commitment_owed_usd(plan.reserved_gpus, plan.price_per_gpu_hour, plan.term_h, horizon_h)

@@ -110,13 +110,21 @@ def discount_factor(years: np.ndarray | float, annual_rate: float) -> np.ndarray
     return (1.0 + annual_rate) ** (-np.asarray(years, dtype=float))
 
 
-def npv_usd(cash_by_month: np.ndarray, annual_rate: float, at_end_usd: float = 0.0, end_years: float = 0.0) -> float:
-    """Present value of monthly cash (month m paid at its start, m/12 years) plus an amount paid
-    at the horizon's end (``end_years``; a credit such as book value is negative):
-    Σ cash_m · (1 + r)^(−m/12) + at_end · (1 + r)^(−end_years)."""
+def present_values_usd(cash_by_month: np.ndarray, annual_rate: float, at_end_usd: float = 0.0,
+                       end_years: float = 0.0) -> np.ndarray:
+    """Each month's present value: month m's cash paid at its start (m/12 years), cash_m ·
+    (1 + r)^(−m/12), and in the last month also an amount paid at the horizon's end
+    (``end_years``; a credit such as book value is negative), at_end · (1 + r)^(−end_years)."""
     cash = np.asarray(cash_by_month, dtype=float)
-    monthly = float((cash * discount_factor(np.arange(len(cash)) / 12.0, annual_rate)).sum())
-    return monthly + at_end_usd * float(discount_factor(end_years, annual_rate))
+    pv = cash * discount_factor(np.arange(len(cash)) / 12.0, annual_rate)
+    if len(pv):
+        pv[-1] += at_end_usd * float(discount_factor(end_years, annual_rate))
+    return pv
+
+
+def npv_usd(cash_by_month: np.ndarray, annual_rate: float, at_end_usd: float = 0.0, end_years: float = 0.0) -> float:
+    """Net present value: the sum of ``present_values_usd``."""
+    return float(present_values_usd(cash_by_month, annual_rate, at_end_usd, end_years).sum())
 
 
 def commitment_owed_usd(reserved_gpus: int, usd_per_gpu_hour: float, term_h: float, horizon_h: float) -> float:

@@ -59,13 +59,12 @@ def cashflow(plan: Plan, econ: EconomicsValues, month_items: dict[str, np.ndarra
     owed = month_items["commitment_owed"]  # zero but in the last month
     paid = capex + opex + rent
     at_end = owed - book
-    month_start = eco.discount_factor(np.arange(months) / 12.0, econ.discount_rate)
-    horizon_end = eco.discount_factor(horizon_h / HOURS_PER_YEAR, econ.discount_rate)
     cash = paid + at_end
     return pd.DataFrame({
         "option": plan.name, "month": np.arange(months), "capex_usd": capex, "opex_usd": opex, "rent_usd": rent,
         "commitment_owed_usd": owed, "book_value_usd": book, "cash_usd": cash, "cumulative_usd": np.cumsum(cash),
-        "discounted_usd": paid * month_start + at_end * horizon_end,
+        "discounted_usd": eco.present_values_usd(paid, econ.discount_rate, float(at_end.sum()),
+                                                 horizon_h / HOURS_PER_YEAR),
     }, columns=CASHFLOW_COLUMNS)
 
 

@@ -34,3 +34,8 @@ def binned(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray, edges: np.
     np.add.at(level, ke, -w)
     out += np.cumsum(level)[:nb] * np.diff(edges)
     return out
+
+
+def hours_in_bins(start_h: float, end_h: float, edges: np.ndarray) -> np.ndarray:
+    """Hours of the one interval [start_h, end_h) that fall in each bin (a service period, a term)."""
+    return binned(np.array([start_h]), np.array([end_h]), np.array([1.0]), edges)

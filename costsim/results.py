@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
-from costsim.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_intervals, is_pool, option_costs,
+from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
+from costsim.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_intervals, option_costs,
                               parts, per_bin, serving_use)
 from costsim import finance
 from costsim.advice import checkpoint_advice

@@ -104,12 +104,3 @@ def length_draws(
     at_top = np.maximum(capped, 1)  # the capped responses, or the one maximum below the cap
     others = sum_below(rng, mu, sigma, top, n - at_top)
     return LengthDraws(top * at_top + others, top, capped.astype(np.int32))
-
-
-def length_sum_max(
-    rng: np.random.Generator, n: int, mean: float, cv: float, cap: float, iterations: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per iteration, the sum and the maximum of ``n`` capped response lengths (tokens);
-    ``length_draws`` also says how many hit the cap."""
-    d = length_draws(rng, n, mean, cv, cap, iterations)
-    return d.length_sum, d.length_max

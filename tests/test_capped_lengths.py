@@ -49,10 +49,10 @@ def test_closed_form_by_hand():
 def test_mean_sum_is_n_times_the_mean_capped_length(n):
     # Truncating (conditioning) at the cap gives n · E[L | L < cap] ≈ n × 629; capping gives
     # n · E[min(L, cap)] ≈ n × 788.
-    from costsim.sampling import length_sum_max
+    from costsim.sampling import length_draws
 
     iterations = 20_000
-    s, m = length_sum_max(np.random.default_rng(11), n, MEAN, CV, CAP, iterations)
+    s, m, _ = length_draws(np.random.default_rng(11), n, MEAN, CV, CAP, iterations)
     p, m1, var = capped_moments(MEAN, CV, CAP)
     assert s.mean() == pytest.approx(n * m1, abs=5 * math.sqrt(n * var / iterations))
     assert s.var() == pytest.approx(n * var, rel=0.05)
@@ -74,10 +74,10 @@ def test_capped_count_is_binomial():
 def test_default_cap_is_reached_in_most_iterations():
     # DESIGN's defaults (mean 2,000, cv 1, cap 16,384): P(L ≥ cap) ≈ 0.0016, yet with n = 2,048
     # responses the cap is reached in 1 − (1 − p)^2048 ≈ 96 % of iterations.
-    from costsim.sampling import length_sum_max
+    from costsim.sampling import length_draws
 
     n, iterations = 2048, 4000
-    s, m = length_sum_max(np.random.default_rng(13), n, 2000, 1.0, 16384, iterations)
+    s, m, _ = length_draws(np.random.default_rng(13), n, 2000, 1.0, 16384, iterations)
     p, m1, var = capped_moments(2000, 1.0, 16384)
     assert p == pytest.approx(0.00163, rel=0.02)
     assert s.mean() == pytest.approx(n * m1, abs=5 * math.sqrt(n * var / iterations))

@@ -84,20 +84,20 @@ def test_reward_model_replaces_the_verifier():
 
 
 def test_straggler_raises_sync_rollout_at_the_same_mean():
-    from costsim.sampling import length_sum_max
+    from costsim.sampling import length_draws
 
     rng = np.random.default_rng(0)
     means = []
     for cv in (0.0, 0.5, 1.0, 2.0):
-        s, m = length_sum_max(rng, N, 2000, cv, 16384, 400)
+        s, m, _ = length_draws(rng, N, 2000, cv, 16384, 400)
         means.append(float(rl.phase_times(shape(), H100, s, m).rollout.mean()))
     assert means == sorted(means) and means[-1] > 5 * means[0]
 
 
 def heavy_tailed(sh, iterations=400, seed=1):
-    from costsim.sampling import length_sum_max
+    from costsim.sampling import length_draws
 
-    s, m = length_sum_max(np.random.default_rng(seed), N, 2000, 1.0, 16384, iterations)
+    s, m, _ = length_draws(np.random.default_rng(seed), N, 2000, 1.0, 16384, iterations)
     return rl.phase_times(sh, H100, s, m)
 
 

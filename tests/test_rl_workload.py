@@ -11,7 +11,7 @@ from scipy import stats
 import costsim
 from costsim import workload
 from costsim.catalog import resolve
-from costsim.sampling import EXACT_BELOW, length_draws, length_sum_max, lognormal_params
+from costsim.sampling import EXACT_BELOW, length_draws, lognormal_params
 from costsim.scenario import scenario_from_data
 from costsim.workplan import plan_work
 from helpers import cloud, jobs_of, owned
@@ -66,15 +66,8 @@ def test_cases_cover_both_ways_of_summing_the_uncapped_lengths():
     assert any(abs(b - EXACT_BELOW) < 3 for b in below)  # n = 72, p ≈ 0.1: around the threshold
 
 
-def test_length_sum_max_is_length_draws_without_the_count():
-    a = length_sum_max(np.random.default_rng(4), 16, 1000, 1.0, 1425, 50)
-    b = length_draws(np.random.default_rng(4), 16, 1000, 1.0, 1425, 50)
-    np.testing.assert_array_equal(a[0], b.length_sum)
-    np.testing.assert_array_equal(a[1], b.length_max)
-
-
 def test_constant_lengths():
-    s, m = length_sum_max(np.random.default_rng(0), 100, 3000, 0.0, 2048, 5)
+    s, m, _ = length_draws(np.random.default_rng(0), 100, 3000, 0.0, 2048, 5)
     assert s.tolist() == [204_800.0] * 5 and m.tolist() == [2048.0] * 5  # capped at max
     d = length_draws(np.random.default_rng(0), 100, 3000, 0.0, 2048, 5)
     assert d.capped.tolist() == [100] * 5  # every response wanted 3,000 tokens and stopped at 2,048

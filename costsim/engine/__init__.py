@@ -12,7 +12,7 @@ import functools
 import numpy as np
 import simpy
 
-from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan
+from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool
 from costsim.workplan import WorkPlan
 
 from costsim.serving import RangeMax
@@ -20,7 +20,7 @@ from costsim.serving import RangeMax
 from .cloud import CloudPool
 from .owned import OwnedCluster
 from .events import TIMER, ArrivalFeed, At
-from .bounded import EventLimitExceeded, run_bounded
+from .bounded import EventLimitExceeded, events_scheduled, run_bounded
 from .progress import Progress
 from .records import BASE, BURST, Recorder, UsageRecord
 
@@ -93,7 +93,7 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
         cluster = _owned(env, plan.base, jobs, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         burst = CloudPool(env, plan.burst, g, _progress(burst_work, rec), rec, rngs)
         arrive = Router(env, cluster, burst, plan.max_wait_h, plan.bridge_until_ready, g, rec).arrive
-    elif isinstance(plan, OwnedPlan) or plan.reserved:
+    elif is_pool(plan):
         cluster = _owned(env, plan, jobs, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         arrive = cluster.arrive
     else:
@@ -101,9 +101,4 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
     ArrivalFeed(env, jobs.submit_h.tolist(), arrive)
     run_bounded(env, horizon_h, max_events)
     cap_t, cap_g = (cluster.capacity_t, cluster.capacity_gpus) if cluster is not None else ([], [])
-    return rec.freeze(plan.name, plan.kind, cap_t, cap_g, _events(env))
-
-
-def _events(env: simpy.Environment) -> int:
-    """Events scheduled so far: SimPy numbers every scheduled event with this counter."""
-    return next(env._eid)  # type: ignore[attr-defined]
+    return rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env))

@@ -37,12 +37,16 @@ class Progress:
         """Hours job i would hold its GPUs from now if started now: its restart time (when it has been
         interrupted before) plus the rest of its planned run. The one answer used by admission under
         serving, backfill candidates and reservations."""
-        return (self.restart_h[i] if self.rec.restarts[i] else 0.0) + self.run_h[i] - self.pos[i]
+        return self.restart_due(i) + self.run_h[i] - self.pos[i]
+
+    def restart_due(self, i: int) -> float:
+        """Hours job i restarts for before working again: its restart time once it has been interrupted."""
+        return self.restart_h[i] if self.rec.restarts[i] else 0.0
 
     def begin(self, i: int, now: float, delay_h: float = 0.0) -> float:
         """Start or resume job i after ``delay_h`` (startup, a node swap) and, when resuming, its
         restart time; returns when it will end if nothing interrupts it."""
-        restart = self.restart_h[i] if self.rec.restarts[i] else 0.0
+        restart = self.restart_due(i)
         self.rec.overhead_h[i] += restart
         self.attempt_restart[i] = restart
         self.work_from[i] = now + delay_h + restart
