@@ -19,7 +19,7 @@ from costsim import reliability as rel
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan
 from costsim.engine.pool import nodes_needed
 from costsim.scenario import Scenario
-from costsim.workplan import WorkPlan
+from costsim.workplan import PHASES, WorkPlan
 
 ADVICE_COLUMNS = [
     "option", "job_class", "interruptions_per_h", "interruption_cost_h", "interval_h", "optimal_interval_h",
@@ -60,7 +60,7 @@ def checkpoint_advice(scenario: Scenario, plan: Plan, work: WorkPlan) -> pd.Data
         if rate <= 0 or not len(idx):
             continue
         iters = jobs.iterations[idx]
-        per_iter_h = float(work.phase_s[idx, -1].sum() / iters.sum() / 3600.0)
+        per_iter_h = float(work.phase_s[idx, PHASES.index("total")].sum() / iters.sum() / 3600.0)
         work_h = float(iters.mean() * per_iter_h)
         every = cls.checkpoint.every_iterations
         a = rel.advice(work_h, every * per_iter_h, cls.checkpoint.write_minutes / 60.0, rate, cost_h)

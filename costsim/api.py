@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from costsim import arguments, budget, engine, results, workload
+from costsim import arguments, budget, engine, results, rl, workload
 from costsim.rng import stream
 from costsim.serving import RangeMax, can_ever_start, hourly_demand
-from costsim.workplan import checkpoint_writes, plan_work
+from costsim.workplan import checkpoint_writes, hardware, plan_work
+from costsim.workplan import shape as workplan_shape
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, is_pool, pools, resolve
 from costsim.engine.pool import held_gpus, nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, read_trace, scenario_from_yaml
@@ -125,6 +126,23 @@ def _fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | Non
                 others = f" ({int(bad.sum()) - 1} more such jobs)" if bad.sum() > 1 else ""
                 what, never = f"job {ids[first]!r} needs {int(jobs.gpus[first])} GPUs", never + others
             problems.append(Problem(("options", i, field) if field else ("options", i), f"{what} but {where}: {never}"))
+    problems.extend(_layout_problems(scenario, plans))
+    return problems
+
+
+def _layout_problems(scenario: Scenario, plans: list[Plan]) -> list[Problem]:
+    """An RL class whose model does not fit the GPUs of an option (rollout replicas, training layout)."""
+    problems = []
+    for k, cls in enumerate(scenario.workload.classes):
+        seen = set()
+        for plan in plans:
+            for pool in pools(plan):
+                why = rl.fit_problem(workplan_shape(cls), hardware(pool))
+                if why is None or (pool.name, why) in seen:
+                    continue
+                seen.add((pool.name, why))
+                problems.append(Problem(("workload", "classes", k),
+                                        f"class {cls.name!r} cannot run on option {pool.name!r} ({pool.gpu.name}): {why}"))
     return problems
 
 

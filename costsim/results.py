@@ -55,7 +55,8 @@ COST_COLUMNS = ["option", "month", "item", "cost_usd"]
 # hit the response-length cap, realized from the draws.
 PHASE_COLUMNS = [
     "option", "job_class", "gpu_type", "network", "jobs", "iterations_planned",
-    "rollout_s", "scoring_s", "update_s", "sync_s", "iteration_s", "rollout_share", "capped_share",
+    "rollout_s", "logprobs_s", "scoring_s", "update_s", "sync_s", "overhead_s", "iteration_s", "rollout_share",
+    "straggler_share", "rollout_tokens_per_s_per_gpu", "capped_share",
     "iterations_done", "iterations_per_day", "cost_per_iteration_usd",
 ]
 
@@ -130,6 +131,8 @@ def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFram
     # Responses cut at the length cap per job: prefix sums over the concatenated iterations.
     capped_cum = np.concatenate([[0], np.cumsum(jobs.length_capped, dtype=np.int64)])
     capped = capped_cum[jobs.iter_start + jobs.iterations] - capped_cum[jobs.iter_start]
+    tokens_cum = np.concatenate([[0.0], np.cumsum(jobs.length_sum)])
+    tokens = tokens_cum[jobs.iter_start + jobs.iterations] - tokens_cum[jobs.iter_start]
     rows = []
     for k, cls in enumerate(scenario.workload.classes):
         idx = jobs.class_index == k
@@ -139,8 +142,11 @@ def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFram
         rows.append({
             "option": plan.name, "job_class": cls.name, "gpu_type": plan.gpu.name, "network": plan.network,
             "jobs": int(idx.sum()), "iterations_planned": planned,
-            **{f"{p}_s": means[p] for p in PHASES[:-1]}, "iteration_s": means["total"],
+            **{f"{p}_s": means[p] for p in PHASES if p not in ("total", "straggler")}, "iteration_s": means["total"],
             "rollout_share": means["rollout"] / means["total"] if planned else np.nan,
+            "straggler_share": means["straggler"] / means["rollout"] if planned else np.nan,
+            "rollout_tokens_per_s_per_gpu": (float(tokens[idx].sum()) / (planned * means["rollout"] * cls.rollout_gpus)
+                                             if planned else np.nan),
             "capped_share": float(capped[idx].sum()) / (planned * cls.rollout.samples) if planned else np.nan,
             "iterations_done": int(done[idx].sum()),
             "iterations_per_day": float(done[idx].sum()) / scenario.horizon_days,

@@ -3,8 +3,8 @@
 Response lengths: an RL iteration samples n = prompts × samples responses whose lengths are
 min(L, max) with L ~ lognormal(mean, cv): ``max`` is a generation cap, so a response that would
 run longer stops at it and the cap itself carries probability p = P(L ≥ max) = 1 − F(max). The
-model needs only each iteration's sum and maximum (and we report how many responses hit the cap),
-so they are drawn exactly without drawing n lengths:
+model needs only each iteration's sum, sum of squares and maximum (and we report how many
+responses hit the cap), so they are drawn without drawing n lengths:
 
 - the number K of capped responses is Binomial(n, p);
 - K ≥ 1: the maximum is the cap; K = 0: the maximum of n lengths conditioned below the cap, by
@@ -12,7 +12,11 @@ so they are drawn exactly without drawing n lengths:
 - the sum is K·max (or the maximum m, when K = 0) plus the other n − max(K, 1) lengths, which are
   i.i.d. lognormal conditioned to be ≤ m: drawn exactly when there are fewer than ``EXACT_BELOW``
   of them, else by the central limit theorem from the closed-form truncated-lognormal mean and
-  variance.
+  variance;
+- the sum of squares likewise: exactly from the same lengths, or jointly normal with the sum
+  (the closed-form truncated moments E[X^k | X ≤ m], k ≤ 4, give the covariance), drawn after
+  the sum so that the sums of a seed do not change; it is kept within its bounds sum²/k ≤ Σ X² ≤
+  m · sum.
 """
 
 from __future__ import annotations
@@ -26,12 +30,13 @@ EXACT_BELOW = 64
 
 
 class LengthDraws(NamedTuple):
-    """Per iteration: Σ response tokens, the longest response (tokens) and how many responses
-    were cut at the cap (int32)."""
+    """Per iteration: Σ response tokens, the longest response (tokens), how many responses were
+    cut at the cap (int32) and Σ of squared response lengths (tokens²)."""
 
     length_sum: np.ndarray
     length_max: np.ndarray
     capped: np.ndarray
+    length_sq_sum: np.ndarray
 
 
 def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
@@ -54,44 +59,61 @@ def poisson_times(rng: np.random.Generator, per_h: float, start_h: float, end_h:
     return np.sort(rng.uniform(start_h, start_h + span, rng.poisson(per_h * span)))
 
 
+def truncated_power_mean(mu: float, sigma: float, cap: np.ndarray, k: int) -> np.ndarray:
+    """E[X^k | X ≤ cap] for X ~ lognormal(μ, σ): exp(kμ + k²σ²/2) · Φ(a − kσ) / Φ(a), a = (ln cap − μ)/σ."""
+    a = (np.log(cap) - mu) / sigma
+    return np.exp(k * mu + k * k * sigma**2 / 2) * ndtr(a - k * sigma) / ndtr(a)
+
+
 def truncated_moments(mu: float, sigma: float, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and variance of lognormal(μ, σ) conditioned on X ≤ cap."""
-    a = (np.log(cap) - mu) / sigma
-    pa = ndtr(a)
-    m1 = np.exp(mu + sigma**2 / 2) * ndtr(a - sigma) / pa
-    m2 = np.exp(2 * mu + 2 * sigma**2) * ndtr(a - 2 * sigma) / pa
+    m1 = truncated_power_mean(mu, sigma, cap, 1)
+    m2 = truncated_power_mean(mu, sigma, cap, 2)
     return m1, np.maximum(m2 - m1 * m1, 0.0)
 
 
-def sum_below(rng: np.random.Generator, mu: float, sigma: float, bound: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Per row, the sum of ``count`` i.i.d. lognormal(μ, σ) draws conditioned to be ≤ ``bound``:
-    exact (inverse CDF) for counts under ``EXACT_BELOW``, else normal by the central limit theorem."""
+def sum_below(rng: np.random.Generator, mu: float, sigma: float, bound: np.ndarray,
+              count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the sum and the sum of squares of ``count`` i.i.d. lognormal(μ, σ) draws
+    conditioned to be ≤ ``bound``: exact (inverse CDF) for counts under ``EXACT_BELOW``, else
+    jointly normal by the central limit theorem."""
     out = np.zeros(len(bound))
+    out_sq = np.zeros(len(bound))
     exact = np.flatnonzero((count > 0) & (count < EXACT_BELOW))
     if len(exact):
         row = np.repeat(np.arange(len(exact)), count[exact])  # one entry per draw, grouped by row
         below = ndtr((np.log(bound[exact]) - mu) / sigma)
         v = rng.uniform(size=len(row)) * below[row]
-        out[exact] = np.bincount(row, weights=np.exp(mu + sigma * ndtri(v)), minlength=len(exact))
+        x = np.exp(mu + sigma * ndtri(v))
+        out[exact] = np.bincount(row, weights=x, minlength=len(exact))
+        out_sq[exact] = np.bincount(row, weights=x * x, minlength=len(exact))
     big = np.flatnonzero(count >= EXACT_BELOW)
     if len(big):
         k, top = count[big], bound[big]
-        m1, var = truncated_moments(mu, sigma, top)
-        out[big] = np.clip(rng.normal(k * m1, np.sqrt(k * var)), 0.0, k * top)
-    return out
+        m1, m2, m3, m4 = (truncated_power_mean(mu, sigma, top, j) for j in (1, 2, 3, 4))
+        var1, var2, cov = np.maximum(m2 - m1 * m1, 0.0), np.maximum(m4 - m2 * m2, 0.0), m3 - m1 * m2
+        raw = rng.normal(k * m1, np.sqrt(k * var1))
+        total = np.clip(raw, 0.0, k * top)
+        # Σ X² given Σ X: the conditional of the bivariate normal (drawn after every sum).
+        slope = np.where(var1 > 0, cov / np.where(var1 > 0, var1, 1.0), 0.0)
+        rest = np.maximum(var2 - slope * cov, 0.0)
+        sq = rng.normal(k * m2 + slope * (raw - k * m1), np.sqrt(k * rest))
+        out[big] = total
+        out_sq[big] = np.clip(sq, total * total / k, total * top)
+    return out, out_sq
 
 
 def length_draws(
     rng: np.random.Generator, n: int, mean: float, cv: float, cap: float, iterations: int
 ) -> LengthDraws:
-    """Per iteration, the sum and the maximum of ``n`` response lengths min(L, cap) (tokens) and
-    the number of them that hit the cap. cv 0: every length is min(mean, cap), capped when the
-    mean exceeds the cap."""
+    """Per iteration, the sum, the maximum and the sum of squares of ``n`` response lengths
+    min(L, cap) (tokens), and the number of them that hit the cap. cv 0: every length is
+    min(mean, cap), capped when the mean exceeds the cap."""
     if cv == 0:
         length = min(float(mean), float(cap))
         capped = n if mean > cap else 0
         return LengthDraws(np.full(iterations, n * length), np.full(iterations, length),
-                           np.full(iterations, capped, dtype=np.int32))
+                           np.full(iterations, capped, dtype=np.int32), np.full(iterations, n * length * length))
     mu, sigma = lognormal_params(mean, cv)
     p_cap = float(ndtr(-(np.log(cap) - mu) / sigma))  # P(L ≥ cap), without cancellation
     capped = rng.binomial(n, p_cap, iterations)
@@ -102,5 +124,5 @@ def length_draws(
     below_max = np.minimum(np.exp(mu - sigma * ndtri(tail)), cap)
     top = np.where(capped > 0, float(cap), below_max)
     at_top = np.maximum(capped, 1)  # the capped responses, or the one maximum below the cap
-    others = sum_below(rng, mu, sigma, top, n - at_top)
-    return LengthDraws(top * at_top + others, top, capped.astype(np.int32))
+    others, others_sq = sum_below(rng, mu, sigma, top, n - at_top)
+    return LengthDraws(top * at_top + others, top, capped.astype(np.int32), top * top * at_top + others_sq)

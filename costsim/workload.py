@@ -2,7 +2,8 @@
 
 Every option consumes the same jobs (common random numbers: differences between options are
 not sampling noise). Trace jobs carry their hours of work; RL jobs carry their iteration count
-and, per iteration, the sum and the maximum of the sampled response lengths — enough for
+and, per iteration, the sum, the sum of squares and the maximum of the sampled response lengths
+— enough for
 ``costsim.workplan`` to time them on each option's hardware — and how many responses hit the
 length cap (lengths are min(L, max), ``costsim.sampling``).
 
@@ -46,6 +47,7 @@ class Job:
     length_sum: np.ndarray  # RL: Σ response tokens per iteration
     length_max: np.ndarray  # RL: longest response per iteration
     length_capped: np.ndarray  # RL: responses cut at the length cap per iteration
+    length_sq_sum: np.ndarray  # RL: Σ squared response lengths per iteration (tokens²)
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ class JobTable:
     """The jobs as arrays (the engine's input), sorted by submit time (ties: trace, then classes).
 
     RL iterations of all jobs are concatenated in ``length_sum``/``length_max``/``length_capped``
-    (responses cut at the cap, int32); job i's are ``[iter_start[i], iter_start[i] + iterations[i])``.
+    (responses cut at the cap, int32)/``length_sq_sum``; job i's are ``[iter_start[i], iter_start[i]
+    + iterations[i])``.
     """
 
     job_id: np.ndarray
@@ -68,6 +71,7 @@ class JobTable:
     length_sum: np.ndarray
     length_max: np.ndarray
     length_capped: np.ndarray
+    length_sq_sum: np.ndarray
 
     def __len__(self) -> int:
         return len(self.submit_h)
@@ -79,7 +83,8 @@ class JobTable:
             a, n = int(self.iter_start[i]), int(self.iterations[i])
             out.append(Job(str(self.job_id[i]), str(self.job_class[i]), float(self.submit_h[i]), int(self.gpus[i]),
                            int(self.priority[i]), float(self.duration_h[i]), n,
-                           self.length_sum[a:a + n], self.length_max[a:a + n], self.length_capped[a:a + n]))
+                           self.length_sum[a:a + n], self.length_max[a:a + n], self.length_capped[a:a + n],
+                           self.length_sq_sum[a:a + n]))
         return out
 
 
@@ -156,7 +161,7 @@ def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | No
     """
     seed = scenario.seed if seed is None else seed
     parts: list[dict[str, np.ndarray]] = []
-    sums, maxes, capped = [np.zeros(0)], [np.zeros(0)], [np.zeros(0, dtype=np.int32)]
+    sums, maxes, capped, squares = [np.zeros(0)], [np.zeros(0)], [np.zeros(0, dtype=np.int32)], [np.zeros(0)]
     offset = 0
     if scenario.workload.trace is not None:
         parts.append(_trace_jobs(scenario, seed, trace))
@@ -168,12 +173,13 @@ def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | No
         sums.append(draws.length_sum)
         maxes.append(draws.length_max)
         capped.append(draws.capped)
+        squares.append(draws.length_sq_sum)
     cols = {name: np.concatenate([p[name] for p in parts]) for name in _PER_JOB}
     keep = np.flatnonzero(cols["submit_h"] < scenario.horizon_h)
     order = keep[np.argsort(cols["submit_h"][keep], kind="stable")]
     return JobTable(**{name: cols[name][order] for name in _PER_JOB},
                     length_sum=np.concatenate(sums), length_max=np.concatenate(maxes),
-                    length_capped=np.concatenate(capped))
+                    length_capped=np.concatenate(capped), length_sq_sum=np.concatenate(squares))
 
 
 MAX_ID_PROBLEMS = 8

@@ -19,7 +19,7 @@ from costsim.scenario.classes import RLClass
 from costsim.units import SECONDS_PER_HOUR
 from costsim.workload import JobTable
 
-PHASES = ("rollout", "scoring", "update", "sync", "total")
+PHASES = ("rollout", "logprobs", "scoring", "update", "sync", "overhead", "total", "straggler")
 
 
 @dataclass(frozen=True)
@@ -106,24 +106,29 @@ def hardware(plan: OwnedPlan | CloudPlan, catalog: Catalog | None = None) -> rl.
     gpu = plan.gpu
     consts = (catalog or default_catalog()).rl
     domain = plan.gpus_per_instance if isinstance(plan, CloudPlan) else plan.gpus_per_node
-    inter = network.inter_node_busbw_gb_s(gpu.nics_per_node, gpu.nic_busbw_gb_s, gpu.gpus_per_node, plan.fabric_efficiency)
-    return rl.Hardware(gpu.bf16_dense_tflops, gpu.hbm_tb_s, domain, gpu.nvlink_busbw_gb_s, inter,
-                       decode_coeff=float(consts["decode_tokens_per_s_per_tb_s_per_b"]),
-                       verifier_workers=int(consts["verifier_workers_per_gpu"]))
+    inter = network.inter_node_busbw_gb_s(gpu.nics_per_node, gpu.nic_busbw_gb_s, gpu.nvlink_busbw_gb_s,
+                                          plan.fabric_efficiency)
+    return rl.Hardware(
+        bf16_dense_tflops=gpu.bf16_dense_tflops, hbm_tb_s=gpu.hbm_tb_s, memory_gb=gpu.memory_gb,
+        gpus_per_node=domain, nvlink_busbw_gb_s=gpu.nvlink_busbw_gb_s, inter_busbw_gb_s=inter,
+        mem_efficiency=float(consts["hbm_efficiency"]), step_floor_s=float(consts["decode_step_floor_s"]),
+        kv_memory_fraction=float(consts["kv_memory_fraction"]), verifier_workers=int(consts["verifier_workers_per_gpu"]),
+    )
 
 
 def shape(cls: RLClass) -> rl.Shape:
     """A class's iteration in the model's symbols."""
-    sc = cls.scoring
+    sc, ro, par = cls.scoring, cls.rollout, cls.parallelism
     return rl.Shape(
         params_b=cls.model_params_b, gpus=cls.gpus, rollout_gpus=cls.rollout_gpus, train_gpus=cls.train_gpus,
         disaggregated=cls.placement == "disaggregated", asynchronous=cls.mode == "async", staleness=cls.staleness,
-        samples=cls.rollout.samples, prompt_tokens=cls.rollout.prompt_tokens,
-        decode_tokens_per_s_per_gpu=cls.rollout.decode_tokens_per_s_per_gpu,
-        sequence_tokens_per_s=cls.rollout.sequence_tokens_per_s, reference_model=sc.reference_model,
+        samples=ro.samples, prompt_tokens=ro.prompt_tokens, reference_model=sc.reference_model,
         reward_model_params_b=sc.reward_model_params_b if sc.reward == "model" else None,
         verifier_seconds_per_sample=sc.verifier_seconds, epochs=cls.update.epochs,
-        minibatches=cls.update.minibatches, mfu=cls.update.mfu,
+        minibatches=cls.update.minibatches, mfu=cls.update.mfu, kv_bytes_per_token=ro.kv_bytes_per_token,
+        rollout_tp=ro.tensor_parallel, train_tp=par.tp if par else None, train_pp=par.pp if par else None,
+        recompute_logprobs=cls.update.recompute_logprobs,
+        decode_tokens_per_s_per_gpu=ro.decode_tokens_per_s_per_gpu, sequence_tokens_per_s=ro.sequence_tokens_per_s,
     )
 
 
@@ -158,7 +163,7 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         counts = jobs.iterations[idx]
         starts = jobs.iter_start[idx]
         its = iteration_rows(starts, counts)
-        pt = rl.phase_times(shape(cls), hw, jobs.length_sum[its], jobs.length_max[its])
+        pt = rl.phase_times(shape(cls), hw, jobs.length_sum[its], jobs.length_max[its], jobs.length_sq_sum[its])
         iter_h[its] = pt.total / SECONDS_PER_HOUR
         first = np.cumsum(counts) - counts
         for p, name in enumerate(PHASES):

@@ -47,6 +47,8 @@ Mfu = bounded_float(ge=0.01, le=1)
 Staleness = bounded_int(ge=1, le=1000)
 RolloutShare = bounded_float(gt=0, lt=1)
 SpreadMean = bounded_float(ge=1, le=10_000_000)  # iterations per job or tokens per response
+KVBytes = bounded_float(ge=1, le=100_000_000)  # a 405B model has ~0.5 MB per token
+Parallel = bounded_int(ge=1, le=4096)
 
 
 class Spread(StrictModel):
@@ -75,13 +77,24 @@ class Rollout(StrictModel):
         description=f"Response length in tokens: a number ({span(Tokens)}), or {{mean, cv, max}} "
         "(lognormal, truncated at max).",
     )
+    kv_bytes_per_token: KVBytes | None = Field(
+        None,
+        description=f"KV-cache bytes per token of the policy, 2 × layers × KV heads × head dim × 2 "
+        f"({span(KVBytes)}); null: from the model size (Qwen2.5 / Llama 3.1 configs, `costsim.rl.KV_REFERENCE`).",
+    )
+    tensor_parallel: Parallel | None = Field(
+        None,
+        description=f"GPUs per rollout replica (tensor parallel, {span(Parallel)}); null: the fewest (a power "
+        "of two) that keep the weights within half of the replica's rollout memory.",
+    )
     decode_tokens_per_s_per_gpu: TokensPerS | None = Field(
         None,
-        description=f"Decode throughput per GPU under batching, tokens/s ({span(TokensPerS)}); "
-        "null: 25,000 × HBM TB/s ÷ params (B).",
+        description=f"Override: full-batch decode throughput per GPU, tokens/s ({span(TokensPerS)}); null: "
+        "from the decode roofline (model size, KV cache, context, HBM).",
     )
-    sequence_tokens_per_s: TokensPerS = Field(
-        60, description=f"Decode speed of one sequence, the straggler's pace, tokens/s ({span(TokensPerS)})."
+    sequence_tokens_per_s: TokensPerS | None = Field(
+        None, description=f"Override: decode speed of one sequence alone, the straggler's pace, tokens/s "
+        f"({span(TokensPerS)}); null: from the decode roofline (the larger of the step floor and a weight read).",
     )
 
     @property
@@ -132,6 +145,17 @@ class Update(StrictModel):
         4, description=f"Optimizer steps per epoch, one gradient all-reduce each ({span(Minibatches)})."
     )
     mfu: Mfu = Field(0.35, description=f"Model FLOP utilisation of training and scoring ({span(Mfu)}).")
+    recompute_logprobs: bool = Field(
+        True, description="Recompute the old policy's log-probabilities with a forward pass before the update "
+        "(PPO/GRPO importance ratios)."
+    )
+
+
+class Parallelism(StrictModel):
+    """The training layout: tensor parallel × pipeline parallel × data parallel over the training GPUs."""
+
+    tp: Parallel | None = Field(None, description=f"Tensor-parallel size, at most a node ({span(Parallel)}); null: 1.")
+    pp: Parallel | None = Field(None, description=f"Pipeline-parallel stages ({span(Parallel)}); null: 1.")
 
 
 class ClassCheckpoint(StrictModel):
@@ -176,6 +200,10 @@ class RLClass(StrictModel):
     rollout: Rollout = Field(default_factory=Rollout, description="Sampling.")
     scoring: Scoring = Field(default_factory=Scoring, description="Scoring.")
     update: Update = Field(default_factory=Update, description="Policy update.")
+    parallelism: Parallelism | None = Field(
+        None, description="Training layout {tp, pp}; null: the smallest power-of-two model parallelism whose "
+        "weights and gradients fit half a GPU (tensor parallel within a node, pipeline beyond)."
+    )
     checkpoint: ClassCheckpoint = Field(default_factory=ClassCheckpoint, description="Checkpointing.")
 
     @model_validator(mode="after")
