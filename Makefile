@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCENARIO ?= scenarios/baseline.yaml
 PORT ?= 8501
 
-.PHONY: app run test bench clean
+.PHONY: app run test bench validate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ test: $(STAMP)  ## the whole suite: unit, theory, property, CLI, dashboard (brow
 bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/trace_replay.py
 	$(PY) benchmarks/rl_reference.py
+
+validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)
+	$(PY) -m costsim.validation
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

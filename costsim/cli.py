@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -99,19 +100,50 @@ def summary_table(summary, title: str) -> Table:
     return table
 
 
+def _seconds(v: float) -> str:
+    """Seconds to 0.1 s; below that two decimals, so a short phase (a weight sync inside a node)
+    does not read as zero."""
+    if v != v:
+        return "-"
+    return f"{v:.2f}" if 0 < v < 0.1 else f"{v:,.1f}"
+
+
+# The phases table's columns: (header, phases column, formatter); the seconds columns' unit is in
+# the title. Short headers of at most two lines keep the table within 160 columns with option and
+# class names of up to about 20 characters each; longer names wrap, numbers never do.
+PHASE_TABLE_COLUMNS = [
+    ("rollout", "rollout_s", _seconds),
+    ("log-\nprobs", "logprobs_s", _seconds),
+    ("scoring", "scoring_s", _seconds),
+    ("update", "update_s", _seconds),
+    ("sync/\nreshard", "sync_s", _seconds),
+    ("async\noverhead", "overhead_s", _seconds),
+    ("iteration", "iteration_s", _seconds),
+    ("rollout\nshare", "rollout_share", _or_dash(".0%")),
+    ("straggler\nshare", "straggler_share", _or_dash(".0%")),
+    ("tok/s\nper GPU", "rollout_tokens_per_s_per_gpu", _or_dash(",.0f")),
+    ("capped", "capped_share", _or_dash(".1%")),
+    ("iter/\nday", "iterations_per_day", _or_dash(",.0f")),
+    ("$/iter", "cost_per_iteration_usd", _or_dash(",.2f")),
+]
+
+
 def phase_table(phases) -> Table:
-    """Where an RL iteration's time goes, per option and job class."""
-    table = Table(title="RL iterations: mean seconds per iteration and throughput", title_justify="left")
-    heads = ["option", "class", "rollout s", "scoring s", "update s", "sync s", "iteration s",
-             "rollout share", "capped", "iter/day", "$/iter"]
-    for h in heads:
-        table.add_column(h, justify="left" if h in ("option", "class") else "right")
+    """Where an RL iteration's time goes, per option and job class: mean seconds per phase and per
+    iteration, the rollout's share of the iteration and the straggler's (the longest response
+    alone) share of the rollout, rollout tokens/s per rollout GPU, the share of responses cut at
+    the length cap, iterations per day and cost per iteration."""
+    table = Table(title="RL iterations: mean seconds per phase and per iteration (async: rollout overlaps "
+                  "training, so its phases add up to more)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("option", overflow="fold")
+    table.add_column("class", overflow="fold")
+    for header, *_ in PHASE_TABLE_COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
     for _, r in phases.iterrows():
         if r.iterations_planned == 0:
             continue
-        table.add_row(Text(r.option), Text(r.job_class), *(f"{r[c]:,.1f}" for c in ("rollout_s", "scoring_s", "update_s", "sync_s",
-                      "iteration_s")), f"{r.rollout_share:.0%}", f"{r.capped_share:.1%}",
-                      f"{r.iterations_per_day:,.0f}", _or_dash(",.2f")(r.cost_per_iteration_usd))
+        table.add_row(Text(r.option), Text(r.job_class), *(fmt(r[col]) for _, col, fmt in PHASE_TABLE_COLUMNS))
     return table
 
 

@@ -93,25 +93,70 @@ def iterations_per_day(results: Results) -> go.Figure:
     return fig
 
 
+# Phases of an iteration in the order they run, with the names the figures show.
+PHASE_LABELS = {
+    "rollout_s": "rollout",
+    "logprobs_s": "log-probs",
+    "scoring_s": "scoring",
+    "update_s": "update",
+    "sync_s": "weight sync / reshard",
+    "overhead_s": "async overhead",
+}
+_OVERLAP_NOTE = "async: rollout overlaps training, so the phases add up to more than the iteration (◆)"
+_SYNC_NOTE = "sync: the phases add up to the iteration"
+
+
+def _async_classes(results: Results) -> set[str]:
+    return {c.name for c in results.scenario.workload.classes if c.mode == "async"}
+
+
 def phase_breakdown(results: Results) -> go.Figure:
-    """Where an iteration's time goes: mean seconds per phase, per job class, one panel per option.
-    Async iterations overlap rollout with training, so their bar is longer than the iteration
-    (marked with a diamond)."""
+    """Where an iteration goes: mean seconds per phase (rollout, log-probs, scoring, update, weight
+    sync or reshard, async overhead), per job class, one panel per option; a diamond marks the
+    iteration. Async iterations overlap rollout with training, so their bar is taller than the
+    iteration: the hover and the title say so."""
     ph = results.phases
-    long = ph.melt(id_vars=["option", "job_class"], value_vars=["rollout_s", "scoring_s", "update_s", "sync_s"],
-                   var_name="phase", value_name="seconds").assign(phase=lambda d: d["phase"].str[:-2])
-    fig = px.bar(long, x="job_class", y="seconds", color="phase", facet_col="option", facet_col_wrap=3,
-                 title="Where an iteration goes (mean seconds per iteration)",
-                 labels={"job_class": "job class", "seconds": "seconds per iteration"},
-                 category_orders={"phase": ["rollout", "scoring", "update", "sync"]})
+    overlapping = _async_classes(results)
+    long = ph.melt(id_vars=["option", "job_class", "iteration_s"], value_vars=list(PHASE_LABELS),
+                   var_name="phase", value_name="seconds")
+    long = long.assign(
+        phase=long["phase"].map(PHASE_LABELS),
+        share=long["seconds"] / long["iteration_s"],
+        note=long["job_class"].map(lambda c: _OVERLAP_NOTE if c in overlapping else _SYNC_NOTE),
+    )
+    title = "Where an iteration goes (mean seconds per iteration; ◆ the iteration)"
+    if overlapping:
+        title += ("<br><sup>async classes overlap rollout with training: their bars add up to more than the "
+                  "iteration</sup>")
+    fig = px.bar(long, x="job_class", y="seconds", color="phase", facet_col="option", facet_col_wrap=3, title=title,
+                 labels={"job_class": "job class", "seconds": "seconds per iteration", "share": "of the iteration",
+                         "iteration_s": "iteration (s)", "note": "mode"},
+                 hover_data={"seconds": ":,.2f", "share": ":.0%", "iteration_s": ":,.1f", "note": True},
+                 category_orders={"phase": list(PHASE_LABELS.values())})
     options = list(dict.fromkeys(ph["option"]))
     for k, option in enumerate(options):
         sub = ph[ph["option"] == option]
         fig.add_scatter(x=sub["job_class"], y=sub["iteration_s"], mode="markers", marker_symbol="diamond",
                         marker_color="black", name="iteration", showlegend=k == 0, row=(len(options) - 1) // 3 - k // 3 + 1,
-                        col=k % 3 + 1)
+                        col=k % 3 + 1, hovertemplate="iteration: %{y:,.1f} s<extra></extra>")
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
-    fig.update_layout(**{**_LAYOUT, "legend_title_text": "phase"})
+    fig.update_layout(**{**_LAYOUT, "legend_title_text": "phase", "margin": dict(l=10, r=10, t=80, b=10)})
+    return fig
+
+
+def rollout_throughput(results: Results) -> go.Figure:
+    """Rollout throughput per job class and option: response tokens ÷ rollout GPU-seconds over the
+    class's planned iterations. Each bar is labelled with the straggler's share of rollout time
+    (the longest response decoding alone), the part more rollout GPUs cannot shorten."""
+    ph = results.phases.assign(label=lambda d: [f"{v:.0%}" if v == v else "" for v in d["straggler_share"]])
+    fig = px.bar(ph, x="job_class", y="rollout_tokens_per_s_per_gpu", color="option", barmode="group", text="label",
+                 title="Rollout throughput per GPU (on each bar: the straggler's share of rollout time)",
+                 labels={"job_class": "job class", "rollout_tokens_per_s_per_gpu": "rollout tokens/s per GPU",
+                         "straggler_share": "straggler share", "rollout_s": "rollout (s)"},
+                 hover_data={"label": False, "rollout_tokens_per_s_per_gpu": ":,.0f", "straggler_share": ":.0%",
+                             "rollout_s": ":,.1f"})
+    fig.update_traces(textposition="outside", cliponaxis=False)
+    fig.update_layout(**_LAYOUT, yaxis_tickformat=",.0f")
     return fig
 
 
@@ -186,6 +231,7 @@ ALL_FIGURES = {
     "capacity_over_time": capacity_over_time,
     "iterations_per_day": iterations_per_day,
     "phase_breakdown": phase_breakdown,
+    "rollout_throughput": rollout_throughput,
     "cumulative_cash": cumulative_cash,
     "cash_flow": cash_flow,
     "hybrid_parts": hybrid_parts,

@@ -78,13 +78,16 @@ def test_two_causes_monte_carlo():
     assert np.mean(totals) == pytest.approx(rel.expected_segment_h(w, rate, cost), rel=0.01)
 
 
+ITERATIONS, EVERY = 1200, 300  # a job long enough that Young/Daly's interval fits in it
+
+
 def advice_scenario(tmp_path, option):
     import costsim
     from costsim.scenario import scenario_from_data
 
-    cls = {"name": "a", "arrivals_per_day": 2, "gpus": 16, "iterations": 400, "model_params_b": 7,
+    cls = {"name": "a", "arrivals_per_day": 2, "gpus": 16, "iterations": ITERATIONS, "model_params_b": 7,
            "rollout": {"prompts": 64, "samples_per_prompt": 4, "response_tokens": 1000},
-           "checkpoint": {"every_iterations": 100, "write_minutes": 6, "restart_minutes": 15}}
+           "checkpoint": {"every_iterations": EVERY, "write_minutes": 6, "restart_minutes": 15}}
     data = {"name": "adv", "horizon_days": 10, "workload": {"classes": [cls]}, "options": [option]}
     return costsim.api.check(scenario_from_data(data, "test", tmp_path), "test")
 
@@ -112,7 +115,7 @@ def test_spot_advice_counts_reacquisition_provisioning_and_startup(tmp_path):
     lam, r = 0.051, 0.100750 / 0.051
     assert row.interruptions_per_h == pytest.approx(lam)
     per_iter_h = res.phases.iteration_s.iloc[0] / 3600  # fixed lengths: every iteration alike
-    work, interval, write = 400 * per_iter_h, 100 * per_iter_h, 0.1
+    work, interval, write = ITERATIONS * per_iter_h, EVERY * per_iter_h, 0.1
     assert row.expected_job_h == pytest.approx(hand_expected_job_h(work, interval, write, lam, r), rel=1e-9)
     yd = math.sqrt(2 * 0.1 / 0.051)  # Young/Daly: 1.980295 h, shorter than the job
     assert yd < work and row.optimal_interval_h == pytest.approx(1.980295, rel=1e-6)

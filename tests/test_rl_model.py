@@ -1,159 +1,337 @@
-"""RL iteration time (costsim.rl, costsim.network) against hand calculations and the effects
-public RL systems report. Hardware: H100 — 989 TFLOP/s bf16, 3.35 TB/s HBM, 8 GPUs per node,
-NVLink busbw 470 GB/s, 8 × 47 GB/s NICs per node (47 GB/s per GPU across nodes)."""
+"""RL iteration model v2 (costsim.rl) against hand calculations written out here.
+
+Hardware: H100 — 989 TFLOP/s bf16 dense, 3.35 TB/s HBM, 80 GB, 8 GPUs per node, NVLink busbw
+470 GB/s, fabric busbw 8 × 47 = 376 GB/s per node (InfiniBand); decode at η_mem = 0.55 of HBM
+(1.8425e12 B/s per GPU) with a step floor of 8 ms; 80 % of HBM for weights + KV (64 GB per GPU).
+These constants are fixed here (not read from the catalog) so every figure below is a hand
+calculation; ``test_hardware_comes_from_the_catalog`` checks the catalog feeds the same fields.
+A 7B bf16 model: W = 14e9 bytes, kv = 57,344 bytes per token (Qwen2.5-7B).
+"""
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from costsim import network, rl
+from costsim import rl
+from costsim.sampling import length_draws
 
-H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, gpus_per_node=8, nvlink_busbw_gb_s=470.0, inter_busbw_gb_s=47.0)
-# 7B policy, 2,048 samples of exactly 2,000 tokens after 512-token prompts, 16 GPUs.
-N, LP, L, P = 2048, 512, 2000.0, 7.0
-T = N * (LP + L)  # 5,144,576 tokens scored and trained on
-D = 25_000 * 3.35 / 7  # 11,964.29 decode tokens/s per GPU
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
+                   verifier_workers=8)
+ETA_B = 3.35e12 * 0.55  # 1.8425e12 bytes/s of HBM a decode step reads per GPU
+FLOPS = 989e12 * 0.35  # 3.4615e14 FLOP/s per GPU at MFU 0.35
+W7, KV7 = 14e9, 57_344.0
 
 
 def shape(**kw):
-    base = dict(params_b=P, gpus=16, rollout_gpus=16, train_gpus=16, disaggregated=False, asynchronous=False,
-                staleness=1, samples=N, prompt_tokens=LP, decode_tokens_per_s_per_gpu=None, sequence_tokens_per_s=60.0,
-                reference_model=True, reward_model_params_b=None, verifier_seconds_per_sample=0.05, epochs=1,
-                minibatches=4, mfu=0.35)
+    base = dict(params_b=7.0, gpus=16, rollout_gpus=16, train_gpus=16, disaggregated=False, asynchronous=False,
+                staleness=1, samples=256, prompt_tokens=512, reference_model=True, reward_model_params_b=None,
+                verifier_seconds_per_sample=0.05, epochs=1, minibatches=4, mfu=0.35)
     return rl.Shape(**{**base, **kw})
 
 
-def times(sh, len_sum=N * L, len_max=L):
-    pt = rl.phase_times(sh, H100, np.array([len_sum]), np.array([len_max]))
-    return {k: float(getattr(pt, k)[0]) for k in ("rollout", "scoring", "update", "sync", "total")}
+# 256 responses of exactly 2,000 tokens: Σ L = 512,000, max L = 2,000, Σ L² = 256 × 4e6 = 1.024e9.
+N, LP, L = 256, 512, 2000.0
+CONST = (np.array([N * L]), np.array([L]), np.array([N * L * L]))
+T = N * (LP + L)  # 643,072 tokens scored and trained on
 
 
-def test_default_decode_rate_comes_from_the_catalog():
-    # ≈ 12k tokens/s for a 7B model on an H100: the catalog's stated calibration, used by options.
+def times(sh, hw=H100, draws=CONST):
+    pt = rl.phase_times(sh, hw, *draws)
+    return {k: float(getattr(pt, k)[0]) for k in rl.PhaseTimes.__dataclass_fields__}
+
+
+def test_hardware_comes_from_the_catalog():
     from costsim.catalog import default_catalog, resolve
     from costsim.scenario import Scenario
     from costsim.workplan import hardware
 
-    coeff = default_catalog().rl["decode_tokens_per_s_per_tb_s_per_b"]
-    assert rl.decode_tokens_per_s(3.35, 7, coeff) == pytest.approx(11_964.2857, rel=1e-6)
+    consts = default_catalog().rl
     sc = Scenario.model_validate({"name": "x", "horizon_days": 1, "workload": {"trace": "t.csv"},
                                   "options": [{"name": "o", "kind": "owned", "gpu_type": "H100", "gpus": 8}]})
     hw = hardware(resolve(sc)[0])
-    assert (hw.decode_coeff, hw.verifier_workers) == (coeff, default_catalog().rl["verifier_workers_per_gpu"])
-    assert (hw.bf16_dense_tflops, hw.hbm_tb_s, hw.nvlink_busbw_gb_s, hw.inter_busbw_gb_s) == (989.0, 3.35, 470.0, 47.0)
+    assert (hw.bf16_dense_tflops, hw.hbm_tb_s, hw.memory_gb, hw.gpus_per_node, hw.nvlink_busbw_gb_s) == (
+        989.0, 3.35, 80.0, 8, 470.0)
+    assert hw.inter_busbw_gb_s == pytest.approx(8 * 47.0 * 1.0)  # 8 NICs × 47 GB/s × InfiniBand 1.0
+    assert (hw.mem_efficiency, hw.step_floor_s, hw.kv_memory_fraction, hw.verifier_workers) == (
+        consts["hbm_efficiency"], consts["decode_step_floor_s"], consts["kv_memory_fraction"],
+        consts["verifier_workers_per_gpu"])
 
+
+# --- the decode step ---------------------------------------------------------------------------
+
+def test_decode_step_floor_bound():
+    # A lone 7B sequence: 14e9 / 1.8425e12 = 7.598 ms of weight reads, under the 8 ms floor.
+    assert float(rl.decode_step_s(W7, 0.0, 1, 1, H100, 1.4e10, 0.35)) == pytest.approx(0.008)
+
+
+def test_decode_step_memory_bound():
+    # 14 GB of weights + 14 GB of KV cache: 28e9 / 1.8425e12 = 15.1967 ms; on TP 2 half: 7.598 ms → floor.
+    assert float(rl.decode_step_s(W7, 14e9, 8, 1, H100, 1.4e10, 0.35)) == pytest.approx(0.0151967, rel=1e-5)
+    assert float(rl.decode_step_s(W7, 14e9, 8, 4, H100, 1.4e10, 0.35)) == pytest.approx(0.008)
+
+
+def test_decode_step_compute_bound():
+    # A batch of 1,000: 1.4e10 FLOP/token × 1,000 / 3.4615e14 = 40.445 ms > 7.6 ms of weight reads.
+    assert float(rl.decode_step_s(W7, 0.0, 1000, 1, H100, 1.4e10, 0.35)) == pytest.approx(0.0404449, rel=1e-5)
+
+
+def test_drain_by_hand():
+    # Lengths 1,000, 2,000, 3,000, 4,000 after 512-token prompts on 4 replicas of TP 2, kv 57,344:
+    # KV reads 57,344 × (512 × 10,000 + 30e6 / 2) = 1.15376e12 B over 4 × 2 × 1.8425e12 B/s = 0.078274 s,
+    # plus the straggler's 4,000 steps at 8 ms = 32 s.
+    got = rl.drain_s(np.array([4000.0]), np.array([10_000.0]), np.array([30e6]), 512, KV7, 4, 2, H100, 0.008)
+    assert float(got[0]) == pytest.approx(32.0 + 0.0782742, rel=1e-6)
+
+
+def brute_force_drain(lengths, prompt, kv, tp, hw):
+    """One replica decoding every sequence from the same start, step by step: each step reads the
+    weights and the KV cache of the sequences still running, and takes at least the floor."""
+    lengths = np.sort(np.asarray(lengths, dtype=int))
+    total = 0.0
+    for k in range(1, int(lengths[-1]) + 1):
+        context = (lengths >= k).sum() * (prompt + k)  # tokens of KV the running sequences hold
+        total += max(hw.step_floor_s, (W7 + kv * context) / (tp * hw.hbm_tb_s * 1e12 * hw.mem_efficiency))
+    return total
+
+
+@pytest.mark.parametrize("lengths", [[50, 400, 3000], [800] * 64, list(range(10, 2000, 37))])
+def test_drain_formula_brackets_the_step_by_step_drain(lengths):
+    # The closed form adds the straggler (max L at the single-sequence step) and the KV traffic; the
+    # step sum takes, step by step, max(floor, weights + KV). So closed form ≥ step sum − the ½ L
+    # rounding of Σ k (Σ k = L(L+1)/2, the formula uses L²/2), and ≤ twice it (a + b ≤ 2 max(a, b)).
+    x = np.asarray(lengths, dtype=float)
+    single = max(0.008, W7 / ETA_B)
+    closed = float(rl.drain_s(np.array([x.max()]), np.array([x.sum()]), np.array([(x * x).sum()]), 512, KV7, 1, 1,
+                              H100, single)[0])
+    exact = brute_force_drain(x, 512, KV7, 1, H100)
+    assert exact - KV7 * x.sum() / 2 / ETA_B <= closed * (1 + 1e-12)
+    assert closed <= 2 * exact
+
+
+# --- defaults and layouts ----------------------------------------------------------------------
+
+def test_kv_bytes_exact_at_reference_rows():
+    assert rl.default_kv_bytes_per_token(7.0) == pytest.approx(57_344, rel=1e-12)  # 2 × 28 × 4 × 128 × 2
+    assert rl.default_kv_bytes_per_token(1.5) == pytest.approx(28_672, rel=1e-12)  # 2 × 28 × 2 × 128 × 2
+    assert rl.default_kv_bytes_per_token(405.0) == pytest.approx(516_096, rel=1e-12)  # 2 × 126 × 8 × 128 × 2
+
+
+def test_kv_bytes_interpolate_log_log():
+    # Between 7B (57,344) and 14B (196,608): at 10B, 57,344 × (196,608 / 57,344)^(ln(10/7) / ln 2)
+    # = 57,344 × (24/7)^0.514573 = 108,104.3; at the geometric mean √(7 × 14) the geometric mean
+    # √(57,344 × 196,608) = 106,180.5.
+    assert rl.default_kv_bytes_per_token(10.0) == pytest.approx(108_104.28, rel=1e-6)
+    assert rl.default_kv_bytes_per_token(np.sqrt(98.0)) == pytest.approx(106_180.46, rel=1e-6)
+    # Held flat beyond the table's ends (0.5B and 405B).
+    assert rl.default_kv_bytes_per_token(0.1) == pytest.approx(12_288, rel=1e-12)
+    assert rl.default_kv_bytes_per_token(1000.0) == pytest.approx(516_096, rel=1e-12)
+
+
+def test_kv_capacity_by_hand():
+    # 7B on one H100: (80e9 × 0.8 − 14e9) / 57,344 = 50e9 / 57,344 = 871,930.8 tokens.
+    assert rl.kv_capacity_tokens(7.0, 1, H100, KV7) == pytest.approx(871_930.8, rel=1e-7)
+    # 405B on 8: 8 × 64e9 − 810e9 < 0, no room for any KV cache.
+    assert rl.kv_capacity_tokens(405.0, 8, H100, 516_096) < 0
+
+
+@pytest.mark.parametrize("params, gpus, tp", [
+    (1.5, 16, 1),   # 3 GB of weights ≤ half of 64 GB
+    (7.0, 16, 1),   # 14 / 32 = 0.44
+    (32.0, 16, 2),  # 64 / 32 = 2
+    (70.0, 16, 8),  # 140 / 32 = 4.4 → 8
+    (405.0, 64, 32),  # 810 / 32 = 25.3 → 32
+    (405.0, 12, 8),  # ... but at most the rollout GPUs, a power of two: 8
+])
+def test_default_rollout_tp(params, gpus, tp):
+    assert rl.default_rollout_tp(params, gpus, H100) == tp
+
+
+@pytest.mark.parametrize("params, gpus, layout", [
+    (1.5, 64, (1, 1)),    # 4 B/param × 1.5e9 / 40 GB = 0.15 → 1
+    (7.0, 64, (1, 1)),    # 28 / 40 = 0.7 → 1
+    (70.0, 64, (8, 1)),   # 280 / 40 = 7 → 8, all tensor parallel within the node
+    (405.0, 1024, (8, 8)),  # 1,620 / 40 = 40.5 → 64 = TP 8 (the node) × PP 8
+    (405.0, 32, (8, 4)),  # ... at most the 32 training GPUs: TP 8 × PP 4
+])
+def test_default_train_parallel(params, gpus, layout):
+    assert rl.default_train_parallel(params, gpus, H100) == layout
+
+
+def test_layout_explicit_fields_win():
+    lay = rl.layout(shape(params_b=70.0, gpus=64, rollout_gpus=64, train_gpus=64, rollout_tp=4, train_tp=4,
+                          train_pp=2, kv_bytes_per_token=300_000.0), H100)
+    # 64 / 4 = 16 replicas; DP = 64 / (4 × 2) = 8; capacity (4 × 64e9 − 140e9) / 300,000 = 386,666.7 tokens
+    assert (lay.rollout_tp, lay.replicas, lay.train_tp, lay.train_pp, lay.data_parallel) == (4, 16, 4, 2, 8)
+    assert lay.kv_capacity_tokens == pytest.approx(386_666.67, rel=1e-7)
+
+
+# --- update and sync ---------------------------------------------------------------------------
+
+def test_update_compute_with_pipeline_bubble_and_tp8_allreduce():
+    # 70B on 64 GPUs, TP 8 × PP 2 → DP 4; 256 samples / (4 minibatches × DP 4) = 16 micro-batches,
+    # bubble 1/17. Compute 6 × 70e9 × 1e6 / (64 × 989e12 × 0.4) = 16.58873 s ÷ (16/17) = 17.62552 s.
+    # Gradients 140e9 / 16 = 8.75e9 B per GPU over DP 4 with one NIC per group (376 / 8 = 47 GB/s):
+    # 2 × 3/4 × 8.75e9 / 47e9 = 0.279255 s, × 4 minibatches = 1.117021 s.
+    sh = shape(params_b=70.0, gpus=64, rollout_gpus=64, train_gpus=64, train_tp=8, train_pp=2, mfu=0.4)
+    got = float(rl.update_s(sh, rl.layout(sh, H100), np.array([1e6]), H100)[0])
+    assert got == pytest.approx(17.625521 + 1.117021, rel=1e-6)
+
+
+def test_update_data_parallel_across_nodes_uses_the_whole_fabric():
+    # 7B, pure DP over 16 GPUs on 2 nodes: 6 × 7e9 × T / (16 × 3.4615e14) = 4.876684 s;
+    # 4 × 2 × 15/16 × 14e9 / 376e9 = 4 × 0.0698138 s (v1: ÷ 8 GPUs per node, 8× slower).
+    sh = shape()
+    got = float(rl.update_s(sh, rl.layout(sh, H100), np.array([T]), H100)[0])
+    assert got == pytest.approx(6 * 7e9 * T / (16 * FLOPS) + 4 * 0.06981383, rel=1e-6)
+    assert 6 * 7e9 * T / (16 * FLOPS) == pytest.approx(4.876684, rel=1e-6)
+
+
+def test_update_within_a_node_uses_nvlink():
+    # 8 training GPUs in one node: 4 × 2 × 7/8 × 14e9 / 470e9 = 4 × 0.0521277 s.
+    sh = shape(gpus=8, rollout_gpus=8, train_gpus=8)
+    got = float(rl.update_s(sh, rl.layout(sh, H100), np.array([T]), H100)[0])
+    assert got == pytest.approx(6 * 7e9 * T / (8 * FLOPS) + 4 * 0.05212766, rel=1e-6)
+
+
+def test_faster_fabric_shortens_the_update():
+    roce = rl.Hardware(**{**H100.__dict__, "inter_busbw_gb_s": 376.0 * 0.92})
+    sh = shape(params_b=70.0, gpus=64, rollout_gpus=64, train_gpus=64)
+    lay = rl.layout(sh, H100)
+    # Only the all-reduce changes: its part grows by 1 / 0.92.
+    ib, ro = (float(rl.update_s(sh, lay, np.array([T]), hw)[0]) for hw in (H100, roce))
+    compute = 6 * 70e9 * T / (64 * FLOPS)
+    assert ro > ib and (ro - compute) / (ib - compute) == pytest.approx(1 / 0.92, rel=1e-9)
+
+
+def test_doubling_gpus_shortens_update_by_less_than_half():
+    for g in (16, 32, 64):
+        one, two = (shape(params_b=70.0, gpus=k, rollout_gpus=k, train_gpus=k) for k in (g, 2 * g))
+        t1 = float(rl.update_s(one, rl.layout(one, H100), np.array([T]), H100)[0])
+        t2 = float(rl.update_s(two, rl.layout(two, H100), np.array([T]), H100)[0])
+        assert t1 / 2 < t2 < t1  # compute halves, the all-reduce does not
+
+
+def test_sync_fabric_when_disaggregated_nvlink_reshard_when_colocated():
+    assert rl.sync_s(shape(disaggregated=True, rollout_gpus=8, train_gpus=8), H100) == pytest.approx(14 / 376)
+    assert rl.sync_s(shape(), H100) == pytest.approx(14 / 470)  # colocated: reshard in the node
+    # disaggregated inside one 8-GPU node: NVLink too
+    assert rl.sync_s(shape(gpus=8, rollout_gpus=4, train_gpus=4, disaggregated=True), H100) == pytest.approx(14 / 470)
+
+
+# --- phase times -------------------------------------------------------------------------------
+# Shared hand figures for 256 × 2,000 tokens: logprobs on G_t GPUs 2 × 7e9 × 643,072 / (G_t × 3.4615e14),
+# i.e. 1.625561 s on 16, 3.251122 s on 8; the reference model the same; update 3× that plus all-reduces.
 
 def test_colocated_sync_by_hand():
     t = times(shape())
-    # rollout: max(4,096,000 / (16 × 11,964.29) = 21.397 s, 2,000 / 60 = 33.333 s): the straggler
-    assert t["rollout"] == pytest.approx(2000 / 60)
-    # scoring: reference 2 × 7e9 × T / (16 × 989e12 × 0.35) = 13.00449 s + verifier 2048 × 0.05 / (16 × 8) = 0.8 s
-    assert t["scoring"] == pytest.approx(13.004489 + 0.8, rel=1e-7)
-    # update: 6 × 7e9 × T / (16 × 989e12 × 0.35) = 39.01347 s + 4 × ring all-reduce of 14 GB over 16 GPUs
-    # across nodes at 47 GB/s: 2 × 15/16 × 14e9 / 47e9 = 0.558511 s each
-    assert t["update"] == pytest.approx(39.013468 + 4 * 0.5585106, rel=1e-7)
-    assert t["sync"] == 0.0
-    assert t["total"] == pytest.approx(2000 / 60 + 13.804489 + 41.247511, rel=1e-7)
+    # drain: 2,000 × 8 ms + 57,344 × (512 × 512,000 + 1.024e9 / 2) / (16 × 1.8425e12) = 16 + 1.505852 s;
+    # full batch: context 512 + 1.024e9 / (2 × 512,000) = 1,512, batch min(871,931 / 1,512, 256 / 16) = 16,
+    # step (14e9 + 57,344 × 16 × 1,512) / 1.8425e12 = 8.3513 ms, 512,000 × 8.3513 ms / (16 × 16) = 16.7026 s;
+    # compute 2 × 7e9 × 512,000 / (16 × 3.4615e14) = 1.2942 s. Rollout = the drain, 16 s of it the straggler.
+    assert t["rollout"] == pytest.approx(17.505852, rel=1e-6)
+    assert t["straggler"] == pytest.approx(16.0)
+    assert t["logprobs"] == pytest.approx(1.625561, rel=1e-6)
+    assert t["scoring"] == pytest.approx(1.625561 + 256 * 0.05 / (16 * 8), rel=1e-6)  # + verifier 0.1 s
+    assert t["update"] == pytest.approx(3 * 1.625561 + 4 * 0.06981383, rel=1e-6)
+    assert t["sync"] == pytest.approx(14 / 470)
+    assert t["overhead"] == 0.0
+    assert t["total"] == pytest.approx(26.042700, rel=1e-6)
 
 
 def test_disaggregated_sync_by_hand():
     t = times(shape(rollout_gpus=8, train_gpus=8, disaggregated=True))
-    # rollout on 8 GPUs: 4,096,000 / (8 × 11,964.29) = 42.794 s beats the 33.3 s straggler
-    assert t["rollout"] == pytest.approx(42.794030, rel=1e-7)
-    # scoring on the 8 training GPUs: 26.008979 + 2048 × 0.05 / 64 = 1.6
-    assert t["scoring"] == pytest.approx(26.008979 + 1.6, rel=1e-7)
-    # update on 8 GPUs in one node: 78.026936 s + 4 × 2 × 7/8 × 14e9 / 470e9 = 4 × 0.0521277 s over NVLink
-    assert t["update"] == pytest.approx(78.026936 + 4 * 0.0521277, rel=1e-7)
-    # weight sync: 14 GB at 47 GB/s
-    assert t["sync"] == pytest.approx(14 / 47, rel=1e-9)
-    assert t["total"] == pytest.approx(t["rollout"] + t["scoring"] + t["update"] + t["sync"])
+    # drain on 8 replicas: 16 + 57,344 × 7.74144e8 / (8 × 1.8425e12) = 19.011704 s; full batch 32 per
+    # replica: step (14e9 + 57,344 × 32 × 1,512) / 1.8425e12 = 9.1043 ms → 512,000 × 9.1043 ms / 256 = 18.21 s.
+    assert t["rollout"] == pytest.approx(19.011704, rel=1e-6)
+    assert t["logprobs"] == pytest.approx(3.251122, rel=1e-6)
+    assert t["scoring"] == pytest.approx(3.451122, rel=1e-6)  # verifier 256 × 0.05 / 64 = 0.2 s
+    assert t["update"] == pytest.approx(3 * 3.251122 + 4 * 0.05212766, rel=1e-6)  # 8 training GPUs: NVLink
+    assert t["sync"] == pytest.approx(14 / 376)  # weights across the fabric
+    assert t["total"] == pytest.approx(19.011704 + 16.664122 + 14 / 376, rel=1e-6)
 
 
 def test_async_by_hand():
     t = times(shape(rollout_gpus=8, train_gpus=8, disaggregated=True, asynchronous=True, staleness=1))
-    # rollout may span 2 iterations: max(42.794, 2000 / 120 = 16.7); overlapped with scoring + update
-    assert t["rollout"] == pytest.approx(42.794030, rel=1e-7)
-    assert t["total"] == pytest.approx(max(42.794030, 27.608979 + 78.235447) + 14 / 47, rel=1e-7)
+    # 512 sequences in flight over 8 replicas: batch 64 (KV holds 576.7 at context 1,512);
+    # step (14e9 + 57,344 × 64 × 1,512) / 1.8425e12 = 10.6101 ms; full 512,000 × 10.6101 ms / (8 × 64)
+    # = 10.610076 s beats drain / 2 = 9.505852 s: no straggler. Re-prefill of 8 × 64 × 1,512 = 774,144
+    # tokens: 2 × 7e9 × 774,144 / (8 × 3.4615e14) = 3.913771 s. Training 16.664122 s outlasts rollout.
+    assert t["rollout"] == pytest.approx(10.610076, rel=1e-6)
+    assert t["straggler"] == 0.0
+    assert t["overhead"] == pytest.approx(3.913771, rel=1e-6)
+    assert t["total"] == pytest.approx(16.664122 + 14 / 376 + 3.913771, rel=1e-6)
 
 
-def test_reward_model_replaces_the_verifier():
-    t = times(shape(reward_model_params_b=70.0, reference_model=False))
-    # one 70B forward pass over T tokens: 2 × 70e9 × T / (16 × 989e12 × 0.35) = 130.04489 s
-    assert t["scoring"] == pytest.approx(130.044894, rel=1e-7)
+def test_async_total_is_max_of_rollout_and_training_plus_sync_and_overhead():
+    d = length_draws(np.random.default_rng(3), N, 2000, 1.0, 16384, 200)
+    for s in (1, 2, 8):
+        pt = rl.phase_times(shape(rollout_gpus=8, train_gpus=8, disaggregated=True, asynchronous=True, staleness=s),
+                            H100, d.length_sum, d.length_max, d.length_sq_sum)
+        expect = np.maximum(pt.rollout, pt.logprobs + pt.scoring + pt.update) + pt.sync + pt.overhead
+        np.testing.assert_allclose(pt.total, expect, rtol=1e-12)
 
 
-def test_straggler_raises_sync_rollout_at_the_same_mean():
-    from costsim.sampling import length_draws
-
-    rng = np.random.default_rng(0)
-    means = []
-    for cv in (0.0, 0.5, 1.0, 2.0):
-        s, m, _ = length_draws(rng, N, 2000, cv, 16384, 400)
-        means.append(float(rl.phase_times(shape(), H100, s, m).rollout.mean()))
-    assert means == sorted(means) and means[-1] > 5 * means[0]
+def test_sequence_speed_override_sets_the_straggler():
+    # 50 tokens/s alone: the straggler takes 2,000 / 50 = 40 s, plus the 1.505852 s of KV reads.
+    t = times(shape(sequence_tokens_per_s=50.0))
+    assert t["straggler"] == pytest.approx(40.0) and t["rollout"] == pytest.approx(41.505852, rel=1e-6)
 
 
-def heavy_tailed(sh, iterations=400, seed=1):
-    from costsim.sampling import length_draws
-
-    s, m, _ = length_draws(np.random.default_rng(seed), N, 2000, 1.0, 16384, iterations)
-    return rl.phase_times(sh, H100, s, m)
-
-
-def test_async_speedup_in_reported_range():
-    # DESIGN defaults (7B, 2,000-token mean responses with cv 1, 16k cap) on 16 GPUs.
-    sync_col = heavy_tailed(shape()).total.mean()
-    sync_dis = heavy_tailed(shape(rollout_gpus=8, train_gpus=8, disaggregated=True)).total.mean()
-    asyn = heavy_tailed(shape(rollout_gpus=8, train_gpus=8, disaggregated=True, asynchronous=True)).total.mean()
-    assert 1.5 <= sync_col / asyn <= 3.0 and 1.5 <= sync_dis / asyn <= 3.0
+def test_decode_throughput_override_sets_the_full_batch_rate():
+    # 1,000 tokens/s per GPU on 16 GPUs: 512,000 / 16,000 = 32 s, more than the 17.5 s drain.
+    t = times(shape(decode_tokens_per_s_per_gpu=1000.0))
+    assert t["rollout"] == pytest.approx(32.0) and t["straggler"] == 0.0
 
 
-@given(st.floats(0, 1), st.integers(1, 4), st.floats(1e5, 1e8), st.floats(10, 16384))
-def test_async_never_slower_than_sync(frac, staleness, len_sum, len_max):
-    sh = dict(rollout_gpus=8, train_gpus=8, disaggregated=True, staleness=staleness)
-    s = times(shape(**sh), len_sum, len_max)["total"]
-    a = times(shape(**sh, asynchronous=True), len_sum, len_max)["total"]
-    assert a <= s + 1e-9
+def test_reward_model_replaces_the_verifier_and_logprobs_can_be_skipped():
+    t = times(shape(reward_model_params_b=70.0, reference_model=False, recompute_logprobs=False))
+    # one 70B forward pass over T: 2 × 70e9 × 643,072 / (16 × 3.4615e14) = 16.25561 s
+    assert t["scoring"] == pytest.approx(16.25561, rel=1e-6)
+    assert t["logprobs"] == 0.0
+
+
+# --- fit checks --------------------------------------------------------------------------------
+
+def test_fit_problems_say_why():
+    assert rl.fit_problem(shape(), H100) is None
+    big = dict(params_b=405.0, gpus=64, rollout_gpus=64, train_gpus=64)
+    assert "more than its 16 rollout GPUs" in rl.fit_problem(shape(**{**big, "rollout_gpus": 16}, rollout_tp=32), H100)
+    # 8 × 64 GB < 810 GB of weights
+    assert "no room for a KV cache" in rl.fit_problem(shape(**big, rollout_tp=8), H100)
+    assert "tp × pp = 32 is more than its 16 training GPUs" in rl.fit_problem(
+        shape(**{**big, "train_gpus": 16}, train_tp=8, train_pp=4), H100)
+    assert "spans more than one 8-GPU node" in rl.fit_problem(shape(**big, train_tp=16), H100)
+    # default TP 8 × PP 2 on 16 GPUs: 4 × 405e9 / 16 + 12 × 405e9 / 16 = 405 GB per GPU > 80 GB
+    assert "needs 405 GB per GPU at tp × pp = 16" in rl.fit_problem(shape(**{**big, "train_gpus": 16}), H100)
+
+
+# --- effects public systems report -------------------------------------------------------------
+
+def defaults(**kw):
+    """DESIGN's default class: 7B, 256 prompts × 8 samples of lognormal(2,000, cv 1) capped at 16,384."""
+    return shape(samples=2048, **kw)
+
+
+def heavy_tailed(sh, iterations=300, seed=1):
+    d = length_draws(np.random.default_rng(seed), 2048, 2000, 1.0, 16384, iterations)
+    return rl.phase_times(sh, H100, d.length_sum, d.length_max, d.length_sq_sum)
 
 
 def test_generation_share_of_long_reasoning_defaults():
-    pt = heavy_tailed(shape())
-    share = pt.rollout.mean() / pt.total.mean()
-    assert 0.6 <= share <= 0.9  # public RL systems: 60–90 % of step time in generation
+    pt = heavy_tailed(defaults())
+    assert 0.6 <= pt.rollout.mean() / pt.total.mean() <= 0.8  # DESIGN section 13: 60–80 %
 
 
-def test_allreduce_nvlink_inside_a_node_fabric_across():
-    nbytes = 14e9
-    inside = network.ring_allreduce_s(nbytes, 8, network.allreduce_busbw_gb_s(8, 8, 470, 47))
-    across = network.ring_allreduce_s(nbytes, 16, network.allreduce_busbw_gb_s(16, 8, 470, 47))
-    assert inside == pytest.approx(2 * 7 / 8 * 14 / 470)
-    assert across == pytest.approx(2 * 15 / 16 * 14 / 47)
-    assert network.ring_allreduce_s(nbytes, 1, 470) == 0.0
+def test_async_beats_both_sync_placements_on_the_defaults():
+    split = dict(rollout_gpus=8, train_gpus=8, disaggregated=True)
+    asyn = heavy_tailed(defaults(**split, asynchronous=True)).total.mean()
+    assert asyn < heavy_tailed(defaults()).total.mean() and asyn < heavy_tailed(defaults(**split)).total.mean()
 
 
-def test_roce_is_slower_by_its_efficiency():
-    ib = network.inter_node_busbw_gb_s(8, 47, 8, 1.0)
-    roce = network.inter_node_busbw_gb_s(8, 47, 8, 0.92)
-    t_ib = network.ring_allreduce_s(140e9, 64, ib)
-    t_roce = network.ring_allreduce_s(140e9, 64, roce)
-    assert t_roce / t_ib == pytest.approx(1 / 0.92)
-
-
-def test_doubling_gpus_shortens_update_by_less_than_half():
-    hw = H100
-    for g in (16, 32, 64):
-        one = rl.update_s(70, T, g, hw, 1, 16, 0.35)
-        two = rl.update_s(70, T, 2 * g, hw, 1, 16, 0.35)
-        assert one / 2 < two < one  # compute halves, the all-reduce does not
-
-
-@given(st.floats(1e4, 1e8), st.floats(1, 16384), st.floats(1, 400), st.sampled_from([1, 8, 16, 64]))
-def test_iteration_time_properties(len_sum, len_max, params, gpus):
-    sh = shape(params_b=params, gpus=gpus, rollout_gpus=gpus, train_gpus=gpus)
-    t = times(sh, len_sum, len_max)
-    assert t["total"] > 0
-    assert t["rollout"] >= len_sum / (gpus * rl.decode_tokens_per_s(3.35, params)) * (1 - 1e-12)  # throughput bound
-    assert times(sh, len_sum * 1.5, len_max)["total"] >= t["total"]
-    assert times(sh, len_sum, len_max * 1.5)["total"] >= t["total"]
-    assert times(shape(params_b=params * 1.5, gpus=gpus, rollout_gpus=gpus, train_gpus=gpus), len_sum, len_max)["total"] >= t["total"]
+def test_straggler_raises_sync_rollout_at_the_same_mean():
+    rng = np.random.default_rng(0)
+    means = []
+    for cv in (0.0, 0.5, 1.0, 2.0):
+        d = length_draws(rng, 2048, 2000, cv, 16384, 200)
+        means.append(float(rl.phase_times(defaults(), H100, d.length_sum, d.length_max, d.length_sq_sum).rollout.mean()))
+    assert means == sorted(means) and means[-1] > 3 * means[0]

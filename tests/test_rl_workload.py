@@ -19,12 +19,13 @@ from helpers import cloud, jobs_of, owned
 
 def capped_brute_force(rng, mu, sigma, n, cap, iterations):
     """The capped semantic drawn the obvious way: n lognormals per iteration, cut at the cap;
-    per iteration the sum, the maximum and how many reached the cap."""
-    sums, maxes, capped = np.empty(iterations), np.empty(iterations), np.empty(iterations)
+    per iteration the sum, the maximum, how many reached the cap and the sum of squares."""
+    sums, maxes, capped, squares = (np.empty(iterations) for _ in range(4))
     for i in range(iterations):
         x = rng.lognormal(mu, sigma, n)
-        sums[i], maxes[i], capped[i] = np.minimum(x, cap).sum(), min(x.max(), cap), (x >= cap).sum()
-    return sums, maxes, capped
+        y = np.minimum(x, cap)
+        sums[i], maxes[i], capped[i], squares[i] = y.sum(), y.max(), (x >= cap).sum(), (y * y).sum()
+    return sums, maxes, capped, squares
 
 
 def p_at_cap(mean, cv, cap):
@@ -45,9 +46,10 @@ def test_sum_max_and_capped_count_match_brute_force(n, mean, cv, cap):
     rng = np.random.default_rng(2)
     d = length_draws(rng, n, mean, cv, cap, 1500)
     mu, sigma = lognormal_params(mean, cv)
-    s, m, k = capped_brute_force(rng, mu, sigma, n, cap, 1500)
+    s, m, k, q = capped_brute_force(rng, mu, sigma, n, cap, 1500)
     assert stats.ks_2samp(d.length_max, m).pvalue > 0.01
     assert stats.ks_2samp(d.length_sum, s).pvalue > 0.01
+    assert stats.ks_2samp(d.length_sq_sum, q).pvalue > 0.01
     # The capped count is Binomial(n, p): its mean against the closed form and the brute force.
     p = p_at_cap(mean, cv, cap)
     sd = math.sqrt(n * p * (1 - p) / 1500)
@@ -67,7 +69,7 @@ def test_cases_cover_both_ways_of_summing_the_uncapped_lengths():
 
 
 def test_constant_lengths():
-    s, m, _ = length_draws(np.random.default_rng(0), 100, 3000, 0.0, 2048, 5)
+    s, m, _, _ = length_draws(np.random.default_rng(0), 100, 3000, 0.0, 2048, 5)
     assert s.tolist() == [204_800.0] * 5 and m.tolist() == [2048.0] * 5  # capped at max
     d = length_draws(np.random.default_rng(0), 100, 3000, 0.0, 2048, 5)
     assert d.capped.tolist() == [100] * 5  # every response wanted 3,000 tokens and stopped at 2,048
@@ -97,6 +99,33 @@ def test_arrivals_start_count_and_shapes(tmp_path):
     assert jobs.iter_start[a].min() >= 0 and (jobs.iter_start + jobs.iterations).max() <= len(jobs.length_sum)
     recs = jobs.jobs()
     assert recs[0].iterations == len(recs[0].length_sum) == len(recs[0].length_max)
+
+
+def test_job_table_carries_square_sums_aligned_with_the_sums(tmp_path):
+    # The class's Σ L² are the very draws of its response_lengths stream, row for row with Σ L.
+    from costsim.rng import stream
+
+    cls = {**CLS, "rollout": {"prompts": 8, "samples_per_prompt": 4, "response_tokens": {"mean": 1000, "cv": 1.0,
+                                                                                        "max": 1425}}}
+    sc = rl_scenario(tmp_path, [cls, {**CLS, "name": "b", "rollout": {"response_tokens": 700}}])
+    jobs = workload.generate(sc)
+    assert jobs.length_sq_sum.shape == jobs.length_sum.shape
+    for k, name, n in ((0, "a", 32), (1, "b", 2048)):
+        rows = np.concatenate([np.arange(a, a + i) for a, i in zip(jobs.iter_start[jobs.class_index == k],
+                                                                   jobs.iterations[jobs.class_index == k], strict=True)])
+        d = length_draws(stream(sc.seed, "response_lengths", name), n, *((1000, 1.0, 1425) if k == 0 else (700, 0, 700)),
+                         len(rows))
+        # the class's iterations are contiguous and in job order, so its rows are its draws in order
+        np.testing.assert_array_equal(rows, np.arange(rows[0], rows[0] + len(rows)))
+        np.testing.assert_array_equal(jobs.length_sum[rows], d.length_sum)
+        np.testing.assert_array_equal(jobs.length_sq_sum[rows], d.length_sq_sum)
+        s, q, m = jobs.length_sum[rows], jobs.length_sq_sum[rows], jobs.length_max[rows]
+        assert (s * s / n <= q * (1 + 1e-12)).all() and (q <= m * s * (1 + 1e-12)).all()
+    assert (jobs.length_sq_sum[rows] == 2048 * 700.0**2).all()  # class b: fixed 700-token responses
+    i = int(np.flatnonzero(jobs.class_index == 0)[0])  # a job of class a, whose lengths vary
+    rec, a = jobs.jobs()[i], int(jobs.iter_start[i])
+    assert rec.job_class == "a" and rec.iterations > 1
+    np.testing.assert_array_equal(rec.length_sq_sum, jobs.length_sq_sum[a:a + rec.iterations])
 
 
 def test_streams_are_independent_of_other_classes_and_options(tmp_path):
@@ -174,7 +203,18 @@ def test_phases_table_and_rl_summary(tmp_path):
     res = costsim.simulate(sc)
     ph = res.phases.set_index("job_class")
     assert ph.loc["async", "iteration_s"] < ph.loc["a", "iteration_s"]
-    assert 0.6 <= ph.loc["a", "rollout_share"] <= 0.9
+    assert 0.6 <= ph.loc["a", "rollout_share"] <= 0.8  # DESIGN section 13: long-CoT sync GRPO
+    # v2 phases: re-prefill overheads only when async; the straggler is a share of the rollout.
+    assert ph.loc["a", "overhead_s"] == 0.0 and ph.loc["async", "overhead_s"] > 0.0
+    assert ph.loc["a", "logprobs_s"] > 0.0
+    assert ((ph.straggler_share >= 0) & (ph.straggler_share <= 1)).all()
+    # rollout tokens/s per GPU: the class's response tokens over its rollout seconds × rollout GPUs (16; 8)
+    jobs = workload.generate(sc)
+    for k, name, g_r in ((0, "a", 16), (1, "async", 8)):
+        rows = np.concatenate([np.arange(a, a + i) for a, i in zip(jobs.iter_start[jobs.class_index == k],
+                                                                   jobs.iterations[jobs.class_index == k], strict=True)])
+        expect = jobs.length_sum[rows].sum() / (len(rows) * ph.loc[name, "rollout_s"] * g_r)
+        assert ph.loc[name, "rollout_tokens_per_s_per_gpu"] == pytest.approx(expect, rel=1e-9)
     j = res.jobs
     assert ph.loc["a", "iterations_done"] == j[j.job_class == "a"].iterations.sum()
     assert res.summary.iterations_per_day[0] == pytest.approx(j.iterations.sum() / 200)
