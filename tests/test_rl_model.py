@@ -254,12 +254,14 @@ def test_async_by_hand():
     t = times(shape(rollout_gpus=8, train_gpus=8, disaggregated=True, asynchronous=True, staleness=1))
     # 512 sequences in flight over 8 replicas: batch 64 (KV holds 576.7 at context 1,512);
     # step (14e9 + 57,344 × 64 × 1,512) / 1.8425e12 = 10.6101 ms; full 512,000 × 10.6101 ms / (8 × 64)
-    # = 10.610076 s beats drain / 2 = 9.505852 s: no straggler. Re-prefill of 8 × 64 × 1,512 = 774,144
-    # tokens: 2 × 7e9 × 774,144 / (8 × 3.4615e14) = 3.913771 s. Training 16.664122 s outlasts rollout.
+    # = 10.610076 s exceeds drain / 2 = 9.505852 s: no straggler. Re-prefill of 8 × 64 × 1,512 = 774,144
+    # tokens: 2 × 7e9 × 774,144 / (8 × 3.4615e14) = 3.913771 s at full batch. Training 16.664122 s
+    # outlasts rollout, so generation is busy 10.610076 / 16.664122 = 0.636699 of the time and
+    # re-prefills that share: 3.913771 × 0.636699 = 2.491905 s.
     assert t["rollout"] == pytest.approx(10.610076, rel=1e-6)
     assert t["straggler"] == 0.0
-    assert t["overhead"] == pytest.approx(3.913771, rel=1e-6)
-    assert t["total"] == pytest.approx(16.664122 + 14 / 376 + 3.913771, rel=1e-6)
+    assert t["overhead"] == pytest.approx(3.913771 * 10.610076 / 16.664122, rel=1e-6)
+    assert t["total"] == pytest.approx(16.664122 + 14 / 376 + 2.491905, rel=1e-6)
 
 
 def test_async_total_is_max_of_rollout_and_training_plus_sync_and_overhead():
