@@ -5,12 +5,17 @@ bytes, F peak dense FLOP/s of a GPU, B HBM bytes/s, M HBM bytes, η the memory e
 t_floor the per-step latency floor of decode (catalog ``rl.*``), kv the KV-cache bytes per token,
 n = prompts × samples, Lp prompt tokens, L_i response lengths (capped), T = Σ (Lp + L_i).
 
-*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel g). A decode step of a replica
-reads the weights once and the KV cache of every active sequence, and takes at least t_floor:
+*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel within a node, TP = min(g,
+GPUs per node); pipeline stages across nodes beyond). A decode step of a replica reads the weights
+once and the KV cache of every active sequence, and takes at least t_floor:
 ``t_step = max(t_floor, (W + kv · Σ context) / (g·B·η), 2·P·1e9·batch / (g·F·mfu))``.
 
-- sync drain: ``max L · t_1 + kv · Σ (Lp·L_i + L_i²/2) / (R·g·B·η)``, the straggler at the
-  single-sequence step ``t_1 = max(t_floor, W / (g·B·η))`` plus the KV traffic shared by all replicas;
+- sync drain: ``max(max L · t_1, max L · W / (TP·B·η) + kv · Σ (Lp·L_i + L_i²/2) / (R·g·B·η))``:
+  the longest response alone at ``t_1 = max(t_floor, W / (TP·B·η))`` a token (one token passes
+  every pipeline stage in turn), or its weight reads plus the KV traffic shared by all replicas,
+  whichever binds (a step is the larger of the floor and its memory time). When the KV memory
+  holds only a share f of a replica's sequences, the rest are admitted in waves and the longest
+  response starts on average (1 − f) × the full-batch time ÷ 2 late;
 - full batch: ``Σ L`` tokens at the steady rate of replicas whose batch fills the KV memory
   left after the weights (``g·M·kv_memory_fraction − W``), with a sequence's mean context
   ``c = Lp + Σ L² / (2 Σ L)`` (an active sequence is met in proportion to its length);
@@ -18,14 +23,13 @@ reads the weights once and the KV cache of every active sequence, and takes at l
 
 Sync rollout = max(drain, full batch with the n sequences, compute). Async with staleness s:
 max(full batch with up to (s+1)·n sequences in flight, drain ÷ (s+1), compute), plus, per
-iteration, the re-prefill of the sequences in flight when the weights change (the full batch
-while generation is the bottleneck; scaled by its busy share rollout ÷ training when it waits on
-training); the rollout engine runs ahead only as far as it pays (the best staleness 0 ≤ s' ≤ s per
-iteration, 0 being a synchronous rollout with nothing in flight), so more staleness is never
-slower, async is never slower than sync on the same GPUs, and the speed-up levels off at the
-throughput bound. (A larger KV cache per token never speeds a rollout; in async mode it shrinks
-the batch in flight and so the re-prefill with it, which can make an async iteration marginally —
-under 1 % in the property search — faster.)
+iteration, the re-prefill of the sequences in flight when the weights change, on the rollout
+GPUs (so it delays generation, not training). The rollout engine runs ahead only as far as it
+pays (the best staleness 0 ≤ s' ≤ s per iteration, 0 being a synchronous rollout with nothing in
+flight), so more staleness is never slower, async is never slower than sync on the same GPUs,
+and the speed-up levels off at the throughput bound. (A larger KV cache per token never speeds a
+rollout; in async mode it shrinks the batch in flight and so the re-prefill with it, which can
+make an async iteration marginally faster.)
 
 | phase | seconds |
 |---|---|
@@ -33,10 +37,10 @@ under 1 % in the property search — faster.)
 | scoring | reference 2·P·1e9·T / (G_t·F·mfu); reward model 2·P_x·1e9·T / (G_t·F·mfu); or verifier n·s / (G_t·w) |
 | update | 6·P·1e9·T·epochs / (G_t·F·mfu) ÷ (1 − bubble) + minibatches·epochs·all-reduce(β·P·1e9 / (TP·PP), DP) |
 | sync | weight sync W / busbw across the fabric (disaggregated), reshard W / NVLink busbw (colocated) |
-| overhead | async: re-prefill of the in-flight context, 2·P·1e9·tokens / (G_r·F·mfu) × min(1, rollout ÷ training) |
+| overhead | async: re-prefill of the in-flight context on the rollout GPUs, 2·P·1e9·tokens / (G_r·F·mfu) |
 
 Iteration: colocated and disaggregated sync = rollout + log-probs + scoring + update + sync;
-async = max(rollout, log-probs + scoring + update) + sync + overhead.
+async = max(rollout + overhead, log-probs + scoring + update) + sync.
 """
 
 from __future__ import annotations
@@ -118,13 +122,14 @@ class Shape:
 class Layout:
     """How a class runs on one option's GPUs: rollout replicas and the training layout."""
 
-    rollout_tp: int
+    rollout_tp: int  # GPUs per rollout replica: tensor parallel within a node, pipeline stages beyond
     replicas: int
     train_tp: int
     train_pp: int
     data_parallel: int
     kv_bytes_per_token: float
     kv_capacity_tokens: float  # per replica
+    rollout_tensor: int = 1  # the replica's tensor-parallel width, at most an NVLink domain
 
 
 @dataclass(frozen=True)
@@ -174,10 +179,15 @@ def default_rollout_tp(params_b: float, rollout_gpus: int, hw: Hardware, bytes_p
 
 def default_train_parallel(params_b: float, train_gpus: int, hw: Hardware) -> tuple[int, int]:
     """(TP, PP): the smallest power-of-two model-parallel degree whose rank holds the bf16 weights
-    and gradients in ``TRAIN_SHARE`` of a GPU's memory (optimizer states sharded over every GPU),
-    tensor parallel up to the NVLink domain, pipeline beyond; at most the training GPUs."""
-    need = TRAIN_BYTES_PER_PARAM * params_b * 1e9 / (TRAIN_SHARE * hw.memory_gb * 1e9)
-    mp = min(1 << max(math.ceil(math.log2(max(need, 1.0))), 0), _pow2_at_most(train_gpus))
+    and gradients in ``TRAIN_SHARE`` of a GPU's memory and, with the optimizer states sharded over
+    every training GPU, fits the GPU; tensor parallel up to the NVLink domain, pipeline beyond; at
+    most the training GPUs."""
+    p, mem = params_b * 1e9, hw.memory_gb * 1e9
+    top = _pow2_at_most(train_gpus)
+    mp = 1
+    while mp < top and (TRAIN_BYTES_PER_PARAM * p / mp > TRAIN_SHARE * mem
+                        or TRAIN_BYTES_PER_PARAM * p / mp + OPTIMIZER_BYTES_PER_PARAM * p / train_gpus > mem):
+        mp *= 2
     tp = min(mp, _pow2_at_most(hw.gpus_per_node))
     return tp, mp // tp
 
@@ -194,6 +204,7 @@ def layout(shape: Shape, hw: Hardware) -> Layout:
         rollout_tp=tp, replicas=max(shape.rollout_gpus // tp, 1), train_tp=ttp, train_pp=tpp,
         data_parallel=max(shape.train_gpus // (ttp * tpp), 1), kv_bytes_per_token=kv,
         kv_capacity_tokens=kv_capacity_tokens(shape.params_b, tp, hw, kv, shape.bytes_per_param),
+        rollout_tensor=min(tp, hw.gpus_per_node),
     )
 
 
@@ -227,12 +238,18 @@ def decode_step_s(weight_b: float, kv_read_bytes, batch, tp: int, hw: Hardware, 
     return np.maximum(np.maximum(hw.step_floor_s, memory), compute)
 
 
-def drain_s(len_max, len_sum, len_sq_sum, prompt_tokens: float, kv_bytes: float, replicas: int, tp: int,
-            hw: Hardware, single_step_s: float):
-    """A synchronous rollout that starts every sequence together and drains: the straggler's
-    steps plus the KV-cache reads of all sequences shared over the replicas (seconds)."""
+def drain_s(len_max, len_sum, len_sq_sum, prompt_tokens: float, kv_bytes: float, replicas: int, gpus: int,
+            hw: Hardware, single_step_s: float, weight_step_s: float):
+    """A synchronous rollout that starts every sequence together and drains (seconds): the larger of
+    the longest response alone at ``single_step_s`` a token, and its weight reads
+    (``weight_step_s`` a token) plus the KV-cache reads of all sequences shared over the replicas.
+
+    A step takes the larger of the floor and its memory time, so the sum of steps lies between the
+    larger and the sum of the two totals; it equals the larger when one of them binds at every
+    step (the floor for small models, memory for large ones), which is where rollouts spend their time."""
     kv_reads = kv_bytes * (prompt_tokens * np.asarray(len_sum) + np.asarray(len_sq_sum) / 2.0)
-    return np.asarray(len_max) * single_step_s + kv_reads / (replicas * tp * hw.hbm_tb_s * 1e12 * hw.mem_efficiency)
+    memory = np.asarray(len_max) * weight_step_s + kv_reads / (replicas * gpus * hw.hbm_tb_s * 1e12 * hw.mem_efficiency)
+    return np.maximum(np.asarray(len_max) * single_step_s, memory)
 
 
 def forward_s(params_b: float, tokens, gpus: int, tflops: float, mfu: float):
@@ -275,9 +292,12 @@ class _Rollout:
     inflight_tokens: np.ndarray  # context held in KV when the weights change
 
 
-def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, len_sq, pool: float, drain, single) -> _Rollout:
+def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, len_sq, pool: float, drain, single,
+             waves: bool = False) -> _Rollout:
     """Rollout with at most ``pool`` sequences available (n synchronous; (s+1)·n async) and a drain
-    already divided by s+1."""
+    already divided by s+1. ``waves`` (synchronous): when the KV memory holds only a share f of the
+    replica's sequences, the rest are admitted as others finish, and the longest response starts
+    on average (1 − f) × the full-batch time ÷ 2 late."""
     tp, r = lay.rollout_tp, lay.replicas
     context = shape.prompt_tokens + len_sq / (2.0 * np.maximum(len_sum, 1e-12))
     batch = np.minimum(lay.kv_capacity_tokens / context, pool / r)  # sequences per replica
@@ -285,6 +305,8 @@ def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, len_sq, 
     step = decode_step_s(w, lay.kv_bytes_per_token * batch * context, batch, tp, hw, 2.0 * shape.params_b * 1e9, shape.mfu)
     rate = batch / step if shape.decode_tokens_per_s_per_gpu is None else np.full_like(batch, shape.decode_tokens_per_s_per_gpu * tp)
     full = len_sum / (r * rate)
+    if waves:
+        drain = drain + (1.0 - batch * r / pool) * full / 2.0
     compute = forward_s(shape.params_b, len_sum, r * tp, hw.bf16_dense_tflops, shape.mfu)
     time = np.maximum(np.maximum(full, drain), compute)
     straggler = np.where(drain >= np.maximum(full, compute), len_max * single, 0.0)
@@ -299,11 +321,17 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     lay = layout(shape, hw)
     w = weight_bytes(shape.params_b, shape.bytes_per_param)
     tp = lay.rollout_tp
+    # One sequence's token passes every pipeline stage in turn: it reads the weights at the
+    # bandwidth of one stage's tensor-parallel GPUs.
+    weight_step = w / (lay.rollout_tensor * hw.hbm_tb_s * 1e12 * hw.mem_efficiency)
     if shape.sequence_tokens_per_s is not None:
+        # The given pace of one sequence alone also bounds its weight reads per token.
         single = 1.0 / shape.sequence_tokens_per_s
+        weight_step = min(weight_step, single)
     else:
-        single = max(hw.step_floor_s, w / (tp * hw.hbm_tb_s * 1e12 * hw.mem_efficiency))
-    drain = drain_s(len_max, len_sum, len_sq, shape.prompt_tokens, lay.kv_bytes_per_token, lay.replicas, tp, hw, single)
+        single = max(hw.step_floor_s, weight_step)
+    drain = drain_s(len_max, len_sum, len_sq, shape.prompt_tokens, lay.kv_bytes_per_token, lay.replicas, tp, hw, single,
+                    weight_step)
 
     tokens = shape.samples * shape.prompt_tokens + len_sum
     g_t = shape.train_gpus
@@ -321,24 +349,22 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     train = logprobs + scoring + update
 
     if not shape.asynchronous:
-        ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), drain, single)
+        ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), drain, single, waves=True)
         overhead = zero
         total = ro.time + train + sync
         return PhaseTimes(ro.time, logprobs, scoring, update, sync, overhead, total, ro.straggler)
 
     # The engine can always wait as a synchronous one does (s' = 0: no sequence in flight at the
     # update, no re-prefill), or run up to s iterations ahead.
-    ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), drain, single)
+    ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), drain, single, waves=True)
     best = (ro.time, zero, ro.time + train + sync, ro.straggler)
     for s in _staleness_candidates(shape, lay, len_sum, len_sq):
         ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples * (s + 1)), drain / (s + 1),
                       single / (s + 1))
-        # Re-prefill what is in flight when the weights change: the full batch while generation is
-        # the bottleneck; when it waits on training, only for the share of the time it is busy.
-        busy = np.minimum(ro.time / np.maximum(train, 1e-300), 1.0)
-        overhead = forward_s(shape.params_b, ro.inflight_tokens * busy, shape.rollout_gpus, hw.bf16_dense_tflops,
-                             shape.mfu)
-        total = np.maximum(ro.time, train) + sync + overhead
+        # Re-prefilling what is in flight when the weights change occupies the rollout GPUs, not
+        # the trainers: it delays the next batch of samples only.
+        overhead = forward_s(shape.params_b, ro.inflight_tokens, shape.rollout_gpus, hw.bf16_dense_tflops, shape.mfu)
+        total = np.maximum(ro.time + overhead, train) + sync
         better = total < best[2]
         best = tuple(np.where(better, new, old) for new, old in zip((ro.time, overhead, total, ro.straggler), best,
                                                                     strict=True))

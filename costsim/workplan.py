@@ -106,8 +106,9 @@ def hardware(plan: OwnedPlan | CloudPlan, catalog: Catalog | None = None) -> rl.
     gpu = plan.gpu
     consts = (catalog or default_catalog()).rl
     domain = plan.gpus_per_instance if isinstance(plan, CloudPlan) else plan.gpus_per_node
-    inter = network.inter_node_busbw_gb_s(gpu.nics_per_node, gpu.nic_busbw_gb_s, gpu.nvlink_busbw_gb_s,
-                                          plan.fabric_efficiency)
+    # A node or instance of fewer GPUs than the catalog's node has its share of the node's NICs.
+    nics = max(gpu.nics_per_node * domain // gpu.gpus_per_node, 1)
+    inter = network.inter_node_busbw_gb_s(nics, gpu.nic_busbw_gb_s, gpu.nvlink_busbw_gb_s, plan.fabric_efficiency)
     return rl.Hardware(
         bf16_dense_tflops=gpu.bf16_dense_tflops, hbm_tb_s=gpu.hbm_tb_s, memory_gb=gpu.memory_gb,
         gpus_per_node=domain, nvlink_busbw_gb_s=gpu.nvlink_busbw_gb_s, inter_busbw_gb_s=inter,

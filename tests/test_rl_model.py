@@ -77,10 +77,14 @@ def test_decode_step_compute_bound():
 
 def test_drain_by_hand():
     # Lengths 1,000, 2,000, 3,000, 4,000 after 512-token prompts on 4 replicas of TP 2, kv 57,344:
-    # KV reads 57,344 × (512 × 10,000 + 30e6 / 2) = 1.15376e12 B over 4 × 2 × 1.8425e12 B/s = 0.078274 s,
-    # plus the straggler's 4,000 steps at 8 ms = 32 s.
-    got = rl.drain_s(np.array([4000.0]), np.array([10_000.0]), np.array([30e6]), 512, KV7, 4, 2, H100, 0.008)
-    assert float(got[0]) == pytest.approx(32.0 + 0.0782742, rel=1e-6)
+    # KV reads 57,344 × (512 × 10,000 + 30e6 / 2) = 1.15376e12 B over 4 × 2 × 1.8425e12 B/s = 0.078274 s;
+    # weight reads 14e9 / (2 × 1.8425e12) = 3.79919 ms a token, 4,000 × that = 15.19674 s.
+    # The floor binds: the straggler's 4,000 steps at 8 ms = 32 s > 15.19674 + 0.078274 s.
+    wstep = W7 / (2 * ETA_B)
+    args = (np.array([4000.0]), np.array([10_000.0]), np.array([30e6]), 512, KV7, 4, 2)
+    assert float(rl.drain_s(*args, H100, 0.008, wstep)[0]) == pytest.approx(32.0, rel=1e-12)
+    # With a 1 ms floor, memory binds: 15.19674 + 0.078274 = 15.27501 s.
+    assert float(rl.drain_s(*args, H100, max(0.001, wstep), wstep)[0]) == pytest.approx(15.275014, rel=1e-6)
 
 
 def brute_force_drain(lengths, prompt, kv, tp, hw):
@@ -96,16 +100,30 @@ def brute_force_drain(lengths, prompt, kv, tp, hw):
 
 @pytest.mark.parametrize("lengths", [[50, 400, 3000], [800] * 64, list(range(10, 2000, 37))])
 def test_drain_formula_brackets_the_step_by_step_drain(lengths):
-    # The closed form adds the straggler (max L at the single-sequence step) and the KV traffic; the
-    # step sum takes, step by step, max(floor, weights + KV). So closed form ≥ step sum − the ½ L
-    # rounding of Σ k (Σ k = L(L+1)/2, the formula uses L²/2), and ≤ twice it (a + b ≤ 2 max(a, b)).
+    # The step sum takes, step by step, max(floor, weights + KV); the closed form takes the larger of
+    # the two totals, a lower bound (Σ max ≥ max Σ), up to the ½ L rounding of Σ k (Σ k = L(L+1)/2,
+    # the formula uses L²/2); the sum of the two totals is an upper bound.
     x = np.asarray(lengths, dtype=float)
-    single = max(0.008, W7 / ETA_B)
+    wstep = W7 / ETA_B
+    single = max(0.008, wstep)
     closed = float(rl.drain_s(np.array([x.max()]), np.array([x.sum()]), np.array([(x * x).sum()]), 512, KV7, 1, 1,
-                              H100, single)[0])
+                              H100, single, wstep)[0])
     exact = brute_force_drain(x, 512, KV7, 1, H100)
-    assert exact - KV7 * x.sum() / 2 / ETA_B <= closed * (1 + 1e-12)
-    assert closed <= 2 * exact
+    kv_total = KV7 * (512 * x.sum() + (x * x).sum() / 2) / ETA_B
+    rounding = KV7 * x.sum() / 2 / ETA_B
+    assert closed <= exact + rounding
+    assert exact <= x.max() * single + kv_total + rounding
+
+
+def test_drain_is_exact_when_one_term_binds_throughout():
+    # 64 sequences of 800 tokens: KV per step ≥ 64 × 513 × 57,344 B → memory binds at every step, so
+    # the step sum is Σ_k (14e9 + 57,344 × 64 × (512 + k)) / 1.8425e12 = the closed form + ½ L rounding.
+    x = np.full(64, 800.0)
+    wstep = W7 / ETA_B
+    closed = float(rl.drain_s(np.array([800.0]), np.array([x.sum()]), np.array([(x * x).sum()]), 512, KV7, 1, 1,
+                              H100, max(0.008, wstep), wstep)[0])
+    exact = brute_force_drain(x, 512, KV7, 1, H100)
+    assert exact == pytest.approx(closed + KV7 * x.sum() / 2 / ETA_B, rel=1e-9)
 
 
 # --- defaults and layouts ----------------------------------------------------------------------
@@ -224,59 +242,61 @@ def test_sync_fabric_when_disaggregated_nvlink_reshard_when_colocated():
 
 def test_colocated_sync_by_hand():
     t = times(shape())
-    # drain: 2,000 × 8 ms + 57,344 × (512 × 512,000 + 1.024e9 / 2) / (16 × 1.8425e12) = 16 + 1.505852 s;
+    # drain: max(2,000 × 8 ms = 16 s, 2,000 × 7.59837 ms of weight reads + 57,344 × (512 × 512,000 +
+    # 1.024e9 / 2) / (16 × 1.8425e12) = 15.19674 + 1.505852 = 16.702592 s);
     # full batch: context 512 + 1.024e9 / (2 × 512,000) = 1,512, batch min(871,931 / 1,512, 256 / 16) = 16,
-    # step (14e9 + 57,344 × 16 × 1,512) / 1.8425e12 = 8.3513 ms, 512,000 × 8.3513 ms / (16 × 16) = 16.7026 s;
-    # compute 2 × 7e9 × 512,000 / (16 × 3.4615e14) = 1.2942 s. Rollout = the drain, 16 s of it the straggler.
-    assert t["rollout"] == pytest.approx(17.505852, rel=1e-6)
-    assert t["straggler"] == pytest.approx(16.0)
+    # step (14e9 + 57,344 × 16 × 1,512) / 1.8425e12 = 8.3513 ms, 512,000 × 8.3513 ms / (16 × 16) = 16.7026 s
+    # — with equal lengths the drain's memory term is the full batch; compute 2 × 7e9 × 512,000 /
+    # (16 × 3.4615e14) = 1.2942 s.
+    assert t["rollout"] == pytest.approx(16.702594, rel=1e-6)
+    assert t["straggler"] in (0.0, 16.0)
     assert t["logprobs"] == pytest.approx(1.625561, rel=1e-6)
     assert t["scoring"] == pytest.approx(1.625561 + 256 * 0.05 / (16 * 8), rel=1e-6)  # + verifier 0.1 s
     assert t["update"] == pytest.approx(3 * 1.625561 + 4 * 0.06981383, rel=1e-6)
     assert t["sync"] == pytest.approx(14 / 470)
     assert t["overhead"] == 0.0
-    assert t["total"] == pytest.approx(26.042700, rel=1e-6)
+    assert t["total"] == pytest.approx(26.042700 - 17.505852 + 16.702594, rel=1e-6)
 
 
 def test_disaggregated_sync_by_hand():
     t = times(shape(rollout_gpus=8, train_gpus=8, disaggregated=True))
-    # drain on 8 replicas: 16 + 57,344 × 7.74144e8 / (8 × 1.8425e12) = 19.011704 s; full batch 32 per
-    # replica: step (14e9 + 57,344 × 32 × 1,512) / 1.8425e12 = 9.1043 ms → 512,000 × 9.1043 ms / 256 = 18.21 s.
-    assert t["rollout"] == pytest.approx(19.011704, rel=1e-6)
+    # drain on 8 replicas: max(16, 15.19674 + 57,344 × 7.74144e8 / (8 × 1.8425e12) = 15.19674 + 3.011704
+    # = 18.208444 s); full batch 32 per replica: step (14e9 + 57,344 × 32 × 1,512) / 1.8425e12 = 9.1043 ms
+    # → 512,000 × 9.1043 ms / 256 = 18.2086 s (the same, lengths being equal).
+    assert t["rollout"] == pytest.approx(18.208445, rel=1e-6)
     assert t["logprobs"] == pytest.approx(3.251122, rel=1e-6)
     assert t["scoring"] == pytest.approx(3.451122, rel=1e-6)  # verifier 256 × 0.05 / 64 = 0.2 s
     assert t["update"] == pytest.approx(3 * 3.251122 + 4 * 0.05212766, rel=1e-6)  # 8 training GPUs: NVLink
     assert t["sync"] == pytest.approx(14 / 376)  # weights across the fabric
-    assert t["total"] == pytest.approx(19.011704 + 16.664122 + 14 / 376, rel=1e-6)
+    assert t["total"] == pytest.approx(18.208445 + 16.664122 + 14 / 376, rel=1e-6)
 
 
 def test_async_by_hand():
     t = times(shape(rollout_gpus=8, train_gpus=8, disaggregated=True, asynchronous=True, staleness=1))
     # 512 sequences in flight over 8 replicas: batch 64 (KV holds 576.7 at context 1,512);
     # step (14e9 + 57,344 × 64 × 1,512) / 1.8425e12 = 10.6101 ms; full 512,000 × 10.6101 ms / (8 × 64)
-    # = 10.610076 s exceeds drain / 2 = 9.505852 s: no straggler. Re-prefill of 8 × 64 × 1,512 = 774,144
-    # tokens: 2 × 7e9 × 774,144 / (8 × 3.4615e14) = 3.913771 s at full batch. Training 16.664122 s
-    # outlasts rollout, so generation is busy 10.610076 / 16.664122 = 0.636699 of the time and
-    # re-prefills that share: 3.913771 × 0.636699 = 2.491905 s.
+    # = 10.610076 s exceeds drain / 2 = 9.104222 s: no straggler. Re-prefill of 8 × 64 × 1,512 = 774,144
+    # tokens on the rollout GPUs: 2 × 7e9 × 774,144 / (8 × 3.4615e14) = 3.913771 s; rollout + re-prefill
+    # 14.523847 s < training 16.664122 s, which sets the pace: total 16.664122 + 14 / 376 s.
     assert t["rollout"] == pytest.approx(10.610076, rel=1e-6)
     assert t["straggler"] == 0.0
-    assert t["overhead"] == pytest.approx(3.913771 * 10.610076 / 16.664122, rel=1e-6)
-    assert t["total"] == pytest.approx(16.664122 + 14 / 376 + 2.491905, rel=1e-6)
+    assert t["overhead"] == pytest.approx(3.913771, rel=1e-6)
+    assert t["total"] == pytest.approx(16.664122 + 14 / 376, rel=1e-6)
 
 
-def test_async_total_is_max_of_rollout_and_training_plus_sync_and_overhead():
+def test_async_total_is_max_of_rollout_plus_overhead_and_training_plus_sync():
     d = length_draws(np.random.default_rng(3), N, 2000, 1.0, 16384, 200)
     for s in (1, 2, 8):
         pt = rl.phase_times(shape(rollout_gpus=8, train_gpus=8, disaggregated=True, asynchronous=True, staleness=s),
                             H100, d.length_sum, d.length_max, d.length_sq_sum)
-        expect = np.maximum(pt.rollout, pt.logprobs + pt.scoring + pt.update) + pt.sync + pt.overhead
+        expect = np.maximum(pt.rollout + pt.overhead, pt.logprobs + pt.scoring + pt.update) + pt.sync
         np.testing.assert_allclose(pt.total, expect, rtol=1e-12)
 
 
 def test_sequence_speed_override_sets_the_straggler():
-    # 50 tokens/s alone: the straggler takes 2,000 / 50 = 40 s, plus the 1.505852 s of KV reads.
+    # 50 tokens/s alone: the straggler takes 2,000 / 50 = 40 s, more than weights + KV (16.702592 s).
     t = times(shape(sequence_tokens_per_s=50.0))
-    assert t["straggler"] == pytest.approx(40.0) and t["rollout"] == pytest.approx(41.505852, rel=1e-6)
+    assert t["straggler"] == pytest.approx(40.0) and t["rollout"] == pytest.approx(40.0, rel=1e-12)
 
 
 def test_decode_throughput_override_sets_the_full_batch_rate():
