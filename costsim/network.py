@@ -19,7 +19,7 @@ from __future__ import annotations
 GB = 1e9
 
 
-def inter_node_busbw_gb_s(nics_per_node: int, nic_busbw_gb_s: float, nvlink_busbw_gb_s: float,
+def inter_node_busbw_gb_s(nics_per_node: float, nic_busbw_gb_s: float, nvlink_busbw_gb_s: float,
                           efficiency: float) -> float:
     """Bus bandwidth of a collective over whole nodes (GB/s): the node's NICs × their busbw ×
     the fabric's efficiency (InfiniBand 1.0, tuned RoCE 0.92), never above NVLink."""

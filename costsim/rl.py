@@ -238,18 +238,24 @@ def decode_step_s(weight_b: float, kv_read_bytes, batch, tp: int, hw: Hardware, 
     return np.maximum(np.maximum(hw.step_floor_s, memory), compute)
 
 
+def drain_terms(len_max, len_sum, len_sq_sum, prompt_tokens: float, kv_bytes: float, replicas: int, gpus: int,
+                hw: Hardware, single_step_s: float, weight_step_s: float):
+    """The two totals a draining synchronous rollout is bounded by (seconds): the longest response
+    alone at ``single_step_s`` a token, and its weight reads (``weight_step_s`` a token) plus the
+    KV-cache reads of all sequences shared over the replicas."""
+    kv_reads = kv_bytes * (prompt_tokens * np.asarray(len_sum) + np.asarray(len_sq_sum) / 2.0)
+    memory = np.asarray(len_max) * weight_step_s + kv_reads / (replicas * gpus * hw.hbm_tb_s * 1e12 * hw.mem_efficiency)
+    return np.asarray(len_max) * single_step_s, memory
+
+
 def drain_s(len_max, len_sum, len_sq_sum, prompt_tokens: float, kv_bytes: float, replicas: int, gpus: int,
             hw: Hardware, single_step_s: float, weight_step_s: float):
     """A synchronous rollout that starts every sequence together and drains (seconds): the larger of
-    the longest response alone at ``single_step_s`` a token, and its weight reads
-    (``weight_step_s`` a token) plus the KV-cache reads of all sequences shared over the replicas.
-
-    A step takes the larger of the floor and its memory time, so the sum of steps lies between the
-    larger and the sum of the two totals; it equals the larger when one of them binds at every
-    step (the floor for small models, memory for large ones), which is where rollouts spend their time."""
-    kv_reads = kv_bytes * (prompt_tokens * np.asarray(len_sum) + np.asarray(len_sq_sum) / 2.0)
-    memory = np.asarray(len_max) * weight_step_s + kv_reads / (replicas * gpus * hw.hbm_tb_s * 1e12 * hw.mem_efficiency)
-    return np.maximum(np.asarray(len_max) * single_step_s, memory)
+    ``drain_terms``. A step takes the larger of the floor and its memory time, so the sum of steps
+    lies between the larger and the sum of the two totals; it equals the larger when one of them
+    binds at every step (the floor for small models, memory for large ones)."""
+    return np.maximum(*drain_terms(len_max, len_sum, len_sq_sum, prompt_tokens, kv_bytes, replicas, gpus, hw,
+                                   single_step_s, weight_step_s))
 
 
 def forward_s(params_b: float, tokens, gpus: int, tflops: float, mfu: float):
@@ -292,24 +298,35 @@ class _Rollout:
     inflight_tokens: np.ndarray  # context held in KV when the weights change
 
 
-def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, len_sq, pool: float, drain, single,
-             waves: bool = False) -> _Rollout:
-    """Rollout with at most ``pool`` sequences available (n synchronous; (s+1)·n async) and a drain
-    already divided by s+1. ``waves`` (synchronous): when the KV memory holds only a share f of the
-    replica's sequences, the rest are admitted as others finish, and the longest response starts
-    on average (1 − f) × the full-batch time ÷ 2 late."""
+def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, len_sq, pool: float, alone, memory,
+             single: float, spread: int = 1) -> _Rollout:
+    """Rollout with at most ``pool`` sequences available (n synchronous; (s+1)·n async, ``spread``
+    = s+1 iterations sharing a drain's worth of work). ``alone`` and ``memory`` are the drain's
+    totals (``drain_terms``); with a given full-batch rate the memory total scales with it. When the
+    KV memory holds only a share f of the replica's sequences the rest are admitted as others
+    finish: the longest response starts on average (1 − f) × the full batch ÷ 2 late. (The KV reads
+    done before it starts stay in the memory total: against step-by-step continuous batching this
+    overstates one replica's drain by up to a quarter at f ≈ 0.1 and understates 64 replicas'
+    by 7–9 % at f ≈ 0.4, where the slowest replica sets the pace; it keeps the drain monotone in
+    the KV cache.)"""
     tp, r = lay.rollout_tp, lay.replicas
     context = shape.prompt_tokens + len_sq / (2.0 * np.maximum(len_sum, 1e-12))
     batch = np.minimum(lay.kv_capacity_tokens / context, pool / r)  # sequences per replica
     w = weight_bytes(shape.params_b, shape.bytes_per_param)
     step = decode_step_s(w, lay.kv_bytes_per_token * batch * context, batch, tp, hw, 2.0 * shape.params_b * 1e9, shape.mfu)
-    rate = batch / step if shape.decode_tokens_per_s_per_gpu is None else np.full_like(batch, shape.decode_tokens_per_s_per_gpu * tp)
+    rate = batch / step
+    if shape.decode_tokens_per_s_per_gpu is not None:
+        given = shape.decode_tokens_per_s_per_gpu * tp
+        memory = memory * rate / given  # the roofline's memory time at the given rate
+        rate = np.full_like(batch, given)
     full = len_sum / (r * rate)
-    if waves:
-        drain = drain + (1.0 - batch * r / pool) * full / 2.0
+    waiting = np.clip(1.0 - batch * r / pool, 0.0, 1.0)
+    drain = (waiting * full / 2.0 + np.maximum(alone, memory)) / spread
     compute = forward_s(shape.params_b, len_sum, r * tp, hw.bf16_dense_tflops, shape.mfu)
     time = np.maximum(np.maximum(full, drain), compute)
-    straggler = np.where(drain >= np.maximum(full, compute), len_max * single, 0.0)
+    # The straggler holds the rollout only where the drain is strictly the longest bound (with equal
+    # lengths the drain's memory total and the full batch are the same number).
+    straggler = np.where(drain > np.maximum(full, compute) * (1.0 + 1e-9), len_max * single / spread, 0.0)
     return _Rollout(time, straggler, r * batch * context)
 
 
@@ -330,8 +347,8 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
         weight_step = min(weight_step, single)
     else:
         single = max(hw.step_floor_s, weight_step)
-    drain = drain_s(len_max, len_sum, len_sq, shape.prompt_tokens, lay.kv_bytes_per_token, lay.replicas, tp, hw, single,
-                    weight_step)
+    alone, memory = drain_terms(len_max, len_sum, len_sq, shape.prompt_tokens, lay.kv_bytes_per_token, lay.replicas,
+                                tp, hw, single, weight_step)
 
     tokens = shape.samples * shape.prompt_tokens + len_sum
     g_t = shape.train_gpus
@@ -349,18 +366,18 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     train = logprobs + scoring + update
 
     if not shape.asynchronous:
-        ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), drain, single, waves=True)
+        ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), alone, memory, single)
         overhead = zero
         total = ro.time + train + sync
         return PhaseTimes(ro.time, logprobs, scoring, update, sync, overhead, total, ro.straggler)
 
     # The engine can always wait as a synchronous one does (s' = 0: no sequence in flight at the
     # update, no re-prefill), or run up to s iterations ahead.
-    ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), drain, single, waves=True)
+    ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), alone, memory, single)
     best = (ro.time, zero, ro.time + train + sync, ro.straggler)
     for s in _staleness_candidates(shape, lay, len_sum, len_sq):
-        ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples * (s + 1)), drain / (s + 1),
-                      single / (s + 1))
+        ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples * (s + 1)), alone, memory,
+                      single, spread=s + 1)
         # Re-prefilling what is in flight when the weights change occupies the rollout GPUs, not
         # the trainers: it delays the next batch of samples only.
         overhead = forward_s(shape.params_b, ro.inflight_tokens, shape.rollout_gpus, hw.bf16_dense_tflops, shape.mfu)

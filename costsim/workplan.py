@@ -107,7 +107,7 @@ def hardware(plan: OwnedPlan | CloudPlan, catalog: Catalog | None = None) -> rl.
     consts = (catalog or default_catalog()).rl
     domain = plan.gpus_per_instance if isinstance(plan, CloudPlan) else plan.gpus_per_node
     # A node or instance of fewer GPUs than the catalog's node has its share of the node's NICs.
-    nics = max(gpu.nics_per_node * domain // gpu.gpus_per_node, 1)
+    nics = gpu.nics_per_node * domain / gpu.gpus_per_node
     inter = network.inter_node_busbw_gb_s(nics, gpu.nic_busbw_gb_s, gpu.nvlink_busbw_gb_s, plan.fabric_efficiency)
     return rl.Hardware(
         bf16_dense_tflops=gpu.bf16_dense_tflops, hbm_tb_s=gpu.hbm_tb_s, memory_gb=gpu.memory_gb,

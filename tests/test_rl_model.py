@@ -300,7 +300,7 @@ def test_sequence_speed_override_sets_the_straggler():
 
 
 def test_decode_throughput_override_sets_the_full_batch_rate():
-    # 1,000 tokens/s per GPU on 16 GPUs: 512,000 / 16,000 = 32 s, more than the 17.5 s drain.
+    # 1,000 tokens/s per GPU on 16 GPUs: 512,000 / 16,000 = 32 s, the drain scaled to the same rate.
     t = times(shape(decode_tokens_per_s_per_gpu=1000.0))
     assert t["rollout"] == pytest.approx(32.0) and t["straggler"] == 0.0
 
@@ -357,3 +357,68 @@ def test_straggler_raises_sync_rollout_at_the_same_mean():
         d = length_draws(rng, 2048, 2000, cv, 16384, 200)
         means.append(float(rl.phase_times(defaults(), H100, d.length_sum, d.length_max, d.length_sq_sum).rollout.mean()))
     assert means == sorted(means) and means[-1] > 3 * means[0]
+
+
+# --- after the second review: waves, pipelined replicas, NIC shares, optimizer memory ----------
+
+def test_kv_waves_delay_the_straggler_by_hand():
+    # 1,024 responses of 2,000 tokens on one GPU: its KV holds (64e9 − 14e9) / 57,344 = 871,930.8
+    # tokens, at context 512 + 1,000 = 1,512 that is 576.674 sequences, a share f = 0.563158 of
+    # them. Full batch: step (14e9 + 50e9) / 1.8425e12 = 34.7354 ms, 576.674 / 34.7354 ms = 16,601.9
+    # tok/s, 2,048,000 tokens in 123.35939 s. The longest starts (1 − f) × 123.35939 / 2 = 26.94428 s
+    # late, then max(2,000 × 8 ms, 2,000 × 7.59837 ms + 57,344 × (512 × 2.048e6 + 2.048e9) /
+    # 1.8425e12 = 111.57126 s): rollout 26.94428 + 111.57126 = 138.51554 s, above the full batch.
+    n = 1024
+    draws = (np.array([n * L]), np.array([L]), np.array([n * L * L]))
+    t = times(shape(gpus=1, rollout_gpus=1, train_gpus=1, samples=n), draws=draws)
+    assert t["rollout"] == pytest.approx(26.94428 + 111.57126, rel=1e-6)
+    # With every sequence resident (256 of them) there is no delay: test_colocated_sync_by_hand.
+
+
+def test_a_replica_beyond_a_node_is_pipelined():
+    # 70B on replicas of 16 GPUs (8-GPU nodes): tensor parallel 8 within a node, two pipeline
+    # stages. A lone token crosses both stages in turn, reading 140e9 B at 8 GPUs' bandwidth:
+    # 140e9 / (8 × 1.8425e12) = 9.49796 ms a token (not 4.75 ms as if 16 GPUs read in parallel).
+    sh = shape(params_b=70.0, gpus=32, rollout_gpus=32, train_gpus=32, rollout_tp=16)
+    lay = rl.layout(sh, H100)
+    assert (lay.rollout_tp, lay.rollout_tensor, lay.replicas) == (16, 8, 2)
+    t = times(sh)
+    assert t["straggler"] in (0.0, pytest.approx(2000 * 140e9 / (8 * ETA_B), rel=1e-9))
+    alone, memory = rl.drain_terms(np.array([L]), np.array([N * L]), np.array([N * L * L]), LP,
+                                   rl.default_kv_bytes_per_token(70.0), 2, 16, H100, 140e9 / (8 * ETA_B),
+                                   140e9 / (8 * ETA_B))
+    assert float(alone[0]) == pytest.approx(2000 * 0.00949796, rel=1e-5)
+
+
+def test_a_smaller_instance_has_its_share_of_the_nodes_nics():
+    # An H100 node has 8 NICs of 47 GB/s; a 2-GPU instance has 2 of them: 94 GB/s, a 1-GPU one 47.
+    from costsim.catalog import resolve
+    from costsim.scenario import Scenario
+    from costsim.workplan import hardware
+
+    for gpi, busbw in ((8, 376.0), (2, 94.0), (1, 47.0)):
+        sc = Scenario.model_validate({"name": "x", "horizon_days": 1, "workload": {"trace": "t.csv"}, "options": [
+            {"name": "c", "kind": "cloud", "gpu_type": "H100", "gpus_per_instance": gpi}]})
+        assert hardware(resolve(sc)[0]).inter_busbw_gb_s == pytest.approx(busbw)
+    # An A100 node has 4 NICs of 24 GB/s for 8 GPUs: a 1-GPU instance has half a NIC, 12 GB/s.
+    sc = Scenario.model_validate({"name": "x", "horizon_days": 1, "workload": {"trace": "t.csv"}, "options": [
+        {"name": "c", "kind": "cloud", "gpu_type": "A100", "gpus_per_instance": 1}]})
+    assert hardware(resolve(sc)[0]).inter_busbw_gb_s == pytest.approx(12.0)
+
+
+def test_default_training_layout_counts_optimizer_memory():
+    # 20B on 4 GPUs: weights + gradients 80 GB; at TP 2 that is 40 GB (half of 80: allowed) but the
+    # optimizer's 12 B/param sharded over 4 GPUs adds 60 GB: 100 GB > 80 GB, so TP 4: 20 + 60 = 80 GB.
+    assert rl.default_train_parallel(20.0, 4, H100) == (4, 1)
+    # On 8 GPUs the optimizer shard is 30 GB: TP 2 holds 40 + 30 = 70 GB.
+    assert rl.default_train_parallel(20.0, 8, H100) == (2, 1)
+    # 70B on 16 GPUs: TP 8 would hold 35 + 52.5 = 87.5 GB; TP 8 × PP 2: 17.5 + 52.5 = 70 GB.
+    assert rl.default_train_parallel(70.0, 16, H100) == (8, 2)
+
+
+def test_a_faster_given_decode_rate_speeds_the_rollout():
+    # Without an override the rollout is 16.70 s (test_colocated_sync_by_hand); at 50,000 tok/s per
+    # GPU the roofline's memory time scales with the rate: the drain falls to the 16 s straggler alone.
+    fast = times(shape(decode_tokens_per_s_per_gpu=50_000.0))
+    assert fast["rollout"] == pytest.approx(16.0, rel=1e-9)
+    assert fast["rollout"] < times(shape())["rollout"]

@@ -22,7 +22,7 @@ BANDS = {
     "rollout_share_32b": (0.60, 0.80),  # OpenRLHF 80 %, RollPacker ≈ 70 %
     "rollout_share_7b": (0.60, 0.80),
     "busbw_ib": (250.0, 450.0),  # nccl-tests ≈ 350–380 GB/s on 8 × 400G IB
-    "roce_vs_ib": (0.85, 1.0),  # tuned RoCE within a few per cent
+    "roce_vs_ib": (0.85, 0.95),  # tuned RoCEv2 at 85–95 % of InfiniBand
     "mfu_default": (0.35, 0.46),  # AReaL 388–455 / 989 = 0.39–0.46; Llama 3 38–43 %
     "node_failures": (3.0, 4.6),  # 419 / (2,048 × 54) × 1,000 = 3.79
     # ≈ $1.6–1.9 read at its one-decimal precision: section 13's own 64 % × $2.99 = $1.91.
