@@ -29,7 +29,7 @@ bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/rl_reference.py
 
 validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)
-	$(PY) -m costsim.validation
+	$(PY) -m costsim.runs.validation
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -2,7 +2,7 @@
 
 Thin by design: scenarios are loaded (uploads read no server file but shipped traces), edited
 and simulated (in a child process with a time and memory limit, cached on every exact value) by
-``costsim.dashboard``, and drawn by ``costsim.plots``. Text a user wrote is shown literally: in
+``costsim.frontends.dashboard``, and drawn by ``costsim.plots``. Text a user wrote is shown literally: in
 ``st.code`` or escaped Markdown.
 """
 
@@ -18,7 +18,7 @@ import streamlit as st
 import costsim
 from costsim import plots
 from costsim.catalog import default_catalog, resolve
-from costsim.dashboard import (
+from costsim.frontends.dashboard import (
     SETUPS, ClassKnobs, Knobs, Limits, ResultCache, RunStopped, Upload, apply_knobs, current_knobs,
     literal_markdown, load_upload, make_upload_root, run_key, shipped_scenarios, shipped_traces, simulate_bounded,
 )

@@ -16,7 +16,7 @@ from pathlib import Path
 import costsim
 from costsim import engine, results, workload
 from costsim.catalog import economics_values, resolve
-from costsim.workplan import plan_work
+from costsim.workload.plan import plan_work
 from timing import best
 
 SCENARIO = Path(__file__).resolve().parent / "reference-rl.yaml"

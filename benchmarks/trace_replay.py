@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import costsim  # noqa: E402
 from costsim import engine, workload  # noqa: E402
 from costsim.catalog import resolve  # noqa: E402
-from costsim.synth import JobGroup, make_trace  # noqa: E402
-from costsim.workplan import plan_work  # noqa: E402
+from costsim.workload.synth import JobGroup, make_trace  # noqa: E402
+from costsim.workload.plan import plan_work  # noqa: E402
 from timing import best  # noqa: E402
 from helpers import bare_simpy_mmc, owned, scenario  # noqa: E402
 

@@ -6,8 +6,8 @@ Every function here checks its arguments and its scenario in full and raises ``S
 ``Scenario`` object however it was built.
 """
 
-from costsim.api import dump_scenario, load_scenario, load_scenario_text, scenario_from_data, simulate
-from costsim.budget import DEFAULT_MAX_EVENTS
+from costsim.runs.api import dump_scenario, load_scenario, load_scenario_text, scenario_from_data, simulate
+from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.results import Results
 from costsim.scenario import Scenario, ScenarioError
 

@@ -15,7 +15,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
-from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
+from costsim.scenario.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
 PRICINGS = ("on_demand", "reserved_1y", "reserved_3y", "spot")
 

@@ -7,8 +7,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from costsim.costing import ALL_ITEMS
-from costsim.finance import cash_paid
+from costsim.results.costing import ALL_ITEMS
+from costsim.results.finance import cash_paid
 from costsim.results import Results
 
 _LAYOUT = dict(template="plotly_white", legend_title_text="option", margin=dict(l=10, r=10, t=50, b=10))

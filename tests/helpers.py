@@ -21,7 +21,7 @@ def scenario(folder: Path, rows, options: list[dict[str, Any]], horizon_days: fl
     workload = {"trace": "trace.csv", **top.pop("workload", {})}
     data = {"name": "t", "horizon_days": horizon_days, "workload": workload, "options": options, **top}
     sc = scenario_from_data(data, "test", folder)
-    return costsim.api.check(sc, "test")
+    return costsim.runs.api.check(sc, "test")
 
 
 def owned(name="own", gpus=16, **kw) -> dict[str, Any]:

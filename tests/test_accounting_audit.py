@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 import costsim
-from costsim import economics as eco
+from costsim.models import economics as eco
 from costsim import plots
-from costsim.cli import app
+from costsim.frontends.cli import app
 from costsim.scenario import ScenarioError
 from helpers import cloud, jobs_of, owned, scenario
 

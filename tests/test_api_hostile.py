@@ -14,13 +14,14 @@ import pytest
 from typer.testing import CliRunner
 
 import costsim
-from costsim import budget, engine, workload
+from costsim import engine, workload
+from costsim.runs import budget
 from costsim.catalog import resolve
-from costsim.cli import app
-from costsim.dashboard import SCENARIO_DIR
-from costsim.rng import stream
+from costsim.frontends.cli import app
+from costsim.frontends.dashboard import SCENARIO_DIR
+from costsim.workload.rng import stream
 from costsim.scenario import scenario_from_data as schema_only
-from costsim.workplan import plan_work
+from costsim.workload.plan import plan_work
 from helpers import cloud, owned, scenario
 
 ROWS = [(0.0, 8, 5.0), (1.0, 16, 3.0), (2.0, 8, 4.0)]

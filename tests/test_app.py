@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.dashboard import SCENARIO_DIR, ClassKnobs, apply_knobs, current_knobs
+from costsim.frontends.dashboard import SCENARIO_DIR, ClassKnobs, apply_knobs, current_knobs
 from costsim.scenario import scenario_from_yaml
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -153,7 +153,7 @@ def test_iteration_speed_tab_shows_every_phase():
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.sidebar.file_uploader[0].upload("phases.yaml", json.dumps(SCENARIO).encode(), "application/yaml").run()
     assert not at.exception and not at.error
-    res = costsim.simulate(costsim.api.scenario_from_data(SCENARIO, "test"))
+    res = costsim.simulate(costsim.runs.api.scenario_from_data(SCENARIO, "test"))
     (table,) = [d for d in at.dataframe if "rollout_s" in d.value.columns]
     shown = table.value.set_index("job_class")
     for col in ("iteration_s", "logprobs_s", "overhead_s", "rollout_tokens_per_s_per_gpu"):

@@ -22,7 +22,7 @@ from costsim.engine.events import ArrivalFeed
 from costsim.engine.owned import OwnedCluster
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder
-from costsim.serving import RangeMax, hourly_demand
+from costsim.models.serving import RangeMax, hourly_demand
 from helpers import cloud, jobs_of, owned, scenario
 
 EPS = 1e-9

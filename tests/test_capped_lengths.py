@@ -8,7 +8,7 @@ import pytest
 
 import costsim
 from costsim import workload
-from costsim.cli import phase_table
+from costsim.frontends.cli import phase_table
 from costsim.scenario import scenario_from_data
 from helpers import owned
 
@@ -54,7 +54,7 @@ def test_closed_form_by_hand():
 def test_mean_sum_is_n_times_the_mean_capped_length(n):
     # Truncating (conditioning) at the cap gives n · E[L | L < cap] ≈ n × 629; capping gives
     # n · E[min(L, cap)] ≈ n × 788.
-    from costsim.sampling import length_draws
+    from costsim.models.sampling import length_draws
 
     iterations = 20_000
     s, m, _, _ = length_draws(np.random.default_rng(11), n, MEAN, CV, CAP, iterations)
@@ -67,7 +67,7 @@ def test_mean_sum_is_n_times_the_mean_capped_length(n):
 
 
 def test_capped_count_is_binomial():
-    from costsim.sampling import length_draws
+    from costsim.models.sampling import length_draws
 
     n, iterations = 40, 20_000
     d = length_draws(np.random.default_rng(12), n, MEAN, CV, CAP, iterations)
@@ -79,7 +79,7 @@ def test_capped_count_is_binomial():
 def test_default_cap_is_reached_in_most_iterations():
     # DESIGN's defaults (mean 2,000, cv 1, cap 16,384): P(L ≥ cap) ≈ 0.0016, yet with n = 2,048
     # responses the cap is reached in 1 − (1 − p)^2048 ≈ 96 % of iterations.
-    from costsim.sampling import length_draws
+    from costsim.models.sampling import length_draws
 
     n, iterations = 2048, 4000
     s, m, _, _ = length_draws(np.random.default_rng(13), n, 2000, 1.0, 16384, iterations)
@@ -102,7 +102,7 @@ def test_capped_second_moment_by_hand():
 # n = 16: the lengths under the cap are drawn exactly; 256: by the CLT; 72: around EXACT_BELOW.
 @pytest.mark.parametrize("n", [16, 72, 256])
 def test_mean_square_sum_is_n_times_the_capped_second_moment(n):
-    from costsim.sampling import length_draws
+    from costsim.models.sampling import length_draws
 
     iterations = 20_000
     d = length_draws(np.random.default_rng(21), n, MEAN, CV, CAP, iterations)
@@ -126,7 +126,7 @@ def brute_force_square_sums(rng, n, mean, cv, cap, iterations):
 @pytest.mark.parametrize("n, mean, cv, cap", [(16, MEAN, CV, CAP), (256, MEAN, CV, CAP), (2048, 2000, 1.0, 16384),
                                               (40, 1000, 1.5, 8000)])
 def test_square_sum_variance_matches_brute_force(n, mean, cv, cap):
-    from costsim.sampling import length_draws
+    from costsim.models.sampling import length_draws
 
     iterations = 4000
     got = length_draws(np.random.default_rng(22), n, mean, cv, cap, iterations).length_sq_sum
@@ -146,7 +146,7 @@ CASES = [(1, 1000, 1.0, 1425), (3, 100, 1.0, 300), (16, MEAN, CV, CAP), (63, 500
 @pytest.mark.parametrize("n, mean, cv, cap", CASES)
 def test_square_sum_within_its_bounds(n, mean, cv, cap):
     # Cauchy–Schwarz: (Σ L)² / n ≤ Σ L²; every L ≤ max L: Σ L² ≤ max L · Σ L.
-    from costsim.sampling import length_draws
+    from costsim.models.sampling import length_draws
 
     d = length_draws(np.random.default_rng(24), n, mean, cv, cap, 5000)
     assert (d.length_sum**2 / n <= d.length_sq_sum * (1 + 1e-12)).all()
@@ -157,7 +157,7 @@ def test_square_sum_within_its_bounds(n, mean, cv, cap):
 def below_bound(count, cv, z, rows=20_000):
     """sum_below for ``rows`` rows of ``count`` lognormal(mean 1,000, cv) lengths ≤ the bound
     b = e^{μ + zσ}: (b, Σ X, Σ X²)."""
-    from costsim.sampling import sum_below
+    from costsim.models.sampling import sum_below
 
     mu, sigma = lognormal_mu_sigma(1000, cv)
     bound = math.exp(mu + z * sigma)
@@ -171,7 +171,7 @@ def test_lengths_below_a_bound_keep_their_bounds(count, cv, z):
     # By the CLT (count ≥ EXACT_BELOW), count lengths ≤ b keep (Σ X)² / count ≤ Σ X² ≤ b Σ X. With
     # heavy tails and the bound far above the median (cv 2, z = 4) a normal Σ X² alone falls under
     # (Σ X)² / count in about a quarter of the rows at count 64.
-    from costsim.sampling import EXACT_BELOW
+    from costsim.models.sampling import EXACT_BELOW
 
     assert count >= EXACT_BELOW
     bound, s, q = below_bound(count, cv, z)
@@ -190,7 +190,7 @@ def test_lengths_below_a_bound_square_to_the_truncated_moment(count, cv, z):
 
 
 def test_constant_lengths_square_exactly():
-    from costsim.sampling import length_draws
+    from costsim.models.sampling import length_draws
 
     # 100 × 800² = 6.4e7; capped at 2,048: 100 × 2,048² = 419,430,400
     assert length_draws(np.random.default_rng(0), 100, 800, 0.0, 2048, 3).length_sq_sum.tolist() == [6.4e7] * 3
@@ -201,7 +201,7 @@ def rl_scenario(tmp_path, response_tokens):
     cls = {"name": "a", "arrivals_per_day": 4, "gpus": 16, "iterations": {"mean": 150, "cv": 0.5},
            "model_params_b": 7, "rollout": {"prompts": 16, "samples_per_prompt": 4, "response_tokens": response_tokens}}
     data = {"name": "capped", "horizon_days": 20, "workload": {"classes": [cls]}, "options": [owned(gpus=64)]}
-    return costsim.api.check(scenario_from_data(data, "test", tmp_path), "test")
+    return costsim.runs.api.check(scenario_from_data(data, "test", tmp_path), "test")
 
 
 def test_phases_report_the_share_of_responses_that_hit_the_cap(tmp_path):

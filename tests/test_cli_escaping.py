@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from costsim import cli
-from costsim.cli import app
+from costsim.frontends import cli
+from costsim.frontends.cli import app
 
 TRACE = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n"
 SCENARIO = """\

@@ -10,7 +10,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import costsim
-from costsim.cli import app, phase_table
+from costsim.frontends.cli import app, phase_table
 from test_phases_table import SCENARIO, closed_form_scenario
 
 # Headers as printed, two lines at most: each word must appear in the table.
@@ -38,7 +38,7 @@ def test_run_prints_the_new_phases(tmp_path, monkeypatch):
 
 
 def test_table_fits_160_columns_and_numbers_never_wrap():
-    res = costsim.simulate(costsim.api.scenario_from_data(SCENARIO, "test"))
+    res = costsim.simulate(costsim.runs.api.scenario_from_data(SCENARIO, "test"))
     # names of 20 characters, longer than any shipped scenario's but one option's
     ph = res.phases.assign(option="on-prem-h100-xl-2026", job_class=res.phases.job_class.str.pad(20, fillchar="x"))
     lines = rendered(ph)
@@ -51,7 +51,7 @@ def test_table_fits_160_columns_and_numbers_never_wrap():
 
 
 def test_longer_names_wrap_but_numbers_stay_whole():
-    res = costsim.simulate(costsim.api.scenario_from_data(SCENARIO, "test"))
+    res = costsim.simulate(costsim.runs.api.scenario_from_data(SCENARIO, "test"))
     ph = res.phases.assign(option="o" * 40, job_class=res.phases.job_class.str.pad(40, fillchar="x"))
     lines = rendered(ph)
     assert max(len(line.rstrip()) for line in lines) <= 160

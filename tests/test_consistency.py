@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.costing import ALL_ITEMS
-from costsim.dashboard import shipped_scenarios
+from costsim.results.costing import ALL_ITEMS
+from costsim.frontends.dashboard import shipped_scenarios
 
 
 @pytest.fixture(scope="module", params=list(shipped_scenarios()))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.synth import JobGroup, make_trace
+from costsim.workload.synth import JobGroup, make_trace
 from helpers import bare_simpy_mmc, jobs_of, owned, scenario
 
 

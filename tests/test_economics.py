@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from costsim import economics as eco
+from costsim.models import economics as eco
 
 
 def test_capex_is_servers_times_one_plus_shares():

@@ -13,8 +13,8 @@ from costsim import engine, workload
 from costsim.catalog import resolve
 from costsim.engine.pool import NodePool
 from costsim.scenario import ScenarioError, scenario_from_data
-from costsim.serving import RangeMax
-from costsim.workplan import plan_work
+from costsim.models.serving import RangeMax
+from costsim.workload.plan import plan_work
 from helpers import cloud, jobs_of, owned, scenario
 
 NEVER = 1e12  # a scripted failure time that never comes

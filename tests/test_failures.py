@@ -1,4 +1,4 @@
-"""Failures, checkpoints and preemption in the engine against the closed form of costsim.reliability
+"""Failures, checkpoints and preemption in the engine against the closed form of costsim.models.reliability
 and against accounting identities."""
 
 import numpy as np
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import costsim
-from costsim import reliability as rel
+from costsim.models import reliability as rel
 from helpers import cloud, jobs_of, owned, scenario
 
 
@@ -70,11 +70,11 @@ def test_repairs_take_capacity_and_jobs_never_use_it(tmp_path):
     from costsim import engine
     from costsim.catalog import resolve
     from costsim.workload import generate
-    from costsim.workplan import plan_work
+    from costsim.workload.plan import plan_work
 
     plan = resolve(sc)[0]
     rec = engine.run_option(plan, plan_work(sc, generate(sc), plan), sc.horizon_h,
-                            rngs={k: costsim.rng.stream(sc.seed, k, 0) for k in ("failures", "preemptions", "provisioning")})
+                            rngs={k: costsim.workload.rng.stream(sc.seed, k, 0) for k in ("failures", "preemptions", "provisioning")})
     t, cap = np.append(rec.capacity_change_h, sc.horizon_h), rec.capacity_gpus
     assert (cap >= 0).all() and cap.max() == 128
     drops = int((np.diff(cap) < 0).sum())
@@ -181,15 +181,15 @@ def test_a_cut_job_counts_only_the_work_it_kept(tmp_path):
     # more than its held time would suggest, and exactly what the recorded progress says.
     from costsim import engine, workload
     from costsim.catalog import resolve
-    from costsim.rng import stream
+    from costsim.workload.rng import stream
     from costsim.scenario import scenario_from_data
-    from costsim.workplan import plan_work
+    from costsim.workload.plan import plan_work
 
     cls = {"name": "a", "arrivals_per_day": 100, "count": 1, "gpus": 8, "iterations": 2000, "model_params_b": 7,
            "checkpoint": {"every_iterations": 100, "write_minutes": 5, "restart_minutes": 30}}
     data = {"name": "t", "horizon_days": 2, "workload": {"classes": [cls]},
             "options": [cloud(pricing="spot", preemptions_per_instance_day=12, reacquire_delay_h=0.5)]}
-    sc = costsim.api.check(scenario_from_data(data, "t", tmp_path), "t")
+    sc = costsim.runs.api.check(scenario_from_data(data, "t", tmp_path), "t")
     res = costsim.simulate(sc)
     j = jobs_of(res, "cloud").iloc[0]
     assert not j.completed and j.preemptions > 0

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import costsim
-from costsim import economics as eco
+from costsim.models import economics as eco
 from helpers import cloud, owned, scenario
 
 

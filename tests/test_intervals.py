@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from costsim.intervals import binned
+from costsim.models.intervals import binned
 
 
 def brute_binned(s, e, w, edges):

@@ -1,10 +1,10 @@
-"""Collective times (costsim.network) against hand calculations in NCCL's bus-bandwidth
+"""Collective times (costsim.models.network) against hand calculations in NCCL's bus-bandwidth
 convention, and the published figure they must reproduce: 8 × 400 Gb/s InfiniBand per node
 reaches ≈ 350–380 GB/s of all-reduce bus bandwidth (nccl-tests), accepted within 250–450 GB/s."""
 
 import pytest
 
-from costsim import network
+from costsim.models import network
 
 # H100 catalog figures: NVLink4 busbw 470 GB/s, 8 NICs of 400 Gb/s at 47 GB/s busbw each.
 NVLINK, NICS, NIC = 470.0, 8, 47.0

@@ -25,10 +25,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from costsim.cli import app
-from costsim.outdir import MANIFEST, OutputFolder, safe_folder_name
+from costsim.frontends.cli import app
+from costsim.frontends.outdir import MANIFEST, OutputFolder, safe_folder_name
 
-CLI = [sys.executable, "-m", "costsim.cli"]
+CLI = [sys.executable, "-m", "costsim.frontends.cli"]
 JOBS = 30_000  # enough for the tables to take a good fraction of a second to write
 
 SMALL = """\
@@ -299,7 +299,7 @@ def test_crash_between_the_two_renames_is_recovered(small, monkeypatch):
         assert leftovers(out) == sorted([".res.lock", folder.staging.name])
     assert leftovers(out) == []
     # And the fallback swap itself: forced by making the exchange unavailable.
-    monkeypatch.setattr("costsim.outdir._exchange", lambda a, b: False)
+    monkeypatch.setattr("costsim.frontends.outdir._exchange", lambda a, b: False)
     with OutputFolder(out, ours={"summary.csv"}) as folder:
         folder.publish(lambda d: (d / "summary.csv").write_text("new"))
     assert (out / "summary.csv").read_text() == "new" and leftovers(out) == []
@@ -316,7 +316,7 @@ def test_out_through_a_symlink_replaces_the_folder_it_points_to(small):
 
 def test_write_results_from_python_is_atomic_too(small):
     import costsim
-    from costsim.export import write_results
+    from costsim.frontends.export import write_results
 
     res = costsim.simulate(small / "s.yaml", seed=3)
     written = write_results(res, small / "res")

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim import plots, rl, workload
+from costsim import plots, workload
+from costsim.models import rl
 from costsim.catalog import default_catalog, resolve
-from costsim.workplan import hardware, shape
+from costsim.workload.plan import hardware, shape
 
 LENGTHS = {"mean": 800, "cv": 1.0, "max": 4096}
 SCENARIO = {
@@ -42,7 +43,7 @@ PHASE_COLUMNS = ["rollout_s", "logprobs_s", "scoring_s", "update_s", "sync_s", "
 
 @pytest.fixture(scope="module")
 def run():
-    sc = costsim.api.scenario_from_data(SCENARIO, "test")
+    sc = costsim.runs.api.scenario_from_data(SCENARIO, "test")
     res = costsim.simulate(sc)
     return sc, res.phases.set_index("job_class"), workload.generate(sc)
 
@@ -132,7 +133,7 @@ def closed_form_scenario(decode_per_gpu: float, sequence_per_s: float) -> costsi
                          "tensor_parallel": 1, "kv_bytes_per_token": 1,
                          "decode_tokens_per_s_per_gpu": decode_per_gpu, "sequence_tokens_per_s": sequence_per_s}}
     data = {**SCENARIO, "workload": {"classes": [klass]}}
-    return costsim.api.scenario_from_data(data, "test")
+    return costsim.runs.api.scenario_from_data(data, "test")
 
 
 KV_DRAIN_S = 1e-5  # bound on the drain's KV term above for any η ≥ 0.25

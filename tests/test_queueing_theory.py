@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 import costsim
-from costsim.synth import JobGroup, make_trace
+from costsim.workload.synth import JobGroup, make_trace
 from helpers import cloud, jobs_of, owned, scenario
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from costsim import reliability as rel
+from costsim.models import reliability as rel
 
 
 def test_expected_segment_by_hand():
@@ -89,7 +89,7 @@ def advice_scenario(tmp_path, option):
            "rollout": {"prompts": 64, "samples_per_prompt": 4, "response_tokens": 1000},
            "checkpoint": {"every_iterations": EVERY, "write_minutes": 6, "restart_minutes": 15}}
     data = {"name": "adv", "horizon_days": 10, "workload": {"classes": [cls]}, "options": [option]}
-    return costsim.api.check(scenario_from_data(data, "test", tmp_path), "test")
+    return costsim.runs.api.check(scenario_from_data(data, "test", tmp_path), "test")
 
 
 def hand_expected_job_h(work, interval, write, lam, r):
@@ -158,5 +158,5 @@ def test_advice_with_free_checkpoint_writes_runs(tmp_path):
            "checkpoint": {"every_iterations": 100, "write_minutes": 0, "restart_minutes": 15}}
     option = owned("own", gpus=64, failures={"node_failures_per_1000_node_days": 50})
     data = {"name": "adv", "horizon_days": 2, "workload": {"classes": [cls]}, "options": [option]}
-    res = costsim.simulate(costsim.api.check(scenario_from_data(data, "test", tmp_path), "test"))
+    res = costsim.simulate(costsim.runs.api.check(scenario_from_data(data, "test", tmp_path), "test"))
     assert len(res.advice) == 1 and res.advice.optimal_interval_h.iloc[0] == 0.0

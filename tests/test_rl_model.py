@@ -1,4 +1,4 @@
-"""RL iteration model v2 (costsim.rl) against hand calculations written out here.
+"""RL iteration model v2 (costsim.models.rl) against hand calculations written out here.
 
 Hardware: H100 — 989 TFLOP/s bf16 dense, 3.35 TB/s HBM, 80 GB, 8 GPUs per node, NVLink busbw
 470 GB/s, fabric busbw 8 × 47 = 376 GB/s per node (InfiniBand); decode at η_mem = 0.55 of HBM
@@ -11,8 +11,8 @@ A 7B bf16 model: W = 14e9 bytes, kv = 57,344 bytes per token (Qwen2.5-7B).
 import numpy as np
 import pytest
 
-from costsim import rl
-from costsim.sampling import length_draws
+from costsim.models import rl
+from costsim.models.sampling import length_draws
 
 H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
                    inter_busbw_gb_s=376.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
@@ -43,7 +43,7 @@ def times(sh, hw=H100, draws=CONST):
 def test_hardware_comes_from_the_catalog():
     from costsim.catalog import default_catalog, resolve
     from costsim.scenario import Scenario
-    from costsim.workplan import hardware
+    from costsim.workload.plan import hardware
 
     consts = default_catalog().rl
     sc = Scenario.model_validate({"name": "x", "horizon_days": 1, "workload": {"trace": "t.csv"},
@@ -394,7 +394,7 @@ def test_a_smaller_instance_has_its_share_of_the_nodes_nics():
     # An H100 node has 8 NICs of 47 GB/s; a 2-GPU instance has 2 of them: 94 GB/s, a 1-GPU one 47.
     from costsim.catalog import resolve
     from costsim.scenario import Scenario
-    from costsim.workplan import hardware
+    from costsim.workload.plan import hardware
 
     for gpi, busbw in ((8, 376.0), (2, 94.0), (1, 47.0)):
         sc = Scenario.model_validate({"name": "x", "horizon_days": 1, "workload": {"trace": "t.csv"}, "options": [

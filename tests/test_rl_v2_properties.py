@@ -3,7 +3,7 @@ shown"): changes that can only make a job's work heavier or its hardware weaker 
 faster, staleness helps until a plateau, and every phase is a finite, non-negative time.
 
 Settings are drawn over model sizes, GPU splits, batch shapes and length distributions, with
-the lengths themselves drawn by ``costsim.sampling.length_draws`` (so Σ L, max L and Σ L² are
+the lengths themselves drawn by ``costsim.models.sampling.length_draws`` (so Σ L, max L and Σ L² are
 consistent with each other). Settings the fit check refuses are skipped."""
 
 import math
@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from costsim import network, rl
-from costsim.sampling import length_draws
+from costsim.models import network
+from costsim.models import rl
+from costsim.models.sampling import length_draws
 
 H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
                    inter_busbw_gb_s=376.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,

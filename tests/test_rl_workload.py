@@ -11,9 +11,9 @@ from scipy import stats
 import costsim
 from costsim import workload
 from costsim.catalog import resolve
-from costsim.sampling import EXACT_BELOW, length_draws, lognormal_params
+from costsim.models.sampling import EXACT_BELOW, length_draws, lognormal_params
 from costsim.scenario import scenario_from_data
-from costsim.workplan import plan_work
+from costsim.workload.plan import plan_work
 from helpers import cloud, jobs_of, owned
 
 
@@ -80,7 +80,7 @@ def test_constant_lengths():
 def rl_scenario(tmp_path, classes, options=None, horizon_days=200, **top):
     data = {"name": "rl", "horizon_days": horizon_days, "workload": {"classes": classes, **top.pop("workload", {})},
             "options": options or [owned(gpus=64)], **top}
-    return costsim.api.check(scenario_from_data(data, "test", tmp_path), "test")
+    return costsim.runs.api.check(scenario_from_data(data, "test", tmp_path), "test")
 
 
 CLS = {"name": "a", "arrivals_per_day": 3, "gpus": 16, "iterations": {"mean": 100, "cv": 0.5}, "model_params_b": 7}
@@ -103,7 +103,7 @@ def test_arrivals_start_count_and_shapes(tmp_path):
 
 def test_job_table_carries_square_sums_aligned_with_the_sums(tmp_path):
     # The class's Σ L² are the very draws of its response_lengths stream, row for row with Σ L.
-    from costsim.rng import stream
+    from costsim.workload.rng import stream
 
     cls = {**CLS, "rollout": {"prompts": 8, "samples_per_prompt": 4, "response_tokens": {"mean": 1000, "cv": 1.0,
                                                                                         "max": 1425}}}

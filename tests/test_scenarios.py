@@ -5,8 +5,8 @@ import pytest
 from typer.testing import CliRunner
 
 import costsim
-from costsim.cli import app
-from costsim.dashboard import SCENARIO_DIR, shipped_scenarios
+from costsim.frontends.cli import app
+from costsim.frontends.dashboard import SCENARIO_DIR, shipped_scenarios
 
 
 def test_there_are_shipped_scenarios():
@@ -149,6 +149,6 @@ def test_shipped_trace_matches_its_generator():
     spec = importlib.util.spec_from_file_location("make_traces", SCENARIO_DIR / "traces" / "make_traces.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    made = costsim.synth.make_trace(mod.LAB, horizon_days=365, seed=2027).round({"submit_h": 4, "duration_h": 4})
+    made = costsim.workload.synth.make_trace(mod.LAB, horizon_days=365, seed=2027).round({"submit_h": 4, "duration_h": 4})
     shipped = pd.read_csv(SCENARIO_DIR / "traces" / "lab-year.csv")
     pd.testing.assert_frame_equal(made.reset_index(drop=True), shipped, check_dtype=False)

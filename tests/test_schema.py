@@ -9,7 +9,7 @@ from pydantic import ValidationError
 import costsim
 from costsim.catalog import default_catalog, resolve
 from costsim.scenario import Scenario, dump_scenario, json_schema, scenario_from_yaml
-from costsim.units import GPUType
+from costsim.scenario.units import GPUType
 
 BASE = """\
 name: s
@@ -45,7 +45,7 @@ def test_errors_carry_field_path_and_line():
 
 
 def test_dump_loads_back_unchanged(tmp_path):
-    from costsim.dashboard import SCENARIO_DIR
+    from costsim.frontends.dashboard import SCENARIO_DIR
     sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
     again, _ = scenario_from_yaml(dump_scenario(sc), "dumped.yaml", SCENARIO_DIR)
     assert again == sc

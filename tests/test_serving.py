@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.api import serving_demand
-from costsim.serving import RangeMax, hourly_demand
+from costsim.runs.api import serving_demand
+from costsim.models.serving import RangeMax, hourly_demand
 from helpers import cloud, jobs_of, owned, scenario
 
 

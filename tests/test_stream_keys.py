@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import costsim
 from costsim import workload
-from costsim.rng import name_key, stream
+from costsim.workload.rng import name_key, stream
 from costsim.scenario import scenario_from_data
 from helpers import jobs_of
 

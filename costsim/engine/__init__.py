@@ -13,9 +13,9 @@ import numpy as np
 import simpy
 
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool
-from costsim.workplan import WorkPlan
+from costsim.workload.plan import WorkPlan
 
-from costsim.serving import RangeMax
+from costsim.models.serving import RangeMax
 
 from .cloud import CloudPool
 from .owned import OwnedCluster
@@ -79,7 +79,7 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
 
     ``work``: the jobs timed on the option (a hybrid: on its base; ``burst_work``: on its burst).
     ``serving``: hourly inference demand that owned and reserved pools serve before RL jobs.
-    ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.rng``).
+    ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.workload.rng``).
     ``max_events``: stop with ``EventLimitExceeded`` past this many events (``engine.bounded``).
     """
     env = simpy.Environment()

@@ -1,6 +1,6 @@
 """Running an environment with a ceiling on its events, checked between chunks of simulated time.
 
-``costsim.budget`` refuses runs whose ESTIMATED events exceed the limit before they start; this
+``costsim.runs.budget`` refuses runs whose ESTIMATED events exceed the limit before they start; this
 is the backstop for where the estimate is badly wrong: the run stops with ``EventLimitExceeded``
 instead of going on for hours. Nothing is checked per event — SimPy runs each chunk at full
 speed and the counter is read once per chunk — and chunks change nothing about the run: SimPy

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from costsim.serving import RangeMax
+from costsim.models.serving import RangeMax
 
 from .events import ARRIVAL, RELEASE, At, Decider
 from .pool import Allocation, NodePool, held_gpus, nodes_needed

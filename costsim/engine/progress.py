@@ -1,11 +1,11 @@
 """How far each job has got, and what an interruption costs it.
 
-A job's nominal timeline is its planned run (work plus checkpoint writes, ``costsim.workplan``);
+A job's nominal timeline is its planned run (work plus checkpoint writes, ``costsim.workload.plan``);
 ``boundaries(i)`` are the points on it where a checkpoint write completes (the last is the end).
 An attempt works from ``pos`` (the last completed checkpoint); interrupted after e hours of work it
 falls back to the last boundary reached: the rest is lost work. Resuming costs the job's restart
 time first, during which it holds its GPUs and cannot make progress (and, as in the closed form of
-``costsim.reliability``, its failure clock has not started).
+``costsim.models.reliability``, its failure clock has not started).
 
 An interruption never shortens a job: a delay still owed when it strikes (cloud startup, a node swap
 not yet done) is carried into the next attempt, and a restart it cuts short is paid again in full.

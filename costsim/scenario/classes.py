@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from costsim.units import (
+from costsim.scenario.units import (
     CV,
     MAX_TOKENS,
     Count,
@@ -80,7 +80,7 @@ class Rollout(StrictModel):
     kv_bytes_per_token: KVBytes | None = Field(
         None,
         description=f"KV-cache bytes per token of the policy, 2 × layers × KV heads × head dim × 2 "
-        f"({span(KVBytes)}); null: from the model size (Qwen2.5 / Llama 3.1 configs, `costsim.rl.KV_REFERENCE`).",
+        f"({span(KVBytes)}); null: from the model size (Qwen2.5 / Llama 3.1 configs, `costsim.models.rl.KV_REFERENCE`).",
     )
     tensor_parallel: Parallel | None = Field(
         None,

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from costsim.units import (
+from costsim.scenario.units import (
     MAX_GPUS,
     USD,
     Days,

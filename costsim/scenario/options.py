@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from costsim.units import (
+from costsim.scenario.units import (
     TermYears,
     CV,
     MAX_BILLING_S,

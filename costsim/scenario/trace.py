@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from costsim.units import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, show
+from costsim.scenario.units import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, show
 
 from .errors import Problem, ScenarioError
 from .limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
@@ -96,7 +96,7 @@ def read_trace(path: Path | str) -> TraceTable:
     gpus = numbers("gpus", True)
     duration = numbers("duration_h", False)
     priority = numbers("priority", True) if "priority" in cols else np.zeros(len(df))
-    # The scenario's physical bounds (costsim.units); beyond them a count would not fit an
+    # The scenario's physical bounds (costsim.scenario.units); beyond them a count would not fit an
     # int64 (gpus 1e20, priority 1e30) or a time would outlast any horizon.
     in_range = (
         ("submit_h", submit, submit < 0, submit > MAX_HOURS, f">= 0 and <= {show(MAX_HOURS)} h"),

@@ -15,7 +15,7 @@ The offered load averages about 6,200 GPU-hours a day (≈ 260 busy GPUs) over t
 
 from pathlib import Path
 
-from costsim.synth import JobGroup, make_trace
+from costsim.workload.synth import JobGroup, make_trace
 
 LAB = [
     JobGroup("dev-eval", per_day=18, gpus=8, mean_h=2, cv=1.5, priority=1, growth_per_year=0.4),

@@ -1,7 +1,7 @@
 """Work plans: how long each job holds its GPUs on one option, and what it gets done.
 
 The same jobs (``costsim.workload``) meet each option's hardware here: RL iterations are timed
-by ``costsim.rl`` — vectorised over every iteration of every job of a class at once — and
+by ``costsim.models.rl`` — vectorised over every iteration of every job of a class at once — and
 summed into checkpoint segments with numpy. A checkpoint write follows every
 ``every_iterations`` iterations (trace jobs: every ``every_hours`` of work), except at the end.
 """
@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from costsim import network, rl
+from costsim.models import network
+from costsim.models import rl
 from costsim.catalog import Catalog, CloudPlan, OwnedPlan, default_catalog
 from costsim.scenario import Scenario
 from costsim.scenario.classes import RLClass
-from costsim.units import SECONDS_PER_HOUR
+from costsim.scenario.units import SECONDS_PER_HOUR
 from costsim.workload import JobTable
 
 PHASES = ("rollout", "logprobs", "scoring", "update", "sync", "overhead", "total", "straggler")

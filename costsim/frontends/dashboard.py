@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from costsim import api
+from costsim.runs import api
 from costsim.results import Results
 from costsim.scenario import Problem, Scenario, ScenarioError, scenario_from_data, scenario_from_yaml
 
-SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def shipped_scenarios(folder: Path = SCENARIO_DIR) -> dict[str, Path]:
@@ -347,7 +347,7 @@ def _child_main() -> None:
     reply_out.close()
 
 
-_CHILD = "from costsim.dashboard import _child_main; _child_main()"
+_CHILD = "from costsim.frontends.dashboard import _child_main; _child_main()"
 
 
 def simulate_bounded(scenario: Scenario, limits: Limits = Limits(),

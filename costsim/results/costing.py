@@ -16,12 +16,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from costsim import economics as eco
+from costsim.models import economics as eco
 from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
 from costsim.engine import BASE, BURST, UsageRecord
 from costsim.engine.pool import nodes_needed
-from costsim.intervals import binned, hours_in_bins
-from costsim.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
+from costsim.models.intervals import binned, hours_in_bins
+from costsim.scenario.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload import JobTable
 
 OWNED_ITEMS = ("capital", "energy", "facility", "maintenance", "staff", "setup")

@@ -4,16 +4,16 @@ Every option consumes the same jobs (common random numbers: differences between 
 not sampling noise). Trace jobs carry their hours of work; RL jobs carry their iteration count
 and, per iteration, the sum, the sum of squares and the maximum of the sampled response lengths
 — enough for
-``costsim.workplan`` to time them on each option's hardware — and how many responses hit the
-length cap (lengths are min(L, max), ``costsim.sampling``).
+``costsim.workload.plan`` to time them on each option's hardware — and how many responses hit the
+length cap (lengths are min(L, max), ``costsim.models.sampling``).
 
-Streams (``costsim.rng``), keyed by class NAME: ``arrivals`` (arrival times), ``job_shapes``
+Streams (``costsim.workload.rng``), keyed by class NAME: ``arrivals`` (arrival times), ``job_shapes``
 (iteration counts), ``response_lengths`` (per iteration); the trace's arrival scaling has its own
 ``trace_scaling`` stream. Adding, removing or reordering classes or options never shifts another
 class's draws.
 
 Job ids: a trace's own ids, ``<id>~<k>`` for the k-th extra copy ``arrival_scale`` makes, and
-``<class>-<n>`` (n zero-padded to at least 5 digits) for generated jobs. ``costsim.api.check``
+``<class>-<n>`` (n zero-padded to at least 5 digits) for generated jobs. ``costsim.runs.api.check``
 refuses trace ids of those two reserved forms, so ids are unique by construction.
 """
 
@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from costsim.rng import stream
-from costsim.sampling import LengthDraws, length_draws, lognormal, poisson_times
+from costsim.workload.rng import stream
+from costsim.models.sampling import LengthDraws, length_draws, lognormal, poisson_times
 from costsim.scenario import Problem, Scenario, TraceTable, read_trace
 from costsim.scenario.classes import RLClass, Spread
-from costsim.units import HOURS_PER_DAY
+from costsim.scenario.units import HOURS_PER_DAY
 
 TRACE_CLASS = -1
 

@@ -19,11 +19,11 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 from rich.text import Text
 
-from costsim import api
-from costsim.budget import DEFAULT_MAX_EVENTS
+from costsim.runs import api
+from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog import default_catalog
-from costsim.export import OUTPUT_NAMES, run_info, write_tables
-from costsim.outdir import OutputFolder, safe_folder_name
+from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
+from costsim.frontends.outdir import OutputFolder, safe_folder_name
 from costsim.scenario import ScenarioError, json_schema
 
 app = typer.Typer(

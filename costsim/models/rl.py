@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from costsim import network
+from costsim.models import network
 
 # KV-cache bytes per token of common grouped-query-attention models, 2 · layers · kv_heads ·
 # head_dim · 2 bytes (bf16), from their config.json: (params B, bytes, model). Defaults for other

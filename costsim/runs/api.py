@@ -8,17 +8,20 @@ from pathlib import Path
 
 import numpy as np
 
-from costsim import arguments, budget, engine, results, rl, workload
-from costsim.rng import stream
-from costsim.serving import RangeMax, can_ever_start, hourly_demand
-from costsim.workplan import checkpoint_writes, hardware, plan_work
-from costsim.workplan import shape as workplan_shape
+from costsim import engine, results, workload
+from costsim.runs import arguments
+from costsim.runs import budget
+from costsim.models import rl
+from costsim.workload.rng import stream
+from costsim.models.serving import RangeMax, can_ever_start, hourly_demand
+from costsim.workload.plan import checkpoint_writes, hardware, plan_work
+from costsim.workload.plan import shape as workplan_shape
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, is_pool, pools, resolve
 from costsim.engine.pool import held_gpus, nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, read_trace, scenario_from_yaml
 from costsim.scenario import dump_scenario as schema_dump
 from costsim.scenario import scenario_from_data as schema_from_data
-from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
+from costsim.scenario.units import HOURS_PER_DAY, HOURS_PER_YEAR
 from costsim.scenario.errors import Loc
 
 
@@ -228,7 +231,7 @@ def simulate(
     ``scenario``: a Scenario (validated and checked again here, whatever built it) or a file path.
     ``seed`` overrides the scenario's root seed. ``on_option(name, done, total)`` is called before
     each option and once more (name "tables") before the tables are built: for progress bars.
-    ``max_events``: a run estimated (``costsim.budget``) to need more SimPy events than this is
+    ``max_events``: a run estimated (``costsim.runs.budget``) to need more SimPy events than this is
     refused with a ScenarioError before it starts, and one that actually passes
     ``budget.ENGINE_MARGIN`` times it is stopped; None: no limit.
     """

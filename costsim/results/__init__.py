@@ -23,15 +23,15 @@ import numpy as np
 import pandas as pd
 
 from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
-from costsim.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_intervals, option_costs,
+from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_intervals, option_costs,
                               parts, per_bin, serving_use)
-from costsim import finance
-from costsim.advice import checkpoint_advice
+from costsim.results import finance
+from costsim.results.advice import checkpoint_advice
 from costsim.engine import BURST, UsageRecord
-from costsim.intervals import binned
+from costsim.models.intervals import binned
 from costsim.scenario import Scenario
-from costsim.units import HOURS_PER_MONTH
-from costsim.workplan import PHASES, WorkPlan
+from costsim.scenario.units import HOURS_PER_MONTH
+from costsim.workload.plan import PHASES, WorkPlan
 
 JOB_COLUMNS = [
     "option", "job_id", "job_class", "gpus", "submit_h", "start_h", "end_h", "queue_delay_h",
@@ -67,7 +67,7 @@ class Results:
 
     ``cashflow``: per (option, month) capex, opex, rent (serving's included), the commitment owed
     and the book value credited at the horizon's end, cash, its cumulative and discounted value
-    (``costsim.finance``). ``breakeven``: each owned, reserved or
+    (``costsim.results.finance``). ``breakeven``: each owned, reserved or
     hybrid option against each on-demand or spot one.
 
     ``phases``: mean seconds per iteration in each phase, per (option, RL job class), over the

@@ -1,5 +1,5 @@
 """Checkpoint advice per (option, job class): the Young/Daly interval against the current one,
-from ``costsim.reliability``'s closed form, for options where jobs are interrupted.
+from ``costsim.models.reliability``'s closed form, for options where jobs are interrupted.
 
 What an interruption costs before work resumes (waiting for capacity — a quota, a stock-out, owned
 nodes under repair — is ignored, as in DESIGN §6; provisioning at its mean):
@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from costsim import reliability as rel
+from costsim.models import reliability as rel
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan
 from costsim.engine.pool import nodes_needed
 from costsim.scenario import Scenario
-from costsim.workplan import PHASES, WorkPlan
+from costsim.workload.plan import PHASES, WorkPlan
 
 ADVICE_COLUMNS = [
     "option", "job_class", "interruptions_per_h", "interruption_cost_h", "interval_h", "optimal_interval_h",

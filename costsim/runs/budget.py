@@ -41,7 +41,7 @@ from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, poo
 from costsim.engine.pool import nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import Spread
-from costsim.workplan import WorkPlan
+from costsim.workload.plan import WorkPlan
 
 DEFAULT_MAX_EVENTS = 50_000_000
 """The default limit. The engine runs about 0.1 M events a second on one core where queues are

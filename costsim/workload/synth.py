@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from costsim.sampling import lognormal, poisson_times
+from costsim.models.sampling import lognormal, poisson_times
 
 
 @dataclass(frozen=True)
