@@ -9,10 +9,11 @@ PORT ?= 8501
 
 .PHONY: app run test bench validate clean
 
-$(STAMP): pyproject.toml
+# The Makefile is a prerequisite too: a change to what it installs (the dask extra) re-installs.
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,dask]'
 	touch $(STAMP)
 
 app: $(STAMP)  ## open the dashboard on the baseline scenario
@@ -27,6 +28,8 @@ test: $(STAMP)  ## the whole suite: unit, theory, property, CLI, dashboard (brow
 bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/trace_replay.py
 	$(PY) benchmarks/rl_reference.py
+	$(PY) benchmarks/million_trace.py
+	$(PY) benchmarks/sweep_scaling.py
 
 validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)
 	$(PY) -m costsim.runs.validation

@@ -24,4 +24,15 @@ __all__ = [
     "load_scenario_text",
     "scenario_from_data",
     "simulate",
+    "sweep",
 ]
+
+
+def __getattr__(name: str):
+    """``costsim.sweep`` (``costsim.runs.sweep.sweep``), imported on first use: it brings scipy.stats
+    and the executors, which a single run does not need (half a second at every import)."""
+    if name == "sweep":
+        from costsim.runs.sweep import sweep
+
+        return sweep
+    raise AttributeError(f"module 'costsim' has no attribute {name!r}")

@@ -85,7 +85,7 @@ def test_every_exported_name_is_documented_and_checked():
     # What costsim exports is what these tests cover: a new export needs its hostile cases.
     assert set(costsim.__all__) == {"DEFAULT_MAX_EVENTS", "Results", "Scenario", "ScenarioError", "__version__",
                                     "dump_scenario", "load_scenario", "load_scenario_text", "scenario_from_data",
-                                    "simulate"}
+                                    "simulate", "sweep"}  # sweep's hostile cases: tests/test_sweep_run.py
 
 
 # -- a Scenario object is checked again, however it was built -------------------------------------

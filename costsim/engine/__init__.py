@@ -8,6 +8,8 @@ prices it; ``costsim.results`` applies costs afterwards. Same-instant ordering i
 from __future__ import annotations
 
 import functools
+import gc
+from collections.abc import Sequence
 
 import numpy as np
 import simpy
@@ -22,9 +24,11 @@ from .owned import OwnedCluster
 from .events import TIMER, ArrivalFeed, At
 from .bounded import EventLimitExceeded, events_scheduled, run_bounded
 from .progress import Progress
-from .records import BASE, BURST, Recorder, UsageRecord
+from .records import BASE, BURST, Recorder, UsageRecord, doubles, integers
 
 __all__ = ["BASE", "BURST", "EventLimitExceeded", "UsageRecord", "run_option"]
+
+COLLECT_ABOVE_JOBS = 50_000  # jobs in a run from which its memory is collected as soon as it ends
 
 
 class Router:
@@ -36,7 +40,7 @@ class Router:
     a job back from the base's queue triggers a scheduling pass there at the same instant."""
 
     def __init__(self, env: simpy.Environment, base: OwnedCluster, burst: CloudPool, max_wait_h: float,
-                 bridge: bool, gpus: list[int], rec: Recorder):
+                 bridge: bool, gpus: Sequence[int], rec: Recorder):
         self.env, self.base, self.burst = env, base, burst
         self.max_wait_h, self.bridge, self.gpus, self.rec = max_wait_h, bridge, gpus, rec
 
@@ -58,12 +62,12 @@ class Router:
 
 def _progress(work: WorkPlan, rec: Recorder) -> Progress:
     # Checkpoint boundaries are computed only for jobs that are interrupted, once each.
-    return Progress(work.run_h.tolist(), functools.cache(work.boundaries), work.restart_h.tolist(), rec)
+    return Progress(doubles(work.run_h), functools.cache(work.boundaries), doubles(work.restart_h), rec)
 
 
 def _owned(env, plan: OwnedPlan | CloudPlan, jobs, progress: Progress, rec, serving: RangeMax | None,
            rng: np.random.Generator, horizon_h: float) -> OwnedCluster:
-    g, prio = jobs.gpus.tolist(), jobs.priority.tolist()
+    g, prio = integers(jobs.gpus), integers(jobs.priority)
     if isinstance(plan, OwnedPlan):
         return OwnedCluster(env, plan.nodes, plan.gpus_per_node, plan.lead_time_h, plan.scheduler, g, prio, progress,
                             rec, serving, plan.failures_per_node_h, plan.repair_h, rng, horizon_h=horizon_h)
@@ -82,11 +86,24 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
     ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.workload.rng``).
     ``max_events``: stop with ``EventLimitExceeded`` past this many events (``engine.bounded``).
     """
+    try:
+        return _run(plan, work, horizon_h, burst_work, serving, rngs, max_events)
+    finally:
+        # The finished run (environment, pools, per-job state) is a web of reference cycles, so only
+        # the cyclic collector frees it, perhaps much later; for a large run free it now, before the
+        # tables or the next option need the memory. Small runs skip it: a full collection costs
+        # tens of ms, more than the few MiB it would free.
+        if len(work.jobs) >= COLLECT_ABOVE_JOBS:
+            gc.collect()
+
+
+def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | None, serving: RangeMax | None,
+         rngs: dict[str, np.random.Generator] | None, max_events: int | None) -> UsageRecord:
     env = simpy.Environment()
     jobs = work.jobs
     rec = Recorder(len(jobs))
     rngs = rngs or {name: np.random.default_rng(0) for name in ("failures", "preemptions", "provisioning")}
-    g = jobs.gpus.tolist()
+    g = integers(jobs.gpus)  # per-job columns the event loop reads: typed arrays, not lists of boxed numbers
     cluster = None
     if isinstance(plan, HybridPlan):
         assert burst_work is not None, "a hybrid needs its jobs' run times on the burst"
@@ -98,7 +115,7 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
         arrive = cluster.arrive
     else:
         arrive = CloudPool(env, plan, g, _progress(work, rec), rec, rngs).arrive
-    ArrivalFeed(env, jobs.submit_h.tolist(), arrive)
+    ArrivalFeed(env, doubles(jobs.submit_h), arrive)
     run_bounded(env, horizon_h, max_events)
     cap_t, cap_g = (cluster.capacity_t, cluster.capacity_gpus) if cluster is not None else ([], [])
     return rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env))

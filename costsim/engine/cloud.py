@@ -20,6 +20,7 @@ times the rate):
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from .records import Recorder
 
 
 class CloudPool:
-    def __init__(self, env: simpy.Environment, plan: CloudPlan, gpus: list[int], progress: Progress, rec: Recorder,
+    def __init__(self, env: simpy.Environment, plan: CloudPlan, gpus: Sequence[int], progress: Progress, rec: Recorder,
                  rngs: dict[str, np.random.Generator]):
         self.env = env
         self.gpi = plan.gpus_per_instance

@@ -20,7 +20,7 @@ its start-or-queue decision and its release, and no generator frames (see benchm
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import simpy
@@ -46,7 +46,7 @@ class At(Event):
 class ArrivalFeed:
     """Feeds jobs to ``on_arrival(i)`` at their submit times, one pending event at a time."""
 
-    def __init__(self, env: simpy.Environment, submit_h: list[float], on_arrival: Callable[[int], None]):
+    def __init__(self, env: simpy.Environment, submit_h: Sequence[float], on_arrival: Callable[[int], None]):
         self.env = env
         self.submit_h = submit_h
         self.on_arrival = on_arrival

@@ -37,6 +37,7 @@ import bisect
 import heapq
 import math
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,7 @@ class OwnedCluster:
     jobs, ``(time, head, reservation before, reservation recomputed after)`` in hours."""
 
     def __init__(self, env: simpy.Environment, nodes: int, gpus_per_node: int, lead_time_h: float, scheduler: str,
-                 gpus: list[int], priority: list[int], progress: Progress, rec: Recorder,
+                 gpus: Sequence[int], priority: Sequence[int], progress: Progress, rec: Recorder,
                  serving: RangeMax | None = None, failures_per_node_h: float = 0.0, repair_h: float = 0.0,
                  rng: np.random.Generator | None = None, horizon_h: float = INF):
         self.env = env

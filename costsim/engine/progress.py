@@ -13,7 +13,8 @@ not yet done) is carried into the next attempt, and a restart it cuts short is p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -21,7 +22,11 @@ from .records import Recorder
 
 
 class Progress:
-    def __init__(self, run_h: list[float], boundaries: Callable[[int], np.ndarray], restart_h: list[float],
+    """Per job (by index): ``run_h`` planned hours held, ``restart_h`` restart hours after an
+    interruption (lists or ``array.array`` columns, read per event), ``boundaries(i)`` its checkpoint
+    points. The per-job state kept here is typed ``array.array`` columns, not lists of boxed numbers."""
+
+    def __init__(self, run_h: Sequence[float], boundaries: Callable[[int], np.ndarray], restart_h: Sequence[float],
                  rec: Recorder):
         self.run_h = run_h
         self.boundaries = boundaries
@@ -29,9 +34,10 @@ class Progress:
         self.rec = rec
         self.pos = rec.pos_h  # recorded, so results can tell how far a job cut by the horizon got
         self.work_from = rec.work_from_h
-        self.version = [0] * len(run_h)  # bumped by every interruption: events of an earlier attempt are stale
-        self.attempt_restart = [0.0] * len(run_h)  # restart hours the current attempt began with
-        self.owed_h = [0.0] * len(run_h)  # delay (startup, swap) the last interruption left unserved
+        n = len(run_h)
+        self.version = array("q", [0]) * n  # bumped by every interruption: events of an earlier attempt are stale
+        self.attempt_restart = array("d", [0.0]) * n  # restart hours the current attempt began with
+        self.owed_h = array("d", [0.0]) * n  # delay (startup, swap) the last interruption left unserved
 
     def hold_h(self, i: int) -> float:
         """Hours job i would hold its GPUs from now if started now: its restart time (when it has been

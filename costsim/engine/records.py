@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,24 +51,59 @@ class UsageRecord:
     events: int = 0  # SimPy events scheduled in the run (a cost measure for benchmarks)
 
 
+def doubles(values) -> array:
+    """A compact float64 column the event loop can index and set like a list (8 bytes a value, not a
+    boxed float per job); from a numpy array, a list or anything else ``numpy.asarray`` takes."""
+    out = array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out
+
+
+def integers(values) -> array:
+    """As ``doubles`` for int64 values."""
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
+
+
+def _frozen(column: array, dtype) -> np.ndarray:
+    """A recorded column as a numpy array over the same memory (no copy: the recorder is done, and
+    the column can no longer grow while the array holds it)."""
+    return np.frombuffer(column, dtype=dtype)
+
+
 class Recorder:
-    """Plain lists filled during the run, frozen into arrays at the end."""
+    """Per-job and per-allocation columns filled during the run, frozen into numpy arrays at the end.
+
+    Columns are ``array.array`` (typed, contiguous): indexed and set from the event loop as cheaply
+    as lists, but 8 bytes a value instead of a pointer plus a boxed float each, so a million-job run
+    keeps its records in tens of MiB. Allocations are six parallel columns (``alloc_*``), one row
+    per hold; ``allocs`` gives them as rows for tests that want them so.
+    """
 
     def __init__(self, n: int):
         nan = float("nan")
-        self.start_h = [nan] * n
-        self.end_h = [nan] * n
-        self.held_gpus = [0] * n
-        self.instances = [0] * n
-        self.part = [BASE] * n
-        self.restarts = [0] * n
-        self.preemptions = [0] * n
-        self.lost_h = [0.0] * n
-        self.overhead_h = [0.0] * n
-        self.pos_h = [0.0] * n
-        self.work_from_h = [nan] * n
-        self.allocs: list[list] = []  # [job, start, end, held, instances, part]
+        self.start_h = array("d", [nan]) * n
+        self.end_h = array("d", [nan]) * n
+        self.held_gpus = array("q", [0]) * n
+        self.instances = array("q", [0]) * n
+        self.part = array("b", [BASE]) * n
+        self.restarts = array("q", [0]) * n
+        self.preemptions = array("q", [0]) * n
+        self.lost_h = array("d", [0.0]) * n
+        self.overhead_h = array("d", [0.0]) * n
+        self.pos_h = array("d", [0.0]) * n
+        self.work_from_h = array("d", [nan]) * n
+        self.alloc_job, self.alloc_start, self.alloc_end = array("q"), array("d"), array("d")
+        self.alloc_held, self.alloc_instances, self.alloc_part = array("q"), array("q"), array("b")
         self.open: dict[int, int] = {}  # job -> index of its open allocation
+
+    @property
+    def allocs(self) -> list[list]:
+        """The allocations as rows ``[job, start, end, held, instances, part]`` (a copy)."""
+        cols = (self.alloc_job, self.alloc_start, self.alloc_end, self.alloc_held, self.alloc_instances,
+                self.alloc_part)
+        return [list(row) for row in zip(*cols, strict=True)]
 
     def hold(self, i: int, now: float, held: int, instances: int = 0) -> None:
         """Job i starts holding GPUs now."""
@@ -75,28 +111,33 @@ class Recorder:
             self.start_h[i] = now
         self.held_gpus[i] = held
         self.instances[i] = instances
-        self.open[i] = len(self.allocs)
-        self.allocs.append([i, now, float("nan"), held, instances, self.part[i]])
+        self.open[i] = len(self.alloc_job)
+        self.alloc_job.append(i)
+        self.alloc_start.append(now)
+        self.alloc_end.append(float("nan"))
+        self.alloc_held.append(held)
+        self.alloc_instances.append(instances)
+        self.alloc_part.append(self.part[i])
 
     def release(self, i: int, now: float) -> None:
         """Job i gives its GPUs back now (finished, failed on an owned node, or preempted)."""
-        self.allocs[self.open.pop(i)][2] = now
+        self.alloc_end[self.open.pop(i)] = now
 
     def freeze(self, option: str, kind: str, cap_t: list[float], cap_gpus: list[int], events: int) -> UsageRecord:
         for i, k in self.open.items():  # still holding at the horizon: planned end
-            self.allocs[k][2] = self.end_h[i]
-        a = np.array(self.allocs, dtype=float).reshape(-1, 6)
+            self.alloc_end[k] = self.end_h[i]
+        f8, i8 = np.float64, np.int64
         return UsageRecord(
             option=option, kind=kind,
-            start_h=np.array(self.start_h, dtype=float), end_h=np.array(self.end_h, dtype=float),
-            held_gpus=np.array(self.held_gpus, dtype=np.int64), instances=np.array(self.instances, dtype=np.int64),
-            part=np.array(self.part, dtype=np.int8), restarts=np.array(self.restarts, dtype=np.int64),
-            preemptions=np.array(self.preemptions, dtype=np.int64), lost_h=np.array(self.lost_h, dtype=float),
-            overhead_h=np.array(self.overhead_h, dtype=float),
-            pos_h=np.array(self.pos_h, dtype=float), work_from_h=np.array(self.work_from_h, dtype=float),
-            alloc_job=a[:, 0].astype(np.int64), alloc_start=a[:, 1], alloc_end=a[:, 2],
-            alloc_held=a[:, 3].astype(np.int64), alloc_instances=a[:, 4].astype(np.int64),
-            alloc_part=a[:, 5].astype(np.int8),
+            start_h=_frozen(self.start_h, f8), end_h=_frozen(self.end_h, f8),
+            held_gpus=_frozen(self.held_gpus, i8), instances=_frozen(self.instances, i8),
+            part=_frozen(self.part, np.int8), restarts=_frozen(self.restarts, i8),
+            preemptions=_frozen(self.preemptions, i8), lost_h=_frozen(self.lost_h, f8),
+            overhead_h=_frozen(self.overhead_h, f8),
+            pos_h=_frozen(self.pos_h, f8), work_from_h=_frozen(self.work_from_h, f8),
+            alloc_job=_frozen(self.alloc_job, i8), alloc_start=_frozen(self.alloc_start, f8),
+            alloc_end=_frozen(self.alloc_end, f8), alloc_held=_frozen(self.alloc_held, i8),
+            alloc_instances=_frozen(self.alloc_instances, i8), alloc_part=_frozen(self.alloc_part, np.int8),
             capacity_change_h=np.array(cap_t, dtype=float), capacity_gpus=np.array(cap_gpus, dtype=np.int64),
             events=events,
         )

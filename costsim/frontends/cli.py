@@ -1,4 +1,4 @@
-"""The ``costsim`` command: validate, run, schema, catalog.
+"""The ``costsim`` command: validate, run, sweep, schema, catalog.
 
 Bad input (scenario, trace, flags) prints one message per problem naming the file, the field and
 the line, exits with status 2 and writes nothing.
@@ -6,16 +6,18 @@ the line, exits with status 2 and writes nothing.
 
 from __future__ import annotations
 
+import enum
 import json
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 from rich.text import Text
 
@@ -24,7 +26,10 @@ from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog import default_catalog
 from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
 from costsim.frontends.outdir import OutputFolder, safe_folder_name
-from costsim.scenario import ScenarioError, json_schema
+from costsim.scenario import Problem, ScenarioError, json_schema
+
+if TYPE_CHECKING:  # imported when a sweep runs: scipy.stats and the executors cost every other command 0.5 s
+    from costsim.runs.sweep import SweepResults
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -165,7 +170,7 @@ def _simulate_with_progress(sc, seed: int | None, max_events: int | None = DEFAU
 def run(
     scenario: ScenarioArg,
     out: Annotated[str | None, typer.Option("--out", "-o", help="Folder for the tables, replaced whole at the end "
-                                            "[default: out/<scenario name>].")] = None,
+                                            "(default: out/<scenario name>).")] = None,
     seed: Annotated[int | None, typer.Option(min=0, help="Root seed (overrides the scenario's).")] = None,
     max_events: Annotated[int, typer.Option(
         "--max-events", min=0, help="Refuse a run estimated to need more simulation events than this "
@@ -200,6 +205,124 @@ def _interrupted(folder: OutputFolder | None) -> None:
         state = f"{folder.shown} is unchanged"
     err_console.print(Text(f"interrupted: {state}"), highlight=False)
     raise typer.Exit(130)
+
+
+class Executor(str, enum.Enum):
+    """Where a sweep's tasks run (``costsim.runs.executors``)."""
+
+    local = "local"
+    processes = "processes"
+    dask = "dask"
+
+
+# The sweep's means table: (header, metric, formatter of a value); each cell is mean ± half-width.
+MEANS_TABLE_COLUMNS = [
+    ("total cost", "total_cost_usd", _money),
+    ("delay mean h", "queue_delay_mean_h", lambda v: f"{v:,.2f}"),
+    ("delay p95 h", "queue_delay_p95_h", lambda v: f"{v:,.2f}"),
+    ("utilisation", "utilization", lambda v: f"{v:.1%}"),
+    ("RL iter/day", "iterations_per_day", lambda v: f"{v:,.0f}"),
+]
+MEANS_TABLE_ROWS = 60  # more rows than this: the first ones, and where the rest are
+
+
+def _with_interval(fmt, mean: float, low: float, high: float) -> str:
+    """``mean ± half-width`` of a symmetric t-interval; the mean alone where there is no interval
+    (one replication) or no such figure (NaN: '-')."""
+    if mean != mean:
+        return "-"
+    if low != low or high != high:
+        return fmt(mean)
+    return f"{fmt(mean)} ± {fmt((high - low) / 2).lstrip('$')}"
+
+
+def means_table(results: SweepResults, title: str) -> Table:
+    """One row per (variant, option): the swept values and each metric's mean ± the half-width of
+    its 95 % confidence interval over the replications."""
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("variant", "swept values", "option"):
+        table.add_column(header, overflow="fold")
+    for header, *_ in MEANS_TABLE_COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("n", justify="right")
+    swept = {row["variant"]: ", ".join(f"{k}={row[k]}" for k in results.variants.columns[1:])
+             for row in results.variants.to_dict("records")}
+    for r in results.means.head(MEANS_TABLE_ROWS).to_dict("records"):
+        cells = [_with_interval(fmt, r[m], r[f"{m}_low"], r[f"{m}_high"]) for _, m, fmt in MEANS_TABLE_COLUMNS]
+        labels = (Text(str(r["variant"])), Text(swept.get(r["variant"], "")), Text(str(r["option"])))
+        table.add_row(*labels, *cells, str(r["n"]))
+    return table
+
+
+def _sweep_with_progress(spec, out: Path, executor: str, workers: int | None, address: str | None) -> SweepResults:
+    """``run_sweep`` with a progress bar (tasks done, elapsed, ETA) on stderr."""
+    from costsim.runs.sweep import run_sweep
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    every = len(spec.variants) * spec.replications
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task(f"sweep ({executor})", total=None)
+
+        def step(done: int, total: int) -> None:
+            if done == 0 and total < every:
+                saved = f"resuming: {every - total} of {every} tasks already in {out}/"
+                bar.console.print(Text(saved), highlight=False)
+            bar.update(task, completed=done, total=total)
+
+        return run_sweep(spec, out, executor, workers, address, progress=step, label="--out")
+
+
+@app.command(name="sweep")
+def sweep_command(
+    spec: Annotated[Path, typer.Argument(metavar="SWEEP.yaml", help="Sweep file; with --set, a plain scenario file.",
+                                         show_default=False)],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for the dataset (default: out/<file stem>; "
+                                             "with --set, out/<file stem>-sweep); a folder holding the same sweep "
+                                             "is resumed.")] = None,
+    executor: Annotated[Executor, typer.Option(
+        help="Where the runs happen: this process, a process pool, or Dask (a LocalCluster, or the scheduler at "
+        "--address).")] = Executor.processes,
+    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core).")] = None,
+    address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask scheduler "
+                                                "(--executor dask).")] = None,
+    sets: Annotated[list[str] | None, typer.Option("--set", help="path=v1,v2,...: a quick grid over a plain "
+                                                   "scenario (repeatable; the product of all).")] = None,
+    replications: Annotated[int | None, typer.Option(min=1, help="With --set: runs per variant (default: 1).")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="With --set: root seed (default: the scenario's).")] = None,
+) -> None:
+    """Run a sweep: every variant × replication, saved task by task as Parquet under --out, then
+    per (variant, option) means and paired differences with 95 % confidence intervals."""
+    from costsim.runs.sweepfile import load_sweep, sweep_from_sets
+
+    # A quick grid's default gets a suffix: out/<scenario> is where ``costsim run`` writes that scenario.
+    target = out if out is not None else Path("out") / safe_folder_name(spec.stem + ("-sweep" if sets else ""))
+    try:
+        if sets:
+            sweep = sweep_from_sets(spec, sets, 1 if replications is None else replications, seed)
+        else:
+            for flag, value in (("--replications", replications), ("--seed", seed)):
+                if value is not None:
+                    raise ScenarioError(flag, [Problem((), "applies with --set only; a sweep file sets "
+                                                       "replications: and seed: itself")])
+            sweep = load_sweep(spec)
+        if address is not None and executor is not Executor.dask:
+            raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
+        results = _sweep_with_progress(sweep, target, executor.value, workers, address)
+    except ScenarioError as err:  # bad sweep, flags or folder; a lost worker
+        _fail(err)
+    except KeyboardInterrupt:
+        err_console.print(Text(f"interrupted: finished tasks are saved in {target}/runs; run the same command "
+                               "again to resume"), highlight=False)
+        raise typer.Exit(130) from None
+    n = sweep.replications
+    out_console.print(means_table(results, f"{sweep.source}: {len(sweep.variants)} variant(s) × {n} replication(s), "
+                                           f"seed {sweep.seed}: means ± half-width of the 95 % t-interval"))
+    if len(results.means) > MEANS_TABLE_ROWS:
+        out_console.print(Text(f"... {len(results.means) - MEANS_TABLE_ROWS} more rows in {target}/means.csv"),
+                          highlight=False)
+    out_console.print(Text(f"wrote {target}/: runs/ (one Parquet file per task), means, differences, variants "
+                           "(CSV and Parquet)"), highlight=False)
 
 
 @app.command()

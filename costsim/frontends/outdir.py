@@ -82,6 +82,7 @@ def _libc():
 
 
 def _fsync(path: Path) -> None:
+    """fsync a file or a folder (so a rename in it is on disk); shared by the sweep dataset."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

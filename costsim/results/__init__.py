@@ -105,11 +105,10 @@ def _pricing(plan: Plan) -> str:
 
 def _ran_on(plan: Plan, rec: UsageRecord, started: np.ndarray) -> np.ndarray:
     """Where each job ran: the option, or a hybrid's base or burst option; empty if never started."""
-    if isinstance(plan, HybridPlan):
-        where = np.where(rec.part == BURST, plan.burst.name, plan.base.name)
-    else:
-        where = np.full(len(started), plan.name, dtype=object)
-    return np.where(started, where, "")
+    # One string object per name, shared by the jobs (np.full / np.where with a str make one per job).
+    names = [plan.base.name, plan.burst.name] if isinstance(plan, HybridPlan) else [plan.name]
+    part = rec.part.astype(np.intp) if isinstance(plan, HybridPlan) else np.zeros(len(started), dtype=np.intp)
+    return np.array([*names, ""], dtype=object)[np.where(started, part, len(names))]
 
 
 def _iterations(work: WorkPlan, rec: UsageRecord, started: np.ndarray, completed: np.ndarray, horizon_h: float) -> np.ndarray:
@@ -278,7 +277,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "preemptions": rec.preemptions,
         "iterations": _iterations(work, rec, started, completed, H),
         "cost_usd": job_cost,
-    }, columns=JOB_COLUMNS)
+    }, columns=JOB_COLUMNS, copy=False)  # the arrays are this table's own: no second copy of a million rows
 
     counted = jobs.submit_h >= scenario.warmup_h
     d = delay[counted]

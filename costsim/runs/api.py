@@ -17,7 +17,7 @@ from costsim.models.serving import RangeMax, can_ever_start, hourly_demand
 from costsim.workload.plan import checkpoint_writes, hardware, plan_work
 from costsim.workload.plan import shape as workplan_shape
 from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, is_pool, pools, resolve
-from costsim.engine.pool import held_gpus, nodes_needed
+from costsim.engine.pool import nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, read_trace, scenario_from_yaml
 from costsim.scenario import dump_scenario as schema_dump
 from costsim.scenario import scenario_from_data as schema_from_data
@@ -41,7 +41,8 @@ def _held(plan: OwnedPlan | CloudPlan, gpus: np.ndarray) -> np.ndarray:
     """GPUs jobs of ``gpus`` need from a pool: whole instances, or whole nodes beyond one."""
     if isinstance(plan, CloudPlan):
         return nodes_needed(gpus, plan.gpus_per_instance) * plan.gpus_per_instance
-    return np.array([held_gpus(int(g), plan.gpus_per_node) for g in gpus], dtype=np.int64)
+    gpn = plan.gpus_per_node  # held_gpus, vectorised: a trace may hold a million jobs
+    return np.where(gpus <= gpn, gpus, nodes_needed(gpus, gpn) * gpn).astype(np.int64)
 
 
 def _pool_verdict(pool: OwnedPlan | CloudPlan, jobs: _Jobs, demand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, str] | None:
@@ -253,6 +254,7 @@ def simulate(
     budget.refuse_above(budget.estimate_events(scenario, plans, *budget.expected_workload(scenario, rows)),
                         max_events, source)  # before drawing: a huge horizon must not hang the draws
     jobs = workload.generate(scenario, seed, trace)
+    del trace  # read once, by the check above; the jobs now hold what the runs need
     works = [(plan_work(scenario, jobs, plan.base), plan_work(scenario, jobs, plan.burst))
              if isinstance(plan, HybridPlan) else (plan_work(scenario, jobs, plan),) for plan in plans]
     budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),

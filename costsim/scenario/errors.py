@@ -39,6 +39,10 @@ class ScenarioError(ValueError):
         self.problems = list(problems)
         super().__init__("\n".join(p.render(source) for p in self.problems))
 
+    def __reduce__(self):
+        # Rebuilt from its source and problems when it crosses a process (sweeps' workers).
+        return (ScenarioError, (self.source, self.problems))
+
     def with_lines(self, lines: Mapping[Loc, tuple[int, int]]) -> ScenarioError:
         """The same error, each problem given the line of its deepest located field."""
         return ScenarioError(self.source, [locate(p, lines) for p in self.problems])

@@ -1,6 +1,15 @@
 """Reading a job trace CSV: ``submit_h, gpus, duration_h [, job_id, job_class, priority]``.
 
 Every problem names the file, the CSV line (header is line 1) and the column.
+
+Two readers, one result. A clean file — a plain header, numbers (spaces around them allowed), no
+quote anywhere, no problem in any cell — is read once by pyarrow into typed columns
+(``_read_columnar``: numbers straight into float64 buffers; a million jobs in a fraction of a
+second and tens of MiB). Anything it cannot vouch for (a quote, a control character in a text cell,
+an unusual header, -0, any bad cell, an encoding or parse error) is read again by the string reader
+(``_read_strings``: every cell a Python string, pandas' CSV dialect), which defines the format and
+words every problem. The columnar reader accepts only files on which both readers give the same
+table; ``tests/test_trace_scale.py`` compares them.
 """
 
 from __future__ import annotations
@@ -10,6 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 
 from costsim.scenario.units import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, show
 
@@ -19,6 +31,12 @@ from .limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
 REQUIRED = ("submit_h", "gpus", "duration_h")
 OPTIONAL = ("job_id", "job_class", "priority")
 MAX_REPORTED = 8  # problems listed per file; the count of the rest is given
+TEXT = ("job_id", "job_class")  # the only string columns
+HEADER_BYTES = 1 << 16  # a header longer than this goes to the string reader
+# What Python's str.strip() strips (the string reader's rule: every character whose isspace() is
+# true), for pyarrow's trim; tests/test_trace_scale.py checks it against all of Unicode.
+WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+              "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 
 
 @dataclass(frozen=True)
@@ -45,8 +63,23 @@ def _cell(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
+def _ranges(submit: np.ndarray, gpus: np.ndarray, duration: np.ndarray, priority: np.ndarray):
+    """Per numeric column: (name, values, below its range, above it, the rule in words). Both
+    readers apply these; non-finite values are neither below nor above."""
+    return (
+        ("submit_h", submit, submit < 0, submit > MAX_HOURS, f">= 0 and <= {show(MAX_HOURS)} h"),
+        ("gpus", gpus, gpus < 1, gpus > MAX_GPUS, f">= 1 and <= {show(MAX_GPUS)}"),
+        ("duration_h", duration, duration < MIN_JOB_H, duration > MAX_HOURS,
+         f">= {MIN_JOB_H:g} h and <= {show(MAX_HOURS)} h"),
+        ("priority", priority, priority < -MAX_PRIORITY, priority > MAX_PRIORITY,
+         f"between {show(-MAX_PRIORITY)} and {show(MAX_PRIORITY)}"),
+    )
+
+
 def read_trace(path: Path | str) -> TraceTable:
-    """Read and validate a trace file; raises ScenarioError naming each bad line and column."""
+    """Read and validate a trace file; raises ScenarioError naming each bad line and column.
+
+    The file is read once when it is clean (``_read_columnar``), twice at most otherwise."""
     path = Path(path)
     source = str(path)
     if not path.is_file():
@@ -58,12 +91,22 @@ def read_trace(path: Path | str) -> TraceTable:
         raise ScenarioError(source, [Problem((), f"cannot read the file: {exc.strerror or exc}")]) from None
     if size > limit:
         raise ScenarioError(source, [too_large(size, limit, MAX_TRACE_BYTES_ENV, "the trace file")])
+    table = _read_columnar(path)
+    return table if table is not None else _read_strings(path, source)
+
+
+def _read_strings(path: Path, source: str) -> TraceTable:
+    """The reference reader: every cell read as a string (pandas), then checked; words every problem."""
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:
         raise ScenarioError(source, [Problem((), "trace file is empty (needs a header and jobs)")]) from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
         raise ScenarioError(source, [Problem((), f"cannot parse the CSV: {exc}".splitlines()[0])]) from None
+    if not isinstance(df.index, pd.RangeIndex):
+        # Every row one field longer than the header: pandas would silently take the first column
+        # as an index and shift the others into the wrong columns.
+        raise ScenarioError(source, [Problem((), "the rows have more fields than the header has columns", 2)])
 
     cols = [c.strip() for c in df.columns]
     df.columns = cols
@@ -98,15 +141,7 @@ def read_trace(path: Path | str) -> TraceTable:
     priority = numbers("priority", True) if "priority" in cols else np.zeros(len(df))
     # The scenario's physical bounds (costsim.scenario.units); beyond them a count would not fit an
     # int64 (gpus 1e20, priority 1e30) or a time would outlast any horizon.
-    in_range = (
-        ("submit_h", submit, submit < 0, submit > MAX_HOURS, f">= 0 and <= {show(MAX_HOURS)} h"),
-        ("gpus", gpus, gpus < 1, gpus > MAX_GPUS, f">= 1 and <= {show(MAX_GPUS)}"),
-        ("duration_h", duration, duration < MIN_JOB_H, duration > MAX_HOURS,
-         f">= {MIN_JOB_H:g} h and <= {show(MAX_HOURS)} h"),
-        ("priority", priority, priority < -MAX_PRIORITY, priority > MAX_PRIORITY,
-         f"between {show(-MAX_PRIORITY)} and {show(MAX_PRIORITY)}"),
-    )
-    for col, values, low, high, rule in in_range:
+    for col, values, low, high, rule in _ranges(submit, gpus, duration, priority):
         for i in _bad_rows((low | high) & np.isfinite(values)):  # non-finite cells are reported above
             problems.append(Problem((col,), f"must be {rule} (got {values[i]:g})", int(i) + 2))
 
@@ -138,4 +173,119 @@ def read_trace(path: Path | str) -> TraceTable:
         job_id=job_id,
         job_class=job_class,
         priority=priority.astype(np.int64),
+    )
+
+
+def _header(path: Path) -> list[str] | None:
+    """The column names of a plain header line (no quotes, no duplicates, only known names, the
+    required ones present), stripped as the string reader strips them; None for any other header."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEADER_BYTES)
+    except OSError:
+        return None
+    end = head.find(b"\n")
+    if end < 0:
+        return None
+    line = head[:end].removesuffix(b"\r")
+    if b'"' in line or b"\r" in line:
+        return None
+    try:
+        names = [name.strip() for name in line.decode("utf-8-sig").split(",")]  # pandas drops a BOM too
+    except UnicodeDecodeError:
+        return None
+    allowed = REQUIRED + OPTIONAL
+    if len(set(names)) != len(names) or any(n not in allowed for n in names) or any(n not in names for n in REQUIRED):
+        return None
+    return names
+
+
+def _arrow_table(path: Path, names: list[str], typed: bool) -> pa.Table | None:
+    """The data rows with numbers as float64 (``typed``) or every cell as a string; None if pyarrow
+    refuses the file (a cell that is not a plain number, a ragged row, bad UTF-8, ...).
+
+    Quotes are read as plain characters: the two CSV dialects differ on quotes (after a space, left
+    open at the end of the file, ...), so a file with any quote reaches the string reader — a quote
+    then shows in a cell (``_texts``), fails a number, or splits a quoted comma into a ragged row."""
+    types = {n: pa.string() if n in TEXT or not typed else pa.float64() for n in names}
+    try:
+        return pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
+            parse_options=pacsv.ParseOptions(quote_char=False),
+            convert_options=pacsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False),
+        )
+    except (pa.ArrowException, OSError):
+        return None
+
+
+def _numbers(column: pa.ChunkedArray) -> np.ndarray | None:
+    """A numeric column as float64: numbers as read, or strings trimmed as the string reader trims
+    them and converted; None if a cell is not a plain number."""
+    if pa.types.is_floating(column.type):
+        return column.to_numpy()
+    try:
+        return pc.cast(pc.utf8_trim(column, characters=WHITESPACE), pa.float64()).to_numpy()
+    except pa.ArrowException:
+        return None
+
+
+def _texts(column: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """A string column trimmed as the string reader trims it; None if a cell holds a quote or a
+    control character other than a tab (where the two CSV dialects could read it differently)."""
+    if pc.any(pc.match_substring_regex(column, '["\\x00-\\x08\\x0a-\\x1f\\x7f]')).as_py():
+        return None
+    return pc.utf8_trim(column, characters=WHITESPACE)
+
+
+def _read_columnar(path: Path) -> TraceTable | None:
+    """A clean trace read by pyarrow into typed columns, exactly as ``_read_strings`` reads it; None
+    when the file has anything the string reader must look at (including every kind of problem)."""
+    names = _header(path)
+    if names is None:
+        return None
+    table = _arrow_table(path, names, typed=True) or _arrow_table(path, names, typed=False)
+    if table is None or table.num_rows == 0 or any(c.null_count for c in table.columns):
+        return None
+    n = table.num_rows
+    cols: dict[str, np.ndarray] = {}
+    for name in ("submit_h", "gpus", "duration_h", "priority"):
+        values = _numbers(table[name]) if name in names else np.zeros(n)
+        # Not finite, -0 (the string reader's integer parse gives +0) or not whole: the string reader decides.
+        if values is None or not np.isfinite(values).all() or np.signbit(values[values == 0]).any():
+            return None
+        if name in ("gpus", "priority") and (values != np.round(values)).any():
+            return None
+        cols[name] = values
+    if any((low | high).any() for _, _, low, high, _ in _ranges(cols["submit_h"], cols["gpus"],
+                                                               cols["duration_h"], cols["priority"])):
+        return None
+    texts = {name: _texts(table[name]) for name in TEXT if name in names}
+    if any(t is None for t in texts.values()):
+        return None
+    del table
+    if "job_id" in texts:
+        ids = texts.pop("job_id")
+        if pc.any(pc.equal(ids, "")).as_py() or pc.count_distinct(ids).as_py() != n:
+            return None
+        job_id = ids.to_numpy(zero_copy_only=False)
+        del ids
+    else:
+        job_id = np.array([f"trace-{i}" for i in range(n)], dtype=object)
+    if "job_class" in texts:
+        # Few distinct classes: one Python string each, shared by their jobs.
+        coded = pc.dictionary_encode(texts.pop("job_class").combine_chunks())
+        classes = np.array(["trace" if c == "" else c for c in coded.dictionary.to_pylist()], dtype=object)
+        job_class = classes[coded.indices.to_numpy(zero_copy_only=False)]
+    else:
+        job_class = np.full(n, "trace", dtype=object)
+    pa.default_memory_pool().release_unused()  # hand pyarrow's read buffers back before the run
+    return TraceTable(
+        submit_h=cols["submit_h"].astype(np.float64),
+        gpus=cols["gpus"].astype(np.int64),
+        duration_h=cols["duration_h"].astype(np.float64),
+        job_id=job_id,
+        job_class=job_class,
+        priority=cols["priority"].astype(np.int64),
     )

@@ -97,14 +97,20 @@ def _trace_jobs(scenario: Scenario, seed: int, trace: TraceTable | None = None) 
     if trace is None:
         trace = read_trace(scenario.base_dir / scenario.workload.trace)  # type: ignore[operator]
     n = len(trace)
+    # The same value for every trace job: one int64 seen n times (read-only, no memory per job).
     cols = {
         "job_id": trace.job_id, "job_class": trace.job_class, "submit_h": trace.submit_h, "gpus": trace.gpus,
-        "priority": trace.priority, "duration_h": trace.duration_h, "class_index": np.full(n, TRACE_CLASS),
-        "iterations": np.zeros(n, dtype=np.int64), "iter_start": np.zeros(n, dtype=np.int64),
+        "priority": trace.priority, "duration_h": trace.duration_h, "class_index": _same(TRACE_CLASS, n),
+        "iterations": _same(0, n), "iter_start": _same(0, n),
     }
     if scenario.workload.arrival_scale != 1.0:
         cols = scale_arrivals(cols, scenario.workload.arrival_scale, stream(seed, "trace_scaling"))
     return cols
+
+
+def _same(value: int, n: int) -> np.ndarray:
+    """``n`` copies of an int64 ``value`` as a read-only view of one (``numpy.broadcast_to``)."""
+    return np.broadcast_to(np.int64(value), (n,))
 
 
 def scale_arrivals(cols: dict[str, np.ndarray], scale: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -174,11 +180,15 @@ def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | No
         maxes.append(draws.length_max)
         capped.append(draws.capped)
         squares.append(draws.length_sq_sum)
-    cols = {name: np.concatenate([p[name] for p in parts]) for name in _PER_JOB}
-    keep = np.flatnonzero(cols["submit_h"] < scenario.horizon_h)
-    order = keep[np.argsort(cols["submit_h"][keep], kind="stable")]
-    return JobTable(**{name: cols[name][order] for name in _PER_JOB},
-                    length_sum=np.concatenate(sums), length_max=np.concatenate(maxes),
+    cols = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in _PER_JOB}
+    submit = cols["submit_h"]
+    if (submit < scenario.horizon_h).all() and (submit[1:] >= submit[:-1]).all():
+        per_job = {name: cols[name] for name in _PER_JOB}  # a sorted trace, all within: its own arrays, no copy
+    else:
+        keep = np.flatnonzero(submit < scenario.horizon_h)
+        order = keep[np.argsort(submit[keep], kind="stable")]
+        per_job = {name: cols[name][order] for name in _PER_JOB}
+    return JobTable(**per_job, length_sum=np.concatenate(sums), length_max=np.concatenate(maxes),
                     length_capped=np.concatenate(capped), length_sq_sum=np.concatenate(squares))
 
 

@@ -1,0 +1,224 @@
+"""Running a sweep: one task per (variant, replication), on an executor, into a Parquet dataset.
+
+Replication r of every variant simulates with the same seed, ``replication_seed(sweep.seed, r)``:
+common random numbers, so the variants and options of a replication see the same jobs and every
+difference between them is paired. A task is a small picklable ``Task`` (the variant's scenario as
+JSON data, not a live object) run by ``run_task`` in whichever process the executor chooses
+(``costsim.runs.executors``); results come back to the calling process, which writes each one as
+it arrives (``costsim.runs.dataset``) and assembles the tables in task order, so they are the same,
+bit for bit, whatever the executor and however many workers finished in whatever order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from costsim.runs import api, arguments, stats
+from costsim.runs.dataset import SweepFolder, fingerprint, manifest
+from costsim.runs.executors import DASK_MISSING, EXECUTORS, ExecutorError, check_address, dask_available, open_executor
+from costsim.runs.sweepfile import Sweep, load_sweep, replication_seed
+from costsim.scenario import scenario_from_data as schema_from_data
+
+# The summary columns decisions are made on: means and paired differences are computed for these
+# (``runs`` keeps every summary column).
+METRICS = [
+    "total_cost_usd", "queue_delay_mean_h", "queue_delay_p95_h", "utilization", "jobs_completed",
+    "iterations_per_day", "cost_per_iteration_usd",
+]
+LABELS = ["variant", "replication", "seed"]  # the columns ``run_task`` puts before the summary's
+
+
+@dataclass(frozen=True)
+class Task:
+    """One simulation of a sweep: variant ``variant``'s scenario, replication ``replication``.
+
+    ``scenario``: the variant's ``Scenario.model_dump(mode="json")``; ``base_dir``: the folder its
+    relative paths (a trace) are read from — a worker on another machine needs the same path;
+    ``seed``: ``replication_seed(sweep seed, replication)``, the same for every variant."""
+
+    variant: str
+    replication: int
+    seed: int
+    scenario: dict
+    base_dir: str
+    source: str
+
+
+@dataclass(frozen=True)
+class SweepResults:
+    """What ``sweep`` returns.
+
+    ``runs``: one row per (variant, replication, option) — ``variant, replication, seed`` then the
+    summary columns, in variant, replication and option order. ``means``: per (variant, option),
+    each metric's mean over the replications with its 95 % t-interval (``m, m_low, m_high``) and
+    ``n``. ``differences``: per (variant, option, versus), the paired difference option − versus
+    within each replication, its mean and 95 % t-interval. ``variants``: one row per variant,
+    ``variant`` and one column per swept path."""
+
+    runs: pd.DataFrame
+    means: pd.DataFrame
+    differences: pd.DataFrame
+    variants: pd.DataFrame
+
+
+def run_task(task: Task) -> pd.DataFrame:
+    """Simulate one (variant, replication): its summary table with ``variant, replication, seed``
+    first. Top level and free of state, so any worker process can run it.
+
+    The scenario is rebuilt with the schema alone: ``simulate`` re-validates and re-checks every
+    Scenario it is given (catalog, trace, fit), so a full check here would read a trace twice."""
+    scenario = schema_from_data(task.scenario, task.source, task.base_dir)
+    table = api.simulate(scenario, seed=task.seed).summary
+    for name, value in reversed(list(zip(LABELS, (task.variant, task.replication, task.seed), strict=True))):
+        table.insert(0, name, value)
+    return table
+
+
+def tasks(spec: Sweep) -> list[Task]:
+    """Every task of the sweep, variant by variant, replications in order."""
+    seeds = [replication_seed(spec.seed, r) for r in range(spec.replications)]
+    out = []
+    for v in spec.variants:
+        data = v.scenario.model_dump(mode="json")
+        base_dir, source = str(v.scenario.base_dir), f"{spec.source} variant {v.id}"
+        out += [Task(v.id, r, seeds[r], data, base_dir, source) for r in range(spec.replications)]
+    return out
+
+
+def sweep_manifest(spec: Sweep) -> dict:
+    """The dataset's ``sweep.json``: what identifies the sweep, for resuming."""
+    from costsim import __version__
+
+    variants = [{"id": v.id, "params": v.params, "scenario_sha256": fingerprint(v.scenario.model_dump(mode="json"))}
+                for v in spec.variants]
+    return json.loads(json.dumps(manifest(spec.source, str(spec.base), variants, spec.replications, spec.seed,
+                                          __version__), default=str))  # as it reads back from the file
+
+
+def variants_table(spec: Sweep) -> pd.DataFrame:
+    """One row per variant: ``variant`` and one column per swept path, in the order they appear."""
+    paths = list(dict.fromkeys(p for v in spec.variants for p in v.params))
+    rows = [{"variant": v.id, **{p: _cell(v.params.get(p)) for p in paths}} for v in spec.variants]
+    return pd.DataFrame(rows, columns=["variant", *paths])
+
+
+def _cell(value: Any) -> Any:
+    """A swept value as a table cell: scalars as they are, anything else (a list) as JSON text."""
+    return value if value is None or isinstance(value, (bool, int, float, str)) else json.dumps(value, default=str)
+
+
+def _spec(spec: Any) -> Sweep:
+    if isinstance(spec, Sweep):
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        return load_sweep(arguments.path(spec, "spec", "sweep"))
+    raise arguments.error("sweep", "spec", "must be a Sweep (costsim.runs.sweepfile.load_sweep) or the path of a "
+                          f"sweep file, got {type(spec).__name__}")
+
+
+def _settings(executor: Any, workers: Any, address: Any) -> tuple[str, int, str | None]:
+    """The executor's name, worker count (default: one per core) and scheduler address, checked."""
+    if executor not in EXECUTORS:
+        raise arguments.error("sweep", "executor", f"must be one of {', '.join(EXECUTORS)} (got {executor!r})")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise arguments.error("sweep", "workers", f"must be a whole number >= 1 or None (got {workers!r})")
+    if address is not None:
+        if executor != "dask":
+            raise arguments.error("sweep", "address", f"names a Dask scheduler: use executor 'dask', not {executor!r}")
+        if not isinstance(address, str) or not address.strip():
+            raise arguments.error("sweep", "address", f"must be HOST:PORT of a Dask scheduler (got {address!r})")
+    if executor == "dask":  # before anything is written, even when every task is saved already
+        if not dask_available():
+            raise ExecutorError("dask", DASK_MISSING)
+        if address is not None:
+            check_address(address)
+    return executor, workers or os.cpu_count() or 1, address
+
+
+def sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str = "processes",
+          workers: int | None = None, address: str | None = None,
+          progress: Callable[[int, int], None] | None = None) -> SweepResults:
+    """Run every (variant, replication) of a sweep and return its tables.
+
+    ``spec``: a ``Sweep`` or the path of a sweep file (``costsim.runs.sweepfile``). ``out``: a folder
+    for the Parquet dataset (``costsim.runs.dataset``): each task is saved as it finishes, and a
+    sweep into a folder holding the same sweep runs only the tasks not yet there (resume); None:
+    nothing is written. ``executor``: "local" (this process), "processes" (a process pool, the
+    default) or "dask" (a Dask ``LocalCluster``, or the scheduler at ``address``, HOST:PORT).
+    ``workers``: processes (default one per core). ``progress(done, total)`` is called with 0 and
+    after each task that runs (resumed tasks are not counted in ``total``).
+
+    Raises ScenarioError for a bad sweep, argument or folder before anything runs or is written;
+    the tables are identical, bit for bit, whatever the executor.
+    """
+    return run_sweep(spec, out, executor, workers, address, progress)
+
+
+def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str = "processes",
+              workers: int | None = None, address: str | None = None,
+              progress: Callable[[int, int], None] | None = None, label: str = "out") -> SweepResults:
+    """``sweep``, naming the output folder's setting ``label`` in messages (the CLI: ``--out``)."""
+    spec = _spec(spec)
+    executor, workers, address = _settings(executor, workers, address)
+    progress = arguments.callback(progress, "progress", "sweep")
+    if out is not None:
+        out = arguments.path(out, "out", "sweep")
+    todo = tasks(spec)
+    folder = SweepFolder(out, sweep_manifest(spec), label) if out is not None else None
+    frames: dict[int, pd.DataFrame] = {}
+    with contextlib.ExitStack() as stack:
+        if folder is not None:
+            folder.check()  # read only: a refused folder is left untouched
+        # Workers start before the folder is written, so an unusable executor (no Dask, a scheduler
+        # that does not answer) writes nothing; not at all when every task is already saved.
+        missing = len(todo) if folder is None else sum(not folder.has(t.variant, t.replication) for t in todo)
+        run = stack.enter_context(open_executor(executor, min(workers, missing), address)) if missing else None
+        if folder is not None:
+            stack.enter_context(folder)
+            frames = _saved(folder, todo)
+        pending = [i for i in range(len(todo)) if i not in frames]
+        if pending and run is None:  # a saved file turned out unreadable: run its task here
+            run = stack.enter_context(open_executor("local", 1))
+        if progress is not None:
+            progress(0, len(pending))
+        params = {v.id: v.params for v in spec.variants}
+        for done, (k, frame) in enumerate(run(run_task, [todo[i] for i in pending]) if pending else (), start=1):
+            if folder is not None:
+                folder.write_task(frame, _task_meta(spec.source, params, todo[pending[k]]))
+            frames[pending[k]] = frame
+            if progress is not None:
+                progress(done, len(pending))
+        runs = pd.concat([frames[i] for i in range(len(todo))], ignore_index=True)
+        results = SweepResults(runs, stats.means_table(runs, METRICS), stats.differences_table(runs, METRICS),
+                               variants_table(spec))
+        if folder is not None:
+            folder.write_tables({"means": results.means, "differences": results.differences,
+                                 "variants": results.variants})
+    return results
+
+
+def _saved(folder: SweepFolder, todo: list[Task]) -> dict[int, pd.DataFrame]:
+    """The tables of the tasks already in the folder, by task index."""
+    frames = {}
+    for i, t in enumerate(todo):
+        frame = folder.read_task(t.variant, t.replication, t.seed)
+        if frame is not None:
+            frames[i] = frame
+    return frames
+
+
+def _task_meta(source: str, params: dict[str, dict], task: Task) -> dict:
+    """What a task's Parquet file records about itself (key ``costsim.sweep``)."""
+    return json.loads(json.dumps({"source": source, "variant": task.variant, "params": params[task.variant],
+                                  "replication": task.replication, "seed": task.seed}, default=str))
+
+
+__all__ = ["METRICS", "SweepResults", "Task", "run_task", "sweep", "tasks"]

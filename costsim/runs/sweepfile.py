@@ -1,0 +1,400 @@
+"""Sweep files (DESIGN.md section 14): a base scenario, a grid and/or a Latin-hypercube sample
+over dotted paths into it, and replications with common random numbers.
+
+```yaml
+base: ../baseline.yaml          # required; relative to the sweep file
+seed: 0                         # optional; default the base scenario's seed
+replications: 5                 # default 1; 1 … 1,000
+grid:                           # dotted path -> non-empty list of values: the cartesian product
+  options.own-256.gpus: [256, 384, 512]
+sample:                         # dotted path -> {low, high, n}: one Latin-hypercube design of n points
+  economics.electricity_usd_per_kwh: {low: 0.06, high: 0.12, n: 8}
+```
+
+Every variant is built and checked (``costsim.runs.api``) before anything runs: a path that does
+not exist or a value that does not validate is a ScenarioError naming the sweep file, the line of
+the key and the path. ``costsim.runs.sweep`` runs the variants.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
+from scipy.stats import qmc
+
+from costsim.runs import api, arguments
+from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_loc, set_path
+from costsim.scenario import Problem, Scenario, ScenarioError
+from costsim.scenario.base import StrictModel
+from costsim.scenario.errors import Loc
+from costsim.scenario.io import parse_yaml, read_text_bounded
+from costsim.scenario.limits import MAX_SCENARIO_BYTES_ENV, max_scenario_bytes
+from costsim.scenario.units import MAX_SEED, bounded_float, bounded_int
+from costsim.workload.rng import name_key
+
+MAX_TASKS = 100_000
+"""Variants × replications in one sweep: each is a whole simulation."""
+MAX_REPLICATIONS = 1000
+MAX_PROBLEMS = 20
+"""Distinct problems reported at once; the rest are counted."""
+_LHS_KEY = name_key("latin-hypercube")  # the sample's stream: apart from every replication's seed
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One scenario of a sweep: ``params`` (dotted path -> value, empty for the base) applied to the base."""
+
+    id: str
+    params: dict[str, object]
+    scenario: Scenario
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Variants to run ``replications`` times each; replication r simulates with
+    ``replication_seed(seed, r)`` in every variant."""
+
+    source: str
+    base: Path
+    variants: tuple[Variant, ...]
+    replications: int
+    seed: int
+
+
+def replication_seed(root: int, r: int) -> int:
+    """The seed replication ``r`` passes to ``simulate()``: the first 64-bit word of
+    ``SeedSequence([root, r])``, shifted right one bit so it fits ``MAX_SEED`` (2^63 - 1, a signed
+    64-bit integer, as scenario files allow). The same r gives the same seed in every variant
+    (common random numbers: differences between variants are paired); distinct r give distinct,
+    statistically independent streams. Pure integers: the same on every machine and process."""
+    if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or not 0 <= root <= MAX_SEED:
+        raise arguments.error("replication_seed", "root", f"must be a whole number from 0 to 2^63 - 1 (got {root!r})")
+    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 0:
+        raise arguments.error("replication_seed", "r", f"must be a whole number >= 0 (got {r!r})")
+    return int(np.random.SeedSequence([int(root), int(r)]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+# ------------------------------------------------------------------ the file's schema
+
+
+def _grid(value: Any) -> Any:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("must be a mapping of dotted paths to lists of values (options.own-256.gpus: [256, 384])")
+    return value
+
+
+def _values(value: Any) -> Any:
+    if isinstance(value, dict):
+        raise ValueError("a grid entry is a list of values; a range {low, high, n} goes under sample:")
+    if not isinstance(value, list):
+        raise ValueError(f"must be a list of values, e.g. [{value!r}] (got {value!r})")
+    if not value:
+        raise ValueError("empty list: give at least one value")
+    return value
+
+
+def _sample(value: Any) -> Any:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("must be a mapping of dotted paths to ranges {low, high, n}")
+    return value
+
+
+def _seed(value: Any) -> Any:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED):
+        raise ValueError(f"must be a whole number from 0 to 2^63 - 1 (got {value!r})")
+    return value
+
+
+Replications = bounded_int(ge=1, le=MAX_REPLICATIONS)
+Points = bounded_int(ge=1, le=MAX_TASKS)
+Finite = bounded_float()
+Values = Annotated[tuple[Any, ...], BeforeValidator(_values)]
+
+
+class Range(StrictModel):
+    """A real-valued field sampled on [low, high): n points, one in each of n equal strata."""
+
+    low: Finite
+    high: Finite
+    n: Points  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Range:
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low:g}) must be less than high ({self.high:g})")
+        return self
+
+
+class SweepSpec(StrictModel):
+    """A sweep file as written."""
+
+    base: Annotated[str, Field(min_length=1, max_length=4096)]
+    seed: Annotated[int | None, BeforeValidator(_seed)] = None
+    replications: Replications = 1  # type: ignore[valid-type]
+    grid: Annotated[dict[str, Values], BeforeValidator(_grid)] = Field(default_factory=dict)
+    sample: Annotated[dict[str, Range], BeforeValidator(_sample)] = Field(default_factory=dict)
+
+
+_TOP = ", ".join(SweepSpec.model_fields)
+
+
+def _spec_problems(err: ValidationError) -> list[Problem]:
+    """pydantic's errors with the sweep file's paths kept whole (a grid key contains dots and dashes)."""
+    out: list[Problem] = []
+    for e in err.errors(include_url=False):
+        loc = tuple(e["loc"])
+        keep = 3 if loc[:1] == ("sample",) else 2 if loc[:1] == ("grid",) else 1
+        loc = loc[:keep]  # deeper parts are pydantic's own (tuple indices, union branches)
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = f"unknown field (a sweep file has: {_TOP})" if len(loc) == 1 else "unknown field (a range has: low, high, n)"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        if not any(p.loc == loc and p.message == msg for p in out):
+            out.append(Problem(loc, msg))
+    return out
+
+
+# ------------------------------------------------------------------ expansion
+
+
+@dataclass(frozen=True)
+class _Axes:
+    """What a sweep varies, keyed by dotted path in the order written; ``where(section, path)``
+    gives the location problems are reported at, ``lines`` their positions."""
+
+    source: str
+    grid: dict[str, tuple[Any, ...]]
+    sample: dict[str, Range]
+    where: Callable[[str, str], Loc]
+    lines: Mapping[Loc, tuple[int, int]]
+
+    def error(self, problems: list[Problem]) -> ScenarioError:
+        return ScenarioError(self.source, problems).with_lines(self.lines)
+
+
+def _resolved(axes: _Axes, data: dict) -> dict[str, Loc]:
+    """Every path's concrete location in the base data; all problems at once."""
+    locs: dict[str, Loc] = {}
+    problems = []
+    for section, paths in (("grid", axes.grid), ("sample", axes.sample)):
+        for path in paths:
+            try:
+                loc, annotation = resolve(data, path)
+            except PathError as exc:
+                problems.append(Problem(axes.where(section, path), str(exc)))
+                continue
+            if path in locs:
+                problems.append(Problem(axes.where(section, path), "is in both grid and sample: vary it in one"))
+                continue
+            kinds = scalar_kinds(annotation)
+            if section == "sample" and annotation is not None and float not in kinds:
+                why = ("is a whole-number field: a Latin-hypercube sample draws real numbers; list the values "
+                       "under grid instead" if int in kinds else "is not a number field: sample varies real-valued fields only")
+                problems.append(Problem(axes.where(section, path), why))
+            locs[path] = loc
+    for (a, la), (b, lb) in itertools.combinations(locs.items(), 2):
+        if la[: len(lb)] == lb or lb[: len(la)] == la:
+            section = "grid" if b in axes.grid else "sample"
+            problems.append(Problem(axes.where(section, b), f"sets the same field as {a} (or a part of it): vary it once"))
+    if problems:
+        raise axes.error(problems)
+    return locs
+
+
+def _count(axes: _Axes, replications: int) -> int:
+    """Variants the sweep expands to; refused above ``MAX_TASKS`` tasks before any is built."""
+    sizes = [len(v) for v in axes.grid.values()]
+    ns = {r.n for r in axes.sample.values()}
+    if len(ns) > 1:
+        first = next(iter(axes.sample.items()))
+        raise axes.error([Problem(axes.where("sample", p), f"n = {r.n} but {first[0]} has n = {first[1].n}: every "
+                                  "entry has the same n (one Latin-hypercube design of n points)")
+                          for p, r in axes.sample.items() if r.n != first[1].n])
+    variants = math.prod(sizes) * (ns.pop() if ns else 1)
+    if variants * replications > MAX_TASKS:
+        first = next(iter(axes.grid), None)
+        loc = axes.where("grid", first) if first is not None else axes.where("sample", next(iter(axes.sample)))
+        raise axes.error([Problem(loc, f"{variants:,} variants × {replications:,} replications = "
+                                       f"{variants * replications:,} runs, more than the limit of {MAX_TASKS:,}")])
+    return variants
+
+
+def latin_hypercube(ranges: list[Range], seed: int) -> np.ndarray:
+    """An (n, len(ranges)) design: column j has one point in each of n equal strata of
+    [low_j, high_j), in an order that is random and independent between columns. Drawn from its
+    own stream of the sweep's seed (``SeedSequence(seed, spawn_key=(name_key('latin-hypercube'),))``)."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_LHS_KEY,)))
+    try:  # scipy >= 1.15 takes rng=; older versions seed= (same draws from the same Generator)
+        engine = qmc.LatinHypercube(d=len(ranges), rng=rng)
+    except TypeError:
+        engine = qmc.LatinHypercube(d=len(ranges), seed=rng)
+    unit = engine.random(ranges[0].n)
+    return qmc.scale(unit, [r.low for r in ranges], [r.high for r in ranges])
+
+
+def _points(axes: _Axes, seed: int) -> list[dict[str, Any]]:
+    """Every variant's params: the grid's product (last key fastest) × the sample's points."""
+    combos = [dict(zip(axes.grid, values, strict=True)) for values in itertools.product(*axes.grid.values())]
+    if not axes.sample:
+        return combos
+    design = latin_hypercube(list(axes.sample.values()), seed)
+    draws = [dict(zip(axes.sample, map(float, row), strict=True)) for row in design]
+    return [{**g, **s} for g in combos for s in draws]
+
+
+def _shown(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in params.items())
+
+
+def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[dict[str, Any]]) -> tuple[Variant, ...]:
+    """Build and check every variant; every distinct problem reported at once, at its path's key."""
+    base_json = json.dumps(base.model_dump(mode="json"))
+    width = max(3, len(str(len(points) - 1)))
+
+    def build(vid: str, params: dict[str, Any]) -> tuple[Scenario | None, dict, ScenarioError | None]:
+        data = json.loads(base_json)  # a fresh copy, faster than deepcopy
+        for path, value in params.items():
+            set_loc(data, locs[path], value)
+        try:
+            return api.scenario_from_data(data, f"{axes.source} variant {vid}", base.base_dir), data, None
+        except ScenarioError as err:
+            return None, data, err
+
+    variants, found = [], {}  # found: (path, text) -> [first variant's id, its params, count]
+    for k, params in enumerate(points):
+        vid = f"v{k:0{width}d}"
+        scenario, data, err = build(vid, params)
+        if err is None:
+            variants.append(Variant(vid, params, scenario))
+            continue
+        if not params:
+            raise err  # the base itself (already checked when loaded: not expected)
+        for p in err.problems:
+            path = _culprit(p, params, locs, lambda one: build(vid, one)[2])
+            other = "" if err.source.startswith(axes.source) else f"{err.source}: "
+            text = f"{other}{named(data, p.loc) or 'the scenario'}: {p.message}"
+            found.setdefault((path, text), [vid, params, 0])[2] += 1
+    if found:
+        order = [*axes.grid, *axes.sample]  # problems in the order the paths are written
+        ranked = sorted(found.items(), key=lambda item: order.index(item[0][0]))
+        problems = [Problem(axes.where("grid" if path in axes.grid else "sample", path),
+                            f"variant {vid} ({_shown(params)}){f' and {n - 1} more' if n > 1 else ''}: {text}")
+                    for (path, text), (vid, params, n) in ranked[:MAX_PROBLEMS]]
+        if len(found) > MAX_PROBLEMS:
+            problems.append(Problem((), f"... and {len(found) - MAX_PROBLEMS} more problems"))
+        raise axes.error(problems)
+    return tuple(variants)
+
+
+def _culprit(problem: Problem, params: dict[str, Any], locs: dict[str, Loc],
+             alone: Callable[[dict[str, Any]], ScenarioError | None]) -> str:
+    """The param a variant's problem is about: one whose field holds or is held by the problem's
+    (the deepest); otherwise (a rule across fields, a job that no longer fits) the first whose
+    value alone on the base gives the same message; else the one sharing most of the location."""
+    def shared(path: str) -> int:
+        loc = locs[path]
+        return next((i for i, (a, b) in enumerate(zip(problem.loc, loc, strict=False)) if a != b),
+                    min(len(problem.loc), len(loc)))
+
+    nested = [p for p in params if shared(p) == min(len(problem.loc), len(locs[p]))]
+    if nested or len(params) == 1:
+        return max(nested or params, key=shared)
+    for path, value in params.items():  # only on the error path: a few more checks
+        err = alone({path: value})
+        if err is not None and any(p.message == problem.message for p in err.problems):
+            return path
+    return max(params, key=shared)  # ties: the first written
+
+
+def _expand(axes: _Axes, base: Scenario, base_path: Path, replications: int, seed: int) -> Sweep:
+    data = base.model_dump(mode="json")
+    locs = _resolved(axes, data)
+    _count(axes, replications)
+    variants = _variants(axes, base, locs, _points(axes, seed))
+    return Sweep(axes.source, base_path, variants, replications, seed)
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read a sweep file, build and check every variant; raises ScenarioError (file:line: path: what)."""
+    path = arguments.path(path, "path", "load_sweep")
+    source = str(path)
+    text = read_text_bounded(path, max_scenario_bytes(), MAX_SCENARIO_BYTES_ENV, "the sweep file")
+    data, lines = parse_yaml(text, source)
+    if not isinstance(data, dict):
+        raise ScenarioError(source, [Problem((), f"a sweep file is a YAML mapping of fields ({_TOP})")])
+    if "base" not in data and {"options", "workload"} & set(data):
+        raise ScenarioError(source, [Problem((), "this is a scenario, not a sweep file: vary it with --set "
+                                                 "path=v1,v2 (costsim sweep SCENARIO --set ...), or write a sweep file "
+                                                 "with base: naming it")])
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(source, _spec_problems(err)).with_lines(lines) from None
+    base_path = Path(spec.base) if Path(spec.base).is_absolute() else path.parent / spec.base
+    if not base_path.is_file():
+        raise ScenarioError(source, [Problem(("base",), f"scenario file not found: {base_path}")]).with_lines(lines)
+    base = api.load_scenario(base_path)  # its own errors name the base file and its lines
+    axes = _Axes(source, dict(spec.grid), dict(spec.sample), lambda section, p: (section, p), lines)
+    seed = base.seed if spec.seed is None else spec.seed
+    return _expand(axes, base, base_path, spec.replications, seed)
+
+
+def parse_set(text: str) -> tuple[str, list[Any]]:
+    """``--set path=v1,v2,...`` as (path, values); values read by YAML 1.2 scalar rules (256 is an
+    int, 0.5 a float, true a boolean, own-256 a string; {mean: 3, cv: 0.5} a mapping)."""
+    if not isinstance(text, str) or "=" not in text:
+        raise ScenarioError("--set", [Problem((), f"{text!r}: expected path=value[,value...], e.g. options.own-256.gpus=256,384")])
+    path, _, rhs = text.partition("=")
+    path = path.strip()
+    try:
+        values, _ = parse_yaml(f"[{rhs}]", "--set")
+    except ScenarioError:
+        raise ScenarioError("--set", [Problem((path,), f"cannot read {rhs!r} as comma-separated YAML values")]) from None
+    if not isinstance(values, list) or not values:
+        raise ScenarioError("--set", [Problem((path,), "no values: give at least one, e.g. =256,384")])
+    return path, values
+
+
+def sweep_from_sets(scenario_path: str | Path, sets: list[str], replications: int = 1,
+                    seed: int | None = None) -> Sweep:
+    """A quick grid on a plain scenario: ``sets`` as ``--set path=v1,v2`` gives them (the product
+    in the order given); ``seed`` None: the scenario's. Raises ScenarioError like ``load_sweep``."""
+    scenario_path = arguments.path(scenario_path, "scenario_path", "sweep_from_sets")
+    if isinstance(sets, str) or not isinstance(sets, (list, tuple)):
+        raise ScenarioError("--set", [Problem((), f"must be a list of path=values strings (got {type(sets).__name__})")])
+    if isinstance(replications, bool) or not isinstance(replications, int) or not 1 <= replications <= MAX_REPLICATIONS:
+        raise ScenarioError("--replications", [Problem((), f"must be a whole number from 1 to {MAX_REPLICATIONS:,} (got {replications!r})")])
+    if seed is not None:
+        try:
+            _seed(seed)
+        except ValueError as exc:
+            raise ScenarioError("--seed", [Problem((), str(exc))]) from None
+    grid: dict[str, tuple[Any, ...]] = {}
+    for text in sets:
+        path, values = parse_set(text)
+        if path in grid:
+            raise ScenarioError("--set", [Problem((path,), "given twice: list all its values in one --set")])
+        grid[path] = tuple(values)
+    base = api.load_scenario(scenario_path)
+    axes = _Axes("--set", grid, {}, lambda section, p: (p,), {})
+    return _expand(axes, base, scenario_path, replications, base.seed if seed is None else seed)
+
+
+__all__ = ["MAX_REPLICATIONS", "MAX_TASKS", "Range", "Sweep", "SweepSpec", "Variant", "latin_hypercube",
+           "load_sweep", "parse_set", "replication_seed", "set_path", "sweep_from_sets"]
