@@ -369,3 +369,57 @@ def test_pool_workers_errors_come_back_as_scenario_errors_and_a_dead_worker_is_n
     with executors.open_executor("processes", 1) as run:
         with pytest.raises(executors.ExecutorError, match="a worker process died"):
             list(run(os._exit, [3]))  # the worker vanishes mid-task, as when the kernel kills it
+
+
+TRACE_SCENARIO = """\
+name: traced
+horizon_days: 3
+workload: {trace: jobs.csv}
+options:
+  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}
+"""
+
+
+def test_an_edited_trace_is_a_different_sweep_not_a_resume(tmp_path):
+    # The scenario names its trace by path; the sweep's identity carries the trace's bytes, so a
+    # folder of runs over the old trace is never topped up with runs over the new one.
+    (tmp_path / "jobs.csv").write_text("submit_h,gpus,duration_h\n0,8,2\n1,8,3\n")
+    (tmp_path / "s.yaml").write_text(TRACE_SCENARIO)
+    (tmp_path / "sw.yaml").write_text("base: s.yaml\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n")
+    out = tmp_path / "out"
+    costsim.sweep(tmp_path / "sw.yaml", out=out, executor="local")
+    (tmp_path / "jobs.csv").write_text("submit_h,gpus,duration_h\n0,8,20\n1,8,30\n")
+    next(out.glob("runs/*/*.parquet")).unlink()  # as if interrupted
+    with pytest.raises(ScenarioError, match="holds a different sweep .*differ in variants"):
+        costsim.sweep(tmp_path / "sw.yaml", out=out, executor="local")
+
+
+def test_runs_without_their_manifest_are_never_reused(files):
+    # Finished tasks whose sweep.json is gone belong to an unknown sweep: a sweep with the same
+    # variant ids and seed but other prices must not pick them up.
+    out = files / "out"
+    costsim.sweep(files / "sw.yaml", out=out, executor="local")
+    (out / "sweep.json").unlink()
+    (files / "other.yaml").write_text(SWEEP.replace("[2.0, 4.0]", "[2.5, 4.5]"))
+    with pytest.raises(ScenarioError, match="holds a runs/ folder but no sweep.json"):
+        costsim.sweep(files / "other.yaml", out=out, executor="local")
+
+
+def test_a_task_file_of_other_inputs_is_run_again(files):
+    # A file in the right place whose recorded inputs are not the variant's (here: its metadata
+    # edited) is not taken as finished: the task runs again and replaces it.
+    import json
+
+    import pyarrow.parquet as pq
+
+    out = files / "out"
+    whole = costsim.sweep(files / "sw.yaml", out=out, executor="local")
+    path = next(out.glob("runs/variant=v000/replication=0.parquet"))
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"costsim.sweep"])
+    meta["scenario_sha256"] = "0" * 64
+    pq.write_table(table.replace_schema_metadata({b"costsim.sweep": json.dumps(meta).encode()}), path)
+    calls = []
+    again = costsim.sweep(files / "sw.yaml", out=out, executor="local", progress=lambda d, t: calls.append((d, t)))
+    assert calls[-1] == (1, 1)  # exactly that one task ran again
+    pd.testing.assert_frame_equal(again.runs, whole.runs)

@@ -51,7 +51,8 @@ def small_runs() -> pd.DataFrame:
 
 def test_means_table_by_hand():
     m = means_table(small_runs(), ["cost", "delay"])
-    assert list(m.columns) == ["variant", "option", "n", "cost", "cost_low", "cost_high", "delay", "delay_low", "delay_high"]
+    assert list(m.columns) == ["variant", "option", "n", "cost", "cost_low", "cost_high", "cost_n",
+                               "delay", "delay_low", "delay_high", "delay_n"]
     assert list(zip(m.variant, m.option, m.n)) == [("v0", "A", 3), ("v0", "B", 3), ("v0", "C", 3), ("v1", "A", 2), ("v1", "B", 1)]
     h = T_975_2 * 2 / math.sqrt(3)  # A's cost: [10, 12, 14], s = 2
     assert m.loc[0, ["cost", "cost_low", "cost_high"]].tolist() == pytest.approx([12, 12 - h, 12 + h])
@@ -66,7 +67,7 @@ def test_means_table_by_hand():
 def test_differences_are_paired_by_replication_by_hand():
     d = differences_table(small_runs(), ["cost", "delay"])
     assert list(d.columns) == ["variant", "option", "versus", "n", "cost_diff", "cost_diff_low", "cost_diff_high",
-                               "delay_diff", "delay_diff_low", "delay_diff_high"]
+                               "cost_diff_n", "delay_diff", "delay_diff_low", "delay_diff_high", "delay_diff_n"]
     # Every unordered pair once, in the variant's option order.
     assert list(zip(d.variant, d.option, d.versus, d.n)) == [("v0", "A", "B", 3), ("v0", "A", "C", 3), ("v0", "B", "C", 3),
                                                              ("v1", "A", "B", 1)]
@@ -148,3 +149,17 @@ def test_intervals_cover_the_erlang_c_mean_wait_about_95_percent(tmp_path):
     print(f"coverage {covered:.2f}, Wq {wq:.4f} h, pooled mean {runs.wait_h.mean():.4f} h")
     assert 0.85 <= covered <= 0.99, (covered, wq, runs.wait_h.mean())
     assert runs.wait_h.mean() == pytest.approx(wq, rel=0.05)  # the pooled mean agrees too
+
+
+def test_each_metric_counts_the_replications_its_interval_uses():
+    # A metric that is NaN in one replication (a cost per iteration with no iteration done): the
+    # interval is over the other two values (t with one degree of freedom), and m_n says so, while
+    # n still counts the replications.
+    runs = pd.DataFrame({"variant": ["v"] * 6, "replication": [0, 0, 1, 1, 2, 2], "option": list("ababab"),
+                         "x": [1.0, 3.0, float("nan"), 4.0, 2.0, 5.0]})
+    m = means_table(runs, ["x"]).set_index("option")
+    assert (m.loc["a", "n"], m.loc["a", "x_n"], m.loc["b", "x_n"]) == (3, 2, 3)
+    h = T_975_1 * math.sqrt(0.5) / math.sqrt(2)  # a: [1, 2]
+    assert m.loc["a", ["x", "x_low", "x_high"]].tolist() == pytest.approx([1.5, 1.5 - h, 1.5 + h])
+    d = differences_table(runs, ["x"]).iloc[0]
+    assert (d.n, d.x_diff_n) == (3, 2) and d.x_diff == pytest.approx(-2.5)  # pairs (1-3), (2-5)

@@ -267,3 +267,15 @@ def test_replication_seeds_are_common_distinct_and_in_range(tmp_path, base):
 def test_a_scenario_given_as_a_sweep_file_says_how_to_sweep_it(base):
     with pytest.raises(costsim.ScenarioError, match=r"base.yaml: this is a scenario, not a sweep file: vary it with --set"):
         load_sweep(base)
+
+
+def test_sweeping_the_seed_is_refused(tmp_path):
+    # Every run's seed comes from the sweep's seed and its replication: a swept scenario seed would
+    # be accepted and silently ignored.
+    from costsim.runs.sweepfile import load_sweep
+    from costsim.scenario import ScenarioError
+
+    (tmp_path / "s.yaml").write_text((Path(__file__).parent.parent / "scenarios" / "baseline.yaml").read_text())
+    (tmp_path / "sw.yaml").write_text("base: s.yaml\ngrid:\n  seed: [1, 2]\n")
+    with pytest.raises(ScenarioError, match=r"sw.yaml:3:\d+: grid.seed: the seed is the sweep's"):
+        load_sweep(tmp_path / "sw.yaml")

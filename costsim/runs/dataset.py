@@ -133,6 +133,9 @@ class SweepFolder:
             return
         theirs = self._read_manifest()
         if theirs is None:
+            if any((self.path / RUNS).glob("*/*.parquet")):  # finished tasks of an unknown sweep: never reuse
+                self._fail(f"holds a {RUNS}/ folder but no {MANIFEST}: its runs belong to an unknown sweep; "
+                           "remove it or choose another folder")
             names = sorted(p.name for p in self.path.iterdir() if p.name not in OURS and not _TEMP.fullmatch(p.name))
             if names:
                 shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
@@ -211,15 +214,20 @@ class SweepFolder:
     def has(self, variant: str, replication: int) -> bool:
         return self.task_path(variant, replication).is_file()
 
-    def read_task(self, variant: str, replication: int, seed: int) -> pd.DataFrame | None:
+    def read_task(self, variant: str, replication: int, seed: int, scenario_sha256: str) -> pd.DataFrame | None:
         """A finished task's table, ``variant`` column restored; None when absent, unreadable or
-        not this task's (another seed): the task then runs again and replaces it."""
+        not this task's (another seed, or inputs other than this variant's): the task then runs
+        again and replaces it."""
         path = self.task_path(variant, replication)
         if not path.is_file():
             return None
         try:
-            frame = pq.read_table(path).to_pandas()
-        except (OSError, pa.ArrowException):
+            table = pq.read_table(path)
+            meta = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
+            frame = table.to_pandas()
+        except (OSError, ValueError, pa.ArrowException):
+            return None
+        if meta.get("scenario_sha256") != scenario_sha256 or meta.get("seed") != seed:
             return None
         if "seed" not in frame or not (frame["seed"] == seed).all() or len(frame) == 0:
             return None

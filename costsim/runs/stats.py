@@ -57,8 +57,9 @@ def _check(runs: pd.DataFrame, needed: Sequence[str], function: str) -> None:
 
 def _intervals(frame: pd.DataFrame, keys: list[str], columns: list[str], names: list[str],
                level: float) -> pd.DataFrame:
-    """Per group of ``keys``: n (rows), then for each column c named m: m, m_low, m_high.
-    Vectorised t_interval (same formula, same NaN rule); groups in order of first appearance."""
+    """Per group of ``keys``: n (rows), then for each column c named m: m, m_low, m_high and m_n (the
+    values the interval is over: NaNs are left out, so m_n can be below n). Vectorised t_interval
+    (same formula, same NaN rule); groups in order of first appearance."""
     groups = frame.groupby(keys, sort=False, dropna=False)
     out = groups.size().rename("n").to_frame()
     mean, sd, count = groups[columns].mean(), groups[columns].std(ddof=1), groups[columns].count()
@@ -70,13 +71,15 @@ def _intervals(frame: pd.DataFrame, keys: list[str], columns: list[str], names: 
         out[m] = mean[c].to_numpy(dtype=float)
         out[f"{m}_low"] = out[m] - half
         out[f"{m}_high"] = out[m] + half
+        out[f"{m}_n"] = count[c].to_numpy(dtype=np.int64)
     return out.reset_index()
 
 
 def means_table(runs: pd.DataFrame, metrics: list[str], by: Sequence[str] = ("variant", "option"),
                 level: float = LEVEL) -> pd.DataFrame:
     """One row per ``by`` group (variant, option) in order of appearance: ``by`` columns, ``n``
-    (replications), then per metric m its mean ``m`` and interval ``m_low``, ``m_high``."""
+    (replications), then per metric m its mean ``m``, interval ``m_low``, ``m_high`` and ``m_n`` (the
+    replications where m is a number)."""
     by, metrics = list(by), list(metrics)
     _check(runs, [*by, *metrics], "means_table")
     return _intervals(runs, by, metrics, metrics, _level(level))
@@ -104,7 +107,7 @@ def differences_table(runs: pd.DataFrame, metrics: list[str], level: float = LEV
                 both = wa.index.intersection(wb.index, sort=False)  # a pair needs both from one seed
                 diff = (wa.loc[both] - wb.loc[both]).set_axis(names, axis=1)
                 parts.append(diff.assign(variant=variant, option=a, versus=b))
-    columns = ["variant", "option", "versus", "n"] + [f"{n}{s}" for n in names for s in ("", "_low", "_high")]
+    columns = ["variant", "option", "versus", "n"] + [f"{n}{s}" for n in names for s in ("", "_low", "_high", "_n")]
     if not parts:
         return pd.DataFrame(columns=columns)
     table = _intervals(pd.concat(parts, ignore_index=True), ["variant", "option", "versus"], names, names, level)

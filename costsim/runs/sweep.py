@@ -12,10 +12,12 @@ bit for bit, whatever the executor and however many workers finished in whatever
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -93,12 +95,25 @@ def tasks(spec: Sweep) -> list[Task]:
     return out
 
 
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def inputs_sha256(scenario) -> str:
+    """A variant's identity for resuming: its scenario, the bytes of the trace it reads and of the
+    catalog its defaults come from (a path alone would let an edited trace resume as the same sweep)."""
+    inputs = {"scenario": scenario.model_dump(mode="json"),
+              "catalog": hashlib.sha256(resources.files("costsim").joinpath("data/catalog.yaml").read_bytes()).hexdigest()}
+    if scenario.workload.trace is not None:
+        inputs["trace"] = _file_sha256(Path(scenario.base_dir) / scenario.workload.trace)
+    return fingerprint(inputs)
+
+
 def sweep_manifest(spec: Sweep) -> dict:
     """The dataset's ``sweep.json``: what identifies the sweep, for resuming."""
     from costsim import __version__
 
-    variants = [{"id": v.id, "params": v.params, "scenario_sha256": fingerprint(v.scenario.model_dump(mode="json"))}
-                for v in spec.variants]
+    variants = [{"id": v.id, "params": v.params, "scenario_sha256": inputs_sha256(v.scenario)} for v in spec.variants]
     return json.loads(json.dumps(manifest(spec.source, str(spec.base), variants, spec.replications, spec.seed,
                                           __version__), default=str))  # as it reads back from the file
 
@@ -172,7 +187,9 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
     if out is not None:
         out = arguments.path(out, "out", "sweep")
     todo = tasks(spec)
-    folder = SweepFolder(out, sweep_manifest(spec), label) if out is not None else None
+    manifest_ = sweep_manifest(spec)
+    shas = {v["id"]: v["scenario_sha256"] for v in manifest_["variants"]}
+    folder = SweepFolder(out, manifest_, label) if out is not None else None
     frames: dict[int, pd.DataFrame] = {}
     with contextlib.ExitStack() as stack:
         if folder is not None:
@@ -183,7 +200,7 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
         run = stack.enter_context(open_executor(executor, min(workers, missing), address)) if missing else None
         if folder is not None:
             stack.enter_context(folder)
-            frames = _saved(folder, todo)
+            frames = _saved(folder, todo, shas)
         pending = [i for i in range(len(todo)) if i not in frames]
         if pending and run is None:  # a saved file turned out unreadable: run its task here
             run = stack.enter_context(open_executor("local", 1))
@@ -192,7 +209,7 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
         params = {v.id: v.params for v in spec.variants}
         for done, (k, frame) in enumerate(run(run_task, [todo[i] for i in pending]) if pending else (), start=1):
             if folder is not None:
-                folder.write_task(frame, _task_meta(spec.source, params, todo[pending[k]]))
+                folder.write_task(frame, _task_meta(spec.source, params, shas, todo[pending[k]]))
             frames[pending[k]] = frame
             if progress is not None:
                 progress(done, len(pending))
@@ -205,20 +222,21 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
     return results
 
 
-def _saved(folder: SweepFolder, todo: list[Task]) -> dict[int, pd.DataFrame]:
-    """The tables of the tasks already in the folder, by task index."""
+def _saved(folder: SweepFolder, todo: list[Task], shas: dict[str, str]) -> dict[int, pd.DataFrame]:
+    """The tables of the tasks already in the folder (of this variant's inputs), by task index."""
     frames = {}
     for i, t in enumerate(todo):
-        frame = folder.read_task(t.variant, t.replication, t.seed)
+        frame = folder.read_task(t.variant, t.replication, t.seed, shas[t.variant])
         if frame is not None:
             frames[i] = frame
     return frames
 
 
-def _task_meta(source: str, params: dict[str, dict], task: Task) -> dict:
+def _task_meta(source: str, params: dict[str, dict], shas: dict[str, str], task: Task) -> dict:
     """What a task's Parquet file records about itself (key ``costsim.sweep``)."""
     return json.loads(json.dumps({"source": source, "variant": task.variant, "params": params[task.variant],
-                                  "replication": task.replication, "seed": task.seed}, default=str))
+                                  "replication": task.replication, "seed": task.seed,
+                                  "scenario_sha256": shas[task.variant]}, default=str))
 
 
 __all__ = ["METRICS", "SweepResults", "Task", "run_task", "sweep", "tasks"]

@@ -191,6 +191,10 @@ def _resolved(axes: _Axes, data: dict) -> dict[str, Loc]:
     problems = []
     for section, paths in (("grid", axes.grid), ("sample", axes.sample)):
         for path in paths:
+            if path == "seed":  # replications set the seed of every run: a swept one would be ignored
+                problems.append(Problem(axes.where(section, path), "the seed is the sweep's: set seed: and "
+                                        "replications: at the top of the sweep file instead"))
+                continue
             try:
                 loc, annotation = resolve(data, path)
             except PathError as exc:
