@@ -298,7 +298,13 @@ class _Rollout:
     inflight_tokens: np.ndarray  # context held in KV when the weights change
 
 
-def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, len_sq, pool: float, alone, memory,
+def mean_context(prompt_tokens: float, len_sum, len_sq):
+    """Tokens of context an active sequence holds on average, per iteration: Lp + Σ L² / (2 Σ L)
+    (an active sequence is met in proportion to its length, and is half way through it)."""
+    return prompt_tokens + len_sq / (2.0 * np.maximum(len_sum, 1e-12))
+
+
+def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, context, pool: float, alone, memory,
              single: float, spread: int = 1) -> _Rollout:
     """Rollout with at most ``pool`` sequences available (n synchronous; (s+1)·n async, ``spread``
     = s+1 iterations sharing a drain's worth of work). ``alone`` and ``memory`` are the drain's
@@ -310,7 +316,6 @@ def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, len_sq, 
     by 7–9 % at f ≈ 0.4, where the slowest replica sets the pace; it keeps the drain monotone in
     the KV cache.)"""
     tp, r = lay.rollout_tp, lay.replicas
-    context = shape.prompt_tokens + len_sq / (2.0 * np.maximum(len_sum, 1e-12))
     batch = np.minimum(lay.kv_capacity_tokens / context, pool / r)  # sequences per replica
     w = weight_bytes(shape.params_b, shape.bytes_per_param)
     step = decode_step_s(w, lay.kv_bytes_per_token * batch * context, batch, tp, hw, 2.0 * shape.params_b * 1e9, shape.mfu)
@@ -365,18 +370,16 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     sync = np.full_like(len_sum, sync_s(shape, hw))
     train = logprobs + scoring + update
 
+    context = mean_context(shape.prompt_tokens, len_sum, len_sq)
+    ro = _rollout(shape, lay, hw, len_sum, len_max, context, float(shape.samples), alone, memory, single)
     if not shape.asynchronous:
-        ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), alone, memory, single)
-        overhead = zero
-        total = ro.time + train + sync
-        return PhaseTimes(ro.time, logprobs, scoring, update, sync, overhead, total, ro.straggler)
+        return PhaseTimes(ro.time, logprobs, scoring, update, sync, zero, ro.time + train + sync, ro.straggler)
 
     # The engine can always wait as a synchronous one does (s' = 0: no sequence in flight at the
     # update, no re-prefill), or run up to s iterations ahead.
-    ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples), alone, memory, single)
     best = (ro.time, zero, ro.time + train + sync, ro.straggler)
-    for s in _staleness_candidates(shape, lay, len_sum, len_sq):
-        ro = _rollout(shape, lay, hw, len_sum, len_max, len_sq, float(shape.samples * (s + 1)), alone, memory,
+    for s in _staleness_candidates(shape, lay, context):
+        ro = _rollout(shape, lay, hw, len_sum, len_max, context, float(shape.samples * (s + 1)), alone, memory,
                       single, spread=s + 1)
         # Re-prefilling what is in flight when the weights change occupies the rollout GPUs, not
         # the trainers: it delays the next batch of samples only.
@@ -388,12 +391,11 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     return PhaseTimes(best[0], logprobs, scoring, update, sync, best[1], best[2], best[3])
 
 
-def _staleness_candidates(shape: Shape, lay: Layout, len_sum, len_sq) -> list[int]:
+def _staleness_candidates(shape: Shape, lay: Layout, context) -> list[int]:
     """Staleness values s' ≤ s worth trying: every one while the sequence pool (s'+1)·n still
     limits the batch somewhere (capped at ``MAX_STALENESS_SEARCH``), and s itself — beyond the
     point where the KV memory, not the pool, limits the batch, more staleness only shortens the drain."""
     s = shape.staleness
-    context = shape.prompt_tokens + len_sq / (2.0 * np.maximum(len_sum, 1e-12))
     useful = lay.kv_capacity_tokens * lay.replicas / (shape.samples * float(np.min(context))) if len(context) else 1.0
     last = int(min(s, max(math.ceil(useful), 1), MAX_STALENESS_SEARCH))
     return sorted(set(range(1, last + 1)) | {s})

@@ -123,15 +123,19 @@ def _iterations(work: WorkPlan, rec: UsageRecord, started: np.ndarray, completed
     return done
 
 
+def _per_job_sum(jobs, cumulative: np.ndarray) -> np.ndarray:
+    """Per job, the sum of a per-iteration quantity over its iterations, from its prefix sums."""
+    cum = np.concatenate([[0], cumulative])
+    return cum[jobs.iter_start + jobs.iterations] - cum[jobs.iter_start]
+
+
 def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFrame) -> pd.DataFrame:
     jobs = work.jobs
     done = jobs_df["iterations"].to_numpy()
     cost = jobs_df["cost_usd"].to_numpy()
     # Responses cut at the length cap per job: prefix sums over the concatenated iterations.
-    capped_cum = np.concatenate([[0], np.cumsum(jobs.length_capped, dtype=np.int64)])
-    capped = capped_cum[jobs.iter_start + jobs.iterations] - capped_cum[jobs.iter_start]
-    tokens_cum = np.concatenate([[0.0], np.cumsum(jobs.length_sum)])
-    tokens = tokens_cum[jobs.iter_start + jobs.iterations] - tokens_cum[jobs.iter_start]
+    capped = _per_job_sum(jobs, np.cumsum(jobs.length_capped, dtype=np.int64))
+    tokens = _per_job_sum(jobs, np.cumsum(jobs.length_sum))
     rows = []
     for k, cls in enumerate(scenario.workload.classes):
         idx = jobs.class_index == k

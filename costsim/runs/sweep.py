@@ -12,6 +12,7 @@ bit for bit, whatever the executor and however many workers finished in whatever
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -95,17 +96,19 @@ def tasks(spec: Sweep) -> list[Task]:
     return out
 
 
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _bytes_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-def inputs_sha256(scenario) -> str:
+def inputs_sha256(scenario, file_sha256: Callable[[Path], str] | None = None) -> str:
     """A variant's identity for resuming: its scenario, the bytes of the trace it reads and of the
-    catalog its defaults come from (a path alone would let an edited trace resume as the same sweep)."""
+    catalog its defaults come from (a path alone would let an edited trace resume as the same sweep).
+    ``file_sha256``: how a file is hashed (``sweep_manifest`` passes one that hashes each file once)."""
+    file_sha256 = file_sha256 or (lambda path: _bytes_sha256(path.read_bytes()))
     inputs = {"scenario": scenario.model_dump(mode="json"),
-              "catalog": hashlib.sha256(resources.files("costsim").joinpath("data/catalog.yaml").read_bytes()).hexdigest()}
+              "catalog": _bytes_sha256(resources.files("costsim").joinpath("data/catalog.yaml").read_bytes())}
     if scenario.workload.trace is not None:
-        inputs["trace"] = _file_sha256(Path(scenario.base_dir) / scenario.workload.trace)
+        inputs["trace"] = file_sha256(Path(scenario.base_dir) / scenario.workload.trace)
     return fingerprint(inputs)
 
 
@@ -113,7 +116,10 @@ def sweep_manifest(spec: Sweep) -> dict:
     """The dataset's ``sweep.json``: what identifies the sweep, for resuming."""
     from costsim import __version__
 
-    variants = [{"id": v.id, "params": v.params, "scenario_sha256": inputs_sha256(v.scenario)} for v in spec.variants]
+    # Variants usually share one trace: hash each file once, not once per variant.
+    file_sha256 = functools.cache(lambda path: _bytes_sha256(path.read_bytes()))
+    variants = [{"id": v.id, "params": v.params, "scenario_sha256": inputs_sha256(v.scenario, file_sha256)}
+                for v in spec.variants]
     return json.loads(json.dumps(manifest(spec.source, str(spec.base), variants, spec.replications, spec.seed,
                                           __version__), default=str))  # as it reads back from the file
 
