@@ -1,19 +1,20 @@
 """Parallel efficiency of the sweep executors, side by side in one process.
 
-    .venv/bin/python benchmarks/sweep_scaling.py [--days 365] [--replications 2] [--workers 2] [--repeats 1]
+    .venv/bin/python benchmarks/sweep_scaling.py [--days 120] [--replications 5] [--workers 2] [--repeats 1]
 
-The same tasks on each executor: the baseline scenario (scenarios/baseline.yaml) over ``--days``
-(its full year by default: about a second per task, so the whole benchmark takes about a minute
-on 2 cores), 8 variants (own-384 at 320, 384, 448 and 512 GPUs × arrival scale 1.0 and 1.5) ×
-``--replications``. Shorter horizons make the tasks shorter but not the executors' start-up (a
-second or two: fresh interpreters importing costsim), so the ratios get worse: with ``--days 60``
-(0.3 s per task) start-up is a third of the process pool's time.
+The same tasks on each executor, the sweep the issue names: 40 variants of the baseline scenario
+(scenarios/baseline.yaml: own-384 at 8 sizes from 256 to 704 GPUs × arrival scale 0.8, 0.9, 1.0,
+1.1 and 1.2) × ``--replications`` 5 = 200 tasks, over ``--days`` (120 by default: about half a
+second per task, so the benchmark takes about five minutes on 2 cores; 365, the baseline's year,
+takes three times as long). Shorter horizons make the tasks shorter but not the executors' start-up
+(a second or two: fresh interpreters importing costsim), so the ratios get worse.
 Wall time of the whole ``costsim.sweep`` call (no output folder), best of ``--repeats``:
 
 - ``local``: one process, the tasks one after another;
 - ``processes``: the process pool with ``--workers`` workers, its start-up included;
 - ``dask``: a Dask LocalCluster of ``--workers`` single-threaded processes, started and stopped
-  by the sweep (start-up included), and the same cluster already running (``address=``).
+  by the sweep (start-up included), and the same cluster already running (``address=``), started
+  with the configuration the sweep's own uses (``executors.LOCAL_CLUSTER_CONFIG``).
 
 Prints parallel efficiency = T_local / (workers × T_processes) (1.0 is perfect scaling) and the
 Dask times ÷ the process pool's. The three return identical tables (checked). No assertion on time:
@@ -36,7 +37,7 @@ import costsim
 from costsim.runs.sweepfile import sweep_from_sets
 
 BASELINE = Path(__file__).resolve().parent.parent / "scenarios" / "baseline.yaml"
-GRID = ["options.own-384.gpus=320,384,448,512", "workload.arrival_scale=1.0,1.5"]
+GRID = ["options.own-384.gpus=256,320,384,448,512,576,640,704", "workload.arrival_scale=0.8,0.9,1.0,1.1,1.2"]
 
 
 def timed(run, repeats: int):
@@ -51,8 +52,8 @@ def timed(run, repeats: int):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--days", type=float, default=365.0, help="horizon of every variant (the baseline's: 365)")
-    ap.add_argument("--replications", type=int, default=2)
+    ap.add_argument("--days", type=float, default=120.0, help="horizon of every variant (the baseline's: 365)")
+    ap.add_argument("--replications", type=int, default=5)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--no-dask", action="store_true", help="skip the Dask rows")
@@ -74,16 +75,19 @@ def main() -> None:
     rows.append(("process pool", t_pool, t_local / (w * t_pool)))
     same = [pool]
     if not args.no_dask:
-        t_dask, dask = timed(lambda: costsim.sweep(spec, executor="dask", workers=w), args.repeats)
+        t_dask, started = timed(lambda: costsim.sweep(spec, executor="dask", workers=w), args.repeats)
         rows.append(("Dask LocalCluster (started by sweep)", t_dask, t_local / (w * t_dask)))
+        import dask
         import distributed
 
-        with distributed.LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
+        from costsim.runs.executors import LOCAL_CLUSTER_CONFIG
+
+        with dask.config.set(LOCAL_CLUSTER_CONFIG), distributed.LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
                                       silence_logs=logging.ERROR) as cluster:
             t_warm, warm = timed(lambda: costsim.sweep(spec, executor="dask", address=cluster.scheduler_address),
                                  args.repeats)
         rows.append(("Dask LocalCluster (already running)", t_warm, t_local / (w * t_warm)))
-        same += [dask, warm]
+        same += [started, warm]
     for other in same:
         pd.testing.assert_frame_equal(other.runs, local.runs, check_exact=True)
 

@@ -4,3 +4,17 @@ from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=30)
 settings.load_profile("ci")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_trace_cache():
+    """Each test reads its traces afresh: costsim keeps the last tables read (``read_trace``), and a
+    test that rewrites a file within the file system's clock tick, or counts reads, must not see
+    another test's table."""
+    from costsim.scenario import trace
+
+    trace._read_once.cache_clear()
+    yield

@@ -26,7 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 from costsim.frontends.cli import app
-from costsim.frontends.outdir import MANIFEST, OutputFolder, safe_folder_name
+from costsim.runs.outdir import MANIFEST, OutputFolder, safe_folder_name
 
 CLI = [sys.executable, "-m", "costsim.frontends.cli"]
 JOBS = 30_000  # enough for the tables to take a good fraction of a second to write
@@ -299,7 +299,7 @@ def test_crash_between_the_two_renames_is_recovered(small, monkeypatch):
         assert leftovers(out) == sorted([".res.lock", folder.staging.name])
     assert leftovers(out) == []
     # And the fallback swap itself: forced by making the exchange unavailable.
-    monkeypatch.setattr("costsim.frontends.outdir._exchange", lambda a, b: False)
+    monkeypatch.setattr("costsim.runs.outdir._exchange", lambda a, b: False)
     with OutputFolder(out, ours={"summary.csv"}) as folder:
         folder.publish(lambda d: (d / "summary.csv").write_text("new"))
     assert (out / "summary.csv").read_text() == "new" and leftovers(out) == []

@@ -208,7 +208,7 @@ def test_deleted_task_files_are_the_only_ones_run_again(files, monkeypatch):
 
 
 def test_a_task_killed_mid_write_leaves_no_partial_file(files, monkeypatch):
-    real = dataset._fsync
+    real = dataset.fsync
     seen = []
 
     def crash_on_the_temporary(path: Path):
@@ -217,13 +217,13 @@ def test_a_task_killed_mid_write_leaves_no_partial_file(files, monkeypatch):
             raise KeyboardInterrupt
         real(path)
 
-    monkeypatch.setattr(dataset, "_fsync", crash_on_the_temporary)
+    monkeypatch.setattr(dataset, "fsync", crash_on_the_temporary)
     out = files / "out"
     with pytest.raises(KeyboardInterrupt):
         costsim.sweep(files / "sw.yaml", out=out, executor="local")
     assert seen and seen[0] > 0
     assert sorted(p.name for p in out.rglob("*") if p.is_file()) == [".sweep.lock"]  # the manifest was the write cut
-    monkeypatch.setattr(dataset, "_fsync", real)
+    monkeypatch.setattr(dataset, "fsync", real)
     writes = []
 
     def crash_on_the_third_task(path: Path):
@@ -233,7 +233,7 @@ def test_a_task_killed_mid_write_leaves_no_partial_file(files, monkeypatch):
                 raise KeyboardInterrupt
         real(path)
 
-    monkeypatch.setattr(dataset, "_fsync", crash_on_the_third_task)
+    monkeypatch.setattr(dataset, "fsync", crash_on_the_third_task)
     with pytest.raises(KeyboardInterrupt):
         costsim.sweep(files / "sw.yaml", out=out, executor="local")
     left = sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet"))
@@ -423,3 +423,27 @@ def test_a_task_file_of_other_inputs_is_run_again(files):
     again = costsim.sweep(files / "sw.yaml", out=out, executor="local", progress=lambda d, t: calls.append((d, t)))
     assert calls[-1] == (1, 1)  # exactly that one task ran again
     pd.testing.assert_frame_equal(again.runs, whole.runs)
+
+
+def test_a_running_dask_scheduler_gives_the_local_tables_and_refuses_other_versions(files, monkeypatch):
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
+    local = run_sweep(files / "sw.yaml", executor="local")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster:
+        remote = run_sweep(files / "sw.yaml", executor="dask", address=cluster.scheduler_address)
+        for name in ("runs", "means", "differences", "variants"):
+            assert _bits(getattr(remote, name)) == _bits(getattr(local, name)), name
+        # This machine now has another costsim than the worker: refused before anything is written.
+        monkeypatch.setattr(costsim, "__version__", "0.0.0-other")
+        with pytest.raises(ScenarioError, match=r"executor dask: workers differ from this machine \(costsim "
+                                                r"0\.0\.0-other, numpy .*\): tcp://.* has costsim "):
+            costsim.sweep(files / "sw.yaml", out=files / "o", executor="dask", address=cluster.scheduler_address)
+        assert not (files / "o").exists()
+
+
+def test_a_dask_scheduler_without_workers_is_an_error(files, monkeypatch):
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1)
+    with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=None, silence_logs=40) as cluster:
+        with pytest.raises(ScenarioError, match=r"executor dask: the Dask scheduler at .* has no worker"):
+            costsim.sweep(files / "sw.yaml", executor="dask", address=cluster.scheduler_address)

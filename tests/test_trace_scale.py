@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import random
 import subprocess
 import sys
@@ -232,15 +233,38 @@ def test_a_simulate_reads_the_trace_once(tmp_path, monkeypatch):
     monkeypatch.setattr(T, "_read_strings", count_strings)
     costsim.simulate(path)
     assert calls == {"columnar": 1, "strings": 0}
-    sc = costsim.load_scenario(path)
+    T._read_once.cache_clear()
     calls.update(columnar=0, strings=0)
-    costsim.simulate(sc)  # a Scenario object is re-checked: that check's read is the run's only one
-    assert calls == {"columnar": 1, "strings": 0}
+    sc = costsim.load_scenario(path)  # as `costsim run` does: load (check), then simulate (check again)
+    costsim.simulate(sc)
+    costsim.simulate(sc)
+    assert calls == {"columnar": 1, "strings": 0}  # the file is read by the first check only
+
+
+def test_an_edited_trace_is_read_again(tmp_path):
+    path = _scenario_file(tmp_path, SMALL)
+    trace = tmp_path / "trace.csv"
+    first = costsim.simulate(path)
+    st = trace.stat()
+    text = trace.read_text().replace("30,16,1,a5", "31,16,1,a5")  # same size, another submit time
+    trace.write_text(text)
+    os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # a new mtime, whatever the clock's tick
+    second = costsim.simulate(path)
+    assert set(first.jobs.submit_h[first.jobs.job_id == "a5"]) == {30}  # one row per option
+    assert set(second.jobs.submit_h[second.jobs.job_id == "a5"]) == {31}
+
+
+def test_a_shared_trace_table_cannot_be_changed(tmp_path):
+    table = read_trace(_scenario_file(tmp_path, SMALL).parent / "trace.csv")
+    assert read_trace(tmp_path / "trace.csv") is table  # kept, not read again
+    with pytest.raises(ValueError, match="read-only"):
+        table.submit_h[0] = 5.0
 
 
 def test_results_are_those_of_the_string_reader(tmp_path, monkeypatch):
     path = _scenario_file(tmp_path, SMALL)
     fast = costsim.simulate(path)
+    T._read_once.cache_clear()  # forget the columnar table just read
     monkeypatch.setattr(T, "_read_columnar", lambda _path: None)  # every file through the string reader
     slow = costsim.simulate(path)
     for name in TABLES:

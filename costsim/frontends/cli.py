@@ -25,7 +25,7 @@ from costsim.runs import api
 from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog import default_catalog
 from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
-from costsim.frontends.outdir import OutputFolder, safe_folder_name
+from costsim.runs.outdir import OutputFolder, safe_folder_name
 from costsim.scenario import Problem, ScenarioError, json_schema
 
 if TYPE_CHECKING:  # imported when a sweep runs: scipy.stats and the executors cost every other command 0.5 s

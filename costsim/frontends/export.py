@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from costsim.frontends.outdir import MANIFEST, OutputFolder
+from costsim.runs.outdir import MANIFEST, OutputFolder
 from costsim.results import Results
 from costsim.scenario import dump_scenario
 
@@ -63,7 +63,7 @@ def write_results(results: Results, out_dir: Path | str) -> list[Path]:
     """Write a run's tables into ``out_dir`` all at once: the paths written.
 
     The files go to a staging folder beside ``out_dir`` that then replaces it whole, under a lock
-    (``costsim.frontends.outdir``): ``out_dir`` never holds a mix of two runs. Raises ``OutputError`` (a
+    (``costsim.runs.outdir``): ``out_dir`` never holds a mix of two runs. Raises ``OutputError`` (a
     ``ScenarioError``) when the folder cannot be used or written; it is then left as it was.
     """
     with OutputFolder(out_dir, ours=OUTPUT_NAMES, label="out_dir") as folder:

@@ -43,7 +43,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from costsim.frontends.outdir import OutputError, _fsync
+from costsim.runs.outdir import OutputError, fsync
 
 MANIFEST = "sweep.json"
 RUNS = "runs"
@@ -76,13 +76,13 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
     temp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
     try:
         write(temp)
-        _fsync(temp)
+        fsync(temp)
         os.replace(temp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()  # gone after a successful rename
     with contextlib.suppress(OSError):
-        _fsync(path.parent)  # the rename itself is on disk
+        fsync(path.parent)  # the rename itself is on disk
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path, meta: dict | None = None) -> None:

@@ -27,7 +27,7 @@ from costsim.scenario.errors import Problem, ScenarioError
 
 EXECUTORS = ("local", "processes", "dask")
 DASK_MISSING = "needs Dask, which is not installed: pip install 'costsim[dask]'"
-CONNECT_TIMEOUT_S = 10  # how long to wait for a Dask scheduler named by --address
+CONNECT_TIMEOUT_S = 10  # how long to wait for a Dask scheduler named by --address, and for a worker
 # Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536 (to give memory back to the system
 # sooner). Setting it also switches off glibc's adaptive mmap threshold, so every numpy array over
 # 128 KiB is mapped and unmapped afresh: a 60-day baseline task took 0.30 CPU-s instead of 0.19.
@@ -180,6 +180,11 @@ def _dask(workers: int, address: str | None) -> Iterator[Run]:
     try:
         if address is not None:
             client = distributed.Client(check_address(address), timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+            try:
+                _check_workers(client, address)
+            except BaseException:
+                client.close()
+                raise
         else:
             # One single-threaded worker process per core, as the process pool; no dashboard port
             # (parallel runs would fight over 8787), warnings only when something is wrong.
@@ -199,6 +204,41 @@ def _dask(workers: int, address: str | None) -> Iterator[Run]:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def versions() -> dict[str, str]:
+    """What must match between the machine running the sweep and every worker for the tables to be
+    identical, bit for bit: costsim's and numpy's versions (numpy's generators and arithmetic) and
+    Python's (pickle and float formatting)."""
+    import platform
+
+    import numpy
+
+    from costsim import __version__
+    return {"costsim": __version__, "numpy": numpy.__version__, "python": platform.python_version()}
+
+
+def _check_workers(client, address: str) -> None:
+    """Wait for a worker of the scheduler at ``address``; refuse workers whose ``versions()`` differ
+    from ours (their runs would differ from a local run, or fail in the middle of the sweep)."""
+    try:
+        client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+    except TimeoutError:  # distributed's WorkerStartTimeoutError is one
+        raise ExecutorError("dask", f"the Dask scheduler at {address} has no worker (waited "
+                            f"{CONNECT_TIMEOUT_S} s): start some with `dask worker tcp://{address} --nthreads 1`") from None
+    ours = versions()
+    try:
+        theirs = client.run(versions)  # this module's function, by reference: it needs costsim there
+    except Exception as err:  # noqa: BLE001 — a worker without costsim fails to unpickle it
+        raise ExecutorError("dask", f"the workers of {address} cannot run costsim ({type(err).__name__}: "
+                            f"{err}); install costsim {ours['costsim']} on each") from None
+    wrong = [f"{worker} has {', '.join(f'{k} {v}' for k, v in got.items() if ours[k] != v)}"
+             for worker, got in sorted(theirs.items()) if got != ours]
+    if wrong:
+        want = ", ".join(f"{k} {v}" for k, v in ours.items())
+        raise ExecutorError("dask", f"workers differ from this machine ({want}): {'; '.join(wrong[:3])}"
+                            + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
+                            + "; their results would not be those of a local run")
 
 
 def _dask_results(client, fn, tasks) -> Iterator[tuple[int, Any]]:

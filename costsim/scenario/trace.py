@@ -14,7 +14,8 @@ table; ``tests/test_trace_scale.py`` compares them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -79,20 +80,36 @@ def _ranges(submit: np.ndarray, gpus: np.ndarray, duration: np.ndarray, priority
 def read_trace(path: Path | str) -> TraceTable:
     """Read and validate a trace file; raises ScenarioError naming each bad line and column.
 
-    The file is read once when it is clean (``_read_columnar``), twice at most otherwise."""
+    The file is read once when it is clean (``_read_columnar``), twice at most otherwise. The last
+    ``CACHED_TRACES`` tables read are kept, keyed by the file's identity, size and modification
+    time: checking a scenario, checking each variant of a sweep over it, and then running it (or a
+    sweep worker's next task) read the file once between them. An edited file is read again. The
+    arrays of the table returned are read-only, as they may be shared."""
     path = Path(path)
     source = str(path)
     if not path.is_file():
         raise ScenarioError(source, [Problem((), "trace file not found")])
     limit = max_trace_bytes()
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except OSError as exc:
         raise ScenarioError(source, [Problem((), f"cannot read the file: {exc.strerror or exc}")]) from None
-    if size > limit:
-        raise ScenarioError(source, [too_large(size, limit, MAX_TRACE_BYTES_ENV, "the trace file")])
+    if st.st_size > limit:
+        raise ScenarioError(source, [too_large(st.st_size, limit, MAX_TRACE_BYTES_ENV, "the trace file")])
+    return _read_once(path, source, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+CACHED_TRACES = 2  # tables kept (a sweep over two traces reads each once); a failed read is not kept
+
+
+@lru_cache(maxsize=CACHED_TRACES)
+def _read_once(path: Path, source: str, identity: tuple[int, int, int, int]) -> TraceTable:
+    """The table of ``path`` as it is at ``identity`` (device, inode, size, mtime in ns)."""
     table = _read_columnar(path)
-    return table if table is not None else _read_strings(path, source)
+    table = table if table is not None else _read_strings(path, source)
+    for f in fields(table):
+        getattr(table, f.name).setflags(write=False)
+    return table
 
 
 def _read_strings(path: Path, source: str) -> TraceTable:

@@ -81,7 +81,7 @@ def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _fsync(path: Path) -> None:
+def fsync(path: Path) -> None:
     """fsync a file or a folder (so a rename in it is on disk); shared by the sweep dataset."""
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -268,7 +268,7 @@ class OutputFolder:
             manifest = {**(info or {}), "files": {p.name: p.stat().st_size for p in files}}
             (self.staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
             for path in [*files, self.staging / MANIFEST, self.staging]:
-                _fsync(path)  # the data is on disk before the swap makes it visible
+                fsync(path)  # the data is on disk before the swap makes it visible
             self._swap()
         except OSError as err:
             where = f" ({err.filename})" if err.filename else ""
@@ -296,7 +296,7 @@ class OutputFolder:
         if retired is not None:
             shutil.rmtree(retired, ignore_errors=True)  # a leftover is removed by the next run
         with contextlib.suppress(OSError):
-            _fsync(self.parent)
+            fsync(self.parent)
 
     def __exit__(self, *exc) -> None:
         if self.staging is not None:
