@@ -22,6 +22,7 @@ from costsim.frontends.dashboard import (
     SETUPS, ClassKnobs, Knobs, Limits, ResultCache, RunStopped, Upload, apply_knobs, current_knobs,
     literal_markdown, load_upload, make_upload_root, run_key, shipped_scenarios, shipped_traces, simulate_bounded,
 )
+from costsim.frontends.headline import AMORTISED, CANNOT_KEEP_UP, CASH, FAIR, headline_markdown, with_verdict
 from costsim.scenario import ScenarioError
 
 st.set_page_config(page_title="costsim: build or rent GPUs", layout="wide")
@@ -162,23 +163,26 @@ def knob_widgets(scenario: costsim.Scenario) -> Knobs:
     return Knobs(owned, prices, scale, classes)
 
 
-def kpi_cards(res: costsim.Results) -> None:
-    summary = res.summary
-    cheapest = summary.loc[summary["total_cost_usd"].idxmin()]
+def kpi_cards(res: costsim.Results, verdict) -> None:
+    """The verdict first (never an option that cannot keep up), then one card per option."""
+    summary = with_verdict(res.summary, verdict)
     delays = summary["queue_delay_mean_h"]  # NaN everywhere when every job was submitted in the warm-up
     fastest = literal_markdown(summary.loc[delays.idxmin(), "option"]) if delays.notna().any() else "-"
-    cheapest_name = literal_markdown(cheapest.option)
-    line = f"**Lowest total cost:** {cheapest_name} · **Shortest mean queue delay:** {fastest}"
-    unfinished = cheapest.jobs_submitted - cheapest.jobs_completed
-    if unfinished:
-        line += (f"  \n⚠️ {cheapest_name} is cheapest partly because {unfinished:,} jobs were not finished "
-                 f"within the horizon (mean wait {cheapest.queue_delay_mean_h:,.1f} h).")
-    st.markdown(line)
+    st.markdown(headline_markdown(verdict, literal_markdown))
+    st.caption(f"Shortest mean queue delay: {fastest}. Totals: {literal_markdown(AMORTISED)}; "
+               f"{literal_markdown(CASH)}; {literal_markdown(FAIR)}.")
     for col, (_, row) in zip(st.columns(len(summary)), summary.iterrows(), strict=True):
         with col:
             st.markdown(f"#### {literal_markdown(row.option)}  \n<small>{row.kind}, {row.pricing.replace('_', '-')}</small>",
                         unsafe_allow_html=True)
-            st.metric("Total cost", f"${row.total_cost_usd:,.0f}")
+            if not row.keeps_up:
+                st.markdown(f"**{CANNOT_KEEP_UP}**", help=literal_markdown(row.why))
+            st.metric("Total cost (amortised)", f"${row.total_cost_usd:,.0f}",
+                      help="Capital spread over the depreciation life, plus running costs and rent. With the "
+                      f"unfinished work at the cheapest rental price: ${row.fair_total_usd:,.0f}.")
+            st.metric("Cash spent", f"${row.cash_spent_usd:,.0f}",
+                      help="Capex when paid, running costs, rent and commitments owed within the horizon; "
+                      f"the hardware still owned is worth ${row.book_value_usd:,.0f} at its end.")
             st.metric("Mean queue delay", f"{row.queue_delay_mean_h:,.2f} h", help=f"p95 {row.queue_delay_p95_h:,.1f} h")
             st.metric("Utilisation", f"{row.utilization:.1%}")
             st.metric("$ per GPU-hour used", f"${row.cost_per_gpu_hour_used_usd:,.2f}")
@@ -263,7 +267,7 @@ def main() -> None:
                  f"{res.summary.jobs_submitted.iloc[0]:,} jobs")
     if scenario.description:
         st.caption(literal_markdown(scenario.description))
-    kpi_cards(res)
+    kpi_cards(res, costsim.decide(res))
     overview, cost, capacity, speed, reliability, data = st.tabs(
         ["Overview", "Cost", "Capacity", "Iteration speed", "Failures", "Data"])
     with overview:

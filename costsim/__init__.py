@@ -19,9 +19,11 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "__version__",
+    "decide",
     "dump_scenario",
     "load_scenario",
     "load_scenario_text",
+    "optimize",
     "scenario_from_data",
     "simulate",
     "sweep",
@@ -29,10 +31,15 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """``costsim.sweep`` (``costsim.runs.sweep.sweep``), imported on first use: it brings scipy.stats
-    and the executors, which a single run does not need (half a second at every import)."""
+    """``costsim.sweep`` (``costsim.runs.sweep.sweep``), ``costsim.decide`` and ``costsim.optimize``
+    (``costsim.decisions``), imported on first use: they bring scipy.stats and the
+    executors, which a single run does not need (half a second at every import)."""
     if name == "sweep":
         from costsim.runs.sweep import sweep
 
         return sweep
+    if name in ("decide", "optimize"):
+        from costsim import decisions
+
+        return getattr(decisions, name)
     raise AttributeError(f"module 'costsim' has no attribute {name!r}")

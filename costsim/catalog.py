@@ -7,7 +7,8 @@ value here, so the models and the engine never look anything up.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,23 @@ class GPUSpec:
 
 
 @dataclass(frozen=True)
+class InputRange:
+    """An uncertain input's plausible low and high with their provenance (the sensitivity tornado,
+    ``costsim.decisions.tornado``). ``scale``: low and high multiply the scenario's own value
+    (``unit`` then starts with "×"); otherwise they are the value itself, in ``unit``.
+    ``applies_to``: the scenario fields the input sets, in words."""
+
+    name: str
+    low: float
+    high: float
+    scale: bool
+    unit: str
+    applies_to: str
+    source: str
+    date: str
+
+
+@dataclass(frozen=True)
 class Catalog:
     version: str
     economics: dict[str, float]
@@ -59,6 +77,27 @@ class Catalog:
     billing: dict[str, dict[str, float]]
     gpus: dict[str, GPUSpec]
     entries: tuple[Entry, ...]  # every sourced leaf, for `costsim catalog`
+    ranges: dict[str, InputRange] = field(default_factory=dict)  # name -> sensitivity range
+
+
+def _ranges(raw: dict | None, source: str) -> dict[str, InputRange]:
+    """The catalog's ``ranges:`` section, checked: low < high, both finite, a source and a date."""
+    out = {}
+    for name, r in (raw or {}).items():
+        try:
+            item = InputRange(name=str(name), low=float(r["low"]), high=float(r["high"]), scale=bool(r["scale"]),
+                              unit=str(r.get("unit", "")), applies_to=str(r["applies_to"]), source=str(r["source"]),
+                              date=str(r["date"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ScenarioError(source, [Problem(("ranges", str(name)), f"needs low, high, scale, applies_to, source "
+                                                 f"and date ({exc!r})")]) from None
+        if not (math.isfinite(item.low) and math.isfinite(item.high) and item.low < item.high):
+            raise ScenarioError(source, [Problem(("ranges", str(name)), f"low ({item.low:g}) must be less than high "
+                                                 f"({item.high:g}), both finite")])
+        if not (item.source.strip() and item.date.strip()):
+            raise ScenarioError(source, [Problem(("ranges", str(name)), "needs a source and a date")])
+        out[item.name] = item
+    return out
 
 
 def _leaves(node: Any, path: str, out: list[Entry]) -> Any:
@@ -94,6 +133,7 @@ def load_catalog(path: Path | str | None = None) -> Catalog:
         billing=dict(data["billing"]),
         gpus=gpus,
         entries=tuple(entries),
+        ranges=_ranges(data.get("ranges"), str(path) if path is not None else "catalog.yaml"),
     )
 
 

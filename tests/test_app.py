@@ -33,7 +33,7 @@ def test_first_load_shows_the_baseline_comparison():
     assert not at.exception
     assert not at.error
     base = costsim.simulate(SCENARIO_DIR / "baseline.yaml").summary
-    shown = [m.value for m in at.metric if m.label == "Total cost"]
+    shown = [m.value for m in at.metric if m.label == "Total cost (amortised)"]
     assert shown == [f"${v:,.0f}" for v in base.total_cost_usd]
     assert len(at.get("plotly_chart")) >= 5
 
@@ -79,7 +79,7 @@ def test_every_shipped_scenario_renders(name):
     at.sidebar.selectbox(key="scenario_choice").select(name).run()
     assert not at.exception and not at.error
     res = costsim.simulate(SCENARIO_DIR / f"{name}.yaml")
-    shown = [m.value for m in at.metric if m.label == "Total cost"]
+    shown = [m.value for m in at.metric if m.label == "Total cost (amortised)"]
     assert shown == [f"${v:,.0f}" for v in res.summary.total_cost_usd]
     hybrids = (res.summary.kind == "hybrid").sum()
     assert [m.label for m in at.metric].count("Jobs on burst") == hybrids

@@ -3,7 +3,6 @@
 
 import subprocess
 import sys
-import textwrap
 
 import pytest
 from typer.testing import CliRunner

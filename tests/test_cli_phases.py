@@ -27,7 +27,7 @@ def rendered(phases, width: int = 160) -> list[str]:
 def test_run_prints_the_new_phases(tmp_path, monkeypatch):
     (tmp_path / "s.yaml").write_text(json.dumps(SCENARIO))  # JSON is YAML
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["run", "s.yaml"])
+    result = CliRunner().invoke(app, ["run", "s.yaml", "--wide"])  # every phase; the default shows the main ones
     assert result.exit_code == 0, result.output
     table = result.stdout[result.stdout.index("RL iterations"):]
     for header in HEADERS:
@@ -35,6 +35,10 @@ def test_run_prints_the_new_phases(tmp_path, monkeypatch):
     assert "async: rollout overlaps training" in table
     assert "mean seconds per phase" in table
     assert "sync-colo" in table and "async" in table
+    narrow = CliRunner().invoke(app, ["run", "s.yaml"], env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0, narrow.output
+    table = narrow.stdout[narrow.stdout.index("RL iterations"):]
+    assert "log-" not in table and "sync-colo" in table and "iteration" in table
 
 
 def test_table_fits_160_columns_and_numbers_never_wrap():

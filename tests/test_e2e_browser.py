@@ -70,7 +70,7 @@ def wait_for_run(page):
 def test_dashboard_renders_baseline_with_figures(browser, app_url, tmp_path):
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     page.goto(app_url)
-    page.get_by_text("Lowest total cost:").wait_for(timeout=90_000)
+    page.get_by_text("Verdict:").wait_for(timeout=90_000)
     wait_for_run(page)
     assert page.get_by_test_id("stMetric").count() >= 15
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
@@ -86,7 +86,7 @@ def test_bad_upload_shows_error_in_the_browser(browser, app_url, tmp_path):
     bad.write_text("name: broken\nhorizon_days: [\n")
     page = browser.new_page()
     page.goto(app_url)
-    page.get_by_text("Lowest total cost:").wait_for(timeout=90_000)
+    page.get_by_text("Verdict:").wait_for(timeout=90_000)
     # The first uploader takes the scenario (the second, a trace CSV to go with it).
     page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(bad))
     page.get_by_test_id("stAlert").filter(has_text="This scenario cannot be used.").wait_for(timeout=60_000)

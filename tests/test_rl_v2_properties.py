@@ -10,7 +10,6 @@ import math
 from dataclasses import replace
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 import costsim
 from costsim import workload
 from costsim.workload.rng import name_key, stream
-from costsim.scenario import scenario_from_data
 from helpers import jobs_of
 
 CLASSES = [

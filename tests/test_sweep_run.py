@@ -447,3 +447,92 @@ def test_a_dask_scheduler_without_workers_is_an_error(files, monkeypatch):
     with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=None, silence_logs=40) as cluster:
         with pytest.raises(ScenarioError, match=r"executor dask: the Dask scheduler at .* has no worker"):
             costsim.sweep(files / "sw.yaml", executor="dask", address=cluster.scheduler_address)
+
+
+def test_a_trace_edited_while_the_sweep_runs_stops_it_and_saves_nothing_of_the_new_bytes(tmp_path):
+    (tmp_path / "jobs.csv").write_text("submit_h,gpus,duration_h\n0,8,2\n1,8,3\n")
+    (tmp_path / "s.yaml").write_text(TRACE_SCENARIO)
+    (tmp_path / "sw.yaml").write_text("base: s.yaml\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n")
+    out = tmp_path / "out"
+
+    def edit_after_two(done, total):
+        if done == 2:
+            (tmp_path / "jobs.csv").write_text("submit_h,gpus,duration_h\n0,8,20\n1,8,30\n")
+
+    with pytest.raises(ScenarioError, match="changed while the sweep ran"):
+        costsim.sweep(tmp_path / "sw.yaml", out=out, executor="local", progress=edit_after_two)
+    assert len(list(out.glob("runs/*/*.parquet"))) == 2  # the two run before the edit, on the old bytes
+    # With the old bytes back, the same sweep resumes to what an uninterrupted run gives.
+    (tmp_path / "jobs.csv").write_text("submit_h,gpus,duration_h\n0,8,2\n1,8,3\n")
+    resumed = costsim.sweep(tmp_path / "sw.yaml", out=out, executor="local")
+    whole = costsim.sweep(tmp_path / "sw.yaml", executor="local")
+    assert _bits(resumed.runs) == _bits(whole.runs)
+
+
+def test_runs_of_other_code_are_never_resumed(files, monkeypatch):
+    out = files / "out"
+    costsim.sweep(files / "sw.yaml", out=out, executor="local")
+    monkeypatch.setattr(sweep_mod, "code_identity", lambda: "another version of costsim")
+    with pytest.raises(ScenarioError, match="holds a different sweep .*differ in code"):
+        costsim.sweep(files / "sw.yaml", out=out, executor="local")
+
+
+def test_code_identity_follows_the_source_and_the_libraries(monkeypatch):
+    from importlib import metadata
+
+    first = sweep_mod.code_identity()
+    sweep_mod.code_identity.cache_clear()
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda name: "0.0" if name == "numpy" else real(name))
+    try:
+        assert sweep_mod.code_identity() != first
+    finally:
+        sweep_mod.code_identity.cache_clear()
+    monkeypatch.undo()
+    assert sweep_mod.code_identity() == first
+
+
+def test_workers_with_an_address_are_refused(files):
+    with pytest.raises(ScenarioError, match="workers.*has no effect with a Dask scheduler"):
+        costsim.sweep(files / "sw.yaml", executor="dask", workers=2, address="127.0.0.1:8786")
+
+
+WATCHED = """\
+import sys, time
+from costsim.runs.executors import open_executor
+
+def slow(x):
+    import os
+    print(os.getpid(), flush=True)
+    time.sleep(x)
+    return x
+
+if __name__ == "__main__":
+    with open_executor("processes", 1) as run:
+        for _ in run(slow, [120]):
+            pass
+"""
+
+
+def test_pool_workers_exit_when_the_sweep_process_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "watched.py"
+    script.write_text(WATCHED)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        worker = int(proc.stdout.readline())  # the task is running in this worker
+        assert Path(f"/proc/{worker}").exists()
+        proc.send_signal(signal.SIGKILL)  # nothing in the main process runs to stop it
+        proc.wait()
+        for _ in range(100):
+            if not Path(f"/proc/{worker}").exists() or "Z" in Path(f"/proc/{worker}/stat").read_text().split()[2]:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"worker {worker} still alive 10 s after the sweep's process was killed")
+    finally:
+        proc.kill()

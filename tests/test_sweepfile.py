@@ -185,7 +185,7 @@ def test_bad_sweep_files_name_the_file_line_and_path(tmp_path, base, body, line,
 def test_missing_base_and_too_many_runs(tmp_path, base):
     path = tmp_path / "lost.yaml"
     path.write_text("seed: 1\nbase: nowhere.yaml\n")
-    with pytest.raises(costsim.ScenarioError, match=rf"lost.yaml:2:1: base: scenario file not found: .*nowhere.yaml"):
+    with pytest.raises(costsim.ScenarioError, match=r"lost.yaml:2:1: base: scenario file not found: .*nowhere.yaml"):
         load_sweep(path)
     values = ", ".join(str(0.06 + i * 1e-5) for i in range(400))
     big = sweep_file(tmp_path, f"replications: 2\ngrid:\n  economics.electricity_usd_per_kwh: [{values}]\n"

@@ -78,7 +78,7 @@ CASES = [
     ("Unicode spaces around a class", "submit_h,gpus,duration_h,job_class\n0,1,1,\u3000dev\u00a0\n0,1,1,é\n",
      {"submit_h": [0.0, 0.0], "gpus": [1, 1], "duration_h": [1.0, 1.0], "job_id": ["trace-0", "trace-1"],
       "job_class": ["dev", "é"], "priority": [0, 0]}, True),
-    ("quoted fields", f'"submit_h",gpus,duration_h,job_id,job_class\n"0.5","8",2,"id,1","a ""b"""\n',
+    ("quoted fields", '"submit_h",gpus,duration_h,job_id,job_class\n"0.5","8",2,"id,1","a ""b"""\n',
      {"submit_h": [0.5], "gpus": [8], "duration_h": [2.0], "job_id": ["id,1"], "job_class": ['a "b"'],
       "priority": [0]}, False),
     ("a quote after a space", 'submit_h,gpus,duration_h,job_id\n0.5, "8", 2, "x"\n',
@@ -361,3 +361,27 @@ def test_rows_longer_than_the_header_are_an_error_not_a_shift(tmp_path):
     path.write_text("submit_h,gpus,duration_h\n0,1,1,9\n1,2,3,4\n")
     with pytest.raises(ScenarioError, match=r"t.csv:2: the rows have more fields than the header"):
         read_trace(path)
+
+
+def test_an_edit_with_the_mtime_put_back_is_read_again(tmp_path):
+    # cp -p, rsync -t and tar x restore the mtime after writing; the ctime still moves.
+    trace = tmp_path / "t.csv"
+    trace.write_text("submit_h,gpus,duration_h\n0,8,2\n")
+    st = trace.stat()
+    assert list(read_trace(trace).duration_h) == [2.0]
+    trace.write_text("submit_h,gpus,duration_h\n0,8,7\n")  # same size
+    os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert trace.stat().st_mtime_ns == st.st_mtime_ns and trace.stat().st_size == st.st_size
+    assert list(read_trace(trace).duration_h) == [7.0]
+
+
+def test_a_single_option_run_of_a_sorted_trace_gives_tables_the_user_can_edit(tmp_path):
+    path = tmp_path / "s.yaml"
+    _write(tmp_path, "submit_h,gpus,duration_h,job_id,job_class\n0,8,2,a,x\n1,8,3,b,y\n", "trace.csv")
+    path.write_text("name: one\nhorizon_days: 2\nworkload: {trace: trace.csv}\noptions:\n"
+                    "  - {name: own, kind: owned, gpu_type: H100, gpus: 8, lead_time_days: 0}\n")
+    jobs = costsim.simulate(path).jobs
+    jobs.loc[0, "submit_h"] = 99.0
+    jobs.loc[0, "gpus"] = 1
+    jobs.loc[0, "job_id"] = "z"
+    assert list(read_trace(tmp_path / "trace.csv").submit_h) == [0.0, 1.0]  # the kept table is untouched

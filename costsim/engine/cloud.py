@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import simpy

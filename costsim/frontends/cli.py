@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
@@ -25,6 +24,13 @@ from costsim.runs import api
 from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog import default_catalog
 from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
+from costsim.frontends.optimize_cli import optimize_command
+from costsim.frontends.report import report_command, write_report
+from costsim.frontends.console import out_console, print_data_table, print_wide
+from costsim.frontends.headline import with_verdict
+# _money, _or_dash, phase_table, summary_table, means_table: also imported from here by other front ends and tests
+from costsim.frontends.tables import (MEANS_TABLE_ROWS, NARROW_PHASE_COLUMNS, _money, _or_dash, means_table,  # noqa: F401
+                                      narrow_table, phase_table, summary_table, table_notes)
 from costsim.runs.outdir import OutputFolder, safe_folder_name
 from costsim.scenario import Problem, ScenarioError, json_schema
 
@@ -37,7 +43,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Build or rent GPUs for RL training? Simulate the same jobs on each option and compare.",
 )
-out_console = Console(width=None if sys.stdout.isatty() else 180)
 err_console = Console(stderr=True)
 
 ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
@@ -64,94 +69,6 @@ def validate(scenario: ScenarioArg) -> None:
                       highlight=False)
 
 
-def _or_dash(fmt: str):
-    """Format a number, or '-' where it is not one (NaN: no such figure for that option)."""
-    return lambda v: "-" if v != v else format(v, fmt)
-
-
-def _money(x: float) -> str:
-    return "-" if x != x else f"${x:,.0f}"
-
-
-def summary_table(summary, title: str) -> Table:
-    table = Table(title=Text(title), title_justify="left")  # Text: user names print literally
-    columns = [
-        ("option", "option", Text),
-        ("kind", "pricing", Text),
-        ("done/submitted", None, None),
-        ("delay mean h", "queue_delay_mean_h", lambda v: f"{v:,.2f}"),
-        ("delay p95 h", "queue_delay_p95_h", lambda v: f"{v:,.2f}"),
-        ("utilisation", "utilization", lambda v: f"{v:.1%}"),
-        ("total cost", "total_cost_usd", _money),
-        ("$/GPU-h used", "cost_per_gpu_hour_used_usd", lambda v: f"{v:,.2f}"),
-        ("$/job", "cost_per_completed_job_usd", _money),
-        ("RL iter/day", "iterations_per_day", lambda v: f"{v:,.0f}"),
-        ("$/RL iter", "cost_per_iteration_usd", _or_dash(",.2f")),
-    ]
-    if not (summary["iterations_per_day"] > 0).any():  # a trace-only scenario has no RL iterations
-        columns = columns[:-2]
-    if (summary["restarts"] > 0).any():  # failures or preemptions interrupted something
-        columns.append(("goodput", "goodput", _or_dash(".1%")))
-    for header, *_ in columns:
-        table.add_column(header, justify="left" if header in ("option", "kind") else "right")
-    for _, row in summary.iterrows():
-        cells = []
-        for header, key, fmt in columns:
-            if key is None:
-                cells.append(f"{row.jobs_completed:,}/{row.jobs_submitted:,}")
-            else:
-                cells.append(fmt(row[key]))
-        table.add_row(*cells)
-    return table
-
-
-def _seconds(v: float) -> str:
-    """Seconds to 0.1 s; below that two decimals, so a short phase (a weight sync inside a node)
-    does not read as zero."""
-    if v != v:
-        return "-"
-    return f"{v:.2f}" if 0 < v < 0.1 else f"{v:,.1f}"
-
-
-# The phases table's columns: (header, phases column, formatter); the seconds columns' unit is in
-# the title. Short headers of at most two lines keep the table within 160 columns with option and
-# class names of up to about 20 characters each; longer names wrap, numbers never do.
-PHASE_TABLE_COLUMNS = [
-    ("rollout", "rollout_s", _seconds),
-    ("log-\nprobs", "logprobs_s", _seconds),
-    ("scoring", "scoring_s", _seconds),
-    ("update", "update_s", _seconds),
-    ("sync/\nreshard", "sync_s", _seconds),
-    ("async\noverhead", "overhead_s", _seconds),
-    ("iteration", "iteration_s", _seconds),
-    ("rollout\nshare", "rollout_share", _or_dash(".0%")),
-    ("straggler\nshare", "straggler_share", _or_dash(".0%")),
-    ("tok/s\nper GPU", "rollout_tokens_per_s_per_gpu", _or_dash(",.0f")),
-    ("capped", "capped_share", _or_dash(".1%")),
-    ("iter/\nday", "iterations_per_day", _or_dash(",.0f")),
-    ("$/iter", "cost_per_iteration_usd", _or_dash(",.2f")),
-]
-
-
-def phase_table(phases) -> Table:
-    """Where an RL iteration's time goes, per option and job class: mean seconds per phase and per
-    iteration, the rollout's share of the iteration and the straggler's (the longest response
-    alone) share of the rollout, rollout tokens/s per rollout GPU, the share of responses cut at
-    the length cap, iterations per day and cost per iteration."""
-    table = Table(title="RL iterations: mean seconds per phase and per iteration (async: rollout overlaps "
-                  "training, so its phases add up to more)", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    table.add_column("option", overflow="fold")
-    table.add_column("class", overflow="fold")
-    for header, *_ in PHASE_TABLE_COLUMNS:
-        table.add_column(header, justify="right", no_wrap=True)
-    for _, r in phases.iterrows():
-        if r.iterations_planned == 0:
-            continue
-        table.add_row(Text(r.option), Text(r.job_class), *(fmt(r[col]) for _, col, fmt in PHASE_TABLE_COLUMNS))
-    return table
-
-
 def _simulate_with_progress(sc, seed: int | None, max_events: int | None = DEFAULT_MAX_EVENTS):
     """``api.simulate`` with a progress bar over the options."""
     columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
@@ -175,24 +92,54 @@ def run(
     max_events: Annotated[int, typer.Option(
         "--max-events", min=0, help="Refuse a run estimated to need more simulation events than this "
         "(a guard against hours-long runs from a typo); 0: no limit.")] = DEFAULT_MAX_EVENTS,
+    target: Annotated[list[str] | None, typer.Option(
+        "--target", help="A target the recommended option must meet, e.g. p95_delay_h<=4, completion>=0.99, "
+        "rl_iterations_per_day>=500 (repeatable).")] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Print every column, as wide as that takes (about 200 "
+                                       "columns).")] = False,
 ) -> None:
-    """Simulate every option, print the comparison and write the tables (CSV, Parquet)."""
+    """Simulate every option, print the verdict and the comparison, and write the tables (CSV, Parquet)."""
+    from costsim.decisions import decide, parse_target  # brings scipy.stats: only where a verdict is given
+
     folder = None
     try:
+        targets = [parse_target(t) for t in target or []]  # before anything runs or is written
         sc = _load(scenario)
         # Checked, locked and staged before simulating, so an unusable --out costs no simulation.
         folder = OutputFolder(out if out is not None else Path("out") / safe_folder_name(sc.name), ours=OUTPUT_NAMES)
         with folder:
             res = _simulate_with_progress(sc, seed, max_events or None)
-            out_console.print(summary_table(res.summary, f"{sc.name}: {sc.horizon_days:g} days, seed {res.seed}"))
-            if len(res.phases):
-                out_console.print(phase_table(res.phases))
-            written = folder.publish(lambda staging: write_tables(res, staging), run_info(res))
+            print_run(res, decide(res, targets), wide)
+            written = folder.publish(lambda staging: (write_tables(res, staging),
+                                                      write_report(res, staging, targets)), run_info(res))
     except ScenarioError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full
         _fail(err)
     except KeyboardInterrupt:
         _interrupted(folder)
     out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False)
+
+
+def print_run(res, verdict, wide: bool = False) -> None:
+    """The verdict first, then the comparison (80 columns, or every column with ``wide``) with the
+    options that cannot keep up flagged and explained, then the RL iterations' phases."""
+    out_console.print(Text.assemble(("Verdict: ", "bold"), verdict.sentence), highlight=False)
+    out_console.print()
+    sc = res.scenario
+    title = f"{sc.name}: {sc.horizon_days:g} days, seed {res.seed}"
+    rows = with_verdict(res.summary, verdict)
+    if wide:
+        print_wide(summary_table(rows, title))
+    else:
+        out_console.print(narrow_table(rows, title))
+        out_console.print()
+    for note in table_notes(verdict):
+        out_console.print(note, highlight=False)
+    if len(res.phases):
+        out_console.print()
+        if wide:
+            print_wide(phase_table(res.phases))
+        else:
+            out_console.print(phase_table(res.phases, NARROW_PHASE_COLUMNS))
 
 
 def _interrupted(folder: OutputFolder | None) -> None:
@@ -213,45 +160,6 @@ class Executor(str, enum.Enum):
     local = "local"
     processes = "processes"
     dask = "dask"
-
-
-# The sweep's means table: (header, metric, formatter of a value); each cell is mean ± half-width.
-MEANS_TABLE_COLUMNS = [
-    ("total cost", "total_cost_usd", _money),
-    ("delay mean h", "queue_delay_mean_h", lambda v: f"{v:,.2f}"),
-    ("delay p95 h", "queue_delay_p95_h", lambda v: f"{v:,.2f}"),
-    ("utilisation", "utilization", lambda v: f"{v:.1%}"),
-    ("RL iter/day", "iterations_per_day", lambda v: f"{v:,.0f}"),
-]
-MEANS_TABLE_ROWS = 60  # more rows than this: the first ones, and where the rest are
-
-
-def _with_interval(fmt, mean: float, low: float, high: float) -> str:
-    """``mean ± half-width`` of a symmetric t-interval; the mean alone where there is no interval
-    (one replication) or no such figure (NaN: '-')."""
-    if mean != mean:
-        return "-"
-    if low != low or high != high:
-        return fmt(mean)
-    return f"{fmt(mean)} ± {fmt((high - low) / 2).lstrip('$')}"
-
-
-def means_table(results: SweepResults, title: str) -> Table:
-    """One row per (variant, option): the swept values and each metric's mean ± the half-width of
-    its 95 % confidence interval over the replications."""
-    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
-    for header in ("variant", "swept values", "option"):
-        table.add_column(header, overflow="fold")
-    for header, *_ in MEANS_TABLE_COLUMNS:
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("n", justify="right")
-    swept = {row["variant"]: ", ".join(f"{k}={row[k]}" for k in results.variants.columns[1:])
-             for row in results.variants.to_dict("records")}
-    for r in results.means.head(MEANS_TABLE_ROWS).to_dict("records"):
-        cells = [_with_interval(fmt, r[m], r[f"{m}_low"], r[f"{m}_high"]) for _, m, fmt in MEANS_TABLE_COLUMNS]
-        labels = (Text(str(r["variant"])), Text(swept.get(r["variant"], "")), Text(str(r["option"])))
-        table.add_row(*labels, *cells, str(r["n"]))
-    return table
 
 
 def _sweep_with_progress(spec, out: Path, executor: str, workers: int | None, address: str | None) -> SweepResults:
@@ -316,8 +224,9 @@ def sweep_command(
                                "again to resume"), highlight=False)
         raise typer.Exit(130) from None
     n = sweep.replications
-    out_console.print(means_table(results, f"{sweep.source}: {len(sweep.variants)} variant(s) × {n} replication(s), "
-                                           f"seed {sweep.seed}: means ± half-width of the 95 % t-interval"))
+    table = means_table(results, f"{sweep.source}: {len(sweep.variants)} variant(s) × {n} replication(s), "
+                                 f"seed {sweep.seed}: means ± half-width of the 95 % t-interval")
+    print_data_table(table)
     if len(results.means) > MEANS_TABLE_ROWS:
         out_console.print(Text(f"... {len(results.means) - MEANS_TABLE_ROWS} more rows in {target}/means.csv"),
                           highlight=False)
@@ -341,6 +250,11 @@ def catalog() -> None:
     for e in cat.entries:
         table.add_row(e.path, f"{e.value:g}" if isinstance(e.value, float) else str(e.value), e.date, e.source)
     out_console.print(table)
+
+
+# Commands written in their own modules (they import this one's helpers when they run).
+app.command("optimize")(optimize_command)
+app.command("report")(report_command)
 
 
 def main() -> None:

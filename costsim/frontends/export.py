@@ -15,7 +15,8 @@ from costsim.scenario import dump_scenario
 TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice")
 RESOLVED_SCENARIO = "scenario.resolved.yaml"
 # Every name costsim writes into an output folder (a folder holding others is not replaced).
-OUTPUT_NAMES = frozenset({f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet")} | {RESOLVED_SCENARIO, MANIFEST})
+REPORT = "report.html"  # costsim run --out writes it beside the tables (costsim.frontends.report)
+OUTPUT_NAMES = frozenset({f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet")} | {RESOLVED_SCENARIO, MANIFEST, REPORT})
 
 
 def resolved_scenario_yaml(results: Results) -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 EXACT_BELOW = 64
 
@@ -37,6 +36,21 @@ class LengthDraws(NamedTuple):
     length_max: np.ndarray
     capped: np.ndarray
     length_sq_sum: np.ndarray
+
+
+def ndtr(x):
+    """Φ, the standard normal CDF (scipy's), imported on first use: a trace replay never needs
+    scipy, whose import holds about 14 MiB (DESIGN.md §11's memory target is for trace replays)."""
+    from scipy.special import ndtr as phi
+
+    return phi(x)
+
+
+def ndtri(p):
+    """Φ⁻¹ (scipy's), imported on first use as ``ndtr``."""
+    from scipy.special import ndtri as inverse
+
+    return inverse(p)
 
 
 def lognormal_params(mean: float, cv: float) -> tuple[float, float]:

@@ -26,6 +26,7 @@ from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, P
 from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_intervals, option_costs,
                               parts, per_bin, serving_use)
 from costsim.results import finance
+from costsim.results.backlog import cheapest_rent_usd_per_gpu_hour, keep_up_measures
 from costsim.results.advice import checkpoint_advice
 from costsim.engine import BURST, UsageRecord
 from costsim.models.intervals import binned
@@ -45,7 +46,9 @@ SUMMARY_COLUMNS = [
     "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst", "idle_cost_usd", "npv_usd",
     "serving_gpu_hours", "serving_unmet_gpu_hours", "serving_cost_usd",
     "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd", "interruption_delay_mean_h",
-] + [f"cost_{item}_usd" for item in ALL_ITEMS]
+] + [f"cost_{item}_usd" for item in ALL_ITEMS] + [
+    "cash_spent_usd", "book_value_usd", "offered_load", "work_submitted_gpu_hours", "work_unfinished_gpu_hours", "unfinished_rent_usd", "stale_share",
+]
 TIMESERIES_COLUMNS = [
     "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "serving_gpus",
     "cost_cum_usd",
@@ -207,8 +210,14 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
     return job_cost, serving_cost, idle_cost
 
 
+def _writable(a: np.ndarray) -> np.ndarray:
+    """``a``, or a copy where it is read-only: a sorted trace's jobs are the (shared, read-only)
+    arrays ``read_trace`` keeps, and the tables are the user's to edit."""
+    return a if a.flags.writeable else a.copy()
+
+
 def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan,
-                   demand: np.ndarray | None):
+                   demand: np.ndarray | None, rent_usd_per_gpu_hour: float):
     jobs = work.jobs
     H = scenario.horizon_h
     serving = serving_use(plan, rec, demand, H)
@@ -266,10 +275,10 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     rl = jobs.class_index >= 0  # RL jobs; trace jobs have their own cost column
     jobs_df = pd.DataFrame({
         "option": plan.name,
-        "job_id": jobs.job_id,
-        "job_class": jobs.job_class,
-        "gpus": jobs.gpus,
-        "submit_h": jobs.submit_h,
+        "job_id": _writable(jobs.job_id),
+        "job_class": _writable(jobs.job_class),
+        "gpus": _writable(jobs.gpus),
+        "submit_h": _writable(jobs.submit_h),
         "start_h": np.where(started, rec.start_h, np.nan),
         "end_h": np.where(completed, rec.end_h, np.nan),
         "queue_delay_h": delay,
@@ -326,6 +335,14 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     }
     cash = finance.cashflow(plan, econ, month_items, H)
     summary["npv_usd"] = float(cash["discounted_usd"].sum())
+    # Cash: what leaves the bank within the horizon, capex when paid; the hardware still owned at
+    # its end is its book value, shown beside it (the cash flow table credits it in the last month).
+    summary["cash_spent_usd"] = float(cash[["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]].to_numpy().sum())
+    summary["book_value_usd"] = float(cash["book_value_usd"].sum())
+    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, jobs.gpus)  # a job never started: what it asked
+    summary.update(keep_up_measures(plan, rec, H, jobs.submit_h, jobs_df["start_h"].to_numpy(),
+                                    jobs_df["end_h"].to_numpy(), work.run_h, held, serving_h))
+    summary["unfinished_rent_usd"] = summary["work_unfinished_gpu_hours"] * rent_usd_per_gpu_hour
     return (jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash,
             checkpoint_advice(scenario, plan, work))
 
@@ -335,7 +352,8 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
     """All tables for all options, in option order. ``demand``: serving GPUs per hour, if any."""
     if demand is not None:
         demand = demand[: len(bin_edges(scenario.horizon_h, 1.0)) - 1]
-    tables = [_option_tables(scenario, p, econ, r, w, demand) for p, r, w in zip(plans, records, work, strict=True)]
+    tables = [_option_tables(scenario, p, econ, r, w, demand, cheapest_rent_usd_per_gpu_hour(plans, p))
+              for p, r, w in zip(plans, records, work, strict=True)]
     summary = pd.DataFrame([t[1] for t in tables], columns=SUMMARY_COLUMNS)
     cash = pd.concat([t[5] for t in tables], ignore_index=True)
     return Results(

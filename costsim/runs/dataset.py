@@ -54,8 +54,10 @@ _TEMP = re.compile(r"\..+\.tmp-[0-9a-f]{8}")
 # Names a sweep writes at the top of OUT: a folder without a manifest may hold only these.
 OURS = frozenset({MANIFEST, RUNS, LOCK} | {f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet")})
 # The manifest fields that make two sweeps the same; "source" and "base" are paths, which change
-# with the folder a sweep is started from, and are kept for information only.
-IDENTITY = ("costsim_version", "replications", "seed", "variants")
+# with the folder a sweep is started from, and are kept for information only. "code": costsim's
+# source and the versions of the libraries its numbers depend on (``sweep.code_identity``), so a
+# resume never mixes runs of two versions of the model.
+IDENTITY = ("costsim_version", "code", "replications", "seed", "variants")
 
 
 def fingerprint(data: Any) -> str:
@@ -63,10 +65,11 @@ def fingerprint(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def manifest(source: str, base: str, variants: list[dict], replications: int, seed: int, version: str) -> dict:
+def manifest(source: str, base: str, variants: list[dict], replications: int, seed: int, version: str,
+             code: str) -> dict:
     """The manifest: ``variants`` are ``{"id", "params", "scenario_sha256"}``."""
-    return {"costsim_version": version, "source": source, "base": base, "replications": replications,
-            "seed": seed, "variants": variants}
+    return {"costsim_version": version, "code": code, "source": source, "base": base,
+            "replications": replications, "seed": seed, "variants": variants}
 
 
 def write_atomic(path: Path, write: Callable[[Path], object]) -> None:

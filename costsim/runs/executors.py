@@ -16,7 +16,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -67,6 +70,28 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+WATCH_S = 1.0  # how often a pool worker checks that the process that started the sweep is alive
+
+
+def _pool_worker_init(main_pid: int) -> None:
+    """``_ignore_sigint``, and exit when the sweep's process is gone (killed with SIGKILL, or by
+    the out-of-memory killer: nothing runs in it to stop the workers, which would otherwise stay,
+    each holding its task's memory, with the forkserver and resource tracker they keep alive)."""
+    _ignore_sigint()
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_S)
+            try:
+                os.kill(main_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # alive, under another user (pid reused): keep going
+                pass
+
+    threading.Thread(target=watch, name="costsim-watch-parent", daemon=True).start()
+
+
 @contextlib.contextmanager
 def open_executor(name: str, workers: int, address: str | None = None) -> Iterator[Run]:
     """The executor ``name`` (one of ``EXECUTORS``) with ``workers`` processes (ignored by "local"
@@ -106,7 +131,8 @@ def _process_pool(workers: int) -> Iterator[Run]:
     ctx = multiprocessing.get_context(start_method())
     if ctx.get_start_method() == "forkserver":
         ctx.set_forkserver_preload(["costsim.runs.sweep"])  # takes effect when the server starts
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_pool_worker_init,
+                               initargs=(os.getpid(),))
     try:
         yield partial(_pool_results, pool)
     except BaseException:
@@ -123,8 +149,9 @@ def _pool_results(pool: ProcessPoolExecutor, fn, tasks) -> Iterator[tuple[int, A
         except TaskFailed as failed:
             raise failed.error() from None
         except BrokenProcessPool:
-            raise ExecutorError("processes", "a worker process died (out of memory, or killed); the tasks "
-                                "finished before it are saved: run the same sweep again to resume") from None
+            raise ExecutorError("processes", "a worker process died (out of memory, or killed); with an output "
+                                "folder the tasks finished before it are saved, and running the same sweep "
+                                "again resumes") from None
         yield futures[future], result
 
 
@@ -252,6 +279,6 @@ def _dask_results(client, fn, tasks) -> Iterator[tuple[int, Any]]:
         except TaskFailed as failed:
             raise failed.error() from None
         except distributed.KilledWorker as err:
-            raise ExecutorError("dask", f"workers died running a task ({err}); the tasks finished before are "
-                                "saved: run the same sweep again to resume") from None
+            raise ExecutorError("dask", f"workers died running a task ({err}); with an output folder the tasks "
+                                "finished before are saved, and running the same sweep again resumes") from None
         yield index[future.key], result

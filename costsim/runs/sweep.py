@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,12 +28,13 @@ from costsim.runs import api, arguments, stats
 from costsim.runs.dataset import SweepFolder, fingerprint, manifest
 from costsim.runs.executors import DASK_MISSING, EXECUTORS, ExecutorError, check_address, dask_available, open_executor
 from costsim.runs.sweepfile import Sweep, load_sweep, replication_seed
+from costsim.scenario import Problem, ScenarioError
 from costsim.scenario import scenario_from_data as schema_from_data
 
 # The summary columns decisions are made on: means and paired differences are computed for these
 # (``runs`` keeps every summary column).
 METRICS = [
-    "total_cost_usd", "queue_delay_mean_h", "queue_delay_p95_h", "utilization", "jobs_completed",
+    "total_cost_usd", "cash_spent_usd", "queue_delay_mean_h", "queue_delay_p95_h", "utilization", "jobs_completed",
     "iterations_per_day", "cost_per_iteration_usd",
 ]
 LABELS = ["variant", "replication", "seed"]  # the columns ``run_task`` puts before the summary's
@@ -45,7 +46,8 @@ class Task:
 
     ``scenario``: the variant's ``Scenario.model_dump(mode="json")``; ``base_dir``: the folder its
     relative paths (a trace) are read from — a worker on another machine needs the same path;
-    ``seed``: ``replication_seed(sweep seed, replication)``, the same for every variant."""
+    ``seed``: ``replication_seed(sweep seed, replication)``, the same for every variant;
+    ``inputs_sha256``: the variant's ``inputs_sha256`` when the sweep started ("" : unchecked)."""
 
     variant: str
     replication: int
@@ -53,6 +55,7 @@ class Task:
     scenario: dict
     base_dir: str
     source: str
+    inputs_sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,12 +67,14 @@ class SweepResults:
     each metric's mean over the replications with its 95 % t-interval (``m, m_low, m_high``) and
     ``n``. ``differences``: per (variant, option, versus), the paired difference option − versus
     within each replication, its mean and 95 % t-interval. ``variants``: one row per variant,
-    ``variant`` and one column per swept path."""
+    ``variant`` and one column per swept path. ``scenarios``: each variant's Scenario, by variant id
+    (for ``costsim.decide``: option descriptions and prices)."""
 
     runs: pd.DataFrame
     means: pd.DataFrame
     differences: pd.DataFrame
     variants: pd.DataFrame
+    scenarios: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def run_task(task: Task) -> pd.DataFrame:
@@ -79,21 +84,55 @@ def run_task(task: Task) -> pd.DataFrame:
     The scenario is rebuilt with the schema alone: ``simulate`` re-validates and re-checks every
     Scenario it is given (catalog, trace, fit), so a full check here would read a trace twice."""
     scenario = schema_from_data(task.scenario, task.source, task.base_dir)
+    _same_inputs(task, scenario)
     table = api.simulate(scenario, seed=task.seed).summary
+    _same_inputs(task, scenario)  # the trace was not edited while it ran either
     for name, value in reversed(list(zip(LABELS, (task.variant, task.replication, task.seed), strict=True))):
         table.insert(0, name, value)
     return table
 
 
-def tasks(spec: Sweep) -> list[Task]:
+def _same_inputs(task: Task, scenario) -> None:
+    """Refuse to run (or to report) a task whose trace or catalog bytes differ from those the sweep
+    recorded when it started (an edit during the sweep, another file at the same path on a Dask
+    worker): its runs would be saved as the recorded inputs' and a resume would trust them."""
+    if task.inputs_sha256 and inputs_sha256(scenario) != task.inputs_sha256:
+        raise ScenarioError(task.source, [Problem(("workload", "trace"), (
+            "the trace or the catalog changed while the sweep ran (their bytes differ from those recorded "
+            "when it started): run the sweep again (into a new folder, or the same one to keep the runs "
+            "made before the change)"))])
+
+
+def tasks(spec: Sweep, shas: dict[str, str] | None = None) -> list[Task]:
     """Every task of the sweep, variant by variant, replications in order."""
     seeds = [replication_seed(spec.seed, r) for r in range(spec.replications)]
     out = []
     for v in spec.variants:
         data = v.scenario.model_dump(mode="json")
         base_dir, source = str(v.scenario.base_dir), f"{spec.source} variant {v.id}"
-        out += [Task(v.id, r, seeds[r], data, base_dir, source) for r in range(spec.replications)]
+        sha = (shas or {}).get(v.id, "")
+        out += [Task(v.id, r, seeds[r], data, base_dir, source, sha) for r in range(spec.replications)]
     return out
+
+
+LIBRARIES = ("numpy", "pandas", "scipy", "simpy", "pyarrow")  # their versions can change the numbers
+
+
+@functools.cache
+def code_identity() -> str:
+    """SHA-256 of costsim's source and data files and of Python's and ``LIBRARIES``' versions:
+    runs made by other code are never resumed as this sweep's."""
+    import platform
+    from importlib import metadata
+
+    root = resources.files("costsim")
+    digest = hashlib.sha256()
+    for path in sorted(Path(str(root)).rglob("*")):
+        if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(str(root))).encode() + b"\0" + path.read_bytes() + b"\0")
+    versions = {name: metadata.version(name) for name in LIBRARIES}
+    digest.update(json.dumps({"python": platform.python_version(), **versions}, sort_keys=True).encode())
+    return digest.hexdigest()
 
 
 def _bytes_sha256(data: bytes) -> str:
@@ -121,7 +160,7 @@ def sweep_manifest(spec: Sweep) -> dict:
     variants = [{"id": v.id, "params": v.params, "scenario_sha256": inputs_sha256(v.scenario, file_sha256)}
                 for v in spec.variants]
     return json.loads(json.dumps(manifest(spec.source, str(spec.base), variants, spec.replications, spec.seed,
-                                          __version__), default=str))  # as it reads back from the file
+                                          __version__, code_identity()), default=str))  # as it reads back
 
 
 def variants_table(spec: Sweep) -> pd.DataFrame:
@@ -161,7 +200,18 @@ def _settings(executor: Any, workers: Any, address: Any) -> tuple[str, int, str 
             raise ExecutorError("dask", DASK_MISSING)
         if address is not None:
             check_address(address)
-    return executor, workers or os.cpu_count() or 1, address
+    if address is not None and workers is not None:
+        raise arguments.error("sweep", "workers", "has no effect with a Dask scheduler's address (its workers are "
+                              "started with it: dask worker --nworkers N); leave it out")
+    return executor, workers or _cores(), address
+
+
+def _cores() -> int:
+    """The cores this process may run on (a CPU limit or affinity mask counts), at least 1."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str = "processes",
@@ -192,9 +242,9 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
     progress = arguments.callback(progress, "progress", "sweep")
     if out is not None:
         out = arguments.path(out, "out", "sweep")
-    todo = tasks(spec)
     manifest_ = sweep_manifest(spec)
     shas = {v["id"]: v["scenario_sha256"] for v in manifest_["variants"]}
+    todo = tasks(spec, shas)
     folder = SweepFolder(out, manifest_, label) if out is not None else None
     frames: dict[int, pd.DataFrame] = {}
     with contextlib.ExitStack() as stack:
@@ -221,7 +271,7 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
                 progress(done, len(pending))
         runs = pd.concat([frames[i] for i in range(len(todo))], ignore_index=True)
         results = SweepResults(runs, stats.means_table(runs, METRICS), stats.differences_table(runs, METRICS),
-                               variants_table(spec))
+                               variants_table(spec), {v.id: v.scenario for v in spec.variants})
         if folder is not None:
             folder.write_tables({"means": results.means, "differences": results.differences,
                                  "variants": results.variants})

@@ -81,10 +81,10 @@ def read_trace(path: Path | str) -> TraceTable:
     """Read and validate a trace file; raises ScenarioError naming each bad line and column.
 
     The file is read once when it is clean (``_read_columnar``), twice at most otherwise. The last
-    ``CACHED_TRACES`` tables read are kept, keyed by the file's identity, size and modification
-    time: checking a scenario, checking each variant of a sweep over it, and then running it (or a
-    sweep worker's next task) read the file once between them. An edited file is read again. The
-    arrays of the table returned are read-only, as they may be shared."""
+    ``CACHED_TRACES`` tables read are kept, keyed by the file's identity, size and modification and
+    change times: checking a scenario, checking each variant of a sweep over it, and then running it
+    (or a sweep worker's next task) read the file once between them. An edited file is read again.
+    The arrays of the table returned are read-only, as they may be shared."""
     path = Path(path)
     source = str(path)
     if not path.is_file():
@@ -96,15 +96,17 @@ def read_trace(path: Path | str) -> TraceTable:
         raise ScenarioError(source, [Problem((), f"cannot read the file: {exc.strerror or exc}")]) from None
     if st.st_size > limit:
         raise ScenarioError(source, [too_large(st.st_size, limit, MAX_TRACE_BYTES_ENV, "the trace file")])
-    return _read_once(path, source, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return _read_once(path, source, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
 
 CACHED_TRACES = 2  # tables kept (a sweep over two traces reads each once); a failed read is not kept
 
 
 @lru_cache(maxsize=CACHED_TRACES)
-def _read_once(path: Path, source: str, identity: tuple[int, int, int, int]) -> TraceTable:
-    """The table of ``path`` as it is at ``identity`` (device, inode, size, mtime in ns)."""
+def _read_once(path: Path, source: str, identity: tuple[int, int, int, int, int]) -> TraceTable:
+    """The table of ``path`` as it is at ``identity`` (device, inode, size, mtime and ctime in ns:
+    a tool that restores the mtime after an edit, as ``cp -p`` and ``rsync -t`` do, still changes
+    the ctime, which no user can set)."""
     table = _read_columnar(path)
     table = table if table is not None else _read_strings(path, source)
     for f in fields(table):

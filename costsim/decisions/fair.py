@@ -1,0 +1,65 @@
+"""A fair comparison of options (DESIGN.md section 14): the same work priced for every option.
+
+An option that cannot keep up looks cheap because it left work undone. Per run (one summary row
+of ``costsim.simulate``, or of a sweep's runs table) this module says whether the option kept up
+and prices every option on the same work:
+
+- **cannot keep up** when its ``offered_load`` (planned work ÷ the most capacity it can give) is
+  ``LOAD_LIMIT`` (1) or more — its queue cannot drain and unfinished work grows in proportion to
+  the horizon — or more than ``STALE_LIMIT`` (1 %) of the jobs submitted in the first half of the
+  horizon had not started by its end (``stale_share``: a queue that does not drain). Such an
+  option is never recommended.
+- ``fair_total_usd``: the amortised total (``total_cost_usd``: capital spread over the
+  depreciation life) plus the unfinished work priced at the cheapest rental price available
+  (``unfinished_rent_usd``: the scenario's cheapest on-demand or spot price, or the catalog's
+  on-demand price of the option's GPU when it has none). The work every option then pays for is
+  the work submitted within the horizon.
+- ``cash_spent_usd``: the cash view — capex when paid, opex, rent and commitments owed within the
+  horizon — beside ``book_value_usd``, the straight-line value of the hardware still owned at its
+  end. Cash and amortised totals differ for owned capacity within its life; both are named.
+- per unit of work: ``cost_per_work_gpu_hour_usd`` (amortised total ÷ GPU-hours of planned work
+  done) and ``cost_per_iteration_usd`` (the summary's, per RL iteration done).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+LOAD_LIMIT = 1.0  # offered load at which a queue cannot drain
+STALE_LIMIT = 0.01  # share of first-half jobs still waiting at the end that flags a queue that does not drain
+
+FAIR_COLUMNS = [
+    "side", "keeps_up", "why", "completion", "fair_total_usd", "cost_per_work_gpu_hour_usd",
+]
+
+
+def side(kind: str, pricing: str) -> str:
+    """``build`` (owned, or a hybrid on an owned base) or ``rent`` (on-demand, spot, reserved)."""
+    return "build" if pricing.split("+")[0] == "owned" else "rent"
+
+
+def why_not(offered_load: float, stale_share: float) -> str:
+    """Why an option cannot keep up, in words; "" when it keeps up."""
+    reasons = []
+    if offered_load >= LOAD_LIMIT:  # NaN (no capacity limit) compares False
+        reasons.append(f"offered load {offered_load * 100:.0f} % of its capacity: the queue cannot drain")
+    if stale_share > STALE_LIMIT:
+        reasons.append(f"{stale_share * 100:.0f} % of the jobs submitted in the first half never started")
+    return "; ".join(reasons)
+
+
+def fair_rows(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` (summary rows, any extra label columns kept) with the ``FAIR_COLUMNS`` added."""
+    out = runs.copy()
+    out["side"] = [side(k, p) for k, p in zip(out["kind"], out["pricing"], strict=True)]
+    out["why"] = [why_not(float(a), float(b)) for a, b in zip(out["offered_load"], out["stale_share"], strict=True)]
+    out["keeps_up"] = out["why"] == ""
+    submitted = out["jobs_submitted"].to_numpy(dtype=float)
+    out["completion"] = np.divide(out["jobs_completed"].to_numpy(dtype=float), submitted,
+                                  out=np.full(len(out), np.nan), where=submitted > 0)
+    out["fair_total_usd"] = out["total_cost_usd"] + out["unfinished_rent_usd"]
+    done = (out["work_submitted_gpu_hours"] - out["work_unfinished_gpu_hours"]).to_numpy(dtype=float)
+    out["cost_per_work_gpu_hour_usd"] = np.divide(out["total_cost_usd"].to_numpy(dtype=float), done,
+                                                  out=np.full(len(out), np.nan), where=done > 0)
+    return out

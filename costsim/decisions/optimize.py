@@ -1,0 +1,376 @@
+"""The cheapest configuration that meets every target (DESIGN.md section 14, ``costsim optimize``).
+
+``optimize(scenario, targets, vary)`` searches the fields ``vary`` names (``space.py``) for the
+configuration of lowest mean fair total cost (``fair.py``: amortised total plus unfinished work at
+the cheapest rent, USD) that keeps up and meets every target on its mean over the replications:
+
+1. **Grid**: about ``GRID_POINTS`` (5) evenly spaced levels per dimension, both ends included (fewer
+   when ``max_runs`` would be exceeded), run as one sweep with ``replications`` and common random
+   numbers (``costsim.runs.sweepfile.sweep_from_sets``: replication r runs on the same seed in
+   every configuration, here and in the refinement, so comparisons are paired).
+2. **Which configurations qualify**: the options the varied fields belong to (all options when no
+   field belongs to one) are priced fairly per run; an (configuration, option) meets when it keeps
+   up in at least half the replications and its means meet every target (as ``costsim.decide``).
+3. **Bisection** along the first dimension on which qualifying is monotone over the grid (more GPUs
+   never worsen delay: every grid line goes fail…pass as the level rises, or pass…fail), with the
+   other fields fixed at the cheapest qualifying grid point: between that point and its failing
+   grid neighbour, halve the gap until the two are adjacent levels (one node, one listed value or
+   1/64 of a real range): the boundary value, to the step resolution.
+4. The answer is the cheapest qualifying configuration evaluated, with its means and 95 %
+   t-intervals over the replications (``costsim.runs.stats.t_interval``), everything evaluated and
+   its Pareto frontier (``pareto.frontier``: fair total vs p95 queue delay, configurations that
+   keep up, each option once per setting of the fields it uses). When nothing qualifies it names
+   the closest configuration and what it misses.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from costsim.decisions.fair import fair_rows
+from costsim.decisions.pareto import frontier as pareto_frontier
+from costsim.decisions.space import Dimension, parse_space
+from costsim.decisions.targets import METRICS, Target, parse_target, value
+from costsim.decisions.verdict import MEANS
+from costsim.runs import api, arguments
+from costsim.runs.stats import t_interval
+from costsim.runs.sweepfile import MAX_REPLICATIONS, sweep_from_sets
+from costsim.scenario import Problem, ScenarioError
+
+GRID_POINTS = 5
+Point = tuple[int, ...]  # a configuration: one level index per dimension
+
+
+def _key(p: Point) -> str:
+    """A configuration as a table cell ("3,0"): tuples in a column are taken for lists by pandas."""
+    return ",".join(map(str, p))
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """What ``optimize`` returns. ``meets``: whether ``values``/``option`` meet every target (when
+    not, they are the closest configuration evaluated). ``values``: varied path -> value (every
+    varied path; the sentence names those the option uses);
+    ``metrics``: its means (``verdict.MEANS``: USD, hours, shares); ``intervals``: metric -> (low,
+    high), the 95 % t-interval over the replications (NaN with one); ``evaluated``: one row per
+    (configuration, option) evaluated — the varied values, ``option``, ``n``, the means,
+    ``keeps_up``, ``why``, ``meets_targets``, ``meets``, ``stage`` (grid or bisection);
+    ``frontier``: ``pareto.frontier`` of the evaluated rows that keep up; ``notes``: what limits
+    the answer (a range edge reached, the run budget spent); ``runs``: simulations run."""
+
+    values: dict[str, Any]
+    option: str | None
+    metrics: dict[str, float]
+    intervals: dict[str, tuple[float, float]]
+    evaluated: pd.DataFrame
+    frontier: pd.DataFrame
+    sentence: str
+    meets: bool
+    targets: tuple[Target, ...]
+    notes: tuple[str, ...]
+    runs: int
+
+
+def _targets(given) -> tuple[Target, ...]:
+    if given is None:
+        return ()
+    if isinstance(given, (str, Target)):
+        given = [given]
+    if not isinstance(given, (list, tuple)):
+        raise ScenarioError("--target", [Problem((), "must be a list of METRIC<=NUMBER strings "
+                                                     f"(got {type(given).__name__})")])
+    return tuple(t if isinstance(t, Target) else parse_target(t, "--target") for t in given)
+
+
+def _whole(x: Any, flag: str, low: int, high: float = math.inf) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or not low <= x <= high:
+        top = "" if math.isinf(high) else f" to {high:,}"
+        raise ScenarioError(flag, [Problem((), f"must be a whole number from {low}{top} (got {x!r})")])
+    return x
+
+
+class _Search:
+    """The state of one search: the runs so far, priced fairly, by configuration."""
+
+    def __init__(self, path: Path, dims: list[Dimension], candidates: list[str], wanted: tuple[Target, ...],
+                 replications: int, seed: int | None, executor: str, workers: int | None, max_runs: int,
+                 progress: Callable[[int, int], None] | None):
+        self.path, self.dims, self.candidates, self.wanted = path, dims, candidates, wanted
+        self.replications, self.seed, self.executor, self.workers = replications, seed, executor, workers
+        self.max_runs, self.progress = max_runs, progress
+        # the means reported, and any a target reads that a verdict does not report (p99 delay)
+        self.columns = list(dict.fromkeys([*MEANS, *(METRICS[t.metric][0] for t in wanted)]))
+        self.frames: list[pd.DataFrame] = []
+        self.uses: dict[str, list[int]] = {c: list(range(len(dims))) for c in candidates}
+        self.stage: dict[Point, str] = {}
+        self.done = 0
+        self.planned = 0
+
+    def values(self, p: Point) -> dict[str, Any]:
+        return {d.path: d.value(k) for d, k in zip(self.dims, p, strict=True)}
+
+    def run(self, points: list[Point], stage: str) -> None:
+        """Simulate ``points`` (a product of per-dimension levels, or one point) as one sweep."""
+        from costsim.runs.sweep import run_sweep
+
+        axes = [sorted({p[i] for p in points}) for i in range(len(self.dims))]
+        sets = [f"{d.path}={','.join(d.text(k) for k in levels)}" for d, levels in zip(self.dims, axes, strict=True)]
+        try:
+            spec = sweep_from_sets(self.path, sets, self.replications, self.seed)
+        except ScenarioError as err:  # a value the scenario refuses: the --vary that gave it
+            raise (ScenarioError("--vary", err.problems) if err.source == "--set" else err) from None
+        product = list(itertools.product(*axes))  # sweep_from_sets' variant order
+        start = self.done
+
+        def step(done: int, total: int) -> None:
+            self.done = start + done
+            if self.progress is not None:
+                self.progress(self.done, max(self.planned, self.done))
+
+        results = run_sweep(spec, None, self.executor, self.workers, None, progress=step, label="--out")
+        ids = {v.id: product[k] for k, v in enumerate(spec.variants)}
+        runs = results.runs[results.runs["option"].isin(self.candidates)]
+        rows = fair_rows(runs.reset_index(drop=True))
+        rows["_point"] = [_key(ids[v]) for v in rows["variant"]]
+        self.frames.append(rows)
+        for p in product:
+            self.stage.setdefault(_key(p), stage)
+
+    def table(self) -> pd.DataFrame:
+        """Per (configuration, option): the varied values, means, keep-up and target flags."""
+        rows = pd.concat(self.frames, ignore_index=True)
+        groups = rows.groupby(["_point", "option"], sort=False)
+        t = groups[self.columns].mean()
+        t["n"] = groups.size()
+        t["keeps_up"] = groups["keeps_up"].mean() >= 0.5
+        t["why"] = groups["why"].agg(lambda w: next((x for x in w if x), ""))
+        t = t.reset_index()
+        t["meets_targets"] = [all(g.met(value(r, g.metric)) for g in self.wanted) for _, r in t.iterrows()]
+        t["meets"] = t["keeps_up"] & t["meets_targets"]
+        t["stage"] = [self.stage[p] for p in t["_point"]]
+        levels = [tuple(map(int, k.split(","))) for k in t["_point"]]
+        for i, d in enumerate(self.dims):
+            t.insert(i, d.path, [d.value(p[i]) for p in levels])
+        return t[[*(d.path for d in self.dims), "option", "n", *self.columns, "keeps_up", "why", "meets_targets",
+                  "meets", "stage", "_point"]]
+
+    def runs_of(self, p: Point, option: str) -> pd.DataFrame:
+        rows = pd.concat(self.frames, ignore_index=True)
+        return rows[(rows["_point"] == _key(p)) & (rows["option"] == option)]
+
+
+def _point(row) -> Point:
+    return tuple(map(int, row["_point"].split(",")))
+
+
+def _monotone(meets: dict[Point, bool], d: int) -> str | None:
+    """"up" when along dimension ``d`` every grid line goes fail…pass as the level rises, "down"
+    when pass…fail; None when a line changes twice, lines disagree, or none changes."""
+    lines: dict[Point, list[tuple[int, bool]]] = {}
+    for p, ok in meets.items():
+        lines.setdefault(p[:d] + p[d + 1:], []).append((p[d], ok))
+    seen = set()
+    for line in lines.values():
+        s = [ok for _, ok in sorted(line)]
+        changes = sum(a != b for a, b in itertools.pairwise(s))
+        if changes > 1:
+            return None
+        if changes == 1:
+            seen.add("down" if s[0] else "up")
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]], notes: list[str]) -> None:
+    """Bisection along the first monotone dimension from the cheapest qualifying grid point."""
+    ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
+    if ok.empty:
+        return
+    best, option = _point(ok.iloc[0]), ok.iloc[0]["option"]
+    mine = table[table["option"] == option]
+    meets = {_point(r): bool(r["meets"]) for _, r in mine.iterrows()}
+    for d, dim in enumerate(search.dims):
+        direction = _monotone(meets, d)
+        if direction is None:
+            continue
+        levels = grids[d]
+        i = levels.index(best[d])
+        j = i - 1 if direction == "up" else i + 1
+        if not 0 <= j < len(levels):  # the best is at the range's end (``_edges`` says so)
+            continue
+        fail, good = levels[j], best[d]
+        at = lambda k: best[:d] + (k,) + best[d + 1:]  # noqa: E731 - the point with level k on d
+        if meets.get(at(fail), True):
+            continue
+        steps = math.ceil(math.log2(abs(good - fail))) if abs(good - fail) > 1 else 0
+        search.planned = search.done + steps * search.replications
+        while abs(good - fail) > 1:
+            if search.done + search.replications > search.max_runs:
+                notes.append(f"stopped at max_runs={search.max_runs}: {dim.path} is between "
+                             f"{dim.value(fail)} (misses) and {dim.value(good)} (meets)")
+                break
+            mid = (good + fail) // 2
+            search.run([at(mid)], "bisection")
+            t = search.table()
+            hit = t[(t["_point"] == _key(at(mid))) & (t["option"] == option)]
+            if bool(hit["meets"].iloc[0]):
+                good = mid
+            else:
+                fail = mid
+        return
+
+
+def _edges(dims: list[Dimension], point: Point, uses: list[int]) -> list[str]:
+    """Notes for the ranges (of the fields the option uses) whose end the answer sits at."""
+    notes = []
+    for i in uses:
+        d, k = dims[i], point[i]
+        if d.kind != "list" and d.count > 1 and k in (0, d.count - 1):
+            notes.append(f"{d.path}={d.value(k):g} is the {'lowest' if k == 0 else 'highest'} value tried: "
+                         "the answer may lie beyond the range")
+    return notes
+
+
+def _unsure(wanted: tuple[Target, ...], intervals: dict[str, tuple[float, float]]) -> list[str]:
+    """Notes for the targets the answer's 95 % interval straddles: met on the mean, not surely."""
+    notes = []
+    for t in wanted:
+        low, high = intervals[METRICS[t.metric][0]]
+        if low < t.value < high:
+            notes.append(f"the 95 % interval of {METRICS[t.metric][2].split(' (')[0]} ({low:,.3g} to {high:,.3g}) "
+                         f"spans the target {t}: more replications would say whether it is met")
+    return notes
+
+
+def _short_usd(x: float, half: float | None = None) -> str:
+    """``$6.41M`` (3 significant digits, k/M/B), with ``± 0.1M`` in the same unit when given."""
+    if math.isnan(x):
+        return "-"
+    scale, suffix = next(((s, u) for s, u in ((1e9, "B"), (1e6, "M"), (1e3, "k")) if abs(x) >= s), (1.0, ""))
+    text = f"${x / scale:.3g}{suffix}"
+    if half is not None and not math.isnan(half):
+        text += f" ± {half / scale:.2g}{suffix}"
+    return text
+
+
+def _shown(row, t: Target, interval: tuple[float, float] = (math.nan, math.nan)) -> str:
+    """``p95 queue delay 3.56 ± 0.41 h`` (± the half-width of its 95 % interval, when there is one)."""
+    words, unit = METRICS[t.metric][2].split(" (")[0], METRICS[t.metric][1]
+    x, half = value(row, t.metric), (interval[1] - interval[0]) / 2
+    if unit == "":
+        x, half, unit = x * 100, half * 100, "%"
+    pm = f" ± {half:.2g}" if not math.isnan(half) else ""
+    return f"{words} {x:,.3g}{pm} {unit}".replace(" /day", "/day")
+
+
+def _configuration(values: dict[str, Any], option: str, several: bool) -> str:
+    text = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+    return f"{text} ({option})" if several else text
+
+
+def _misses(row, wanted: tuple[Target, ...]) -> tuple[list[str], float]:
+    """What a configuration misses, in words, and how far (sum of relative shortfalls)."""
+    missed, far = [], 0.0
+    if not row["keeps_up"]:
+        missed.append(f"cannot keep up ({row['why']})")
+        load = row["offered_load"]
+        far += max(load - 1.0, 0.0) if not math.isnan(load) else 1.0
+    for t in wanted:
+        x = value(row, t.metric)
+        if not t.met(x):
+            missed.append(f"{t} ({_shown(row, t)})")
+            far += abs(x - t.value) / max(abs(t.value), 1e-9) if not math.isnan(x) else math.inf
+    return missed, far
+
+
+def optimize(scenario_path: str | Path, targets, vary: list[str], replications: int = 3, seed: int | None = None,
+             executor: str = "processes", workers: int | None = None, max_runs: int = 200,
+             progress: Callable[[int, int], None] | None = None) -> Optimum:
+    """The cheapest configuration of ``scenario_path`` meeting every target (see the module).
+
+    ``targets``: ``"p95_delay_h<=4"`` strings or Targets; ``vary``: ``"PATH=LOW..HIGH"`` or
+    ``"PATH=V1,V2"`` strings; ``max_runs``: simulations at most (configurations × replications);
+    ``progress(done, total)``: after each simulation (``total`` grows once the bisection starts).
+    Raises ScenarioError naming ``--vary``, ``--target``, ``--replications``, ``--max-runs`` or the
+    scenario file before anything runs."""
+    path = arguments.path(scenario_path, "scenario_path", "optimize")
+    wanted = _targets(targets)
+    replications = _whole(replications, "--replications", 1, MAX_REPLICATIONS)
+    max_runs = _whole(max_runs, "--max-runs", 1)
+    progress = arguments.callback(progress, "progress", "optimize")
+    base = api.load_scenario(path)
+    dims = parse_space(vary, base.model_dump(mode="json"))
+    candidates = list(dict.fromkeys(d.option for d in dims if d.option is not None)) or [o.name for o in base.options]
+    points = next((n for n in range(GRID_POINTS, 1, -1)
+                   if math.prod(min(n, d.count) for d in dims) * replications <= max_runs), None)
+    if points is None:
+        need = math.prod(min(2, d.count) for d in dims) * replications
+        raise ScenarioError("--max-runs", [Problem((), f"{max_runs} runs cannot cover even the ends of every --vary "
+                                                       f"range with {replications} replication(s): needs {need}")])
+    grids = [d.grid(points) for d in dims]
+    search = _Search(path, dims, candidates, wanted, replications, seed, executor, workers, max_runs, progress)
+    search.uses = _uses(base, dims, candidates)
+    gaps = [max((b - a for a, b in itertools.pairwise(g)), default=1) for g in grids]
+    search.planned = math.prod(map(len, grids)) * replications + \
+        max(math.ceil(math.log2(g)) if g > 1 else 0 for g in gaps) * replications
+    search.run(list(itertools.product(*grids)), "grid")
+    notes: list[str] = []
+    _refine(search, search.table(), grids, notes)
+    if progress is not None:
+        progress(search.done, search.done)
+    return _answer(search, search.table(), notes)
+
+
+def _uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[int]]:
+    """Per candidate option, the dimensions that can change its runs: its own fields, those of the
+    options a hybrid is made of, and fields outside ``options`` (economics, workload)."""
+    parts = {o.name: {o.name, getattr(o, "base", o.name), getattr(o, "burst", o.name)} for o in base.options}
+    return {c: [i for i, d in enumerate(dims) if d.option is None or d.option in parts[c]] for c in candidates}
+
+
+def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
+    wanted, several = search.wanted, len(search.candidates) > 1
+    ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
+    meets = not ok.empty
+    if meets:
+        row = ok.iloc[0]
+    else:  # the closest: fewest conditions missed, then the smallest relative shortfall
+        far = [(len(missed), how_far) for missed, how_far in (_misses(r, wanted) for _, r in table.iterrows())]
+        row = table.iloc[min(range(len(far)), key=far.__getitem__)]
+    point, option = _point(row), row["option"]
+    values = search.values(point)
+    runs = search.runs_of(point, option)
+    intervals = {m: t_interval(runs[m].to_numpy(dtype=float))[1:] for m in search.columns}
+    metrics = {m: float(row[m]) for m in search.columns}
+    which = " and ".join(map(str, wanted)) if wanted else "(keeping up)"
+    where = _configuration({d.path: values[d.path] for d in map(search.dims.__getitem__, search.uses[option])},
+                           option, several)
+    if meets:
+        low, high = intervals["fair_total_usd"]
+        money = _short_usd(row["fair_total_usd"], (high - low) / 2 if not math.isnan(low) else None)
+        shown = (", ".join(_shown(row, t, intervals[METRICS[t.metric][0]]) for t in wanted)
+                 or f"offered load {row['offered_load'] * 100:.0f} %")
+        sentence = f"Cheapest meeting {which}: {where} at {money} fair total ({shown})."
+    else:
+        missed, _ = _misses(row, wanted)
+        sentence = (f"Nothing tried meets {which}: the closest is {where} at {_short_usd(row['fair_total_usd'])} fair "
+                    f"total, which misses {'; '.join(missed)}.")
+    evaluated = table.drop(columns="_point")
+    # An option appears once per setting of the fields it uses: a field of another option (a
+    # hybrid's wait, for the owned option) gives the same runs again, not another configuration.
+    own = [tuple(p.split(",")[i] for i in search.uses[o])
+           for p, o in zip(table["_point"], table["option"], strict=True)]
+    distinct = ~pd.Series(list(zip(table["option"], own, strict=True))).duplicated().to_numpy()
+    front = pareto_frontier(evaluated[evaluated["keeps_up"].to_numpy() & distinct].reset_index(drop=True))
+    notes = [*notes, *_edges(search.dims, point, search.uses[option]), *_unsure(wanted, intervals)]
+    return Optimum(values, option, metrics, intervals, evaluated, front, sentence, meets, wanted, tuple(notes),
+                   search.done)
+
+
+__all__ = ["GRID_POINTS", "Optimum", "optimize"]

@@ -1,0 +1,419 @@
+"""The sensitivity tornado (DESIGN.md section 14): which uncertain input moves the build-or-rent
+answer most, and which one would flip it.
+
+``tornado(scenario)`` sets each uncertain input (the catalog's ``ranges``) to its low and to its
+high value, every other input at the scenario's, and measures for one fixed pair of options —
+the base verdict's build option and rent option (``costsim.decide`` on the base run; when it does
+not compare building with renting, the cheapest owned-side option against the cheapest rented
+one):
+
+- the build-minus-rent difference of fair totals (``fair.fair_rows``: amortised total plus
+  unfinished work at the cheapest rent), USD, the mean over replications (negative: building is
+  cheaper);
+- the break-even month of the pair (cash view, ``costsim.models.economics.breakeven_month`` on
+  the cumulative cash paid, averaged over replications month by month).
+
+It is a sweep of 1 + 2k variants of the scenario, each built and checked like a sweep's variants
+(dotted paths, ``costsim.runs.paths``), run as the sweep's tasks (``costsim.runs.sweep.tasks``:
+replication r of every variant uses the same seed — common random numbers, so each swing is a
+paired difference) on the sweep's executors. Each task runs ``simulate`` once and keeps its summary
+and its cumulative cash by month: a sweep's runs table has no cash flow, and running every variant
+a second time for the break-even month would double the work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from costsim.catalog import (Catalog, InputRange, default_catalog, economics_values, resolve)
+from costsim.decisions.fair import fair_rows
+from costsim.decisions.verdict import decide, describe
+from costsim.models.economics import breakeven_month, breakeven_month_extrapolated
+from costsim.results.finance import cash_paid
+from costsim.runs import api, arguments
+from costsim.runs.executors import EXECUTORS, open_executor
+from costsim.runs.paths import resolve as resolve_path, set_loc
+from costsim.runs.sweep import SweepResults, Task, tasks
+from costsim.runs.sweepfile import Sweep, Variant
+from costsim.scenario import Problem, Scenario, ScenarioError
+from costsim.scenario import scenario_from_data as schema_from_data
+
+COLUMNS = ["input", "path", "unit", "base", "low", "high", "base_difference_usd", "low_difference_usd",
+           "high_difference_usd", "swing_usd", "low_breakeven_month", "high_breakeven_month", "flips",
+           "low_breakeven_month_extrapolated", "high_breakeven_month_extrapolated", "note"]
+BASE = "base"
+
+
+@dataclass(frozen=True)
+class Tornado:
+    """What ``tornado`` returns. ``table``: one row per input (``COLUMNS``), sorted by ``swing_usd``
+    (|high − low| of the difference) descending, inputs that do not apply last with a ``note``;
+    differences are build − rent fair totals in USD. ``build``/``rent``: the pair's option names;
+    ``base_breakeven_month``: the pair's break-even month at base (NaN: not within the horizon;
+    ``base_breakeven_month_extrapolated``: where the last three months' spending would bring it);
+    ``sentence``: what flips the verdict and what swings it most."""
+
+    table: pd.DataFrame
+    build: str
+    rent: str
+    base_difference_usd: float
+    base_breakeven_month: float
+    base_breakeven_month_extrapolated: float
+    sentence: str
+    replications: int
+
+
+# ------------------------------------------------------------------ inputs: where each one goes
+
+Edits = dict[str, object]  # dotted path (options by name) -> value
+
+
+def _price_edits(sc: Scenario, plans: dict, cat: Catalog, f: float) -> Edits | str:
+    rented = [o.name for o in sc.options if o.kind == "cloud"]
+    if not rented:
+        return "no rented option"
+    return {f"options.{n}.price_per_gpu_hour": plans[n].price_per_gpu_hour * f for n in rented}
+
+
+def _on_demand(o, cat: Catalog) -> float:
+    return cat.gpus[o.gpu_type].price[o.price_tier]["on_demand"]
+
+
+def _spot_edits(sc: Scenario, plans: dict, cat: Catalog, d: float) -> Edits | str:
+    spot = [o for o in sc.options if o.kind == "cloud" and o.pricing == "spot"]
+    if not spot:
+        return "no spot option"
+    return {f"options.{o.name}.price_per_gpu_hour": _on_demand(o, cat) * (1 - d) for o in spot}
+
+
+def _spot_base(sc: Scenario, plans: dict, cat: Catalog) -> float:
+    spot = [o for o in sc.options if o.kind == "cloud" and o.pricing == "spot"]
+    return float(np.mean([1 - plans[o.name].price_per_gpu_hour / _on_demand(o, cat) for o in spot])) if spot else math.nan
+
+
+def _owned(sc: Scenario) -> list:
+    return [o for o in sc.options if o.kind == "owned"]
+
+
+def _capex_edits(sc: Scenario, plans: dict, cat: Catalog, f: float) -> Edits | str:
+    # Resolved capex includes the fabric, storage and install shares: capex_usd_per_gpu = all-in ÷ GPUs.
+    return {f"options.{o.name}.capex_usd_per_gpu": plans[o.name].capex_usd / o.gpus * f for o in _owned(sc)} \
+        or "no owned option"
+
+
+def _economics(field: str) -> Callable:
+    def edits(sc: Scenario, plans: dict, cat: Catalog, v: float) -> Edits | str:
+        return {f"economics.{field}": v} if _owned(sc) else "no owned option"
+    return edits
+
+
+def _arrival_edits(sc: Scenario, plans: dict, cat: Catalog, f: float) -> Edits | str:
+    return {"workload.arrival_scale": sc.workload.arrival_scale * f}
+
+
+def _failing(sc: Scenario) -> list:
+    return [o for o in sc.options if o.kind in ("owned", "cloud") and o.failures is not None]
+
+
+def _failure_edits(sc: Scenario, plans: dict, cat: Catalog, v: float) -> Edits | str:
+    def repair(o) -> float:
+        return cat.reliability["repair_hours"] if o.failures == "catalog" else o.failures.repair_hours
+    # The whole mapping: "catalog" is a string, not a mapping a deeper path could go into.
+    return {f"options.{o.name}.failures": {"node_failures_per_1000_node_days": v, "repair_hours": repair(o)}
+            for o in _failing(sc)} or "no option models node failures"
+
+
+def _failure_base(sc: Scenario, plans: dict, cat: Catalog) -> float:
+    o = next(iter(_failing(sc)), None)
+    return plans[o.name].failures_per_node_h * 24 * 1000 if o is not None else math.nan
+
+
+def _lead_edits(sc: Scenario, plans: dict, cat: Catalog, v: float) -> Edits | str:
+    return {f"options.{o.name}.lead_time_days": v for o in _owned(sc)} or "no owned option"
+
+
+def _iterations_edits(sc: Scenario, plans: dict, cat: Catalog, f: float) -> Edits | str:
+    if not sc.workload.classes:
+        return "trace workload: no RL classes to lengthen"
+    out: Edits = {}
+    for c in sc.workload.classes:
+        it = c.iterations
+        if isinstance(it, int):
+            out[f"workload.classes.{c.name}.iterations"] = max(1, round(it * f))
+        else:
+            out[f"workload.classes.{c.name}.iterations"] = {"mean": max(1.0, it.mean * f), "cv": it.cv}
+    return out
+
+
+# name -> (label, edits(scenario, plans by name, catalog, value), base value (None: 1 for a scale))
+INPUTS: dict[str, tuple[str, Callable, Callable | None]] = {
+    "cloud_price": ("cloud price", _price_edits, None),
+    "spot_discount": ("spot discount", _spot_edits, _spot_base),
+    "capex_per_gpu": ("capex per GPU", _capex_edits, None),
+    "electricity_usd_per_kwh": ("electricity", _economics("electricity_usd_per_kwh"),
+                                lambda sc, p, c: economics_values(sc, c).electricity_usd_per_kwh),
+    "pue": ("PUE", _economics("pue"), lambda sc, p, c: economics_values(sc, c).pue),
+    "depreciation_years": ("depreciation years", _economics("depreciation_years"),
+                           lambda sc, p, c: economics_values(sc, c).depreciation_years),
+    "cost_of_capital": ("cost of capital", _economics("cost_of_capital"),
+                        lambda sc, p, c: economics_values(sc, c).cost_of_capital),
+    "arrival_scale": ("arrival scale", _arrival_edits, None),
+    "node_failures_per_1000_node_days": ("failure rate", _failure_edits, _failure_base),
+    "lead_time_days": ("lead time", _lead_edits,
+                       lambda sc, p, c: next((p[o.name].lead_time_h / 24 for o in _owned(sc)), math.nan)),
+    "iterations_per_job": ("iterations per job", _iterations_edits, None),
+}
+
+
+def _chosen(inputs, cat: Catalog) -> dict[str, InputRange]:
+    """The inputs to vary with their ranges: all the catalog's (None), a list of names, or a
+    mapping name -> (low, high) replacing the catalog's values (source "given")."""
+    if inputs is None:
+        names: Sequence[str] = [n for n in INPUTS if n in cat.ranges]
+    elif isinstance(inputs, (str, bytes)) or not isinstance(inputs, (Sequence, Mapping)):
+        raise arguments.error("tornado", "inputs", f"must be None, a list of input names or a mapping name -> "
+                              f"(low, high) (got {type(inputs).__name__})")
+    else:
+        names = list(inputs)
+    unknown = [n for n in names if n not in INPUTS or n not in cat.ranges]
+    if unknown:
+        raise arguments.error("tornado", "inputs", f"unknown input(s) {', '.join(map(repr, unknown))} "
+                              f"(inputs: {', '.join(INPUTS)})")
+    out = {}
+    for n in names:
+        r = cat.ranges[n]
+        if isinstance(inputs, Mapping):
+            lo, hi = _pair(inputs[n], n)
+            r = InputRange(n, lo, hi, r.scale, r.unit, r.applies_to, "given", "")
+        out[n] = r
+    return out
+
+
+def _pair(value, name: str) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in value)
+    except (TypeError, ValueError):
+        raise arguments.error("tornado", "inputs", f"{name}: must be (low, high), got {value!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise arguments.error("tornado", "inputs", f"{name}: low ({lo:g}) must be less than high ({hi:g})")
+    return lo, hi
+
+
+# ------------------------------------------------------------------ the sweep of 1 + 2k variants
+
+
+def _variant(base: Scenario, base_json: str, vid: str, edits: Edits) -> Variant:
+    """The base with ``edits`` applied, built and checked as a sweep's variants are."""
+    data = json.loads(base_json)
+    for path, value in edits.items():
+        loc, _ = resolve_path(data, path)
+        set_loc(data, loc, value)
+    return Variant(vid, dict(edits), api.scenario_from_data(data, f"tornado variant {vid}", base.base_dir))
+
+
+def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[list[Variant], dict[str, dict]]:
+    """The variants (base first) and per input its row's fixed part (label, paths, values, note)."""
+    plans = {p.name: p for p in resolve(base, cat)}
+    base_json = json.dumps(base.model_dump(mode="json"))
+    variants, rows = [Variant(BASE, {}, base)], {}
+    for name, r in ranges.items():
+        label, edits_of, base_of = INPUTS[name]
+        row = {"input": label, "path": r.applies_to, "unit": r.unit, "low": r.low, "high": r.high,
+               "base": 1.0 if r.scale else (base_of(base, plans, cat) if base_of else math.nan), "note": ""}
+        low, high = edits_of(base, plans, cat, r.low), edits_of(base, plans, cat, r.high)
+        if isinstance(low, str):
+            rows[name] = {**row, "note": f"skipped: {low}"}
+            continue
+        row["path"] = ", ".join(low)
+        try:
+            pair = [_variant(base, base_json, f"{name}-{end}", e) for end, e in (("low", low), ("high", high))]
+        except ScenarioError as err:  # e.g. a lead time past the horizon for a scenario that forbids it
+            rows[name] = {**row, "note": f"skipped: {err.problems[0].message if err.problems else err}"}
+            continue
+        variants += pair
+        rows[name] = row
+    return variants, rows
+
+
+def run_task(task: Task) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One (variant, replication): its summary labelled as a sweep's runs are, and each option's
+    cumulative cash paid by month's end (``costsim.results.finance.cash_paid``). Picklable, top level."""
+    scenario = schema_from_data(task.scenario, task.source, task.base_dir)
+    res = api.simulate(scenario, seed=task.seed)
+    summary = res.summary.copy()
+    for name, value in reversed([("variant", task.variant), ("replication", task.replication), ("seed", task.seed)]):
+        summary.insert(0, name, value)
+    cash = res.cashflow[["option", "month"]].assign(paid=cash_paid(res.cashflow).to_numpy())
+    cash["cumulative_paid_usd"] = cash.groupby("option", sort=False)["paid"].cumsum()
+    return summary, cash.drop(columns="paid").assign(variant=task.variant, replication=task.replication)
+
+
+def _run(spec: Sweep, executor: str, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
+    todo = tasks(spec)
+    frames: dict[int, tuple[pd.DataFrame, pd.DataFrame]] = {}
+    if progress is not None:
+        progress(0, len(todo))
+    with open_executor(executor, min(os.cpu_count() or 1, len(todo))) as run:
+        for done, (k, out) in enumerate(run(run_task, todo), start=1):
+            frames[k] = out
+            if progress is not None:
+                progress(done, len(todo))
+    order = range(len(todo))
+    return (pd.concat([frames[i][0] for i in order], ignore_index=True),
+            pd.concat([frames[i][1] for i in order], ignore_index=True))
+
+
+# ------------------------------------------------------------------ measuring
+
+
+def _pair_of(runs: pd.DataFrame, spec: Sweep) -> tuple[str, str]:
+    """The base verdict's (build, rent) pair; else the cheapest build-side and rent-side options."""
+    base = runs[runs["variant"] == BASE]
+    scenarios = {v.id: v.scenario for v in spec.variants}
+    verdict = decide(SweepResults(base, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), scenarios), variant=BASE)
+    fair = fair_rows(base)
+    sides = fair.groupby("option", sort=False)["side"].first()
+    if verdict.option is not None and verdict.versus is not None and sides[verdict.option] != sides[verdict.versus]:
+        a, b = verdict.option, verdict.versus
+        return (a, b) if sides[a] == "build" else (b, a)
+    mean = fair.groupby("option", sort=False)["fair_total_usd"].mean()  # both sides exist: _check_sides
+    return str(mean[sides == "build"].idxmin()), str(mean[sides == "rent"].idxmin())
+
+
+def _difference(runs: pd.DataFrame, variant: str, build: str, rent: str) -> float:
+    """Mean over replications of build − rent fair totals (paired: same seed), USD."""
+    rows = fair_rows(runs[runs["variant"] == variant])
+    by = rows.pivot(index="replication", columns="option", values="fair_total_usd")
+    return float((by[build] - by[rent]).mean())
+
+
+def _breakeven(cash: pd.DataFrame, variant: str, build: str, rent: str) -> tuple[float, float]:
+    """The pair's break-even month and its extrapolation (``costsim.models.economics``) on the
+    cumulative cash paid, averaged over replications month by month."""
+    mean = cash[cash["variant"] == variant].groupby(["option", "month"])["cumulative_paid_usd"].mean()
+    own, rent_ = mean.loc[build].to_numpy(), mean.loc[rent].to_numpy()
+    return breakeven_month(own, rent_), breakeven_month_extrapolated(own, rent_)
+
+
+def _keeps_up_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: str) -> str:
+    rows = fair_rows(runs[runs["variant"] == vid]).groupby("option", sort=False)["keeps_up"].mean()
+    behind = [n for n in (build, rent) if rows[n] < 0.5]
+    return f"at {end}: {' and '.join(behind)} cannot keep up" if behind else ""
+
+
+def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | None = None,
+            inputs: Sequence[str] | Mapping[str, tuple[float, float]] | None = None, executor: str = "local",
+            progress: Callable[[int, int], None] | None = None) -> Tornado:
+    """The sensitivity tornado of ``scenario`` (see the module): each input of ``inputs`` (default:
+    every input the catalog has a range for) at its low and high, ``replications`` runs per variant
+    seeded as a sweep's (``seed`` None: the scenario's), on ``executor`` ("local", "processes" or
+    "dask"). ``progress(done, total)`` after each run. Raises ScenarioError for bad arguments or a
+    scenario without both a build and a rent option."""
+    if not isinstance(scenario, Scenario):
+        scenario = api.load_scenario(arguments.path(scenario, "scenario", "tornado"))
+    if isinstance(replications, bool) or not isinstance(replications, int) or not 1 <= replications <= 1000:
+        raise arguments.error("tornado", "replications", f"must be a whole number from 1 to 1,000 (got {replications!r})")
+    seed = arguments.seed(seed, "tornado")
+    if executor not in EXECUTORS:
+        raise arguments.error("tornado", "executor", f"must be one of {', '.join(EXECUTORS)} (got {executor!r})")
+    progress = arguments.callback(progress, "progress", "tornado")
+    base = api.check(scenario, "tornado")
+    _check_sides(base)
+    cat = default_catalog()
+    variants, rows = _plan(base, _chosen(inputs, cat), cat)
+    spec = Sweep("tornado", Path(base.base_dir), tuple(variants), replications, base.seed if seed is None else seed)
+    runs, cash = _run(spec, executor, progress)
+    build, rent = _pair_of(runs, spec)
+    base_diff = _difference(runs, BASE, build, rent)
+    ran = {v.id for v in variants}
+    table = pd.DataFrame([_measured(name, row, runs, cash, ran, build, rent, base_diff) for name, row in rows.items()],
+                         columns=COLUMNS)
+    table = table.sort_values("swing_usd", ascending=False, kind="stable", na_position="last").reset_index(drop=True)
+    month, extrapolated = _breakeven(cash, BASE, build, rent)
+    return Tornado(table, build, rent, base_diff, month, extrapolated,
+                   sentence(table, build, rent, base_diff, base), replications)
+
+
+def _check_sides(sc: Scenario) -> None:
+    """Refuse, before anything runs, a scenario that has no build option or no rent option."""
+    build = [o for o in sc.options if o.kind == "owned"]  # a hybrid builds only on an owned option
+    rent = [o for o in sc.options if o.kind == "cloud"]
+    if not build or not rent:
+        missing = "owned" if not build else "rented"
+        raise ScenarioError("tornado()", [Problem(("scenario",), "a tornado compares building with renting: the "
+                                                  f"scenario has no {missing} option")])
+
+
+def _measured(name: str, row: dict, runs: pd.DataFrame, cash: pd.DataFrame, ran: set[str], build: str, rent: str,
+              base_diff: float) -> dict:
+    """An input's row completed: differences, break-even months, swing, flips, keep-up notes."""
+    row = {**row, "base_difference_usd": base_diff}
+    for end in ("low", "high"):
+        vid = f"{name}-{end}"
+        if vid not in ran:  # skipped: not applicable to this scenario
+            row.update({f"{end}_difference_usd": math.nan, f"{end}_breakeven_month": math.nan,
+                        f"{end}_breakeven_month_extrapolated": math.nan})
+            continue
+        row[f"{end}_difference_usd"] = _difference(runs, vid, build, rent)
+        row[f"{end}_breakeven_month"], row[f"{end}_breakeven_month_extrapolated"] = _breakeven(cash, vid, build, rent)
+        row["note"] = "; ".join(x for x in (row["note"], _keeps_up_note(runs, vid, end, build, rent)) if x)
+    row["swing_usd"] = abs(row["high_difference_usd"] - row["low_difference_usd"])  # NaN when skipped
+    # The verdict flips when the difference has the other sign at either end (NaN compares False).
+    row["flips"] = bool(any(np.sign(row[f"{e}_difference_usd"]) == -np.sign(base_diff) != 0 for e in ("low", "high")))
+    return row
+
+
+# ------------------------------------------------------------------ in words
+
+
+def _at(row, end: str) -> str:
+    v = row[end]
+    if row["unit"].startswith("×"):
+        return f"×{v:g}"
+    if row["unit"] == "USD/kWh":
+        return f"${v:.3f}/kWh"
+    if row["unit"].startswith("share"):
+        return f"{v * 100:.0f} % off"
+    return f"{v:g}{' ' + row['unit'] if row['unit'] else ''}"
+
+
+def _usd(x: float) -> str:
+    a = abs(x)
+    return f"${a / 1e6:,.2f}M" if a >= 1e6 else f"${a / 1e3:,.0f}k" if a >= 1e3 else f"${a:,.0f}"
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: float,
+             scenario: Scenario | None = None) -> str:
+    """"Owning 256 H100s (own-256) costs $1.63M less than renting on-demand H100s (cloud-od); the
+    verdict flips if cloud price is ×0.67 or lead time 364 days; the largest swing is arrival scale
+    ($3.56M)." Each flipping input is named at the end(s) where the difference changes sign."""
+    a, b = describe(build, scenario), describe(rent, scenario)
+    if base_difference_usd > 0:
+        a, b = b, a
+    head = f"{a[0].upper()}{a[1:]} costs {_usd(base_difference_usd)} less than {b}"
+    flips = []
+    for _, row in table[table["flips"]].iterrows():
+        ends = [e for e in ("low", "high") if np.sign(row[f"{e}_difference_usd"]) == -np.sign(base_difference_usd)]
+        flips.append(f"{row['input']} is {' or '.join(_at(row, e) for e in ends)}")
+    ran = table[table["swing_usd"].notna()]
+    s = head + ("; the verdict flips if " + _listed(flips) if flips else
+                "; no single input flips the verdict within its range")
+    if not ran.empty:
+        top = ran.iloc[0]
+        s += f"; the largest swing is {top['input']} ({_usd(top['swing_usd'])})"
+    return s + "."
+
+
+__all__ = ["COLUMNS", "INPUTS", "Tornado", "run_task", "sentence", "tornado"]

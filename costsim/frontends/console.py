@@ -1,0 +1,56 @@
+"""The CLI's stdout: printed in ``COLUMNS`` columns when set, else the terminal's width, or 80
+when piped; tables that must not be cropped print as wide as they need (``--wide``, a sweep's
+means when piped)."""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console, ConsoleDimensions
+from rich.table import Table
+
+PIPED_WIDTH = 80  # columns of output piped with no COLUMNS: what a terminal, a log or an e-mail shows
+WIDE_LIMIT = 1000  # --wide: tables print as wide as they need, up to this
+
+
+def stdout_width(environ, is_tty: bool) -> int | None:
+    """Columns to print in: ``COLUMNS`` when set; else the terminal's (None: rich measures it) or,
+    when piped, ``PIPED_WIDTH`` (not the width of whatever terminal stderr happens to be)."""
+    columns = environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if is_tty else PIPED_WIDTH
+
+
+class _Stdout(Console):
+    """stdout, its width decided when printing: ``COLUMNS`` and the stream may change after import
+    (a test runner swaps both), and rich alone would read COLUMNS once and measure stderr's
+    terminal when stdout is piped."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        measured = super().size
+        isatty = getattr(self.file, "isatty", None)
+        width = stdout_width(os.environ, bool(isatty and isatty()))
+        return measured if width is None else ConsoleDimensions(width, measured.height)
+
+
+out_console = _Stdout()
+
+
+def print_wide(table: Table) -> None:
+    """Print ``table`` on stdout as wide as it needs to be (at least the usual width): rich never
+    prints wider than its console, so this uses a console of the table's own width on that stream."""
+    needed = Console(file=out_console.file, width=WIDE_LIMIT).measure(table).maximum
+    Console(file=out_console.file, width=max(out_console.width, needed)).print(table)
+
+
+def print_data_table(table: Table) -> None:
+    """A table too wide for 80 columns that must stay readable (a sweep's means ± intervals): on a
+    terminal, in its width; piped, whole (``print_wide``), since cropped numbers would be wrong numbers."""
+    isatty = getattr(out_console.file, "isatty", None)
+    if isatty and isatty():
+        out_console.print(table)
+    else:
+        print_wide(table)
+

@@ -1,0 +1,126 @@
+"""``costsim optimize``: the cheapest configuration that meets every target
+(``costsim.decisions.optimize``), with a progress bar, the answer in one sentence and the Pareto
+frontier it found; ``--out`` writes ``evaluated.csv`` and ``frontier.csv`` all at once.
+
+Registered by ``cli.py`` as ``app.command("optimize")(optimize_command)``; the CLI's consoles and
+formatting helpers are imported when the command runs (``cli`` imports this module).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from costsim.scenario import Problem, ScenarioError
+
+EXECUTORS = ("local", "processes", "dask")
+OUTPUT_NAMES = frozenset({"evaluated.csv", "frontier.csv"})
+FRONTIER_ROWS = 30  # frontier rows printed; all of them are in frontier.csv
+
+
+def frontier_table(optimum, title: str) -> Table:
+    """The frontier's points: varied values, option, fair total ± half-width (when replicated),
+    p95 delay, completion, whether it meets the targets."""
+    from costsim.frontends.cli import _money
+
+    paths = list(optimum.values)
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
+    for header in (*paths, "option"):
+        table.add_column(header, overflow="fold")
+    for header in ("fair total", "p95 delay h", "completion", "meets"):
+        table.add_column(header, justify="right", no_wrap=True)
+    rows = optimum.frontier[optimum.frontier["on_frontier"]]
+    for r in rows.head(FRONTIER_ROWS).to_dict("records"):
+        values = [Text(f"{r[p]:g}" if isinstance(r[p], float) else str(r[p])) for p in paths]
+        table.add_row(*values, Text(str(r["option"])), _money(r["fair_total_usd"]), f"{r['queue_delay_p95_h']:,.2f}",
+                      f"{r['completion']:.1%}", "yes" if r["meets"] else "no")
+    return table
+
+
+def optimize_command(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)],
+    target: Annotated[list[str] | None, typer.Option(
+        "--target", help="METRIC<=N or METRIC>=N, e.g. p95_delay_h<=4, completion>=0.99, "
+        "rl_iterations_per_day>=50 (repeatable: all must hold).")] = None,
+    vary: Annotated[list[str] | None, typer.Option(
+        "--vary", help="PATH=LOW..HIGH (GPU counts step by whole nodes; real ranges by 1/64 of the span) or "
+        "PATH=V1,V2,... (repeatable), e.g. options.own.gpus=256..1024.")] = None,
+    replications: Annotated[int, typer.Option(min=1, help="Runs per configuration (common random numbers).")] = 3,
+    seed: Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")] = None,
+    executor: Annotated[str, typer.Option(help="local, processes or dask.")] = "processes",
+    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core).")] = None,
+    max_runs: Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
+                                          "replications).")] = 200,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv and frontier.csv, "
+                                             "replaced whole at the end (default: nothing written).")] = None,
+) -> None:
+    """Find the cheapest configuration that meets every --target, with its confidence.
+
+    A grid over the --vary ranges, refined by bisection along a monotone one, with replications;
+    prints the answer with its 95 % interval and the cost-vs-delay Pareto frontier it found."""
+    from costsim.frontends.cli import _fail, _interrupted
+    from costsim.runs.outdir import OutputFolder
+
+    folder = None
+    try:
+        with contextlib.ExitStack() as stack:
+            if executor not in EXECUTORS:
+                raise ScenarioError("--executor", [Problem((), f"{executor!r}: one of {', '.join(EXECUTORS)}")])
+            if not vary:
+                raise ScenarioError("--vary", [Problem((), "give at least one, e.g. "
+                                                           "--vary options.own.gpus=256..1024")])
+            if out is not None:  # checked and locked before searching: an unusable --out costs no simulation
+                folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES))
+            _search(scenario, target or [], vary, replications, seed, executor, workers, max_runs, folder)
+    except ScenarioError as err:  # bad flags or scenario, an unusable --out, a lost worker
+        _fail(err)
+    except KeyboardInterrupt:
+        _interrupted(folder)
+
+
+def _search(scenario: Path, target: list[str], vary: list[str], replications: int, seed: int | None, executor: str,
+            workers: int | None, max_runs: int, folder) -> None:
+    """Search with a progress bar, print the answer and the frontier, publish into ``folder``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from costsim.decisions.optimize import optimize
+    from costsim.frontends.cli import err_console, out_console
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    bar = Progress(*columns, console=err_console, transient=True)
+    task = bar.add_task(f"optimizing ({executor})", total=None)
+
+    def step(done: int, total: int) -> None:
+        if not bar.live.is_started:  # shown once the checks have passed and the runs begin
+            bar.start()
+        bar.update(task, completed=done, total=total)
+
+    try:
+        optimum = optimize(scenario, target, vary, replications, seed, executor, workers, max_runs, progress=step)
+    finally:
+        if bar.live.is_started:
+            bar.stop()
+    out_console.print(Text(optimum.sentence), highlight=False, soft_wrap=True)
+    for note in optimum.notes:
+        out_console.print(Text(f"note: {note}"), highlight=False, soft_wrap=True)
+    out_console.print(frontier_table(optimum, f"Pareto frontier (fair total vs p95 queue delay), {optimum.runs} "
+                                              f"simulations, {replications} replication(s) each"))
+    if folder is not None:
+        written = folder.publish(lambda staging: _write(optimum, staging),
+                                 {"scenario": str(scenario), "sentence": optimum.sentence})
+        out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False)
+
+
+def _write(optimum, staging: Path) -> None:
+    optimum.evaluated.to_csv(staging / "evaluated.csv", index=False)
+    optimum.frontier.to_csv(staging / "frontier.csv", index=False)
+
+
+__all__ = ["optimize_command"]

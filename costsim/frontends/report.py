@@ -1,0 +1,294 @@
+"""The one-file HTML report (DESIGN.md section 14): ``costsim report SCENARIO|SWEEP_DIR --out report.html``.
+
+``build_report(source)`` returns one self-contained HTML page: plotly.js inlined once, every figure
+drawn by it, no external URL (it opens with no network). It leads with the verdict
+(``costsim.decide``) and its confidence, then the options side by side (amortised total and cash
+spent, the fair total with unfinished work priced at the cheapest rent), break-even, the Pareto
+frontier, the sensitivity tornado, cost breakdown, delays, iteration speed and reliability, and
+ends with the scenario as YAML and the catalog and costsim versions.
+
+``source``: a Results, a list of Results (replications of one scenario), a SweepResults, or a
+sweep's output folder. Figures drawn from one run's detail (delays, iterations, reliability) use
+the first replication; a sweep keeps no such detail, so its report has the tables and the frontier.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+
+from costsim import plots
+from costsim.frontends import report_html as h
+from costsim.frontends.report_sections import (FRONTIER_ROWS, breakeven_section, footer, options_section,
+                                              pareto_section, run_figures, tornado_section, verdict_parts)
+from costsim.frontends.report_sweep import is_sweep_folder, read_sweep_folder
+from costsim.results import Results
+from costsim.runs.outdir import OutputError
+from costsim.scenario import Problem, ScenarioError
+
+
+
+@dataclass
+class _Input:
+    """A report's source, normalised: replications of one scenario, or a sweep (and a variant)."""
+
+    runs: list[Results] = field(default_factory=list)
+    sweep: object | None = None  # SweepResults
+    variant: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def scenario(self):
+        if self.runs:
+            return self.runs[0].scenario
+        return (self.sweep.scenarios or {}).get(self.variant) if self.variant else None
+
+
+def _input(source, variant: str | None) -> _Input:
+    from costsim.runs.sweep import SweepResults
+
+    if isinstance(source, (str, os.PathLike)):
+        sweep, notes = read_sweep_folder(source)
+        return _input_sweep(sweep, variant, notes)
+    if isinstance(source, SweepResults):
+        return _input_sweep(source, variant, [])
+    if variant is not None:
+        raise ScenarioError("--variant", [Problem((), "applies to a sweep only")])
+    if isinstance(source, Results):
+        return _Input(runs=[source])
+    if isinstance(source, Sequence) and source and all(isinstance(r, Results) for r in source):
+        return _Input(runs=list(source))
+    raise ScenarioError("report", [Problem((), "needs a Results, a list of Results, a SweepResults or a sweep folder; "
+                                               f"got {type(source).__name__}")])
+
+
+def _input_sweep(sweep, variant: str | None, notes: list[str]) -> _Input:
+    variants = list(dict.fromkeys(sweep.runs["variant"]))
+    if variant is not None and variant not in variants:
+        raise ScenarioError("--variant", [Problem((), f"{variant!r} is not a variant of this sweep; one of: "
+                                                      f"{', '.join(variants[:10])}{' …' if len(variants) > 10 else ''}")])
+    return _Input(sweep=sweep, variant=variant or (variants[0] if len(variants) == 1 else None), notes=notes)
+
+
+# ------------------------------------------------------------------ the page
+
+def _header(title: str, sub: str, notes: list[str]) -> str:
+    out = f"<header><h1>{h.esc(title)}</h1>{h.para(sub, 'sub')}"
+    return out + (h.bullets(notes) if notes else "") + "</header>"
+
+
+def _scenario_body(src: _Input, wanted, tornado, given_frontier) -> tuple[str, str]:
+    from costsim.decisions import decide
+
+    first, reps = src.runs[0], len(src.runs)
+    sc = first.scenario
+    v = decide(src.runs, wanted)
+    seeds = ", ".join(str(r.seed) for r in src.runs[:5]) + (", …" if reps > 5 else "")
+    label = f"{reps} replication{'s' if reps > 1 else ''} (seed{'s' if reps > 1 else ''} {seeds})"
+    which = "" if reps == 1 else f" (replication 1 of {reps}, seed {first.seed})"
+    mean = "Means over the replications." if reps > 1 else ""
+    be, _ = breakeven_section(first, which)
+    pareto, _ = pareto_section(v.options, given_frontier, "Options on the frontier")
+    tor, _ = tornado_section(tornado)
+    figures, _ = run_figures(first, reps)
+    sub = f"{sc.horizon_days:g} days, {len(sc.options)} options, {label}."
+    body = [h.section("Verdict", *verdict_parts(v, label), anchor="verdict"), options_section(v, mean),
+            be, pareto, tor, *figures, footer(sc)]
+    return sc.name, _header(sc.name, sub, src.notes) + "".join(body)
+
+
+VARIANT_COLUMNS: list[h.Column] = [
+    ("variant", "variant", str, None), ("swept values", "swept", str, None),
+    ("recommended", "option", str, None), ("too close to call", "close", str, None),
+    ("verdict", "sentence", str, None),
+]
+
+
+def _sweep_body(src: _Input, wanted, given_frontier) -> tuple[str, str]:
+    from types import SimpleNamespace
+
+    from costsim.decisions import decide
+
+    sweep = src.sweep
+    variants = list(dict.fromkeys(sweep.runs["variant"]))
+    reps = int(sweep.runs["replication"].nunique())
+    swept = {r["variant"]: ", ".join(f"{k}={r[k]}" for k in sweep.variants.columns[1:])
+             for r in sweep.variants.to_dict("records")}
+    verdicts = {x: decide(sweep, wanted, variant=x) for x in variants[:FRONTIER_ROWS]}
+    table = pd.DataFrame([{"variant": x, "swept": swept.get(x, ""), "option": v.option or "none",
+                           "close": "yes" if v.close_call else "", "sentence": v.sentence} for x, v in verdicts.items()])
+    parts = []
+    label = f"{reps} replication{'s' if reps > 1 else ''} per variant"
+    if src.variant is not None:
+        v = verdicts.get(src.variant) or decide(sweep, wanted, variant=src.variant)
+        parts += [h.section(f"Verdict for variant {src.variant} ({swept.get(src.variant, '')})",
+                            *verdict_parts(v, f"{label} of the sweep"), anchor="verdict"),
+                  options_section(v, "Means over the replications.")]
+    per_variant = h.section("Verdict per variant", h.table(table, VARIANT_COLUMNS, wrap=("sentence",)),
+                            anchor="variants" if src.variant else "verdict")
+    parts.append(per_variant)
+    parts.append(pareto_section(sweep, given_frontier, "Variants and options on the frontier")[0])
+    if src.variant is not None:  # the summary's cost lines are all cost_breakdown reads
+        runs = sweep.runs[sweep.runs["variant"] == src.variant]
+        one = runs.groupby("option", sort=False)[[c for c in runs if str(c).startswith("cost_")]].mean().reset_index()
+        parts.append(h.section(f"Cost breakdown of variant {src.variant} (means)",
+                               h.figure(plots.cost_breakdown(SimpleNamespace(summary=one))), anchor="costs"))
+    parts.append(h.para("A sweep keeps one summary row per run: for the delay, iteration-speed and reliability "
+                        "figures, report on a variant's scenario (costsim report SCENARIO).", "note"))
+    vt = h.table(sweep.variants.astype(str), [(c, c, str, None) for c in sweep.variants.columns])
+    parts.append(footer(src.scenario, h.para("The variants and their swept values:") + vt))
+    title = f"Sweep of {len(variants)} variant{'s' if len(variants) > 1 else ''}"
+    return title, _header(title, f"{label}; {len(sweep.runs):,} runs.", src.notes) + "".join(parts)
+
+
+def build_report(source, targets=(), tornado=None, frontier: pd.DataFrame | None = None, title: str | None = None,
+                 variant: str | None = None) -> str:
+    """The report as one self-contained HTML string (see the module).
+
+    ``source``: a Results, a list of Results (replications of one scenario), a SweepResults or a
+    sweep folder's path; ``targets``: Target objects or their text (``"p95_delay_h<=4"``);
+    ``tornado``: a ``costsim.decisions.tornado.Tornado`` (its section is left out when None; a
+    string is shown in its place, saying why there is none); ``frontier``: a ``pareto.frontier``
+    table to show instead of the one computed; ``variant``: of a sweep, the one to lead with."""
+    from costsim.decisions.targets import targets as as_targets
+
+    wanted = as_targets(targets)
+    src = _input(source, variant)
+    name, body = _scenario_body(src, wanted, tornado, frontier) if src.runs else _sweep_body(src, wanted, frontier)
+    return h.page(title or f"{name}: build or rent? (costsim report)", body)
+
+
+def write_report(source, path_or_folder: str | os.PathLike[str], targets=(), tornado=None,
+                 frontier: pd.DataFrame | None = None, title: str | None = None, variant: str | None = None,
+                 label: str = "--out") -> Path:
+    """Write ``build_report(...)`` atomically (a temporary file in the same folder, flushed to
+    disk, renamed over the target) to ``path_or_folder``, or to ``report.html`` in it when it is a
+    folder; the path written. OutputError (a ScenarioError naming ``label``) when it cannot be."""
+    from costsim.runs.dataset import write_atomic
+
+    path = Path(path_or_folder)
+    if path.is_dir():
+        path = path / "report.html"
+    check_out(path, label)
+    text = build_report(source, targets, tornado, frontier, title, variant)
+    try:
+        write_atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
+    except OSError as err:
+        raise OutputError(label, str(path), f"could not be written: {err.strerror or err}") from None
+    return path
+
+
+def check_out(path: Path, label: str = "--out") -> None:
+    """Refuse, before any work, a report path that cannot be a file we may write."""
+    shown = os.fspath(path)
+    if shown in ("", "."):
+        raise OutputError(label, '""', "is empty: name the report file, e.g. report.html")
+    if path.is_dir():
+        raise OutputError(label, shown, "is a folder: name the report file in it, e.g. "
+                          f"{Path(shown) / 'report.html'}")
+    if path.exists() and not path.is_file():
+        raise OutputError(label, shown, "exists and is not a regular file")
+    parent = path.parent
+    if not parent.exists():
+        raise OutputError(label, shown, f"its folder {parent} does not exist")
+    if not parent.is_dir():
+        raise OutputError(label, shown, f"{parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(label, shown, f"its folder {parent} is not writable")
+
+
+# ------------------------------------------------------------------ the command
+
+
+def _replications(sc, n: int, seed: int):
+    """``n`` runs of ``sc`` with seeds ``replication_seed(seed, r)``, with a progress bar on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from costsim.frontends.cli import err_console
+    from costsim.runs import api
+    from costsim.runs.sweepfile import replication_seed
+
+    runs = []
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task("simulating replications", total=n)
+        for r in range(n):
+            runs.append(api.simulate(sc, seed=replication_seed(seed, r)))
+            bar.update(task, completed=r + 1)
+    return runs
+
+
+def _tornado(sc, seed: int):
+    """The tornado (one run per input value, with a progress bar), or a note saying why there is none."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from costsim.frontends.cli import err_console
+
+    try:
+        from costsim.decisions.tornado import tornado
+    except ImportError:
+        return "The sensitivity tornado is not available in this version of costsim."
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task("sensitivity tornado", total=None)
+        try:
+            return tornado(sc, replications=1, seed=seed, progress=lambda done, total: bar.update(
+                task, completed=done, total=total))
+        except ScenarioError as err:  # e.g. no owned or no rented option to set against each other
+            return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)
+
+
+def report_command(
+    source: Annotated[Path, typer.Argument(metavar="SCENARIO|SWEEP_DIR", show_default=False,
+                                           help="A scenario file, or the --out folder of costsim sweep.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (replaced atomically).")]
+    = Path("report.html"),
+    replications: Annotated[int | None, typer.Option(min=1, max=1000, help="Runs of the scenario, seeds from "
+                                                     "--seed (default 3).")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")] = None,
+    target: Annotated[list[str] | None, typer.Option("--target", help="METRIC<=N or METRIC>=N, e.g. "
+                                                     "p95_delay_h<=4 (repeatable).")] = None,
+    tornado: Annotated[bool | None, typer.Option("--tornado/--no-tornado", help="Include the sensitivity "
+                                                 "tornado (a scenario only; default on).")] = None,
+    variant: Annotated[str | None, typer.Option(help="Of a sweep: the variant to lead with, e.g. v000.")] = None,
+) -> None:
+    """Write one self-contained HTML report that opens offline, led by the verdict.
+
+    The verdict and its confidence, the options side by side, break-even, the Pareto frontier, the
+    tornado and the figures; the scenario as YAML at the end."""
+    from rich.text import Text
+
+    from costsim.decisions.targets import targets as as_targets
+    from costsim.frontends.cli import _fail, _load, err_console, out_console
+
+    try:
+        check_out(out)
+        wanted = as_targets([t for t in target or []]) if target else ()
+        if source.is_dir():
+            for flag, given in (("--replications", replications), ("--seed", seed), ("--tornado", tornado)):
+                if given:
+                    raise ScenarioError(flag, [Problem((), "applies to a scenario, not a sweep folder (its "
+                                                           "replications and seed are the sweep's)")])
+            if not is_sweep_folder(source):
+                raise OutputError("SWEEP_DIR", str(source), "is a folder but not a costsim sweep's (no sweep.json)")
+            data = source
+        else:
+            if variant is not None:
+                raise ScenarioError("--variant", [Problem((), "applies to a sweep folder only")])
+            sc = _load(source)
+            root = sc.seed if seed is None else seed
+            data = _replications(sc, 3 if replications is None else replications, root)
+        shown = _tornado(sc, root) if not source.is_dir() and tornado is not False else None
+        path = write_report(data, out, wanted, shown, variant=variant)
+    except ScenarioError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        err_console.print(Text(f"interrupted: {out} is unchanged"), highlight=False)
+        raise typer.Exit(130) from None
+    out_console.print(Text(f"wrote {path}"), highlight=False)

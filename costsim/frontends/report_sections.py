@@ -1,0 +1,205 @@
+"""The sections of the HTML report (``costsim.frontends.report``): the verdict and its
+confidence, the options side by side, break-even, the Pareto frontier, the tornado, the figures of
+one run and the scenario. Each returns HTML (user text escaped by ``report_html``) and, where it
+draws figures, how many."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from costsim import plots
+from costsim.frontends import report_html as h
+from costsim.results import Results
+
+FRONTIER_ROWS = 200  # rows of a sweep's frontier table shown; the figure shows them all
+
+OPTION_COLUMNS: list[h.Column] = [
+    ("option", "shown", str, None),
+    ("side", "side", str, None),
+    ("keeps up", "keeps", str, None),
+    ("fair total (USD) ¹", "fair_total_usd", h.money, "low"),
+    ("amortised total (USD)", "total_cost_usd", h.money, "low"),
+    ("cash spent (USD)", "cash_spent_usd", h.money, "low"),
+    ("book value at the end (USD)", "book_value_usd", h.money, None),
+    ("unfinished work at the cheapest rent (USD)", "unfinished_rent_usd", h.money, "low"),
+    ("USD per GPU-hour of work done", "cost_per_work_gpu_hour_usd", h.fixed(2), "low"),
+    ("p95 queue delay (h)", "queue_delay_p95_h", h.fixed(2), "low"),
+    ("completion (jobs)", "completion", h.share, "high"),
+    ("RL iterations per day", "iterations_per_day", h.fixed(0), "high"),
+    ("utilisation", "utilization", h.share, None),
+    ("meets targets", "meets", str, None),
+]
+
+
+def _option_rows(options: pd.DataFrame, pick: str | None) -> pd.DataFrame:
+    t = options.copy()
+    t["shown"] = [f"★ {o} (recommended)" if o == pick else o for o in t["option"]]
+    t["keeps"] = ["yes" if k else "⚠ cannot keep up" for k in t["keeps_up"]]
+    t["meets"] = ["yes" if m else "no" for m in t["meets_targets"]]
+    return t
+
+
+def verdict_parts(v, reps_label: str) -> list[str]:
+    """The verdict sentence, its confidence and what would change it; options that cannot keep up."""
+    cls = "verdict none" if v.option is None else ("verdict close" if v.close_call else "verdict")
+    parts = [f'<p class="{cls}" id="verdict-sentence">{h.esc(v.sentence)}</p>']
+    facts = []
+    if v.close_call:
+        parts.append('<p><span class="badge">too close to call</span></p>')
+    if v.versus is not None:
+        if v.replications >= 2:
+            facts.append(f"Fair total of {v.option} minus {v.versus}: {h.money(v.difference_usd)} per replication on "
+                         f"average, 95 % interval {h.money(v.difference_low_usd)} to {h.money(v.difference_high_usd)} "
+                         f"(paired over {v.replications} replications with common random numbers)"
+                         + ("; the interval spans zero." if v.close_call else "."))
+        else:
+            facts.append(f"Fair total of {v.option} minus {v.versus}: {h.money(v.difference_usd)} from a single run: "
+                         "no confidence interval (run replications for one).")
+        facts.append(f"In cash spent within the horizon (capex when paid) the difference is "
+                     f"{h.money(v.cash_difference_usd)}.")
+        if v.utilization_flip == v.utilization_flip:
+            facts.append(f"Owning and renting cost the same per GPU-hour at {v.utilization_flip * 100:.0f} % "
+                         "utilisation of the owned cluster.")
+        if v.electricity_flip_usd_per_kwh == v.electricity_flip_usd_per_kwh:
+            facts.append(f"The difference is zero at an electricity price of ${v.electricity_flip_usd_per_kwh:.3f} per kWh.")
+    facts.append(f"Based on {reps_label}.")
+    if v.targets:
+        facts.append("Targets: " + ", ".join(str(t) for t in v.targets) + ".")
+    parts.append(h.bullets(facts))
+    behind = v.options[~v.options["keeps_up"]]
+    partly = v.options[v.options["keeps_up"] & (v.options["why"] != "")]
+    if len(behind):
+        parts.append(h.para("Options that cannot keep up (never recommended):", "warn"))
+        parts.append(h.bullets([f"{r.option}: {r.why}" for r in behind.itertuples()]))
+    if len(partly):
+        parts.append(h.para("Fell behind in some replications (fewer than half): "
+                            + "; ".join(f"{r.option}: {r.why}" for r in partly.itertuples()), "note"))
+    return parts
+
+
+def options_section(v, mean_note: str) -> str:
+    rows = _option_rows(v.options, v.option)
+    note = h.para("Amortised total: capital spread over the depreciation life, plus running costs and rent. "
+                  "Cash spent: capex when paid, opex, rent and commitments owed within the horizon. ¹ Fair total: "
+                  "the amortised total plus the work left unfinished at the end priced at the cheapest rental "
+                  f"price available, so every option pays for the same work. {mean_note} Bold: the best value "
+                  "among the options that keep up and meet the targets; ★ the recommendation.", "note")
+    body = h.table(rows, OPTION_COLUMNS, best_among=rows["eligible"],
+                   row_class=lambda r: "pick" if r["option"] == v.option else ("behind" if not r["keeps_up"] else ""))
+    return h.section("Options side by side", note, body, anchor="options")
+
+
+BREAKEVEN_COLUMNS: list[h.Column] = [
+    ("owned or committed", "option", str, None), ("versus renting", "versus", str, None),
+    ("break-even (cash)", "breakeven_month", h.month, None),
+    ("extrapolated break-even month", "breakeven_month_extrapolated", h.fixed(1), None),
+    ("cheaper until", "cheaper_until_month", lambda x: "–" if x != x else h.month(x), None),
+    ("break-even utilisation", "breakeven_utilization", h.share, None),
+    ("owned USD per GPU-hour", "own_usd_per_gpu_hour", h.fixed(2), None),
+    ("rented USD per GPU-hour", "rent_usd_per_gpu_hour", h.fixed(2), None),
+]
+
+
+def breakeven_section(first: Results, which: str) -> tuple[str, int]:
+    be = first.breakeven
+    if be.empty:
+        return h.section("Break-even", h.para("No owned or committed option to set against a rented one."),
+                         anchor="breakeven"), 0
+    note = h.para("The first month from which the owned or committed option's cumulative cash stays at or below the "
+                  "rental's; the break-even utilisation is where both cost the same per GPU-hour.", "note")
+    fig = h.figure(plots.cumulative_cash(first))
+    return h.section("Break-even" + which, note, h.table(be, BREAKEVEN_COLUMNS), fig, anchor="breakeven"), 1
+
+
+def pareto_section(table, given: pd.DataFrame | None, label: str) -> tuple[str, int]:
+    """The frontier of fair total vs p95 queue delay (and vs iterations per day) over ``table`` (a
+    Verdict's options) or a sweep's variants × options; skipped when the Pareto module is not there."""
+    try:
+        from costsim.decisions.pareto import frontier, sweep_table
+        from costsim.plots import pareto_figure
+    except ImportError:
+        return h.section("Pareto frontier", h.para("Not available in this version of costsim.", "note"),
+                         anchor="pareto"), 0
+    if not isinstance(table, pd.DataFrame):
+        table = sweep_table(table)
+    delay = given if given is not None else frontier(table)
+    speed = frontier(table, objectives=(("iterations_per_day", "max"),))
+    cols: list[h.Column] = [("variant", "variant", str, None), ("option", "option", str, None),
+                            ("on the frontier", "on_frontier", lambda x: "yes" if x else "", None),
+                            ("fair total (USD)", "fair_total_usd", h.money, None),
+                            ("amortised total (USD)", "total_cost_usd", h.money, None),
+                            ("cash spent (USD)", "cash_spent_usd", h.money, None),
+                            ("p95 queue delay (h)", "queue_delay_p95_h", h.fixed(2), None),
+                            ("RL iterations per day", "iterations_per_day", h.fixed(0), None)]
+    shown = delay.head(FRONTIER_ROWS)
+    more = h.para(f"… {len(delay) - FRONTIER_ROWS} more rows (the figure shows them all)", "note") \
+        if len(delay) > FRONTIER_ROWS else ""
+    figs = [h.figure(pareto_figure(delay, y="queue_delay_p95_h")), h.figure(pareto_figure(speed, y="iterations_per_day"))]
+    note = h.para(f"{label}: no other is at least as cheap (fair total) and at least as good on delay, and strictly "
+                  "better in one.", "note")
+    return h.section("Pareto frontier: fair total vs p95 queue delay and vs iterations per day",
+                     note, *figs, h.table(shown, cols), more, anchor="pareto"), len(figs)
+
+
+def _flag(x) -> str:
+    return "⚑ flips" if x is True or x == 1 else ""
+
+
+TORNADO_COLUMNS: list[h.Column] = [
+    ("input", "input", str, None), ("scenario path", "path", str, None), ("unit", "unit", str, None),
+    ("low", "low", h.fixed(3), None), ("high", "high", h.fixed(3), None),
+    ("difference at low (USD)", "low_difference_usd", h.money, None),
+    ("difference at high (USD)", "high_difference_usd", h.money, None),
+    ("swing (USD)", "swing_usd", h.money, None), ("verdict", "flips", _flag, None),
+    ("break-even at low", "low_breakeven_month", h.month, None),
+    ("break-even at high", "high_breakeven_month", h.month, None),
+    ("note", "note", str, None),
+]
+
+
+def tornado_section(tornado) -> tuple[str, int]:
+    """The tornado's figure and table; a string in its place says why there is none."""
+    if tornado is None:
+        return "", 0
+    if isinstance(tornado, str):
+        return h.section("Sensitivity (tornado)", h.para(tornado, "note"), anchor="tornado"), 0
+    runs = getattr(tornado, "replications", 1)
+    note = h.para(f"Each uncertain input at the low and the high end of its catalog range, all else at the base "
+                  f"({runs} run{'s' if runs != 1 else ''} per value, common random numbers): the fair-total "
+                  f"difference {tornado.build} − {tornado.rent} (base {h.money(tornado.base_difference_usd)}; "
+                  f"negative: building is cheaper) and the break-even month. ⚑: the verdict flips within the "
+                  f"range.", "note")
+    try:
+        from costsim.plots import tornado_figure
+    except ImportError:
+        fig, n = "", 0
+    else:
+        fig, n = h.figure(tornado_figure(tornado.table), height=max(420, 80 + 36 * len(tornado.table))), 1
+    parts = [h.para(tornado.sentence), note, fig, h.table(tornado.table, TORNADO_COLUMNS, wrap=("path", "note"))]
+    return h.section("Sensitivity (tornado)", *parts, anchor="tornado"), n
+
+
+def run_figures(first: Results, reps: int) -> tuple[list[str], int]:
+    """Cost breakdown, delays, iteration speed and reliability from the first replication."""
+    which = "" if reps == 1 else f" (replication 1 of {reps}, seed {first.seed})"
+    out = [h.section("Cost breakdown" + which, h.figure(plots.cost_breakdown(first)), anchor="costs"),
+           h.section("Queue delays" + which, h.figure(plots.delay_distribution(first)), anchor="delays")]
+    n = 2
+    if len(first.phases) and (first.phases["iterations_planned"] > 0).any():
+        out.append(h.section("Iteration speed" + which, h.figure(plots.iterations_per_day(first)),
+                             h.figure(plots.phase_breakdown(first), height=520), anchor="iterations"))
+        n += 2
+    out.append(h.section("Reliability" + which, h.figure(plots.lost_work(first)), anchor="reliability"))
+    return out, n + 1
+
+
+def footer(scenario, extra: str = "") -> str:
+    import costsim
+    from costsim.catalog import default_catalog
+
+    yaml = f"<pre>{h.esc(costsim.dump_scenario(scenario))}</pre>" if scenario is not None else \
+        h.para("The scenario is not available.", "note")
+    versions = h.para(f"costsim {costsim.__version__}; catalog {default_catalog().version}.")
+    return h.section("Scenario", extra, yaml, anchor="scenario") + f"<footer>{versions}</footer>"
+
+

@@ -1,0 +1,218 @@
+"""The CLI's tables (rich): the run's comparison in 80 columns (``narrow_table``) or whole
+(``summary_table``, ``--wide``), the notes under it, the RL iterations' phases and a sweep's means.
+They format numbers the results already hold; nothing is computed here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from costsim.frontends.headline import AMORTISED, CANNOT_KEEP_UP, CASH, FAIR, FLAG, flagged, missed_targets
+
+if TYPE_CHECKING:
+    from costsim.runs.sweep import SweepResults
+
+
+def _or_dash(fmt: str):
+    """Format a number, or '-' where it is not one (NaN: no such figure for that option)."""
+    return lambda v: "-" if v != v else format(v, fmt)
+
+
+def _money(x: float) -> str:
+    return "-" if x != x else f"${x:,.0f}"
+
+
+def _millions(x: float) -> str:
+    """Dollars in millions, two decimals ("12.34"); '-' for NaN."""
+    return "-" if x != x else f"{x / 1e6:,.2f}"
+
+
+def _option_cell(row) -> Text:
+    """The option's name, and under it why it is out of the running (never as markup: names are user text)."""
+    cell = Text(row.option)
+    if not row.keeps_up:
+        cell.append("\n" + CANNOT_KEEP_UP, style="bold yellow")
+    elif not row.meets_targets:
+        cell.append("\n✗ misses a target", style="yellow")
+    return cell
+
+
+# The 80-column run table: (header with its unit, column of ``with_verdict``'s rows, formatter).
+# Headers of at most two short lines keep it within 80 columns with option names of up to 16
+# characters (``cannot keep up`` is that wide); longer names fold, numbers never wrap.
+NARROW_COLUMNS = [
+    ("done\n%", "completion", _or_dash(".1%")),
+    ("p95\nh", "queue_delay_p95_h", _or_dash(",.1f")),
+    ("util\n%", "utilization", _or_dash(".0%")),
+    ("it/day", "iterations_per_day", _or_dash(",.0f")),
+    ("$/work\nGPU-h", "cost_per_work_gpu_hour_usd", _or_dash(",.2f")),
+    ("amortised\n$M", "total_cost_usd", _millions),
+    ("cash\n$M", "cash_spent_usd", _millions),
+    ("fair\n$M", "fair_total_usd", _millions),
+]
+
+
+def narrow_table(rows, title: str) -> Table:
+    """The run's comparison in 80 columns: per option the share of jobs done, p95 queue delay,
+    utilisation, RL iterations per day, amortised cost per GPU-hour of work done, and the three
+    totals (amortised, cash, fair), each named. ``rows``: ``headline.with_verdict``'s table."""
+    columns = NARROW_COLUMNS
+    if not (rows["iterations_per_day"] > 0).any():  # a trace-only scenario has no RL iterations
+        columns = [c for c in columns if c[1] != "iterations_per_day"]
+    # No padding: the box's blank divider alone separates the right-aligned columns, which leaves
+    # the option column room for "⚠ cannot keep up" on one line beside 7-digit delays.
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+    table.add_column("option", overflow="fold")
+    for header, *_ in columns:
+        table.add_column(header, justify="right", no_wrap=True)
+    for row in rows.itertuples():
+        table.add_row(_option_cell(row), *(fmt(getattr(row, key)) for _, key, fmt in columns))
+    return table
+
+
+def table_notes(verdict) -> list[Text]:
+    """Under the run table: why each flagged option is out of the running, and what each total
+    means (amortised and cash differ for owned hardware within its life)."""
+    notes = [Text.assemble((f"{FLAG} {option} cannot keep up: ", "bold yellow"), why)
+             for option, why in flagged(verdict)]
+    notes += [Text.assemble((f"✗ {option} misses ", "yellow"), misses) for option, misses in missed_targets(verdict)]
+    notes += [Text(f"{AMORTISED}; {CASH}; {FAIR}; $/work GPU-h: amortised total ÷ GPU-hours of work done."),
+              Text("Every column: costsim run --wide.", style="dim")]
+    return notes
+
+
+def summary_table(summary, title: str) -> Table:
+    """The wide run table (``--wide``): every figure of the summary per option. With the verdict's
+    columns (``headline.with_verdict``) it also shows the cash and fair totals and the flag."""
+    table = Table(title=Text(title), title_justify="left")  # Text: user names print literally
+    columns = [
+        ("option", "option", Text),
+        ("kind", "pricing", Text),
+        ("done/submitted", None, None),
+        ("delay mean h", "queue_delay_mean_h", lambda v: f"{v:,.2f}"),
+        ("delay p95 h", "queue_delay_p95_h", lambda v: f"{v:,.2f}"),
+        ("utilisation", "utilization", lambda v: f"{v:.1%}"),
+        ("amortised total", "total_cost_usd", _money),
+        ("$/GPU-h used", "cost_per_gpu_hour_used_usd", lambda v: f"{v:,.2f}"),
+        ("$/job", "cost_per_completed_job_usd", _money),
+        ("RL iter/day", "iterations_per_day", lambda v: f"{v:,.0f}"),
+        ("$/RL iter", "cost_per_iteration_usd", _or_dash(",.2f")),
+    ]
+    if not (summary["iterations_per_day"] > 0).any():  # a trace-only scenario has no RL iterations
+        columns = columns[:-2]
+    if (summary["restarts"] > 0).any():  # failures or preemptions interrupted something
+        columns.append(("goodput", "goodput", _or_dash(".1%")))
+    if "keeps_up" in summary:
+        columns[7:7] = [("cash spent", "cash_spent_usd", _money), ("fair total", "fair_total_usd", _money),
+                        ("$/work GPU-h", "cost_per_work_gpu_hour_usd", _or_dash(",.2f"))]
+        columns.append(("keeps up", "keeps_up", lambda v: "yes" if v else CANNOT_KEEP_UP))
+    for header, *_ in columns:
+        table.add_column(header, justify="left" if header in ("option", "kind", "keeps up") else "right")
+    for _, row in summary.iterrows():
+        cells = []
+        for header, key, fmt in columns:
+            if key is None:
+                cells.append(f"{row.jobs_completed:,}/{row.jobs_submitted:,}")
+            else:
+                cells.append(fmt(row[key]))
+        table.add_row(*cells)
+    return table
+
+
+def _seconds(v: float) -> str:
+    """Seconds to 0.1 s; below that two decimals, so a short phase (a weight sync inside a node)
+    does not read as zero."""
+    if v != v:
+        return "-"
+    return f"{v:.2f}" if 0 < v < 0.1 else f"{v:,.1f}"
+
+
+# The phases table's columns: (header, phases column, formatter); the seconds columns' unit is in
+# the title. Short headers of at most two lines keep the table within 160 columns with option and
+# class names of up to about 20 characters each; longer names wrap, numbers never do.
+PHASE_TABLE_COLUMNS = [
+    ("rollout", "rollout_s", _seconds),
+    ("log-\nprobs", "logprobs_s", _seconds),
+    ("scoring", "scoring_s", _seconds),
+    ("update", "update_s", _seconds),
+    ("sync/\nreshard", "sync_s", _seconds),
+    ("async\noverhead", "overhead_s", _seconds),
+    ("iteration", "iteration_s", _seconds),
+    ("rollout\nshare", "rollout_share", _or_dash(".0%")),
+    ("straggler\nshare", "straggler_share", _or_dash(".0%")),
+    ("tok/s\nper GPU", "rollout_tokens_per_s_per_gpu", _or_dash(",.0f")),
+    ("capped", "capped_share", _or_dash(".1%")),
+    ("iter/\nday", "iterations_per_day", _or_dash(",.0f")),
+    ("$/iter", "cost_per_iteration_usd", _or_dash(",.2f")),
+]
+
+
+# The phases table in 80 columns: the phases that dominate, the whole iteration and what it buys.
+NARROW_PHASE_COLUMNS = [c for c in PHASE_TABLE_COLUMNS
+                        if c[1] in ("rollout_s", "update_s", "iteration_s", "rollout_share", "iterations_per_day",
+                                    "cost_per_iteration_usd")]
+
+
+def phase_table(phases, columns=PHASE_TABLE_COLUMNS) -> Table:
+    """Where an RL iteration's time goes, per option and job class: mean seconds per phase and per
+    iteration, the rollout's share of the iteration and the straggler's (the longest response
+    alone) share of the rollout, rollout tokens/s per rollout GPU, the share of responses cut at
+    the length cap, iterations per day and cost per iteration. ``columns``: which of them
+    (``NARROW_PHASE_COLUMNS`` for 80 columns)."""
+    table = Table(title="RL iterations: mean seconds per phase and per iteration (async: rollout overlaps "
+                  "training, so its phases add up to more)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("option", overflow="fold")
+    table.add_column("class", overflow="fold")
+    for header, *_ in columns:
+        table.add_column(header, justify="right", no_wrap=True)
+    for _, r in phases.iterrows():
+        if r.iterations_planned == 0:
+            continue
+        table.add_row(Text(r.option), Text(r.job_class), *(fmt(r[col]) for _, col, fmt in columns))
+    return table
+
+
+# The sweep's means table: (header, metric, formatter of a value); each cell is mean ± half-width.
+MEANS_TABLE_COLUMNS = [
+    ("amortised total", "total_cost_usd", _money),
+    ("cash spent", "cash_spent_usd", _money),  # shown when the sweep's means have it
+    ("delay mean h", "queue_delay_mean_h", lambda v: f"{v:,.2f}"),
+    ("delay p95 h", "queue_delay_p95_h", lambda v: f"{v:,.2f}"),
+    ("utilisation", "utilization", lambda v: f"{v:.1%}"),
+    ("RL iter/day", "iterations_per_day", lambda v: f"{v:,.0f}"),
+]
+MEANS_TABLE_ROWS = 60  # more rows than this: the first ones, and where the rest are
+
+
+def _with_interval(fmt, mean: float, low: float, high: float) -> str:
+    """``mean ± half-width`` of a symmetric t-interval; the mean alone where there is no interval
+    (one replication) or no such figure (NaN: '-')."""
+    if mean != mean:
+        return "-"
+    if low != low or high != high:
+        return fmt(mean)
+    return f"{fmt(mean)} ± {fmt((high - low) / 2).lstrip('$')}"
+
+
+def means_table(results: SweepResults, title: str) -> Table:
+    """One row per (variant, option): the swept values and each metric's mean ± the half-width of
+    its 95 % confidence interval over the replications."""
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("variant", "swept values", "option"):
+        table.add_column(header, overflow="fold")
+    columns = [c for c in MEANS_TABLE_COLUMNS if c[1] in results.means]
+    for header, *_ in columns:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("n", justify="right")
+    swept = {row["variant"]: ", ".join(f"{k}={row[k]}" for k in results.variants.columns[1:])
+             for row in results.variants.to_dict("records")}
+    for r in results.means.head(MEANS_TABLE_ROWS).to_dict("records"):
+        cells = [_with_interval(fmt, r[m], r[f"{m}_low"], r[f"{m}_high"]) for _, m, fmt in columns]
+        labels = (Text(str(r["variant"])), Text(swept.get(r["variant"], "")), Text(str(r["option"])))
+        table.add_row(*labels, *cells, str(r["n"]))
+    return table
+

@@ -1,0 +1,74 @@
+"""The dashboard's headline is the verdict (``costsim.decide``), not "the lowest total cost": at
+three times the baseline's arrival rate the owned clusters are cheapest only because they leave
+most of the work undone; they are flagged "cannot keep up" and never recommended. Each card
+shows the amortised total beside the cash spent."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import costsim
+from costsim.frontends.dashboard import SCENARIO_DIR, apply_knobs, current_knobs, literal_markdown
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+DAYS = 60  # the baseline over 60 days: each run about a second
+
+
+@pytest.fixture(autouse=True)
+def _clear_caches():
+    import streamlit as st
+
+    st.cache_data.clear()
+    yield
+
+
+def short_baseline() -> str:
+    text = (SCENARIO_DIR / "baseline.yaml").read_text()
+    assert "horizon_days: 365\n" in text and "name: baseline\n" in text
+    return text.replace("horizon_days: 365\n", f"horizon_days: {DAYS}\n").replace("name: baseline\n", "name: short\n")
+
+
+def test_headline_is_the_verdict_and_never_a_flagged_option():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.sidebar.file_uploader[0].upload("short.yaml", short_baseline().encode(), "application/yaml").run()
+    assert not at.exception and not at.error
+    at.slider(key="short:scale").set_value(3.0)  # the dashboard's own knob: arrivals × 3
+    at.button[0].click().run()
+    assert not at.exception and not at.error
+
+    # what the app ran: the upload with the knob applied
+    base = costsim.load_scenario_text(short_baseline(), "short.yaml", SCENARIO_DIR)
+    edited = apply_knobs(base, replace(current_knobs(base), arrival_scale=3.0))
+    res = costsim.simulate(edited)
+    s = res.summary.set_index("option")
+    # Independent of the verdict code: on-demand (no capacity limit) finishes nearly every job, and
+    # that work alone is more GPU-hours than even the 512 owned GPUs have in the horizon, so no owned
+    # cluster can keep up; yet the cheapest amortised total is own-256, which left most jobs undone.
+    assert s.loc["cloud-od", "jobs_completed"] >= 0.95 * s.loc["cloud-od", "jobs_submitted"]
+    assert s.loc["cloud-od", "gpu_hours_used"] > 512 * DAYS * 24
+    assert s["total_cost_usd"].idxmin() == "own-256"
+    assert s.loc["own-256", "jobs_completed"] < 0.5 * s.loc["own-256", "jobs_submitted"]
+
+    shown = [m.value for m in at.markdown]
+    (headline,) = [m for m in shown if m.startswith("**Verdict:**")]
+    assert "Lowest total cost" not in " ".join(shown)
+    verdict, *flags = headline.split("  \n")
+    assert verdict == f"**Verdict:** {literal_markdown(costsim.decide(res).sentence)}"
+    # the recommendation (the sentence's first clause) names on-demand and no owned cluster
+    first = verdict.split(";")[0]
+    assert literal_markdown("(cloud-od)") in first
+    assert not any(literal_markdown(o) in first for o in ("own-256", "own-384", "own-512"))
+    for option in ("own-256", "own-384", "own-512"):
+        (line,) = [f for f in flags if f.startswith(f"⚠\ufe0f **{literal_markdown(option)}: cannot keep up**")]
+        assert "offered load" in line and "never recommended" in line
+    assert not any("cloud" in f for f in flags)
+    assert [m for m in shown if "cannot keep up" in m and m.startswith("**⚠")] == ["**⚠ cannot keep up**"] * 3
+    # each card: the amortised total beside the cash spent, the app's numbers being the run's
+    amortised = [m.value for m in at.metric if m.label == "Total cost (amortised)"]
+    cash = [m.value for m in at.metric if m.label == "Cash spent"]
+    assert amortised == [f"${v:,.0f}" for v in res.summary.total_cost_usd]
+    assert cash == [f"${v:,.0f}" for v in res.summary.cash_spent_usd]

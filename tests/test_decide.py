@@ -1,0 +1,172 @@
+"""Decisions (costsim.decisions): the keep-up measures against hand counts, the fair totals, and
+verdicts that flip exactly at a hand-computed break-even price, call a tie a tie, and never
+recommend an option that cannot keep up."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+import costsim
+from costsim.decisions import decide, fair_rows, parse_target
+from costsim.scenario import ScenarioError
+from helpers import cloud, owned, scenario
+
+H_DAYS = 10.0
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _steady_rows(n=40, gpus=8, duration_h=3.0, every_h=5.0):
+    """n jobs of ``gpus`` GPUs for ``duration_h`` hours, one every ``every_h`` hours from hour 0."""
+    return [(i * every_h, gpus, duration_h) for i in range(n)]
+
+
+def test_keep_up_measures_by_hand(tmp_path):
+    # 8 GPUs for 10 days = 1,920 GPU-hours. 60 jobs of 8 GPUs × 6 h = 2,880 GPU-hours submitted over
+    # the first 60 h: offered load 2,880 / 1,920 = 1.5. FIFO runs them one at a time: 1,920/48 = 40
+    # done by hour 240, the 41st... none left running (each ends on a 6 h boundary); 20 never start.
+    rows = [(float(i), 8, 6.0) for i in range(60)]
+    sc = scenario(tmp_path, rows, [owned(gpus=8, scheduler="fifo"), cloud(price_per_gpu_hour=2.5)], H_DAYS)
+    s = costsim.simulate(sc).summary.set_index("option")
+    own, rent = s.loc["own"], s.loc["cloud"]
+    assert own.work_submitted_gpu_hours == pytest.approx(2880)
+    assert own.offered_load == pytest.approx(1.5)
+    assert own.jobs_completed == 40
+    assert own.work_unfinished_gpu_hours == pytest.approx(20 * 48)
+    assert own.unfinished_rent_usd == pytest.approx(20 * 48 * 2.5)  # at the cloud option's price
+    # All 60 were submitted in the first half (hour < 120); 20 never started.
+    assert own.stale_share == pytest.approx(20 / 60)
+    assert math.isnan(rent.offered_load)  # on-demand without a quota: no limit
+    assert rent.work_unfinished_gpu_hours == 0 and rent.stale_share == 0
+    # Cash: the cloud option pays as it goes (cash = total); the owned one pays its capex up front
+    # and keeps the book value.
+    assert rent.cash_spent_usd == pytest.approx(rent.total_cost_usd)
+    assert own.cash_spent_usd > own.total_cost_usd and own.book_value_usd > 0
+
+
+def test_a_running_job_leaves_its_remainder(tmp_path):
+    # One job of 8 GPUs × 300 h submitted at hour 0 into a 10-day (240 h) horizon: 60 h × 8 left.
+    sc = scenario(tmp_path, [(0.0, 8, 300.0)], [owned(gpus=8), cloud()], H_DAYS)
+    s = costsim.simulate(sc).summary.set_index("option")
+    assert s.loc["own", "work_unfinished_gpu_hours"] == pytest.approx(60 * 8)
+    assert s.loc["own", "offered_load"] == pytest.approx(300 * 8 / (240 * 8))
+
+
+def test_an_option_that_cannot_keep_up_is_flagged_and_never_recommended(tmp_path):
+    rows = [(float(i), 8, 6.0) for i in range(60)]  # offered load 1.5 on 8 GPUs (above)
+    sc = scenario(tmp_path, rows, [owned(gpus=8, scheduler="fifo"), cloud(price_per_gpu_hour=200.0)], H_DAYS)
+    res = costsim.simulate(sc)
+    s = res.summary.set_index("option")
+    assert s.loc["own", "total_cost_usd"] < s.loc["cloud", "total_cost_usd"]  # cheapest on its own bill
+    v = decide(res)
+    opts = v.options.set_index("option")
+    assert not opts.loc["own", "keeps_up"] and "offered load 150 %" in opts.loc["own", "why"]
+    assert v.option == "cloud" and "only option that keeps up" in v.sentence
+    fair = fair_rows(res.summary).set_index("option")
+    assert fair.loc["own", "fair_total_usd"] == pytest.approx(s.loc["own", "total_cost_usd"] + 20 * 48 * 200.0)
+
+
+def _flip_scenario(tmp_path, price):
+    rows = _steady_rows()  # 40 jobs × 8 GPUs (one instance) × 3 h = 960 GPU-hours, all done by hour 198 < 240
+    return scenario(tmp_path, rows, [owned(gpus=8), cloud(price_per_gpu_hour=price, billing_granularity_s=1,
+                                                              minimum_billing_s=0)], H_DAYS)
+
+
+def test_the_verdict_flips_exactly_at_the_hand_computed_break_even_price(tmp_path):
+    # Every job finishes on both options, so both fair totals are their bills: the owned option's
+    # does not depend on the cloud price, and the cloud's is price × 960 GPU-hours (per-second
+    # billing, no minimum, no startup). Break-even: p* = owned total / 960.
+    base = costsim.simulate(_flip_scenario(tmp_path, 3.0)).summary.set_index("option")
+    assert base.loc["cloud", "cost_cloud_usd"] == pytest.approx(3.0 * 960)
+    p_star = base.loc["own", "total_cost_usd"] / 960
+    below = decide(costsim.simulate(_flip_scenario(tmp_path, p_star * 0.999)))
+    above = decide(costsim.simulate(_flip_scenario(tmp_path, p_star * 1.001)))
+    assert (below.option, below.versus) == ("cloud", "own")
+    assert (above.option, above.versus) == ("own", "cloud")
+    assert below.difference_usd == pytest.approx(-0.001 * p_star * 960, rel=1e-6)
+    assert "0.1 %" in above.sentence and above.sentence.startswith("Owning 8 H100s (own) costs")
+
+
+def test_the_electricity_flip_price_zeroes_the_difference(tmp_path):
+    # Price the cloud so that owning is cheaper by half its energy bill: the flip is at 1.5× today's
+    # electricity price (energy is the only cost line that moves with it).
+    base = costsim.simulate(_flip_scenario(tmp_path, 3.0)).summary.set_index("option").loc["own"]
+    sc = _flip_scenario(tmp_path, (base.total_cost_usd + 0.5 * base.cost_energy_usd) / 960)
+    v = decide(costsim.simulate(sc))
+    p0 = costsim.catalog.economics_values(sc).electricity_usd_per_kwh
+    assert v.electricity_flip_usd_per_kwh == pytest.approx(1.5 * p0, rel=1e-9)
+    assert v.option == "own" and not math.isnan(v.electricity_flip_usd_per_kwh)
+    data = sc.model_dump(mode="json")
+    data["economics"]["electricity_usd_per_kwh"] = v.electricity_flip_usd_per_kwh
+    at_flip = costsim.simulate(costsim.scenario_from_data(data, "flip", tmp_path)).summary.set_index("option")
+    fair = fair_rows(at_flip.reset_index()).set_index("option")["fair_total_usd"]
+    assert fair["own"] == pytest.approx(fair["cloud"], rel=1e-9)
+    assert f"above ${v.electricity_flip_usd_per_kwh:.2f} per kWh" in v.sentence
+
+
+def test_two_options_identical_but_for_noise_are_too_close_to_call(tmp_path):
+    # Two identical owned clusters; node failures drawn from streams named after each option, so
+    # their runs differ only by noise. Paired over 5 replications the interval spans zero.
+    rows = [(float(i) * 4, 8, 5.0) for i in range(60)]  # offered load 2,400 / 3,840 GPU-hours
+    fail = {"failures": {"node_failures_per_1000_node_days": 200}}
+    sc = scenario(tmp_path, rows, [owned("own-a", gpus=16, **fail), owned("own-b", gpus=16, **fail)], H_DAYS)
+    reps = [costsim.simulate(sc, seed=s) for s in range(5)]
+    a = [r.summary.set_index("option").loc["own-a", "lost_gpu_hours"] for r in reps]
+    b = [r.summary.set_index("option").loc["own-b", "lost_gpu_hours"] for r in reps]
+    assert a != b  # the noise is there
+    v = decide(reps)
+    assert v.close_call and v.sentence.startswith("Too close to call")
+    assert v.difference_low_usd <= 0 <= v.difference_high_usd and v.replications == 5
+
+
+def test_targets_filter_and_bad_targets_are_refused(tmp_path):
+    res = costsim.simulate(_flip_scenario(tmp_path, 1000.0))
+    assert decide(res).option == "own"
+    v = decide(res, ["utilization>=0.9", "p95_delay_h<=1"])  # the owned cluster idles most of the time
+    assert v.option == "cloud" and "meets the targets" in v.sentence
+    assert not v.options.set_index("option").loc["own", "meets_targets"]
+    assert "p95 queue delay 0 h ≤ 1 h" in decide(res, ["p95_delay_h<=1"]).sentence
+    assert parse_target(" completion >= 0.99 ").value == 0.99
+    for bad, words in [("p95<=4", "unknown metric"), ("p95_delay_h<4", "is not METRIC"), ("completion>=1e999", "finite")]:
+        with pytest.raises(ScenarioError, match=words):
+            parse_target(bad)
+
+
+def test_a_sweep_variant_gives_the_same_verdict_as_its_runs(tmp_path):
+    sc_path = tmp_path / "s.yaml"
+    sc_path.write_text(costsim.dump_scenario(_flip_scenario(tmp_path, 3.0)))
+    (tmp_path / "sw.yaml").write_text("base: s.yaml\nseed: 2\nreplications: 2\ngrid:\n  options.cloud.price_per_gpu_hour: [3.0, 1000.0]\n")
+    res = costsim.sweep(tmp_path / "sw.yaml", executor="local")
+    cheap, dear = decide(res, variant="v000"), decide(res, variant="v001")
+    assert cheap.option == "cloud" and dear.option == "own" and dear.replications == 2
+    with pytest.raises(ScenarioError, match="name one of the sweep's variants"):
+        decide(res)
+    by_hand = [costsim.simulate(res.scenarios["v001"], seed=s) for s in res.runs.seed.unique()]
+    assert decide(by_hand).difference_usd == pytest.approx(dear.difference_usd, rel=1e-12)
+
+
+def test_baseline_at_three_times_the_arrivals_never_crowns_an_option_that_cannot_keep_up():
+    # The issue's case: at arrival ×3 the baseline's own-256 has the lowest bill with most of the
+    # work undone. Every owned size is overloaded there (offered load > 1): on-demand is the answer.
+    from costsim.runs.sweepfile import sweep_from_sets
+
+    spec = sweep_from_sets(ROOT / "scenarios" / "baseline.yaml", ["workload.arrival_scale=3"])
+    res = costsim.simulate(spec.variants[0].scenario)
+    s = res.summary.set_index("option")
+    assert s.total_cost_usd.idxmin() == "own-256"
+    v = decide(res)
+    opts = v.options.set_index("option")
+    assert list(opts.index[~opts.keeps_up]) == ["own-256", "own-384", "own-512"]
+    assert (s.loc[["own-256", "own-384", "own-512"], "offered_load"] > 1).all()
+    assert v.option == "cloud-od" and "own-256" in v.sentence and "cannot drain" in v.sentence
+
+
+def test_every_target_metric_can_be_asked_for(tmp_path):
+    from costsim.decisions.targets import METRICS
+
+    res = costsim.simulate(_flip_scenario(tmp_path, 1000.0))
+    for metric in METRICS:
+        v = decide(res, [f"{metric}>=0"])
+        assert v.option is not None, metric
