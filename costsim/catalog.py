@@ -257,6 +257,14 @@ def economics_values(scenario: Scenario, catalog: Catalog | None = None) -> Econ
     return EconomicsValues(**{k: float(given[k] if given[k] is not None else cat.economics[k]) for k in given})
 
 
+def default_capex_per_gpu(gpu: GPUSpec, fabric_capex_frac: float, storage_capex_frac: float,
+                          install_capex_frac: float) -> float:
+    """Capex per owned GPU when the scenario gives none, USD: the catalog server's price per GPU
+    (per GPU, so custom node sizes price the same) plus the fabric, storage and installation
+    shares of it."""
+    return gpu.server_price_usd / gpu.gpus_per_node * (1 + fabric_capex_frac + storage_capex_frac + install_capex_frac)
+
+
 def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source: str) -> OwnedPlan:
     gpu = cat.gpus[opt.gpu_type]
     gpn = opt.gpus_per_node or gpu.gpus_per_node
@@ -270,9 +278,7 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
     if opt.capex_usd_per_gpu is not None:
         capex = opt.capex_usd_per_gpu * opt.gpus
     else:
-        # Server price is per catalog node; scale by GPUs so custom node sizes price per GPU.
-        server_capex = gpu.server_price_usd / gpu.gpus_per_node * opt.gpus
-        capex = server_capex * (1 + fabric["capex_frac"] + econ.storage_capex_frac + econ.install_capex_frac)
+        capex = default_capex_per_gpu(gpu, fabric["capex_frac"], econ.storage_capex_frac, econ.install_capex_frac) * opt.gpus
     lead_days = opt.lead_time_days if opt.lead_time_days is not None else cat.economics["lead_time_days"]
     return OwnedPlan(
         name=opt.name,

@@ -170,3 +170,46 @@ def test_every_target_metric_can_be_asked_for(tmp_path):
     for metric in METRICS:
         v = decide(res, [f"{metric}>=0"])
         assert v.option is not None, metric
+
+
+def test_a_job_waiting_after_an_interruption_keeps_its_remaining_work(tmp_path):
+    # Spot capacity that is taken away twice a day per instance and takes 48 h to get back: jobs
+    # of 100 h rarely finish. Whatever the draws, the work an option reports done (submitted −
+    # unfinished) cannot exceed the useful GPU-hours it held (held − lost to interruptions), and
+    # jobs from the first half still waiting at the end flag it.
+    rows = [(float(i) * 12, 8, 100.0) for i in range(30)]
+    spot = cloud("spot", pricing="spot", price_per_gpu_hour=1.0, preemptions_per_instance_day=2,
+                 reacquire_delay_h=48)
+    sc = scenario(tmp_path, rows, [spot, cloud("od", price_per_gpu_hour=3.0)], 20.0)
+    res = costsim.simulate(sc, seed=3)
+    s = res.summary.set_index("option").loc["spot"]
+    jobs = res.jobs[res.jobs.option == "spot"]
+    assert s.restarts + s.preemptions > 0 and s.jobs_completed < 30
+    done = s.work_submitted_gpu_hours - s.work_unfinished_gpu_hours
+    assert done <= (jobs.gpu_hours - jobs.lost_gpu_hours).sum() + 1e-6
+    assert s.work_unfinished_gpu_hours > 0
+    v = decide(res)
+    opts = v.options.set_index("option")
+    assert not opts.loc["spot", "keeps_up"] and "first half" in opts.loc["spot", "why"]
+    assert v.option == "od"
+
+
+def test_a_backlog_from_the_lead_time_is_not_load(tmp_path):
+    # 8 GPUs delivered after 5 days; an 8-GPU job of 5 h every 10 h (half the cluster) for 20
+    # days. Once delivered the load is (36 jobs × 40 GPU-h) / (8 GPUs × 360 h) = 0.5; the 12 jobs
+    # that queued before delivery are a backlog it clears within five days.
+    rows = [(i * 10.0, 8, 5.0) for i in range(48)]
+    sc = scenario(tmp_path, rows, [owned(gpus=8, lead_time_days=5), cloud()], 20.0)
+    s = costsim.simulate(sc).summary.set_index("option").loc["own"]
+    assert s.offered_load == pytest.approx(0.5)
+    assert s.jobs_completed == 48 and s.stale_share == 0
+    assert decide(costsim.simulate(sc)).options.set_index("option").loc["own", "keeps_up"]
+
+
+def test_a_job_that_never_started_counts_the_whole_nodes_it_would_hold(tmp_path):
+    # 16 GPUs in two 8-GPU nodes; a 16-GPU job holds them past the horizon; a 12-GPU job behind it
+    # never starts and would hold two whole nodes: 16 × 10 h left.
+    sc = scenario(tmp_path, [(0.0, 16, 300.0), (1.0, 12, 10.0)], [owned(gpus=16, scheduler="fifo"), cloud()], H_DAYS)
+    s = costsim.simulate(sc).summary.set_index("option").loc["own"]
+    assert s.work_unfinished_gpu_hours == pytest.approx(16 * (300 - 240) + 16 * 10)
+    assert s.work_submitted_gpu_hours == pytest.approx(16 * 300 + 16 * 10)

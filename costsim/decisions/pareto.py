@@ -86,13 +86,17 @@ def frontier(table: pd.DataFrame, cost: str = "fair_total_usd",
     better, and the ``objectives``), sorted by cost (then the objectives; NaN costs last).
 
     ``objectives``: (column, ``"min"`` or ``"max"``) pairs. ``out.attrs["cost"]`` and
-    ``out.attrs["objectives"]`` record what the frontier was computed on (for ``pareto_figure``)."""
+    ``out.attrs["objectives"]`` record what the frontier was computed on (for ``pareto_figure``).
+    A row whose ``keeps_up`` column (when there is one) is false is never on the frontier and
+    dominates nothing: its cost is low because it left work undone (``costsim.decisions.fair``)."""
     pairs = _checked(table, cost, objectives)
     columns = [cost, *(c for c, _ in pairs)]
     values = table[columns].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     signs = np.array([1.0] + [1.0 if d == "min" else -1.0 for _, d in pairs])
     points = values * signs  # every column minimised
     known = ~np.isnan(points).any(axis=1)
+    if "keeps_up" in table.columns:
+        known &= table["keeps_up"].fillna(False).astype(bool).to_numpy()
     on = np.zeros(len(table), dtype=bool)
     on[known] = ~dominated(points[known])
     out = table.copy()

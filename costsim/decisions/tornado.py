@@ -47,7 +47,7 @@ from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario import scenario_from_data as schema_from_data
 
 COLUMNS = ["input", "path", "unit", "base", "low", "high", "base_difference_usd", "low_difference_usd",
-           "high_difference_usd", "swing_usd", "low_breakeven_month", "high_breakeven_month", "flips",
+           "high_difference_usd", "swing_usd", "low_breakeven_month", "high_breakeven_month", "flips", "flips_at",
            "low_breakeven_month_extrapolated", "high_breakeven_month_extrapolated", "note"]
 BASE = "base"
 
@@ -366,9 +366,20 @@ def _measured(name: str, row: dict, runs: pd.DataFrame, cash: pd.DataFrame, ran:
         row[f"{end}_breakeven_month"], row[f"{end}_breakeven_month_extrapolated"] = _breakeven(cash, vid, build, rent)
         row["note"] = "; ".join(x for x in (row["note"], _keeps_up_note(runs, vid, end, build, rent)) if x)
     row["swing_usd"] = abs(row["high_difference_usd"] - row["low_difference_usd"])  # NaN when skipped
-    # The verdict flips when the difference has the other sign at either end (NaN compares False).
-    row["flips"] = bool(any(np.sign(row[f"{e}_difference_usd"]) == -np.sign(base_diff) != 0 for e in ("low", "high")))
+    # The verdict flips at an end when the difference has the other sign there (NaN compares False),
+    # or when the option the base recommends cannot keep up there (decide would never name it).
+    chosen = build if base_diff < 0 else rent
+    row["flips_at"] = ",".join(e for e in ("low", "high")
+                               if np.sign(row[f"{e}_difference_usd"]) == -np.sign(base_diff) != 0
+                               or (f"{name}-{e}" in ran and not _keeps_up(runs, f"{name}-{e}", chosen)))
+    row["flips"] = bool(row["flips_at"])
     return row
+
+
+def _keeps_up(runs: pd.DataFrame, vid: str, option: str) -> bool:
+    """Whether ``option`` keeps up in variant ``vid`` (in at least half its replications)."""
+    rows = fair_rows(runs[(runs["variant"] == vid) & (runs["option"] == option)])
+    return bool(rows["keeps_up"].mean() >= 0.5)
 
 
 # ------------------------------------------------------------------ in words
@@ -398,14 +409,16 @@ def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: fl
              scenario: Scenario | None = None) -> str:
     """"Owning 256 H100s (own-256) costs $1.63M less than renting on-demand H100s (cloud-od); the
     verdict flips if cloud price is ×0.67 or lead time 364 days; the largest swing is arrival scale
-    ($3.56M)." Each flipping input is named at the end(s) where the difference changes sign."""
+    ($3.56M)." Each flipping input is named at the end(s) where the difference changes sign or
+    where the option the base recommends cannot keep up (``flips_at``)."""
     a, b = describe(build, scenario), describe(rent, scenario)
     if base_difference_usd > 0:
         a, b = b, a
     head = f"{a[0].upper()}{a[1:]} costs {_usd(base_difference_usd)} less than {b}"
     flips = []
     for _, row in table[table["flips"]].iterrows():
-        ends = [e for e in ("low", "high") if np.sign(row[f"{e}_difference_usd"]) == -np.sign(base_difference_usd)]
+        ends = [e for e in str(row.get("flips_at") or "").split(",") if e] or \
+            [e for e in ("low", "high") if np.sign(row[f"{e}_difference_usd"]) == -np.sign(base_difference_usd)]
         flips.append(f"{row['input']} is {' or '.join(_at(row, e) for e in ends)}")
     ran = table[table["swing_usd"].notna()]
     s = head + ("; the verdict flips if " + _listed(flips) if flips else

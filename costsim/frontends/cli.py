@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 from rich.table import Table
@@ -26,7 +25,8 @@ from costsim.catalog import default_catalog
 from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
 from costsim.frontends.optimize_cli import optimize_command
 from costsim.frontends.report import report_command, write_report
-from costsim.frontends.console import out_console, print_data_table, print_wide
+from costsim.frontends.console import err_console, fail, interrupted, out_console, print_data_table, print_wide  # noqa: F401
+from costsim.frontends.import_cli import import_trace_command
 from costsim.frontends.headline import with_verdict
 # _money, _or_dash, phase_table, summary_table, means_table: also imported from here by other front ends and tests
 from costsim.frontends.tables import (MEANS_TABLE_ROWS, NARROW_PHASE_COLUMNS, _money, _or_dash, means_table,  # noqa: F401
@@ -43,15 +43,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Build or rent GPUs for RL training? Simulate the same jobs on each option and compare.",
 )
-err_console = Console(stderr=True)
 
 ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
 
 
-def _fail(err: ScenarioError) -> None:
-    for line in str(err).splitlines():  # Text, not markup: names and values may hold '[/]'
-        err_console.print(Text.assemble(("error", "bold red"), ": ", line), highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+_fail = fail  # the name the commands in other modules import
 
 
 def _load(path: Path):
@@ -142,16 +138,7 @@ def print_run(res, verdict, wide: bool = False) -> None:
             out_console.print(phase_table(res.phases, NARROW_PHASE_COLUMNS))
 
 
-def _interrupted(folder: OutputFolder | None) -> None:
-    """Ctrl-C: say what the output folder holds and exit 130 (128 + SIGINT), without a traceback."""
-    if folder is None:
-        state = "nothing written"
-    elif folder.published:
-        state = f"{folder.shown} holds the new results"
-    else:
-        state = f"{folder.shown} is unchanged"
-    err_console.print(Text(f"interrupted: {state}"), highlight=False)
-    raise typer.Exit(130)
+_interrupted = interrupted
 
 
 class Executor(str, enum.Enum):
@@ -255,6 +242,7 @@ def catalog() -> None:
 # Commands written in their own modules (they import this one's helpers when they run).
 app.command("optimize")(optimize_command)
 app.command("report")(report_command)
+app.command("import-trace")(import_trace_command)
 
 
 def main() -> None:

@@ -5,9 +5,15 @@ means when piped)."""
 from __future__ import annotations
 
 import os
+from typing import NoReturn
+
+import typer
 
 from rich.console import Console, ConsoleDimensions
 from rich.table import Table
+from rich.text import Text
+
+from costsim.scenario import ScenarioError
 
 PIPED_WIDTH = 80  # columns of output piped with no COLUMNS: what a terminal, a log or an e-mail shows
 WIDE_LIMIT = 1000  # --wide: tables print as wide as they need, up to this
@@ -53,4 +59,27 @@ def print_data_table(table: Table) -> None:
         out_console.print(table)
     else:
         print_wide(table)
+
+
+err_console = Console(stderr=True)
+
+
+def fail(err: ScenarioError) -> NoReturn:
+    """Print each problem of ``err`` as ``error: file:line: field: what`` and exit 2 (bad input)."""
+    for line in str(err).splitlines():  # Text, not markup: names and values may hold '[/]'
+        err_console.print(Text.assemble(("error", "bold red"), ": ", line), highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def interrupted(folder) -> NoReturn:
+    """Ctrl-C: say what the output folder (an OutputFolder, or None) holds and exit 130 (128 +
+    SIGINT), without a traceback."""
+    if folder is None:
+        state = "nothing written"
+    elif folder.published:
+        state = f"{folder.shown} holds the new results"
+    else:
+        state = f"{folder.shown} is unchanged"
+    err_console.print(Text(f"interrupted: {state}"), highlight=False)
+    raise typer.Exit(130)
 

@@ -26,7 +26,7 @@ from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, P
 from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_intervals, option_costs,
                               parts, per_bin, serving_use)
 from costsim.results import finance
-from costsim.results.backlog import cheapest_rent_usd_per_gpu_hour, keep_up_measures
+from costsim.results.backlog import cheapest_rent_usd_per_gpu_hour, keep_up_measures, would_hold
 from costsim.results.advice import checkpoint_advice
 from costsim.engine import BURST, UsageRecord
 from costsim.models.intervals import binned
@@ -339,9 +339,8 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     # its end is its book value, shown beside it (the cash flow table credits it in the last month).
     summary["cash_spent_usd"] = float(cash[["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]].to_numpy().sum())
     summary["book_value_usd"] = float(cash["book_value_usd"].sum())
-    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, jobs.gpus)  # a job never started: what it asked
-    summary.update(keep_up_measures(plan, rec, H, jobs.submit_h, jobs_df["start_h"].to_numpy(),
-                                    jobs_df["end_h"].to_numpy(), work.run_h, held, serving_h))
+    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, would_hold(plan, jobs.gpus))
+    summary.update(keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held, serving_h))
     summary["unfinished_rent_usd"] = summary["work_unfinished_gpu_hours"] * rent_usd_per_gpu_hour
     return (jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash,
             checkpoint_advice(scenario, plan, work))

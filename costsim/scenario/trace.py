@@ -31,6 +31,9 @@ from .limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
 
 REQUIRED = ("submit_h", "gpus", "duration_h")
 OPTIONAL = ("job_id", "job_class", "priority")
+# Written by `costsim import-trace` beside the jobs (the source's outcome, its queueing delay, the
+# original id when the job id had to change); read by neither reader, so any text is accepted.
+IGNORED = ("status", "observed_delay_h", "source_id")
 MAX_REPORTED = 8  # problems listed per file; the count of the rest is given
 TEXT = ("job_id", "job_class")  # the only string columns
 HEADER_BYTES = 1 << 16  # a header longer than this goes to the string reader
@@ -131,12 +134,12 @@ def _read_strings(path: Path, source: str) -> TraceTable:
     df.columns = cols
     problems: list[Problem] = []
     missing = [c for c in REQUIRED if c not in cols]
-    unknown = [c for c in cols if c not in REQUIRED + OPTIONAL]
+    unknown = [c for c in cols if c not in REQUIRED + OPTIONAL + IGNORED]
     if missing:
         problems.append(Problem((), f"missing column(s) {', '.join(missing)}; needs {', '.join(REQUIRED)}", 1))
     if unknown:
         problems.append(
-            Problem((), f"unknown column(s) {', '.join(unknown)}; allowed: {', '.join(REQUIRED + OPTIONAL)}", 1)
+            Problem((), f"unknown column(s) {', '.join(unknown)}; allowed: {', '.join(REQUIRED + OPTIONAL + IGNORED)}", 1)
         )
     if problems:
         raise ScenarioError(source, problems)
@@ -213,7 +216,7 @@ def _header(path: Path) -> list[str] | None:
         names = [name.strip() for name in line.decode("utf-8-sig").split(",")]  # pandas drops a BOM too
     except UnicodeDecodeError:
         return None
-    allowed = REQUIRED + OPTIONAL
+    allowed = REQUIRED + OPTIONAL + IGNORED
     if len(set(names)) != len(names) or any(n not in allowed for n in names) or any(n not in names for n in REQUIRED):
         return None
     return names
@@ -226,7 +229,7 @@ def _arrow_table(path: Path, names: list[str], typed: bool) -> pa.Table | None:
     Quotes are read as plain characters: the two CSV dialects differ on quotes (after a space, left
     open at the end of the file, ...), so a file with any quote reaches the string reader — a quote
     then shows in a cell (``_texts``), fails a number, or splits a quoted comma into a ragged row."""
-    types = {n: pa.string() if n in TEXT or not typed else pa.float64() for n in names}
+    types = {n: pa.string() if n in TEXT + IGNORED or not typed else pa.float64() for n in names}
     try:
         return pacsv.read_csv(
             path,
@@ -281,7 +284,8 @@ def _read_columnar(path: Path) -> TraceTable | None:
                                                                cols["duration_h"], cols["priority"])):
         return None
     texts = {name: _texts(table[name]) for name in TEXT if name in names}
-    if any(t is None for t in texts.values()):
+    # An ignored column with a quote or a control character: the string reader decides the rows.
+    if any(t is None for t in texts.values()) or any(_texts(table[n]) is None for n in IGNORED if n in names):
         return None
     del table
     if "job_id" in texts:

@@ -1,0 +1,136 @@
+"""``costsim import-trace FORMAT FILE --out trace.csv``: a real cluster's job record (SLURM sacct,
+Kubernetes pods, Helios, Philly, Alibaba PAI) into costsim's trace CSV (``costsim.traces``).
+
+Registered by ``cli.py`` as ``app.command("import-trace")(import_trace_command)``. Bad input (a
+malformed row, a bad flag) prints ``file:line: field: what`` and exits 2 with nothing written; the
+CSV is written to a temporary file beside ``--out``, checked with costsim's own trace reader and
+renamed over ``--out`` only then.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from costsim.scenario import Problem, ScenarioError
+from costsim.traces import FORMATS, GPU_TYPED
+from costsim.traces.common import FRACTIONAL, BadCell, ImportOptions, ImportResult, parse_time, write_csv, zone
+
+SHOWN_SKIPPED = 5  # skipped rows listed as warnings; the count of all is printed
+from costsim.frontends.console import err_console, fail as _fail  # noqa: E402 — light: no plots, no reports
+
+
+def options_from_flags(fmt: str, since: str | None, until: str | None, gpu_type: str | None, skip_bad: bool,
+                       fractional: str, timezone: str) -> ImportOptions:
+    """The ImportOptions of the command's flags; ScenarioError naming the flag when one is wrong."""
+    if fmt not in FORMATS:
+        raise ScenarioError("FORMAT", [Problem((), f"{fmt!r}: one of {', '.join(FORMATS)}")])
+    if fractional not in FRACTIONAL:
+        raise ScenarioError("--fractional", [Problem((), f"{fractional!r}: one of {', '.join(FRACTIONAL)}")])
+    if gpu_type is not None and fmt not in GPU_TYPED:
+        raise ScenarioError("--gpu-type", [Problem((), f"the {fmt} format records no GPU type; drop --gpu-type")])
+    if gpu_type is not None and not gpu_type.strip():
+        raise ScenarioError("--gpu-type", [Problem((), "is empty")])
+    try:
+        tz = zone(timezone)
+    except BadCell as exc:
+        raise ScenarioError("--timezone", [Problem((), str(exc))]) from None
+    bounds = {}
+    for flag, text in (("--since", since), ("--until", until)):
+        try:
+            bounds[flag] = parse_time(text, tz) if text is not None else None
+        except BadCell as exc:
+            raise ScenarioError(flag, [Problem((), str(exc))]) from None
+        if text is not None and bounds[flag] is None:
+            raise ScenarioError(flag, [Problem((), f"{text!r} is not a date")])
+    if bounds["--since"] is not None and bounds["--until"] is not None and bounds["--since"] >= bounds["--until"]:
+        raise ScenarioError("--until", [Problem((), "must be after --since")])
+    return ImportOptions(since_s=bounds["--since"], until_s=bounds["--until"],
+                         gpu_type=gpu_type.strip() if gpu_type else None, skip_bad=skip_bad,
+                         fractional=fractional, tz=tz)
+
+
+def write_trace(result: ImportResult, out: Path, source: Path) -> None:
+    """Write the table to ``out`` atomically, after reading the written file back with costsim's
+    trace reader (so what is published is a trace a scenario can replay)."""
+    from costsim.runs.dataset import write_atomic
+    from costsim.scenario.trace import read_trace
+
+    if out.exists() and source.exists() and out.resolve() == source.resolve():
+        raise ScenarioError("--out", [Problem((), "is the input file; choose another name")])
+    if out.is_dir():
+        raise ScenarioError("--out", [Problem((), f"{out} is a folder; give a file name like trace.csv")])
+    if not out.parent.is_dir():
+        raise ScenarioError("--out", [Problem((), f"folder {out.parent} does not exist")])
+
+    def write(temp: Path) -> None:
+        write_csv(result.frame, temp)
+        read_trace(temp)  # a ScenarioError here is a bug in an importer, not in the user's file
+
+    try:
+        write_atomic(out, write)
+    except OSError as exc:
+        raise ScenarioError("--out", [Problem((), f"cannot write {out}: {exc.strerror or exc}")]) from None
+
+
+def summary_lines(result: ImportResult, out: Path) -> list[str]:
+    """What was imported, in a few lines: jobs, span, GPU-hours, what was left out and why."""
+    f = result.frame
+    span_d = float((f["submit_h"] + f["duration_h"]).max()) / 24
+    gpu_h = float((f["gpus"] * f["duration_h"]).sum())
+    delay = f["observed_delay_h"].dropna()
+    lines = [f"wrote {out}: {len(f):,} jobs over {span_d:,.1f} days, {gpu_h:,.0f} GPU-hours, "
+             f"at most {int(f['gpus'].max()):,} GPUs per job"]
+    if len(delay):
+        lines.append(f"observed queueing delay in the source: mean {delay.mean():.2f} h, "
+                     f"p95 {delay.quantile(0.95):.2f} h")
+    if result.dropped:
+        lines.append("not replayed: " + ", ".join(f"{n:,} {why}" for why, n in sorted(result.dropped.items())))
+    if result.skipped:
+        lines.append(f"skipped {result.skipped:,} malformed row(s) (--skip-bad)")
+    return lines
+
+
+def import_trace_command(
+    format: Annotated[str, typer.Argument(help=f"One of {', '.join(FORMATS)}.", show_default=False)],
+    file: Annotated[Path, typer.Argument(help="The source file (sacct output, pod list CSV, ...).",
+                                         show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The trace CSV to write (replaced whole).",
+                                      show_default=False)],
+    since: Annotated[str | None, typer.Option(help="Keep jobs submitted at or after this date "
+                                              "(ISO 8601 or epoch seconds).")] = None,
+    until: Annotated[str | None, typer.Option(help="Keep jobs submitted before this date.")] = None,
+    gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="Keep only jobs on this GPU type "
+                                                 "(slurm gres/gpu:TYPE, k8s gpu_spec, PAI gpu_type).")] = None,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip malformed rows (counted and listed) "
+                                           "instead of failing.")] = False,
+    fractional: Annotated[str, typer.Option(help="Jobs using part of a GPU: round-up (a whole GPU, same time) "
+                                            "or pool (a whole GPU for that share of the time: same GPU-hours).")]
+    = "round-up",
+    timezone: Annotated[str, typer.Option(help="Zone of timestamps written without one, and of --since/--until "
+                                          "(IANA name, UTC or +08:00).")] = "UTC",
+) -> None:
+    """Import a cluster's job record as a costsim trace CSV (first submit = hour 0).
+
+    Keeps the source id, user/queue/account as job_class, the outcome as status and the source's
+    queueing delay as observed_delay_h; jobs that never ran or used no GPU are counted, not kept."""
+    from costsim.frontends.console import out_console
+    from costsim.traces import import_trace
+
+    try:
+        options = options_from_flags(format, since, until, gpu_type, skip_bad, fractional, timezone)
+        result = import_trace(format, file, options)
+        write_trace(result, out, file)
+    except ScenarioError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        err_console.print(Text("interrupted: nothing written"), highlight=False)
+        raise typer.Exit(130) from None
+    for p in result.problems[:SHOWN_SKIPPED]:
+        err_console.print(Text.assemble(("skipped", "yellow"), ": ", p.render(str(file))), highlight=False,
+                          soft_wrap=True)
+    for line in summary_lines(result, out):
+        out_console.print(Text(line), highlight=False, soft_wrap=True)

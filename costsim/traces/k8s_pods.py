@@ -1,0 +1,93 @@
+"""Kubernetes pod history in the layout of Alibaba's 2023 GPU-sharing trace (``openb_pod_list``).
+
+Columns: name, num_gpu, gpu_milli, creation_time, scheduled_time, deletion_time, pod_phase
+(required); gpu_spec, qos, cpu_milli, memory_mib (optional, the last two unused). Times are epoch
+seconds (the trace's are seconds from its start, which is as good: hour 0 is the first creation)
+or ISO 8601.
+
+- a pod is a job: submitted at ``creation_time``, started at ``scheduled_time``, run until
+  ``deletion_time`` (the replayed duration is deletion − scheduled);
+- GPUs: ``num_gpu`` × ``gpu_milli``/1000 (``gpu_milli`` is the share of each GPU; a pod of
+  ``num_gpu`` 1 and ``gpu_milli`` 250 uses a quarter of a GPU). ``--fractional round-up`` asks a whole
+  GPU for the same time; ``--fractional pool`` asks a whole GPU for a quarter of the time (the same
+  GPU-hours: pods sharing a GPU are pooled onto it). Pods without GPUs are dropped;
+- ``pod_phase`` → status: Succeeded → completed, Failed → failed, Running → running (replayed
+  only when it has a deletion time), Pending or no ``scheduled_time`` → dropped (never ran);
+- ``job_class``: ``qos`` (LS, BE, Burstable, Guaranteed), else ``trace``;
+- ``--gpu-type T`` keeps pods whose ``gpu_spec`` (models separated by ``|``) names T
+  (case-insensitive); pods with an empty spec (any GPU) are dropped as "GPU type not recorded".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from .common import BadCell, ImportOptions, Job, Report, iter_csv, parse_number, parse_time
+
+REQUIRED = ("name", "num_gpu", "gpu_milli", "creation_time", "scheduled_time", "deletion_time", "pod_phase")
+PHASES = {"succeeded": "completed", "failed": "failed", "running": "running", "pending": "pending",
+          "unknown": "unknown"}
+
+
+def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report) -> Job | None:
+    """The job of one pod, or None (a bad row recorded, or the pod dropped)."""
+    field = "pod_phase"
+    try:
+        phase = row["pod_phase"].strip().lower()
+        if phase not in PHASES:
+            raise BadCell(f"{row['pod_phase'].strip()!r} is not a pod phase (Succeeded, Failed, Running, Pending)")
+        field = "num_gpu"
+        num = parse_number(row["num_gpu"], "a whole number of GPUs >= 0", integer=True)
+        field = "gpu_milli"
+        milli_text = row["gpu_milli"].strip()
+        milli = parse_number(milli_text, "thousandths of a GPU between 0 and 1000", integer=True) if milli_text else 0.0
+        if milli > 1000:
+            raise BadCell(f"{milli_text!r} is not thousandths of a GPU between 0 and 1000")
+        times = {}
+        for field in ("creation_time", "scheduled_time", "deletion_time"):
+            times[field] = parse_time(row[field], options.tz)
+    except BadCell as exc:
+        report.bad(line, field, str(exc))
+        return None
+    created, scheduled, deleted = times["creation_time"], times["scheduled_time"], times["deletion_time"]
+    if created is None:
+        report.bad(line, "creation_time", "is missing (every pod has a creation time)")
+        return None
+    if scheduled is not None and scheduled < created:
+        report.bad(line, "scheduled_time", "is before creation_time")
+        return None
+    if scheduled is not None and deleted is not None and deleted < scheduled:
+        report.bad(line, "deletion_time", "is before scheduled_time")
+        return None
+    if phase in ("pending", "unknown") or scheduled is None:
+        report.drop("never scheduled")
+        return None
+    if deleted is None:
+        if phase == "running":
+            report.drop("running (no end yet)")
+            return None
+        report.bad(line, "deletion_time", f"is missing for a pod that is {row['pod_phase'].strip()}")
+        return None
+    gpus = num * milli / 1000 if milli > 0 else num
+    if gpus == 0:
+        report.drop("no GPUs")
+        return None
+    if options.gpu_type is not None:
+        specs = [s.strip().lower() for s in row.get("gpu_spec", "").split("|") if s.strip()]
+        if not specs:
+            report.drop("GPU type not recorded")
+            return None
+        if options.gpu_type.lower() not in specs:
+            report.drop("another GPU type")
+            return None
+    return Job(source_id=row["name"].strip(), submit_s=created, gpus=gpus, run_s=deleted - scheduled,
+               status=PHASES[phase], job_class=row.get("qos", "").strip() or "trace", start_s=scheduled, line=line)
+
+
+def jobs(path: Path, options: ImportOptions, report: Report) -> Iterator[Job]:
+    """The GPU pods of an ``openb_pod_list`` CSV (see the module's docstring)."""
+    for line, row in iter_csv(path, report, REQUIRED):
+        job = _job(line, row, options, report)
+        if job is not None:
+            yield job
