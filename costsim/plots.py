@@ -1,17 +1,35 @@
 """Plotly figures from result tables, shared by the dashboard and reports. No model logic here:
-every number plotted is a column of ``costsim.Results``."""
+every number plotted is a column of ``costsim.Results``.
+
+Every option is drawn in its ``option_styles`` style (Okabe–Ito colour, a dash and marker per
+kind: see ``costsim.charts.styles``), the same in every figure; hover labels read
+"own-384 · day 236 · 412 GPUs busy"; every axis title names its unit; legends sit above the plot.
+"""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from costsim.charts.band import cumulative_cost_band
+from costsim.charts.decisions import pareto_figure, tornado_figure
+from costsim.charts.gantt import gantt
+from costsim.charts.layout import (LAYOUT, finish, legend_entries, literal, option_bars, option_line, title_layout,
+                                    widths)
+from costsim.charts.styles import BLACK, OKABE_ITO, Style, category_styles, option_styles
+from costsim.results import Results
 from costsim.results.costing import ALL_ITEMS
 from costsim.results.finance import cash_paid
-from costsim.results import Results
 
-_LAYOUT = dict(template="plotly_white", legend_title_text="option", margin=dict(l=10, r=10, t=50, b=10))
+__all__ = ["ALL_FIGURES", "PHASE_LABELS", "Style", "capacity_over_time", "cash_flow", "class_looks", "cost_breakdown",
+           "cumulative_cash", "cumulative_cost", "cumulative_cost_band", "delay_distribution", "gantt", "hybrid_parts",
+           "iterations_per_day", "lost_work", "option_styles", "pareto_figure", "phase_breakdown", "queue_over_time",
+           "rollout_throughput", "tornado_figure", "utilization_over_time"]
+
+_NAME = "<b>%{fullData.name}</b>"  # the trace's name (the option), never pasted into the template
+_USD_AXIS = dict(tickprefix="$", tickformat=",.3s")
 
 
 def _daily(results: Results, columns: list[str]) -> pd.DataFrame:
@@ -19,78 +37,143 @@ def _daily(results: Results, columns: list[str]) -> pd.DataFrame:
     return ts.groupby(["option", "day"], sort=False, as_index=False)[columns].mean()
 
 
+def class_looks(results: Results) -> dict[str, tuple[str, str]]:
+    """(colour, pattern) per job class: the scenario's classes in their order, then any other
+    class the jobs table holds (trace jobs), so a class looks the same in every figure."""
+    classes = [c.name for c in getattr(results.scenario.workload, "classes", None) or []]
+    return category_styles([*classes, *results.jobs["job_class"].astype(str)])
+
+
+def _groups(frame: pd.DataFrame, styles: dict[str, Style]):
+    """(k, n, option, rows) per option in the styles' order (the summary's), skipping absent ones."""
+    present = [o for o in styles if o in set(frame["option"])]
+    by = dict(tuple(frame.groupby("option", sort=False)))
+    return [(k, len(present), o, by[o]) for k, o in enumerate(present)]
+
+
 def cumulative_cost(results: Results) -> go.Figure:
-    """Cumulative cost per option over the horizon (USD)."""
+    """Cumulative amortised cost per option at each day's end (USD)."""
     ts = results.timeseries
     daily = ts[(ts["hour"] % 24 == 23) | (ts.groupby("option")["hour"].transform("max") == ts["hour"])]
-    fig = px.line(
-        daily.assign(day=(daily["hour"] + 1) / 24), x="day", y="cost_cum_usd", color="option",
-        labels={"day": "day", "cost_cum_usd": "cumulative cost (USD)"}, title="Cumulative cost",
-    )
-    fig.update_layout(**_LAYOUT, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
-    return fig
+    daily = daily.assign(day=(daily["hour"] + 1) / 24)
+    styles = option_styles(results)
+    fig = go.Figure()
+    for k, n, option, g in _groups(daily, styles):
+        option_line(fig, styles[option], option, g["day"], g["cost_cum_usd"], k, n,
+                    _NAME + " · day %{x:.0f} · $%{y:,.0f} spent so far (amortised)<extra></extra>")
+    return finish(fig, "Cumulative cost", "day of the horizon", "cumulative cost (USD, capital amortised)",
+                  yaxis=_USD_AXIS)
 
 
 def cost_breakdown(results: Results) -> go.Figure:
-    """Total cost per option split into line items (USD)."""
+    """Total cost per option split into line items (USD). Needs only ``results.summary``."""
     s = results.summary
-    long = s.melt(id_vars="option", value_vars=[f"cost_{i}_usd" for i in ALL_ITEMS], var_name="item", value_name="usd")
-    long = long[long["usd"] > 0].assign(item=lambda d: d["item"].str[5:-4])
-    fig = px.bar(long, x="option", y="usd", color="item", title="Cost over the horizon by line item",
-                 labels={"usd": "USD", "item": "line item"})
-    fig.update_layout(**{**_LAYOUT, "legend_title_text": "line item"}, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
-    return fig
+    looks = category_styles(ALL_ITEMS)
+    fig = go.Figure()
+    for item in ALL_ITEMS:
+        usd = s[f"cost_{item}_usd"]
+        if not (usd > 0).any():
+            continue
+        colour, pattern = looks[item]
+        label = item.replace("_", " ")
+        fig.add_bar(x=s["option"], y=usd, name=label, marker=dict(color=colour, pattern_shape=pattern,
+                                                                  pattern_fillmode="overlay", pattern_fgcolor="white"),
+                    hovertemplate="<b>%{x}</b> · " + label + " · $%{y:,.0f} over the horizon<extra></extra>")
+    return finish(fig, "Cost over the horizon by line item", "option", "cost over the horizon (USD)",
+                  barmode="stack", yaxis=_USD_AXIS)
 
 
 def delay_distribution(results: Results) -> go.Figure:
-    """Empirical CDF of queue delay per option (hours; never-started jobs at their delay so far)."""
-    warm = results.scenario.warmup_h
-    jobs = results.jobs[results.jobs["submit_h"] >= warm]
-    fig = px.ecdf(jobs, x="queue_delay_h", color="option", title="Queue delay distribution",
-                  labels={"queue_delay_h": "queue delay (hours)"})
-    fig.update_layout(**_LAYOUT, yaxis_title="share of jobs waiting at most x", yaxis_tickformat=".0%")
-    return fig
+    """Empirical CDF of queue delay per option (hours; never-started jobs at their delay so far),
+    jobs submitted after the warm-up."""
+    jobs = results.jobs[results.jobs["submit_h"] >= results.scenario.warmup_h]
+    styles = option_styles(results)
+    fig = go.Figure()
+    longest = float(jobs["queue_delay_h"].max()) if len(jobs) else 0.0
+    for k, n, option, g in _groups(jobs, styles):
+        delays = np.sort(g["queue_delay_h"].to_numpy(dtype=float))
+        # one point per distinct delay: the share of jobs that waited at most that long (a step
+        # curve), carried on at 100 % to the longest delay of any option, so an option whose jobs
+        # never waited is a line along the top, not one point hidden under another's
+        x = np.unique(delays)
+        share = np.searchsorted(delays, x, side="right") / len(delays)
+        if len(x) and x[-1] < longest:
+            x, share = np.append(x, longest), np.append(share, 1.0)
+        option_line(fig, styles[option], option, x, share, k, n, _NAME + " · %{y:.0%} of jobs waited at most "
+                    "%{x:,.2f} h<extra></extra>", line=dict(shape="hv"))
+    return finish(fig, "Queue delay distribution", "queue delay (hours)", "share of jobs waiting at most x",
+                  yaxis=dict(tickformat=".0%", range=[0, 1.02]))
 
 
-def utilization_over_time(results: Results) -> go.Figure:
-    """Daily utilisation: held GPUs ÷ capacity GPUs."""
+def utilization_over_time(results: Results, window_days: int = 7) -> go.Figure:
+    """Utilisation per option: a centred ``window_days`` rolling value as the line (held GPU-hours
+    ÷ capacity GPU-hours over the window, so days without capacity do not count), each day's
+    value thin and faint behind it in the same colour."""
     d = _daily(results, ["busy_gpus", "capacity_gpus"])
-    d["utilization"] = (d["busy_gpus"] / d["capacity_gpus"]).where(d["capacity_gpus"] > 0)
-    fig = px.line(d, x="day", y="utilization", color="option", title="Utilisation (daily mean)",
-                  labels={"utilization": "held ÷ capacity"})
-    fig.update_layout(**_LAYOUT, yaxis_tickformat=".0%")
-    return fig
+    styles = option_styles(results)
+    fig = go.Figure()
+    for k, n, option, g in _groups(d, styles):
+        st = styles[option]
+        cap = g["capacity_gpus"].where(g["capacity_gpus"] > 0)
+        daily = g["busy_gpus"] / cap
+        roll = lambda c: c.rolling(window_days, center=True, min_periods=1).sum()  # noqa: E731
+        weekly = roll(g["busy_gpus"].where(cap.notna())) / roll(cap)
+        fig.add_scatter(x=g["day"], y=daily, name=option, legendgroup=option, showlegend=False, mode="lines",
+                        line=dict(color=st.color, width=1), opacity=0.3, customdata=np.c_[g["busy_gpus"], cap],
+                        hovertemplate=_NAME + " · day %{x} · %{customdata[0]:,.0f} of %{customdata[1]:,.0f} GPUs "
+                        "busy (%{y:.0%})<extra></extra>")
+        option_line(fig, st, option, g["day"], weekly, k, n,
+                    _NAME + f" · day %{{x}} · %{{y:.0%}} utilised ({window_days}-day mean)<extra></extra>")
+    return finish(fig, f"Utilisation ({window_days}-day rolling mean; daily values faint)", "day of the horizon",
+                  "utilisation (held ÷ capacity GPU-hours)", yaxis=dict(tickformat=".0%"))
 
 
 def queue_over_time(results: Results) -> go.Figure:
     """Daily mean number of GPUs asked for by queued jobs."""
     d = _daily(results, ["queued_gpus", "queued_jobs"])
-    fig = px.line(d, x="day", y="queued_gpus", color="option", title="Queued demand (daily mean)",
-                  labels={"queued_gpus": "GPUs requested by waiting jobs"}, hover_data=["queued_jobs"])
-    fig.update_layout(**_LAYOUT)
-    return fig
+    styles = option_styles(results)
+    fig = go.Figure()
+    for k, n, option, g in _groups(d, styles):
+        option_line(fig, styles[option], option, g["day"], g["queued_gpus"], k, n,
+                    _NAME + " · day %{x} · %{y:,.0f} GPUs requested by %{customdata:,.1f} waiting jobs"
+                    "<extra></extra>", customdata=g["queued_jobs"])
+    return finish(fig, "Queued demand (daily mean)", "day of the horizon", "GPUs requested by waiting jobs (GPUs)")
 
 
 def capacity_over_time(results: Results) -> go.Figure:
-    """Daily mean capacity (owned: installed; cloud: rented) and held GPUs."""
+    """Daily mean capacity (owned: installed; cloud: rented) as a thin line and held GPUs in the
+    option's style."""
     d = _daily(results, ["capacity_gpus", "busy_gpus"])
+    styles = option_styles(results)
     fig = go.Figure()
-    for option, g in d.groupby("option", sort=False):
-        fig.add_scatter(x=g["day"], y=g["capacity_gpus"], name=f"{option} capacity", mode="lines")
-        fig.add_scatter(x=g["day"], y=g["busy_gpus"], name=f"{option} held", mode="lines", line_dash="dot")
-    fig.update_layout(**_LAYOUT, title="Capacity and held GPUs (daily mean)", xaxis_title="day", yaxis_title="GPUs")
+    for k, n, option, g in _groups(d, styles):
+        st = styles[option]
+        fig.add_scatter(x=g["day"], y=g["capacity_gpus"], name=f"{option} capacity", legendgroup=option,
+                        showlegend=False, mode="lines", line=dict(color=st.color, width=1.2, dash="dot" if st.dash != "dot" else "solid"),
+                        opacity=0.7, hovertemplate=_NAME + " · day %{x} · %{y:,.0f} GPUs<extra></extra>")
+        option_line(fig, st, option, g["day"], g["busy_gpus"], k, n,
+                    _NAME + " · day %{x} · %{y:,.0f} GPUs busy<extra></extra>")
+    return finish(fig, "Capacity (thin dotted) and held GPUs (daily mean)", "day of the horizon", "GPUs")
+
+
+def _option_bars(frame: pd.DataFrame, results: Results, x: str, y: str, hovertemplate: str, custom: list[str],
+                 text: str | None = None) -> go.Figure:
+    """Grouped bars of ``y`` per ``x``, one series per option in its style."""
+    styles = option_styles(results)
+    fig = go.Figure()
+    for _, _, option, g in _groups(frame, styles):
+        option_bars(fig, styles[option], option, g[x], g[y], hovertemplate,
+                    customdata=g[custom].to_numpy() if custom else None, text=None if text is None else list(g[text]))
+    fig.update_layout(barmode="group")
     return fig
 
 
 def iterations_per_day(results: Results) -> go.Figure:
     """RL iterations completed per day, per job class and option."""
-    ph = results.phases
-    fig = px.bar(ph, x="job_class", y="iterations_per_day", color="option", barmode="group",
-                 title="RL iterations per day (completed within the horizon)",
-                 labels={"job_class": "job class", "iterations_per_day": "iterations per day"},
-                 hover_data=["iteration_s", "cost_per_iteration_usd"])
-    fig.update_layout(**_LAYOUT)
-    return fig
+    fig = _option_bars(results.phases, results, "job_class", "iterations_per_day",
+                       _NAME + " · %{x} · %{y:,.1f} iterations per day<br>iteration %{customdata[0]:,.1f} s · "
+                       "$%{customdata[1]:,.2f} per iteration<extra></extra>", ["iteration_s", "cost_per_iteration_usd"])
+    return finish(fig, "RL iterations per day (completed within the horizon)", "job class", "iterations per day")
 
 
 # Phases of an iteration in the order they run, with the names the figures show.
@@ -128,19 +211,32 @@ def phase_breakdown(results: Results) -> go.Figure:
     if overlapping:
         title += ("<br><sup>async classes overlap rollout with training: their bars add up to more than the "
                   "iteration</sup>")
+    looks = category_styles(PHASE_LABELS.values())
     fig = px.bar(long, x="job_class", y="seconds", color="phase", facet_col="option", facet_col_wrap=3, title=title,
-                 labels={"job_class": "job class", "seconds": "seconds per iteration", "share": "of the iteration",
-                         "iteration_s": "iteration (s)", "note": "mode"},
-                 hover_data={"seconds": ":,.2f", "share": ":.0%", "iteration_s": ":,.1f", "note": True},
-                 category_orders={"phase": list(PHASE_LABELS.values())})
+                 labels={"job_class": "job class", "seconds": "seconds per iteration"},
+                 custom_data=["share", "iteration_s", "note"],
+                 category_orders={"phase": list(PHASE_LABELS.values())},
+                 color_discrete_map={p: c for p, (c, _) in looks.items()},
+                 pattern_shape="phase", pattern_shape_map={p: s for p, (_, s) in looks.items()})
+    fig.update_traces(marker_pattern_fillmode="overlay", marker_pattern_fgcolor="white",
+                      hovertemplate="<b>%{fullData.name}</b> · %{x} · %{y:,.2f} s per iteration "
+                      "(%{customdata[0]:.0%} of the %{customdata[1]:,.1f} s iteration)<br>%{customdata[2]}"
+                      "<extra></extra>")
     options = list(dict.fromkeys(ph["option"]))
     for k, option in enumerate(options):
         sub = ph[ph["option"] == option]
         fig.add_scatter(x=sub["job_class"], y=sub["iteration_s"], mode="markers", marker_symbol="diamond",
-                        marker_color="black", name="iteration", showlegend=k == 0, row=(len(options) - 1) // 3 - k // 3 + 1,
-                        col=k % 3 + 1, hovertemplate="iteration: %{y:,.1f} s<extra></extra>")
-    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
-    fig.update_layout(**{**_LAYOUT, "legend_title_text": "phase", "margin": dict(l=10, r=10, t=80, b=10)})
+                        marker_color=BLACK, marker_size=10, name="iteration", showlegend=k == 0,
+                        row=(len(options) - 1) // 3 - k // 3 + 1, col=k % 3 + 1,
+                        hovertemplate=f"{literal(option)} · %{{x}} · iteration %{{y:,.1f}} s<extra></extra>")
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    fig.update_layout(**LAYOUT)
+    layout = title_layout(title, legend_entries(fig))
+    # The panels' titles sit just above the plot area: lift the legend 26 px clear of them, which
+    # needs the plot's height in pixels (300 per row of panels).
+    plot_px = 300 * ((len(options) + 2) // 3)
+    layout["margin"]["t"] += 26
+    fig.update_layout(**layout, height=plot_px + layout["margin"]["t"] + 60, legend_y=1 + 26 / plot_px)
     return fig
 
 
@@ -149,15 +245,13 @@ def rollout_throughput(results: Results) -> go.Figure:
     class's planned iterations. Each bar is labelled with the straggler's share of rollout time
     (the longest response decoding alone), the part more rollout GPUs cannot shorten."""
     ph = results.phases.assign(label=lambda d: [f"{v:.0%}" if v == v else "" for v in d["straggler_share"]])
-    fig = px.bar(ph, x="job_class", y="rollout_tokens_per_s_per_gpu", color="option", barmode="group", text="label",
-                 title="Rollout throughput per GPU (on each bar: the straggler's share of rollout time)",
-                 labels={"job_class": "job class", "rollout_tokens_per_s_per_gpu": "rollout tokens/s per GPU",
-                         "straggler_share": "straggler share", "rollout_s": "rollout (s)"},
-                 hover_data={"label": False, "rollout_tokens_per_s_per_gpu": ":,.0f", "straggler_share": ":.0%",
-                             "rollout_s": ":,.1f"})
+    fig = _option_bars(ph, results, "job_class", "rollout_tokens_per_s_per_gpu",
+                       _NAME + " · %{x} · %{y:,.0f} rollout tokens/s per GPU<br>straggler %{customdata[0]:.0%} of "
+                       "rollout time · rollout %{customdata[1]:,.1f} s<extra></extra>", ["straggler_share", "rollout_s"],
+                       text="label")
     fig.update_traces(textposition="outside", cliponaxis=False)
-    fig.update_layout(**_LAYOUT, yaxis_tickformat=",.0f")
-    return fig
+    return finish(fig, "Rollout throughput per GPU (on each bar: the straggler's share of rollout time)",
+                  "job class", "rollout tokens/s per GPU", yaxis_tickformat=",.0f")
 
 
 def cumulative_cash(results: Results) -> go.Figure:
@@ -167,59 +261,71 @@ def cumulative_cash(results: Results) -> go.Figure:
     rental), and the last month an option that is dearer at the horizon's end was still cheaper."""
     cf = results.cashflow.assign(out=cash_paid)
     cf = cf.assign(paid=cf.groupby("option", sort=False)["out"].cumsum(), month_end=cf["month"] + 1)
-    fig = px.line(cf, x="month_end", y="paid", color="option", markers=True,
-                  title="Cumulative cash out (capex paid up front) and break-even months",
-                  labels={"month_end": "month", "paid": "cumulative cash out (USD)"})
+    styles = option_styles(results)
+    fig = go.Figure()
+    for k, n, option, g in _groups(cf, styles):
+        st = styles[option]
+        fig.add_scatter(x=g["month_end"], y=g["paid"], name=option, legendgroup=option, mode="lines+markers",
+                        line=st.line(widths(n)[k]), marker=st.marker(),
+                        hovertemplate=_NAME + " · end of month %{x} · $%{y:,.0f} paid out so far<extra></extra>")
     be = results.breakeven
-    marks = [(b["breakeven_month"], f"{b['option']} = {b['versus']}", "grey")
+    marks = [(b["breakeven_month"], f"{b['option']} = {b['versus']}", "#595959")
              for _, b in be.dropna(subset=["breakeven_month"]).iterrows()]
-    marks += [(b["cheaper_until_month"], f"{b['option']} < {b['versus']} until here", "firebrick")
+    marks += [(b["cheaper_until_month"], f"{b['option']} < {b['versus']} until here", "#D55E00")
               for _, b in be.dropna(subset=["cheaper_until_month"]).iterrows()]
     for month, text, colour in marks:
         m = month + 1  # the end of that month
         fig.add_vline(x=m, line_dash="dot", line_color=colour)
         fig.add_annotation(x=m, y=1, yref="paper", text=text, showarrow=False,
-                           textangle=-90, xanchor="right", yanchor="top", font_size=10)
-    fig.update_layout(**_LAYOUT, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
-    return fig
+                           textangle=-90, xanchor="right", yanchor="top", font_size=11)
+    return finish(fig, "Cumulative cash out (capex paid up front) and break-even months", "month (end of)",
+                  "cumulative cash out (USD)", yaxis=_USD_AXIS)
 
 
 def cash_flow(results: Results) -> go.Figure:
     """Cash per option and month: capex when bought, opex and bills as paid, in the last month the
     rest of a reservation's term owed and the book value of owned hardware credited (negative)."""
-    fig = px.bar(results.cashflow, x="month", y="cash_usd", color="option", barmode="group",
-                 title="Monthly cash flow", labels={"cash_usd": "cash (USD)", "month": "month"},
-                 hover_data=["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd", "book_value_usd"])
-    fig.update_layout(**_LAYOUT, yaxis_tickprefix="$", yaxis_tickformat=",.3s")
-    return fig
+    parts = ["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd", "book_value_usd"]
+    fig = _option_bars(results.cashflow, results, "month", "cash_usd",
+                       _NAME + " · month %{x} · $%{y:,.0f} net cash<br>capex $%{customdata[0]:,.0f} · opex "
+                       "$%{customdata[1]:,.0f} · rent $%{customdata[2]:,.0f}<br>commitment owed $%{customdata[3]:,.0f}"
+                       " · book value credited $%{customdata[4]:,.0f}<extra></extra>", parts)
+    return finish(fig, "Monthly cash flow", "month", "cash paid in the month (USD)", yaxis=_USD_AXIS)
 
 
 def hybrid_parts(results: Results) -> go.Figure:
     """GPU-hours each hybrid option ran on its base and on its burst."""
     s = results.summary[results.summary["kind"] == "hybrid"]
-    long = pd.DataFrame({
-        "option": list(s["option"]) * 2,
-        "part": ["base"] * len(s) + ["burst"] * len(s),
-        "gpu_hours": list(s["gpu_hours_used"] - s["serving_gpu_hours"] - s["gpu_hours_burst"]) + list(s["gpu_hours_burst"]),
-    })
-    fig = px.bar(long, x="option", y="gpu_hours", color="part", title="Where hybrid options ran their jobs",
-                 labels={"gpu_hours": "job GPU-hours"})
-    fig.update_layout(**{**_LAYOUT, "legend_title_text": "part"})
-    return fig
+    base = s["gpu_hours_used"] - s["serving_gpu_hours"] - s["gpu_hours_burst"]
+    fig = go.Figure()
+    # base: owned-warm orange, solid; burst: rented blue, hatched as rented bars are
+    for part, values, colour, pattern in (("base", base, OKABE_ITO[0], ""), ("burst", s["gpu_hours_burst"],
+                                                                             OKABE_ITO[4], "/")):
+        fig.add_bar(x=s["option"], y=values, name=part, marker=dict(color=colour, pattern_shape=pattern,
+                                                                    pattern_fillmode="overlay", pattern_fgcolor="white"),
+                    hovertemplate="<b>%{x}</b> · " + part + " · %{y:,.0f} job GPU-hours<extra></extra>")
+    return finish(fig, "Where hybrid options ran their jobs", "hybrid option", "job GPU-hours", barmode="stack")
 
 
 def lost_work(results: Results) -> go.Figure:
     """GPU-hours lost to failures and preemptions per option and job class, with goodput."""
     j = results.jobs.groupby(["option", "job_class"], sort=False, as_index=False)["lost_gpu_hours"].sum()
-    fig = px.bar(j, x="option", y="lost_gpu_hours", color="job_class",
-                 title="Work lost to failures and preemptions (GPU-hours since the last checkpoint)",
-                 labels={"lost_gpu_hours": "lost GPU-hours", "job_class": "job class"})
+    looks = class_looks(results)
+    fig = go.Figure()
+    for job_class, g in j.groupby("job_class", sort=False):
+        colour, pattern = looks[job_class]
+        fig.add_bar(x=g["option"], y=g["lost_gpu_hours"], name=job_class,
+                    marker=dict(color=colour, pattern_shape=pattern, pattern_fillmode="overlay", pattern_fgcolor="white"),
+                    hovertemplate="<b>%{x}</b> · " + literal(job_class) + " · %{y:,.0f} GPU-hours lost<extra></extra>")
     s = results.summary
-    fig.add_scatter(x=s["option"], y=s["goodput"], mode="markers+text", name="goodput", yaxis="y2",
-                    text=[f"{g:.1%}" for g in s["goodput"]], textposition="top center", marker_color="black")
-    fig.update_layout(**{**_LAYOUT, "legend_title_text": "job class"},
-                      yaxis2=dict(overlaying="y", side="right", range=[0, 1.05], tickformat=".0%", title="goodput"))
-    return fig
+    fig.add_scatter(x=s["option"], y=s["goodput"], mode="markers+text", name="goodput (right axis)", yaxis="y2",
+                    text=[f"{g:.1%}" for g in s["goodput"]], textposition="top center",
+                    marker=dict(color=BLACK, symbol="diamond", size=10),
+                    hovertemplate="<b>%{x}</b> · goodput %{y:.1%} of held GPU-hours<extra></extra>")
+    return finish(fig, "Work lost to failures and preemptions (GPU-hours since the last checkpoint)", "option",
+                  "lost GPU-hours", barmode="stack",
+                  yaxis2=dict(overlaying="y", side="right", range=[0, 1.15], tickformat=".0%", tickvals=[0, .2, .4, .6, .8, 1],
+                              title="goodput (share of held GPU-hours)", showgrid=False))
 
 
 ALL_FIGURES = {
@@ -237,79 +343,3 @@ ALL_FIGURES = {
     "hybrid_parts": hybrid_parts,
     "lost_work": lost_work,
 }
-
-
-def pareto_figure(frontier: pd.DataFrame, y: str = "queue_delay_p95_h") -> go.Figure:
-    """Cost (x, USD: the fair total unless the frontier was computed on another cost) against ``y``
-    (queue delay in hours, or RL iterations per day) for every row of a ``pareto.frontier`` table:
-    the frontier's points joined by a step line (with the budget of a point, the best ``y`` there
-    is until the next), the rest faded; hover names the option, the variant and its swept values.
-    A table whose ``on_frontier`` was computed on other objectives is recomputed on ``y`` alone."""
-    from costsim.decisions.pareto import frontier as pareto_frontier
-    from costsim.decisions.targets import METRICS
-
-    cost = frontier.attrs.get("cost") or ("fair_total_usd" if "fair_total_usd" in frontier else "total_cost_usd")
-    sense = "max" if y == "iterations_per_day" else "min"
-    if "on_frontier" not in frontier or [c for c, _ in frontier.attrs.get("objectives", [])] != [y]:
-        frontier = pareto_frontier(frontier, cost, ((y, sense),))
-    names = {column: (words.split(" (")[0], unit) for column, unit, words in METRICS.values()}
-    words, unit = names.get(y, (y, None))
-    y_title = {"h": f"{words} (hours)", "": f"{words} (share)", "USD": f"{words} (USD)"}.get(unit, words)
-    x_title = {"fair_total_usd": "fair total cost (USD; unfinished work at the cheapest rent)",
-               "total_cost_usd": "amortised total cost (USD)"}.get(cost, f"{cost} (USD)")
-    hover = [c for c in ("option", "variant") if c in frontier] + [c for c in frontier.columns if "." in str(c)]
-    on = frontier[frontier["on_frontier"]]
-    off = frontier[~frontier["on_frontier"]]
-    fig = go.Figure()
-
-    def points(rows: pd.DataFrame, **kw) -> None:
-        text = ["<br>".join([*(f"{c}: {r[c]}" for c in hover), f"cost: ${r[cost]:,.0f}"]) for _, r in rows.iterrows()]
-        fig.add_scatter(x=rows[cost], y=rows[y], text=text,
-                        hovertemplate="%{text}<br>" + words + ": %{y:,.3g}<extra></extra>", **kw)
-
-    points(off, mode="markers", name="dominated", marker=dict(color="lightgray", size=8), opacity=0.5)
-    points(on, mode="lines+markers", name="Pareto frontier", line_shape="hv",
-           marker=dict(color="#1f77b4", size=10), line=dict(color="#1f77b4"))
-    better = "lower" if sense == "min" else "higher"
-    fig.update_layout(**{**_LAYOUT, "legend_title_text": ""},
-                      title=f"Pareto frontier: {x_title.split(' (')[0]} vs {words} ({better} is better)",
-                      xaxis_title=x_title, yaxis_title=y_title, xaxis_tickprefix="$", xaxis_tickformat=",.3s")
-    return fig
-
-
-def tornado_figure(table: pd.DataFrame) -> go.Figure:
-    """The sensitivity tornado (``costsim.decisions.tornado``'s table): per input, bars from the
-    base build − rent difference (fair totals, USD) to its value at the input's low and high,
-    largest swing on top; an input that flips the verdict (the difference changes sign: crosses
-    the zero line) is drawn in its own colours and labelled ⚑ flips. Inputs that did not apply
-    are left out and named under the title."""
-    ran = table[table["swing_usd"].notna()].sort_values("swing_usd", ascending=False, kind="stable")
-    skipped = table.loc[table["swing_usd"].isna(), "input"].tolist()
-    def at(v: float, unit: str) -> str:
-        return f"×{v:g}" if unit.startswith("×") else f"{v:g} {unit}".strip()
-
-    labels = [f"{'⚑ flips: ' if r.flips else ''}{r.input} ({at(r.low, r.unit)} … {at(r.high, r.unit)})"
-              for r in ran.itertuples()]
-    base = float(table["base_difference_usd"].iloc[0]) if len(table) else 0.0
-    fig = go.Figure()
-    colours = {("low", False): "#9ecae1", ("high", False): "#3182bd", ("low", True): "#fdae6b", ("high", True): "#e6550d"}
-    for end in ("low", "high"):
-        for flips in (False, True):
-            rows = ran[ran["flips"] == flips]
-            if rows.empty:
-                continue
-            ends = [at(v, u) for v, u in zip(rows[end], rows["unit"], strict=True)]
-            fig.add_bar(y=[labels[ran.index.get_loc(i)] for i in rows.index], x=rows[f"{end}_difference_usd"] - base,
-                        base=base, orientation="h", name=f"at its {end}" + (" (flips)" if flips else ""),
-                        marker_color=colours[(end, flips)], customdata=list(zip(ends, rows[f"{end}_difference_usd"])),
-                        hovertemplate="%{y} at %{customdata[0]}: build − rent $%{customdata[1]:,.0f}<extra></extra>")
-    fig.add_vline(x=0, line_color="black", line_width=2)  # where the verdict flips
-    fig.add_vline(x=base, line_dash="dot", line_color="gray", annotation_text="base", annotation_position="top")
-    title = "Sensitivity: build − rent difference of fair totals at each input's low and high"
-    if skipped:
-        title += f"<br><sup>not applicable here: {', '.join(skipped)}</sup>"
-    fig.update_layout(**{**_LAYOUT, "legend_title_text": ""}, title=title, barmode="overlay",
-                      xaxis_title="build − rent (USD; below 0: building is cheaper)", xaxis_tickprefix="$",
-                      xaxis_tickformat=",.3s", yaxis=dict(categoryorder="array", categoryarray=labels[::-1]),
-                      height=max(300, 60 + 36 * len(ran)))
-    return fig

@@ -263,3 +263,10 @@ def test_cli_on_a_sweep_folder(tmp_path):
     res = invoke(tmp_path, "--out", tmp_path / "x.html")  # a folder, not a sweep's
     assert res.exit_code == 2 and "not a costsim sweep" in res.output
     assert not (tmp_path / "x.html").exists()
+
+
+def test_the_same_results_give_the_same_file_byte_for_byte(tiny):
+    # Every output of a run is reproducible (tests/test_outputs_atomic.py compares digests of two
+    # runs' folders): the figures' div ids must not be random.
+    _, _, runs = tiny
+    assert build_report(runs) == build_report(runs)

@@ -8,6 +8,8 @@ plotly.js the page inlines (``page``), so the file opens with no network.
 
 from __future__ import annotations
 
+import hashlib
+
 import html
 import math
 from collections.abc import Callable, Sequence
@@ -119,7 +121,10 @@ def table(frame: pd.DataFrame, columns: Sequence[Column], *, best_among: pd.Seri
 def figure(fig: go.Figure, height: int = 460) -> str:
     """A figure's div and the script that draws it with the page's plotly.js (not included here)."""
     fig.update_layout(height=height)
-    div = fig.to_html(full_html=False, include_plotlyjs=False, config=FIGURE_CONFIG,
+    # The div's id from the figure itself (plotly's default is a random UUID): the same results
+    # give the same file, byte for byte, as every other output of a run.
+    ident = "fig-" + hashlib.sha256(fig.to_json().encode()).hexdigest()[:16]
+    div = fig.to_html(full_html=False, include_plotlyjs=False, config=FIGURE_CONFIG, div_id=ident,
                       default_width="100%", default_height=f"{height}px")
     return f'<div class="figure">{div}</div>'
 
