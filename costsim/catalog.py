@@ -178,6 +178,7 @@ class OwnedPlan:
     capex_usd: float
     failures_per_node_h: float = 0.0  # node failure rate per hour
     repair_h: float = 0.0
+    placement: str = "best_fit"  # where a job within a node goes: best_fit | first_fit (engine.pool)
     kind: str = "owned"
 
 
@@ -210,6 +211,7 @@ class CloudPlan:
     stockout_retry_h: float = 0.0
     term_h: float = HOURS_PER_YEAR  # reserved: the commitment's term
     renew: bool = False  # reserved: the commitment renews when the horizon is longer than its term
+    placement: str = "best_fit"  # reserved: where a job within an instance goes (engine.pool)
     kind: str = "cloud"
 
     @property
@@ -226,6 +228,9 @@ class HybridPlan:
     burst: CloudPlan
     max_wait_h: float
     bridge_until_ready: bool
+    wait_policy: str = "constant"  # how long each job waits for the base: engine.hybrid_waits
+    wait_per_hour_h: float = 0.0  # linear_runtime: hours of waiting per hour of planned run
+    wait_per_gpu_h: float = 0.0  # linear_gpus: hours of waiting per GPU
     kind: str = "hybrid"
 
     @property
@@ -290,6 +295,7 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
         fabric_efficiency=float(fabric["efficiency"]),
         lead_time_h=float(lead_days) * HOURS_PER_DAY,
         scheduler=opt.scheduler,
+        placement=opt.placement,
         capex_usd=float(capex),
         **_failures(opt.failures, cat),
     )
@@ -358,6 +364,7 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float
         stockout_retry_h=opt.stockout.retry_h if opt.stockout else 0.0,
         term_h=term_years * HOURS_PER_YEAR,
         renew=bool(opt.renew),
+        placement=opt.placement or "best_fit",
     )
 
 
@@ -376,5 +383,6 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<
         if isinstance(opt, HybridOption):
             base, burst = by_name[opt.base], by_name[opt.burst]
             assert isinstance(burst, CloudPlan) and not isinstance(base, HybridPlan)  # checked by the schema
-            plans.insert(i, HybridPlan(opt.name, base, burst, opt.max_wait_h, opt.bridge_until_ready))
+            plans.insert(i, HybridPlan(opt.name, base, burst, opt.max_wait_h, opt.bridge_until_ready,
+                                       opt.wait_policy, opt.wait_per_hour_h or 0.0, opt.wait_per_gpu_h or 0.0))
     return plans

@@ -35,21 +35,21 @@ class Router:
     """A hybrid's arrivals: to the burst while the base is not delivered (when bridging) or for a
     job the base can never hold (too big, or too big beside serving's least demand from now to the
     horizon); else to the base, with a timer that sends the job to the burst if it is still
-    waiting ``max_wait_h`` later and has never started on the base. A job that started on the base
+    waiting ``wait_h[i]`` later (``hybrid_waits``) and has never started on the base. A job that started on the base
     and was interrupted by a failure stays with the base (its work and GPU-hours are there). Taking
     a job back from the base's queue triggers a scheduling pass there at the same instant."""
 
-    def __init__(self, env: simpy.Environment, base: OwnedCluster, burst: CloudPool, max_wait_h: float,
+    def __init__(self, env: simpy.Environment, base: OwnedCluster, burst: CloudPool, wait_h: Sequence[float],
                  bridge: bool, gpus: Sequence[int], rec: Recorder):
         self.env, self.base, self.burst = env, base, burst
-        self.max_wait_h, self.bridge, self.gpus, self.rec = max_wait_h, bridge, gpus, rec
+        self.wait_h, self.bridge, self.gpus, self.rec = wait_h, bridge, gpus, rec
 
     def arrive(self, i: int) -> None:
         if (self.bridge and not self.base.ready) or not self.base.fits_ever(self.gpus[i]):
             self._burst(i)
             return
         self.base.arrive(i)
-        At(self.env, self.max_wait_h, TIMER, lambda _e, i=i: self._waited(i))
+        At(self.env, self.wait_h[i], TIMER, lambda _e, i=i: self._waited(i))
 
     def _waited(self, i: int) -> None:
         if self.base.withdraw(i):
@@ -60,20 +60,49 @@ class Router:
         self.burst.arrive(i)
 
 
+def hybrid_waits(plan: HybridPlan, work: WorkPlan) -> np.ndarray:
+    """Hours each job waits for the hybrid's base before it bursts, by ``plan.wait_policy`` (the
+    waiting policies of Starburst, Luo et al., USENIX ATC'24):
+    ``constant``: ``max_wait_h`` for every job; ``zero``: 0 (a job the base cannot start at its
+    arrival bursts at once); ``linear_runtime``: ``wait_per_hour_h`` × the job's planned run on the
+    base (hours); ``linear_gpus``: ``wait_per_gpu_h`` × its GPUs. Computed once, before the run."""
+    n = len(work.jobs)
+    policy = plan.wait_policy
+    if policy == "constant":
+        return np.full(n, plan.max_wait_h)
+    if policy == "zero":
+        return np.zeros(n)
+    if policy == "linear_runtime":
+        return plan.wait_per_hour_h * np.asarray(work.run_h, dtype=float)
+    if policy == "linear_gpus":
+        return plan.wait_per_gpu_h * np.asarray(work.jobs.gpus, dtype=float)
+    raise ValueError(f"unknown wait_policy {policy!r}")
+
+
+def sjf_durations(work: WorkPlan) -> np.ndarray:
+    """What ``sjf`` orders by, per job (hours): a trace job's requested ``duration_h``, an RL job's
+    planned run on the option (``run_h``)."""
+    jobs = work.jobs
+    return np.where(np.asarray(jobs.class_index) < 0, jobs.duration_h, work.run_h)
+
+
 def _progress(work: WorkPlan, rec: Recorder) -> Progress:
     # Checkpoint boundaries are computed only for jobs that are interrupted, once each.
     return Progress(doubles(work.run_h), functools.cache(work.boundaries), doubles(work.restart_h), rec)
 
 
-def _owned(env, plan: OwnedPlan | CloudPlan, jobs, progress: Progress, rec, serving: RangeMax | None,
+def _owned(env, plan: OwnedPlan | CloudPlan, work: WorkPlan, progress: Progress, rec, serving: RangeMax | None,
            rng: np.random.Generator, horizon_h: float) -> OwnedCluster:
+    jobs = work.jobs
     g, prio = integers(jobs.gpus), integers(jobs.priority)
+    policy = {"placement": plan.placement,
+              "duration_h": doubles(sjf_durations(work)) if plan.scheduler == "sjf" else None}
     if isinstance(plan, OwnedPlan):
         return OwnedCluster(env, plan.nodes, plan.gpus_per_node, plan.lead_time_h, plan.scheduler, g, prio, progress,
-                            rec, serving, plan.failures_per_node_h, plan.repair_h, rng, horizon_h=horizon_h)
+                            rec, serving, plan.failures_per_node_h, plan.repair_h, rng, horizon_h=horizon_h, **policy)
     # Reserved: a committed pool of whole instances, ready at once; the provider handles failures.
     return OwnedCluster(env, plan.reserved_gpus // plan.gpus_per_instance, plan.gpus_per_instance, 0.0,
-                        plan.scheduler, g, prio, progress, rec, serving, horizon_h=horizon_h)
+                        plan.scheduler, g, prio, progress, rec, serving, horizon_h=horizon_h, **policy)
 
 
 def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | None = None,
@@ -107,11 +136,12 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | No
     cluster = None
     if isinstance(plan, HybridPlan):
         assert burst_work is not None, "a hybrid needs its jobs' run times on the burst"
-        cluster = _owned(env, plan.base, jobs, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
+        cluster = _owned(env, plan.base, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         burst = CloudPool(env, plan.burst, g, _progress(burst_work, rec), rec, rngs)
-        arrive = Router(env, cluster, burst, plan.max_wait_h, plan.bridge_until_ready, g, rec).arrive
+        waits = doubles(hybrid_waits(plan, work))
+        arrive = Router(env, cluster, burst, waits, plan.bridge_until_ready, g, rec).arrive
     elif is_pool(plan):
-        cluster = _owned(env, plan, jobs, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
+        cluster = _owned(env, plan, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         arrive = cluster.arrive
     else:
         arrive = CloudPool(env, plan, g, _progress(work, rec), rec, rngs).arrive

@@ -3,6 +3,10 @@
 Schedulers:
 - ``fifo``: strict submit order; the head job blocks everything behind it.
 - ``priority``: highest ``priority`` first, then submit order; strict like fifo.
+- ``sjf``: shortest requested duration first (trace jobs: ``duration_h``; RL jobs: their planned
+  run on this option), then submit order; strict like fifo (the shortest waiting job blocks the rest).
+- ``lifo``: the latest submitted job first (jobs submitted at one instant: the last in table order
+  first); strict like fifo.
 - ``backfill``: EASY backfilling. Jobs start in submit order while they fit. When the head does
   not fit, it gets a reservation at the earliest time it will (``costsim.engine.reservation``):
   running jobs end at their planned ends, nodes under repair return at their repair's end and,
@@ -14,7 +18,8 @@ Schedulers:
 
 Node failures (optional) are a Poisson process over all nodes; a failed node is out for its
 repair time (capacity drops) and kills the jobs on it: they fall back to their last checkpoint,
-give back their other nodes and rejoin the queue at its head, to pay their restart time when they
+give back their other nodes and rejoin the queue at its head (priority, sjf: ahead of the jobs
+with the same key), to pay their restart time when they
 start again. The backfill reservation uses planned ends, which failures can break. A job's hold
 time is always ``Progress.hold_h``: its restart (once interrupted) plus the rest of its planned run.
 
@@ -48,7 +53,7 @@ from costsim.models.serving import RangeMax
 from .events import ARRIVAL, RELEASE, At, Decider
 from .pool import Allocation, NodePool, held_gpus, nodes_needed
 from .progress import Progress
-from .records import Recorder
+from .records import Recorder, integers
 from .reservation import INF, reserve, serving_slack
 
 BACKFILL_DEPTH = 500
@@ -64,13 +69,25 @@ class OwnedCluster:
     def __init__(self, env: simpy.Environment, nodes: int, gpus_per_node: int, lead_time_h: float, scheduler: str,
                  gpus: Sequence[int], priority: Sequence[int], progress: Progress, rec: Recorder,
                  serving: RangeMax | None = None, failures_per_node_h: float = 0.0, repair_h: float = 0.0,
-                 rng: np.random.Generator | None = None, horizon_h: float = INF):
+                 rng: np.random.Generator | None = None, horizon_h: float = INF,
+                 placement: str = "best_fit", duration_h: Sequence[float] | None = None):
+        """``placement``: ``NodePool``'s (best_fit | first_fit). ``duration_h``: per job, the
+        requested hours ``sjf`` orders by (needed only by it)."""
         self.env = env
         self.nodes = nodes
         self.gpn = gpus_per_node
-        self.pool = NodePool(nodes, gpus_per_node)
+        self.pool = NodePool(nodes, gpus_per_node, placement)
         self.gpus = gpus
         self.priority = priority
+        # Heap-ordered schedulers queue (key, index): the key list is built once, not per arrival.
+        if scheduler == "priority":
+            self.key: Sequence[float] | None = integers(-np.asarray(priority, dtype=np.int64))
+        elif scheduler == "sjf":
+            assert duration_h is not None, "sjf orders by each job's requested duration"
+            self.key = duration_h
+        else:
+            self.key = None
+        self.lifo = scheduler == "lifo"
         self.progress = progress
         self.rec = rec
         self.scheduler = scheduler
@@ -79,7 +96,7 @@ class OwnedCluster:
         self.on_node: dict[int, set[int]] = {}
         self.ends: list[tuple[float, int, int]] = []  # (end, held, job) of running jobs, sorted (serving)
         self.fifo: deque[int] = deque()
-        self.heap: list[tuple[int, int]] = []
+        self.heap: list[tuple[float, int]] = []
         self.waiting: set[int] = set()  # queued and not withdrawn (the queues drop the rest lazily)
         self.down_gpus = 0
         self.ready = lead_time_h <= 0
@@ -148,9 +165,9 @@ class OwnedCluster:
     def arrive(self, i: int, front: bool = False) -> None:
         """Queue job i (``front``: a job that failed keeps its place at the head)."""
         self.waiting.add(i)
-        if self.scheduler == "priority":
-            heapq.heappush(self.heap, (-self.priority[i], -1 - i if front else i))
-        elif front:
+        if self.key is not None:
+            heapq.heappush(self.heap, (self.key[i], -1 - i if front else i))
+        elif front or self.lifo:
             self.fifo.appendleft(i)
         else:
             self.fifo.append(i)
@@ -229,7 +246,7 @@ class OwnedCluster:
             return
         waiting = self.waiting
         pool, gpus = self.pool, self.gpus
-        if self.scheduler == "priority":
+        if self.key is not None:
             heap = self.heap
             while heap:
                 j = heap[0][1]

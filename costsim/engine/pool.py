@@ -1,7 +1,11 @@
 """Node-granular GPU pool: where a job of g GPUs can go.
 
-A job of at most one node goes on a single node, best fit (the node with the fewest free GPUs
-that still fits it, which keeps whole nodes free for large jobs). A larger job takes
+A job of at most one node goes on a single node, by the pool's ``placement``:
+- ``best_fit`` (default): the node with the fewest free GPUs that still fits it, which keeps whole
+  nodes free for large jobs;
+- ``first_fit``: the lowest-indexed node with room, whatever it leaves (the classic bin-packing
+  baseline; it fragments more: small jobs spread over nodes a later gang job needed whole).
+A larger job takes
 ⌈g / gpus_per_node⌉ whole, fully free nodes (gang: all at once or not at all).
 
 Ties are broken deterministically: among equally free nodes the lowest node index is taken (a
@@ -28,13 +32,38 @@ def held_gpus(gpus: int, gpus_per_node: int) -> int:
 class NodePool:
     """Free GPUs per node (``free``), and per free count the set of nodes with it as a bit mask."""
 
-    def __init__(self, nodes: int, gpus_per_node: int):
+    def __init__(self, nodes: int, gpus_per_node: int, placement: str = "best_fit"):
         self.gpn = gpus_per_node
         self.free = [gpus_per_node] * nodes
         self.masks = [0] * (gpus_per_node + 1)  # masks[f]: bit n set iff node n has f free GPUs
         self.masks[gpus_per_node] = (1 << nodes) - 1
         self.free_gpus = nodes * gpus_per_node
         self.down: set[int] = set()
+        if placement == "first_fit":  # chosen once here, so the per-start call has no extra branch
+            self.allocate = self._allocate_first_fit
+        elif placement != "best_fit":
+            raise ValueError(f"unknown placement {placement!r}")
+
+    def _allocate_first_fit(self, gpus: int) -> Allocation | None:
+        """``allocate`` under first fit: a job within a node takes the lowest-indexed node with room
+        (the lowest set bit of the union of the masks of every free count that fits it)."""
+        gpn = self.gpn
+        if gpus > gpn or gpus > self.free_gpus:
+            return self._gang(gpus) if gpus > gpn else None
+        masks = self.masks
+        m = 0
+        for f in range(gpus, gpn + 1):
+            m |= masks[f]
+        if not m:
+            return None
+        low = m & -m
+        node = low.bit_length() - 1
+        f = self.free[node]
+        masks[f] ^= low
+        masks[f - gpus] |= low
+        self.free[node] = f - gpus
+        self.free_gpus -= gpus
+        return ((node, gpus),)
 
     def allocate(self, gpus: int) -> Allocation | None:
         """Take GPUs for a job, or None (nothing changed) if it does not fit now."""
@@ -54,6 +83,14 @@ class NodePool:
                     self.free_gpus -= gpus
                     return ((node, gpus),)
             return None
+        return self._gang(gpus)
+
+    def _gang(self, gpus: int) -> Allocation | None:
+        """A job wider than a node: ⌈gpus / per node⌉ whole free nodes, the lowest-indexed (both
+        placements), or None."""
+        if gpus > self.free_gpus:
+            return None
+        gpn, masks = self.gpn, self.masks
         k = nodes_needed(gpus, gpn)
         m = masks[gpn]
         if m.bit_count() < k:

@@ -26,6 +26,7 @@ from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
 from costsim.frontends.optimize_cli import optimize_command
 from costsim.frontends.report import report_command, write_report
 from costsim.frontends.console import err_console, fail, interrupted, out_console, print_data_table, print_wide  # noqa: F401
+from costsim.frontends.fit_cli import fit_workload_command
 from costsim.frontends.import_cli import import_trace_command
 from costsim.frontends.headline import with_verdict
 # _money, _or_dash, phase_table, summary_table, means_table: also imported from here by other front ends and tests
@@ -243,6 +244,7 @@ def catalog() -> None:
 app.command("optimize")(optimize_command)
 app.command("report")(report_command)
 app.command("import-trace")(import_trace_command)
+app.command("fit-workload")(fit_workload_command)
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ from costsim.scenario.units import (
     Network,
     NodeGPUs,
     PricePerGPUHour,
+    Placement,
     PriceTier,
     Scheduler,
     bounded_float,
@@ -34,12 +35,22 @@ from .base import Name, StrictModel
 
 DEFAULT_PROVISIONING_DELAY_H = 0.25
 DEFAULT_STARTUP_H = 0.1
+DEFAULT_MAX_WAIT_H = 4.0
 
 # Rates far beyond any real fleet stay valid (tests of the engine's extremes use them); the run's
 # event budget, not the schema, refuses the ones that would take too long.
 FailureRate = bounded_float(ge=0, le=1_000_000)  # per 1,000 node-days: up to 1,000 per node-day
 PreemptionRate = bounded_float(ge=0, le=10_000)  # per instance-day: up to one every 9 s
 MaxWaitHours = bounded_float(ge=0, le=1e9)  # any wait beyond the horizon means "never burst"
+WaitPerHour = bounded_float(ge=0, le=1e6)  # hours waited per hour of planned run (linear_runtime)
+WaitPerGPU = bounded_float(ge=0, le=1e6)  # hours waited per GPU (linear_gpus)
+
+# Queue orders (costsim.engine.owned) and node placements (costsim.engine.pool).
+WaitPolicy = Literal["constant", "zero", "linear_runtime", "linear_gpus"]
+SCHEDULER_HELP = ("fifo (strict submit order), backfill (EASY), priority (then FIFO, strict), sjf (shortest "
+                  "requested duration first: trace duration_h, RL planned run; strict) or lifo (latest first, strict).")
+PLACEMENT_HELP = ("Node for a job within one node: best_fit (the fullest node that fits) or first_fit (the "
+                  "lowest-indexed node with room). Multi-node jobs take whole free nodes either way.")
 StockoutProbability = bounded_float(ge=0, le=0.99)  # 0.99: 100 tries per request on average
 BillingSeconds = bounded_float(ge=1, le=MAX_BILLING_S)
 MinimumBillingSeconds = bounded_float(ge=0, le=MAX_BILLING_S)
@@ -77,9 +88,8 @@ class OwnedOption(StrictModel):
     lead_time_days: Days | None = Field(
         None, description=f"Days from the start until the cluster can run jobs ({span(Days)}); null: catalog."
     )
-    scheduler: Scheduler = Field(
-        "fifo", description="fifo (strict order), backfill (EASY) or priority (then FIFO, strict)."
-    )
+    scheduler: Scheduler = Field("fifo", description=SCHEDULER_HELP)
+    placement: Placement = Field("best_fit", description=PLACEMENT_HELP)
     failures: Failures | Literal["catalog"] | None = Field(
         "catalog", description="Node failures; null: none; omitted or 'catalog': the catalog's rate and repair time."
     )
@@ -132,8 +142,9 @@ class CloudOption(StrictModel):
         "further whole terms (the last one owed in full); false: such a horizon is an error."
     )
     scheduler: Scheduler | None = Field(
-        None, description="reserved only: how jobs queue on the committed pool (null: fifo)."
+        None, description="reserved only: how jobs queue on the committed pool (null: fifo). " + SCHEDULER_HELP
     )
+    placement: Placement | None = Field(None, description="reserved only (null: best_fit). " + PLACEMENT_HELP)
     billing_granularity_s: BillingSeconds | None = Field(
         None, description=f"on_demand/spot: billing increment in seconds ({span(BillingSeconds)}); null: catalog for the tier."
     )
@@ -173,7 +184,7 @@ class CloudOption(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> CloudOption:
-        reserved_only = ("reserved_gpus", "term_years", "scheduler")
+        reserved_only = ("reserved_gpus", "term_years", "scheduler", "placement")
         rented_only = ("billing_granularity_s", "minimum_billing_s", "max_gpus", "provisioning_delay_h", "startup_h",
                        "provisioning_delay_cv", "stockout")
         wrong = rented_only if self.pricing == "reserved" else reserved_only
@@ -203,21 +214,58 @@ class CloudOption(StrictModel):
 
 class HybridOption(StrictModel):
     """An owned (or reserved) base that bursts to rented capacity: a job waits for the base at
-    most ``max_wait_h``, then runs on the burst option; before the base is delivered, every job
-    bursts when ``bridge_until_ready``."""
+    most its wait (``wait_policy``), then runs on the burst option; before the base is delivered,
+    every job bursts when ``bridge_until_ready``.
+
+    Waiting policies, after Starburst (Luo et al., "Starburst: A Cost-aware Scheduler for Hybrid
+    Cloud", USENIX ATC'24; artifact github.com/michaelzhiluo/starburst, waiting policies ``zero``,
+    ``constant``, ``linear_runtime``, ``linear_capacity``), which builds on the waiting policies of
+    Ambati et al., "Waiting Game", SC'20:
+    - ``constant``: every job waits ``max_wait_h`` (Starburst's constant; costsim's only policy before).
+    - ``zero``: no wait: a job the base cannot start the instant it arrives bursts at once (No-Wait).
+    - ``linear_runtime``: wait = ``wait_per_hour_h`` × the job's planned run on the base.
+    - ``linear_gpus``: wait = ``wait_per_gpu_h`` × its GPUs (Starburst's ``linear_capacity``)."""
 
     name: Name = Field(description="Unique option name.")
     kind: Literal["hybrid"] = "hybrid"
     base: str = Field(description="Name of an owned option, or a cloud option with pricing: reserved.")
     burst: str = Field(description="Name of a cloud option with pricing on_demand or spot.")
     max_wait_h: MaxWaitHours = Field(
-        4.0,
+        DEFAULT_MAX_WAIT_H,
         description=f"Hours a job waits for the base before it bursts ({span(MaxWaitHours)}; "
         "longer than the horizon: never bursts).",
     )
     bridge_until_ready: bool = Field(
         True, description="Before the base's lead time ends, every job bursts (renting while the cluster is built)."
     )
+    wait_policy: WaitPolicy = Field(
+        "constant",
+        description="How long a job waits for the base before it bursts: constant (max_wait_h), zero (bursts at "
+        "once unless the base starts it on arrival), linear_runtime (wait_per_hour_h × planned run hours on the "
+        "base) or linear_gpus (wait_per_gpu_h × GPUs). After Starburst (USENIX ATC'24).",
+    )
+    wait_per_hour_h: WaitPerHour | None = Field(
+        None,
+        description=f"linear_runtime only: hours waited per hour of the job's planned run on the base "
+        f"(h/h, {span(WaitPerHour)}; Starburst's runtime coefficient).",
+    )
+    wait_per_gpu_h: WaitPerGPU | None = Field(
+        None, description=f"linear_gpus only: hours waited per GPU the job asks for (h/GPU, {span(WaitPerGPU)}).",
+    )
+
+    @model_validator(mode="after")
+    def _wait_fields(self) -> HybridOption:
+        needs = {"linear_runtime": "wait_per_hour_h", "linear_gpus": "wait_per_gpu_h"}
+        own = needs.get(self.wait_policy)
+        if own is not None and getattr(self, own) is None:
+            raise ValueError(f"wait_policy {self.wait_policy} needs {own}")
+        for policy, field in needs.items():
+            if policy != self.wait_policy and getattr(self, field) is not None:
+                raise ValueError(f"{field} applies to wait_policy {policy} only")
+        # Only a changed max_wait_h is refused: a model dumped and read again carries the default.
+        if self.wait_policy != "constant" and self.max_wait_h != DEFAULT_MAX_WAIT_H:
+            raise ValueError("max_wait_h applies to wait_policy constant only")
+        return self
 
 
 Option = Annotated[OwnedOption | CloudOption | HybridOption, Field(discriminator="kind")]

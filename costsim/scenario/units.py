@@ -135,5 +135,6 @@ GPUType = Literal["H100", "H200", "B200", "A100", "L40S"]
 """GPU types the catalog knows (``costsim catalog`` lists their specs and prices)."""
 
 Network = Literal["infiniband", "roce"]
-Scheduler = Literal["fifo", "backfill", "priority"]
+Scheduler = Literal["fifo", "backfill", "priority", "sjf", "lifo"]
+Placement = Literal["best_fit", "first_fit"]
 PriceTier = Literal["hyperscaler", "neocloud"]

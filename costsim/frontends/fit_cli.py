@@ -1,0 +1,169 @@
+"""``costsim fit-workload TRACE --out classes.yaml [--report fit.html]``: fit arrival rates with
+daily and weekly profiles, GPU counts and run-time laws per class of a trace (``costsim.traces.fit``).
+
+The scenario schema cannot hold "jobs of d hours on g GPUs with an arrival profile" (its generated
+classes are RL classes), so ``--out`` is a generator config (``costsim.traces.fit_generate``), and
+a trace drawn from it is written to ``--trace-out`` (default: beside ``--out``, ``NAME.trace.csv``)
+for a scenario to replay (``workload: {trace: NAME.trace.csv}``).
+
+Registered by ``cli.py`` as ``app.command("fit-workload")(fit_workload_command)``. Bad input prints
+``file:line: field: what`` and exits 2 with nothing written: every output is written to a
+temporary file first, the generated trace is read back with costsim's trace reader, and only then
+are all of them renamed into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from costsim.frontends.console import err_console, fail as _fail
+from costsim.scenario import Problem, ScenarioError
+from costsim.traces.fit import BY, DISTRIBUTIONS
+
+MAX_GENERATED_DAYS = 3650.0  # --days: ten years of generated jobs at most
+
+
+def _check_out(flag: str, path: Path, trace: Path) -> None:
+    """A file we may replace: not the input, not a folder, in a folder that exists."""
+    if path.exists() and trace.exists() and path.resolve() == trace.resolve():
+        raise ScenarioError(flag, [Problem((), "is the input trace; choose another name")])
+    if path.is_dir():
+        raise ScenarioError(flag, [Problem((), f"{path} is a folder; give a file name")])
+    if not path.parent.is_dir():
+        raise ScenarioError(flag, [Problem((), f"folder {path.parent} does not exist")])
+
+
+def check_flags(trace: Path, out: Path, report: Path | None, trace_out: Path, by: str, distribution: str,
+                days: float | None) -> None:
+    """ScenarioError naming the flag when one is wrong (before anything is read)."""
+    if by not in BY:
+        raise ScenarioError("--by", [Problem((), f"{by!r}: one of {', '.join(BY)}")])
+    if distribution not in DISTRIBUTIONS:
+        raise ScenarioError("--distribution", [Problem((), f"{distribution!r}: one of {', '.join(DISTRIBUTIONS)}")])
+    if days is not None and not 0 < days <= MAX_GENERATED_DAYS:
+        raise ScenarioError("--days", [Problem((), f"must be > 0 and <= {MAX_GENERATED_DAYS:g} (got {days:g})")])
+    outs = [("--out", out), ("--trace-out", trace_out)] + ([("--report", report)] if report is not None else [])
+    for flag, path in outs:
+        _check_out(flag, path, trace)
+    resolved = [p.resolve() for _, p in outs]
+    if len(set(resolved)) != len(resolved):
+        raise ScenarioError("--out", [Problem((), "--out, --report and --trace-out must be different files")])
+
+
+def yaml_text(config: dict, header: str) -> str:
+    """The config as YAML (leaf lists on one line), after a comment ``header``."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")  # keys in the order written (the safe dumper sorts them)
+    yaml.default_flow_style = None  # lists of numbers inline, mappings in block style
+    yaml.width = 120
+    buf = io.StringIO()
+    yaml.dump(config, buf)
+    return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + buf.getvalue()
+
+
+def publish(writers: dict[Path, Callable[[Path], object]]) -> None:
+    """Write every file to a hidden temporary beside it, and rename them all into place only when
+    all were written (and checked by their writer); on any error none is replaced."""
+    from costsim.runs.outdir import fsync
+
+    temps = {path: path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}") for path in writers}
+    try:
+        for path, write in writers.items():
+            write(temps[path])
+            fsync(temps[path])
+        for path, temp in temps.items():
+            os.replace(temp, path)
+    except OSError as exc:
+        raise ScenarioError(str(exc.filename or "--out"), [Problem((), f"cannot write: {exc.strerror or exc}")]) from None
+    finally:
+        for temp in temps.values():
+            with contextlib.suppress(FileNotFoundError):
+                temp.unlink()
+
+
+def summary_lines(fits, out: Path, report: Path | None, trace_out: Path, generated: int, days: float) -> list[str]:
+    """One line per class (rate, GPUs, duration law, KS) and what was written."""
+    lines = []
+    for f in fits:
+        d = f.duration
+        gpus = ", ".join(f"{g}:{p:.0%}" for g, p in f.gpus_pmf.items())
+        law = (f"lognormal mean {d.mean_h:.3g} h cv {d.cv:.2f}" if d.law == "lognormal"
+               else f"{d.law} mean {d.mean_h:.3g} h median {d.median_h:.3g} h")
+        lines.append(f"{f.name}: {f.jobs} jobs, {f.per_day:.3g}/day, GPUs {gpus}; {law}; duration KS {d.ks:.3f} "
+                     f"(p {d.ks_p:.2g}); arrival KS {f.arrival_ks:.3f} (p {f.arrival_ks_p:.2g})")
+    lines.append(f"wrote {out} (generator config) and {trace_out} ({generated:,} jobs over {days:,.1f} days)"
+                 + (f", report {report}" if report is not None else ""))
+    return lines
+
+
+def fit_workload_command(
+    trace: Annotated[Path, typer.Argument(help="A costsim trace CSV (e.g. from `costsim import-trace`).",
+                                          show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The fitted generator config (YAML) to write.",
+                                      show_default=False)],
+    report: Annotated[Path | None, typer.Option(help="Also write an HTML page: QQ plots, profiles, "
+                                                "parameters and KS statistics.")] = None,
+    by: Annotated[str, typer.Option(help="job_class (one fit per class) or none (all jobs as one).")] = "job_class",
+    distribution: Annotated[str, typer.Option(help="Duration law: lognormal (maximum likelihood) or empirical "
+                                              "(quantiles).")] = "lognormal",
+    trace_out: Annotated[Path | None, typer.Option("--trace-out", help="The trace drawn from the fit "
+                                                   "(default: NAME.trace.csv beside --out).")] = None,
+    days: Annotated[float | None, typer.Option(help="Days of generated jobs (default: the source's window).")] = None,
+    seed: Annotated[int, typer.Option(help="Root seed of the generated trace.")] = 0,
+) -> None:
+    """Fit a workload model per class of a trace: arrivals (rate, daily and weekly profile), GPUs per
+    job, run times; with goodness of fit. Writes a generator config and a trace drawn from it."""
+    from costsim.frontends.console import out_console
+    from costsim.scenario.trace import read_trace
+    from costsim.scenario.units import MIN_JOB_H
+    from costsim.traces.fit import fit_trace
+    from costsim.traces.fit_generate import config_of, generate
+
+    trace_out = trace_out if trace_out is not None else out.with_name(f"{out.stem}.trace.csv")
+    try:
+        check_flags(trace, out, report, trace_out, by, distribution, days)
+        table = read_trace(trace)
+        fits = fit_trace(table, by=by, distribution=distribution)
+        config = config_of(fits, source=trace.name, by=by, distribution=distribution)
+        horizon_days = days if days is not None else fits[0].window_h / 24
+        generated = generate(config, horizon_days, seed, min_duration_h=MIN_JOB_H)
+        if len(generated) == 0:
+            raise ScenarioError("--days", [Problem((), f"{horizon_days:g} days at the fitted rates gave no job; "
+                                                  "choose more days")])
+        header = (f"Fitted by `costsim fit-workload` from {trace.name}: {len(table):,} jobs, {len(fits)} class(es).\n"
+                  "costsim's scenario schema has no class of plain jobs (its classes are RL jobs), so this is a\n"
+                  f"generator config; {trace_out.name} is a trace drawn from it (seed {seed}, {horizon_days:g} days):\n"
+                  f"use it in a scenario as  workload: {{trace: {trace_out.name}}}")
+        writers: dict[Path, Callable[[Path], object]] = {}
+
+        def write_trace_csv(temp: Path) -> None:
+            generated.to_csv(temp, index=False, float_format="%.10g")
+            read_trace(temp)  # a ScenarioError here is a bug in the generator, not in the user's file
+
+        writers[out] = lambda temp: temp.write_text(yaml_text(config, header), encoding="utf-8")
+        writers[trace_out] = write_trace_csv
+        if report is not None:
+            from costsim.frontends.fit_report import fit_page
+
+            durations = {f.name: table.duration_h[(table.job_class == f.name) if by == "job_class" else slice(None)]
+                         for f in fits}
+            html = fit_page(fits, durations, trace.name)
+            writers[report] = lambda temp: temp.write_text(html, encoding="utf-8")
+        publish(writers)
+    except ScenarioError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        err_console.print(Text("interrupted: nothing written"), highlight=False)
+        raise typer.Exit(130) from None
+    for line in summary_lines(fits, out, report, trace_out, len(generated), horizon_days):
+        out_console.print(Text(line), highlight=False, soft_wrap=True)

@@ -1,0 +1,230 @@
+"""Fitting a workload model to a job trace, per class (``costsim fit-workload``).
+
+Per class (the trace's ``job_class``, or one class for all jobs):
+
+- **arrivals**: a rate in jobs per day over the trace's window [0, T) (T: the last submit of the
+  whole trace, so classes share one window), times a daily profile (24 hourly multipliers, mean 1)
+  and a weekly profile (7 daily multipliers, mean 1). Hours and days are counted from the trace's
+  hour 0 (its first submit): a trace CSV carries no clock time, so "hour 0" is whatever hour of the
+  day the first job was submitted. Each multiplier is (jobs in that hour of the day ÷ hours of that
+  kind in the window) ÷ the overall rate: exposure-weighted, so a window that is not a whole number
+  of days or weeks is not biased. An hour or weekday the window never covers gets 1 (no data).
+  The two profiles are fitted separately (marginals), and the model multiplies them.
+- **GPUs per job**: the empirical pmf over the counts seen.
+- **durations**: lognormal by maximum likelihood (``scipy.stats.lognorm.fit`` with floc=0, which is
+  the mean and the (1/n) standard deviation of log durations), or empirical quantiles (inverse CDF
+  linear between ``QUANTILES`` probabilities). Goodness of fit: the one-sample Kolmogorov–Smirnov
+  statistic and p-value (``scipy.stats.kstest``) of the durations against the fitted law.
+- **arrival check**: the time-rescaling theorem (Brown et al., Neural Computation 2002): if the
+  arrivals are Poisson with intensity λ(t) = rate · hourly[h(t)] · weekly[d(t)], the increments of
+  Λ(t) = ∫₀ᵗ λ between successive arrivals are i.i.d. exponential with mean 1. We report the KS
+  statistic and p-value of those de-seasonalised gaps against Exp(1).
+
+Both p-values are computed as if the law were known in advance; its parameters were fitted to
+the same data, so they are conservative (too high: Lilliefors' correction would lower them). The
+KS statistic is the number to compare between laws and classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from costsim.scenario.trace import TraceTable
+
+HOURS_PER_DAY = 24
+DAYS_PER_WEEK = 7
+QUANTILES = np.linspace(0.0, 1.0, 101)  # probabilities of the empirical duration law (0, 0.01, …, 1)
+DISTRIBUTIONS = ("lognormal", "empirical")
+FEW_JOBS = 30  # below this a class's fit is flagged: KS and profiles mean little with fewer jobs
+ARRIVAL_TEST = "KS of time-rescaled inter-arrival gaps against Exp(1)"
+
+
+@dataclass(frozen=True)
+class DurationFit:
+    """A fitted run-time law (hours). ``law``: lognormal | empirical | deterministic (every duration
+    equal: no spread to fit). ``mu``/``sigma`` are of log hours; ``quantiles`` are hours at
+    ``QUANTILES`` (empirical only)."""
+
+    law: str
+    mean_h: float
+    cv: float
+    median_h: float
+    mu: float = float("nan")
+    sigma: float = float("nan")
+    quantiles: tuple[float, ...] = ()
+    ks: float = float("nan")
+    ks_p: float = float("nan")
+
+    def cdf(self, x: np.ndarray) -> np.ndarray:
+        """P(duration ≤ x hours) under the fitted law."""
+        x = np.asarray(x, dtype=float)
+        if self.law == "lognormal":
+            from scipy.stats import lognorm
+
+            return lognorm.cdf(x, self.sigma, loc=0.0, scale=np.exp(self.mu))
+        if self.law == "empirical":
+            q = np.asarray(self.quantiles)
+            # np.interp needs increasing x: repeated quantiles (ties) keep the highest probability.
+            return np.interp(x, q, QUANTILES, left=0.0, right=1.0)
+        return (x >= self.mean_h).astype(float)
+
+    def ppf(self, p: np.ndarray) -> np.ndarray:
+        """The duration (hours) at probability ``p`` under the fitted law."""
+        p = np.asarray(p, dtype=float)
+        if self.law == "lognormal":
+            from scipy.stats import lognorm
+
+            return lognorm.ppf(p, self.sigma, loc=0.0, scale=np.exp(self.mu))
+        if self.law == "empirical":
+            return np.interp(p, QUANTILES, np.asarray(self.quantiles))
+        return np.full(p.shape, self.mean_h)
+
+
+@dataclass(frozen=True)
+class ClassFit:
+    """The fitted model of one class of jobs."""
+
+    name: str
+    jobs: int
+    window_h: float  # the observation window [0, window_h) the rate is over
+    per_day: float  # jobs per day, averaged over the window
+    hourly: tuple[float, ...]  # 24 multipliers, mean 1; hour 0 = the trace's hour 0
+    weekly: tuple[float, ...]  # 7 multipliers, mean 1; day 0 = the trace's first day
+    gpus_pmf: dict[int, float]  # GPUs per job -> share of jobs
+    duration: DurationFit
+    arrival_ks: float  # de-seasonalised gaps vs Exp(1) (ARRIVAL_TEST); NaN below 3 jobs
+    arrival_ks_p: float
+    notes: tuple[str, ...] = field(default=())
+
+
+def window_of(submit_h: np.ndarray) -> float:
+    """The observation window in hours: up to the last submit (at least one hour, so a trace whose
+    jobs all arrive at once still has a finite rate)."""
+    return max(float(np.max(submit_h)), 1.0)
+
+
+def exposure(window_h: float, period: int, unit_h: float) -> np.ndarray:
+    """Hours of [0, window_h) that fall in each of the ``period`` bins of width ``unit_h`` (the bins
+    repeat every ``period · unit_h`` hours): 24 bins of 1 h for a day, 7 bins of 24 h for a week."""
+    cycle = period * unit_h
+    full, rest = divmod(window_h, cycle)
+    covered = np.full(period, full * unit_h)
+    starts = np.arange(period) * unit_h
+    covered += np.clip(rest - starts, 0.0, unit_h)
+    return covered
+
+
+def profile(submit_h: np.ndarray, window_h: float, period: int, unit_h: float) -> np.ndarray:
+    """Multipliers (mean 1) of the arrival rate per bin: jobs per hour of exposure in the bin,
+    relative to jobs per hour over the window. Bins the window never covers get 1."""
+    bins = (np.floor(submit_h / unit_h).astype(np.int64)) % period
+    counts = np.bincount(bins, minlength=period).astype(float)
+    hours = exposure(window_h, period, unit_h)
+    overall = len(submit_h) / window_h
+    m = np.ones(period)
+    seen = hours > 0
+    m[seen] = counts[seen] / hours[seen] / overall
+    return m / m.mean()
+
+
+def intensity_integral(t: np.ndarray, per_h: float, hourly: np.ndarray, weekly: np.ndarray) -> np.ndarray:
+    """Λ(t) = ∫₀ᵗ per_h · hourly[h(s)] · weekly[d(s)] ds, in expected jobs, for each time ``t`` (h).
+
+    The intensity is constant within each hour, so Λ is the cumulative sum over whole hours of one
+    week (168 values, repeated) plus the part of the current hour."""
+    week = np.repeat(weekly, HOURS_PER_DAY) * np.tile(hourly, DAYS_PER_WEEK) * per_h  # per hour of a week
+    per_week = week.sum()
+    cum = np.concatenate([[0.0], np.cumsum(week)])
+    t = np.asarray(t, dtype=float)
+    weeks, within = np.divmod(t, float(len(week)))
+    hour = np.floor(within).astype(np.int64)
+    return weeks * per_week + cum[hour] + (within - hour) * week[hour]
+
+
+def arrival_check(submit_h: np.ndarray, per_h: float, hourly: np.ndarray, weekly: np.ndarray) -> tuple[float, float]:
+    """(KS statistic, p-value) of the time-rescaled gaps between successive submits against Exp(1)
+    (``ARRIVAL_TEST``); NaN for fewer than 3 jobs. Simultaneous submits (gap 0) count as gaps."""
+    from scipy.stats import kstest
+
+    t = np.sort(np.asarray(submit_h, dtype=float))
+    if len(t) < 3:
+        return float("nan"), float("nan")
+    gaps = np.diff(intensity_integral(t, per_h, hourly, weekly))
+    res = kstest(gaps, "expon")
+    return float(res.statistic), float(res.pvalue)
+
+
+def fit_durations(duration_h: np.ndarray, distribution: str = "lognormal") -> DurationFit:
+    """Fit run times (hours, all > 0) by ``distribution`` (``DISTRIBUTIONS``), with the KS check."""
+    from scipy.stats import kstest, lognorm
+
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution {distribution!r}: one of {', '.join(DISTRIBUTIONS)}")
+    x = np.asarray(duration_h, dtype=float)
+    mean, median = float(x.mean()), float(np.median(x))
+    cv = float(x.std() / mean)
+    if np.all(x == x[0]):
+        return DurationFit("deterministic", mean_h=mean, cv=0.0, median_h=median)
+    if distribution == "lognormal":
+        sigma, _, scale = lognorm.fit(x, floc=0)
+        mu = float(np.log(scale))
+        res = kstest(x, "lognorm", args=(sigma, 0.0, scale))
+        return DurationFit("lognormal", mean_h=float(np.exp(mu + sigma**2 / 2)), cv=float(np.sqrt(np.expm1(sigma**2))),
+                           median_h=float(scale), mu=mu, sigma=float(sigma), ks=float(res.statistic),
+                           ks_p=float(res.pvalue))
+    q = np.quantile(x, QUANTILES)  # linear interpolation between order statistics
+    fit = DurationFit("empirical", mean_h=mean, cv=cv, median_h=median, quantiles=tuple(float(v) for v in q))
+    res = kstest(x, fit.cdf)
+    return DurationFit("empirical", mean_h=mean, cv=cv, median_h=median, quantiles=fit.quantiles,
+                       ks=float(res.statistic), ks_p=float(res.pvalue))
+
+
+def fit_class(name: str, submit_h: np.ndarray, gpus: np.ndarray, duration_h: np.ndarray, window_h: float,
+              distribution: str = "lognormal") -> ClassFit:
+    """The model of one class's jobs over the window [0, window_h) hours."""
+    submit_h = np.asarray(submit_h, dtype=float)
+    n = len(submit_h)
+    hourly = profile(submit_h, window_h, HOURS_PER_DAY, 1.0)
+    weekly = profile(submit_h, window_h, DAYS_PER_WEEK, float(HOURS_PER_DAY))
+    per_h = n / window_h
+    ks, p = arrival_check(submit_h, per_h, hourly, weekly)
+    values, counts = np.unique(np.asarray(gpus, dtype=np.int64), return_counts=True)
+    pmf = {int(v): float(c) / n for v, c in zip(values, counts, strict=True)}
+    notes = []
+    if n < FEW_JOBS:
+        notes.append(f"only {n} jobs: the KS checks and profiles mean little")
+    return ClassFit(name=name, jobs=n, window_h=window_h, per_day=per_h * HOURS_PER_DAY,
+                    hourly=tuple(float(v) for v in hourly), weekly=tuple(float(v) for v in weekly),
+                    gpus_pmf=pmf, duration=fit_durations(duration_h, distribution), arrival_ks=ks,
+                    arrival_ks_p=p, notes=tuple(notes))
+
+
+def window_note(window_h: float) -> str | None:
+    """What a window shorter than a week means for the weekly profile (None for a week or more)."""
+    if window_h >= DAYS_PER_WEEK * HOURS_PER_DAY:
+        return None
+    return f"window of {window_h / 24:.1f} days, under a week: weekdays it does not cover are 1 (no data)"
+
+
+BY = ("job_class", "none")
+
+
+def fit_trace(trace: TraceTable, by: str = "job_class", distribution: str = "lognormal",
+              window_h: float | None = None) -> list[ClassFit]:
+    """One ClassFit per class (``by``: job_class, or none for all jobs as one class "all"), in
+    order of decreasing job count then name. ``window_h``: the observation window (default: up to
+    the trace's last submit)."""
+    if by not in BY:
+        raise ValueError(f"by {by!r}: one of {', '.join(BY)}")
+    window = window_of(trace.submit_h) if window_h is None else float(window_h)
+    labels = trace.job_class if by == "job_class" else np.full(len(trace), "all", dtype=object)
+    names, counts = np.unique(labels.astype(str), return_counts=True)
+    order = sorted(zip(names, counts, strict=True), key=lambda nc: (-nc[1], nc[0]))
+    fits = []
+    for name, _ in order:
+        mask = labels == name
+        fits.append(fit_class(str(name), trace.submit_h[mask], trace.gpus[mask], trace.duration_h[mask], window,
+                              distribution))
+    return fits

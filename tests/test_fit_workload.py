@@ -1,0 +1,275 @@
+"""``costsim fit-workload``: fitting recovers known parameters from generated traces (within
+tolerances derived from the estimators' standard errors), the KS checks separate the true law from
+a wrong one, the generator reproduces the fit, and the CLI exits 2 with file:line and writes nothing
+on bad input."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import plotly.offline
+import pytest
+import typer
+from ruamel.yaml import YAML
+from typer.testing import CliRunner
+
+import costsim
+from costsim.frontends.fit_cli import fit_workload_command, publish
+from costsim.runs import api
+from costsim.scenario import Problem, ScenarioError
+from costsim.scenario.trace import read_trace
+from costsim.traces.fit import arrival_check, fit_class, exposure, fit_durations, fit_trace, intensity_integral, profile
+from costsim.traces.fit_generate import config_of, generate
+from costsim.workload.synth import JobGroup, make_trace
+
+app = typer.Typer(pretty_exceptions_enable=False)
+app.command("fit-workload")(fit_workload_command)
+app.command("noop")(lambda: None)  # two commands: typer keeps the command name in the arguments
+
+
+def run(*args):
+    return CliRunner().invoke(app, ["fit-workload", *map(str, args)], env={"COLUMNS": "200"})
+
+
+def trace_file(tmp_path: Path, frame, name: str = "trace.csv") -> Path:
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_lognormal_mean_cv_rate_and_gpus_recovered(tmp_path):
+    # 50 jobs/day for 60 days: n ≈ 3000. Lognormal mean 3 h, cv 1.5 (σ² = ln 3.25): the MLE of the
+    # mean has relative standard error sqrt(σ²/n + σ⁴/2n) ≈ 2.5 %, of the cv ≈ 2.2 %, of the rate
+    # 1/sqrt(n) ≈ 1.8 %: tolerances of about 4 standard errors.
+    frame = make_trace([JobGroup("a", per_day=50, gpus=4, mean_h=3.0, cv=1.5),
+                        JobGroup("b", per_day=10, gpus=8, mean_h=0.5, cv=0.5)], horizon_days=60, seed=1)
+    fits = {f.name: f for f in fit_trace(read_trace(trace_file(tmp_path, frame)))}
+    a, b = fits["a"], fits["b"]
+    assert [f.name for f in fit_trace(read_trace(tmp_path / "trace.csv"))] == ["a", "b"]  # most jobs first
+    assert abs(a.duration.mean_h / 3.0 - 1) < 0.10 and abs(a.duration.cv / 1.5 - 1) < 0.10
+    assert abs(a.per_day / 50 - 1) < 0.07 and abs(b.per_day / 10 - 1) < 0.16  # b: n ≈ 600, SE 4 %
+    assert abs(b.duration.mean_h / 0.5 - 1) < 0.10 and abs(b.duration.cv / 0.5 - 1) < 0.15
+    assert a.gpus_pmf == {4: 1.0} and b.gpus_pmf == {8: 1.0}
+    # MLE with floc=0 is the mean and 1/n standard deviation of log durations
+    logs = np.log(frame.loc[frame.job_class == "a", "duration_h"].to_numpy())
+    assert a.duration.mu == pytest.approx(logs.mean(), rel=1e-6)
+    assert a.duration.sigma == pytest.approx(logs.std(), rel=1e-4)
+    # the true family: small KS, and the flat Poisson arrivals pass the time-rescaling check
+    assert a.duration.ks < 0.03 and a.duration.ks_p > 0.01
+    assert a.arrival_ks < 0.04 and a.arrival_ks_p > 0.01
+
+
+def test_ks_flags_a_wrong_family():
+    rng = np.random.default_rng(7)
+    uniform = rng.uniform(1.0, 10.0, 2000)
+    wrong = fit_durations(uniform, "lognormal")
+    # a lognormal cannot follow a flat density with a hard edge: its best fit misses by ~0.07
+    assert wrong.ks > 0.05 and wrong.ks_p < 1e-5
+    right = fit_durations(rng.lognormal(1.0, 0.8, 2000), "lognormal")
+    assert right.ks < 0.03 and right.ks_p > 0.01
+    empirical = fit_durations(uniform, "empirical")
+    assert empirical.law == "empirical" and empirical.ks < 0.02  # the quantiles follow any shape
+    assert empirical.quantiles[0] == uniform.min() and empirical.quantiles[-1] == uniform.max()
+    assert fit_durations(np.full(5, 2.0)).law == "deterministic"
+
+
+def test_exposure_and_intensity_by_hand():
+    # 50 h: two whole days and hours 0 and 1 of a third
+    assert exposure(50.0, 24, 1.0).tolist() == [3.0, 3.0] + [2.0] * 22
+    # 10 days: one whole week and days 0, 1, 2 again
+    assert exposure(240.0, 7, 24.0).tolist() == [48.0] * 3 + [24.0] * 4
+    flat = np.ones(24), np.ones(7)
+    assert intensity_integral(np.array([0.0, 2.5, 200.0]), 2.0, *flat) == pytest.approx([0.0, 5.0, 400.0])
+    hourly = np.array([2.0] + [22 / 23] * 23)  # mean 1
+    # hour 0 at 2× 0.5/h, then half an hour at 22/23 × 0.5/h
+    assert intensity_integral(np.array([1.5]), 0.5, hourly, np.ones(7))[0] == pytest.approx(1.0 + 0.25 * 22 / 23)
+    # a whole week of any profile holds rate × 168 expected jobs
+    w = np.array([1.2, 1.2, 1.2, 1.2, 1.2, 0.5, 0.5])
+    assert intensity_integral(np.array([168.0]), 0.5, hourly, w)[0] == pytest.approx(84.0)
+
+
+def test_rate_and_profile_by_hand():
+    # 30 jobs over a 60 h window: 12 per day. Submits at 0, 2, 4, … 58 h: one every 2 h, so hours of
+    # the day 0, 2, …, 22 get the jobs; hours 0–11 are covered 3 times (0–12 h, 24–36 h, 48–60 h),
+    # hours 12–23 twice. Hour 0 holds submits 0, 24, 48 (3 jobs in 3 h of exposure); hour 12 holds
+    # 12, 36 (2 in 2 h): both 1 job per exposed hour, twice the overall 0.5 per hour.
+    t = np.arange(0.0, 60.0, 2.0)
+    fit = fit_class("c", t, np.array([1, 2] * 15), np.full(30, 1.5), window_h=60.0)
+    assert fit.per_day == pytest.approx(12.0) and fit.gpus_pmf == {1: 0.5, 2: 0.5}
+    assert fit.hourly == pytest.approx([2.0, 0.0] * 12)
+    # days 0 and 1: 12 jobs in 24 h; day 2 (48–60 h): 6 in 12 h; all 0.5 per hour: flat, and the
+    # days 3–6 the window never saw are 1
+    assert fit.weekly == pytest.approx([1.0] * 7)
+    assert fit.duration.law == "deterministic" and fit.duration.mean_h == 1.5
+
+
+def test_profile_weights_hours_by_exposure():
+    # flat arrivals over 1.5 days: hours 0–11 seen twice, 12–23 once; the profile must stay flat
+    rng = np.random.default_rng(11)
+    t = np.sort(rng.uniform(0.0, 36.0, 7200))
+    hourly = profile(t, 36.0, 24, 1.0)
+    assert np.abs(hourly - 1).max() < 0.15  # ≥ 300 jobs per hour bin: SE ≤ 6 %
+    assert hourly.mean() == pytest.approx(1.0, abs=1e-12)  # exactly mean 1, as documented
+    weekly = profile(t, 36.0, 7, 24.0)  # days 2–6 never seen: 1 before normalising
+    assert weekly.mean() == pytest.approx(1.0, abs=1e-12) and np.ptp(weekly[2:]) == 0
+
+
+def seasonal_times(rng, per_day, hourly, weekly, days):
+    """Poisson arrivals with intensity per_day/24 · hourly[h] · weekly[d], by thinning (written
+    here, apart from the package's generator)."""
+    peak = per_day / 24 * hourly.max() * weekly.max()
+    t = np.sort(rng.uniform(0, days * 24, rng.poisson(peak * days * 24)))
+    rate = per_day / 24 * hourly[np.floor(t).astype(int) % 24] * weekly[np.floor(t / 24).astype(int) % 7]
+    return t[rng.uniform(0, 1, len(t)) < rate / peak]
+
+
+def test_profiles_recovered_and_deseasonalising_matters():
+    hourly = np.where((np.arange(24) >= 8) & (np.arange(24) < 20), 1.5, 0.5)  # mean 1
+    weekly = np.array([1.28] * 5 + [0.3, 0.3])  # mean 1
+    t = seasonal_times(np.random.default_rng(3), 100.0, hourly, weekly, 70)  # ≈ 7000 jobs
+    window = 70 * 24.0
+    fit_h, fit_w = profile(t, window, 24, 1.0), profile(t, window, 7, 24.0)
+    assert fit_h.mean() == pytest.approx(1.0) and fit_w.mean() == pytest.approx(1.0)
+    # busy hours pool ≈ 5200 jobs (SE 1.4 %), quiet ≈ 1750 (2.4 %); weekend days ≈ 600 jobs (4 %)
+    assert abs(fit_h[8:20].mean() / 1.5 - 1) < 0.05 and abs(np.r_[fit_h[:8], fit_h[20:]].mean() / 0.5 - 1) < 0.10
+    assert np.abs(fit_h - hourly).max() < 0.3
+    assert abs(fit_w[:5].mean() / 1.28 - 1) < 0.05 and abs(fit_w[5:].mean() / 0.3 - 1) < 0.15
+    per_h = len(t) / window
+    ks, p = arrival_check(t, per_h, fit_h, fit_w)
+    assert ks < 0.03 and p > 0.01
+    ks_flat, p_flat = arrival_check(t, per_h, np.ones(24), np.ones(7))  # seasonality left in
+    assert ks_flat > 0.1 and p_flat < 1e-10
+    # clockwork arrivals every half hour are not Poisson: gaps all equal, far from Exp(1)
+    regular = np.arange(0, window, 0.5)
+    ks_reg, p_reg = arrival_check(regular, 2.0, np.ones(24), np.ones(7))
+    assert ks_reg > 0.3 and p_reg < 1e-10
+
+
+def test_generated_trace_reproduces_the_fit_and_is_seeded(tmp_path):
+    frame = make_trace([JobGroup("a", per_day=40, gpus=2, mean_h=2.0, cv=1.0)], horizon_days=30, seed=5)
+    frame.loc[::3, "gpus"] = 8  # a third of the jobs on 8 GPUs
+    fits = fit_trace(read_trace(trace_file(tmp_path, frame)))
+    config = config_of(fits, "trace.csv", "job_class", "lognormal")
+    one, two = generate(config, 30, seed=9), generate(config, 30, seed=9)
+    assert one.equals(two) and not one.equals(generate(config, 30, seed=10))
+    refit = fit_trace(read_trace(trace_file(tmp_path, one, "gen.csv")))[0]
+    assert abs(refit.per_day / fits[0].per_day - 1) < 0.1  # n ≈ 1200: SE 3 %
+    assert abs(refit.duration.mean_h / fits[0].duration.mean_h - 1) < 0.15
+    assert abs(refit.gpus_pmf[8] - 1 / 3) < 0.05
+
+
+class Tags(HTMLParser):
+    """Attributes of every tag and the text of every script of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.attrs, self.scripts, self._script = [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        self.attrs += [(tag, k, v or "") for k, v in attrs]
+        self._script = tag == "script"
+
+    def handle_endtag(self, tag):
+        self._script = False
+
+    def handle_data(self, data):
+        if self._script:
+            self.scripts.append(data)
+
+
+def test_cli_writes_config_trace_and_report(tmp_path):
+    frame = make_trace([JobGroup("x", per_day=30, gpus=1, mean_h=1.0, cv=1.0),
+                        JobGroup("y", per_day=5, gpus=4, mean_h=6.0, cv=0.8)], horizon_days=20, seed=2)
+    src = trace_file(tmp_path, frame)
+    out, report = tmp_path / "classes.yaml", tmp_path / "fit.html"
+    result = run(src, "--out", out, "--report", report, "--days", 10, "--seed", 4)
+    assert result.exit_code == 0, result.output
+    assert "x: " in result.output and "duration KS" in result.output
+    config = YAML(typ="safe").load(out.read_text())
+    assert [c["name"] for c in config["classes"]] == ["x", "y"] and config["classes"][1]["gpus"] == {4: 1.0}
+    assert len(config["classes"][0]["hourly_profile"]) == 24 and len(config["classes"][0]["weekly_profile"]) == 7
+    generated = read_trace(tmp_path / "classes.trace.csv")
+    assert set(generated.job_class) == {"x", "y"} and generated.submit_h.max() < 240
+    assert generate(config, 10, seed=4)["duration_h"].to_numpy() == pytest.approx(generated.duration_h, rel=1e-9)
+    html = report.read_text()
+    assert html.count(plotly.offline.get_plotlyjs()[:500]) == 1  # plotly.js inlined once
+    tags = Tags()
+    tags.feed(html)
+    assert not [a for a in tags.attrs if a[1] in ("src", "href")]  # nothing loaded: all inline
+    figures = html.count('class="figure"')
+    assert figures == 2 + 2 and len(tags.scripts) == figures + 1  # 2 profiles, a QQ plot per class; plotly.js once
+    assert not [s for s in tags.scripts[1:] if "http" in s]  # the figures' scripts load nothing
+    assert "QQ plots" in html and "Daily profile" in html and "Weekly profile" in html
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["classes.trace.csv", "classes.yaml", "fit.html", "trace.csv"]
+
+
+def test_cli_bad_trace_exits_2_with_file_line_and_writes_nothing(tmp_path):
+    src = tmp_path / "bad.csv"
+    src.write_text("submit_h,gpus,duration_h\n0,1,1.0\n1,x,2.0\n")
+    out = tmp_path / "classes.yaml"
+    out.write_text("previous\n")
+    result = run(src, "--out", out, "--report", tmp_path / "fit.html")
+    assert result.exit_code == 2
+    assert f"error: {src}:3: gpus: 'x' is not a whole number" in result.output
+    assert "Traceback" not in result.output
+    assert out.read_text() == "previous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "classes.yaml"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--distribution", "gamma"), "--distribution: 'gamma': one of lognormal, empirical"),
+    (("--by", "user"), "--by: 'user': one of job_class, none"),
+    (("--days", "0"), "--days: must be > 0"),
+    (("--trace-out", "SRC"), "--trace-out: is the input trace"),
+])
+def test_cli_refused_flags(tmp_path, args, message):
+    src = tmp_path / "t.csv"
+    src.write_text("submit_h,gpus,duration_h\n0,1,1.0\n5,2,2.0\n9,1,0.5\n")
+    result = run(src, "--out", tmp_path / "c.yaml", *[src if a == "SRC" else a for a in args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+
+
+def test_publish_replaces_nothing_when_a_writer_fails(tmp_path):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    second.write_text("old\n")
+
+    def broken(temp: Path) -> None:
+        temp.write_text("half")
+        raise ScenarioError("b.txt", [Problem((), "broken")])
+
+    with pytest.raises(ScenarioError):
+        publish({first: lambda temp: temp.write_text("new"), second: broken})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt"] and second.read_text() == "old\n"
+
+
+def test_generator_follows_the_profiles_pmf_and_quantiles():
+    hourly = [0.0] * 8 + [2.0] * 12 + [0.0] * 4  # jobs only in hours 8–19
+    weekly = [1.4] * 5 + [0.0, 0.0]  # none on days 5 and 6
+    config = {"classes": [{"name": "c", "per_day": 200.0, "hourly_profile": hourly, "weekly_profile": weekly,
+                           "gpus": {1: 0.25, 8: 0.75},
+                           "duration": {"law": "empirical", "quantiles_h": list(np.linspace(2.0, 4.0, 101))}}]}
+    df = generate(config, 28, seed=1)
+    hours, days = np.floor(df.submit_h) % 24, np.floor(df.submit_h / 24) % 7
+    assert hours.between(8, 19).all() and not days.isin([5, 6]).any()
+    # 4 weeks × 200/day × (5 × 1.4)/7 = 5600 expected jobs (SE 1.3 %)
+    assert abs(len(df) / 5600 - 1) < 0.06
+    assert abs((df.gpus == 8).mean() - 0.75) < 0.03 and set(df.gpus) == {1, 8}
+    # uniform quantiles from 2 to 4 h: uniform durations, mean 3 h
+    assert df.duration_h.between(2.0, 4.0).all() and abs(df.duration_h.mean() - 3.0) < 0.05
+
+
+def test_generated_trace_replays_in_a_scenario(tmp_path):
+    # trace → fit → generated trace → a scenario replays it
+    frame = make_trace([JobGroup("a", per_day=20, gpus=2, mean_h=1.0, cv=1.0)], horizon_days=3, seed=8)
+    src = trace_file(tmp_path, frame)
+    assert run(src, "--out", tmp_path / "fit.yaml", "--days", 3).exit_code == 0
+    (tmp_path / "s.yaml").write_text(
+        "name: fitted\nhorizon_days: 4\nworkload:\n  trace: fit.trace.csv\noptions:\n"
+        "  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}\n")
+    res = costsim.simulate(api.load_scenario(tmp_path / "s.yaml"))
+    generated = read_trace(tmp_path / "fit.trace.csv")
+    assert sorted(res.jobs["job_id"]) == sorted(generated.job_id)  # every generated job is replayed
