@@ -30,6 +30,7 @@ bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/rl_reference.py
 	$(PY) benchmarks/million_trace.py
 	$(PY) benchmarks/sweep_scaling.py
+	$(PY) benchmarks/import_slurm.py
 
 validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)
 	$(PY) -m costsim.runs.validation

@@ -61,11 +61,13 @@ class TraceCheckpoint(StrictModel):
 
 
 class Workload(StrictModel):
-    """The jobs: a CSV trace (``submit_h, gpus, duration_h [, job_id, job_class, priority]``),
+    """The jobs: a CSV trace (``submit_h, gpus, duration_h [, job_id, job_class, priority]``, and
+    ``status, observed_delay_h, source_id`` from ``costsim import-trace``, read and ignored),
     generated RL job classes, or both."""
 
     trace: str | None = Field(
-        None, description="CSV trace path, relative to the scenario file.", min_length=1
+        None, description="CSV trace path, relative to the scenario file (costsim import-trace writes one from "
+        "SLURM, Kubernetes, Helios, Philly or Alibaba PAI records); null: no trace.", min_length=1
     )
     checkpoint: TraceCheckpoint | None = Field(
         None, description="Checkpointing of trace jobs; none when absent."

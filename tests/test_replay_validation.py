@@ -1,0 +1,141 @@
+"""Issue 14 items 4 and 6: the shipped SLURM scenario and the replay validation page.
+
+The replay must run every imported job; the numbers in docs/replay-validation.md must equal those
+recomputed here, straight from the trace's ``observed_delay_h`` and the replay's ``queue_delay_h``
+(pandas' own mean/quantile, not the script's helpers); the scenario validates and runs on the CLI.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import costsim
+from costsim.frontends.cli import app
+from costsim.traces import import_trace
+from costsim.traces.common import write_csv
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "scenarios" / "slurm-lab.yaml"
+TRACE = ROOT / "scenarios" / "traces" / "slurm-lab.csv"
+SAMPLE = ROOT / "tests" / "data" / "traces" / "slurm_sacct.txt"
+DOC = ROOT / "docs" / "replay-validation.md"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("replay_validation", ROOT / "benchmarks" / "replay_validation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def trace() -> pd.DataFrame:
+    return pd.read_csv(TRACE, dtype={"job_id": str})
+
+
+@pytest.fixture(scope="module")
+def replayed() -> pd.DataFrame:
+    jobs = costsim.simulate(SCENARIO).jobs
+    return jobs[jobs["option"] == "own-64"]
+
+
+def test_shipped_trace_is_the_import_of_the_sample(tmp_path, trace):
+    """scenarios/traces/slurm-lab.csv is what `costsim import-trace slurm` writes from the sample today."""
+    fresh = tmp_path / "t.csv"
+    write_csv(import_trace("slurm", SAMPLE).frame, fresh)
+    assert fresh.read_text(encoding="utf-8") == TRACE.read_text(encoding="utf-8")
+    # make_samples.py: 15 literal rows give 8 replayed jobs (1000, 1002, 1003_1, 1003_2, 1077, 1081,
+    # 1082, 1083), and 240 random jobs of which the importer drops those cancelled while pending.
+    assert {"1000", "1002", "1003_1", "1003_2", "1077", "1081", "1082", "1083"} <= set(trace.job_id)
+    assert len(trace) == 242
+
+
+def test_replay_runs_every_imported_job(trace, replayed):
+    assert len(replayed) == len(trace) == 242
+    assert sorted(replayed.job_id.astype(str)) == sorted(trace.job_id)
+    assert replayed.completed.all()
+    # each job holds its GPUs exactly its imported duration on the failure-free pool
+    m = trace.merge(replayed.astype({"job_id": str}), on="job_id", suffixes=("", "_r"))
+    assert np.allclose(m.end_h - m.start_h, m.duration_h)
+    assert np.allclose(m.start_h - m.submit_h, m.queue_delay_h)
+    # FIFO on 64 GPUs: never more than 64 GPUs busy at any start
+    for t in m.start_h:
+        assert m.loc[(m.start_h <= t) & (m.end_h > t), "gpus"].sum() <= 64
+
+
+def _doc_rows(section: str) -> dict[str, list[float]]:
+    """{label: [jobs, mean_s, mean_r, p50_s, p50_r, p95_s, p95_r, waited_s, waited_r]} of a doc table."""
+    text = DOC.read_text(encoding="utf-8")
+    body = text.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in body.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[1].isdigit():
+            nums = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", " ".join(cells[1:]))]
+            rows[cells[0]] = nums
+    return rows
+
+
+def _recomputed(trace: pd.DataFrame, replayed: pd.DataFrame, by: str) -> dict[str, list[float]]:
+    """The same numbers from the two columns, with pandas' own statistics (shares in percent)."""
+    m = trace[["job_id", by, "observed_delay_h"]].merge(
+        replayed[["job_id", "queue_delay_h"]].astype({"job_id": str}), on="job_id")
+    out = {}
+    for name, g in [*m.groupby(by), ("all jobs", m)]:
+        row = [len(g)]
+        for q in ("mean", 0.5, 0.95):
+            for col in ("observed_delay_h", "queue_delay_h"):
+                v = g[col].mean() if q == "mean" else g[col].quantile(q)
+                row.append(v)
+        for col in ("observed_delay_h", "queue_delay_h"):
+            row.append(100 * (g[col] > 1 / 60).sum() / len(g))
+        out[name] = row
+    return out
+
+
+@pytest.mark.parametrize(("section", "by"), [("Delays per job class", "job_class"), ("Delays per outcome", "status")])
+def test_doc_tables_equal_recomputed_numbers(trace, replayed, section, by):
+    doc = _doc_rows(section)
+    want = _recomputed(trace, replayed, by)
+    assert set(doc) == set(want)
+    for name, row in want.items():
+        # displayed to 2 decimals (hours) and whole percent: off by at most half the last digit
+        half = [0.0] + [0.005 + 1e-9] * 6 + [0.5 + 1e-9] * 2
+        assert [abs(d - w) <= h for d, w, h in zip(doc[name], row, half, strict=True)] == [True] * 9, (name, doc[name], row)
+
+
+def test_script_statistics_against_hand_values():
+    rv = _script()
+    s = rv.delay_stats(np.array([0.0, 0.0, 0.5, 1.0, 3.5]))
+    # mean 5/5 = 1; median 0.5; p95 = 1.0 + 0.8 * (3.5 - 1.0) = 3.0 (linear, rank 0.95*4 = 3.8)
+    assert s == pytest.approx({"mean_h": 1.0, "p50_h": 0.5, "p95_h": 3.0, "waited_share": 0.6})
+    assert rv.delay_stats(np.array([0.01, 0.02]))["waited_share"] == 0.5  # 0.6 min: not waited; 1.2 min: waited
+
+
+def test_pairing_refuses_a_job_missing_from_the_replay(trace, replayed):
+    rv = _script()
+    with pytest.raises(ValueError, match="not in both"):
+        rv.paired(trace, replayed.iloc[1:])
+    unfinished = replayed.copy()
+    unfinished.loc[unfinished.index[0], "completed"] = False
+    with pytest.raises(ValueError, match="did not finish"):
+        rv.paired(trace, unfinished)
+
+
+def test_cli_validates_and_runs_the_scenario(tmp_path):
+    runner = CliRunner()
+    out = runner.invoke(app, ["validate", str(SCENARIO)])
+    assert out.exit_code == 0, out.output
+    assert "ok" in out.output
+    out = runner.invoke(app, ["run", str(SCENARIO), "--out", str(tmp_path / "run")])
+    assert out.exit_code == 0, out.output
+    summary = pd.read_csv(tmp_path / "run" / "summary.csv")
+    assert list(summary.option) == ["own-64", "on-demand", "own-64-burst"]
+    assert (summary.jobs_completed == 242).all()
