@@ -1,17 +1,28 @@
-"""The dashboard through Streamlit's AppTest: renders the baseline with no click, reacts to knobs,
-shows an inline error for a bad upload. Edited scenarios download as YAML that loads back."""
+"""The dashboard through Streamlit's AppTest (issue 13): widgets keyed by the scenario's content
+(a same-name upload shows its own numbers), option names follow their size, an invalid knob is
+named next to itself while the last good results stay (marked stale), the scenario in the URL
+restores the edit, every tab renders. Short uploads (30 days) keep each run well under a second.
+"""
 
-from dataclasses import replace
+from __future__ import annotations
+
+import statistics
 from pathlib import Path
 
 import pytest
+import yaml
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard import SCENARIO_DIR, ClassKnobs, apply_knobs, current_knobs
+from costsim.frontends.dashboard import (
+    LINK, SCENARIO_DIR, apply_knobs, content_key, current_knobs, decode_scenario, encode_scenario, sized_name,
+)
+from costsim.frontends.dashboard_tabs import TABS
+from costsim.runs.sweepfile import replication_seed
 from costsim.scenario import scenario_from_yaml
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
+DAYS = 30
 
 
 @pytest.fixture(autouse=True)
@@ -22,148 +33,230 @@ def _clear_caches():
     yield
 
 
-def phases_shown(at):
-    """The phases table as the app shows it (the dataframe with a rollout_s column)."""
-    (df,) = [d.value for d in at.dataframe if "rollout_s" in d.value.columns]
-    return df.set_index(["option", "job_class"]).iteration_s
+def short(text: str | None = None, **replace: str) -> str:
+    """The baseline over ``DAYS`` days (named "short"), with literal text replacements."""
+    text = text or (SCENARIO_DIR / "baseline.yaml").read_text()
+    text = text.replace("horizon_days: 365\n", f"horizon_days: {DAYS}\n").replace("name: baseline\n", "name: short\n")
+    for old, new in replace.items():
+        assert old in text
+        text = text.replace(old, new)
+    return text
 
 
-def test_first_load_shows_the_baseline_comparison():
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    assert not at.exception
-    assert not at.error
-    base = costsim.simulate(SCENARIO_DIR / "baseline.yaml").summary
-    shown = [m.value for m in at.metric if m.label == "Total cost (amortised)"]
-    assert shown == [f"${v:,.0f}" for v in base.total_cost_usd]
-    assert len(at.get("plotly_chart")) >= 5
+def key(data: str, gen: int = 0) -> str:
+    """The widget key prefix of an uploaded file (no trace) with this text."""
+    digest = content_key(data.encode() + bytes(1))
+    return f"{digest}.{gen}"
 
 
-def test_knob_changes_the_result():
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    before = [m.value for m in at.metric if m.label == "Mean queue delay"]
-    at.number_input(key="baseline:gpus:own-256").set_value(384)
-    at.button[0].click().run()
+def start() -> AppTest:
+    """The app opened on a link to the short baseline (so no test pays for the full year first)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["s"] = encode_scenario(short())
+    return at.run()
+
+
+def upload(at: AppTest, text: str, name: str = "short.yaml") -> AppTest:
+    return at.sidebar.file_uploader(key="upload").upload(name, text.encode(), "application/yaml").run()
+
+
+def cards(at: AppTest, label: str) -> list[str]:
+    return [m.value for m in at.metric if m.label.rstrip(" ★") == label]
+
+
+def expected_amortised(text: str, reps: int = 3) -> list[str]:
+    """What the cards must show, computed independently: the mean over the replications that
+    ``costsim sweep --replications`` would run, of ``costsim.simulate`` on the file."""
+    sc = costsim.load_scenario_text(text, "x.yaml", SCENARIO_DIR)
+    runs = [costsim.simulate(sc, seed=replication_seed(sc.seed, r)).summary for r in range(reps)]
+    means = [statistics.fmean(r.total_cost_usd.iloc[i] for r in runs) for i in range(len(runs[0]))]
+    return [f"${m:,.0f}" for m in means]
+
+
+EDITED = {"{name: own-256, kind: owned, gpu_type: H100, gpus: 256,": "{name: own-256, kind: owned, gpu_type: H100, gpus: 320,",
+          "price_tier: neocloud ": "price_tier: neocloud\n    price_per_gpu_hour: 2.49 "}
+
+
+def test_same_name_upload_shows_the_new_numbers():
+    """Issue 13 item 1: the edited file uploaded under the same name shows its own values."""
+    at = upload(start(), short())
     assert not at.exception and not at.error
-    after = [m.value for m in at.metric if m.label == "Mean queue delay"]
-    assert after[0] != before[0] and after[1:] == before[1:]
-
-
-def test_class_knobs_change_iteration_time():
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    assert [m.label for m in at.metric].count("$ per RL iteration") == 4
-    before = phases_shown(at)
-    at.selectbox(key="baseline:ablation-7b:setup").select("disaggregated async")
-    at.slider(key="baseline:mid-32b:cv").set_value(0.3)
-    at.button[0].click().run()
+    first = cards(at, "Amortised cost")
+    assert [c.split(" ±")[0] for c in first] == expected_amortised(short())
+    assert at.number_input(key=f"{key(short())}:gpus:own-256").value == 256
+    edited = short(**EDITED)
+    at = upload(at, edited)  # the same file name, new content
     assert not at.exception and not at.error
-    after = phases_shown(at)
-    sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
+    k = key(edited)
+    assert at.number_input(key=f"{k}:gpus:own-256").value == 320  # the file names it; knob edits rename
+    assert at.number_input(key=f"{k}:price:cloud-od").value == 2.49
+    shown = [c.split(" ±")[0] for c in cards(at, "Amortised cost")]
+    assert shown != [c.split(" ±")[0] for c in first]
+    assert shown == expected_amortised(edited)
+
+
+def test_resizing_an_option_renames_it_everywhere():
+    at = upload(start(), short())
+    at.number_input(key=f"{key(short())}:gpus:own-256").set_value(320)
+    at.button(key="FormSubmitter:knobs-Run").click().run()
+    assert not at.exception and not at.error
+    names = [m.value for m in at.markdown if m.value.startswith("**own")]
+    assert any(n.startswith("**own\\-320**") for n in names) and not any("own\\-256" in n for n in names)
+    shared = yaml.safe_load(decode_scenario(at.query_params["s"][0] if isinstance(at.query_params["s"], list)
+                                            else at.query_params["s"], 10**6))
+    assert [o["name"] for o in shared["options"]][:3] == ["own-320", "own-384", "own-512"]
+    assert shared["options"][0]["gpus"] == 320
+
+
+def test_sized_name():
+    assert sized_name("own-256", 256, 320) == "own-320"
+    assert sized_name("h100x256", 256, 512) == "h100x512"
+    assert sized_name("own-256", 128, 320) == "own-256"  # the number is not its size
+    assert sized_name("lab", 256, 320) == "lab"
+
+
+def test_rename_keeps_hybrids_pointing_at_their_parts_and_never_collides():
+    sc = costsim.load_scenario(SCENARIO_DIR / "hybrid-burst.yaml")
     k = current_knobs(sc)
-    classes = {**k.classes, "ablation-7b": replace(k.classes["ablation-7b"], setup="disaggregated async"),
-               "mid-32b": replace(k.classes["mid-32b"], response_cv=0.3)}
-    edited = apply_knobs(sc, replace(k, classes=classes))
-    expected = costsim.simulate(edited).phases.set_index(["option", "job_class"]).iteration_s
-    for opt in ("own-256", "cloud-od"):
-        # the app shows the edited scenario's own numbers; async (half the GPUs sampling, one
-        # iteration ahead) overlaps the long-tailed rollout with training and beats colocated sync
-        assert after[(opt, "ablation-7b")] == pytest.approx(expected[(opt, "ablation-7b")], rel=1e-12)
-        assert after[(opt, "ablation-7b")] < before[(opt, "ablation-7b")]
-        assert after[(opt, "mid-32b")] < before[(opt, "mid-32b")]  # a shorter tail releases sync iterations sooner
-        assert after[(opt, "flagship-70b")] == before[(opt, "flagship-70b")]
+    owned = next(iter(k.owned_gpus))
+    step = 8
+    new = apply_knobs(sc, type(k)({**k.owned_gpus, owned: k.owned_gpus[owned] + step}, k.cloud_price, k.arrival_scale))
+    renamed = sized_name(owned, k.owned_gpus[owned], k.owned_gpus[owned] + step)
+    hybrids = [o for o in new.options if o.kind == "hybrid"]
+    assert all(h.base != owned for h in hybrids)
+    if renamed != owned:
+        assert any(h.base == renamed for h in hybrids) or not hybrids
+    base = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
+    kb = current_knobs(base)
+    clash = apply_knobs(base, type(kb)({**kb.owned_gpus, "own-256": 384}, kb.cloud_price, kb.arrival_scale))
+    assert [o.name for o in clash.options][:2] == ["own-256", "own-384"]  # own-384 is taken: no rename
 
 
-@pytest.mark.parametrize("name", ["hybrid-burst", "train-and-serve", "reserved-vs-on-demand", "lab-trace",
-                                  "failures-at-scale", "spot-rollouts"])
-def test_every_shipped_scenario_renders(name):
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.sidebar.selectbox(key="scenario_choice").select(name).run()
+def test_untouched_knobs_change_nothing():
+    for name in ("baseline", "hybrid-burst", "reserved-vs-on-demand"):
+        sc = costsim.load_scenario(SCENARIO_DIR / f"{name}.yaml")
+        again = apply_knobs(sc, current_knobs(sc))
+        assert costsim.dump_scenario(again) == costsim.dump_scenario(sc)  # catalog nulls stay null
+
+
+def test_invalid_knob_is_named_next_to_it_and_results_stay_stale():
+    at = upload(start(), short())
+    good = cards(at, "Amortised cost")
+    at.number_input(key=f"{key(short())}:gpus:own-256").set_value(100)  # not whole 8-GPU nodes
+    at.button(key="FormSubmitter:knobs-Run").click().run()
+    assert not at.exception
+    side = [e.value for e in at.sidebar.error]
+    assert side and "not a whole number" in side[0]
+    assert "own-256: owned GPUs: 100 GPUs is not a whole number" in at.code[0].value
+    assert "options.0.gpus" not in at.code[0].value
+    assert cards(at, "Amortised cost") == good  # the last good results, still on screen
+    assert any(w.value.startswith("**Stale:**") for w in at.warning)
+
+
+def test_new_knobs_reach_the_scenario():
+    at = upload(start(), short())
+    k = key(short())
+    at.number_input(key=f"{k}:econ:electricity_usd_per_kwh").set_value(0.5)
+    at.number_input(key=f"{k}:horizon").set_value(20.0)
+    at.number_input(key=f"{k}:replications").set_value(1)
+    at.button(key="FormSubmitter:knobs-Run").click().run()
     assert not at.exception and not at.error
-    res = costsim.simulate(SCENARIO_DIR / f"{name}.yaml")
-    shown = [m.value for m in at.metric if m.label == "Total cost (amortised)"]
-    assert shown == [f"${v:,.0f}" for v in res.summary.total_cost_usd]
-    hybrids = (res.summary.kind == "hybrid").sum()
-    assert [m.label for m in at.metric].count("Jobs on burst") == hybrids
-    assert [m.label for m in at.metric].count("Goodput") == len(res.summary)
-    if len(res.advice):
-        (advice,) = [d.value for d in at.dataframe if "optimal_interval_h" in d.value.columns]
-        assert len(advice) == len(res.advice)
-    if len(res.breakeven):
-        (table,) = [d.value for d in at.dataframe if "breakeven_utilization" in d.value.columns]
-        assert len(table) == len(res.breakeven)
+    shared = costsim.load_scenario_text(decode_scenario(at.query_params["s"][0] if isinstance(at.query_params["s"], list)
+                                                        else at.query_params["s"], 10**6), "s.yaml", SCENARIO_DIR)
+    assert shared.economics.electricity_usd_per_kwh == 0.5 and shared.horizon_days == 20
+    assert shared.economics.depreciation_years is None  # untouched: still the catalog's
+    assert all("±" not in c for c in cards(at, "Amortised cost"))  # one replication: no interval
+    assert cards(at, "Amortised cost") == [f"${v:,.0f}" for v in costsim.simulate(
+        shared, seed=replication_seed(shared.seed, 0)).summary.total_cost_usd]
+
+
+def test_url_restores_the_edit():
+    at = upload(start(), short())
+    at.number_input(key=f"{key(short())}:price:cloud-od").set_value(2.49)
+    at.button(key="FormSubmitter:knobs-Run").click().run()
+    s = at.query_params["s"]
+    s = s[0] if isinstance(s, list) else s
+    again = AppTest.from_file(APP, default_timeout=120)
+    again.query_params["s"] = s
+    again.run()
+    assert not again.exception and not again.error
+    assert again.sidebar.selectbox(key="scenario_choice").value == f"{LINK}: short"
+    text = decode_scenario(s, 10**6)
+    assert again.number_input(key=f"{content_key(text.encode())}.0:price:cloud-od").value == 2.49
+
+
+def test_damaged_link_falls_back_with_a_message():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["s"] = "not-a-scenario"
+    at.run()
+    assert not at.exception
+    assert at.error and "link" in at.error[0].value
+    assert at.sidebar.selectbox(key="scenario_choice").value == "baseline"
+
+
+def test_link_codec():
+    text = short()
+    assert decode_scenario(encode_scenario(text), 10**6) == text
+    with pytest.raises(costsim.ScenarioError, match="larger than"):
+        decode_scenario(encode_scenario("x" * 100_000), 1000)  # a zip bomb is refused before inflating it all
+    with pytest.raises(costsim.ScenarioError, match="damaged|cut short"):
+        decode_scenario("@@@", 1000)
+
+
+def test_uploaded_file_is_named_in_the_selector():
+    at = upload(start(), short())
+    box = at.sidebar.selectbox(key="scenario_uploaded")
+    assert box.value == "uploaded: short.yaml" and box.disabled
+
+
+def test_every_tab_renders_and_download_round_trips():
+    at = upload(start(), short())
+    at.number_input(key=f"{key(short())}:replications").set_value(1)
+    at.button(key="FormSubmitter:knobs-Run").click().run()
+    for tab in TABS:
+        if tab in ("Sensitivity", "Sweep"):
+            continue  # their own tests (tests/test_decision_tabs*.py) run them
+        at.radio(key="tab").set_value(tab).run()
+        assert not at.exception and not at.error, tab
+        if tab not in ("Data", "Failures", "Edit scenario"):
+            assert len(at.get("plotly_chart")) >= 1, tab
+        if tab == "Edit scenario":  # the editor, keyed by the loaded scenario
+            assert any(w.key.startswith(f"ed-{key(short())}:") for w in at.number_input), tab
+        if tab == "Capacity":  # the job timeline of the option chosen (issue 14 item 5)
+            gantts = len(at.get("plotly_chart"))
+            at.selectbox(key="gantt_option").set_value("cloud-od").run()
+            assert not at.exception and len(at.get("plotly_chart")) == gantts
+            spec = at.get("plotly_chart")[-1].proto.spec
+            assert "cloud-od" in spec and "own-384" not in spec  # that option's panel only
+    sc = costsim.load_scenario_text(short(), "short.yaml", SCENARIO_DIR)
+    again, _ = scenario_from_yaml(costsim.dump_scenario(sc), "download.yaml", SCENARIO_DIR)
+    assert again == sc
 
 
 def test_bad_upload_shows_an_inline_error():
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    text = (SCENARIO_DIR / "baseline.yaml").read_text().replace("gpus: 256", "gpus: -256")
-    at.sidebar.file_uploader[0].upload("mine.yaml", text.encode(), "application/yaml").run()
+    at = upload(start(), short(**{"gpus: 256,": "gpus: -256,"}), "mine.yaml")
     assert not at.exception
-    # the red box says what happened; the problems (user text) follow verbatim in a code block
     assert at.error and "cannot be used" in at.error[0].value
     assert "mine.yaml" in at.code[0].value and "options.0.gpus" in at.code[0].value
 
 
-def test_good_upload_runs():
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    text = (SCENARIO_DIR / "baseline.yaml").read_text().replace("name: baseline", "name: mine")
-    at.sidebar.file_uploader[0].upload("mine.yaml", text.encode(), "application/yaml").run()
-    assert not at.exception and not at.error
-    assert any("mine" in s.value for s in at.subheader)
+def test_figures_are_built_once_per_scenario_seed_and_figure():
+    from types import SimpleNamespace
 
+    from costsim.frontends.dashboard_tabs import cached_figure
 
-def test_edited_scenario_round_trips():
-    sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
-    k = current_knobs(sc)
-    classes = {**k.classes, "mid-32b": ClassKnobs(14, 4000, 1.5, "disaggregated async")}
-    edited = apply_knobs(sc, type(k)({**k.owned_gpus, "own-512": 640}, {"cloud-od": 3.5}, 1.25, classes))
-    again, _ = scenario_from_yaml(costsim.dump_scenario(edited), "download.yaml", SCENARIO_DIR)
-    assert again == edited
-    assert again.option("own-512").gpus == 640 and again.option("cloud-od").price_per_gpu_hour == 3.5
-    mid = again.workload.classes[1]
-    assert (mid.model_params_b, mid.placement, mid.mode, mid.rollout.lengths.cv) == (14, "disaggregated", "async", 1.5)
+    sc = costsim.load_scenario_text(short(), "short.yaml", SCENARIO_DIR)
+    built = []
 
+    def fig_of(res, *args):
+        built.append((res.seed, args))
+        return object()
 
-def test_knob_errors_are_scenario_errors():
-    sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
-    k = current_knobs(sc)
-    with pytest.raises(costsim.ScenarioError, match="never run"):
-        apply_knobs(sc, type(k)({**k.owned_gpus, "own-256": 128}, k.cloud_price, 1.0, k.classes))
-
-
-def test_an_edited_upload_of_the_same_name_shows_its_own_numbers():
-    """An upload named like the scenario on screen must not inherit the old widget values, and
-    values beyond a knob's usual range (valid in the schema) must not crash the widgets."""
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    assert at.slider(key="baseline:scale").value == 1.0
-    text = (SCENARIO_DIR / "baseline.yaml").read_text()
-    text = text.replace("horizon_days: 365", "horizon_days: 20").replace("workload:", "workload:\n  arrival_scale: 4", 1)
-    text = text.replace("response_tokens: {mean: 2000, cv: 1.0", "response_tokens: {mean: 2000, cv: 4.0", 1)
-    at.sidebar.file_uploader[0].upload("mine.yaml", text.encode(), "application/yaml").run()
-    assert not at.exception and not at.error
-    assert at.slider(key="baseline:scale").value == 4.0
-    assert at.slider(key="baseline:ablation-7b:cv").value == 4.0
-
-
-def test_iteration_speed_tab_shows_every_phase():
-    """A sync and an async class (tests/test_phases_table.py): the phases table with readable
-    headers for every new column, the phase and throughput figures, and the async caption."""
-    import json
-
-    from test_phases_table import SCENARIO
-
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.sidebar.file_uploader[0].upload("phases.yaml", json.dumps(SCENARIO).encode(), "application/yaml").run()
-    assert not at.exception and not at.error
-    res = costsim.simulate(costsim.runs.api.scenario_from_data(SCENARIO, "test"))
-    (table,) = [d for d in at.dataframe if "rollout_s" in d.value.columns]
-    shown = table.value.set_index("job_class")
-    for col in ("iteration_s", "logprobs_s", "overhead_s", "rollout_tokens_per_s_per_gpu"):
-        assert list(shown[col]) == pytest.approx(list(res.phases[col]), rel=1e-12), col
-    assert list(shown.straggler_share) == pytest.approx(list(res.phases.straggler_share * 100), rel=1e-12)  # per cent
-    labels = {col: c.get("label") for col, c in json.loads(table.proto.columns).items()}
-    new = ("logprobs_s", "sync_s", "overhead_s", "straggler_share", "rollout_tokens_per_s_per_gpu")
-    assert [labels[c] for c in new] == ["log-probs (s)", "sync / reshard (s)", "async overhead (s)", "straggler share",
-                                        "rollout tok/s per GPU"]
-    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert any(t.startswith("Where an iteration goes") and "async" in t for t in titles)
-    assert any(t.startswith("Rollout throughput per GPU") for t in titles)
-    assert any("Async classes overlap rollout with training" in c.value for c in at.caption)
+    one, other = SimpleNamespace(scenario=sc, seed=1), SimpleNamespace(scenario=sc, seed=2)
+    first = cached_figure([one], fig_of, "own-256")
+    assert cached_figure([SimpleNamespace(scenario=sc, seed=1)], fig_of, "own-256") is first  # same content
+    cached_figure([other], fig_of, "own-256")  # another seed
+    cached_figure([one], fig_of, "cloud-od")  # another argument
+    edited = costsim.load_scenario_text(short(**EDITED), "short.yaml", SCENARIO_DIR)
+    cached_figure([SimpleNamespace(scenario=edited, seed=1)], fig_of, "own-256")  # another scenario
+    assert built == [(1, ("own-256",)), (2, ("own-256",)), (1, ("cloud-od",)), (1, ("own-256",))]

@@ -25,7 +25,7 @@ from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends import dashboard
+from costsim.frontends import bounded, dashboard
 from costsim.frontends.dashboard import SCENARIO_DIR, Limits, Upload, literal_markdown, load_upload, run_key
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -70,7 +70,10 @@ def page_strings(at: AppTest) -> list[str]:
 
 
 def upload(text: str, trace: tuple[str, bytes] | None = None, timeout: float = 120) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=timeout).run()
+    """The app opened on a link to a 30-day baseline (not the full year), then ``text`` uploaded."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.query_params["s"] = dashboard.encode_scenario(BASELINE.replace("horizon_days: 365\n", "horizon_days: 30\n"))
+    at.run()
     if trace is not None:
         at.sidebar.file_uploader(key="trace_upload").upload(trace[0], trace[1], "text/csv")
     at.sidebar.file_uploader(key="upload").upload("mine.yaml", text.encode(), "application/yaml").run()
@@ -257,7 +260,7 @@ def test_interrupted_run_kills_its_process(monkeypatch):
         started.append(real(*args, **kwargs))
         return started[-1]
 
-    monkeypatch.setattr(dashboard.subprocess, "Popen", recording)
+    monkeypatch.setattr(bounded.subprocess, "Popen", recording)
 
     class Rerun(Exception):
         pass

@@ -12,7 +12,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard import SCENARIO_DIR, apply_knobs, current_knobs, literal_markdown
+from costsim.frontends.dashboard import (
+    SCENARIO_DIR, apply_knobs, content_key, current_knobs, encode_scenario, literal_markdown,
+)
+from costsim.runs.sweepfile import replication_seed
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 DAYS = 60  # the baseline over 60 days: each run about a second
@@ -33,17 +36,21 @@ def short_baseline() -> str:
 
 
 def test_headline_is_the_verdict_and_never_a_flagged_option():
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.sidebar.file_uploader[0].upload("short.yaml", short_baseline().encode(), "application/yaml").run()
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["s"] = encode_scenario(short_baseline())  # opened on a link: no full-year run first
+    at.run()
     assert not at.exception and not at.error
-    at.slider(key="short:scale").set_value(3.0)  # the dashboard's own knob: arrivals × 3
-    at.button[0].click().run()
+    linked = costsim.load_scenario_text(short_baseline(), "short.yaml", SCENARIO_DIR)
+    k = f"{content_key(costsim.dump_scenario(linked).encode())}.0"  # a link's widgets: keyed by its YAML
+    at.number_input(key=f"{k}:scale").set_value(3.0)  # the dashboard's own knob: arrivals × 3
+    at.number_input(key=f"{k}:replications").set_value(1)  # one run: the cards are its numbers
+    at.button(key="FormSubmitter:knobs-Run").click().run()
     assert not at.exception and not at.error
 
     # what the app ran: the upload with the knob applied
     base = costsim.load_scenario_text(short_baseline(), "short.yaml", SCENARIO_DIR)
     edited = apply_knobs(base, replace(current_knobs(base), arrival_scale=3.0))
-    res = costsim.simulate(edited)
+    res = costsim.simulate(edited, seed=replication_seed(edited.seed, 0))
     s = res.summary.set_index("option")
     # Independent of the verdict code: on-demand (no capacity limit) finishes nearly every job, and
     # that work alone is more GPU-hours than even the 512 owned GPUs have in the horizon, so no owned
@@ -67,8 +74,9 @@ def test_headline_is_the_verdict_and_never_a_flagged_option():
         assert "offered load" in line and "never recommended" in line
     assert not any("cloud" in f for f in flags)
     assert [m for m in shown if "cannot keep up" in m and m.startswith("**⚠")] == ["**⚠ cannot keep up**"] * 3
+    assert sum("recommended" in m for m in shown if m.startswith("**cloud")) == 1
     # each card: the amortised total beside the cash spent, the app's numbers being the run's
-    amortised = [m.value for m in at.metric if m.label == "Total cost (amortised)"]
-    cash = [m.value for m in at.metric if m.label == "Cash spent"]
+    amortised = [m.value for m in at.metric if m.label.rstrip(" ★") == "Amortised cost"]
+    cash = [m.value for m in at.metric if m.label.rstrip(" ★") == "Cash spent"]
     assert amortised == [f"${v:,.0f}" for v in res.summary.total_cost_usd]
     assert cash == [f"${v:,.0f}" for v in res.summary.cash_spent_usd]

@@ -50,7 +50,7 @@ class EditorResult:
         return self.scenario is not None
 
 
-def _state(data: dict, key: str) -> dict:
+def editor_state(data: dict, key: str) -> dict:
     """The editor's working state for ``key``, created from ``data`` the first time."""
     sk = f"{key}:editor"
     if sk not in st.session_state:
@@ -246,7 +246,7 @@ def scenario_editor(data: dict, key: str, base_dir: Path | str | None = None) ->
     ``key``: a prefix for every widget and the session state, different for each loaded scenario
     (a hash of its content), the same across reruns. ``base_dir``: where a relative trace path is
     read from (the loaded scenario's ``base_dir``; default the working folder)."""
-    state = _state(data, key)
+    state = editor_state(data, key)
     ui = Ui(f"{key}:{state['gen']}", state["data"])
     top = st.container()
     if state["note"]:

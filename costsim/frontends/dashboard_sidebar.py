@@ -1,0 +1,116 @@
+"""The dashboard's sidebar knobs (Streamlit): one form whose widgets are keyed by the scenario's
+content (``sharing.content_key``), so an upload, a scenario switch or a reset always shows that
+scenario's values, and an empty slot under each knob where its validation error goes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from costsim.catalog import resolve
+from costsim.frontends.knobs import ECONOMY, SETUPS, ClassKnobs, Knobs, current_knobs
+from costsim.scenario import Scenario
+
+DEFAULT_REPLICATIONS = 3
+MAX_REPLICATIONS = 10
+
+ECONOMY_WIDGETS = {  # field -> (label, step, format, help)
+    "depreciation_years": ("Depreciation (years)", 0.5, "%.1f", "Straight-line life of owned hardware; the "
+                           "amortised cost spreads capex over it."),
+    "electricity_usd_per_kwh": ("Electricity ($/kWh)", 0.01, "%.3f", "Price of a kWh at the facility (× PUE)."),
+    "cost_of_capital": ("Cost of capital (per year)", 0.01, "%.3f", "0: straight-line depreciation; above 0: "
+                        "capital paid back as an annuity at this annual rate (0.08 = 8 %)."),
+}
+
+
+@dataclass
+class KnobForm:
+    """What the form gave: the knobs, the replications (a session setting, not in the scenario),
+    a slot under each knob by knob id (``knobs.knob_paths``) and each knob's label."""
+
+    knobs: Knobs
+    replications: int
+    slots: dict
+    labels: dict
+
+
+def _widget(form: KnobForm, knob: str, label: str, make):
+    """A widget made by ``make(label)``, with an empty slot below it for its error."""
+    value = make(label)
+    form.slots[knob] = st.empty()
+    form.labels[knob] = label
+    return value
+
+
+def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> KnobForm:
+    """The sidebar's knobs for ``scenario``; ``key`` prefixes every widget key (the content key).
+    ``session_key`` (default ``key``) prefixes the settings that are not in the scenario
+    (replications), so an edit of the scenario does not reset them."""
+    session_key = session_key or key
+    k = current_knobs(scenario)
+    plans = {p.name: p for p in resolve(scenario)}
+    out = KnobForm(k, DEFAULT_REPLICATIONS, {}, {})
+    owned, capex, lead, prices = {}, {}, {}, {}
+    with st.sidebar.form("knobs"):
+        st.subheader("Knobs")
+        for name, gpus in k.owned_gpus.items():
+            step = plans[name].gpus_per_node
+            owned[name] = _widget(out, f"gpus:{name}", f"{name}: owned GPUs", lambda label: st.number_input(
+                label, value=gpus, step=step, key=f"{key}:gpus:{name}",
+                help="Whole nodes. An option named after its size is renamed with it (own-256 at 320 GPUs: own-320)."))
+        for name, price in k.cloud_price.items():
+            prices[name] = _widget(out, f"price:{name}", f"{name}: $/GPU-hour", lambda label: st.number_input(
+                label, value=float(price), step=0.1, format="%.2f", key=f"{key}:price:{name}",
+                help="Default: the catalog price for this GPU and tier."))
+        scale = _widget(out, "scale", "Arrival scale (× the job arrival rate)", lambda label: st.number_input(
+            label, value=float(k.arrival_scale), step=0.05, format="%.2f", key=f"{key}:scale",
+            help="Multiplies every class's arrivals per day; a trace is thinned below 1 and gets jittered copies "
+                 "above 1."))
+        if k.owned_gpus:
+            with st.expander("Owned clusters: capex and lead time"):
+                for name in k.owned_gpus:
+                    capex[name] = _widget(out, f"capex:{name}", f"{name}: capex per GPU ($)", lambda label: st.number_input(
+                        label, value=float(k.capex_per_gpu[name]), step=1000.0, format="%.0f", key=f"{key}:capex:{name}",
+                        help="All-in: server, fabric, storage and installation, per GPU. Default: the catalog's."))
+                    lead[name] = _widget(out, f"lead:{name}", f"{name}: lead time (days)", lambda label: st.number_input(
+                        label, value=float(k.lead_time_days[name]), step=7.0, format="%.0f", key=f"{key}:lead:{name}",
+                        help="Days from order to delivery; no jobs run and no capital is counted before."))
+        with st.expander("Economics"):
+            economy = {f: _widget(out, f"econ:{f}", ECONOMY_WIDGETS[f][0], lambda label, f=f: st.number_input(
+                label, value=float(k.economy[f]), step=ECONOMY_WIDGETS[f][1], format=ECONOMY_WIDGETS[f][2],
+                key=f"{key}:econ:{f}", help=ECONOMY_WIDGETS[f][3])) for f in ECONOMY}
+        classes = {}
+        for name, ck in k.classes.items():
+            with st.expander(f"RL class {name}"):
+                classes[name] = ClassKnobs(
+                    _widget(out, f"{name}:params", "Model size (B parameters)", lambda label: st.number_input(
+                        label, value=float(ck.model_params_b), step=1.0, format="%.1f", key=f"{key}:{name}:params",
+                        help="Parameters of the policy model in billions; sets the FLOPs and memory of every phase.")),
+                    _widget(out, f"{name}:len", "Mean response length (tokens)", lambda label: st.number_input(
+                        label, value=int(round(ck.response_mean)), step=100, format="%d", key=f"{key}:{name}:len",
+                        help="Mean tokens generated per response in rollout; the cap stays as the scenario sets it.")),
+                    _widget(out, f"{name}:cv", "Response length tail (cv)", lambda label: st.number_input(
+                        label, value=float(ck.response_cv), step=0.1, format="%.2f", key=f"{key}:{name}:cv",
+                        help="0: every response equally long. Larger: longer stragglers, which hold a synchronous "
+                             "iteration.")),
+                    _widget(out, f"{name}:setup", "Placement and mode", lambda label: st.selectbox(
+                        label, SETUPS, SETUPS.index(ck.setup), key=f"{key}:{name}:setup",
+                        help="Colocated: every phase on all GPUs. Disaggregated: separate sampling and training GPUs. "
+                             "Async: sampling runs ahead of training.")),
+                )
+        with st.expander("Run: horizon, seed, replications"):
+            horizon = _widget(out, "horizon", "Horizon (days)", lambda label: st.number_input(
+                label, value=float(k.horizon_days), step=30.0, format="%.0f", key=f"{key}:horizon",
+                help="Days simulated; costs and break-even are counted over them."))
+            seed = _widget(out, "seed", "Seed", lambda label: st.number_input(
+                label, value=int(k.seed), step=1, format="%d", key=f"{key}:seed",
+                help="Root seed; replication r runs with a seed derived from it (as `costsim sweep --replications`)."))
+            out.replications = int(_widget(out, "replications", "Replications", lambda label: st.number_input(
+                label, min_value=1, max_value=MAX_REPLICATIONS, value=DEFAULT_REPLICATIONS, step=1,
+                key=f"{session_key}:replications",
+                help="Runs with different random jobs; the verdict's interval and the ± on the cards come from them.")))
+        st.form_submit_button("Run", type="primary")
+    out.knobs = Knobs(owned, prices, scale, classes, capex, lead, economy, horizon, seed)
+    return out

@@ -1,0 +1,172 @@
+"""The dashboard's tabs (Streamlit). A radio is the tab bar and only the chosen tab is drawn:
+``st.tabs`` would build every tab's figures on every rerun (most of a rerun's time on the
+baseline). Figures are from the first replication unless a figure takes them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections import OrderedDict
+
+import streamlit as st
+
+import costsim
+from costsim import plots
+from costsim.catalog import default_catalog
+from costsim.frontends.bounded import run_key
+from costsim.frontends.dashboard_views import show_table
+from costsim.frontends.headline import literal_markdown
+
+TABS = ["Overview", "Cost", "Capacity", "Iteration speed", "Failures", "Sensitivity", "Sweep", "Edit scenario", "Data"]
+
+
+def _optional(module: str, name: str):
+    """A function from a module other helpers may not have written yet (None until they have)."""
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+
+
+FIGURES_KEPT = 256  # about 40 scenario/seed pairs of every figure; a baseline figure is ~0.1–1 MB
+
+
+@st.cache_resource
+def _figures() -> OrderedDict:
+    """Built figures shared by every session, least recently used dropped first."""
+    return OrderedDict()
+
+
+def figure_key(runs: list, name: str, *args) -> tuple:
+    """What a figure depends on: the exact scenario and seed of each run it draws (``run_key``),
+    the figure's name and its arguments."""
+    return (tuple(run_key(r.scenario, r.seed) for r in runs), name, args)
+
+
+def cached_figure(runs: list, make, *args):
+    """``make(runs_or_first_run, *args)``, built once per (scenario content, seeds, figure):
+    a rerun after switching tabs, or back to settings seen before, draws without rebuilding."""
+    cache = _figures()
+    key = figure_key(runs, make.__name__, *args)
+    if key in cache:
+        cache.move_to_end(key)
+        return cache[key]
+    fig = make(runs if len(runs) > 1 else runs[0], *args)
+    cache[key] = fig
+    while len(cache) > FIGURES_KEPT:
+        cache.popitem(last=False)
+    return fig
+
+
+def chart(fig, key: str) -> None:
+    st.plotly_chart(fig, width="stretch", theme=None, key=key)
+
+
+def plot(runs: list, make, key: str, *args) -> None:
+    """Draw ``make``'s figure of ``runs`` (a list: a figure over replications; else the first run)."""
+    chart(cached_figure(runs, make, *args), key)
+
+
+def tab_bar() -> str:
+    """The chosen tab's name (a labelled radio, kept across reruns by its key)."""
+    return st.radio("View", TABS, horizontal=True, key="tab") or TABS[0]
+
+
+def render(tab: str, scenario: costsim.Scenario, runs: list, limits, replications: int) -> None:
+    res = runs[0]
+    {"Overview": overview, "Cost": cost, "Capacity": capacity, "Iteration speed": speed, "Failures": failures,
+     "Data": data}.get(tab, lambda *_: None)(res, runs, scenario)
+    if tab == "Sensitivity":
+        fn = _optional("costsim.frontends.decision_tabs", "sensitivity_tab")
+        if fn is None:
+            st.info("The sensitivity tab is not available in this build.")
+        else:
+            fn(scenario, "sens", replications=replications, limits=limits)
+    if tab == "Sweep":
+        fn = _optional("costsim.frontends.decision_tabs", "sweep_tab")
+        if fn is None:
+            st.info("The sweep tab is not available in this build.")
+        else:
+            fn(scenario, "sweep", limits=limits)
+
+
+def overview(res, runs, scenario) -> None:
+    if len(runs) > 1:
+        plot(runs, plots.cumulative_cost_band, "fig_cum_band")
+    else:
+        plot([res], plots.cumulative_cost, "fig_cum_overview")
+    show_table(res.summary, "summary_table")
+
+
+def cost(res, runs, scenario) -> None:
+    one = [res]
+    plot(one, plots.cumulative_cash, "fig_cash_cum")
+    if len(res.breakeven):
+        st.caption("Break-even: the first month from which owning or committing stays at or below the rental "
+                   "in cumulative cash out (0: cheaper from the start; – : dearer at the horizon's end, with "
+                   "the extrapolated month beside it; cheaper until month: cheaper first, dearer later), and the "
+                   "utilisation above which owning or committing beats the rental price per used GPU-hour. "
+                   "First replication; the sentence at the top averages every replication.")
+        show_table(res.breakeven, "breakeven_table")
+    if len(runs) > 1:  # the mean over replications with its 95 % band
+        plot(runs, plots.cumulative_cost_band, "fig_cum")
+    else:
+        plot(one, plots.cumulative_cost, "fig_cum")
+    plot(one, plots.cost_breakdown, "fig_breakdown")
+    plot(one, plots.cash_flow, "fig_cashflow")
+    npv = ", ".join(f"{literal_markdown(r.option)} \\${r.npv_usd:,.0f}" for r in res.summary.itertuples())
+    st.caption(f"Net present value of each option's cash flow: {npv}.")
+    if (res.summary["kind"] == "hybrid").any():
+        plot(one, plots.hybrid_parts, "fig_hybrid")
+
+
+def capacity(res, runs, scenario) -> None:
+    one = [res]
+    plot(one, plots.delay_distribution, "fig_delay")
+    plot(one, plots.utilization_over_time, "fig_util")
+    plot(one, plots.queue_over_time, "fig_queue")
+    options = list(res.summary["option"])
+    option = st.selectbox("Job timeline of option", options, key="gantt_option",
+                          help="Each job waiting (grey) and running (its class's colour); first replication.")
+    plot(one, plots.gantt, "fig_gantt", option if option in options else options[0])
+
+
+def speed(res, runs, scenario) -> None:
+    from costsim.frontends.dashboard_phases import phases_table
+
+    if len(res.phases):
+        one = [res]
+        plot(one, plots.iterations_per_day, "fig_iters")
+        plot(one, plots.phase_breakdown, "fig_phases")
+        plot(one, plots.rollout_throughput, "fig_rollout")
+        phases_table(res)
+    else:
+        st.info("This scenario has no RL job classes (only a trace), so there are no iterations to time.")
+
+
+def failures(res, runs, scenario) -> None:
+    plot([res], plots.lost_work, "fig_lost")
+    cols = ["option", "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd",
+            "interruption_delay_mean_h"]
+    show_table(res.summary[cols], "reliability_table")
+    if len(res.advice):
+        st.markdown("**Checkpoint advice** (Young/Daly: interval √(2 · write ÷ interruption rate); "
+                    "`excess` is how much longer the current interval makes a job than the optimal one)")
+        show_table(res.advice, "advice_table")
+    else:
+        st.info("No option in this scenario interrupts RL jobs (no failures or preemption).")
+
+
+def data(res, runs, scenario) -> None:
+    st.download_button("Edited scenario (YAML)", costsim.dump_scenario(scenario), f"{scenario.name}.yaml",
+                       "application/yaml", key="dl_scenario", on_click="ignore")
+    st.download_button("Summary (CSV)", res.summary.to_csv(index=False), "summary.csv", "text/csv",
+                       key="dl_summary", on_click="ignore")
+    st.download_button("Cash flow (CSV)", res.cashflow.to_csv(index=False), "cashflow.csv", "text/csv",
+                       key="dl_cashflow", on_click="ignore")
+    st.download_button("Phases (CSV)", res.phases.to_csv(index=False), "phases.csv", "text/csv",
+                       key="dl_phases", on_click="ignore")
+    st.download_button("Jobs (CSV)", lambda: res.jobs.to_csv(index=False), "jobs.csv", "text/csv",
+                       key="dl_jobs", on_click="ignore")
+    st.caption(f"Tables of the first replication. Catalog {default_catalog().version}; `costsim catalog` lists every "
+               "default with its source.")

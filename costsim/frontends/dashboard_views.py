@@ -1,0 +1,130 @@
+"""What the dashboard draws from results (Streamlit): the first screen (verdict, break-even,
+option cards) and readable tables. The numbers come from ``headline``; nothing is computed here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import streamlit as st
+
+from costsim.frontends.headline import (
+    CANNOT_KEEP_UP, CARD_METRICS, best_options, breakeven_over, breakeven_sentence, card_delta, card_table, card_value,
+    headline_markdown, literal_markdown,
+)
+
+CARDS_PER_ROW = 4  # six options wrap into two rows instead of truncating at 1600 px
+
+# Our own CSS (no user text): compact metrics so the verdict and the cards fit above the fold at
+# 1600 × 1000 and values with their ± never truncate.
+COMPACT = """<style>
+[data-testid="stMetricValue"] {font-size: 1.2rem; line-height: 1.3;}
+[data-testid="stMetricValue"] > div {overflow: visible; white-space: normal;}
+[data-testid="stMetric"] {padding: 0; gap: 0;}
+[data-testid="stMetricDelta"] {font-size: 0.8rem;}
+[data-testid="stMainBlockContainer"] {padding-top: 2.5rem;}
+</style>"""
+
+
+def first_screen(verdict, runs: list, stale: str | None) -> None:
+    """The verdict with its confidence, the cash break-even, then one card per option (the best
+    value of each metric marked ★, deltas against the recommended option, flags). ``stale``: why
+    these are an earlier run's results (None when they are this run's)."""
+    st.html(COMPACT)
+    if stale:
+        st.warning(f"**Stale:** these are the results of the last settings that worked; {stale}")
+    st.markdown(headline_markdown(verdict, literal_markdown))
+    reps = len(runs)
+    note = (f"Means of {reps} replications (± half-width of the 95 % interval)." if reps > 1
+            else "One replication: no intervals (raise Replications in the sidebar).")
+    breakeven = breakeven_sentence(breakeven_over([r.breakeven for r in runs]))
+    st.caption(" ".join(filter(None, [literal_markdown(breakeven), note,
+                                      f"★ best among the options that keep up; deltas against "
+                                      f"{literal_markdown(verdict.option or 'nothing')}, the recommendation."])))
+    table = card_table([r.summary for r in runs], verdict)
+    best = best_options(table)
+    ref = table.set_index("option").loc[verdict.option] if verdict.option in set(table["option"]) else None
+    rows = [table.iloc[i:i + CARDS_PER_ROW] for i in range(0, len(table), CARDS_PER_ROW)]
+    for chunk in rows:
+        cols = st.columns(CARDS_PER_ROW, border=True, gap="small")
+        for col, (_, row) in zip(cols, chunk.iterrows()):
+            with col:
+                option_card(row, best, ref, row.option == verdict.option)
+
+
+def option_card(row, best: dict, ref, recommended: bool) -> None:
+    """One option: its name (recommended or flagged in words, not colour alone) and the card metrics."""
+    tag = " — recommended" if recommended else ""
+    st.markdown(f"**{literal_markdown(row.option)}**{tag}  \n{literal_markdown(row.subtitle)}")
+    if not row.keeps_up:
+        st.markdown(f"**{CANNOT_KEEP_UP}**", help=literal_markdown(row.why or ""))
+    for col, label, lower, hint in CARD_METRICS:
+        star = " ★" if row.option in best.get(col, ()) else ""
+        delta = None if ref is None or recommended else card_delta(col, row[col], ref[col])
+        st.metric(f"{label}{star}", card_value(col, row[col], row[f"{col}_pm"]), delta, help=hint,
+                  delta_color="inverse" if lower else "normal")
+
+
+# --- Readable tables ------------------------------------------------------------------------------
+
+_WORDS = {"usd": "$", "h": "h", "gpu": "GPU", "gpus": "GPUs", "npv": "NPV", "jct": "JCT", "p50": "p50", "p95": "p95",
+          "p99": "p99", "rl": "RL", "kwh": "kWh"}
+PERCENT = re.compile(r"(utilization|utilisation|goodput|share|completion|frac|offered_load)")
+
+
+def readable(column: str) -> str:
+    """``queue_delay_p95_h`` -> ``queue delay p95 (h)``; ``total_cost_usd`` -> ``total cost ($)``."""
+    parts = column.split("_")
+    unit = None
+    if parts[-1] in ("usd", "h", "s") and len(parts) > 1:
+        unit = {"usd": "$", "h": "h", "s": "s"}[parts.pop()]
+    words = " ".join(_WORDS.get(p, p) for p in parts)
+    if PERCENT.search(column):
+        unit = "%"
+    return f"{words} ({unit})" if unit else words
+
+
+def show_table(df: pd.DataFrame, key: str, pinned: str = "option") -> None:
+    """``df`` with readable headers, units, few decimals and no "None": shares in per cent, money
+    whole dollars; a column with missing values shows them as "–" (text, so no "None" cell)."""
+    view = df.copy()
+    config = {}
+    for col in view.columns:
+        label = readable(col)
+        series = view[col]
+        if pd.api.types.is_bool_dtype(series):
+            view[col] = series.map({True: "yes", False: "no"})
+            config[col] = st.column_config.TextColumn(label)
+            continue
+        if not pd.api.types.is_numeric_dtype(series):
+            view[col] = series.astype(object).where(series.notna(), "–").astype(str).replace({"None": "–", "": "–"})
+            config[col] = st.column_config.TextColumn(label, pinned=col == pinned)
+            continue
+        x = series.astype(float) * (100 if PERCENT.search(col) else 1)
+        fmt = _format(col, x)
+        if x.isna().any():
+            view[col] = [("–" if math.isnan(v) else _text(fmt, v)) for v in x]
+            config[col] = st.column_config.TextColumn(label)
+        else:
+            view[col] = x
+            config[col] = st.column_config.NumberColumn(label, format=fmt)
+    st.dataframe(view, hide_index=True, key=key, column_config=config)
+
+
+def _format(col: str, x: pd.Series) -> str:
+    if col.endswith("_usd"):
+        return "$%,.0f" if x.abs().max(skipna=True) >= 100 else "$%,.2f"
+    if PERCENT.search(col):
+        return "%.1f%%"
+    if (x.dropna() == x.dropna().round()).all():
+        return "%,d" if x.notna().any() else "%.0f"
+    return "%,.2f" if x.abs().max(skipna=True) < 100 else "%,.1f"
+
+
+def _text(fmt: str, v: float) -> str:
+    """A number as ``fmt`` (the column_config printf subset used above) would show it."""
+    py = fmt.replace("%,d", "{:,.0f}").replace("%,.0f", "{:,.0f}").replace("%,.2f", "{:,.2f}").replace(
+        "%,.1f", "{:,.1f}").replace("%.1f%%", "{:.1f}%").replace("%.0f", "{:.0f}")
+    return py.format(v)

@@ -1,0 +1,200 @@
+"""The dashboard's knobs, without Streamlit: what the sidebar can change, read from a scenario
+(``current_knobs``), applied to it (``apply_knobs``: a new validated scenario), and the knob a
+validation problem belongs to (``knob_problems``), so an error is shown next to that knob under
+its label, not under a field path.
+
+A knob left at the scenario's effective value changes nothing: a field the scenario leaves to the
+catalog (null) stays null, so an untouched scenario downloads exactly as it was loaded. Owned
+options named after their size follow it: ``own-256`` resized to 320 GPUs becomes ``own-320``
+everywhere (cards, charts, hybrids that use it, the downloaded YAML), unless that name is taken.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from costsim.catalog import economics_values, resolve
+from costsim.runs import api
+from costsim.scenario import Scenario, ScenarioError, scenario_from_data
+
+SETUPS = ("colocated sync", "disaggregated sync", "disaggregated async")
+"""Placement and mode as one choice: async needs disaggregated placement."""
+
+ECONOMY = ("depreciation_years", "electricity_usd_per_kwh", "cost_of_capital")
+"""The economics fields the sidebar sets (the rest stay as the scenario or catalog has them)."""
+
+
+@dataclass(frozen=True)
+class ClassKnobs:
+    """What the sidebar changes for an RL class (model size in billions of parameters, response
+    length in tokens, its coefficient of variation, one of ``SETUPS``)."""
+
+    model_params_b: float
+    response_mean: float
+    response_cv: float
+    setup: str
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """What the sidebar changes. Per owned option: GPUs, capex per GPU (USD), lead time (days);
+    per cloud option: price (USD per GPU-hour); the arrival scale; per RL class ``ClassKnobs``;
+    economics (``ECONOMY``: years, USD per kWh, annual rate); horizon (days) and root seed.
+    An empty mapping or None leaves that part of the scenario alone."""
+
+    owned_gpus: dict[str, int]
+    cloud_price: dict[str, float | None]
+    arrival_scale: float
+    classes: dict[str, ClassKnobs] = field(default_factory=dict)
+    capex_per_gpu: dict[str, float] = field(default_factory=dict)
+    lead_time_days: dict[str, float] = field(default_factory=dict)
+    economy: dict[str, float] = field(default_factory=dict)
+    horizon_days: float | None = None
+    seed: int | None = None
+
+
+def current_knobs(scenario: Scenario) -> Knobs:
+    """The knobs at the scenario's effective values (the catalog's where it leaves a field null)."""
+    plans = {p.name: p for p in resolve(scenario)}
+    econ = economics_values(scenario)
+    owned = [o for o in scenario.options if o.kind == "owned"]
+    return Knobs(
+        owned_gpus={o.name: o.gpus for o in owned},
+        cloud_price={o.name: float(plans[o.name].price_per_gpu_hour) for o in scenario.options if o.kind == "cloud"},
+        arrival_scale=scenario.workload.arrival_scale,
+        classes={
+            c.name: ClassKnobs(c.model_params_b, c.rollout.lengths.mean, c.rollout.lengths.cv,
+                               f"{c.placement} {c.mode}")
+            for c in scenario.workload.classes
+        },
+        capex_per_gpu={o.name: plans[o.name].capex_usd / o.gpus for o in owned},
+        lead_time_days={o.name: plans[o.name].lead_time_h / 24 for o in owned},
+        economy={k: getattr(econ, k) for k in ECONOMY},
+        horizon_days=scenario.horizon_days,
+        seed=scenario.seed,
+    )
+
+
+def _changed(new: Any, old: Any) -> bool:
+    return new is not None and new != old
+
+
+def _edit_class(cls: dict[str, Any], k: ClassKnobs, was: ClassKnobs) -> None:
+    if _changed(k.model_params_b, was.model_params_b):
+        cls["model_params_b"] = float(k.model_params_b)
+    if (k.response_mean, k.response_cv) != (was.response_mean, was.response_cv):
+        lengths = cls["rollout"]["response_tokens"]
+        cap = lengths["max"] if isinstance(lengths, dict) else max(float(lengths), 1.0)
+        cls["rollout"]["response_tokens"] = {"mean": float(k.response_mean), "cv": float(k.response_cv), "max": cap}
+    if k.setup != was.setup:
+        placement, mode = k.setup.split()
+        cls["placement"], cls["mode"] = placement, mode
+        if placement == "colocated":
+            cls["rollout_gpu_fraction"] = None
+        if mode == "sync":
+            cls["max_staleness"] = None
+
+
+def sized_name(name: str, old_gpus: int, new_gpus: int) -> str:
+    """``name`` with a trailing GPU count that equals ``old_gpus`` replaced by ``new_gpus``
+    (``own-256`` -> ``own-320``); any other name unchanged."""
+    m = re.fullmatch(r"(.*\D)?(\d+)", name)
+    if m is None or int(m.group(2)) != old_gpus or new_gpus == old_gpus:
+        return name
+    return f"{m.group(1) or ''}{new_gpus}"
+
+
+def _rename(data: dict[str, Any], renames: dict[str, str]) -> None:
+    """Apply option renames, keeping names unique (a taken name keeps the old one) and hybrids'
+    ``base``/``burst`` pointing at the renamed options."""
+    taken = {o["name"] for o in data["options"]}
+    done = {}
+    for old, new in renames.items():
+        if new != old and new not in taken:
+            taken.discard(old)
+            taken.add(new)
+            done[old] = new
+    for opt in data["options"]:
+        opt["name"] = done.get(opt["name"], opt["name"])
+        for ref in ("base", "burst"):
+            if opt.get(ref) in done:
+                opt[ref] = done[opt[ref]]
+
+
+def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> Scenario:
+    """The scenario with the knobs applied, validated and checked like a file (ScenarioError).
+    Only knobs that differ from ``current_knobs(scenario)`` write a field."""
+    was = current_knobs(scenario)
+    data: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=False)
+    renames = {}
+    for opt in data["options"]:
+        name = opt["name"]
+        if opt["kind"] == "owned":
+            gpus = knobs.owned_gpus.get(name)
+            if _changed(gpus, was.owned_gpus[name]):
+                opt["gpus"] = int(gpus)
+                renames[name] = sized_name(name, was.owned_gpus[name], int(gpus))
+            if _changed(knobs.capex_per_gpu.get(name), was.capex_per_gpu[name]):
+                opt["capex_usd_per_gpu"] = float(knobs.capex_per_gpu[name])
+            if _changed(knobs.lead_time_days.get(name), was.lead_time_days[name]):
+                opt["lead_time_days"] = float(knobs.lead_time_days[name])
+        if opt["kind"] == "cloud" and _changed(knobs.cloud_price.get(name), was.cloud_price[name]):
+            opt["price_per_gpu_hour"] = float(knobs.cloud_price[name])
+    if _changed(knobs.arrival_scale, was.arrival_scale):
+        data["workload"]["arrival_scale"] = float(knobs.arrival_scale)
+    for cls in data["workload"]["classes"]:
+        if cls["name"] in knobs.classes:
+            _edit_class(cls, knobs.classes[cls["name"]], was.classes[cls["name"]])
+    for key, value in knobs.economy.items():
+        if _changed(value, was.economy[key]):
+            data["economics"][key] = float(value)
+    if _changed(knobs.horizon_days, was.horizon_days):
+        data["horizon_days"] = float(knobs.horizon_days)  # type: ignore[arg-type]
+    if _changed(knobs.seed, was.seed):
+        data["seed"] = int(knobs.seed)  # type: ignore[arg-type]
+    _rename(data, renames)
+    edited = scenario_from_data(data, source, scenario.base_dir)
+    return api.check(edited, source)
+
+
+# --- Which knob a problem belongs to --------------------------------------------------------------
+
+
+def knob_paths(scenario: Scenario) -> dict[tuple, str]:
+    """Field path prefix -> the knob's id (also its widget key suffix) for every knob."""
+    paths: dict[tuple, str] = {("horizon_days",): "horizon", ("seed",): "seed",
+                               ("workload", "arrival_scale"): "scale"}
+    for i, opt in enumerate(scenario.options):
+        if opt.kind == "owned":
+            paths[("options", i, "gpus")] = f"gpus:{opt.name}"
+            paths[("options", i, "capex_usd_per_gpu")] = f"capex:{opt.name}"
+            paths[("options", i, "lead_time_days")] = f"lead:{opt.name}"
+        elif opt.kind == "cloud":
+            paths[("options", i, "price_per_gpu_hour")] = f"price:{opt.name}"
+    for j, cls in enumerate(scenario.workload.classes):
+        where = ("workload", "classes", j)
+        paths[(*where, "model_params_b")] = f"{cls.name}:params"
+        paths[(*where, "rollout", "response_tokens")] = f"{cls.name}:len"
+        paths[(*where, "rollout", "response_tokens", "cv")] = f"{cls.name}:cv"
+        for part in ("placement", "mode", "rollout_gpu_fraction", "max_staleness"):
+            paths[(*where, part)] = f"{cls.name}:setup"
+    for key in ECONOMY:
+        paths[("economics", key)] = f"econ:{key}"
+    return paths
+
+
+def knob_problems(err: ScenarioError, paths: dict[tuple, str]) -> tuple[dict[str, list[str]], list[str]]:
+    """The problems of ``err`` by knob id (the longest path prefix that matches), and those that
+    belong to no knob (as ``path: message``)."""
+    by_knob: dict[str, list[str]] = {}
+    other = []
+    for p in err.problems:
+        loc = tuple(p.loc)
+        match = max((k for k in paths if loc[:len(k)] == k), key=len, default=None)
+        if match is None:
+            other.append(f"{'.'.join(map(str, loc))}: {p.message}" if loc else p.message)
+        else:
+            by_knob.setdefault(paths[match], []).append(p.message)
+    return by_knob, other

@@ -1,0 +1,174 @@
+"""Scenarios a dashboard user brings: the shipped ones, uploads and their traces, and the limits
+on what one session may ask of the server.
+
+What an upload may read: its own YAML, a trace CSV uploaded beside it (kept in a private
+temporary folder) and the shipped traces by name (``traces/<file>.csv``); any other ``trace``
+path is refused before anything is opened, so no error can show a server file's contents.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import math
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from costsim.runs import api
+from costsim.scenario import Problem, Scenario, ScenarioError, scenario_from_yaml
+
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def shipped_scenarios(folder: Path = SCENARIO_DIR) -> dict[str, Path]:
+    """Shipped scenario files by name, baseline first."""
+    files = sorted(folder.glob("*.yaml"), key=lambda p: (p.stem != "baseline", p.stem))
+    return {p.stem: p for p in files}
+
+
+# --- Limits ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one dashboard session may ask of the server. Sizes in MiB, time in seconds, memory in
+    GiB; each can be raised with the environment variable named in ``ENV`` (``make app`` passes
+    the environment through)."""
+
+    upload_mb: float = 5.0  # a scenario YAML
+    trace_upload_mb: float = 50.0  # a trace CSV (a million jobs is about 40 MiB)
+    run_seconds: float = 120.0  # one simulation of every option
+    run_memory_gb: float = 8.0  # address space of the process that simulates
+
+    ENV = {"upload_mb": "COSTSIM_UPLOAD_MB", "trace_upload_mb": "COSTSIM_TRACE_UPLOAD_MB",
+           "run_seconds": "COSTSIM_RUN_SECONDS", "run_memory_gb": "COSTSIM_RUN_MEMORY_GB"}
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Limits:
+        """Defaults overridden by the environment; a value that is not a positive finite number is
+        a ScenarioError naming the variable (an operator's typo must not lift a limit silently)."""
+        values, problems = {}, []
+        for name, var in cls.ENV.items():
+            raw = environ.get(var)
+            if raw is None or raw.strip() == "":
+                continue
+            try:
+                value = float(raw)
+            except ValueError:
+                value = math.nan
+            if not (math.isfinite(value) and value > 0):
+                problems.append(Problem((var,), f"must be a positive number (got {raw!r})"))
+            values[name] = value
+        if problems:
+            raise ScenarioError("environment", problems)
+        return cls(**values)
+
+
+# --- Uploads --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file a user uploaded: its name as the browser sent it, and its bytes."""
+
+    name: str
+    data: bytes
+
+
+def shipped_traces(folder: Path = SCENARIO_DIR) -> dict[str, Path]:
+    """Shipped traces by the name a scenario gives them (``traces/<file>.csv``): regular files
+    directly in ``folder/traces``, so a link cannot lead an upload elsewhere."""
+    traces = (folder / "traces").resolve()
+    return {f"traces/{p.name}": p for p in sorted(traces.glob("*.csv"))
+            if p.is_file() and p.resolve().parent == traces}
+
+
+def make_upload_root() -> Path:
+    """A private folder (mode 0700) for this server's uploaded traces, removed at exit."""
+    root = Path(tempfile.mkdtemp(prefix="costsim-uploads-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+def _too_big(upload: Upload, limit_mb: float, what: str) -> ScenarioError | None:
+    if len(upload.data) <= limit_mb * 2**20:
+        return None
+    return ScenarioError(upload.name, [Problem((), f"{what} is {len(upload.data) / 2**20:.1f} MiB; the dashboard "
+                                                   f"accepts at most {limit_mb:g} MiB")])
+
+
+def _store_trace(trace: Upload, root: Path) -> Path:
+    """The uploaded trace saved under its own name in a folder named by its content's hash: the
+    same upload reuses the folder (and the cached run), a different one never shares it."""
+    folder = root / hashlib.sha256(trace.data).hexdigest()[:32]
+    path = folder / trace.name
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if not path.is_file():
+            part = folder / f".{os.getpid()}.{threading.get_ident()}.part"
+            part.write_bytes(trace.data)
+            os.replace(part, path)  # concurrent sessions never see half a file
+    except OSError as exc:  # a name the file system refuses, a full disk: no path or traceback shown
+        raise ScenarioError(trace.name, [Problem((), f"the uploaded trace could not be stored ({exc.strerror})")]) from None
+    return folder
+
+
+def _nonfinite(value: Any, loc: tuple[str | int, ...]) -> Iterator[Problem]:
+    """Every infinite or NaN number in validated scenario data, by field path. The schema may
+    accept them (``.inf``, ``1e400``); a run with them hangs or prices nonsense."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield Problem(loc, f"must be a finite number (got {value})")
+    elif isinstance(value, dict):
+        for key, sub in value.items():
+            yield from _nonfinite(sub, (*loc, key))
+    elif isinstance(value, list | tuple):
+        for i, sub in enumerate(value):
+            yield from _nonfinite(sub, (*loc, i))
+
+
+def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits = Limits()) -> Scenario:
+    """An uploaded scenario, validated and checked like a file (ScenarioError), reading only the
+    uploaded ``trace`` (saved under ``root``) or a shipped trace named ``traces/<file>.csv``.
+
+    Any other ``workload.trace`` (absolute, ``../``, a folder of the server) is refused before
+    anything is opened, so no message can carry a server file's contents."""
+    for up, limit, what in ((upload, limits.upload_mb, "the scenario"), (trace, limits.trace_upload_mb, "the trace")):
+        err = _too_big(up, limit, what) if up is not None else None
+        if err is not None:
+            raise err
+    text = upload.data.decode("utf-8", errors="replace")
+    source = upload.name
+    scenario, lines = scenario_from_yaml(text, source, SCENARIO_DIR)  # schema only: reads no file
+    problems = list(_nonfinite(scenario.model_dump(mode="python"), ()))
+    if problems:
+        raise ScenarioError(source, problems).with_lines(lines)
+    wanted, shipped = scenario.workload.trace, shipped_traces()
+    trace_name = Path(trace.name).name if trace is not None else None  # a browser sends no folders; be sure
+    if trace_name is not None and (trace_name in ("", ".", "..") or "\x00" in trace_name):
+        raise ScenarioError("trace upload", [Problem((), f"{trace.name!r} is not a usable file name")])  # type: ignore[union-attr]
+    where = ("workload", "trace")
+    if trace is not None and wanted != trace_name:
+        raise ScenarioError(source, [Problem(where, f"the uploaded trace {trace_name!r} is not used: set "
+                                                    f"`workload.trace: {trace_name}` to use it, or remove it")]).with_lines(lines)
+    if wanted is None or wanted in shipped:
+        base = SCENARIO_DIR
+    elif wanted == trace_name:
+        base = _store_trace(trace, root)  # type: ignore[arg-type]
+    else:
+        allowed = ", ".join(shipped) or "none"
+        raise ScenarioError(source, [Problem(where, f"{wanted!r}: an uploaded scenario reads only a trace uploaded "
+                                                    "beside it (set `trace:` to that file's name) or a shipped trace "
+                                                    f"({allowed})")]).with_lines(lines)
+    scenario = scenario.with_base_dir(base)
+    try:
+        return api.check(scenario, source, lines)
+    except ScenarioError as err:  # name the trace as the user knows it, not by its temporary path
+        if trace is not None and err.source == str(base / trace_name):  # type: ignore[operator]
+            raise ScenarioError(trace_name, err.problems) from None  # type: ignore[arg-type]
+        raise
