@@ -231,6 +231,7 @@ class HybridPlan:
     wait_policy: str = "constant"  # how long each job waits for the base: engine.hybrid_waits
     wait_per_hour_h: float = 0.0  # linear_runtime: hours of waiting per hour of planned run
     wait_per_gpu_h: float = 0.0  # linear_gpus: hours of waiting per GPU
+    wait_per_gpu_hour_h: float = 0.0  # linear_cost: hours of waiting per GPU-hour of planned run
     kind: str = "hybrid"
 
     @property
@@ -384,5 +385,6 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<
             base, burst = by_name[opt.base], by_name[opt.burst]
             assert isinstance(burst, CloudPlan) and not isinstance(base, HybridPlan)  # checked by the schema
             plans.insert(i, HybridPlan(opt.name, base, burst, opt.max_wait_h, opt.bridge_until_ready,
-                                       opt.wait_policy, opt.wait_per_hour_h or 0.0, opt.wait_per_gpu_h or 0.0))
+                                       opt.wait_policy, opt.wait_per_hour_h or 0.0, opt.wait_per_gpu_h or 0.0,
+                                       opt.wait_per_gpu_hour_h or 0.0))
     return plans

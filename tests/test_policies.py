@@ -102,6 +102,8 @@ WAIT = [(0.0, 8, 10.0), (1.0, 1, 2.0), (1.0, 4, 6.0), (1.0, 8, 30.0)]
     ({"wait_policy": "linear_runtime", "wait_per_hour_h": 0.5}, ["own", "cloud", "cloud", "own"], [0, 2, 4, 10]),
     # linear_gpus 2 h/GPU: waits 2, 8, 16 h.
     ({"wait_policy": "linear_gpus", "wait_per_gpu_h": 2}, ["own", "cloud", "cloud", "own"], [0, 3, 9, 10]),
+    # linear_cost 0.25 h per GPU-hour: J1 2 GPU-h waits 0.5 h, J2 24 GPU-h 6 h, J3 240 GPU-h 60 h.
+    ({"wait_policy": "linear_cost", "wait_per_gpu_hour_h": 0.25}, ["own", "cloud", "cloud", "own"], [0, 1.5, 7, 10]),
 ])
 def test_wait_policies_hand_worked(tmp_path, policy, ran_on, start):
     res = costsim.simulate(scenario(tmp_path, WAIT, [owned(gpus=8), cloud(), hybrid(**policy)], horizon_days=3))
@@ -155,6 +157,7 @@ def test_infinite_wait_is_the_base_alone(tmp_path, sched):
     ({"wait_policy": "linear_runtime"}, "needs wait_per_hour_h"),
     ({"wait_policy": "linear_gpus"}, "needs wait_per_gpu_h"),
     ({"wait_policy": "linear_gpus", "wait_per_gpu_h": 1, "wait_per_hour_h": 1}, "wait_per_hour_h applies"),
+    ({"wait_policy": "linear_cost"}, "needs wait_per_gpu_hour_h"),
     ({"wait_policy": "zero", "max_wait_h": 2}, "max_wait_h applies"),
 ])
 def test_wait_fields_are_checked(tmp_path, extra, message):

@@ -270,3 +270,10 @@ def test_the_same_results_give_the_same_file_byte_for_byte(tiny):
     # runs' folders): the figures' div ids must not be random.
     _, _, runs = tiny
     assert build_report(runs) == build_report(runs)
+
+
+def test_the_report_shows_the_jobs_over_time(page_html):
+    # Issue 14 asks for the Gantt view in the report: one section, one figure, after reliability.
+    assert page_html.count('id="timeline"') == 1
+    assert page_html.index('id="reliability"') < page_html.index('id="timeline"') < page_html.index('id="scenario"')
+    assert "Jobs over time" in page_html

@@ -65,7 +65,8 @@ def hybrid_waits(plan: HybridPlan, work: WorkPlan) -> np.ndarray:
     waiting policies of Starburst, Luo et al., USENIX ATC'24):
     ``constant``: ``max_wait_h`` for every job; ``zero``: 0 (a job the base cannot start at its
     arrival bursts at once); ``linear_runtime``: ``wait_per_hour_h`` × the job's planned run on the
-    base (hours); ``linear_gpus``: ``wait_per_gpu_h`` × its GPUs. Computed once, before the run."""
+    base (hours); ``linear_gpus``: ``wait_per_gpu_h`` × its GPUs; ``linear_cost``:
+    ``wait_per_gpu_hour_h`` × its GPUs × its planned run. Computed once, before the run."""
     n = len(work.jobs)
     policy = plan.wait_policy
     if policy == "constant":
@@ -76,6 +77,8 @@ def hybrid_waits(plan: HybridPlan, work: WorkPlan) -> np.ndarray:
         return plan.wait_per_hour_h * np.asarray(work.run_h, dtype=float)
     if policy == "linear_gpus":
         return plan.wait_per_gpu_h * np.asarray(work.jobs.gpus, dtype=float)
+    if policy == "linear_cost":
+        return plan.wait_per_gpu_hour_h * np.asarray(work.jobs.gpus, dtype=float) * np.asarray(work.run_h, dtype=float)
     raise ValueError(f"unknown wait_policy {policy!r}")
 
 

@@ -179,8 +179,12 @@ def tornado_section(tornado) -> tuple[str, int]:
     return h.section("Sensitivity (tornado)", *parts, anchor="tornado"), n
 
 
+GANTT_JOBS = 400  # jobs drawn per report timeline (earliest submitted first; the figure says how many are left out)
+
+
 def run_figures(first: Results, reps: int) -> tuple[list[str], int]:
-    """Cost breakdown, delays, iteration speed and reliability from the first replication."""
+    """Cost breakdown, delays, iteration speed, reliability and the jobs over time (a Gantt view per
+    option) from the first replication."""
     which = "" if reps == 1 else f" (replication 1 of {reps}, seed {first.seed})"
     out = [h.section("Cost breakdown" + which, h.figure(plots.cost_breakdown(first)), anchor="costs"),
            h.section("Queue delays" + which, h.figure(plots.delay_distribution(first)), anchor="delays")]
@@ -190,7 +194,10 @@ def run_figures(first: Results, reps: int) -> tuple[list[str], int]:
                              h.figure(plots.phase_breakdown(first), height=520), anchor="iterations"))
         n += 2
     out.append(h.section("Reliability" + which, h.figure(plots.lost_work(first)), anchor="reliability"))
-    return out, n + 1
+    timeline = plots.gantt(first, max_jobs=GANTT_JOBS)
+    out.append(h.section("Jobs over time" + which, h.figure(timeline, height=max(460, 220 * len(first.summary))),
+                         anchor="timeline"))
+    return out, n + 2
 
 
 def footer(scenario, extra: str = "") -> str:

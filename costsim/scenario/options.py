@@ -44,9 +44,10 @@ PreemptionRate = bounded_float(ge=0, le=10_000)  # per instance-day: up to one e
 MaxWaitHours = bounded_float(ge=0, le=1e9)  # any wait beyond the horizon means "never burst"
 WaitPerHour = bounded_float(ge=0, le=1e6)  # hours waited per hour of planned run (linear_runtime)
 WaitPerGPU = bounded_float(ge=0, le=1e6)  # hours waited per GPU (linear_gpus)
+WaitPerGPUHour = bounded_float(ge=0, le=1e6)  # hours waited per GPU-hour of planned run (linear_cost)
 
 # Queue orders (costsim.engine.owned) and node placements (costsim.engine.pool).
-WaitPolicy = Literal["constant", "zero", "linear_runtime", "linear_gpus"]
+WaitPolicy = Literal["constant", "zero", "linear_runtime", "linear_gpus", "linear_cost"]
 SCHEDULER_HELP = ("fifo (strict submit order), backfill (EASY), priority (then FIFO, strict), sjf (shortest "
                   "requested duration first: trace duration_h, RL planned run; strict) or lifo (latest first, strict).")
 PLACEMENT_HELP = ("Node for a job within one node: best_fit (the fullest node that fits) or first_fit (the "
@@ -224,7 +225,10 @@ class HybridOption(StrictModel):
     - ``constant``: every job waits ``max_wait_h`` (Starburst's constant; costsim's only policy before).
     - ``zero``: no wait: a job the base cannot start the instant it arrives bursts at once (No-Wait).
     - ``linear_runtime``: wait = ``wait_per_hour_h`` × the job's planned run on the base.
-    - ``linear_gpus``: wait = ``wait_per_gpu_h`` × its GPUs (Starburst's ``linear_capacity``)."""
+    - ``linear_gpus``: wait = ``wait_per_gpu_h`` × its GPUs (Starburst's ``linear_capacity``).
+    - ``linear_cost``: wait = ``wait_per_gpu_hour_h`` × its GPUs × its planned run on the base: the
+      wait grows with what the job would cost to rent (Starburst's ``linear_cost``, the policy the
+      paper recommends)."""
 
     name: Name = Field(description="Unique option name.")
     kind: Literal["hybrid"] = "hybrid"
@@ -242,7 +246,8 @@ class HybridOption(StrictModel):
         "constant",
         description="How long a job waits for the base before it bursts: constant (max_wait_h), zero (bursts at "
         "once unless the base starts it on arrival), linear_runtime (wait_per_hour_h × planned run hours on the "
-        "base) or linear_gpus (wait_per_gpu_h × GPUs). After Starburst (USENIX ATC'24).",
+        "base), linear_gpus (wait_per_gpu_h × GPUs) or linear_cost (wait_per_gpu_hour_h × GPUs × planned run "
+        "hours). After Starburst (USENIX ATC'24).",
     )
     wait_per_hour_h: WaitPerHour | None = Field(
         None,
@@ -252,10 +257,15 @@ class HybridOption(StrictModel):
     wait_per_gpu_h: WaitPerGPU | None = Field(
         None, description=f"linear_gpus only: hours waited per GPU the job asks for (h/GPU, {span(WaitPerGPU)}).",
     )
+    wait_per_gpu_hour_h: WaitPerGPUHour | None = Field(
+        None, description=f"linear_cost only: hours waited per GPU-hour of the job's planned run on the base "
+        f"(h per GPU-hour, {span(WaitPerGPUHour)}).",
+    )
 
     @model_validator(mode="after")
     def _wait_fields(self) -> HybridOption:
-        needs = {"linear_runtime": "wait_per_hour_h", "linear_gpus": "wait_per_gpu_h"}
+        needs = {"linear_runtime": "wait_per_hour_h", "linear_gpus": "wait_per_gpu_h",
+                 "linear_cost": "wait_per_gpu_hour_h"}
         own = needs.get(self.wait_policy)
         if own is not None and getattr(self, own) is None:
             raise ValueError(f"wait_policy {self.wait_policy} needs {own}")
