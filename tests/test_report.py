@@ -277,3 +277,17 @@ def test_the_report_shows_the_jobs_over_time(page_html):
     assert page_html.count('id="timeline"') == 1
     assert page_html.index('id="reliability"') < page_html.index('id="timeline"') < page_html.index('id="scenario"')
     assert "Jobs over time" in page_html
+
+
+def test_the_timeline_window_and_the_cap_per_option():
+    from costsim.frontends.report_sections import gantt_window
+
+    assert gantt_window(100.0) == (0.0, 100.0)  # shorter than two weeks: all of it
+    assert gantt_window(365 * 24.0) == (182 * 24.0, 196 * 24.0)  # two weeks from mid-year
+    # The cap is per option: with 3 options and max_jobs=5, each panel gets its 5 earliest jobs.
+    from costsim.plots import gantt
+
+    res = costsim.simulate(ROOT / "scenarios" / "slurm-lab.yaml")
+    fig = gantt(res, max_jobs=5)
+    assert len(res.summary) == 3 and "showing the first 15 of" in fig.layout.title.text
+    assert sum(len(t.y) for t in fig.data if t.name == "waiting") == 15

@@ -55,6 +55,8 @@ def test_local_times_and_since(tmp_path):
     ("x,u,1,1,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:00,2020-04-01 01:00:00,3600,-3", "queue"),
     ("x,u,1,1,1,COMPLETED,2020-04-01 01:00:00,2020-04-01 00:00:00,2020-04-01 01:00:00,3600,0", "start_time"),
     ("x,u,1,1,1,FAILED,2020-04-01 00:00:00,2020-04-01 00:00:00,,,", "duration"),
+    # end before start although a duration is given: inconsistent, not a 1-hour job
+    ("x,u,1,1,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 02:00:00,2020-04-01 01:00:00,3600,0", "end_time"),
 ])
 def test_each_malformed_row_names_file_and_line(tmp_path, row, field):
     path = tmp_path / "helios.csv"

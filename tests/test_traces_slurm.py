@@ -111,6 +111,8 @@ BAD = [  # (row, field named)
     ("11|2024-03-01T08:00:00|2024-03-01T09:00:00|2024-03-01T08:00:00||COMPLETED|gres/gpu=1|lab", "End"),
     ("11|2024-03-01T08:00:00|2024-03-01T07:00:00|2024-03-01T09:00:00|01:00:00|COMPLETED|gres/gpu=1|lab", "Start"),
     ("11|2024-03-01T08:00:00|2024-03-01T08:00:00|Unknown||FAILED|gres/gpu=1|lab", "Elapsed"),
+    # End before Start with Elapsed given: an inconsistent record, not a 50-minute job
+    ("11|2024-03-01T08:00:00|2024-03-01T08:10:00|2023-03-01T08:00:00|00:50:00|COMPLETED|gres/gpu=1|lab", "End"),
 ]
 
 
@@ -133,7 +135,7 @@ def test_skip_bad_counts_every_kind(tmp_path):
         import_trace("slurm", path)
     lines = str(err.value).splitlines()
     assert [ln.split(":")[1] for ln in lines[:8]] == [str(n) for n in range(3, 11)]
-    assert "1 more bad row" in lines[-1]
+    assert f"{len(BAD) - 8} more bad row" in lines[-1]
     assert import_trace("slurm", path, ImportOptions(skip_bad=True)).skipped == len(BAD)
 
 
@@ -178,3 +180,37 @@ def test_since_until_window_and_hour_zero(tmp_path):
     assert list(r.frame["job_id"]) == ["1"]
     with pytest.raises(ScenarioError, match="no job to replay"):
         import_trace("slurm", path, ImportOptions(tz=tz, since_s=since + 86400))
+
+
+def test_every_bad_row_is_reported_in_one_pass_in_line_order(tmp_path):
+    # Line 3: too many GPUs (found when the frame is built); line 4: a bad cell (found while
+    # reading); line 5: an Elapsed longer than costsim accepts. One run names all three, in order.
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join([
+        HEADER, GOOD,
+        "21|2024-03-01T08:00:00|2024-03-01T08:00:00|2024-03-01T09:00:00|01:00:00|COMPLETED|gres/gpu=99999999|lab",
+        "22|2024-03-01T08:00:00|2024-03-01T08:00:00|2024-03-01T09:00:00|01:00:00|EXPLODED|gres/gpu=1|lab",
+        "23|2024-03-01T08:00:00|2024-03-01T08:00:00|2024-03-01T09:00:00|99999999-00:00:00|COMPLETED|gres/gpu=1|lab",
+    ]) + "\n")
+    with pytest.raises(ScenarioError) as err:
+        import_trace("slurm", path)
+    lines = str(err.value).splitlines()
+    assert [ln.split(":")[1] for ln in lines] == ["3", "4", "5"]
+    assert ": gpus:" in lines[0] and ": State:" in lines[1] and ": duration:" in lines[2]
+    skipped = import_trace("slurm", path, ImportOptions(skip_bad=True))
+    assert [p.line for p in skipped.problems] == [3, 4, 5] and len(skipped.frame) == 1
+
+
+def test_a_heterogeneous_job_keeps_its_gpu_hours_and_its_worst_status(tmp_path):
+    # 77+0: 2 GPUs for 1 h (completed); 77+1: 4 GPUs for 2 h (failed). One job of 6 GPUs whose
+    # GPU-hours are the components' 2 + 8 = 10: 10/6 h; failed, because a component failed.
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join([
+        HEADER,
+        "77+0|2024-03-01T08:00:00|2024-03-01T08:00:00|2024-03-01T09:00:00|01:00:00|COMPLETED|gres/gpu=2|lab",
+        "77+1|2024-03-01T08:00:00|2024-03-01T08:00:00|2024-03-01T10:00:00|02:00:00|FAILED|gres/gpu=4|lab",
+    ]) + "\n")
+    frame = import_trace("slurm", path).frame
+    assert len(frame) == 1
+    row = frame.iloc[0]
+    assert row.gpus == 6 and row.duration_h == pytest.approx(10 / 6) and row.status == "failed"

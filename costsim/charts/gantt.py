@@ -49,7 +49,8 @@ def _window(results, option, start_h, end_h, max_jobs) -> tuple[pd.DataFrame, in
     shown_end = jobs["end_h"].fillna(horizon)  # unfinished: still waiting or running at the horizon
     jobs = jobs[(jobs["submit_h"] < hi) & (shown_end > lo)]
     total = len(jobs)
-    jobs = jobs.sort_values(["submit_h", "job_id"], kind="stable").head(max_jobs)
+    # The cap is per option: one option's many jobs never crowd out another's panel.
+    jobs = jobs.sort_values(["submit_h", "job_id"], kind="stable").groupby("option", sort=False).head(max_jobs)
     return jobs, total, lo, hi
 
 
@@ -59,7 +60,7 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
     while it waits (submit → start) and a bar in its job class's colour while it holds GPUs
     (start → end), hatched when it had not finished by the horizon; rows packed so bars in a row
     never overlap. Only jobs overlapping [``start_h``, ``end_h``) hours (default: the whole
-    horizon) are drawn, at most ``max_jobs`` of them, earliest submitted first (the title says
+    horizon) are drawn, at most ``max_jobs`` per option, earliest submitted first (the title says
     how many were left out). The x axis is in days."""
     jobs, total, lo, hi = _window(results, option, start_h, end_h, max_jobs)
     horizon = float(results.scenario.horizon_h)

@@ -179,7 +179,18 @@ def tornado_section(tornado) -> tuple[str, int]:
     return h.section("Sensitivity (tornado)", *parts, anchor="tornado"), n
 
 
-GANTT_JOBS = 400  # jobs drawn per report timeline (earliest submitted first; the figure says how many are left out)
+GANTT_JOBS = 400  # jobs drawn per option in the report's timeline (earliest first; the figure says how many are left out)
+GANTT_DAYS = 14  # the report's timeline shows two weeks from the middle of the horizon (past any warm-up)
+
+
+def gantt_window(horizon_h: float) -> tuple[float, float]:
+    """The report timeline's window, hours: ``GANTT_DAYS`` from the middle of the horizon (whole
+    days), or the whole horizon when it is shorter."""
+    span = GANTT_DAYS * 24.0
+    if horizon_h <= span:
+        return 0.0, horizon_h
+    lo = float(int(horizon_h / 2 / 24) * 24)
+    return lo, min(lo + span, horizon_h)
 
 
 def run_figures(first: Results, reps: int) -> tuple[list[str], int]:
@@ -194,9 +205,10 @@ def run_figures(first: Results, reps: int) -> tuple[list[str], int]:
                              h.figure(plots.phase_breakdown(first), height=520), anchor="iterations"))
         n += 2
     out.append(h.section("Reliability" + which, h.figure(plots.lost_work(first)), anchor="reliability"))
-    timeline = plots.gantt(first, max_jobs=GANTT_JOBS)
-    out.append(h.section("Jobs over time" + which, h.figure(timeline, height=max(460, 220 * len(first.summary))),
-                         anchor="timeline"))
+    lo, hi = gantt_window(first.scenario.horizon_h)
+    timeline = plots.gantt(first, start_h=lo, end_h=hi, max_jobs=GANTT_JOBS)
+    out.append(h.section(f"Jobs over time, days {lo / 24:g}–{hi / 24:g}" + which,
+                         h.figure(timeline, height=max(460, 220 * len(first.summary))), anchor="timeline"))
     return out, n + 2
 
 

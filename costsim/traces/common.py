@@ -102,6 +102,7 @@ class Report:
 
     def error(self) -> ScenarioError:
         """The error listing the first bad rows and the count of the others."""
+        self.problems.sort(key=lambda p: (p.line is None, p.line or 0))  # in line order, whichever check found them
         shown = self.problems[:MAX_REPORTED]
         if len(self.problems) > MAX_REPORTED:
             shown = shown + [Problem((), f"... and {len(self.problems) - MAX_REPORTED} more bad row(s); "
@@ -236,12 +237,15 @@ def import_jobs(jobs: Callable[[Path, ImportOptions, Report], Iterable[Job]], pa
         raise ScenarioError(source, [Problem((), f"not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
     except OSError as exc:
         raise ScenarioError(source, [Problem((), f"cannot read the file: {exc.strerror or exc}")]) from None
-    report.check()
+    # One pass: the rows' own problems and build_frame's (too many GPUs, too long) are reported
+    # together, in line order, by build_frame's check.
     frame, first = build_frame(found, options, report)
+    report.check()
     if frame.empty:
         why = ", ".join(f"{n} {r}" for r, n in sorted(report.dropped.items())) or "the file has no jobs"
         raise ScenarioError(source, [Problem((), f"no job to replay ({why})")])
-    return ImportResult(frame, report.skipped, dict(report.dropped), list(report.problems), first)
+    problems = sorted(report.problems, key=lambda p: (p.line is None, p.line or 0))
+    return ImportResult(frame, report.skipped, dict(report.dropped), problems, first)
 
 
 def _window(jobs: list[Job], options: ImportOptions, report: Report) -> list[Job]:
@@ -300,6 +304,8 @@ def build_frame(jobs: list[Job], options: ImportOptions, report: Report) -> tupl
         span_h = (j.submit_s - first) / 3600 + j.run_s / 3600
         if g > MAX_GPUS:
             report.bad(j.line, "gpus", f"{g:g} GPUs is more than costsim accepts ({MAX_GPUS:,})")
+        elif j.run_s / 3600 > MAX_HOURS:
+            report.bad(j.line, "duration", f"{j.run_s / 3600:,.0f} h is longer than costsim accepts ({MAX_HOURS:,} h)")
         elif span_h > MAX_HOURS:
             report.bad(j.line, "submit", f"ends {span_h:,.0f} h after the first submit (at most {MAX_HOURS:,} h)")
         else:

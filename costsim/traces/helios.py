@@ -60,10 +60,10 @@ def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report)
     if start is not None and start < submit:
         report.bad(line, "start_time", "is before submit_time")
         return None
+    if start is not None and end is not None and end < start:  # whatever the duration column says
+        report.bad(line, "end_time", "is before start_time")
+        return None
     if run_s is None and start is not None and end is not None:
-        if end < start:
-            report.bad(line, "end_time", "is before start_time")
-            return None
         run_s = end - start
     if not replayed:
         report.drop(f"{status} (not replayed)")

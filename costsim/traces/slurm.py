@@ -146,11 +146,11 @@ def _row(line: int, row: dict[str, str], options: ImportOptions, report: Report,
     if times["Submit"] is None:
         report.bad(line, "Submit", "is missing (every job has a submit time)")
         return None
+    if times["Start"] is not None and times["End"] is not None and times["End"] < times["Start"]:
+        report.bad(line, "End", "is before Start")  # whatever Elapsed says: the record is inconsistent
+        return None
     if run_s is None and times["Start"] is not None and times["End"] is not None:
         run_s = times["End"] - times["Start"]
-        if run_s < 0:
-            report.bad(line, "End", "is before Start")
-            return None
     if times["Start"] is not None and times["Start"] < times["Submit"]:
         report.bad(line, "Start", "is before Submit")
         return None
@@ -210,11 +210,19 @@ def jobs(path: Path, options: ImportOptions, report: Report) -> Iterator[Job]:
             report.drop("no GPUs" if options.gpu_type is None else "no GPUs of that type")
 
 
+# A heterogeneous job's status: the worst of its components' (one failed component fails the job).
+_STATUS_RANK = {"completed": 0, "timeout": 1, "cancelled": 2, "preempted": 3, "node_fail": 4, "failed": 5}
+
+
 def _fold(parts: list[Job]) -> Job:
-    """One job of a heterogeneous job's components: GPUs summed, earliest submit and start, the
-    longest run, the first component's status and class, named by the first component's line."""
+    """One job of a heterogeneous job's components: GPUs summed, run for the GPU-weighted mean of
+    the components' runs (so the GPU-hours are theirs: 2 GPUs × 1 h + 4 GPUs × 2 h replays as 6 GPUs
+    × 1.67 h = 10 GPU-hours, not 6 × 2 h), earliest submit and start, the worst status, the first
+    component's class, named by the first component's line."""
     first = parts[0]
     starts = [p.start_s for p in parts if p.start_s is not None]
-    return Job(source_id=first.source_id, submit_s=min(p.submit_s for p in parts),
-               gpus=sum(p.gpus for p in parts), run_s=max(p.run_s for p in parts), status=first.status,
-               job_class=first.job_class, start_s=min(starts) if starts else None, line=first.line)
+    gpus = sum(p.gpus for p in parts)
+    run_s = sum(p.gpus * p.run_s for p in parts) / gpus if gpus else max(p.run_s for p in parts)
+    status = max((p.status for p in parts), key=lambda st: _STATUS_RANK.get(st, 0))
+    return Job(source_id=first.source_id, submit_s=min(p.submit_s for p in parts), gpus=gpus, run_s=run_s,
+               status=status, job_class=first.job_class, start_s=min(starts) if starts else None, line=first.line)
