@@ -204,3 +204,16 @@ def test_long_option_names_fold_and_numbers_stay_whole(overloaded):
                  f"{row.queue_delay_p95_h:,.1f}")
         assert any(all(c in line.split() for c in cells) for line in lines), cells
     assert sum("⚠ cannot keep up" in line for line in lines) == 3
+
+
+def test_starting_the_cli_imports_neither_plotly_nor_scipy():
+    # A command that is not writing a report or a verdict loads fast; a slow start is also a window
+    # in which Ctrl-C interrupts Python's imports, before the CLI can turn it into exit 130
+    # (tests/test_outputs_atomic.py kills runs early and expects no traceback).
+    import subprocess
+    import sys
+
+    code = ("import sys, costsim.frontends.cli; "
+            "print(sorted(m for m in ('plotly', 'scipy', 'streamlit') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

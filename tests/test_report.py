@@ -15,7 +15,8 @@ import typer
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.report import build_report, report_command, write_report
+from costsim.frontends.report import build_report, write_report
+from costsim.frontends.report_cli import report_command
 from costsim.runs.sweepfile import replication_seed, sweep_from_sets
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,15 +2,26 @@
 verdict (verdict.py), targets (targets.py), the cheapest configuration meeting them
 (optimize.py), the Pareto frontier (pareto.py) and the sensitivity tornado (tornado.py).
 
-``costsim.decisions.tornado`` is the function (the module's name is shadowed by it here; import
+Names are imported on first use: the verdict brings scipy.stats and the optimizer the sweep
+machinery, which light users (the dashboard's cards, ``fair_rows``) and the CLI's start-up do not
+need. ``costsim.decisions.tornado`` is the function (its module's name is shadowed by it; import
 the module as ``importlib.import_module("costsim.decisions.tornado")`` if you need it)."""
 
-from costsim.decisions.fair import fair_rows
-from costsim.decisions.optimize import Optimum, optimize
-from costsim.decisions.pareto import frontier, sweep_table
-from costsim.decisions.targets import Target, parse_target
-from costsim.decisions.tornado import Tornado, tornado
-from costsim.decisions.verdict import Verdict, decide
+from __future__ import annotations
 
-__all__ = ["Optimum", "Target", "Tornado", "Verdict", "decide", "fair_rows", "frontier", "optimize", "parse_target",
-           "sweep_table", "tornado"]
+import importlib
+
+_WHERE = {
+    "fair_rows": "fair", "Target": "targets", "parse_target": "targets", "Verdict": "verdict", "decide": "verdict",
+    "Optimum": "optimize", "optimize": "optimize", "frontier": "pareto", "sweep_table": "pareto",
+    "Tornado": "tornado", "tornado": "tornado",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'costsim.decisions' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"costsim.decisions.{_WHERE[name]}"), name)
+    globals()[name] = value  # after the submodule import, which binds the module's own name here
+    return value

@@ -24,7 +24,7 @@ from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog import default_catalog
 from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
 from costsim.frontends.optimize_cli import optimize_command
-from costsim.frontends.report import report_command, write_report
+from costsim.frontends.report_cli import report_command
 from costsim.frontends.console import err_console, fail, interrupted, out_console, print_data_table, print_wide  # noqa: F401
 from costsim.frontends.fit_cli import fit_workload_command
 from costsim.frontends.import_cli import import_trace_command
@@ -107,6 +107,8 @@ def run(
         with folder:
             res = _simulate_with_progress(sc, seed, max_events or None)
             print_run(res, decide(res, targets), wide)
+            from costsim.frontends.report import write_report  # plotly: only once there is a report to write
+
             written = folder.publish(lambda staging: (write_tables(res, staging),
                                                       write_report(res, staging, targets)), run_info(res))
     except ScenarioError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full

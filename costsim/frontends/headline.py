@@ -14,7 +14,6 @@ import pandas as pd
 
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.targets import value
-from costsim.runs.stats import t_interval
 
 FLAG = "⚠"
 CANNOT_KEEP_UP = f"{FLAG} cannot keep up"
@@ -109,13 +108,15 @@ def card_table(summaries: list[pd.DataFrame], verdict) -> pd.DataFrame:
     """One row per option (in the summaries' order): for each ``CARD_METRICS`` column its mean over
     the replications and the half-width of its 95 % interval (``<col>_pm``, NaN with one run),
     then ``subtitle``, ``keeps_up`` and ``why`` from the verdict."""
+    from costsim.runs import stats  # scipy.stats: only when there are intervals to draw
+
     runs = pd.concat([s.assign(replication=i) for i, s in enumerate(summaries)], ignore_index=True)
     rows = fair_rows(runs)
     out = []
     for option, group in rows.groupby("option", sort=False):
         rec: dict = {"option": option, "subtitle": subtitle(group["kind"].iloc[0], group["pricing"].iloc[0])}
         for col, *_ in CARD_METRICS:
-            mean, low, high = t_interval(group[col].to_numpy(dtype=float))
+            mean, low, high = stats.t_interval(group[col].to_numpy(dtype=float))
             rec[col], rec[f"{col}_pm"] = mean, (high - low) / 2
         out.append(rec)
     table = pd.DataFrame(out)

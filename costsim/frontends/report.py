@@ -18,16 +18,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
 
 import pandas as pd
-import typer
 
 from costsim import plots
 from costsim.frontends import report_html as h
 from costsim.frontends.report_sections import (FRONTIER_ROWS, breakeven_section, footer, options_section,
                                               pareto_section, run_figures, tornado_section, verdict_parts)
-from costsim.frontends.report_sweep import is_sweep_folder, read_sweep_folder
+from costsim.frontends.report_sweep import read_sweep_folder
 from costsim.results import Results
 from costsim.runs.outdir import OutputError
 from costsim.scenario import Problem, ScenarioError
@@ -243,52 +241,3 @@ def _tornado(sc, seed: int):
         except ScenarioError as err:  # e.g. no owned or no rented option to set against each other
             return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)
 
-
-def report_command(
-    source: Annotated[Path, typer.Argument(metavar="SCENARIO|SWEEP_DIR", show_default=False,
-                                           help="A scenario file, or the --out folder of costsim sweep.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (replaced atomically).")]
-    = Path("report.html"),
-    replications: Annotated[int | None, typer.Option(min=1, max=1000, help="Runs of the scenario, seeds from "
-                                                     "--seed (default 3).")] = None,
-    seed: Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")] = None,
-    target: Annotated[list[str] | None, typer.Option("--target", help="METRIC<=N or METRIC>=N, e.g. "
-                                                     "p95_delay_h<=4 (repeatable).")] = None,
-    tornado: Annotated[bool | None, typer.Option("--tornado/--no-tornado", help="Include the sensitivity "
-                                                 "tornado (a scenario only; default on).")] = None,
-    variant: Annotated[str | None, typer.Option(help="Of a sweep: the variant to lead with, e.g. v000.")] = None,
-) -> None:
-    """Write one self-contained HTML report that opens offline, led by the verdict.
-
-    The verdict and its confidence, the options side by side, break-even, the Pareto frontier, the
-    tornado and the figures; the scenario as YAML at the end."""
-    from rich.text import Text
-
-    from costsim.decisions.targets import targets as as_targets
-    from costsim.frontends.cli import _fail, _load, err_console, out_console
-
-    try:
-        check_out(out)
-        wanted = as_targets([t for t in target or []]) if target else ()
-        if source.is_dir():
-            for flag, given in (("--replications", replications), ("--seed", seed), ("--tornado", tornado)):
-                if given:
-                    raise ScenarioError(flag, [Problem((), "applies to a scenario, not a sweep folder (its "
-                                                           "replications and seed are the sweep's)")])
-            if not is_sweep_folder(source):
-                raise OutputError("SWEEP_DIR", str(source), "is a folder but not a costsim sweep's (no sweep.json)")
-            data = source
-        else:
-            if variant is not None:
-                raise ScenarioError("--variant", [Problem((), "applies to a sweep folder only")])
-            sc = _load(source)
-            root = sc.seed if seed is None else seed
-            data = _replications(sc, 3 if replications is None else replications, root)
-        shown = _tornado(sc, root) if not source.is_dir() and tornado is not False else None
-        path = write_report(data, out, wanted, shown, variant=variant)
-    except ScenarioError as err:
-        _fail(err)
-    except KeyboardInterrupt:
-        err_console.print(Text(f"interrupted: {out} is unchanged"), highlight=False)
-        raise typer.Exit(130) from None
-    out_console.print(Text(f"wrote {path}"), highlight=False)
