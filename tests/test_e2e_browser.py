@@ -9,6 +9,7 @@ tab go to out/screenshots/. Skipped where no chromium is installed (CI installs 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -33,6 +34,19 @@ BASELINE = (ROOT / "scenarios" / "baseline.yaml").read_text()
 
 @pytest.fixture(scope="module")
 def app_url():
+    with _served() as url:
+        yield url
+
+
+@pytest.fixture
+def own_app_url():
+    """A server of its own: the module's server may still be busy with earlier tests' runs."""
+    with _served() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _served():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -150,10 +164,10 @@ def test_same_name_round_trip_and_url_restore(browser, app_url, tmp_path):
     assert page2.get_by_test_id("stException").count() == 0
 
 
-def test_bad_upload_shows_error_in_the_browser(browser, app_url, tmp_path):
+def test_bad_upload_shows_error_in_the_browser(browser, own_app_url, tmp_path):
     bad = tmp_path / "broken.yaml"
     bad.write_text("name: broken\nhorizon_days: [\n")
-    page = open_app(browser, app_url)
+    page = open_app(browser, own_app_url)
     page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(bad))
     page.get_by_test_id("stAlert").filter(has_text="This scenario cannot be used.").wait_for(timeout=120_000)
     details = page.get_by_test_id("stCode").filter(has_text="broken.yaml")  # the problems, verbatim

@@ -139,7 +139,7 @@ def test_report_opens_offline_in_chromium_and_draws_every_figure(tiny, tmp_path)
     path, sc, runs = tiny
     tornado = None
     try:  # the tornado section too, where that module is there
-        from costsim.decisions.tornado import tornado as make_tornado
+        from costsim.decisions.sensitivity import tornado as make_tornado
         from costsim.plots import tornado_figure  # noqa: F401
 
         tornado = make_tornado(sc, replications=1, seed=SEED)
@@ -214,7 +214,7 @@ def test_cli_writes_the_report_of_replications_seeded_as_documented(tmp_path):
     assert html.escape(sentence) in text and "2 replications" in text
     assert 'id="tornado"' in text  # on by default: the tornado, or a note saying why there is none
     try:
-        from costsim.decisions.tornado import tornado
+        from costsim.decisions.sensitivity import tornado
     except ImportError:
         assert "not available" in text
     else:  # one run per input value, seeded by --seed

@@ -21,7 +21,7 @@ import math
 import pytest
 
 from costsim.catalog import default_catalog
-from costsim.decisions.tornado import COLUMNS, Tornado, tornado
+from costsim.decisions.sensitivity import COLUMNS, Tornado, tornado
 from costsim.scenario import ScenarioError
 from helpers import cloud, owned, scenario
 

@@ -1,11 +1,11 @@
 """Decisions on top of runs and sweeps (DESIGN.md section 14): a fair comparison (fair.py), the
 verdict (verdict.py), targets (targets.py), the cheapest configuration meeting them
-(optimize.py), the Pareto frontier (pareto.py) and the sensitivity tornado (tornado.py).
+(optimize.py), the Pareto frontier (pareto.py) and the sensitivity tornado (sensitivity.py).
 
 Names are imported on first use: the verdict brings scipy.stats and the optimizer the sweep
 machinery, which light users (the dashboard's cards, ``fair_rows``) and the CLI's start-up do not
-need. ``costsim.decisions.tornado`` is the function (its module's name is shadowed by it; import
-the module as ``importlib.import_module("costsim.decisions.tornado")`` if you need it)."""
+need. (The tornado's module is ``sensitivity``, not ``tornado``: a submodule of that name would be
+bound over the function ``costsim.decisions.tornado`` whenever anything imported it.)"""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import importlib
 _WHERE = {
     "fair_rows": "fair", "Target": "targets", "parse_target": "targets", "Verdict": "verdict", "decide": "verdict",
     "Optimum": "optimize", "optimize": "optimize", "frontier": "pareto", "sweep_table": "pareto",
-    "Tornado": "tornado", "tornado": "tornado",
+    "Tornado": "sensitivity", "tornado": "sensitivity",
 }
 __all__ = sorted(_WHERE)
 

@@ -151,7 +151,7 @@ def build_report(source, targets=(), tornado=None, frontier: pd.DataFrame | None
 
     ``source``: a Results, a list of Results (replications of one scenario), a SweepResults or a
     sweep folder's path; ``targets``: Target objects or their text (``"p95_delay_h<=4"``);
-    ``tornado``: a ``costsim.decisions.tornado.Tornado`` (its section is left out when None; a
+    ``tornado``: a ``costsim.decisions.Tornado`` (its section is left out when None; a
     string is shown in its place, saying why there is none); ``frontier``: a ``pareto.frontier``
     table to show instead of the one computed; ``variant``: of a sweep, the one to lead with."""
     from costsim.decisions.targets import targets as as_targets
@@ -229,7 +229,7 @@ def _tornado(sc, seed: int):
     from costsim.frontends.cli import err_console
 
     try:
-        from costsim.decisions.tornado import tornado
+        from costsim.decisions.sensitivity import tornado
     except ImportError:
         return "The sensitivity tornado is not available in this version of costsim."
     with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
