@@ -8,6 +8,7 @@ Every function here checks its arguments and its scenario in full and raises ``S
 
 from costsim.runs.api import dump_scenario, load_scenario, load_scenario_text, scenario_from_data, simulate
 from costsim.runs.budget import DEFAULT_MAX_EVENTS
+from costsim.runs.memo import RunMemo
 from costsim.results import Results
 from costsim.scenario import Scenario, ScenarioError
 
@@ -16,6 +17,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_MAX_EVENTS",
     "Results",
+    "RunMemo",
     "Scenario",
     "ScenarioError",
     "__version__",

@@ -83,11 +83,11 @@ def test_whole_number_types_are_accepted_as_seeds(small):
 
 def test_every_exported_name_is_documented_and_checked():
     # What costsim exports is what these tests cover: a new export needs its hostile cases.
-    assert set(costsim.__all__) == {"DEFAULT_MAX_EVENTS", "Results", "Scenario", "ScenarioError", "__version__",
+    assert set(costsim.__all__) == {"DEFAULT_MAX_EVENTS", "Results", "RunMemo", "Scenario", "ScenarioError", "__version__",
                                     "decide", "dump_scenario", "load_scenario", "load_scenario_text", "optimize",
                                     "scenario_from_data", "simulate", "sweep"}
     # Their hostile cases: sweep in tests/test_sweep_run.py, decide in tests/test_decide.py, optimize
-    # in tests/test_optimize.py.
+    # in tests/test_optimize.py, RunMemo (and simulate's memo) in tests/test_run_memo.py.
 
 
 # -- a Scenario object is checked again, however it was built -------------------------------------

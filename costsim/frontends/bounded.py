@@ -21,6 +21,7 @@ from typing import Any
 
 from costsim.frontends.uploads import Limits
 from costsim.runs import api
+from costsim.runs.memo import RunMemo
 from costsim.results import Results
 from costsim.scenario import Scenario, ScenarioError
 
@@ -79,68 +80,144 @@ class RunStopped(RuntimeError):
 _log = logging.getLogger(__name__)
 
 
-def _child_main() -> None:
-    """Body of the process that simulates (``python -c``, see ``simulate_many``): reads the pickled
-    (scenario, seed, memory bytes, seconds) from stdin and writes the pickled reply to the original
-    stdout; anything a library prints goes to stderr instead, so it cannot corrupt it. A warm
-    spare (imports done) waits here for its request; EOF (the dashboard went away) ends it quietly."""
-    reply_out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
+def _warm(scenario_dir: Path) -> None:
+    """Run a short simulation of the shipped baseline once, so the first real run does not pay
+    for what costsim and its libraries set up on first use (about 0.3 s of CPU on the baseline)."""
     try:
-        scenario, seed, memory_bytes, seconds = pickle.load(sys.stdin.buffer)
-    except EOFError:
-        return
+        from costsim.scenario import load_scenario, scenario_from_data
+
+        base = load_scenario(scenario_dir / "baseline.yaml")
+        short = scenario_from_data({**base.model_dump(mode="json"), "horizon_days": 20, "warmup_days": 0},
+                                   "warm-up", scenario_dir)
+        api.simulate(short)
+    except Exception:  # only a warm-up: the real run reports its own problems
+        pass
+
+
+# A worker's jobs, work plans and option runs of its latest runs (``costsim.runs.memo``): after a
+# price knob only the priced option is simulated again. The parent sends a seed back to the worker
+# that last ran it (``_take_child``), where that seed's jobs are kept.
+_MEMO = RunMemo()
+
+
+def _answer(request: tuple, limited: list[int]) -> tuple[Any, ...]:
+    """One request (scenario, seed, memory bytes, seconds): the reply tuple for ``_reply``.
+    The address-space limit is set at the first request (``limited`` remembers it: it cannot be
+    raised again), the alarm is a backstop should the dashboard die without killing us."""
+    scenario, seed, memory_bytes, seconds = request
     try:
         import resource
         import signal
 
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        signal.alarm(int(seconds) + 30)  # a backstop should the dashboard die without killing us
+        if not limited:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+            limited.append(memory_bytes)
+        signal.alarm(int(seconds) + 30)
     except (ImportError, AttributeError, ValueError, OSError):
         pass  # not on this platform: the parent's time limit still holds
     try:
-        reply: tuple[Any, ...] = ("ok", pickle.dumps(api.simulate(scenario, seed=seed), protocol=pickle.HIGHEST_PROTOCOL))
+        return ("ok", pickle.dumps(api.simulate(scenario, seed=seed, memo=_MEMO), protocol=pickle.HIGHEST_PROTOCOL))
     except ScenarioError as err:  # rebuilt in the parent (the exception's args alone cannot)
-        reply = ("scenario_error", err.source, err.problems)
+        return ("scenario_error", err.source, err.problems)
     except MemoryError:
-        reply = ("memory",)
+        _MEMO.clear()  # the next run starts with the memory the memo held
+        return ("memory",)
     except Exception as exc:  # a bug: the parent logs it and shows a plain message
-        reply = ("failed", type(exc).__name__, traceback.format_exc())
-    pickle.dump(reply, reply_out, protocol=pickle.HIGHEST_PROTOCOL)
-    reply_out.close()
+        return ("failed", type(exc).__name__, traceback.format_exc())
+    finally:
+        try:
+            signal.alarm(0)
+        except (NameError, AttributeError, ValueError):
+            pass
 
 
-_CHILD = "import costsim.runs.api; from costsim.frontends.bounded import _child_main; _child_main()"
-_SPARES: list[subprocess.Popen] = []  # warm children (costsim imported), waiting for a request
+def _child_main(warm: bool = False) -> None:
+    """Body of the worker process (``python -c``, see ``simulate_many``): a loop that reads pickled
+    requests (scenario, seed, memory bytes, seconds) from stdin and writes each reply, pickled
+    and prefixed by its length (8 bytes, big-endian), to the original stdout; anything a library
+    prints goes to stderr instead, so it cannot corrupt a reply. ``warm``: first run a short
+    simulation (``_warm``) while waiting for work. EOF (the dashboard went away, or is done with
+    this worker) ends it quietly.
+
+    A worker lives on after a run that finished: the next run then pays neither the import nor
+    the first-use costs. A run that was stopped (time, memory, rerun) kills its worker instead."""
+    reply_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    if warm:
+        from costsim.frontends.uploads import SCENARIO_DIR
+
+        _warm(SCENARIO_DIR)
+    limited: list[int] = []
+    while True:
+        try:
+            request = pickle.load(sys.stdin.buffer)
+        except EOFError:
+            return
+        data = pickle.dumps(_answer(request, limited), protocol=pickle.HIGHEST_PROTOCOL)
+        reply_out.write(len(data).to_bytes(8, "big") + data)
+        reply_out.flush()
+
+
+_CHILD = "import costsim.runs.api; from costsim.frontends.bounded import _child_main; _child_main({warm})"
+_SPARES: list[subprocess.Popen] = []  # warm workers (costsim imported and used once), waiting for a request
 _SPARES_LOCK = threading.Lock()
 SPARE_COUNT = 3  # the default replications run at once without waiting for an import
+RUNS_PER_WORKER = 50  # then a fresh one: a long-lived process's memory only grows (fragmentation)
 
 
-def _start_child() -> subprocess.Popen:
+def _start_child(warm: bool = False) -> subprocess.Popen:
     package_root = str(Path(__file__).resolve().parent.parent.parent)  # the very costsim this process runs
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-    return subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    child = subprocess.Popen([sys.executable, "-c", _CHILD.format(warm=warm)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=env)
+    child.costsim_memory = None  # type: ignore[attr-defined]  # the address-space limit it was given
+    child.costsim_runs = 0  # type: ignore[attr-defined]
+    child.costsim_seed = None  # type: ignore[attr-defined]  # the seed of its latest run (its memo holds its jobs)
+    return child
 
 
-def _take_child(warm: bool) -> subprocess.Popen:
-    """A child to simulate in: a warm spare when ``warm`` and one is alive (its ~1 s of imports
-    already paid), else a fresh one. Taking a spare starts another in its place."""
+def _take_child(warm: bool, memory_bytes: int, seed: int | None = None) -> subprocess.Popen:
+    """A worker to simulate in: with ``warm``, a waiting one whose memory limit is unset or this
+    one (the one that last ran ``seed`` first, whose memo holds that seed's jobs; then the most
+    recently used), else a fresh one. Spares are topped up after the run (``_top_up``), not now: a
+    starting worker's import would take CPU from the run."""
     if not warm:
         return _start_child()
     with _SPARES_LOCK:
-        while _SPARES and _SPARES[0].poll() is not None:
-            _SPARES.pop(0).wait()
-        child = _SPARES.pop(0) if _SPARES else _start_child()
+        for child in [c for c in _SPARES if c.poll() is not None]:
+            _SPARES.remove(child)
+            child.wait()
+        usable = [c for c in reversed(_SPARES) if c.costsim_memory in (None, memory_bytes)]  # type: ignore[attr-defined]
+        usable.sort(key=lambda c: c.costsim_seed != seed)  # type: ignore[attr-defined]  # stable: recency kept
+        if usable:
+            _SPARES.remove(usable[0])
+            return usable[0]
+    return _start_child()  # needed now: no warm-up run before this one
+
+
+def _top_up() -> None:
+    """Start warm workers until ``SPARE_COUNT`` wait (fewer than that only after a stopped run)."""
+    with _SPARES_LOCK:
         while len(_SPARES) < SPARE_COUNT:
-            _SPARES.append(_start_child())
-    return child
+            _SPARES.append(_start_child(warm=True))
+
+
+def _keep(child: subprocess.Popen, memory_bytes: int, seed: int | None) -> bool:
+    """Return a worker whose run of ``seed`` finished to the spares (False: there is no room, or
+    it is worn)."""
+    child.costsim_memory = memory_bytes  # type: ignore[attr-defined]
+    child.costsim_seed = seed  # type: ignore[attr-defined]
+    child.costsim_runs += 1  # type: ignore[attr-defined]
+    with _SPARES_LOCK:
+        if child.poll() is None and child.costsim_runs < RUNS_PER_WORKER and len(_SPARES) < SPARE_COUNT:  # type: ignore[attr-defined]
+            _SPARES.append(child)
+            return True
+    return False
 
 
 def warm_up() -> None:
     """Start the warm spares now (the dashboard calls it at start), so the first run is quick too."""
-    with _SPARES_LOCK:
-        while len(_SPARES) < SPARE_COUNT:
-            _SPARES.append(_start_child())
+    _top_up()
 
 
 @atexit.register
@@ -181,44 +258,82 @@ def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = 
     ``limits.run_memory_gb`` of address space. ``on_wait(seconds so far)`` is called every
     ``poll_s`` while they run: the app draws progress there, which is also where Streamlit
     interrupts a script for a rerun or Stop; whatever leaves this function (result, error or
-    interruption) kills every child first. ``warm``: use warm spares (``_take_child``).
+    interruption) kills every child still running first. ``warm``: use warm workers
+    (``_take_child``); one whose run finished waits for the next run (``_keep``).
 
     A fresh interpreter, not ``multiprocessing``: fork from Streamlit's threads can deadlock (and
     crashes on macOS), and spawn or forkserver would re-run the app script, which Streamlit
     installs as ``__main__``. The price is importing costsim again, about a second of CPU, paid
-    ahead of time by the warm spares."""
+    ahead of time by the warm workers, and only again after a run was stopped."""
     start = time.monotonic()
-    children = []
+    memory_bytes = int(limits.run_memory_gb * 2**30)
+    children: list[subprocess.Popen] = []
     outs: list[bytes | None] = [None] * len(seeds)
     try:
         for seed in seeds:
-            child = _take_child(warm)
-            payload = pickle.dumps((scenario, seed, int(limits.run_memory_gb * 2**30), limits.run_seconds),
-                                   protocol=pickle.HIGHEST_PROTOCOL)
+            child = _take_child(warm, memory_bytes, seed)
             children.append(child)
-            threading.Thread(target=_collect, args=(child, payload, outs, len(children) - 1), daemon=True).start()
-        while any(c.poll() is None for c in children) or any(o is None for o in outs):
-            time.sleep(min(poll_s, 0.05))
+            request = pickle.dumps((scenario, seed, memory_bytes, limits.run_seconds), protocol=pickle.HIGHEST_PROTOCOL)
+            threading.Thread(target=_collect, args=(child, request, outs, len(children) - 1), daemon=True).start()
+        while any(o is None for o in outs):
+            time.sleep(min(poll_s, 0.02))
             elapsed = time.monotonic() - start
             if elapsed > limits.run_seconds:
                 raise RunStopped(
                     f"The simulation did not finish within the dashboard's limit of {limits.run_seconds:g} s "
                     "and was stopped. Shorten the horizon or lower the arrival scale, run it with the command "
                     f"line (`costsim run`), or raise the limit ({Limits.ENV['run_seconds']}).")
-            if on_wait is not None and int(elapsed / poll_s) != int((elapsed - 0.05) / poll_s):
+            if on_wait is not None and int(elapsed / poll_s) != int((elapsed - 0.02) / poll_s):
                 on_wait(elapsed)
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-            child.wait()
-    return [_reply(out or b"", child.returncode, limits) for out, child in zip(outs, children, strict=True)]
+        for child, out, seed in zip(children, outs, seeds, strict=False):
+            if not (warm and out and _finished(out) and _keep(child, memory_bytes, seed)):
+                _retire(child, kill=not out)
+        if warm:
+            _top_up()
+    return [_reply(_unframe(out or b""), child.returncode if child.returncode is not None else 0, limits)
+            for out, child in zip(outs, children, strict=True)]
 
 
-def _collect(child: subprocess.Popen, payload: bytes, outs: list, i: int) -> None:
-    """Send the request and keep the reply (a thread per child: pipes never fill up)."""
+def _unframe(out: bytes) -> bytes:
+    """The reply pickle of a length-prefixed frame (b"" when the worker died before a whole one)."""
+    size = int.from_bytes(out[:8], "big") if len(out) >= 8 else -1
+    return out[8:] if size == len(out) - 8 else b""
+
+
+def _finished(out: bytes) -> bool:
+    """A whole reply of a run that finished normally (its worker can be used again)."""
     try:
-        out, _ = child.communicate(payload)
+        return pickle.loads(_unframe(out))[0] in ("ok", "scenario_error")
+    except Exception:
+        return False
+
+
+def _retire(child: subprocess.Popen, kill: bool) -> None:
+    """End a worker: killed when its run was stopped, else told to finish (EOF on its stdin)."""
+    if kill and child.poll() is None:
+        child.kill()
+    try:
+        child.stdin.close()  # type: ignore[union-attr]
+    except OSError:
+        pass
+    try:
+        child.wait(timeout=None if kill else 5)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+
+
+def _collect(child: subprocess.Popen, request: bytes, outs: list, i: int) -> None:
+    """Send the request and keep the framed reply (a thread per worker: pipes never fill up);
+    b"" when the worker dies first (killed for a rerun, the time or the memory limit)."""
+    out = b""
+    try:
+        child.stdin.write(request)  # type: ignore[union-attr]
+        child.stdin.flush()  # type: ignore[union-attr]
+        head = child.stdout.read(8)  # type: ignore[union-attr]
+        if len(head) == 8:
+            out = head + child.stdout.read(int.from_bytes(head, "big"))  # type: ignore[union-attr]
     except (OSError, ValueError):  # killed while talking to it
         out = b""
     outs[i] = out

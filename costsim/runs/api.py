@@ -11,6 +11,7 @@ import numpy as np
 from costsim import engine, results, workload
 from costsim.runs import arguments
 from costsim.runs import budget
+from costsim.runs.memo import RunMemo, cached, file_identity
 from costsim.models import rl
 from costsim.workload.rng import stream
 from costsim.models.serving import RangeMax, can_ever_start, hourly_demand
@@ -216,7 +217,7 @@ def rechecked(scenario: Scenario) -> tuple[Scenario, TraceTable | None]:
     source = f"scenario {scenario.name!r}"
     try:
         data = scenario.model_dump(warnings=False)  # validation below says what is wrong
-    except Exception as exc:  # noqa: BLE001 — whatever was smuggled in, say so instead of a traceback
+    except Exception as exc:
         raise ScenarioError(source, [Problem((), f"cannot be read back: {exc}".splitlines()[0])]) from None
     return _checked(schema_from_data(data, source, scenario.base_dir), source)
 
@@ -226,6 +227,7 @@ def simulate(
     seed: int | None = None,
     on_option: Callable[[str, int, int], None] | None = None,
     max_events: int | None = budget.DEFAULT_MAX_EVENTS,
+    memo: RunMemo | None = None,
 ) -> results.Results:
     """Run every option of the scenario on the same jobs and return the result tables.
 
@@ -234,17 +236,23 @@ def simulate(
     each option and once more (name "tables") before the tables are built: for progress bars.
     ``max_events``: a run estimated (``costsim.runs.budget``) to need more SimPy events than this is
     refused with a ScenarioError before it starts, and one that actually passes
-    ``budget.ENGINE_MARGIN`` times it is stopped; None: no limit.
+    ``budget.ENGINE_MARGIN`` times it is stopped; None: no limit. ``memo``: a ``RunMemo`` that
+    keeps the jobs, work plans and option runs for later calls in this process, which then repeat
+    only what their changes touch (``costsim.runs.memo``); the tables are the same either way.
     """
     seed = arguments.seed(seed)
     on_option = arguments.callback(on_option, "on_option")
     max_events = arguments.max_events(max_events)
+    if memo is not None and not isinstance(memo, RunMemo):
+        raise arguments.error("simulate", "memo", f"must be a costsim.runs.memo.RunMemo or None, got {type(memo).__name__}")
     if isinstance(scenario, Scenario):
+        trace_id = _trace_identity(scenario)  # before the trace is read: see memo.file_identity
         scenario, trace = rechecked(scenario)
     else:
         arguments.scenario_like(scenario)
         path = arguments.path(scenario, "path", "load_scenario")
         scenario, lines = read_scenario(path)
+        trace_id = _trace_identity(scenario)
         scenario, trace = _checked(scenario, str(path), lines)
     source = f"scenario {scenario.name!r}"
     seed = scenario.seed if seed is None else seed
@@ -253,14 +261,21 @@ def simulate(
     rows = len(trace) if trace is not None else 0
     budget.refuse_above(budget.estimate_events(scenario, plans, *budget.expected_workload(scenario, rows)),
                         max_events, source)  # before drawing: a huge horizon must not hang the draws
-    jobs = workload.generate(scenario, seed, trace)
-    del trace  # read once, by the check above; the jobs now hold what the runs need
-    works = [(plan_work(scenario, jobs, plan.base), plan_work(scenario, jobs, plan.burst))
-             if isinstance(plan, HybridPlan) else (plan_work(scenario, jobs, plan),) for plan in plans]
+    # What the jobs and work plans read (see costsim.runs.memo): a memo hit needs all of it equal.
+    jobs_key = (seed, scenario.workload.model_dump_json(), repr(scenario.horizon_h), str(scenario.base_dir), trace_id)
+    jobs = cached(memo, "jobs", jobs_key, lambda t=trace: workload.generate(scenario, seed, t))
+    trace = None  # read once, by the check above; the jobs now hold what the runs need
+
+    def work_of(part: OwnedPlan | CloudPlan):
+        return cached(memo, "works", (jobs_key, repr(part)), lambda: plan_work(scenario, jobs, part))
+
+    works = [(work_of(plan.base), work_of(plan.burst)) if isinstance(plan, HybridPlan) else (work_of(plan),)
+             for plan in plans]
     budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),
                         max_events, source)
     demand = serving_demand(scenario)
     table = RangeMax(demand) if demand is not None else None
+    serving_key = None if scenario.serving is None else scenario.serving.model_dump_json()
     ceiling = None if max_events is None else budget.ENGINE_MARGIN * max_events
     records, work = [], []
     for k, (plan, parts) in enumerate(zip(plans, works, strict=True)):
@@ -269,9 +284,14 @@ def simulate(
         # Streams keyed by the option's name: adding or reordering options never shifts its draws.
         rngs = {name: stream(seed, name, plan.name) for name in ("failures", "preemptions", "provisioning")}
         left = None if ceiling is None else max(ceiling - sum(r.events for r in records), 1)
+        run_key = (jobs_key, repr(plan), serving_key, left)  # the work, horizon and seed are in jobs_key
+
+        def run_it(plan=plan, parts=parts, rngs=rngs, left=left):
+            return engine.run_option(plan, parts[0], scenario.horizon_h, parts[1] if len(parts) > 1 else None,
+                                     serving=table, rngs=rngs, max_events=left)
+
         try:
-            rec = engine.run_option(plan, parts[0], scenario.horizon_h, parts[1] if len(parts) > 1 else None,
-                                    serving=table, rngs=rngs, max_events=left)
+            rec = cached(memo, "runs", run_key, run_it)
         except engine.EventLimitExceeded as exc:
             raise ScenarioError(source, [Problem(("options", k), (
                 f"option {plan.name!r} was stopped after {exc.events:,} simulation events at hour "
@@ -283,6 +303,13 @@ def simulate(
     if on_option is not None:
         on_option("tables", len(plans), len(plans))
     return results.build(scenario, seed, plans, econ, records, work, demand)
+
+
+def _trace_identity(scenario: Scenario) -> tuple[int, ...] | None:
+    """The scenario's trace file's identity (``memo.file_identity``), None without a trace."""
+    if scenario.workload.trace is None:
+        return None
+    return file_identity(scenario.base_dir / scenario.workload.trace)
 
 
 def serving_demand(scenario: Scenario) -> np.ndarray | None:
