@@ -10,12 +10,15 @@ line), then times, best of ``--repeats``:
 - baseline: ``pyarrow.csv`` reads the ``|``-separated file, parses Submit/Start/End and pulls
   ``gres/gpu=N`` out of AllocTRES with pyarrow.compute (no checks, no step folding beyond dropping
   lines whose JobID has a dot): the floor any importer pays to read these bytes;
-- ``costsim.traces.import_trace("slurm", ...)`` (every cell checked, file:line for bad rows);
+- ``costsim.traces.import_trace("slurm", ...)``: the columnar reader (``slurm_columnar``, every cell
+  checked; a file with a bad row goes to the row reader, which names its line);
+- the row reader alone (``slurm.jobs``, line by line: what import_trace used before), unless
+  ``--no-row-reader``: it takes about a minute on a million lines;
 - ``costsim.simulate`` of a scenario replaying the imported trace on ``--gpus`` owned H100s (FIFO).
 
-Prints seconds and the ratios import / baseline and (import + replay) / baseline. No assertion on
-time: the ratios are for reading, as in the other benchmarks. Checks that both readers keep the
-same jobs with the same GPU counts.
+Prints seconds and the ratios to the baseline. No assertion on time: the ratios are for reading,
+as in the other benchmarks. Checks that the baseline and the importer keep the same jobs with the
+same GPU counts, and that the two readers build the same table.
 """
 
 from __future__ import annotations
@@ -110,11 +113,13 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000, help="lines in the sacct file (default 1,000,000)")
     ap.add_argument("--gpus", type=int, default=1024, help="owned GPUs of the replay (default 1024: load about 0.7)")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--no-row-reader", action="store_true", help="skip timing the row reader (about a minute)")
     args = ap.parse_args()
 
     import costsim
-    from costsim.traces import import_trace
-    from costsim.traces.common import write_csv
+    from costsim.traces import import_trace, slurm
+    from costsim.traces.common import ImportOptions, write_csv
+    from costsim.traces.table import import_jobs
 
     per_hour = 200.0  # jobs per hour: 3.75 GPUs x ~1 h each = ~750 busy GPUs
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,6 +135,10 @@ def main() -> None:
         frame = res.frame
         assert len(frame) == len(b_gpus) and np.array_equal(np.sort(frame.gpus.to_numpy()), np.sort(b_gpus)), \
             "the importer and the pyarrow baseline keep different jobs"
+        row_s = None
+        if not args.no_row_reader:
+            row_s, rows = best_of(args.repeats, lambda: import_jobs(slurm.jobs, src, ImportOptions()))
+            assert rows.frame.equals(frame) and rows.dropped == res.dropped, "the two readers differ"
         write_csv(frame, folder / "trace.csv")
         days = float((frame.submit_h + frame.duration_h).max()) / 24
         (folder / "scenario.yaml").write_text(scenario_text(days, args.gpus), encoding="utf-8")
@@ -141,7 +150,10 @@ def main() -> None:
           f"mean wait {summary.queue_delay_mean_h:.2f} h")
     print(f"{'step':<34}{'seconds':>9}{'x baseline':>12}")
     print(f"{'pyarrow read (baseline)':<34}{base_s:>9.2f}{1.0:>12.1f}")
-    print(f"{'costsim import_trace':<34}{imp_s:>9.2f}{imp_s / base_s:>12.1f}")
+    print(f"{'costsim import_trace (columnar)':<34}{imp_s:>9.2f}{imp_s / base_s:>12.1f}")
+    if row_s is not None:
+        print(f"{'row reader alone (slurm.jobs)':<34}{row_s:>9.2f}{row_s / base_s:>12.1f}"
+              f"   (columnar {row_s / imp_s:.0f}x faster)")
     print(f"{'costsim.simulate (replay)':<34}{sim_s:>9.2f}{sim_s / base_s:>12.1f}")
     print(f"{'import + replay':<34}{imp_s + sim_s:>9.2f}{(imp_s + sim_s) / base_s:>12.1f}")
 

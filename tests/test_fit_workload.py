@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import plotly.offline
 import pytest
 import typer
@@ -16,8 +17,9 @@ from ruamel.yaml import YAML
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.fit_cli import fit_workload_command, publish
+from costsim.frontends.fit_cli import fit_workload_command
 from costsim.runs import api
+from costsim.runs.outdir import publish_files as publish
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario.trace import read_trace
 from costsim.traces.fit import arrival_check, fit_class, exposure, fit_durations, fit_trace, intensity_integral, profile
@@ -222,7 +224,7 @@ def test_cli_bad_trace_exits_2_with_file_line_and_writes_nothing(tmp_path):
     (("--distribution", "gamma"), "--distribution: 'gamma': one of lognormal, empirical"),
     (("--by", "user"), "--by: 'user': one of job_class, none"),
     (("--days", "0"), "--days: must be > 0"),
-    (("--trace-out", "SRC"), "--trace-out: is the input trace"),
+    (("--trace-out", "SRC"), "--trace-out: is the input file"),
 ])
 def test_cli_refused_flags(tmp_path, args, message):
     src = tmp_path / "t.csv"
@@ -291,3 +293,38 @@ def test_the_rate_is_right_over_a_window_of_part_of_a_week():
         ps.append(f.arrival_ks_p)
     assert abs(np.mean(rates) / 100.0 - 1) < 0.03
     assert np.median(ps) > 0.05
+
+
+def test_profiles_are_by_the_source_clock_given_the_start(tmp_path):
+    # Office hours: jobs only 09:00–16:59 Monday to Friday. The trace starts on Wednesday
+    # 2024-03-06 at 13:00 (hour 61 of the week). The clock hour of each job is counted independently
+    # with pandas from that start; the fitted profile must be zero exactly where no job fell.
+    office = {"classes": [{"name": "c", "per_day": 300.0, "hourly_profile": [0.0] * 9 + [3.0] * 8 + [0.0] * 7,
+                           "weekly_profile": [1.4] * 5 + [0.0, 0.0], "gpus": {1: 1.0},
+                           "duration": {"law": "deterministic", "mean_h": 1.0}}], "start_hour_of_week": 61.0}
+    frame = generate(office, 21, seed=3)
+    start = pd.Timestamp("2024-03-06T13:00:00") + pd.to_timedelta(frame.submit_h.min(), "h")
+    frame["submit_h"] -= frame.submit_h.min()  # hour 0 = the first submit, as import-trace writes it
+    clock = start + pd.to_timedelta(frame.submit_h, "h")
+    assert clock.dt.hour.between(9, 16).all() and (clock.dt.day_of_week < 5).all()  # the generator kept the clock
+    path = trace_file(tmp_path, frame)
+    result = run(path, "--out", tmp_path / "c.yaml", "--start", start.isoformat())
+    assert result.exit_code == 0, result.output
+    cls = YAML(typ="safe").load((tmp_path / "c.yaml").read_text())["classes"][0]
+    hourly, weekly = np.array(cls["hourly_profile"]), np.array(cls["weekly_profile"])
+    seen_hours = np.bincount(clock.dt.hour, minlength=24) > 0
+    seen_days = np.bincount(clock.dt.day_of_week, minlength=7) > 0
+    assert np.array_equal(hourly > 0, seen_hours) and np.array_equal(weekly > 0, seen_days)
+    # without the start the profiles are of hours since the first submit: shifted
+    shifted = fit_trace(read_trace(path))[0]
+    assert not np.array_equal(np.array(shifted.hourly) > 0, seen_hours)
+    # the generated trace of the fit keeps office hours on the same clock
+    again = pd.read_csv(tmp_path / "c.trace.csv")
+    redrawn = start + pd.to_timedelta(again.submit_h, "h")
+    assert redrawn.dt.hour.between(9, 16).all() and (redrawn.dt.day_of_week < 5).all()
+
+
+def test_a_bad_start_is_refused(tmp_path):
+    path = trace_file(tmp_path, pd.DataFrame({"submit_h": [0.0, 1.0, 2.0], "gpus": [1, 1, 1], "duration_h": [1.0] * 3}))
+    result = run(path, "--out", tmp_path / "c.yaml", "--start", "last tuesday")
+    assert result.exit_code == 2 and "--start" in result.output and not (tmp_path / "c.yaml").exists()

@@ -328,3 +328,18 @@ def test_write_results_from_python_is_atomic_too(small):
     with pytest.raises(costsim.ScenarioError, match="notes.txt"):
         write_results(res, small / "res")
     assert (small / "res" / "notes.txt").read_text() == "mine"
+
+
+def test_a_ctrl_c_before_the_folder_is_opened_names_it_unchanged(small, monkeypatch):
+    """A Ctrl-C that lands while the scenario is still being read (on a loaded machine, the first
+    seconds) says the --out folder asked for is unchanged, as one landing later does."""
+    import costsim.frontends.cli as cli
+
+    def interrupted_read(path):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_load", interrupted_read)
+    result = CliRunner().invoke(app, ["run", "s.yaml", "--out", "kept"])
+    assert result.exit_code == 130
+    assert "interrupted: nothing written; kept is unchanged" in result.output
+    assert "Traceback" not in result.output

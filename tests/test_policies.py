@@ -159,7 +159,21 @@ def test_infinite_wait_is_the_base_alone(tmp_path, sched):
     ({"wait_policy": "linear_gpus", "wait_per_gpu_h": 1, "wait_per_hour_h": 1}, "wait_per_hour_h applies"),
     ({"wait_policy": "linear_cost"}, "needs wait_per_gpu_hour_h"),
     ({"wait_policy": "zero", "max_wait_h": 2}, "max_wait_h applies"),
+    ({"wait_policy": "linear_gpus", "wait_per_gpu_h": 1, "max_wait_h": 4}, "max_wait_h applies"),  # the default, written
 ])
 def test_wait_fields_are_checked(tmp_path, extra, message):
     with pytest.raises(ScenarioError, match=message):
         scenario(tmp_path, WAIT, [owned(gpus=8), cloud(), hybrid(**extra)], horizon_days=1)
+
+
+def test_a_non_constant_policy_dumps_and_reads_back_without_max_wait(tmp_path):
+    """max_wait_h written with another policy is refused (above), so a dump must leave it out: the
+    YAML download and a variant's data (model_dump) both read back."""
+    sc = scenario(tmp_path, WAIT, [owned(gpus=8), cloud(), hybrid(wait_policy="linear_gpus", wait_per_gpu_h=0.5)],
+                  horizon_days=1)
+    data = sc.model_dump(mode="json")
+    assert "max_wait_h" not in data["options"][2]
+    assert costsim.scenario_from_data(data, "variant", tmp_path) == sc
+    assert costsim.load_scenario_text(costsim.dump_scenario(sc), "again", tmp_path) == sc
+    constant = scenario(tmp_path, WAIT, [owned(gpus=8), cloud(), hybrid()], horizon_days=1)
+    assert constant.model_dump(mode="json")["options"][2]["max_wait_h"] == 4.0  # kept where it applies

@@ -66,3 +66,15 @@ def test_each_malformed_row_names_file_and_line(tmp_path, row, field):
         import_trace("helios", path)
     assert str(err.value).startswith(f"{path}:3: {field}")
     assert import_trace("helios", path, ImportOptions(skip_bad=True)).skipped == 1
+
+
+def test_check_order_names_the_first_time_out_of_order():
+    from costsim.traces.common import Report, check_order
+
+    report = Report("f")
+    assert check_order(report, 2, [("a", 1.0), ("b", None), ("c", 0.5)])  # b unknown: c is not compared with a
+    assert not check_order(report, 3, [("a", None), ("b", 1.0)])
+    assert not check_order(report, 4, [("a", 1.0), ("b", 2.0), ("c", 1.5)])
+    assert not check_order(report, 5, [("a", 2.0), ("b", 1.0), ("c", 0.0)])
+    assert [(p.line, p.loc, p.message) for p in report.problems] == [
+        (3, ("a",), "is missing (every job has one)"), (4, ("c",), "is before b"), (5, ("b",), "is before a")]

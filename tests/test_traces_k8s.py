@@ -81,3 +81,15 @@ def test_duplicate_pod_names_get_new_ids_and_keep_the_source_id(tmp_path):
     path.write_text(f"{HEADER}\np0,1,1,1,1000,,LS,Succeeded,0,3600,0\np0,1,1,1,1000,,LS,Succeeded,60,3600,60\n")
     frame = import_trace("k8s-pods", path).frame
     assert list(frame["job_id"]) == ["p0", "p0#2"] and list(frame["source_id"]) == ["p0", "p0"]
+
+
+def test_num_gpu_gpus_each_of_gpu_milli(tmp_path):
+    # 2 GPUs at 500 milli each for 2 h: two GPUs (not one); pooled, two GPUs for 1 h (2 GPU-hours
+    # of half-used GPUs = 2 × 0.5 × 2 = 2 GPU-hours). 3 GPUs at 250 milli for 4 h: 3 GPUs for 1 h pooled.
+    path = tmp_path / "pods.csv"
+    path.write_text(f"{HEADER}\np0,1,1,2,500,,LS,Succeeded,0,7200,0\np1,1,1,3,250,,LS,Succeeded,0,14400,0\n")
+    up = _rows(import_trace("k8s-pods", path).frame)
+    assert (up["p0"]["gpus"], up["p0"]["duration_h"]) == (2, 2.0) and (up["p1"]["gpus"], up["p1"]["duration_h"]) == (3, 4.0)
+    pooled = _rows(import_trace("k8s-pods", path, ImportOptions(fractional="pool")).frame)
+    assert (pooled["p0"]["gpus"], pooled["p0"]["duration_h"]) == (2, 1.0)
+    assert (pooled["p1"]["gpus"], pooled["p1"]["duration_h"]) == (3, 1.0)

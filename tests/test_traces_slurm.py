@@ -9,7 +9,7 @@ import pytest
 
 from costsim.scenario import ScenarioError
 from costsim.traces import import_trace
-from costsim.traces.common import ImportOptions, zone
+from costsim.traces.common import BadCell, ImportOptions, zone
 from costsim.traces.slurm import parse_state, parse_tres
 
 SAMPLE = Path(__file__).parent / "data" / "traces" / "slurm_sacct.txt"
@@ -214,3 +214,19 @@ def test_a_heterogeneous_job_keeps_its_gpu_hours_and_its_worst_status(tmp_path):
     assert len(frame) == 1
     row = frame.iloc[0]
     assert row.gpus == 6 and row.duration_h == pytest.approx(10 / 6) and row.status == "failed"
+
+
+def test_gres_that_are_not_gpu_counts_are_ignored():
+    # gpumem, gpu-util and mps are gres but not GPU counts: they neither abort nor add GPUs.
+    tres = "cpu=8,gres/gpumem=80G,gres/gpu-util=100,gres/gpu:h100=4,gres/mps=200,gres/gpu=4"
+    assert parse_tres(tres, None) == (4, None) and parse_tres(tres, "h100") == (4, None)
+    assert parse_tres("cpu=8,gres/gpumem=80G", None) == (0, "no GPUs")
+    with pytest.raises(BadCell):
+        parse_tres("gres/gpu:h100=four", None)  # a GPU count that is not a number still is one
+
+
+def test_a_header_only_file_says_so(tmp_path):
+    path = tmp_path / "sacct.txt"
+    path.write_text(f"{HEADER}\n\n")
+    with pytest.raises(ScenarioError, match=r"sacct.txt: has a header line and no job rows"):
+        import_trace("slurm", path)

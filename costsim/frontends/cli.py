@@ -113,8 +113,8 @@ def run(
                                                       write_report(res, staging, targets)), run_info(res))
     except ScenarioError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full
         _fail(err)
-    except KeyboardInterrupt:
-        _interrupted(folder)
+    except KeyboardInterrupt:  # a Ctrl-C before the folder is opened (during the imports) names --out too
+        _interrupted(folder, out)
     out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False)
 
 

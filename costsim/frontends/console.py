@@ -71,11 +71,11 @@ def fail(err: ScenarioError) -> NoReturn:
     raise typer.Exit(2)
 
 
-def interrupted(folder) -> NoReturn:
-    """Ctrl-C: say what the output folder (an OutputFolder, or None) holds and exit 130 (128 +
-    SIGINT), without a traceback."""
+def interrupted(folder, out: str | None = None) -> NoReturn:
+    """Ctrl-C: say what the output folder (an OutputFolder, or None: not opened yet, ``out`` being
+    the folder asked for, if any) holds and exit 130 (128 + SIGINT), without a traceback."""
     if folder is None:
-        state = "nothing written"
+        state = "nothing written" + (f"; {out} is unchanged" if out is not None else "")
     elif folder.published:
         state = f"{folder.shown} holds the new results"
     else:

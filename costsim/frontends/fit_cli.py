@@ -14,10 +14,7 @@ are all of them renamed into place.
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -32,16 +29,6 @@ from costsim.traces.fit import BY, DISTRIBUTIONS
 MAX_GENERATED_DAYS = 3650.0  # --days: ten years of generated jobs at most
 
 
-def _check_out(flag: str, path: Path, trace: Path) -> None:
-    """A file we may replace: not the input, not a folder, in a folder that exists."""
-    if path.exists() and trace.exists() and path.resolve() == trace.resolve():
-        raise ScenarioError(flag, [Problem((), "is the input trace; choose another name")])
-    if path.is_dir():
-        raise ScenarioError(flag, [Problem((), f"{path} is a folder; give a file name")])
-    if not path.parent.is_dir():
-        raise ScenarioError(flag, [Problem((), f"folder {path.parent} does not exist")])
-
-
 def check_flags(trace: Path, out: Path, report: Path | None, trace_out: Path, by: str, distribution: str,
                 days: float | None) -> None:
     """ScenarioError naming the flag when one is wrong (before anything is read)."""
@@ -51,12 +38,31 @@ def check_flags(trace: Path, out: Path, report: Path | None, trace_out: Path, by
         raise ScenarioError("--distribution", [Problem((), f"{distribution!r}: one of {', '.join(DISTRIBUTIONS)}")])
     if days is not None and not 0 < days <= MAX_GENERATED_DAYS:
         raise ScenarioError("--days", [Problem((), f"must be > 0 and <= {MAX_GENERATED_DAYS:g} (got {days:g})")])
+    from costsim.runs.outdir import check_out_file
+
     outs = [("--out", out), ("--trace-out", trace_out)] + ([("--report", report)] if report is not None else [])
     for flag, path in outs:
-        _check_out(flag, path, trace)
+        check_out_file(flag, path, trace)
     resolved = [p.resolve() for _, p in outs]
     if len(set(resolved)) != len(resolved):
         raise ScenarioError("--out", [Problem((), "--out, --report and --trace-out must be different files")])
+
+
+def start_hour(start: str | None) -> float:
+    """The hour of the week (0 = Monday 00:00) of ``--start`` on its own clock; 0 without it."""
+    from datetime import datetime
+
+    from costsim.traces.fit import hour_of_week
+
+    if start is None:
+        return 0.0
+    text = start.strip()
+    try:
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise ScenarioError("--start", [Problem((), f"{start!r} is not a date and time (ISO 8601 like "
+                                                    "2024-03-01T08:00:00)")]) from None
+    return hour_of_week(when)
 
 
 def yaml_text(config: dict, header: str) -> str:
@@ -69,26 +75,6 @@ def yaml_text(config: dict, header: str) -> str:
     buf = io.StringIO()
     yaml.dump(config, buf)
     return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + buf.getvalue()
-
-
-def publish(writers: dict[Path, Callable[[Path], object]]) -> None:
-    """Write every file to a hidden temporary beside it, and rename them all into place only when
-    all were written (and checked by their writer); on any error none is replaced."""
-    from costsim.runs.outdir import fsync
-
-    temps = {path: path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}") for path in writers}
-    try:
-        for path, write in writers.items():
-            write(temps[path])
-            fsync(temps[path])
-        for path, temp in temps.items():
-            os.replace(temp, path)
-    except OSError as exc:
-        raise ScenarioError(str(exc.filename or "--out"), [Problem((), f"cannot write: {exc.strerror or exc}")]) from None
-    finally:
-        for temp in temps.values():
-            with contextlib.suppress(FileNotFoundError):
-                temp.unlink()
 
 
 def summary_lines(fits, out: Path, report: Path | None, trace_out: Path, generated: int, days: float) -> list[str]:
@@ -120,10 +106,14 @@ def fit_workload_command(
                                                    "(default: NAME.trace.csv beside --out).")] = None,
     days: Annotated[float | None, typer.Option(help="Days of generated jobs (default: the source's window).")] = None,
     seed: Annotated[int, typer.Option(help="Root seed of the generated trace.")] = 0,
+    start: Annotated[str | None, typer.Option(help="Date and time of the trace's hour 0 on the source's clock "
+                                              "(`costsim import-trace` prints it), e.g. 2024-03-01T08:00:00: the "
+                                              "daily and weekly profiles are then by clock hour and weekday.")] = None,
 ) -> None:
     """Fit a workload model per class of a trace: arrivals (rate, daily and weekly profile), GPUs per
     job, run times; with goodness of fit. Writes a generator config and a trace drawn from it."""
     from costsim.frontends.console import out_console
+    from costsim.runs.outdir import publish_files
     from costsim.scenario.trace import read_trace
     from costsim.scenario.units import MIN_JOB_H
     from costsim.traces.fit import fit_trace
@@ -132,8 +122,9 @@ def fit_workload_command(
     trace_out = trace_out if trace_out is not None else out.with_name(f"{out.stem}.trace.csv")
     try:
         check_flags(trace, out, report, trace_out, by, distribution, days)
+        start_h = start_hour(start)
         table = read_trace(trace)
-        fits = fit_trace(table, by=by, distribution=distribution)
+        fits = fit_trace(table, by=by, distribution=distribution, start_h=start_h)
         config = config_of(fits, source=trace.name, by=by, distribution=distribution)
         horizon_days = days if days is not None else fits[0].window_h / 24
         generated = generate(config, horizon_days, seed, min_duration_h=MIN_JOB_H)
@@ -159,7 +150,7 @@ def fit_workload_command(
                          for f in fits}
             html = fit_page(fits, durations, trace.name)
             writers[report] = lambda temp: temp.write_text(html, encoding="utf-8")
-        publish(writers)
+        publish_files(writers)
     except ScenarioError as err:
         _fail(err)
     except KeyboardInterrupt:

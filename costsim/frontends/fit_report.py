@@ -49,7 +49,11 @@ def profile_figure(fits: Sequence[ClassFit], weekly: bool) -> go.Figure:
     for f in fits:
         values = f.weekly if weekly else f.hourly
         fig.add_trace(go.Scatter(x=list(range(len(values))), y=list(values), mode="lines+markers", name=f.name))
-    unit = "day of the week (day 0: the trace's first day)" if weekly else "hour of the day (hour 0: the first submit)"
+    clock = bool(fits) and fits[0].start_h != 0  # fit-workload --start: by the source's clock
+    if weekly:
+        unit = "day of the week (0: Monday)" if clock else "day of the week (0: the day of hour 0; no --start)"
+    else:
+        unit = "hour of the day (source clock)" if clock else "hour of the day (0: the hour of hour 0; no --start)"
     fig.update_layout(title="Weekly profile" if weekly else "Daily profile",
                       xaxis={"title": unit, "dtick": 1}, yaxis={"title": "rate multiplier (mean 1)"})
     return fig

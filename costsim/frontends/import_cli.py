@@ -9,6 +9,7 @@ renamed over ``--out`` only then.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone as dt_timezone, tzinfo
 from pathlib import Path
 from typing import Annotated
 
@@ -56,34 +57,30 @@ def options_from_flags(fmt: str, since: str | None, until: str | None, gpu_type:
 def write_trace(result: ImportResult, out: Path, source: Path) -> None:
     """Write the table to ``out`` atomically, after reading the written file back with costsim's
     trace reader (so what is published is a trace a scenario can replay)."""
-    from costsim.runs.dataset import write_atomic
+    from costsim.runs.outdir import check_out_file, publish_files
     from costsim.scenario.trace import read_trace
 
-    if out.exists() and source.exists() and out.resolve() == source.resolve():
-        raise ScenarioError("--out", [Problem((), "is the input file; choose another name")])
-    if out.is_dir():
-        raise ScenarioError("--out", [Problem((), f"{out} is a folder; give a file name like trace.csv")])
-    if not out.parent.is_dir():
-        raise ScenarioError("--out", [Problem((), f"folder {out.parent} does not exist")])
+    check_out_file("--out", out, source)
 
     def write(temp: Path) -> None:
         write_csv(result.frame, temp)
         read_trace(temp)  # a ScenarioError here is a bug in an importer, not in the user's file
 
-    try:
-        write_atomic(out, write)
-    except OSError as exc:
-        raise ScenarioError("--out", [Problem((), f"cannot write {out}: {exc.strerror or exc}")]) from None
+    publish_files({out: write})
 
 
-def summary_lines(result: ImportResult, out: Path) -> list[str]:
-    """What was imported, in a few lines: jobs, span, GPU-hours, what was left out and why."""
+def summary_lines(result: ImportResult, out: Path, tz: tzinfo = dt_timezone.utc) -> list[str]:
+    """What was imported, in a few lines: jobs, span, GPU-hours, the clock time of hour 0 (in
+    ``tz``), what was left out and why."""
     f = result.frame
     span_d = float((f["submit_h"] + f["duration_h"]).max()) / 24
     gpu_h = float((f["gpus"] * f["duration_h"]).sum())
     delay = f["observed_delay_h"].dropna()
     lines = [f"wrote {out}: {len(f):,} jobs over {span_d:,.1f} days, {gpu_h:,.0f} GPU-hours, "
              f"at most {int(f['gpus'].max()):,} GPUs per job"]
+    if result.first_submit_s is not None:
+        hour0 = datetime.fromtimestamp(result.first_submit_s, tz).isoformat()
+        lines.append(f"hour 0 is {hour0} (fit-workload --start {hour0} fits daily and weekly profiles by the clock)")
     if len(delay):
         lines.append(f"observed queueing delay in the source: mean {delay.mean():.2f} h, "
                      f"p95 {delay.quantile(0.95):.2f} h")
@@ -132,5 +129,5 @@ def import_trace_command(
     for p in result.problems[:SHOWN_SKIPPED]:
         err_console.print(Text.assemble(("skipped", "yellow"), ": ", p.render(str(file))), highlight=False,
                           soft_wrap=True)
-    for line in summary_lines(result, out):
+    for line in summary_lines(result, out, options.tz):
         out_console.print(Text(line), highlight=False, soft_wrap=True)

@@ -82,7 +82,7 @@ def optimize_command(
     except ScenarioError as err:  # bad flags or scenario, an unusable --out, a lost worker
         _fail(err)
     except KeyboardInterrupt:
-        _interrupted(folder)
+        _interrupted(folder, out)
 
 
 def _search(scenario: Path, target: list[str], vary: list[str], replications: int, seed: int | None, executor: str,

@@ -90,6 +90,44 @@ def fsync(path: Path) -> None:
         os.close(fd)
 
 
+def check_out_file(flag: str, path: Path, source: Path | None = None) -> None:
+    """A file a command may replace (``--out``): not its input ``source``, not a folder, in a folder
+    that exists; ScenarioError naming ``flag`` otherwise."""
+    if source is not None and path.exists() and source.exists() and path.resolve() == source.resolve():
+        raise ScenarioError(flag, [Problem((), "is the input file; choose another name")])
+    if path.is_dir():
+        raise ScenarioError(flag, [Problem((), f"{path} is a folder; give a file name")])
+    if not path.parent.is_dir():
+        raise ScenarioError(flag, [Problem((), f"folder {path.parent} does not exist")])
+
+
+def publish_files(writers: dict[Path, Callable[[Path], object]]) -> None:
+    """Several files replaced together: each ``write(temp)`` into a hidden temporary file beside its
+    path (the writer may check what it wrote and raise), flushed to disk; only when every one was
+    written are they all renamed into place, with Ctrl-C held back so the renames are not cut in
+    half. On any error (KeyboardInterrupt included) no file is replaced and the temporaries are
+    removed; an OSError becomes a ScenarioError naming the file. ``runs.dataset.write_atomic`` is
+    the one-file case without the ScenarioError."""
+    temps = {path: path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}") for path in writers}
+    try:
+        for path, write in writers.items():
+            write(temps[path])
+            fsync(temps[path])
+        with _signals_held():
+            for path, temp in temps.items():
+                os.replace(temp, path)
+    except OSError as exc:
+        raise ScenarioError(str(exc.filename or next(iter(writers), "--out")),
+                            [Problem((), f"cannot write: {exc.strerror or exc}")]) from None
+    finally:
+        for temp in temps.values():
+            with contextlib.suppress(FileNotFoundError):
+                temp.unlink()
+    for folder in {path.parent for path in writers}:
+        with contextlib.suppress(OSError):
+            fsync(folder)  # the renames themselves are on disk
+
+
 @contextlib.contextmanager
 def _signals_held():
     """Hold Ctrl-C and SIGTERM back (delivered afterwards) so a swap is never cut in half."""

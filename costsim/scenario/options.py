@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from costsim.scenario.units import (
     TermYears,
@@ -272,10 +272,19 @@ class HybridOption(StrictModel):
         for policy, field in needs.items():
             if policy != self.wait_policy and getattr(self, field) is not None:
                 raise ValueError(f"{field} applies to wait_policy {policy} only")
-        # Only a changed max_wait_h is refused: a model dumped and read again carries the default.
-        if self.wait_policy != "constant" and self.max_wait_h != DEFAULT_MAX_WAIT_H:
+        # Any max_wait_h written is refused, its default value too (a dump leaves it out: below).
+        if self.wait_policy != "constant" and "max_wait_h" in self.model_fields_set:
             raise ValueError("max_wait_h applies to wait_policy constant only")
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_unused_wait(self, handler):
+        """A dump (YAML, a variant's data) leaves out max_wait_h where the policy ignores it, so it
+        reads back without it."""
+        data = handler(self)
+        if self.wait_policy != "constant" and isinstance(data, dict):
+            data.pop("max_wait_h", None)
+        return data
 
 
 Option = Annotated[OwnedOption | CloudOption | HybridOption, Field(discriminator="kind")]

@@ -11,10 +11,11 @@ from __future__ import annotations
 from importlib import import_module
 from pathlib import Path
 
-from .common import ImportOptions, ImportResult, import_jobs
+from .common import ImportOptions, ImportResult
+from .table import import_jobs
 
 FORMATS = {  # format name -> "module:function" under costsim.traces
-    "slurm": "slurm:jobs",
+    "slurm": "slurm:read",
     "k8s-pods": "k8s_pods:jobs",
     "philly": "philly:jobs",
     "helios": "helios:jobs",

@@ -5,17 +5,21 @@ source job, in epoch seconds; everything after that is here and the same for eve
 
     def jobs(path: Path, options: ImportOptions, report: Report) -> Iterator[Job]
 
+(or, for a reader that works by columns, a :class:`costsim.traces.table.JobColumns`: the SLURM
+reader's columnar path, ``slurm_columnar.py``)
+
 - a cell that cannot be read: ``report.bad(line, field, message)`` and skip the row (the error is
   raised at the end unless ``--skip-bad``, then the row is only counted);
 - a row that is fine but not a job to replay (no GPUs, cancelled before it started, another GPU
   type): ``report.drop(reason)`` and skip it — counted by reason, never an error;
+- time-order checks (submit before start before end) with :func:`check_order`;
 - cells are read with :func:`parse_time` (ISO 8601 with or without a zone, epoch seconds,
   ``Unknown``/``None``/empty → None), :func:`parse_duration` (SLURM ``[D-]HH:MM:SS``, ``MM:SS``,
   plain seconds) and :func:`parse_number`; each raises :class:`BadCell` with the reason.
 
-:func:`import_jobs` runs a format's ``jobs`` and :func:`build_frame` turns the jobs into costsim's
-trace CSV columns (``submit_h, gpus, duration_h, job_id, job_class, priority``) plus ``status``,
-``observed_delay_h`` (start − submit in the source, hours; empty when the start is unknown) and
+:func:`costsim.traces.table.import_jobs` runs a format's ``jobs`` and
+:func:`costsim.traces.table.build_frame` turns the jobs into costsim's trace CSV columns
+(``submit_h, gpus, duration_h, job_id, job_class, priority``) plus ``status``, ``observed_delay_h`` (start − submit in the source, hours; empty when the start is unknown) and
 ``source_id`` (only when some job id had to change to stay unique). The first submit kept (after
 ``--since``/``--until``) is hour 0; rows are sorted by submit time, ties in file order.
 """
@@ -36,7 +40,6 @@ import numpy as np
 import pandas as pd
 
 from costsim.scenario.errors import Problem, ScenarioError
-from costsim.scenario.units import MAX_GPUS, MAX_HOURS, MIN_JOB_H
 
 COLUMNS = ("submit_h", "gpus", "duration_h", "job_id", "job_class", "priority", "status", "observed_delay_h")
 SOURCE_ID = "source_id"  # added only when a job id had to change (duplicates in the source)
@@ -59,7 +62,7 @@ class ImportOptions:
     until_s: float | None = None  # keep jobs submitted before this
     gpu_type: str | None = None  # keep only jobs on this GPU type (case-insensitive), where the format says
     skip_bad: bool = False  # skip malformed rows (counted) instead of failing
-    fractional: str = "round-up"  # "round-up": ceil(gpus); "pool": ceil(gpus) GPUs for gpus/ceil(gpus) of the time
+    fractional: str = "round-up"  # "round-up": ceil(gpus); "pool": ceil(gpus) GPUs for share·gpus/ceil(gpus) of the time
     tz: tzinfo = timezone.utc  # the zone of timestamps written without one
 
 
@@ -69,13 +72,14 @@ class Job:
 
     source_id: str  # the id in the source (array task ``123_4``, pod name, ...)
     submit_s: float
-    gpus: float  # GPUs allocated (may be fractional: k8s gpu_milli, PAI plan_gpu)
+    gpus: float  # GPUs allocated (may be fractional: PAI plan_gpu)
     run_s: float  # seconds to replay (elapsed time of the allocation)
     status: str  # lower-case: completed, failed, timeout, cancelled, node_fail, preempted, ...
     job_class: str = "trace"  # user, account, queue or partition
     start_s: float | None = None  # when it started in the source (for observed_delay_h)
     line: int = 0  # line of the file (for messages)
     priority: int = 0
+    share: float = 1.0  # the part of each of its GPUs it uses (k8s gpu_milli / 1000): "pool" shortens the run by it
 
 
 @dataclass
@@ -219,121 +223,19 @@ def cell(report: Report, line: int, fieldname: str, read: Callable[[], object]) 
         return False, None
 
 
-# -- the table ---------------------------------------------------------------------------------
-
-
-def import_jobs(jobs: Callable[[Path, ImportOptions, Report], Iterable[Job]], path: Path | str,
-                options: ImportOptions) -> ImportResult:
-    """Run a format's ``jobs`` on ``path`` and build the trace; ScenarioError naming each bad row
-    (file:line) unless ``options.skip_bad``, and when no job is left to replay."""
-    path = Path(path)
-    source = str(path)
-    if not path.is_file():
-        raise ScenarioError(source, [Problem((), "file not found")])
-    report = Report(source, options.skip_bad)
-    try:
-        found = list(jobs(path, options, report))
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(source, [Problem((), f"not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
-    except OSError as exc:
-        raise ScenarioError(source, [Problem((), f"cannot read the file: {exc.strerror or exc}")]) from None
-    # One pass: the rows' own problems and build_frame's (too many GPUs, too long) are reported
-    # together, in line order, by build_frame's check.
-    frame, first = build_frame(found, options, report)
-    report.check()
-    if frame.empty:
-        why = ", ".join(f"{n} {r}" for r, n in sorted(report.dropped.items())) or "the file has no jobs"
-        raise ScenarioError(source, [Problem((), f"no job to replay ({why})")])
-    problems = sorted(report.problems, key=lambda p: (p.line is None, p.line or 0))
-    return ImportResult(frame, report.skipped, dict(report.dropped), problems, first)
-
-
-def _window(jobs: list[Job], options: ImportOptions, report: Report) -> list[Job]:
-    """The jobs submitted in [since, until)."""
-    kept = [j for j in jobs if (options.since_s is None or j.submit_s >= options.since_s)
-            and (options.until_s is None or j.submit_s < options.until_s)]
-    if len(kept) < len(jobs):
-        report.drop("outside --since/--until", len(jobs) - len(kept))
-    return kept
-
-
-def _gpus(jobs: list[Job], policy: str) -> tuple[np.ndarray, np.ndarray]:
-    """Whole GPUs and the factor on the run time: "round-up" asks ceil(g) GPUs for the same time;
-    "pool" asks ceil(g) GPUs for g/ceil(g) of the time, so GPU-hours are kept (four quarter-GPU
-    pods of an hour become four 1-GPU jobs of 15 minutes: the work of one GPU-hour)."""
-    g = np.array([j.gpus for j in jobs], dtype=float)
-    whole = np.ceil(g - 1e-9)  # 2.0000000001 from a percent sum is 2 GPUs
-    whole = np.maximum(whole, 1.0)
-    factor = g / whole if policy == "pool" else np.ones_like(g)
-    return whole, np.minimum(factor, 1.0)
-
-
-def unique_ids(ids: list[str]) -> tuple[list[str], bool]:
-    """Ids made unique and non-empty: the second ``x`` becomes ``x#2``; True if any id changed.
-    Whitespace around an id is dropped (the trace reader strips it)."""
-    seen: set[str] = set()
-    out: list[str] = []
-    changed = False
-    for raw in ids:
-        base = raw.strip() or "job"
-        new, k = base, 1
-        while new in seen:
-            k += 1
-            new = f"{base}#{k}"
-        changed |= new != raw
-        seen.add(new)
-        out.append(new)
-    return out, changed
-
-
-def build_frame(jobs: list[Job], options: ImportOptions, report: Report) -> tuple[pd.DataFrame, float | None]:
-    """The trace table of ``jobs`` and the epoch seconds of hour 0 (the first submit kept).
-
-    Replayed duration: ``run_s`` hours (at least MIN_JOB_H, so a zero-second job is still a job);
-    jobs with more GPUs or a longer time than costsim accepts are bad rows (file:line)."""
-    jobs = _window(jobs, options, report)
-    if options.fractional not in FRACTIONAL:
-        raise ScenarioError("--fractional", [Problem((), f"must be one of {', '.join(FRACTIONAL)}")])
-    if not jobs:
-        return pd.DataFrame(columns=list(COLUMNS)), None
-    jobs.sort(key=lambda j: (j.submit_s, j.line))
-    first = jobs[0].submit_s
-    whole, factor = _gpus(jobs, options.fractional)
-    rows_ok = []
-    for j, g in zip(jobs, whole, strict=True):
-        span_h = (j.submit_s - first) / 3600 + j.run_s / 3600
-        if g > MAX_GPUS:
-            report.bad(j.line, "gpus", f"{g:g} GPUs is more than costsim accepts ({MAX_GPUS:,})")
-        elif j.run_s / 3600 > MAX_HOURS:
-            report.bad(j.line, "duration", f"{j.run_s / 3600:,.0f} h is longer than costsim accepts ({MAX_HOURS:,} h)")
-        elif span_h > MAX_HOURS:
-            report.bad(j.line, "submit", f"ends {span_h:,.0f} h after the first submit (at most {MAX_HOURS:,} h)")
-        else:
-            rows_ok.append(True)
-            continue
-        rows_ok.append(False)
-    report.check()
-    keep = np.array(rows_ok)
-    jobs = [j for j, k in zip(jobs, keep, strict=True) if k]
-    whole, factor = whole[keep], factor[keep]
-    if not jobs:
-        return pd.DataFrame(columns=list(COLUMNS)), None
-    first = jobs[0].submit_s
-    ids, changed = unique_ids([j.source_id for j in jobs])
-    delay = [(j.start_s - j.submit_s) / 3600 if j.start_s is not None else np.nan for j in jobs]
-    frame = pd.DataFrame({
-        "submit_h": [(j.submit_s - first) / 3600 for j in jobs],
-        "gpus": whole.astype(np.int64),
-        "duration_h": np.maximum(np.array([j.run_s for j in jobs]) / 3600 * factor, MIN_JOB_H),
-        "job_id": ids,
-        "job_class": [j.job_class.strip() or "trace" for j in jobs],
-        "priority": np.array([j.priority for j in jobs], dtype=np.int64),
-        "status": [j.status for j in jobs],
-        "observed_delay_h": np.maximum(np.array(delay, dtype=float), 0.0),
-    })
-    if changed:
-        frame[SOURCE_ID] = [j.source_id for j in jobs]
-    return frame, first
+def check_order(report: Report, line: int, times: list[tuple[str, float | None]]) -> bool:
+    """Whether a row's times are in order, e.g. ``[("Submit", s), ("Start", t), ("End", e)]``; if
+    not, the bad row is recorded (False). The first time is required (``Submit: is missing``); each
+    other is not before the one listed before it when both are known (``Start: is before Submit``)."""
+    first, t0 = times[0]
+    if t0 is None:
+        report.bad(line, first, "is missing (every job has one)")
+        return False
+    for (before, a), (after, b) in zip(times, times[1:]):
+        if a is not None and b is not None and b < a:
+            report.bad(line, after, f"is before {before}")
+            return False
+    return True
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
@@ -371,11 +273,16 @@ def iter_csv(path: Path, report: Report, required: Iterable[str], delimiter: str
             raise ScenarioError(report.source, [Problem((), f"missing column(s) {', '.join(missing)}; "
                                                             f"the header has {', '.join(names)}", 1)])
         start = first_data
+        rows = 0
         for row in reader:
             line, start = start, reader.line_num + 1
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
+            rows += 1
             if len(row) != len(names):
                 report.bad(line, "", f"has {len(row)} fields; the header has {len(names)}")
                 continue
             yield line, dict(zip(names, row, strict=True))
+        if not rows:
+            what = "a header line" if header is None else "no line"
+            raise ScenarioError(report.source, [Problem((), f"has {what} and no job rows (nothing to import)")])

@@ -4,11 +4,15 @@ Per class (the trace's ``job_class``, or one class for all jobs):
 
 - **arrivals**: a rate in jobs per day over the trace's window [0, T) (T: the last submit of the
   whole trace, so classes share one window), times a daily profile (24 hourly multipliers, mean 1)
-  and a weekly profile (7 daily multipliers, mean 1). Hours and days are counted from the trace's
-  hour 0 (its first submit): a trace CSV carries no clock time, so "hour 0" is whatever hour of the
-  day the first job was submitted. Each multiplier is (jobs in that hour of the day ÷ hours of that
-  kind in the window) ÷ the overall rate: exposure-weighted, so a window that is not a whole number
-  of days or weeks is not biased. An hour or weekday the window never covers gets 1 (no data).
+  and a weekly profile (7 daily multipliers, mean 1). The profiles are by the source's clock:
+  index 0 is midnight and Monday. A trace CSV carries no clock time, so the clock time of its hour 0
+  (its first submit, which ``costsim import-trace`` prints) is given as ``start_h``, the hour of the
+  week of hour 0 (0 = Monday 00:00; :func:`hour_of_week`); a job submitted at ``submit_h`` is at
+  hour ``(start_h + submit_h) mod 24`` of the day. Without it (``start_h`` 0) hour 0 is taken for
+  Monday midnight and the profiles are shifted by the true start's hour of the week. Each
+  multiplier is (jobs in that hour of the day ÷ hours of that kind in the window) ÷ the overall
+  rate: exposure-weighted, so a window that is not a whole number of days or weeks is not biased.
+  An hour or weekday the window never covers gets 1 (no data).
   The two profiles are fitted separately (marginals), and the model multiplies them.
 - **GPUs per job**: the empirical pmf over the counts seen.
 - **durations**: lognormal by maximum likelihood (``scipy.stats.lognorm.fit`` with floc=0, which is
@@ -90,13 +94,14 @@ class ClassFit:
     jobs: int
     window_h: float  # the observation window [0, window_h) the rate is over
     per_day: float  # jobs per day, averaged over the window
-    hourly: tuple[float, ...]  # 24 multipliers, mean 1; hour 0 = the trace's hour 0
-    weekly: tuple[float, ...]  # 7 multipliers, mean 1; day 0 = the trace's first day
+    hourly: tuple[float, ...]  # 24 multipliers, mean 1; index 0 = midnight on the source's clock
+    weekly: tuple[float, ...]  # 7 multipliers, mean 1; index 0 = Monday
     gpus_pmf: dict[int, float]  # GPUs per job -> share of jobs
     duration: DurationFit
     arrival_ks: float  # de-seasonalised gaps vs Exp(1) (ARRIVAL_TEST); NaN below 3 jobs
     arrival_ks_p: float
     notes: tuple[str, ...] = field(default=())
+    start_h: float = 0.0  # hour of the week (0 = Monday 00:00) of the trace's hour 0
 
 
 def window_of(submit_h: np.ndarray) -> float:
@@ -116,12 +121,18 @@ def exposure(window_h: float, period: int, unit_h: float) -> np.ndarray:
     return covered
 
 
-def profile(submit_h: np.ndarray, window_h: float, period: int, unit_h: float) -> np.ndarray:
+def hour_of_week(when) -> float:
+    """Hours since the Monday 00:00 before ``when`` (a datetime), on its own clock."""
+    return when.weekday() * HOURS_PER_DAY + when.hour + when.minute / 60 + when.second / 3600 + when.microsecond / 3.6e9
+
+
+def profile(submit_h: np.ndarray, window_h: float, period: int, unit_h: float, start_h: float = 0.0) -> np.ndarray:
     """Multipliers (mean 1) of the arrival rate per bin: jobs per hour of exposure in the bin,
-    relative to jobs per hour over the window. Bins the window never covers get 1."""
-    bins = (np.floor(submit_h / unit_h).astype(np.int64)) % period
+    relative to jobs per hour over the window. Bins the window never covers get 1. Bins are of the
+    clock: hour 0 of the trace is ``start_h`` hours into the cycle."""
+    bins = (np.floor((np.asarray(submit_h) + start_h) / unit_h).astype(np.int64)) % period
     counts = np.bincount(bins, minlength=period).astype(float)
-    hours = exposure(window_h, period, unit_h)
+    hours = exposure(start_h + window_h, period, unit_h) - exposure(start_h, period, unit_h)
     overall = len(submit_h) / window_h
     m = np.ones(period)
     seen = hours > 0
@@ -129,11 +140,20 @@ def profile(submit_h: np.ndarray, window_h: float, period: int, unit_h: float) -
     return m / m.mean()
 
 
-def intensity_integral(t: np.ndarray, per_h: float, hourly: np.ndarray, weekly: np.ndarray) -> np.ndarray:
-    """Λ(t) = ∫₀ᵗ per_h · hourly[h(s)] · weekly[d(s)] ds, in expected jobs, for each time ``t`` (h).
+def intensity_integral(t: np.ndarray, per_h: float, hourly: np.ndarray, weekly: np.ndarray,
+                       start_h: float = 0.0) -> np.ndarray:
+    """Λ(t) = ∫₀ᵗ per_h · hourly[h(s)] · weekly[d(s)] ds, in expected jobs, for each time ``t`` (h)
+    of a trace whose hour 0 is ``start_h`` hours into the week."""
+    t = np.asarray(t, dtype=float)
+    if start_h:
+        return _integral(t + start_h, per_h, hourly, weekly) - _integral(np.array(start_h), per_h, hourly, weekly)
+    return _integral(t, per_h, hourly, weekly)
 
-    The intensity is constant within each hour, so Λ is the cumulative sum over whole hours of one
-    week (168 values, repeated) plus the part of the current hour."""
+
+def _integral(t: np.ndarray, per_h: float, hourly: np.ndarray, weekly: np.ndarray) -> np.ndarray:
+    """Λ from the start of a week (Monday 00:00). The intensity is constant within each hour, so Λ
+    is the cumulative sum over whole hours of one week (168 values, repeated) plus the part of the
+    current hour."""
     week = np.repeat(weekly, HOURS_PER_DAY) * np.tile(hourly, DAYS_PER_WEEK) * per_h  # per hour of a week
     per_week = week.sum()
     cum = np.concatenate([[0.0], np.cumsum(week)])
@@ -143,7 +163,8 @@ def intensity_integral(t: np.ndarray, per_h: float, hourly: np.ndarray, weekly: 
     return weeks * per_week + cum[hour] + (within - hour) * week[hour]
 
 
-def arrival_check(submit_h: np.ndarray, per_h: float, hourly: np.ndarray, weekly: np.ndarray) -> tuple[float, float]:
+def arrival_check(submit_h: np.ndarray, per_h: float, hourly: np.ndarray, weekly: np.ndarray,
+                  start_h: float = 0.0) -> tuple[float, float]:
     """(KS statistic, p-value) of the time-rescaled gaps between successive submits against Exp(1)
     (``ARRIVAL_TEST``); NaN for fewer than 3 jobs. Simultaneous submits (gap 0) count as gaps."""
     from scipy.stats import kstest
@@ -151,7 +172,7 @@ def arrival_check(submit_h: np.ndarray, per_h: float, hourly: np.ndarray, weekly
     t = np.sort(np.asarray(submit_h, dtype=float))
     if len(t) < 3:
         return float("nan"), float("nan")
-    gaps = np.diff(intensity_integral(t, per_h, hourly, weekly))
+    gaps = np.diff(intensity_integral(t, per_h, hourly, weekly, start_h))
     res = kstest(gaps, "expon")
     return float(res.statistic), float(res.pvalue)
 
@@ -182,17 +203,18 @@ def fit_durations(duration_h: np.ndarray, distribution: str = "lognormal") -> Du
 
 
 def fit_class(name: str, submit_h: np.ndarray, gpus: np.ndarray, duration_h: np.ndarray, window_h: float,
-              distribution: str = "lognormal") -> ClassFit:
-    """The model of one class's jobs over the window [0, window_h) hours."""
+              distribution: str = "lognormal", start_h: float = 0.0) -> ClassFit:
+    """The model of one class's jobs over the window [0, window_h) hours of a trace whose hour 0 is
+    ``start_h`` hours into the week (0 = Monday 00:00)."""
     submit_h = np.asarray(submit_h, dtype=float)
     n = len(submit_h)
-    hourly = profile(submit_h, window_h, HOURS_PER_DAY, 1.0)
-    weekly = profile(submit_h, window_h, DAYS_PER_WEEK, float(HOURS_PER_DAY))
+    hourly = profile(submit_h, window_h, HOURS_PER_DAY, 1.0, start_h)
+    weekly = profile(submit_h, window_h, DAYS_PER_WEEK, float(HOURS_PER_DAY), start_h)
     # The rate with these profiles puts n expected jobs in the window: over a window that is not
     # whole weeks the profiles' plain mean (1) is not their mean over the window, and n / window_h
     # would overstate the rate (by 10 % over 10 days of a weekday-heavy week).
-    per_h = n / float(intensity_integral(np.array([window_h]), 1.0, hourly, weekly)[0])
-    ks, p = arrival_check(submit_h, per_h, hourly, weekly)
+    per_h = n / float(intensity_integral(np.array([window_h]), 1.0, hourly, weekly, start_h)[0])
+    ks, p = arrival_check(submit_h, per_h, hourly, weekly, start_h)
     values, counts = np.unique(np.asarray(gpus, dtype=np.int64), return_counts=True)
     pmf = {int(v): float(c) / n for v, c in zip(values, counts, strict=True)}
     notes = []
@@ -201,7 +223,7 @@ def fit_class(name: str, submit_h: np.ndarray, gpus: np.ndarray, duration_h: np.
     return ClassFit(name=name, jobs=n, window_h=window_h, per_day=per_h * HOURS_PER_DAY,
                     hourly=tuple(float(v) for v in hourly), weekly=tuple(float(v) for v in weekly),
                     gpus_pmf=pmf, duration=fit_durations(duration_h, distribution), arrival_ks=ks,
-                    arrival_ks_p=p, notes=tuple(notes))
+                    arrival_ks_p=p, notes=tuple(notes), start_h=float(start_h))
 
 
 def window_note(window_h: float) -> str | None:
@@ -215,10 +237,10 @@ BY = ("job_class", "none")
 
 
 def fit_trace(trace: TraceTable, by: str = "job_class", distribution: str = "lognormal",
-              window_h: float | None = None) -> list[ClassFit]:
+              window_h: float | None = None, start_h: float = 0.0) -> list[ClassFit]:
     """One ClassFit per class (``by``: job_class, or none for all jobs as one class "all"), in
     order of decreasing job count then name. ``window_h``: the observation window (default: up to
-    the trace's last submit)."""
+    the trace's last submit); ``start_h``: the hour of the week of the trace's hour 0."""
     if by not in BY:
         raise ValueError(f"by {by!r}: one of {', '.join(BY)}")
     window = window_of(trace.submit_h) if window_h is None else float(window_h)
@@ -229,5 +251,5 @@ def fit_trace(trace: TraceTable, by: str = "job_class", distribution: str = "log
     for name, _ in order:
         mask = labels == name
         fits.append(fit_class(str(name), trace.submit_h[mask], trace.gpus[mask], trace.duration_h[mask], window,
-                              distribution))
+                              distribution, start_h))
     return fits

@@ -52,7 +52,9 @@ def config_of(fits: Sequence[ClassFit], source: str, by: str, distribution: str)
         "by": by,
         "distribution": distribution,
         "window_h": _r(fits[0].window_h) if fits else None,
-        "hour_zero": "the trace's first submit (hour 0 of the day and day 0 of the week)",
+        "start_hour_of_week": _r(fits[0].start_h) if fits else 0.0,
+        "hour_zero": ("profiles by the source's clock (index 0: midnight, Monday); the trace's hour 0 and the "
+                      "generated trace's hour 0 are start_hour_of_week hours after Monday 00:00"),
         "arrival_check": ARRIVAL_TEST,
         **({"notes": [window_note(fits[0].window_h)]} if fits and window_note(fits[0].window_h) else {}),
         "classes": [
@@ -74,12 +76,13 @@ def config_of(fits: Sequence[ClassFit], source: str, by: str, distribution: str)
 
 
 def _arrivals(rng: np.random.Generator, per_day: float, hourly: np.ndarray, weekly: np.ndarray,
-              horizon_h: float) -> np.ndarray:
-    """Sorted submit times (h) of the profiled Poisson process on [0, horizon_h), by thinning."""
+              horizon_h: float, start_h: float = 0.0) -> np.ndarray:
+    """Sorted submit times (h) of the profiled Poisson process on [0, horizon_h), by thinning; hour
+    0 is ``start_h`` hours after Monday 00:00 of the profiles' clock."""
     week = np.repeat(weekly, HOURS_PER_DAY) * np.tile(hourly, DAYS_PER_WEEK)  # multiplier per hour of a week
     peak = float(week.max())
     t = poisson_times(rng, per_day / HOURS_PER_DAY * peak, 0.0, horizon_h)
-    hour_of_week = np.floor(t).astype(np.int64) % len(week)
+    hour_of_week = np.floor(t + start_h).astype(np.int64) % len(week)
     keep = rng.uniform(0.0, 1.0, len(t)) < week[hour_of_week] / peak
     return t[keep]
 
@@ -104,7 +107,8 @@ def generate(config: dict, horizon_days: float, seed: int, min_duration_h: float
     for spec, ss in zip(classes, np.random.SeedSequence(seed).spawn(len(classes)), strict=True):
         rng = np.random.default_rng(ss)
         t = _arrivals(rng, spec["per_day"], np.asarray(spec["hourly_profile"], dtype=float),
-                      np.asarray(spec["weekly_profile"], dtype=float), horizon_h)
+                      np.asarray(spec["weekly_profile"], dtype=float), horizon_h,
+                      float(config.get("start_hour_of_week") or 0.0))
         sizes = np.array([int(g) for g in spec["gpus"]], dtype=np.int64)
         shares = np.array(list(spec["gpus"].values()), dtype=float)
         parts.append(pd.DataFrame({

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from .common import BadCell, ImportOptions, Job, Report, is_missing, iter_csv, parse_duration, parse_number, parse_time
+from .common import (BadCell, ImportOptions, Job, Report, check_order, is_missing, iter_csv, parse_duration,
+                     parse_number, parse_time)
 from .slurm import parse_state
 
 REQUIRED = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time")
@@ -54,14 +55,7 @@ def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report)
         report.bad(line, field, str(exc))
         return None
     submit, start, end = times["submit_time"], times["start_time"], times["end_time"]
-    if submit is None:
-        report.bad(line, "submit_time", "is missing (every job has a submit time)")
-        return None
-    if start is not None and start < submit:
-        report.bad(line, "start_time", "is before submit_time")
-        return None
-    if start is not None and end is not None and end < start:  # whatever the duration column says
-        report.bad(line, "end_time", "is before start_time")
+    if not check_order(report, line, list(times.items())):  # end before start: bad whatever duration says
         return None
     if run_s is None and start is not None and end is not None:
         run_s = end - start

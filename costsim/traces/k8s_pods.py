@@ -7,10 +7,13 @@ or ISO 8601.
 
 - a pod is a job: submitted at ``creation_time``, started at ``scheduled_time``, run until
   ``deletion_time`` (the replayed duration is deletion − scheduled);
-- GPUs: ``num_gpu`` × ``gpu_milli``/1000 (``gpu_milli`` is the share of each GPU; a pod of
-  ``num_gpu`` 1 and ``gpu_milli`` 250 uses a quarter of a GPU). ``--fractional round-up`` asks a whole
-  GPU for the same time; ``--fractional pool`` asks a whole GPU for a quarter of the time (the same
-  GPU-hours: pods sharing a GPU are pooled onto it). Pods without GPUs are dropped;
+- GPUs: ``num_gpu`` GPUs, each used for ``gpu_milli``/1000 of it (``gpu_milli`` is the share of
+  each GPU, as in the trace's scheduler; 0 or empty: whole GPUs). A pod of ``num_gpu`` 1 and
+  ``gpu_milli`` 250 uses a quarter of one GPU; ``num_gpu`` 2 and ``gpu_milli`` 500 uses half of each
+  of two GPUs (one GPU's worth, spread over two: it still needs two). ``--fractional round-up``
+  asks ``num_gpu`` whole GPUs for the same time; ``--fractional pool`` asks ``num_gpu`` whole GPUs
+  for ``gpu_milli``/1000 of the time (the same GPU-hours: pods sharing GPUs are pooled onto them).
+  Pods without GPUs are dropped;
 - ``pod_phase`` → status: Succeeded → completed, Failed → failed, Running → running (replayed
   only when it has a deletion time), Pending or no ``scheduled_time`` → dropped (never ran);
 - ``job_class``: ``qos`` (LS, BE, Burstable, Guaranteed), else ``trace``;
@@ -23,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from .common import BadCell, ImportOptions, Job, Report, iter_csv, parse_number, parse_time
+from .common import BadCell, ImportOptions, Job, Report, check_order, iter_csv, parse_number, parse_time
 
 REQUIRED = ("name", "num_gpu", "gpu_milli", "creation_time", "scheduled_time", "deletion_time", "pod_phase")
 PHASES = {"succeeded": "completed", "failed": "failed", "running": "running", "pending": "pending",
@@ -51,14 +54,8 @@ def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report)
         report.bad(line, field, str(exc))
         return None
     created, scheduled, deleted = times["creation_time"], times["scheduled_time"], times["deletion_time"]
-    if created is None:
-        report.bad(line, "creation_time", "is missing (every pod has a creation time)")
-        return None
-    if scheduled is not None and scheduled < created:
-        report.bad(line, "scheduled_time", "is before creation_time")
-        return None
-    if scheduled is not None and deleted is not None and deleted < scheduled:
-        report.bad(line, "deletion_time", "is before scheduled_time")
+    if not check_order(report, line, [("creation_time", created), ("scheduled_time", scheduled),
+                                      ("deletion_time", deleted)]):
         return None
     if phase in ("pending", "unknown") or scheduled is None:
         report.drop("never scheduled")
@@ -69,7 +66,7 @@ def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report)
             return None
         report.bad(line, "deletion_time", f"is missing for a pod that is {row['pod_phase'].strip()}")
         return None
-    gpus = num * milli / 1000 if milli > 0 else num
+    gpus, share = num, (milli / 1000 if milli > 0 else 1.0)
     if gpus == 0:
         report.drop("no GPUs")
         return None
@@ -82,7 +79,8 @@ def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report)
             report.drop("another GPU type")
             return None
     return Job(source_id=row["name"].strip(), submit_s=created, gpus=gpus, run_s=deleted - scheduled,
-               status=PHASES[phase], job_class=row.get("qos", "").strip() or "trace", start_s=scheduled, line=line)
+               status=PHASES[phase], job_class=row.get("qos", "").strip() or "trace", start_s=scheduled, line=line,
+               share=share)
 
 
 def jobs(path: Path, options: ImportOptions, report: Report) -> Iterator[Job]:

@@ -17,7 +17,8 @@ Rows and jobs:
 - heterogeneous jobs (``77+0``, ``77+1``) are one job ``77``: GPUs summed, the earliest submit
   and start, the longest elapsed time, the state of component 0;
 - GPUs: ``gres/gpu=N`` in AllocTRES (what the job got; ReqTRES when AllocTRES is empty), or the
-  sum of ``gres/gpu:TYPE=N`` when no total is given. A job without GPUs is dropped. With
+  sum of ``gres/gpu:TYPE=N`` when no total is given. Other TRES, and gres that are not GPU counts
+  (``gres/gpumem=80G``, ``gres/gpu-util=…``, ``gres/mps=…``), are ignored. A job without GPUs is dropped. With
   ``--gpu-type T`` only the ``gres/gpu:T`` count is used; jobs on other types, or whose GPUs have no
   type recorded, are dropped;
 - ``job_class``: Account, else Partition, else User, else ``trace``.
@@ -49,12 +50,14 @@ it ran on).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
 
-from .common import BadCell, ImportOptions, Job, Report, is_missing, iter_csv, parse_duration, parse_time
+from .common import (BadCell, ImportOptions, Job, Report, check_order, is_missing, iter_csv, parse_duration,
+                     parse_time)
+from .table import JobColumns
 
 STATES = {  # SLURM base state -> (status, replayed when it started)
     "COMPLETED": ("completed", True),
@@ -74,6 +77,8 @@ STATES = {  # SLURM base state -> (status, replayed when it started)
     "REVOKED": ("revoked", False),
 }
 REQUIRED = ("JobID", "Submit", "Start", "End", "State")
+PENDING_RANGE = "pending array range"  # the reason an array range that never started is dropped
+CLASS_COLUMNS = ("Account", "Partition", "User")  # job_class: the first of these that is not empty
 _JOBID = re.compile(r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(?:\.(\S+))?$")  # 123, 123_4, 123_[1-3], 77+0, 123.batch
 _GRES = re.compile(r"^gres/gpu(?::([^=]+))?=(\d+)$")
 
@@ -96,8 +101,9 @@ def parse_tres(text: str, gpu_type: str | None) -> tuple[int, str | None]:
     typed: dict[str, int] = {}
     for item in text.split(","):
         item = item.strip()
-        if not item.startswith("gres/gpu"):
-            continue
+        name = item.partition("=")[0]
+        if name != "gres/gpu" and not name.startswith("gres/gpu:"):
+            continue  # cpu, mem, billing, and gres that are not GPU counts: gres/gpumem, gres/gpu-util, gres/mps
         m = _GRES.match(item)
         if not m:
             raise BadCell(f"{item!r} is not a GPU count (gres/gpu=N or gres/gpu:TYPE=N)")
@@ -114,6 +120,12 @@ def parse_tres(text: str, gpu_type: str | None) -> tuple[int, str | None]:
         return 0, "GPU type not recorded"
     n = typed.get(gpu_type.lower(), 0)
     return n, None if n else "another GPU type"
+
+
+def parse_elapsed(text: str) -> float | None:
+    """Seconds of an Elapsed cell; None when missing."""
+    text = text.strip()
+    return None if is_missing(text) else parse_duration(text)
 
 
 def _row(line: int, row: dict[str, str], options: ImportOptions, report: Report, part: bool = False) -> Job | None:
@@ -137,23 +149,15 @@ def _row(line: int, row: dict[str, str], options: ImportOptions, report: Report,
     except BadCell as exc:
         report.bad(line, tres_col, str(exc))
         return None
-    elapsed = row.get("Elapsed", "").strip()
     try:
-        run_s = parse_duration(elapsed) if not is_missing(elapsed) else None
+        run_s = parse_elapsed(row.get("Elapsed", ""))
     except BadCell as exc:
         report.bad(line, "Elapsed", str(exc))
         return None
-    if times["Submit"] is None:
-        report.bad(line, "Submit", "is missing (every job has a submit time)")
-        return None
-    if times["Start"] is not None and times["End"] is not None and times["End"] < times["Start"]:
-        report.bad(line, "End", "is before Start")  # whatever Elapsed says: the record is inconsistent
+    if not check_order(report, line, list(times.items())):  # End before Start: bad whatever Elapsed says
         return None
     if run_s is None and times["Start"] is not None and times["End"] is not None:
         run_s = times["End"] - times["Start"]
-    if times["Start"] is not None and times["Start"] < times["Submit"]:
-        report.bad(line, "Start", "is before Submit")
-        return None
     if not replayed:
         report.drop(f"{status} (not replayed)")
         return None
@@ -166,14 +170,29 @@ def _row(line: int, row: dict[str, str], options: ImportOptions, report: Report,
     if why is not None and not part:
         report.drop(why)
         return None
-    job_class = next((row[c].strip() for c in ("Account", "Partition", "User") if row.get(c, "").strip()), "trace")
+    job_class = next((row[c].strip() for c in CLASS_COLUMNS if row.get(c, "").strip()), "trace")
     return Job(source_id="", submit_s=times["Submit"], gpus=gpus, run_s=run_s, status=status,
                job_class=job_class, start_s=times["Start"], line=line)
 
 
+def read(path: Path, options: ImportOptions, report: Report) -> JobColumns | Iterator[Job]:
+    """The GPU jobs of an ``sacct --parsable2`` file: read by columns when the columnar reader is
+    sure of every row (:mod:`costsim.traces.slurm_columnar`, the same jobs much faster), else row
+    by row (:func:`jobs`, which names every bad row by file:line)."""
+    from .slurm_columnar import read_columns
+
+    found = read_columns(path, options, report)
+    return found if found is not None else jobs(path, options, report)
+
+
 def jobs(path: Path, options: ImportOptions, report: Report) -> Iterator[Job]:
-    """The GPU jobs of an ``sacct --parsable2`` file (see the module's docstring)."""
-    rows = iter_csv(path, report, REQUIRED, delimiter="|", quoting=False)
+    """The GPU jobs of an ``sacct --parsable2`` file, row by row (see the module's docstring)."""
+    return fold_rows(iter_csv(path, report, REQUIRED, delimiter="|", quoting=False), options, report)
+
+
+def fold_rows(rows: Iterable[tuple[int, dict[str, str]]], options: ImportOptions, report: Report) -> Iterator[Job]:
+    """The jobs of sacct rows ``(line, {column: cell})``: steps skipped, array ranges dropped,
+    heterogeneous components folded into their job."""
     het: dict[str, list[Job]] = {}  # "77" -> its components, in file order
     order: list[tuple[str, Job | None]] = []
     for line, row in rows:
@@ -188,7 +207,7 @@ def jobs(path: Path, options: ImportOptions, report: Report) -> Iterator[Job]:
         if step is not None:
             continue  # a step of a job: the job's own line holds its allocation
         if task is not None and task.startswith("["):
-            report.drop("pending array range")
+            report.drop(PENDING_RANGE)
             continue
         job = _row(line, row, options, report, part=component is not None)
         if job is None:

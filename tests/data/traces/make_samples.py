@@ -3,7 +3,8 @@
     .venv/bin/python tests/data/traces/make_samples.py
 
 - ``slurm_sacct.txt``: ``sacct --parsable2 --format JobID,JobIDRaw,JobName,Partition,Account,User,
-  Submit,Start,End,Elapsed,State,AllocTRES,ReqTRES`` of a 64-GPU lab over four days (local times);
+  Submit,Start,End,Elapsed,State,AllocTRES,ReqTRES`` of a 64-GPU lab over four days (local times),
+  its start times scheduled by the reference scheduler of ``benchmarks/replay_validation.py``;
 - ``k8s_openb_pod_list.csv``: Alibaba 2023 ``openb_pod_list`` layout (times in seconds from the start);
 - ``helios_cluster_log.csv``: Helios ``cluster_log.csv`` layout (``queue`` is the delay in seconds).
 
@@ -84,28 +85,71 @@ ODD_SLURM = [
 SLURM_STATES = ["COMPLETED"] * 14 + ["FAILED", "FAILED", "TIMEOUT", "CANCELLED by 1001", "NODE_FAIL", "PREEMPTED"]
 
 
+SLURM_NODES, SLURM_GPUS_PER_NODE = 8, 8  # the sample's cluster: 64 GPUs
+
+
+def _seconds(text: str) -> float:
+    return (datetime.fromisoformat(text) - T0).total_seconds()
+
+
+def _placed_odd_jobs() -> list:
+    """The literal rows' GPU allocations as already-placed jobs of the reference scheduler: each
+    holds its GPUs from its Start for its Elapsed time (steps, pending, CPU-only rows skipped)."""
+    from replay_validation import RefJob
+
+    jobs = []
+    for line in ODD_SLURM:
+        f = line.split("|")
+        jid, start, elapsed, tres = f[0], f[7], f[9], f[11]
+        gpus = [int(x.split("=")[1]) for x in tres.split(",") if x.startswith("gres/gpu=")]
+        if "." in jid or start in ("None", "Unknown") or not gpus:
+            continue
+        d, _, hms = elapsed.rpartition("-")
+        h, m, sec = (int(x) for x in hms.split(":"))
+        jobs.append(RefJob(_seconds(f[6]), gpus[0], (int(d or 0) * 24 + h) * 3600 + m * 60 + sec, f[4],
+                           fixed_start_s=_seconds(start)))
+    return jobs
+
+
 def slurm(rng: np.random.Generator, jobs: int = 240) -> list[str]:
-    """The SLURM sample's lines: the odd rows, then ``jobs`` random jobs (some with steps)."""
-    lines = [SLURM_HEADER, *ODD_SLURM]
+    """The SLURM sample's lines: the odd rows, then ``jobs`` random jobs (some with steps) whose
+    Start times come from the reference scheduler of benchmarks/replay_validation.py (FIFO with a
+    40-GPU limit per account on the 64-GPU cluster; the odd rows already placed): the recorded
+    queueing delays are those of a schedule costsim did not make. Jobs cancelled while pending
+    leave the queue at their cancel time (if the scheduler started them first, they are cancelled
+    while running then)."""
+    import sys
+
+    sys.path.insert(0, str(HERE.parent.parent.parent / "benchmarks"))
+    from replay_validation import QUOTA, RefJob, reference_schedule
+
+    drawn = []
     t = T0 + timedelta(hours=4)
     for k in range(jobs):
-        jid = 2000 + k
         t += timedelta(seconds=int(rng.exponential(900)))
         part = str(rng.choice(["h100", "a100"]))
         gpus = int(rng.choice([1, 2, 4, 8, 8, 16]))
         state = str(rng.choice(SLURM_STATES))
-        wait = int(rng.exponential(1200))
+        patience = int(rng.exponential(1200))  # how long a user cancelling a pending job waits
         run = max(60, int(rng.lognormal(np.log(3600), 1.0)))
-        start = t + timedelta(seconds=wait)
-        if state.startswith("CANCELLED") and rng.random() < 0.5:  # cancelled while pending
-            lines.append(f"{jid}|{jid}|job{k}|{part}|{part}-lab|u{k % 7}|{_iso(t)}|None|{_iso(start)}|00:00:00|"
-                         f"{state}||billing={gpus * 8},cpu={gpus * 8},gres/gpu={gpus},node=1")
+        pending_cancel = state.startswith("CANCELLED") and rng.random() < 0.5
+        drawn.append((2000 + k, t, part, gpus, state, patience, run, pending_cancel))
+    odd = _placed_odd_jobs()
+    ref = [RefJob((t - T0).total_seconds(), gpus, np.inf if cancel else float(run), f"{part}-lab",
+                  cancel_s=(t - T0).total_seconds() + patience if cancel else None)
+           for _, t, part, gpus, _, patience, run, cancel in drawn]
+    schedule = reference_schedule(odd + ref, SLURM_NODES, SLURM_GPUS_PER_NODE, QUOTA)[len(odd):]
+    lines = [SLURM_HEADER, *ODD_SLURM]
+    for k, ((jid, t, part, gpus, state, _, _, _), (start_s, end_s)) in enumerate(zip(drawn, schedule, strict=True)):
+        head = f"{jid}|{jid}|job{k}|{part}|{part}-lab|u{k % 7}|{_iso(t)}"
+        req = f"billing={gpus * 8},cpu={gpus * 8},gres/gpu={gpus},node=1"
+        if start_s is None:  # cancelled while pending
+            lines.append(f"{head}|None|{_iso(T0 + timedelta(seconds=end_s))}|00:00:00|{state}||{req}")
             continue
-        end = start + timedelta(seconds=run)
+        start, end = T0 + timedelta(seconds=start_s), T0 + timedelta(seconds=end_s)
         tres = f"billing={gpus * 8},cpu={gpus * 8},gres/gpu:{part}={gpus},gres/gpu={gpus},mem={gpus * 64}G,node=1"
-        common = f"{_iso(start)}|{_iso(end)}|{_elapsed(run)}|{state}|{tres}"
-        lines.append(f"{jid}|{jid}|job{k}|{part}|{part}-lab|u{k % 7}|{_iso(t)}|{common}|"
-                     f"billing={gpus * 8},cpu={gpus * 8},gres/gpu={gpus},node=1")
+        common = f"{_iso(start)}|{_iso(end)}|{_elapsed(end_s - start_s)}|{state}|{tres}"
+        lines.append(f"{head}|{common}|{req}")
         if k % 3 == 0:
             lines.append(f"{jid}.batch|{jid}.batch|batch||{part}-lab||{_iso(start)}|{common}|")
     return lines
