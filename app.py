@@ -21,7 +21,7 @@ import costsim
 from costsim.frontends import dashboard_edit as edit
 from costsim.frontends import dashboard_tabs as tabs
 from costsim.frontends.dashboard import (
-    LINK, Limits, ResultCache, RunStopped, Upload, apply_knobs, content_key, decode_scenario, encode_scenario, knob_paths,
+    LINK, Limits, ResultCache, RunStopped, Upload, apply_knobs, changed_knobs, content_key, decode_scenario, encode_scenario, knob_paths,
     knob_problems, literal_markdown, load_upload, make_upload_root, run_key, shipped_scenarios, shipped_traces,
     simulate_many, warm_up,
 )
@@ -149,7 +149,7 @@ def load_base(limits: Limits) -> Base | None:
 
 def knob_errors(err: ScenarioError, base: costsim.Scenario, form) -> None:
     """Each problem under the knob that caused it (named as the knob), and one red box listing them."""
-    by_knob, other = knob_problems(err, knob_paths(base))
+    by_knob, other = knob_problems(err, knob_paths(base), changed_knobs(base, form.knobs))
     lines = []
     for knob, messages in by_knob.items():
         text = "; ".join(messages)
@@ -188,10 +188,16 @@ def main() -> None:
         saved = st.session_state.get("last_good_edit")
         knob_base = saved[1] if saved is not None and saved[0] == ekey else base.scenario
     # Knobs keyed by the loaded scenario, and by the working copy once it differs from it, so they
-    # always start from what the editor holds.
+    # always start from what the editor holds; but a working copy the knobs themselves wrote keeps
+    # the knobs' key, or the values typed next (in widgets drawn under that key) would be dropped.
     knob_key = f"{base.key}.{generation}"
     if knob_base != base.scenario:
-        knob_key += "." + edit.data_key(knob_base.model_dump(mode="json"))
+        data = knob_base.model_dump(mode="json")
+        pushed = st.session_state.get("knobs_pushed")
+        if pushed is not None and pushed[:2] == (ekey, data):
+            knob_key = pushed[2]
+        else:
+            knob_key += "." + edit.data_key(data)
     form = knob_form(knob_base, knob_key, f"{base.key}.{generation}")
     runs = scenario = None
     why = None
@@ -205,7 +211,10 @@ def main() -> None:
                 knob_errors(err, working.scenario, form)
             why = "fix the knob marked in the sidebar to update them."
     if scenario is not None:
-        edit.push(ekey, base.scenario, scenario)
+        if edit.push(ekey, base.scenario, scenario):
+            st.session_state["knobs_pushed"] = (ekey, scenario.model_dump(mode="json"), knob_key)
+            if tab == edit.EDIT_TAB:  # the editor was drawn before the knobs' change: draw it again with it
+                st.rerun()
         packed = encode_scenario(costsim.dump_scenario(scenario))
         if st.query_params.get("s") != packed:
             st.query_params["s"] = packed

@@ -149,8 +149,13 @@ def capacity_over_time(results: Results) -> go.Figure:
     for k, n, option, g in _groups(d, styles):
         st = styles[option]
         fig.add_scatter(x=g["day"], y=g["capacity_gpus"], name=f"{option} capacity", legendgroup=option,
-                        showlegend=False, mode="lines", line=dict(color=st.color, width=1.2, dash="dot" if st.dash != "dot" else "solid"),
-                        opacity=0.7, hovertemplate=_NAME + " · day %{x} · %{y:,.0f} GPUs<extra></extra>")
+                        showlegend=False, mode="lines+markers",
+                        line=dict(color=st.color, width=1.2, dash="dot" if st.dash != "dot" else "solid"),
+                        # full colour (contrast) and the option's marker, open and sparse: whose capacity
+                        # a line is does not rest on colour alone
+                        marker=dict(symbol=st.symbol if st.symbol.endswith("-open") else f"{st.symbol}-open",
+                                    color=st.color, size=6, maxdisplayed=12),
+                        hovertemplate=_NAME + " · day %{x} · %{y:,.0f} GPUs<extra></extra>")
         option_line(fig, st, option, g["day"], g["busy_gpus"], k, n,
                     _NAME + " · day %{x} · %{y:,.0f} GPUs busy<extra></extra>")
     return finish(fig, "Capacity (thin dotted) and held GPUs (daily mean)", "day of the horizon", "GPUs")

@@ -6,6 +6,7 @@ restores the edit, every tab renders. Short uploads (30 days) keep each run well
 
 from __future__ import annotations
 
+import re
 import statistics
 from pathlib import Path
 
@@ -61,7 +62,20 @@ def upload(at: AppTest, text: str, name: str = "short.yaml") -> AppTest:
 
 
 def cards(at: AppTest, label: str) -> list[str]:
-    return [m.value for m in at.metric if m.label.rstrip(" ★") == label]
+    """A card metric's values in the scenario's option order (the page shows the recommended
+    option's card first: tests/test_app_first_screen.py), read from the scenario in the URL."""
+    values = [m.value for m in at.metric if m.label.rstrip(" ★") == label]
+    names = [re.sub(r"\\(.)", r"\1", m.group(1)) for m in (CARD_NAME.match(md.value) for md in at.markdown) if m]
+    if not values:
+        return values
+    link = at.query_params["s"]
+    shown = costsim.load_scenario_text(decode_scenario(link[0] if isinstance(link, list) else link, 10**6), "s.yaml",
+                                       SCENARIO_DIR)
+    by_name = dict(zip(names, values, strict=True))
+    return [by_name[o.name] for o in shown.options]
+
+
+CARD_NAME = re.compile(r"^\*\*(.+?)\*\*( — recommended)?  \n")  # a card's first line: its option's name
 
 
 def expected_amortised(text: str, reps: int = 3) -> list[str]:

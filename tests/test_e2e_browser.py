@@ -134,6 +134,39 @@ def test_first_screen_tabs_and_rerun_time(browser, app_url):
             page.locator(".js-plotly-plot .legend .traces").first.wait_for(timeout=30_000)
         assert page.get_by_test_id("stException").count() == 0, tab
         page.screenshot(path=str(SHOTS / f"tab-{tab.lower().replace(' ', '-')}.png"), full_page=True)
+    edit_scenario_tab(page)  # after the screenshots, which show the scenario as shipped
+
+
+def edit_scenario_tab(page) -> None:
+    """The Edit scenario tab holds the option editor (add, duplicate, remove, rename; each field
+    with the schema's description as its help), and renaming an option there renames its card
+    on the first screen."""
+    from costsim.scenario.options import OwnedOption
+
+    main = page.get_by_test_id("stMain")
+    main.get_by_text("Edit scenario", exact=True).first.click()
+    settled(page)
+    assert page.get_by_role("tab").all_inner_texts()[:3] == ["Scenario and workload", "Options", "Workload classes"]
+    page.get_by_role("tab", name="Options").click()
+    settled(page)
+    for control in ("Add option", "Duplicate", "Remove"):
+        expect(main.get_by_role("button", name=control)).to_be_visible()
+    expect(main.get_by_role("combobox", name="Edit option")).to_be_visible()  # which option the form edits
+    name = main.locator("input[aria-label='name']").locator("visible=true")
+    expect(name).to_have_value("own-256")
+    gpus = main.get_by_test_id("stNumberInput").filter(has=page.locator("input[aria-label='gpus']:visible"))
+    gpus.get_by_test_id("stTooltipHoverTarget").first.hover()
+    expect(page.get_by_test_id("stTooltipContent")).to_have_text(OwnedOption.model_fields["gpus"].description)
+    # a rename: the card, the picker and the sidebar knob follow it, the old name is gone
+    name.fill("lab-cluster")
+    name.press("Enter")
+    settled(page)
+    cards = main.locator("[data-testid='stHorizontalBlock']").filter(has=page.get_by_test_id("stMetric"))
+    expect(cards.get_by_text("lab-cluster", exact=True)).to_have_count(1, timeout=60_000)
+    assert cards.get_by_text("own-256", exact=True).count() == 0
+    assert page.get_by_test_id("stMetric").count() == 4 * 5
+    expect(page.locator("input[aria-label='lab-cluster: owned GPUs']")).to_have_value("256")
+    assert page.get_by_test_id("stException").count() == 0
 
 
 def test_same_name_round_trip_and_url_restore(browser, app_url, tmp_path):
@@ -174,3 +207,55 @@ def test_bad_upload_shows_error_in_the_browser(browser, own_app_url, tmp_path):
     details.wait_for(timeout=30_000)
     assert "YAML syntax error" in details.inner_text()
     assert page.get_by_test_id("stException").count() == 0
+
+
+def test_six_options_fit_above_the_fold_and_the_decision_tabs_draw(browser, own_app_url):
+    """Six options (reserved-vs-on-demand over 60 days, from a link): all 30 card metrics above the
+    fold at 1600 × 1000, one row of six cards with the recommended one first, no value running
+    past its card; then, on the baseline over 30 days, the Sensitivity tab (the tornado, run on
+    request) and the Sweep tab (a small grid of own-256's size) draw their figures."""
+    from costsim.frontends.sharing import encode_scenario
+
+    text = (ROOT / "scenarios" / "reserved-vs-on-demand.yaml").read_text()
+    assert "horizon_days: 365\n" in text
+    text = text.replace("horizon_days: 365\n", "horizon_days: 60\n")
+    page = browser.new_page(viewport=VIEW)
+    page.goto(f"{own_app_url}/?s={encode_scenario(text)}")
+    page.get_by_text("Verdict:").wait_for(timeout=180_000)
+    settled(page)
+    metrics = page.get_by_test_id("stMetric")
+    assert metrics.count() == 6 * 5
+    assert all(in_view(page, metrics.nth(i)) for i in range(metrics.count()))
+    columns = page.get_by_test_id("stMain").get_by_test_id("stColumn").filter(has=page.get_by_test_id("stMetric"))
+    assert columns.count() == 6 and "recommended" in columns.first.inner_text()
+    for i in range(columns.count()):
+        right = columns.nth(i).bounding_box()["x"] + columns.nth(i).bounding_box()["width"]
+        for value in columns.nth(i).locator("[data-testid='stMetricValue'] p").all():
+            box = value.bounding_box()
+            assert box["x"] + box["width"] <= right + 1
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "first-screen-six-options.png"))
+    # The decision tabs on the baseline over 30 days (its own-256 is the grid's default field).
+    page.goto(f"{own_app_url}/?s={encode_scenario(BASELINE.replace('horizon_days: 365', 'horizon_days: 30'))}")
+    page.get_by_text("Verdict:").wait_for(timeout=180_000)
+    settled(page)
+    main = page.get_by_test_id("stMain")
+    main.get_by_text("Sensitivity", exact=True).first.click()
+    settled(page)
+    main.get_by_role("button", name="Run the sensitivity analysis").click()
+    page.locator(".js-plotly-plot").first.wait_for(timeout=300_000)
+    settled(page, timeout=300_000)
+    assert page.get_by_test_id("stException").count() == 0
+    page.screenshot(path=str(SHOTS / "tab-sensitivity.png"), full_page=True)
+    main.get_by_text("Sweep", exact=True).first.click()
+    settled(page)
+    values = main.locator("input[aria-label^='Values of ']").first
+    values.fill("256, 320")
+    values.press("Enter")
+    settled(page)
+    main.get_by_role("button", name="Run the grid").click()
+    main.get_by_text("On the Pareto frontier").wait_for(timeout=300_000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    settled(page, timeout=300_000)
+    assert page.get_by_test_id("stException").count() == 0
+    page.screenshot(path=str(SHOTS / "tab-sweep.png"), full_page=True)

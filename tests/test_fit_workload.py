@@ -1,7 +1,7 @@
 """``costsim fit-workload``: fitting recovers known parameters from generated traces (within
 tolerances derived from the estimators' standard errors), the KS checks separate the true law from
-a wrong one, the generator reproduces the fit, and the CLI exits 2 with file:line and writes nothing
-on bad input."""
+a wrong one, the fitted job classes reproduce the fit through the scenario's own generator, and the
+CLI exits 2 with file:line and writes nothing on bad input."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from costsim.runs.outdir import publish_files as publish
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario.trace import read_trace
 from costsim.traces.fit import arrival_check, fit_class, exposure, fit_durations, fit_trace, intensity_integral, profile
-from costsim.traces.fit_generate import config_of, generate
+from costsim.traces.fit_classes import job_classes_of, trace_of
 from costsim.workload.synth import JobGroup, make_trace
 
 app = typer.Typer(pretty_exceptions_enable=False)
@@ -153,9 +153,9 @@ def test_generated_trace_reproduces_the_fit_and_is_seeded(tmp_path):
     frame = make_trace([JobGroup("a", per_day=40, gpus=2, mean_h=2.0, cv=1.0)], horizon_days=30, seed=5)
     frame.loc[::3, "gpus"] = 8  # a third of the jobs on 8 GPUs
     fits = fit_trace(read_trace(trace_file(tmp_path, frame)))
-    config = config_of(fits, "trace.csv", "job_class", "lognormal")
-    one, two = generate(config, 30, seed=9), generate(config, 30, seed=9)
-    assert one.equals(two) and not one.equals(generate(config, 30, seed=10))
+    classes = job_classes_of(fits, 0.0)
+    one, two = trace_of(classes, 30, seed=9), trace_of(classes, 30, seed=9)
+    assert one.equals(two) and not one.equals(trace_of(classes, 30, seed=10))
     refit = fit_trace(read_trace(trace_file(tmp_path, one, "gen.csv")))[0]
     assert abs(refit.per_day / fits[0].per_day - 1) < 0.1  # n ≈ 1200: SE 3 %
     assert abs(refit.duration.mean_h / fits[0].duration.mean_h - 1) < 0.15
@@ -181,20 +181,20 @@ class Tags(HTMLParser):
             self.scripts.append(data)
 
 
-def test_cli_writes_config_trace_and_report(tmp_path):
+def test_cli_writes_job_classes_trace_and_report(tmp_path):
     frame = make_trace([JobGroup("x", per_day=30, gpus=1, mean_h=1.0, cv=1.0),
                         JobGroup("y", per_day=5, gpus=4, mean_h=6.0, cv=0.8)], horizon_days=20, seed=2)
     src = trace_file(tmp_path, frame)
-    out, report = tmp_path / "classes.yaml", tmp_path / "fit.html"
-    result = run(src, "--out", out, "--report", report, "--days", 10, "--seed", 4)
+    out, report, drawn = tmp_path / "classes.yaml", tmp_path / "fit.html", tmp_path / "drawn.csv"
+    result = run(src, "--out", out, "--report", report, "--trace-out", drawn, "--days", 10, "--seed", 4)
     assert result.exit_code == 0, result.output
     assert "x: " in result.output and "duration KS" in result.output
-    config = YAML(typ="safe").load(out.read_text())
-    assert [c["name"] for c in config["classes"]] == ["x", "y"] and config["classes"][1]["gpus"] == {4: 1.0}
-    assert len(config["classes"][0]["hourly_profile"]) == 24 and len(config["classes"][0]["weekly_profile"]) == 7
-    generated = read_trace(tmp_path / "classes.trace.csv")
+    classes = YAML(typ="safe").load(out.read_text())["job_classes"]
+    assert [c["name"] for c in classes] == ["x", "y"] and classes[1]["gpus"] == 4
+    assert len(classes[0]["hourly_profile"]) == 24 and len(classes[0]["weekly_profile"]) == 7
+    generated = read_trace(drawn)
     assert set(generated.job_class) == {"x", "y"} and generated.submit_h.max() < 240
-    assert generate(config, 10, seed=4)["duration_h"].to_numpy() == pytest.approx(generated.duration_h, rel=1e-9)
+    assert trace_of(classes, 10, seed=4)["duration_h"].to_numpy() == pytest.approx(generated.duration_h, rel=1e-9)
     html = report.read_text()
     assert html.count(plotly.offline.get_plotlyjs()[:500]) == 1  # plotly.js inlined once
     tags = Tags()
@@ -204,7 +204,25 @@ def test_cli_writes_config_trace_and_report(tmp_path):
     assert figures == 2 + 2 and len(tags.scripts) == figures + 1  # 2 profiles, a QQ plot per class; plotly.js once
     assert not [s for s in tags.scripts[1:] if "http" in s]  # the figures' scripts load nothing
     assert "QQ plots" in html and "Daily profile" in html and "Weekly profile" in html
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["classes.trace.csv", "classes.yaml", "fit.html", "trace.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["classes.yaml", "drawn.csv", "fit.html", "trace.csv"]
+
+
+def test_a_scenario_runs_the_fitted_classes(tmp_path):
+    """trace → fit-workload → job_classes pasted under a scenario's workload → simulate: the jobs
+    are the classes' (names, GPU counts) at the fitted rate (within a Poisson interval)."""
+    frame = make_trace([JobGroup("a", per_day=20, gpus=2, mean_h=1.0, cv=1.0)], horizon_days=20, seed=8)
+    src = trace_file(tmp_path, frame)
+    assert run(src, "--out", tmp_path / "fit.yaml").exit_code == 0
+    classes = (tmp_path / "fit.yaml").read_text().split("job_classes:\n", 1)[1]
+    (tmp_path / "s.yaml").write_text(
+        "name: fitted\nhorizon_days: 20\nworkload:\n  job_classes:\n"
+        + "".join(f"  {line}\n" for line in classes.splitlines())
+        + "options:\n  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}\n")
+    res = costsim.simulate(api.load_scenario(tmp_path / "s.yaml"))
+    jobs = res.jobs
+    assert set(jobs.job_class) == {"a"} and set(jobs.gpus) == {2}
+    fitted = fit_trace(read_trace(src))[0].per_day * 20
+    assert abs(len(jobs) - fitted) < 4 * np.sqrt(fitted)
 
 
 def test_cli_bad_trace_exits_2_with_file_line_and_writes_nothing(tmp_path):
@@ -225,11 +243,13 @@ def test_cli_bad_trace_exits_2_with_file_line_and_writes_nothing(tmp_path):
     (("--by", "user"), "--by: 'user': one of job_class, none"),
     (("--days", "0"), "--days: must be > 0"),
     (("--trace-out", "SRC"), "--trace-out: is the input file"),
+    (("--trace-out", "OUT"), "must be different files"),
 ])
 def test_cli_refused_flags(tmp_path, args, message):
     src = tmp_path / "t.csv"
     src.write_text("submit_h,gpus,duration_h\n0,1,1.0\n5,2,2.0\n9,1,0.5\n")
-    result = run(src, "--out", tmp_path / "c.yaml", *[src if a == "SRC" else a for a in args])
+    out = tmp_path / "c.yaml"
+    result = run(src, "--out", out, *[src if a == "SRC" else out if a == "OUT" else a for a in args])
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
@@ -246,35 +266,6 @@ def test_publish_replaces_nothing_when_a_writer_fails(tmp_path):
     with pytest.raises(ScenarioError):
         publish({first: lambda temp: temp.write_text("new"), second: broken})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt"] and second.read_text() == "old\n"
-
-
-def test_generator_follows_the_profiles_pmf_and_quantiles():
-    hourly = [0.0] * 8 + [2.0] * 12 + [0.0] * 4  # jobs only in hours 8–19
-    weekly = [1.4] * 5 + [0.0, 0.0]  # none on days 5 and 6
-    config = {"classes": [{"name": "c", "per_day": 200.0, "hourly_profile": hourly, "weekly_profile": weekly,
-                           "gpus": {1: 0.25, 8: 0.75},
-                           "duration": {"law": "empirical", "quantiles_h": list(np.linspace(2.0, 4.0, 101))}}]}
-    df = generate(config, 28, seed=1)
-    hours, days = np.floor(df.submit_h) % 24, np.floor(df.submit_h / 24) % 7
-    assert hours.between(8, 19).all() and not days.isin([5, 6]).any()
-    # 4 weeks × 200/day × (5 × 1.4)/7 = 5600 expected jobs (SE 1.3 %)
-    assert abs(len(df) / 5600 - 1) < 0.06
-    assert abs((df.gpus == 8).mean() - 0.75) < 0.03 and set(df.gpus) == {1, 8}
-    # uniform quantiles from 2 to 4 h: uniform durations, mean 3 h
-    assert df.duration_h.between(2.0, 4.0).all() and abs(df.duration_h.mean() - 3.0) < 0.05
-
-
-def test_generated_trace_replays_in_a_scenario(tmp_path):
-    # trace → fit → generated trace → a scenario replays it
-    frame = make_trace([JobGroup("a", per_day=20, gpus=2, mean_h=1.0, cv=1.0)], horizon_days=3, seed=8)
-    src = trace_file(tmp_path, frame)
-    assert run(src, "--out", tmp_path / "fit.yaml", "--days", 3).exit_code == 0
-    (tmp_path / "s.yaml").write_text(
-        "name: fitted\nhorizon_days: 4\nworkload:\n  trace: fit.trace.csv\noptions:\n"
-        "  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}\n")
-    res = costsim.simulate(api.load_scenario(tmp_path / "s.yaml"))
-    generated = read_trace(tmp_path / "fit.trace.csv")
-    assert sorted(res.jobs["job_id"]) == sorted(generated.job_id)  # every generated job is replayed
 
 
 def test_the_rate_is_right_over_a_window_of_part_of_a_week():
@@ -299,18 +290,18 @@ def test_profiles_are_by_the_source_clock_given_the_start(tmp_path):
     # Office hours: jobs only 09:00–16:59 Monday to Friday. The trace starts on Wednesday
     # 2024-03-06 at 13:00 (hour 61 of the week). The clock hour of each job is counted independently
     # with pandas from that start; the fitted profile must be zero exactly where no job fell.
-    office = {"classes": [{"name": "c", "per_day": 300.0, "hourly_profile": [0.0] * 9 + [3.0] * 8 + [0.0] * 7,
-                           "weekly_profile": [1.4] * 5 + [0.0, 0.0], "gpus": {1: 1.0},
-                           "duration": {"law": "deterministic", "mean_h": 1.0}}], "start_hour_of_week": 61.0}
-    frame = generate(office, 21, seed=3)
+    office = [{"name": "c", "arrivals_per_day": 300.0, "hourly_profile": [0.0] * 9 + [3.0] * 8 + [0.0] * 7,
+               "weekly_profile": [1.4] * 5 + [0.0, 0.0], "profile_start_hour_of_week": 61.0, "gpus": 1,
+               "duration": {"law": "lognormal", "mean_h": 1.0, "cv": 0.0}}]
+    frame = trace_of(office, 21, seed=3)
     start = pd.Timestamp("2024-03-06T13:00:00") + pd.to_timedelta(frame.submit_h.min(), "h")
     frame["submit_h"] -= frame.submit_h.min()  # hour 0 = the first submit, as import-trace writes it
     clock = start + pd.to_timedelta(frame.submit_h, "h")
     assert clock.dt.hour.between(9, 16).all() and (clock.dt.day_of_week < 5).all()  # the generator kept the clock
     path = trace_file(tmp_path, frame)
-    result = run(path, "--out", tmp_path / "c.yaml", "--start", start.isoformat())
+    result = run(path, "--out", tmp_path / "c.yaml", "--start", start.isoformat(), "--trace-out", tmp_path / "c.csv")
     assert result.exit_code == 0, result.output
-    cls = YAML(typ="safe").load((tmp_path / "c.yaml").read_text())["classes"][0]
+    cls = YAML(typ="safe").load((tmp_path / "c.yaml").read_text())["job_classes"][0]
     hourly, weekly = np.array(cls["hourly_profile"]), np.array(cls["weekly_profile"])
     seen_hours = np.bincount(clock.dt.hour, minlength=24) > 0
     seen_days = np.bincount(clock.dt.day_of_week, minlength=7) > 0
@@ -318,8 +309,8 @@ def test_profiles_are_by_the_source_clock_given_the_start(tmp_path):
     # without the start the profiles are of hours since the first submit: shifted
     shifted = fit_trace(read_trace(path))[0]
     assert not np.array_equal(np.array(shifted.hourly) > 0, seen_hours)
-    # the generated trace of the fit keeps office hours on the same clock
-    again = pd.read_csv(tmp_path / "c.trace.csv")
+    # the trace drawn from the fitted classes keeps office hours on the same clock
+    again = pd.read_csv(tmp_path / "c.csv")
     redrawn = start + pd.to_timedelta(again.submit_h, "h")
     assert redrawn.dt.hour.between(9, 16).all() and (redrawn.dt.day_of_week < 5).all()
 

@@ -26,6 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 from costsim.frontends.cli import app
+from costsim.frontends.export import TABLES
 from costsim.runs.outdir import MANIFEST, OutputFolder, safe_folder_name
 
 CLI = [sys.executable, "-m", "costsim.frontends.cli"]
@@ -322,7 +323,7 @@ def test_write_results_from_python_is_atomic_too(small):
     written = write_results(res, small / "res")
     # Every table as CSV and Parquet, the resolved scenario and the manifest, nothing else.
     assert sorted(p.name for p in written) == sorted(p.name for p in (small / "res").iterdir())
-    assert len(written) == 2 * 8 + 2
+    assert len(written) == 2 * len(TABLES) + 2  # each table as CSV and Parquet, the resolved scenario, the manifest
     assert json.loads((small / "res" / MANIFEST).read_text())["seed"] == 3
     (small / "res" / "notes.txt").write_text("mine")
     with pytest.raises(costsim.ScenarioError, match="notes.txt"):

@@ -28,7 +28,7 @@ from costsim.scenario import trace as T
 
 HEADER = "submit_h,gpus,duration_h,job_id,job_class,priority"
 FIELDS = ("submit_h", "gpus", "duration_h", "job_id", "job_class", "priority")
-TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice")
+TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target")
 
 
 def _write(folder: Path, text: str, name: str = "jobs.csv") -> Path:

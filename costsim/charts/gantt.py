@@ -12,7 +12,9 @@ from plotly.subplots import make_subplots
 from costsim.charts.layout import LAYOUT, legend_entries, literal, title_layout
 from costsim.charts.styles import category_styles
 
-WAITING = "#BBBBBB"  # light grey: queued, not yet holding GPUs
+WAITING = "#8C8C8C"  # grey (3.4:1 on white): queued, not yet holding GPUs
+WAITING_WIDTH, HELD_WIDTH = 0.4, 0.8  # waiting bars thinner: told from held ones without colour
+UNFINISHED = dict(color="#000000", width=2)  # outline of a job still running at the horizon
 
 
 def lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -30,6 +32,15 @@ def lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
         out[i] = row
         heapq.heappush(busy, (end[i], row))
     return out
+
+
+def held_marker(look: tuple[str, str], completed: np.ndarray) -> dict:
+    """The marker of one job class's held bars: the class's colour and its own pattern (so classes
+    differ without colour), and a black outline on each job not finished by the horizon."""
+    colour, pattern = look
+    return dict(color=colour, pattern=dict(shape=pattern, fillmode="overlay", fgcolor="white"),
+                line=dict(color=np.where(completed, colour, UNFINISHED["color"]).tolist(),
+                          width=np.where(completed, 0, UNFINISHED["width"]).tolist()))
 
 
 def _window(results, option, start_h, end_h, max_jobs) -> tuple[pd.DataFrame, int, float, float]:
@@ -56,12 +67,13 @@ def _window(results, option, start_h, end_h, max_jobs) -> tuple[pd.DataFrame, in
 
 def gantt(results, option: str | None = None, start_h: float | None = None, end_h: float | None = None,
           max_jobs: int = 2000) -> go.Figure:
-    """Timeline of jobs per option (one panel each, or only ``option``): each job a light grey bar
-    while it waits (submit → start) and a bar in its job class's colour while it holds GPUs
-    (start → end), hatched when it had not finished by the horizon; rows packed so bars in a row
-    never overlap. Only jobs overlapping [``start_h``, ``end_h``) hours (default: the whole
-    horizon) are drawn, at most ``max_jobs`` per option, earliest submitted first (the title says
-    how many were left out). The x axis is in days."""
+    """Timeline of jobs per option (one panel each, or only ``option``): each job a thin light grey
+    bar while it waits (submit → start) and a bar in its job class's colour and pattern while it
+    holds GPUs (start → end), outlined in black when it had not finished by the horizon
+    (``held_marker``); rows packed so bars in a row never overlap. Only jobs overlapping
+    [``start_h``, ``end_h``) hours (default: the whole horizon) are drawn, at most ``max_jobs``
+    per option, earliest submitted first (the title says how many were left out). The x axis is
+    in days."""
     jobs, total, lo, hi = _window(results, option, start_h, end_h, max_jobs)
     horizon = float(results.scenario.horizon_h)
     options = [option] if option is not None else list(dict.fromkeys(results.summary["option"]))
@@ -83,18 +95,17 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
         g = frames[o]
         wait_end = g["start_h"].fillna(horizon)
         fig.add_bar(y=g["lane"], x=(wait_end - g["submit_h"]) / 24, base=g["submit_h"] / 24, orientation="h",
-                    name="waiting", legendgroup="waiting", showlegend=r == 1, marker_color=WAITING, width=0.8,
+                    name="waiting", legendgroup="waiting", showlegend=r == 1, marker_color=WAITING,
+                    width=WAITING_WIDTH,
                     customdata=np.c_[g["job_id"], g["job_class"], g["gpus"], g["queue_delay_h"], g["submit_h"] / 24],
                     hovertemplate="%{customdata[0]} (%{customdata[1]}) · %{customdata[2]} GPUs · waiting from day "
                     "%{customdata[4]:.1f} · %{customdata[3]:,.1f} h in the queue<extra>" + literal(o) + "</extra>",
                     row=r, col=1)
         held = g[g["ran"]]
         for job_class, h in held.groupby("job_class", sort=False):
-            colour, _ = looks[job_class]
             fig.add_bar(y=h["lane"], x=(h["shown_end"] - h["start_h"]) / 24, base=h["start_h"] / 24, orientation="h",
                         name=str(job_class), legendgroup=str(job_class), showlegend=job_class not in shown_classes,
-                        width=0.8, marker=dict(color=colour, pattern=dict(
-                            shape=["" if c else "x" for c in h["completed"]], fillmode="overlay", fgcolor="white")),
+                        width=HELD_WIDTH, marker=held_marker(looks[job_class], h["completed"].to_numpy(dtype=bool)),
                         customdata=np.c_[h["job_id"], h["gpus"], (h["shown_end"] - h["start_h"]),
                                          np.where(h["completed"], "finished", "still running at the horizon"),
                                          h["start_h"] / 24],
@@ -105,7 +116,8 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
     fig.update_xaxes(range=[lo / 24, hi / 24])
     fig.update_xaxes(title_text="day of the horizon", row=len(options), col=1)
     left_out = total - len(jobs)
-    title = "Jobs over time (grey: waiting; coloured: holding GPUs; hatched: unfinished at the horizon)"
+    title = ("Jobs over time (thin grey: waiting; its class's colour and pattern: holding GPUs; "
+             "black outline: unfinished at the horizon)")
     if left_out:
         title += f"<br><sup>showing the first {len(jobs):,} of {total:,} jobs in the window: narrow it to see the rest</sup>"
     fig.update_layout(**LAYOUT)

@@ -31,7 +31,12 @@ from typing import Any
 
 import pandas as pd
 
-ORANGE, SKY_BLUE, BLUISH_GREEN, YELLOW = "#E69F00", "#56B4E9", "#009E73", "#F0E442"
+# Okabe & Ito's palette, its three light colours darkened (hue and saturation kept, HLS lightness
+# lowered) to 3:1 against the white plot (WCAG 2.1, 1.4.11 non-text contrast): orange E69F00,
+# sky blue 56B4E9 and yellow F0E442 in the paper (2.25, 2.31 and 1.32:1 on white; tests/test_palette_contrast.py).
+# Owned and rented colours stay apart under deuteranopia (ΔE >= 53 in every pair, tests/test_plots.py);
+# the two owned colours are close there, and options of one family differ by marker and dash too.
+ORANGE, SKY_BLUE, BLUISH_GREEN, YELLOW = "#C48800", "#1E9BE2", "#009E73", "#A1960D"
 BLUE, VERMILLION, REDDISH_PURPLE, BLACK = "#0072B2", "#D55E00", "#CC79A7", "#000000"
 # Okabe–Ito in their published order.
 OKABE_ITO = (ORANGE, SKY_BLUE, BLUISH_GREEN, YELLOW, BLUE, VERMILLION, REDDISH_PURPLE, BLACK)
@@ -42,7 +47,8 @@ CATEGORY_PATTERNS = ("", "/", ".", "x", "\\", "+", "-", "|")
 
 FAMILIES = {"owned": (ORANGE, VERMILLION), "rented": (BLUE, SKY_BLUE, BLUISH_GREEN),
             "hybrid": (BLACK, REDDISH_PURPLE), "other": OKABE_ITO}
-# Borrowing order once a family is used up: most distinct first, yellow (contrast 1.2:1 on white) last.
+# Borrowing order once a family is used up: most distinct first, yellow (close to orange and vermillion
+# under deuteranopia) last.
 _BORROW = (REDDISH_PURPLE, BLUISH_GREEN, SKY_BLUE, VERMILLION, BLUE, ORANGE, BLACK, YELLOW)
 _SYMBOLS = {ORANGE: "circle", VERMILLION: "square", YELLOW: "diamond", BLUE: "triangle-up",
             SKY_BLUE: "triangle-down", BLUISH_GREEN: "cross", BLACK: "star", REDDISH_PURPLE: "hexagon"}

@@ -5,6 +5,7 @@ and the replications of one scenario run side by side.
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import logging
 import os
@@ -100,6 +101,21 @@ def _warm(scenario_dir: Path) -> None:
 _MEMO = RunMemo()
 
 
+def _simulate(scenario: Scenario, seed: int | None) -> Results:
+    """``api.simulate`` through the worker's memo. Out of memory with a memo holding earlier runs,
+    it is emptied and the run tried once more without it, so what the memo held (a big trace's
+    runs) never makes a run that fits the limit fail."""
+    held = len(_MEMO)  # entries of earlier runs
+    try:
+        return api.simulate(scenario, seed=seed, memo=_MEMO)
+    except MemoryError:
+        if not held:
+            raise
+    _MEMO.clear()
+    gc.collect()
+    return api.simulate(scenario, seed=seed, memo=_MEMO)
+
+
 def _answer(request: tuple, limited: list[int]) -> tuple[Any, ...]:
     """One request (scenario, seed, memory bytes, seconds): the reply tuple for ``_reply``.
     The address-space limit is set at the first request (``limited`` remembers it: it cannot be
@@ -116,11 +132,10 @@ def _answer(request: tuple, limited: list[int]) -> tuple[Any, ...]:
     except (ImportError, AttributeError, ValueError, OSError):
         pass  # not on this platform: the parent's time limit still holds
     try:
-        return ("ok", pickle.dumps(api.simulate(scenario, seed=seed, memo=_MEMO), protocol=pickle.HIGHEST_PROTOCOL))
+        return ("ok", pickle.dumps(_simulate(scenario, seed), protocol=pickle.HIGHEST_PROTOCOL))
     except ScenarioError as err:  # rebuilt in the parent (the exception's args alone cannot)
         return ("scenario_error", err.source, err.problems)
     except MemoryError:
-        _MEMO.clear()  # the next run starts with the memory the memo held
         return ("memory",)
     except Exception as exc:  # a bug: the parent logs it and shows a plain message
         return ("failed", type(exc).__name__, traceback.format_exc())

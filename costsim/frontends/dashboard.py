@@ -16,7 +16,7 @@ from costsim.frontends.bounded import (
 )
 from costsim.frontends.headline import literal_markdown
 from costsim.frontends.knobs import (
-    ECONOMY, SETUPS, ClassKnobs, Knobs, apply_knobs, current_knobs, knob_paths, knob_problems, sized_name,
+    ECONOMY, SETUPS, ClassKnobs, Knobs, apply_knobs, changed_knobs, current_knobs, knob_paths, knob_problems, sized_name,
 )
 from costsim.frontends.sharing import LINK, content_key, decode_scenario, encode_scenario
 from costsim.frontends.uploads import (
@@ -26,6 +26,6 @@ from costsim.frontends.uploads import (
 __all__ = [
     "ECONOMY", "LINK", "SCENARIO_DIR", "SETUPS", "ClassKnobs", "Knobs", "Limits", "ResultCache", "RunStopped",
     "Upload", "_child_main", "apply_knobs", "content_key", "current_knobs", "decode_scenario", "encode_scenario",
-    "knob_paths", "knob_problems", "literal_markdown", "load_upload", "make_upload_root", "run_key",
+    "changed_knobs", "knob_paths", "knob_problems", "literal_markdown", "load_upload", "make_upload_root", "run_key",
     "shipped_scenarios", "shipped_traces", "simulate_bounded", "simulate_many", "sized_name", "warm_up",
 ]

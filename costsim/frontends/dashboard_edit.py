@@ -68,11 +68,13 @@ def draw(key: str, base: Scenario) -> Edit:
     return Edit(result.data, result.scenario, result.errors)
 
 
-def push(key: str, base: Scenario, scenario: Scenario) -> None:
+def push(key: str, base: Scenario, scenario: Scenario) -> bool:
     """Write ``scenario`` (the working copy with the knobs applied) into the editor's working copy
-    when it differs, with a new widget generation so the editor's widgets show it."""
+    when it differs, with a new widget generation so the editor's widgets show it; whether it did."""
     state = editor_state(base.model_dump(mode="json"), key)
     data = scenario.model_dump(mode="json")
-    if data != state["data"]:
-        state["data"] = data
-        state["gen"] += 1
+    if data == state["data"]:
+        return False
+    state["data"] = data
+    state["gen"] += 1
+    return True

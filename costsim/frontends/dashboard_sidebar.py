@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from costsim.catalog import resolve
+from costsim.frontends.editor_schema import MAX_SAFE_INT
 from costsim.frontends.knobs import ECONOMY, SETUPS, ClassKnobs, Knobs, current_knobs
 from costsim.scenario import Scenario
 
@@ -42,6 +43,19 @@ def _widget(form: KnobForm, knob: str, label: str, make):
     form.slots[knob] = st.empty()
     form.labels[knob] = label
     return value
+
+
+def whole_number(label: str, value: int, key: str, help: str) -> int | str:
+    """A whole-number widget; beyond JavaScript's exact integers (``MAX_SAFE_INT``, where a number
+    widget fails) a text box, whose text is returned as typed when it is not a number (the
+    scenario's check then names the knob)."""
+    if abs(value) > MAX_SAFE_INT:
+        text = st.text_input(label, str(value), key=key, help=help)
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    return st.number_input(label, value=value, step=1, format="%d", key=key, help=help)
 
 
 def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> KnobForm:
@@ -88,8 +102,9 @@ def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> K
                     _widget(out, f"{name}:params", "Model size (B parameters)", lambda label: st.number_input(
                         label, value=float(ck.model_params_b), step=1.0, format="%.1f", key=f"{key}:{name}:params",
                         help="Parameters of the policy model in billions; sets the FLOPs and memory of every phase.")),
+                    # A float widget: a mean of 2000.5 shown as 2000 stays 2000.5 unless it is edited.
                     _widget(out, f"{name}:len", "Mean response length (tokens)", lambda label: st.number_input(
-                        label, value=int(round(ck.response_mean)), step=100, format="%d", key=f"{key}:{name}:len",
+                        label, value=float(ck.response_mean), step=100.0, format="%.0f", key=f"{key}:{name}:len",
                         help="Mean tokens generated per response in rollout; the cap stays as the scenario sets it.")),
                     _widget(out, f"{name}:cv", "Response length tail (cv)", lambda label: st.number_input(
                         label, value=float(ck.response_cv), step=0.1, format="%.2f", key=f"{key}:{name}:cv",
@@ -104,8 +119,8 @@ def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> K
             horizon = _widget(out, "horizon", "Horizon (days)", lambda label: st.number_input(
                 label, value=float(k.horizon_days), step=30.0, format="%.0f", key=f"{key}:horizon",
                 help="Days simulated; costs and break-even are counted over them."))
-            seed = _widget(out, "seed", "Seed", lambda label: st.number_input(
-                label, value=int(k.seed), step=1, format="%d", key=f"{key}:seed",
+            seed = _widget(out, "seed", "Seed", lambda label: whole_number(
+                label, int(k.seed), key=f"{key}:seed",
                 help="Root seed; replication r runs with a seed derived from it (as `costsim sweep --replications`)."))
             out.replications = int(_widget(out, "replications", "Replications", lambda label: st.number_input(
                 label, min_value=1, max_value=MAX_REPLICATIONS, value=DEFAULT_REPLICATIONS, step=1,

@@ -90,11 +90,21 @@ def render(tab: str, scenario: costsim.Scenario, runs: list, limits, replication
             fn(scenario, "sweep", limits=limits)
 
 
+FIRST_REPLICATION = "First replication; the cards above are means over all replications."
+
+
+def first_replication_note(runs: list) -> None:
+    """Under a table of ``runs[0]``: with several replications its numbers differ from the cards'."""
+    if len(runs) > 1:
+        st.caption(FIRST_REPLICATION)
+
+
 def overview(res, runs, scenario) -> None:
     if len(runs) > 1:
         plot(runs, plots.cumulative_cost_band, "fig_cum_band")
     else:
         plot([res], plots.cumulative_cost, "fig_cum_overview")
+    first_replication_note(runs)
     show_table(res.summary, "summary_table")
 
 
@@ -127,7 +137,8 @@ def capacity(res, runs, scenario) -> None:
     plot(one, plots.queue_over_time, "fig_queue")
     options = list(res.summary["option"])
     option = st.selectbox("Job timeline of option", options, key="gantt_option",
-                          help="Each job waiting (grey) and running (its class's colour); first replication.")
+                          help="Each job waiting (thin grey bar) and holding GPUs (its class's colour and "
+                          "pattern; black outline: unfinished at the horizon); first replication.")
     plot(one, plots.gantt, "fig_gantt", option if option in options else options[0])
 
 
@@ -139,6 +150,7 @@ def speed(res, runs, scenario) -> None:
         plot(one, plots.iterations_per_day, "fig_iters")
         plot(one, plots.phase_breakdown, "fig_phases")
         plot(one, plots.rollout_throughput, "fig_rollout")
+        first_replication_note(runs)
         phases_table(res)
     else:
         st.info("This scenario has no RL job classes (only a trace), so there are no iterations to time.")
@@ -148,6 +160,7 @@ def failures(res, runs, scenario) -> None:
     plot([res], plots.lost_work, "fig_lost")
     cols = ["option", "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd",
             "interruption_delay_mean_h"]
+    first_replication_note(runs)
     show_table(res.summary[cols], "reliability_table")
     if len(res.advice):
         st.markdown("**Checkpoint advice** (Young/Daly: interval √(2 · write ÷ interruption rate); "

@@ -11,17 +11,18 @@ import pandas as pd
 import streamlit as st
 
 from costsim.frontends.headline import (
-    CANNOT_KEEP_UP, CARD_METRICS, best_options, breakeven_over, breakeven_sentence, card_delta, card_table, card_value,
-    headline_markdown, literal_markdown,
+    CANNOT_KEEP_UP, CARD_METRICS, best_options, breakeven_over, breakeven_sentence, breakeven_versus, card_delta,
+    card_table, card_value, headline_markdown, literal_markdown, recommended_first,
 )
 
-CARDS_PER_ROW = 4  # six options wrap into two rows instead of truncating at 1600 px
+CARDS_PER_ROW = 6  # six options in one row of narrower cards: all of them above the fold at 1600 × 1000
 
 # Our own CSS (no user text): compact metrics so the verdict and the cards fit above the fold at
-# 1600 × 1000 and values with their ± never truncate.
+# 1600 × 1000 and values with their ± never truncate: in six narrow cards a value wraps before
+# its "±" (``card_value``) instead of running past the card's border.
 COMPACT = """<style>
 [data-testid="stMetricValue"] {font-size: 1.2rem; line-height: 1.3;}
-[data-testid="stMetricValue"] > div {overflow: visible; white-space: normal;}
+[data-testid="stMetricValue"] > div, [data-testid="stMetricValue"] p {overflow: visible; white-space: normal;}
 [data-testid="stMetric"] {padding: 0; gap: 0;}
 [data-testid="stMetricDelta"] {font-size: 0.8rem;}
 [data-testid="stMainBlockContainer"] {padding-top: 2.5rem;}
@@ -29,8 +30,10 @@ COMPACT = """<style>
 
 
 def first_screen(verdict, runs: list, stale: str | None) -> None:
-    """The verdict with its confidence, the cash break-even, then one card per option (the best
-    value of each metric marked ★, deltas against the recommended option, flags). ``stale``: why
+    """The verdict with its confidence, the cash break-even against one rental
+    (``breakeven_versus``), then one card per option, the recommended option's first, up to six
+    in a row (the best value of each metric marked ★, deltas against the recommended option,
+    flags). ``stale``: why
     these are an earlier run's results (None when they are this run's)."""
     st.html(COMPACT)
     if stale:
@@ -39,19 +42,29 @@ def first_screen(verdict, runs: list, stale: str | None) -> None:
     reps = len(runs)
     note = (f"Means of {reps} replications (± half-width of the 95 % interval)." if reps > 1
             else "One replication: no intervals (raise Replications in the sidebar).")
-    breakeven = breakeven_sentence(breakeven_over([r.breakeven for r in runs]))
+    table = card_table([r.summary for r in runs], verdict)
+    pairs = breakeven_over([r.breakeven for r in runs])
+    breakeven = breakeven_sentence(pairs, breakeven_versus(pairs, table, verdict.option))
     st.caption(" ".join(filter(None, [literal_markdown(breakeven), note,
                                       f"★ best among the options that keep up; deltas against "
                                       f"{literal_markdown(verdict.option or 'nothing')}, the recommendation."])))
-    table = card_table([r.summary for r in runs], verdict)
     best = best_options(table)
     ref = table.set_index("option").loc[verdict.option] if verdict.option in set(table["option"]) else None
-    rows = [table.iloc[i:i + CARDS_PER_ROW] for i in range(0, len(table), CARDS_PER_ROW)]
-    for chunk in rows:
-        cols = st.columns(CARDS_PER_ROW, border=True, gap="small")
-        for col, (_, row) in zip(cols, chunk.iterrows()):
+    table = recommended_first(table, verdict.option)
+    per_row = cards_per_row(len(table))
+    for i in range(0, len(table), per_row):
+        chunk = table.iloc[i:i + per_row]
+        # only as many columns as cards: no empty bordered boxes in a last, shorter row
+        for col, (_, row) in zip(st.columns(len(chunk), border=True, gap="small"), chunk.iterrows(), strict=True):
             with col:
                 option_card(row, best, ref, row.option == verdict.option)
+
+
+def cards_per_row(n: int) -> int:
+    """Cards in each row for ``n`` options: all in one row up to ``CARDS_PER_ROW``, beyond that
+    as few rows as that allows, filled evenly (7 -> 4 + 3, not 6 + 1)."""
+    rows = max(1, math.ceil(n / CARDS_PER_ROW))
+    return max(1, math.ceil(n / rows))
 
 
 def option_card(row, best: dict, ref, recommended: bool) -> None:
@@ -74,8 +87,15 @@ _WORDS = {"usd": "$", "h": "h", "gpu": "GPU", "gpus": "GPUs", "npv": "NPV", "jct
 PERCENT = re.compile(r"(utilization|utilisation|goodput|share|completion|frac|offered_load)")
 
 
+# Columns whose generic label would mislead: the cards call these totals amortised and cash.
+LABELS = {"total_cost_usd": "amortised total ($)", "cash_spent_usd": "cash spent ($)"}
+
+
 def readable(column: str) -> str:
-    """``queue_delay_p95_h`` -> ``queue delay p95 (h)``; ``total_cost_usd`` -> ``total cost ($)``."""
+    """``queue_delay_p95_h`` -> ``queue delay p95 (h)``; ``total_cost_usd`` -> ``amortised total ($)``
+    (``LABELS``)."""
+    if column in LABELS:
+        return LABELS[column]
     parts = column.split("_")
     unit = None
     if parts[-1] in ("usd", "h", "s") and len(parts) > 1:

@@ -196,12 +196,12 @@ def _classes_tab(ui: Ui, state: dict) -> None:
     k = _picker(ui, state, "cls", classes, lambda c: str(c.get("name")))
     ui.slot(("workload", "classes"))
     if k is None:
-        st.caption("No RL job classes: the workload is the trace alone.")
+        st.caption("No RL job classes: the workload is the trace and fitted job classes alone.")
         return
     dup_col, rm_col = st.columns(2)
     dup_col.button("Duplicate class", key=f"{ui.prefix}:dup_class", on_click=_restructure,
                    args=(state, lambda d: ops.duplicate_class(d, k), "cls"), use_container_width=True)
-    last = len(classes) <= 1 and not data.get("workload", {}).get("trace")
+    last = len(classes) <= 1 and not data.get("workload", {}).get("trace") and not data.get("workload", {}).get("job_classes")
     rm_col.button("Remove class", key=f"{ui.prefix}:rm_class", disabled=last, use_container_width=True,
                   help="A workload needs a trace or a class." if last else f"Removes {classes[k].get('name')}.",
                   on_click=_restructure, args=(state, lambda d: (ops.remove_class(d, k), max(0, k - 1)), "cls",
@@ -224,8 +224,9 @@ def _show_errors(ui: Ui, errors: dict[Loc, str], summary) -> None:
     placed: dict[Loc, list[str]] = {}
     elsewhere: list[str] = []
     shown = set(ui.slots)
+    at: dict[Loc, Loc] = {}
     for loc, message in errors.items():
-        target = ops.place(loc, message, ui.data, shown)
+        target = at[loc] = ops.place(loc, message, ui.data, shown)
         if target == () and () not in shown:
             elsewhere.append(f"{describe(ui.data, loc)}: {message}")
             continue
@@ -234,7 +235,7 @@ def _show_errors(ui: Ui, errors: dict[Loc, str], summary) -> None:
         name = next((str(p) for p in reversed(target) if isinstance(p, str)), "scenario")
         ui.slots[target].error("\n\n".join(f"{literal_markdown(name)}: {literal_markdown(m)}" for m in messages))
     if errors:
-        where = "; ".join(literal_markdown(describe(ui.data, loc)) for loc in errors)
+        where = "; ".join(literal_markdown(describe(ui.data, at[loc] or loc)) for loc in errors)
         summary.warning(f"{len(errors)} problem{'s' * (len(errors) > 1)} to fix before this scenario can run: {where}.")
         for line in elsewhere:
             summary.error(literal_markdown(line))
@@ -259,7 +260,13 @@ def scenario_editor(data: dict, key: str, base_dir: Path | str | None = None) ->
         for f in schema.fields("Scenario"):
             if f.name not in ("economics", "workload", "serving", "options"):
                 field_widget(ui, ui.data, f, ())
-        section(ui, "Workload", ("workload",), ui.data.setdefault("workload", {}), "workload", skip=("classes",))
+        # job_classes (fitted plain jobs, costsim fit-workload) have no form here yet: kept as loaded
+        section(ui, "Workload", ("workload",), ui.data.setdefault("workload", {}), "workload",
+                skip=("classes", "job_classes"))
+        fitted = ui.data["workload"].get("job_classes") or []
+        if fitted:
+            st.caption(f"{len(fitted)} fitted job class(es) ({', '.join(str(c.get('name')) for c in fitted)}) run as "
+                       "loaded; edit them in the YAML (Data → Edited scenario, then upload it).")
     with t_options:
         _options_tab(ui, state)
     with t_classes:

@@ -137,7 +137,8 @@ def rename_option(data: dict, i: int, new: str) -> dict:
 
 def new_class(data: dict) -> dict:
     """A valid new RL class: one 8-GPU job of a 7B policy a day, 100 iterations."""
-    taken = _names(data.get("workload", {}).get("classes", []))
+    workload = data.get("workload", {})
+    taken = _names(workload.get("classes", [])) | _names(workload.get("job_classes", []))  # one namespace
     return _dump(RLClass, {"name": unique_name("class", taken), "arrivals_per_day": 1.0, "gpus": 8,
                            "iterations": 100, "model_params_b": 7.0})
 
@@ -232,8 +233,11 @@ def place(problem_loc: Loc, message: str, data: dict, shown: set[Loc]) -> Loc:
     dup = re.match(r"option name '(.+)' is used twice", message)
     if dup and problem_loc == ():
         same = [i for i, o in enumerate(data.get("options", [])) if o.get("name") == dup.group(1)]
-        if same and ("options", same[-1], "name") in shown:
-            return ("options", same[-1], "name")
+        shown_same = [i for i in same if ("options", i, "name") in shown]
+        if shown_same:
+            return ("options", shown_same[-1], "name")
+        if ("options",) in shown:
+            return ("options",)
     for n in range(len(problem_loc), -1, -1):
         prefix = problem_loc[:n]
         named = field_mentioned(data, prefix, message)

@@ -18,7 +18,9 @@ import streamlit as st
 
 from costsim.scenario import model as _model_mod
 from costsim.scenario import options as _options_mod
-from costsim.scenario.classes import ClassCheckpoint, LengthSpread, Parallelism, Rollout, Scoring, Spread, Update
+from costsim.scenario.classes import (
+    ClassCheckpoint, LengthSpread, Parallelism, Rollout, Scaling, ScalingCurve, Scoring, Spread, Update,
+)
 
 from . import editor_schema as schema
 from .editor_schema import Field, Loc
@@ -27,12 +29,15 @@ _MODELS = {
     "Failures": _options_mod.Failures, "Stockout": _options_mod.Stockout, "Serving": _model_mod.Serving,
     "ServingGPUs": _model_mod.ServingGPUs, "TraceCheckpoint": _model_mod.TraceCheckpoint,
     "Parallelism": Parallelism, "Spread": Spread, "LengthSpread": LengthSpread, "Rollout": Rollout,
-    "Scoring": Scoring, "Update": Update, "ClassCheckpoint": ClassCheckpoint,
+    "Scoring": Scoring, "Update": Update, "ClassCheckpoint": ClassCheckpoint, "Scaling": Scaling,
+    "ScalingCurve": ScalingCurve,
 }
 # Required fields of a section switched on from null: a valid start the user then edits.
 _STARTS = {"Stockout": {"probability": 0.1}, "Serving": {"gpus": {"base": 64.0}},
            "TraceCheckpoint": {"every_hours": 1.0}, "Spread": {"mean": 100.0},
-           "LengthSpread": {"mean": 2000.0, "cv": 1.0}}
+           "LengthSpread": {"mean": 2000.0, "cv": 1.0},
+           "Scaling": {"curve": {"a": 1.0, "b": 1.0, "c_mid_gpu_hours": 10000.0, "r0": 0.0}, "target": 0.5},
+           "ScalingCurve": {"a": 1.0, "b": 1.0, "c_mid_gpu_hours": 10000.0, "r0": 0.0}}
 
 
 def start_value(model_name: str) -> dict:

@@ -12,7 +12,7 @@ from costsim.runs.outdir import MANIFEST, OutputFolder
 from costsim.results import Results
 from costsim.scenario import dump_scenario
 
-TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice")
+TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target")
 RESOLVED_SCENARIO = "scenario.resolved.yaml"
 # Every name costsim writes into an output folder (a folder holding others is not replaced).
 REPORT = "report.html"  # costsim run --out writes it beside the tables (costsim.frontends.report)
@@ -20,12 +20,17 @@ OUTPUT_NAMES = frozenset({f"{t}.{ext}" for t in TABLES for ext in ("csv", "parqu
 
 
 def resolved_scenario_yaml(results: Results) -> str:
-    """The scenario as run: seed filled in, the trace as an absolute path so it loads from anywhere."""
+    """The scenario as run: seed filled in, the trace and scaling points files as absolute paths so
+    it loads from anywhere."""
     sc = results.scenario
     trace = str((sc.base_dir / sc.workload.trace).resolve()) if sc.workload.trace else None
+    classes = tuple(
+        c.model_copy(update={"scaling": c.scaling.model_copy(update={"fit": str((sc.base_dir / c.scaling.fit).resolve())})})
+        if c.scaling is not None and c.scaling.fit is not None else c
+        for c in sc.workload.classes)
     resolved = sc.model_copy(update={
         "seed": results.seed,
-        "workload": sc.workload.model_copy(update={"trace": trace}),
+        "workload": sc.workload.model_copy(update={"trace": trace, "classes": classes}),
     })
     return dump_scenario(resolved)
 

@@ -1,15 +1,14 @@
-"""``costsim fit-workload TRACE --out classes.yaml [--report fit.html]``: fit arrival rates with
-daily and weekly profiles, GPU counts and run-time laws per class of a trace (``costsim.traces.fit``).
-
-The scenario schema cannot hold "jobs of d hours on g GPUs with an arrival profile" (its generated
-classes are RL classes), so ``--out`` is a generator config (``costsim.traces.fit_generate``), and
-a trace drawn from it is written to ``--trace-out`` (default: beside ``--out``, ``NAME.trace.csv``)
-for a scenario to replay (``workload: {trace: NAME.trace.csv}``).
+"""``costsim fit-workload TRACE --out classes.yaml [--report fit.html] [--trace-out T.csv]``: fit
+arrival rates with daily and weekly profiles, GPU counts and run-time laws per class of a trace
+(``costsim.traces.fit``) and write them as ``workload.job_classes`` a scenario uses
+(``costsim.traces.fit_classes``; paste the list under a scenario's ``workload:``, as
+``scenarios/fitted-lab.yaml`` does). ``--trace-out`` also writes a trace drawn from those classes
+by the scenario's own generator, ``--report`` the QQ plots, profiles and KS statistics.
 
 Registered by ``cli.py`` as ``app.command("fit-workload")(fit_workload_command)``. Bad input prints
 ``file:line: field: what`` and exits 2 with nothing written: every output is written to a
-temporary file first, the generated trace is read back with costsim's trace reader, and only then
-are all of them renamed into place.
+temporary file first, the classes are validated and a drawn trace read back with costsim's trace
+reader, and only then are all of them renamed into place.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from costsim.traces.fit import BY, DISTRIBUTIONS
 MAX_GENERATED_DAYS = 3650.0  # --days: ten years of generated jobs at most
 
 
-def check_flags(trace: Path, out: Path, report: Path | None, trace_out: Path, by: str, distribution: str,
+def check_flags(trace: Path, out: Path, report: Path | None, trace_out: Path | None, by: str, distribution: str,
                 days: float | None) -> None:
     """ScenarioError naming the flag when one is wrong (before anything is read)."""
     if by not in BY:
@@ -40,7 +39,8 @@ def check_flags(trace: Path, out: Path, report: Path | None, trace_out: Path, by
         raise ScenarioError("--days", [Problem((), f"must be > 0 and <= {MAX_GENERATED_DAYS:g} (got {days:g})")])
     from costsim.runs.outdir import check_out_file
 
-    outs = [("--out", out), ("--trace-out", trace_out)] + ([("--report", report)] if report is not None else [])
+    outs = [("--out", out)] + [(flag, path) for flag, path in (("--trace-out", trace_out), ("--report", report))
+                               if path is not None]
     for flag, path in outs:
         check_out_file(flag, path, trace)
     resolved = [p.resolve() for _, p in outs]
@@ -77,7 +77,7 @@ def yaml_text(config: dict, header: str) -> str:
     return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + buf.getvalue()
 
 
-def summary_lines(fits, out: Path, report: Path | None, trace_out: Path, generated: int, days: float) -> list[str]:
+def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, generated: int, days: float) -> list[str]:
     """One line per class (rate, GPUs, duration law, KS) and what was written."""
     lines = []
     for f in fits:
@@ -87,62 +87,78 @@ def summary_lines(fits, out: Path, report: Path | None, trace_out: Path, generat
                else f"{d.law} mean {d.mean_h:.3g} h median {d.median_h:.3g} h")
         lines.append(f"{f.name}: {f.jobs} jobs, {f.per_day:.3g}/day, GPUs {gpus}; {law}; duration KS {d.ks:.3f} "
                      f"(p {d.ks_p:.2g}); arrival KS {f.arrival_ks:.3f} (p {f.arrival_ks_p:.2g})")
-    lines.append(f"wrote {out} (generator config) and {trace_out} ({generated:,} jobs over {days:,.1f} days)"
-                 + (f", report {report}" if report is not None else ""))
+    wrote = f"wrote {out} ({len(fits)} job class(es) for a scenario's workload)"
+    if trace_out is not None:
+        wrote += f", {trace_out} ({generated:,} jobs drawn over {days:,.1f} days)"
+    lines.append(wrote + (f", report {report}" if report is not None else ""))
     return lines
+
+
+def header_of(fits, source: str, jobs: int, start_h: float, by: str, distribution: str) -> str:
+    """The comment above the classes: where they come from, how to use them, each fit's KS."""
+    lines = [f"Fitted by `costsim fit-workload` from {source}: {jobs:,} jobs, {len(fits)} class(es), by {by}, "
+             f"{distribution} run times.",
+             "Use: paste job_classes under a scenario's workload: (see scenarios/fitted-lab.yaml).",
+             f"Profiles are by the source's clock; the scenario's hour 0 is hour {start_h:g} of the week "
+             "(0: Monday 00:00)" + ("" if start_h else ", as no --start was given") + "."]
+    for f in fits:
+        lines.append(f"{f.name}: {f.jobs} jobs; duration KS {f.duration.ks:.3f} (p {f.duration.ks_p:.2g}), "
+                     f"arrival KS {f.arrival_ks:.3f} (p {f.arrival_ks_p:.2g})")
+        lines.extend(f"  note: {n}" for n in f.notes)
+    return "\n".join(lines)
 
 
 def fit_workload_command(
     trace: Annotated[Path, typer.Argument(help="A costsim trace CSV (e.g. from `costsim import-trace`).",
                                           show_default=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The fitted generator config (YAML) to write.",
+    out: Annotated[Path, typer.Option("--out", "-o", help="The fitted workload.job_classes (YAML) to write.",
                                       show_default=False)],
     report: Annotated[Path | None, typer.Option(help="Also write an HTML page: QQ plots, profiles, "
                                                 "parameters and KS statistics.")] = None,
     by: Annotated[str, typer.Option(help="job_class (one fit per class) or none (all jobs as one).")] = "job_class",
     distribution: Annotated[str, typer.Option(help="Duration law: lognormal (maximum likelihood) or empirical "
                                               "(quantiles).")] = "lognormal",
-    trace_out: Annotated[Path | None, typer.Option("--trace-out", help="The trace drawn from the fit "
-                                                   "(default: NAME.trace.csv beside --out).")] = None,
-    days: Annotated[float | None, typer.Option(help="Days of generated jobs (default: the source's window).")] = None,
-    seed: Annotated[int, typer.Option(help="Root seed of the generated trace.")] = 0,
+    trace_out: Annotated[Path | None, typer.Option("--trace-out", help="Also write a trace drawn from the fitted "
+                                                   "classes (by the scenario's generator).")] = None,
+    days: Annotated[float | None, typer.Option(help="Days of the drawn trace (default: the source's window).")] = None,
+    seed: Annotated[int, typer.Option(help="Root seed of the drawn trace.")] = 0,
     start: Annotated[str | None, typer.Option(help="Date and time of the trace's hour 0 on the source's clock "
                                               "(`costsim import-trace` prints it), e.g. 2024-03-01T08:00:00: the "
                                               "daily and weekly profiles are then by clock hour and weekday.")] = None,
 ) -> None:
     """Fit a workload model per class of a trace: arrivals (rate, daily and weekly profile), GPUs per
-    job, run times; with goodness of fit. Writes a generator config and a trace drawn from it."""
+    job, run times; with goodness of fit. Writes workload.job_classes for a scenario."""
     from costsim.frontends.console import out_console
     from costsim.runs.outdir import publish_files
     from costsim.scenario.trace import read_trace
-    from costsim.scenario.units import MIN_JOB_H
     from costsim.traces.fit import fit_trace
-    from costsim.traces.fit_generate import config_of, generate
+    from costsim.traces.fit_classes import job_classes_of, trace_of
 
-    trace_out = trace_out if trace_out is not None else out.with_name(f"{out.stem}.trace.csv")
+    generated, horizon_days = None, 0.0
     try:
         check_flags(trace, out, report, trace_out, by, distribution, days)
         start_h = start_hour(start)
         table = read_trace(trace)
         fits = fit_trace(table, by=by, distribution=distribution, start_h=start_h)
-        config = config_of(fits, source=trace.name, by=by, distribution=distribution)
+        try:
+            classes = job_classes_of(fits, start_h)
+        except ValueError as exc:  # a fit no job class can hold: say which and why
+            raise ScenarioError(str(trace), [Problem((), str(exc))]) from None
         horizon_days = days if days is not None else fits[0].window_h / 24
-        generated = generate(config, horizon_days, seed, min_duration_h=MIN_JOB_H)
-        if len(generated) == 0:
-            raise ScenarioError("--days", [Problem((), f"{horizon_days:g} days at the fitted rates gave no job; "
-                                                  "choose more days")])
-        header = (f"Fitted by `costsim fit-workload` from {trace.name}: {len(table):,} jobs, {len(fits)} class(es).\n"
-                  "costsim's scenario schema has no class of plain jobs (its classes are RL jobs), so this is a\n"
-                  f"generator config; {trace_out.name} is a trace drawn from it (seed {seed}, {horizon_days:g} days):\n"
-                  f"use it in a scenario as  workload: {{trace: {trace_out.name}}}")
-        writers: dict[Path, Callable[[Path], object]] = {}
+        generated = trace_of(classes, horizon_days, seed)  # also validates every class
+        header = header_of(fits, trace.name, len(table), start_h, by, distribution)
+        writers: dict[Path, Callable[[Path], object]] = {
+            out: lambda temp: temp.write_text(yaml_text({"job_classes": classes}, header), encoding="utf-8")}
+        if trace_out is not None:
+            if len(generated) == 0:
+                raise ScenarioError("--days", [Problem((), f"{horizon_days:g} days at the fitted rates gave no job; "
+                                                      "choose more days")])
 
-        def write_trace_csv(temp: Path) -> None:
-            generated.to_csv(temp, index=False, float_format="%.10g")
-            read_trace(temp)  # a ScenarioError here is a bug in the generator, not in the user's file
+            def write_trace_csv(temp: Path) -> None:
+                generated.to_csv(temp, index=False, float_format="%.10g")
+                read_trace(temp)  # a ScenarioError here is a bug in the generator, not in the user's file
 
-        writers[out] = lambda temp: temp.write_text(yaml_text(config, header), encoding="utf-8")
-        writers[trace_out] = write_trace_csv
+            writers[trace_out] = write_trace_csv
         if report is not None:
             from costsim.frontends.fit_report import fit_page
 

@@ -16,6 +16,7 @@ from costsim.decisions.fair import fair_rows
 from costsim.decisions.targets import value
 
 FLAG = "⚠"
+NBSP = "\u00a0"
 CANNOT_KEEP_UP = f"{FLAG} cannot keep up"
 
 # What each total is; said wherever a total appears (issue 12: both named, everywhere).
@@ -123,6 +124,12 @@ def card_table(summaries: list[pd.DataFrame], verdict) -> pd.DataFrame:
     return table.merge(verdict.options[["option", "keeps_up", "why"]], on="option", how="left", validate="one_to_one")
 
 
+def recommended_first(table: pd.DataFrame, recommended: str | None) -> pd.DataFrame:
+    """``card_table``'s rows with the recommended option's first, the others in their order."""
+    first = table["option"] == recommended
+    return pd.concat([table[first], table[~first]], ignore_index=True)
+
+
 def best_options(table: pd.DataFrame) -> dict[str, set[str]]:
     """For each card metric, the options with the best value among those that keep up (ties all
     marked; none when no option keeps up or the values are all missing)."""
@@ -150,7 +157,8 @@ def card_value(col: str, x: float, pm: float = math.nan) -> str:
         main, extra = f"{x:.1%}", f"{pm:.1%}"
     else:
         main, extra = f"{x:,.0f}", f"{pm:,.0f}"
-    return main if pm != pm else f"{main} ± {extra}"
+    # no-break spaces inside "± half-width": a narrow card wraps the value only before the "±"
+    return main if pm != pm else f"{main} ±{NBSP}{extra.replace(' ', NBSP)}"
 
 
 def card_delta(col: str, x: float, ref: float) -> str | None:
@@ -171,41 +179,97 @@ def card_delta(col: str, x: float, ref: float) -> str | None:
 
 
 def breakeven_over(tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """The break-even tables of several replications as one: per (option, versus) the mean month
-    over the replications where it falls within the horizon (NaN in none), ``found`` of ``n``
-    replications, and the mean extrapolated and "cheaper until" months where they exist."""
+    """The break-even tables of several replications as one, per (option, versus): the mean month
+    over the replications where it falls within the horizon (NaN in none) with ``found`` of ``n``;
+    among the replications without one, the mean "cheaper until" month (``cheaper_found`` had one)
+    and the mean extrapolated month (``extrapolated_found`` had one); ``*_varies``: whether those
+    replications' months differ (then the month shown is a mean)."""
     both = pd.concat([t.assign(replication=i) for i, t in enumerate(tables)], ignore_index=True)
     if both.empty:
         return tables[0]
-    extra = "cheaper_until_month" if "cheaper_until_month" in both else None
+    if "cheaper_until_month" not in both:
+        both = both.assign(cheaper_until_month=math.nan)
     rows = []
     for (option, versus), g in both.groupby(["option", "versus"], sort=False):
-        row = {"option": option, "versus": versus, "breakeven_month": g["breakeven_month"].mean(),  # NaN skipped
-               "breakeven_month_extrapolated": g["breakeven_month_extrapolated"].mean(),
-               "found": int(g["breakeven_month"].notna().sum()), "n": len(g)}
-        if extra:
-            row[extra] = g[extra].mean()
+        beyond = g[g["breakeven_month"].isna()]  # the extrapolation of a found month is that month: not an estimate
+        row = {"option": option, "versus": versus, "n": len(g)}
+        for col, name in (("breakeven_month", "found"), ("cheaper_until_month", "cheaper_found"),
+                          ("breakeven_month_extrapolated", "extrapolated_found")):
+            months = (g if col == "breakeven_month" else beyond)[col].dropna()
+            row[col] = months.mean() if len(months) else math.nan
+            row[name] = len(months)
+            row[f"{col}_varies"] = months.nunique() > 1
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def breakeven_sentence(breakeven: pd.DataFrame) -> str:
-    """The cash break-even month of each owned or committed option against the rental, in words
-    (an empty string when the scenario has no such pair). With ``found``/``n`` columns
-    (``breakeven_over``) the month is a mean over replications, and says so when some had none."""
+def breakeven_versus(breakeven: pd.DataFrame, cards: pd.DataFrame, recommended: str | None) -> str | None:
+    """The rental the first screen's break-even sentence is against: the recommended option if it
+    is a rental, else the rental with the least cash spent among those that keep up (among all
+    rentals if none does). ``cards``: ``card_table``'s rows. None when there is no pair."""
+    rentals = list(dict.fromkeys(breakeven["versus"])) if len(breakeven) else []
+    if not rentals or recommended in rentals:
+        return recommended if rentals else None
+    rows = cards[cards["option"].isin(rentals)]
+    keeping = rows[rows["keeps_up"].fillna(False).astype(bool)]
+    rows = keeping if len(keeping) else rows
+    return rows.sort_values("cash_spent_usd", kind="stable")["option"].iloc[0] if len(rows) else rentals[0]
+
+
+def _in_replications(k: int, n: int, varies: bool) -> str:
+    """How many replications a month came from: nothing with one run, "mean of" when they differ."""
+    if n <= 1:
+        return ""
+    return f", mean of {k} of {n} replications" if varies else f", in {k} of {n} replications"
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _month(m: float) -> str:
+    return "the first month" if round(m) == 0 else f"month {m:.0f}"
+
+
+def breakeven_when(r) -> str:
+    """One pair's cash break-even in words, from a row of ``finance.breakeven`` (one run) or of
+    ``breakeven_over`` (with the replication counts)."""
+    n = getattr(r, "n", 1)
+    found = getattr(r, "found", int(r.breakeven_month == r.breakeven_month))
+    if found:
+        when = "from the start" if round(r.breakeven_month) == 0 else f"from month {r.breakeven_month:.0f}"
+        counted = _in_replications(found, n, getattr(r, "breakeven_month_varies", False))
+        return when + (f" ({counted[2:]})" if counted else "")
+    cheaper = r.cheaper_until_month
+    k = getattr(r, "cheaper_found", int(cheaper == cheaper))
     parts = []
-    for r in breakeven.itertuples():
-        if r.breakeven_month == r.breakeven_month:
-            when = "from the start" if r.breakeven_month == 0 else f"from month {r.breakeven_month:.0f}"
-        elif r.breakeven_month_extrapolated == r.breakeven_month_extrapolated:
-            when = f"not within the horizon (about month {r.breakeven_month_extrapolated:.0f} if it went on)"
-        else:
-            when = "never"
-        if not pd.isna(getattr(r, "cheaper_until_month", math.nan)):
-            when += f", but only until month {r.cheaper_until_month:.0f}"
-        n, found = getattr(r, "n", 1), getattr(r, "found", 1)
-        if n > 1 and r.breakeven_month == r.breakeven_month:
-            when += f" (mean of {found} of {n} replications)" if found < n else f" (mean of {n} replications)"
-        parts.append(f"{r.option} {when}")
-    return ("Cash break-even against " + ", ".join(dict.fromkeys(breakeven["versus"])) + ": " + "; ".join(parts) + ".") \
-        if parts else ""
+    if k:  # cheaper first, dearer at the horizon's end: not a break-even
+        parts.append(f"cheaper through {_month(cheaper)}, then dearer"
+                     + _in_replications(k, n, getattr(r, "cheaper_until_month_varies", False)))
+    e = r.breakeven_month_extrapolated
+    k = getattr(r, "extrapolated_found", int(e == e))
+    if k:
+        parts.append(f"about month {e:.0f} if it went on"
+                     + _in_replications(k, n, getattr(r, "breakeven_month_extrapolated_varies", False)))
+    # neither in any replication: dearer at every month's end (no estimate: the gap is not
+    # closing, or the horizon is too short to extrapolate from)
+    return f"not within the horizon ({'; '.join(parts) or 'dearer every month'})"
+
+
+def breakeven_sentence(breakeven: pd.DataFrame, versus: str | None = None) -> str:
+    """The cash break-even month of each owned or committed option against a rental, each pair
+    named ("reserved-256 vs on-demand: from month 3"; options with the same outcome against the
+    same rental in one clause); only the pairs against ``versus`` when it is given (the other
+    rentals named as on the Cost tab). An empty string when there is no pair.
+    With ``breakeven_over``'s counts a month is a mean over replications, and says over how many."""
+    shown = breakeven if versus is None else breakeven[breakeven["versus"] == versus]
+    if not len(shown):
+        return ""
+    same: dict[tuple[str, str], list[str]] = {}  # options with the same outcome share a clause
+    for r in shown.itertuples():
+        same.setdefault((r.versus, breakeven_when(r)), []).append(r.option)
+    parts = [f"{_listed(options)} vs {rental}: {when}" for (rental, when), options in same.items()]
+    others = [v for v in dict.fromkeys(breakeven["versus"]) if v != versus] if versus is not None else []
+    tail = f" Against {_listed(others)}: see the Cost tab." if others else ""
+    return "Cash break-even: " + "; ".join(parts) + "." + tail

@@ -52,7 +52,7 @@ class Knobs:
     lead_time_days: dict[str, float] = field(default_factory=dict)
     economy: dict[str, float] = field(default_factory=dict)
     horizon_days: float | None = None
-    seed: int | None = None
+    seed: int | str | None = None  # str: what was typed in the seed box when it is not a number
 
 
 def current_knobs(scenario: Scenario) -> Knobs:
@@ -153,7 +153,7 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
     if _changed(knobs.horizon_days, was.horizon_days):
         data["horizon_days"] = float(knobs.horizon_days)  # type: ignore[arg-type]
     if _changed(knobs.seed, was.seed):
-        data["seed"] = int(knobs.seed)  # type: ignore[arg-type]
+        data["seed"] = knobs.seed  # a whole number, or text the schema check refuses by name
     _rename(data, renames)
     edited = scenario_from_data(data, source, scenario.base_dir)
     return api.check(edited, source)
@@ -185,15 +185,41 @@ def knob_paths(scenario: Scenario) -> dict[tuple, str]:
     return paths
 
 
-def knob_problems(err: ScenarioError, paths: dict[tuple, str]) -> tuple[dict[str, list[str]], list[str]]:
-    """The problems of ``err`` by knob id (the longest path prefix that matches), and those that
-    belong to no knob (as ``path: message``)."""
+def changed_knobs(scenario: Scenario, knobs: Knobs) -> set[str]:
+    """Ids (as ``knob_paths`` names them) of the knobs whose value differs from the scenario's."""
+    was = current_knobs(scenario)
+    out = set()
+    for prefix, new, old in (("gpus", knobs.owned_gpus, was.owned_gpus), ("capex", knobs.capex_per_gpu, was.capex_per_gpu),
+                             ("lead", knobs.lead_time_days, was.lead_time_days), ("price", knobs.cloud_price, was.cloud_price),
+                             ("econ", knobs.economy, was.economy)):
+        out |= {f"{prefix}:{name}" for name, v in new.items() if name in old and _changed(v, old[name])}
+    for name, k in knobs.classes.items():
+        w = was.classes.get(name)
+        if w is not None:
+            out |= {f"{name}:{part}" for part, a, b in (("params", k.model_params_b, w.model_params_b),
+                    ("len", k.response_mean, w.response_mean), ("cv", k.response_cv, w.response_cv),
+                    ("setup", k.setup, w.setup)) if _changed(a, b)}
+    out |= {knob for knob, a, b in (("scale", knobs.arrival_scale, was.arrival_scale),
+                                    ("horizon", knobs.horizon_days, was.horizon_days), ("seed", knobs.seed, was.seed))
+            if _changed(a, b)}
+    return out
+
+
+def knob_problems(err: ScenarioError, paths: dict[tuple, str],
+                  changed: set[str] = frozenset()) -> tuple[dict[str, list[str]], list[str]]:
+    """The problems of ``err`` by knob id (the longest path prefix that matches; a problem of a
+    whole option or class goes to the knobs within it that ``changed``), and those that belong to
+    no knob (as ``path: message``)."""
     by_knob: dict[str, list[str]] = {}
     other = []
     for p in err.problems:
         loc = tuple(p.loc)
         match = max((k for k in paths if loc[:len(k)] == k), key=len, default=None)
-        if match is None:
+        inside = list(dict.fromkeys(v for k, v in paths.items() if loc and k[:len(loc)] == loc and v in changed))
+        if match is None and inside:
+            for knob in inside:
+                by_knob.setdefault(knob, []).append(p.message)
+        elif match is None:
             other.append(f"{'.'.join(map(str, loc))}: {p.message}" if loc else p.message)
         else:
             by_knob.setdefault(paths[match], []).append(p.message)

@@ -25,7 +25,7 @@ import pandas as pd
 from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
 from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_intervals, option_costs,
                               parts, per_bin, serving_use)
-from costsim.results import finance
+from costsim.results import finance, to_target
 from costsim.results.backlog import cheapest_rent_usd_per_gpu_hour, keep_up_measures, would_hold
 from costsim.results.advice import checkpoint_advice
 from costsim.engine import BURST, UsageRecord
@@ -76,6 +76,10 @@ class Results:
     ``phases``: mean seconds per iteration in each phase, per (option, RL job class), over the
     iterations planned for the class's jobs; ``iteration_s`` is the whole iteration (async
     overlaps rollout with training, so it is less than the sum of the phases there).
+
+    ``to_target``: per (option, RL class with ``scaling``), the day its leading run reaches the
+    target score, the option's cost by then, and the score and its marginal gain at the horizon
+    (``costsim.results.to_target``); empty when no class has ``scaling``.
     """
 
     scenario: Scenario
@@ -88,6 +92,7 @@ class Results:
     cashflow: pd.DataFrame
     breakeven: pd.DataFrame
     advice: pd.DataFrame
+    to_target: pd.DataFrame
 
 
 def _startup_h(plan: Plan, rec: UsageRecord) -> np.ndarray:
@@ -366,4 +371,6 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
         cashflow=cash,
         breakeven=finance.breakeven(plans, summary, cash),
         advice=pd.concat([t[6] for t in tables], ignore_index=True),
+        to_target=to_target.table([row for p, r, w, t in zip(plans, records, work, tables, strict=True)
+                                   for row in to_target.option_rows(scenario, p.name, r, w, t[2])]),
     )

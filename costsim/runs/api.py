@@ -12,6 +12,7 @@ from costsim import engine, results, workload
 from costsim.runs import arguments
 from costsim.runs import budget
 from costsim.runs.memo import RunMemo, cached, file_identity
+from costsim.scaling import scaling_problems
 from costsim.models import rl
 from costsim.workload.rng import stream
 from costsim.models.serving import RangeMax, can_ever_start, hourly_demand
@@ -103,15 +104,20 @@ def _never_fit(plan: Plan, jobs: _Jobs, demand: np.ndarray | None):
 
 def _fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | None) -> list[Problem]:
     """A job that can never fit an option is an error, not a silent infinite wait: each RL class
-    is checked by its size (and, beside serving, for an hour's room from its first arrival on: its
-    jobs' run times are not drawn here), trace jobs submitted within the horizon one by one, with
-    their hold times (work plus checkpoint writes)."""
+    is checked by its size and each job class by its largest GPU count (and, beside serving, for an
+    hour's room from its first arrival on: their jobs' run times are not drawn here), trace jobs
+    submitted within the horizon one by one, with their hold times (work plus checkpoint writes).
+    A job class's problem is at its ``workload.job_classes.K.gpus``; the others at the option."""
     problems = []
     demand = serving_demand(scenario)
     H = scenario.horizon_h
     groups = [(f"class {cls.name!r} needs {cls.gpus} GPUs per job", "its jobs could never run", None,
                _Jobs(np.array([cls.gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0])))
               for cls in scenario.workload.classes]
+    groups += [(f"job class {cls.name!r} needs up to {cls.max_gpus} GPUs per job", "its largest jobs could never run",
+                ("workload", "job_classes", k, "gpus"),
+                _Jobs(np.array([cls.max_gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0])))
+               for k, cls in enumerate(scenario.workload.job_classes)]
     if trace is not None:
         within = trace.submit_h < H
         hold = trace.duration_h[within].astype(float)
@@ -126,6 +132,9 @@ def _fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | Non
             if verdict is None:
                 continue
             bad, field, where = verdict
+            if isinstance(ids, tuple):  # a job class: the problem is at its gpus
+                problems.append(Problem(ids, f"{what} but {where}: {never}"))
+                continue
             if ids is not None:
                 first = int(np.flatnonzero(bad)[0])
                 others = f" ({int(bad.sum()) - 1} more such jobs)" if bad.sum() > 1 else ""
@@ -171,7 +180,7 @@ def _checked(scenario: Scenario, source: str,
             clashes = workload.reserved_id_problems(scenario, trace.job_id)  # job ids unique by construction
             if clashes:
                 raise ScenarioError(str(trace_path), clashes)
-        problems = _fit_problems(scenario, plans, trace)
+        problems = _fit_problems(scenario, plans, trace) + scaling_problems(scenario)
         if problems:
             raise ScenarioError(source, problems)
     except ScenarioError as err:
@@ -262,7 +271,9 @@ def simulate(
     budget.refuse_above(budget.estimate_events(scenario, plans, *budget.expected_workload(scenario, rows)),
                         max_events, source)  # before drawing: a huge horizon must not hang the draws
     # What the jobs and work plans read (see costsim.runs.memo): a memo hit needs all of it equal.
-    jobs_key = (seed, scenario.workload.model_dump_json(), repr(scenario.horizon_h), str(scenario.base_dir), trace_id)
+    # (An RL class's scaling curve only reads the results: a target knob reruns nothing.)
+    jobs_key = (seed, scenario.workload.model_dump_json(exclude={"classes": {"__all__": {"scaling"}}}),
+                repr(scenario.horizon_h), str(scenario.base_dir), trace_id)
     jobs = cached(memo, "jobs", jobs_key, lambda t=trace: workload.generate(scenario, seed, t))
     trace = None  # read once, by the check above; the jobs now hold what the runs need
 

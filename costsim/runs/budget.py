@@ -41,6 +41,7 @@ from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, poo
 from costsim.engine.pool import nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import Spread
+from costsim.workload.jobclass import expected_jobs
 from costsim.workload.plan import WorkPlan
 
 DEFAULT_MAX_EVENTS = 50_000_000
@@ -64,7 +65,8 @@ def expected_workload(scenario: Scenario, trace_rows: int) -> tuple[float, float
     """Expected jobs and RL iterations before anything is drawn.
 
     Per class: min(count, arrivals_per_day × arrival_scale × (horizon_days − start_day)) jobs of
-    mean ``iterations``; a trace: rows × arrival_scale (rows past the horizon counted too: an
+    mean ``iterations``; per job class: the integral of its profiled rate from start_day to the
+    horizon (no iterations); a trace: rows × arrival_scale (rows past the horizon counted too: an
     upper bound). Floats: a 10³⁰-day horizon is a number here, never an array.
     """
     days, scale = float(scenario.horizon_days), float(scenario.workload.arrival_scale)
@@ -77,6 +79,8 @@ def expected_workload(scenario: Scenario, trace_rows: int) -> tuple[float, float
         mean = float(cls.iterations.mean) if isinstance(cls.iterations, Spread) else float(cls.iterations)
         jobs += n
         iterations += n * mean
+    for job_class in scenario.workload.job_classes:
+        jobs += expected_jobs(job_class, scale, float(scenario.horizon_h))
     return jobs, iterations
 
 

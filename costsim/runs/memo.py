@@ -59,6 +59,10 @@ class RunMemo:
             items.popitem(last=False)
         return value
 
+    def __len__(self) -> int:
+        """Entries kept, in all tables."""
+        return sum(len(items) for items in self._tables.values())
+
     def clear(self) -> None:
         """Forget everything (a worker does after running out of memory)."""
         for items in self._tables.values():

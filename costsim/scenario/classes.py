@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from costsim.scenario.units import (
     CV,
+    MAX_GPUS,
+    MAX_HOURS,
     MAX_TOKENS,
     Count,
     Days,
@@ -49,6 +51,9 @@ RolloutShare = bounded_float(gt=0, lt=1)
 SpreadMean = bounded_float(ge=1, le=10_000_000)  # iterations per job or tokens per response
 KVBytes = bounded_float(ge=1, le=100_000_000)  # a 405B model has ~0.5 MB per token
 Parallel = bounded_int(ge=1, le=4096)
+Score = bounded_float(ge=-1e9, le=1e9)  # a score in the user's units: accuracy, pass rate, reward
+Steepness = bounded_float(gt=0, le=100)
+CurveGPUHours = bounded_float(gt=0, le=MAX_GPUS * MAX_HOURS)  # any GPU-hours a run could receive
 
 
 class Spread(StrictModel):
@@ -168,6 +173,53 @@ class ClassCheckpoint(StrictModel):
     )
 
 
+class ScalingCurve(StrictModel):
+    """R(C) = r0 + (a − r0) / (1 + (c_mid / C)^b), C in GPU-hours: ScaleRL's A, B, C_mid and R0
+    ("The Art of Scaling Reinforcement Learning Compute for LLMs", 2025; ``costsim.scaling``)."""
+
+    a: Score = Field(description=f"Asymptote A: the score with unlimited compute, score units ({span(Score)}).")
+    b: Steepness = Field(description=f"Steepness B: the curve's slope against ln C ({span(Steepness)}).")
+    c_mid_gpu_hours: CurveGPUHours = Field(
+        description=f"C_mid: GPU-hours at which half the gain A − R0 is made ({span(CurveGPUHours)})."
+    )
+    r0: Score = Field(description=f"R0: the score before training, at 0 GPU-hours, score units ({span(Score)}).")
+
+    @model_validator(mode="after")
+    def _rises(self) -> ScalingCurve:
+        if self.a <= self.r0:
+            raise ValueError(f"a ({self.a:g}) must be above r0 ({self.r0:g}): the score rises with compute")
+        return self
+
+
+class Scaling(StrictModel):
+    """How a run's score grows with the GPU-hours it receives, and the score it must reach. The curve
+    applies per job: each job of the class is one training run, from r0 at its first GPU-hour."""
+
+    curve: ScalingCurve | None = Field(None, description="The curve's parameters {a, b, c_mid_gpu_hours, r0}; "
+                                       "null: fitted to `fit`.")
+    fit: str | None = Field(
+        None, min_length=1, description="CSV of measured points `gpu_hours,score`, relative to the scenario file, "
+        "the curve fitted to them; null: `curve` given."
+    )
+    target: Score = Field(description=f"The score to reach, score units ({span(Score)}); below the asymptote a.")
+
+    @field_validator("target")
+    @classmethod
+    def _reachable(cls, target: float, info: ValidationInfo) -> float:
+        c = info.data.get("curve")  # validated before target (declared first); a fit is checked on loading
+        if c is not None and target >= c.a:
+            raise ValueError(f"target {target:g} is at or above the asymptote a = {c.a:g}: never reached")
+        if c is not None and target <= c.r0:
+            raise ValueError(f"target {target:g} is at or below r0 = {c.r0:g}: reached before any training")
+        return target
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Scaling:
+        if (self.curve is None) == (self.fit is None):
+            raise ValueError("scaling needs exactly one of `curve` (the parameters) or `fit` (a CSV of points)")
+        return self
+
+
 class RLClass(StrictModel):
     """A stream of RL training jobs of one shape."""
 
@@ -205,6 +257,10 @@ class RLClass(StrictModel):
         "weights and gradients fit half a GPU (tensor parallel within a node, pipeline beyond)."
     )
     checkpoint: ClassCheckpoint = Field(default_factory=ClassCheckpoint, description="Checkpointing.")
+    scaling: Scaling | None = Field(
+        None, description="Score against GPU-hours per job and a target score {curve | fit, target}: the "
+        "results' to_target table; null: none."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> RLClass:

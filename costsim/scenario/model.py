@@ -29,6 +29,7 @@ from costsim.scenario.units import (
 
 from .base import StrictModel
 from .classes import RLClass
+from .jobclass import JobClass
 from .options import CloudOption, HybridOption, Option, OwnedOption
 
 MAX_CLASSES = 500
@@ -49,7 +50,8 @@ ServingBase = bounded_float(gt=0, le=MAX_GPUS)
 Growth = bounded_float(ge=-0.9, le=10)
 
 class TraceCheckpoint(StrictModel):
-    """Checkpointing of trace jobs: every ``every_hours`` of work, a write of ``write_minutes``."""
+    """Checkpointing of trace jobs and job classes' jobs: every ``every_hours`` of work, a write of
+    ``write_minutes``."""
 
     every_hours: IntervalHours = Field(description=f"Hours of work between checkpoints ({span(IntervalHours)}).")
     write_minutes: Minutes = Field(
@@ -63,38 +65,45 @@ class TraceCheckpoint(StrictModel):
 class Workload(StrictModel):
     """The jobs: a CSV trace (``submit_h, gpus, duration_h [, job_id, job_class, priority]``, and
     ``status, observed_delay_h, source_id`` from ``costsim import-trace``, read and ignored),
-    generated RL job classes, or both."""
+    generated RL job classes, generated plain job classes (``costsim fit-workload`` fits them to a
+    trace), or any mix."""
 
     trace: str | None = Field(
         None, description="CSV trace path, relative to the scenario file (costsim import-trace writes one from "
         "SLURM, Kubernetes, Helios, Philly or Alibaba PAI records); null: no trace.", min_length=1
     )
     checkpoint: TraceCheckpoint | None = Field(
-        None, description="Checkpointing of trace jobs; none when absent."
+        None, description="Checkpointing of trace jobs and job_classes' jobs; none when absent."
     )
     classes: tuple[RLClass, ...] = Field(
         (), max_length=MAX_CLASSES, description=f"Generated RL job classes (at most {show(MAX_CLASSES)})."
+    )
+    job_classes: tuple[JobClass, ...] = Field(
+        (), max_length=MAX_CLASSES, description="Generated plain job classes: a run time on a gang of GPUs, "
+        f"arriving with daily and weekly profiles, like trace rows (at most {show(MAX_CLASSES)})."
     )
     arrival_scale: ArrivalScale = Field(
         1.0,
         description=(
             f"Multiplies the arrival rate ({span(ArrivalScale)}). Below 1, each trace job is kept with this probability; "
             "above 1, each is submitted floor(scale) or floor(scale)+1 times, the copies within "
-            "±12 h of the original (the seeded `arrivals` stream). Generated classes: "
+            "±12 h of the original (the seeded `arrivals` stream). Generated classes and job classes: "
             "multiplies arrivals_per_day."
         ),
     )
 
     @model_validator(mode="after")
     def _has_jobs(self) -> Workload:
-        if self.trace is None and not self.classes:
-            raise ValueError("a workload needs a `trace` (CSV of jobs) or `classes` (generated RL jobs)")
-        if self.checkpoint is not None and self.trace is None:
-            raise ValueError("checkpoint applies to trace jobs; RL classes have their own `checkpoint`")
-        names = [c.name for c in self.classes]
+        if self.trace is None and not self.classes and not self.job_classes:
+            raise ValueError("a workload needs a `trace` (CSV of jobs), `classes` (generated RL jobs) or "
+                             "`job_classes` (generated plain jobs)")
+        if self.checkpoint is not None and self.trace is None and not self.job_classes:
+            raise ValueError("checkpoint applies to trace jobs and job_classes; RL classes have their own `checkpoint`")
+        names = [c.name for c in (*self.classes, *self.job_classes)]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
-            raise ValueError(f"class name(s) {', '.join(sorted(dup))} used twice; names must be unique")
+            raise ValueError(f"class name(s) {', '.join(sorted(dup))} used twice (classes and job_classes "
+                             "together); names must be unique")
         return self
 
 

@@ -7,10 +7,15 @@ and, per iteration, the sum, the sum of squares and the maximum of the sampled r
 ``costsim.workload.plan`` to time them on each option's hardware — and how many responses hit the
 length cap (lengths are min(L, max), ``costsim.models.sampling``).
 
-Streams (``costsim.workload.rng``), keyed by class NAME: ``arrivals`` (arrival times), ``job_shapes``
-(iteration counts), ``response_lengths`` (per iteration); the trace's arrival scaling has its own
-``trace_scaling`` stream. Adding, removing or reordering classes or options never shifts another
-class's draws.
+Plain job classes (``workload.job_classes``, ``costsim.workload.jobclass``) make trace-like jobs:
+a duration, no iterations, class index ``TRACE_CLASS``, so work plans, the engine and the results
+treat them exactly as trace rows.
+
+Streams (``costsim.workload.rng``), keyed by class NAME (unique across both kinds): ``arrivals``
+(arrival times; a job class's thinning too), ``job_shapes`` (iteration counts; a job class's GPU
+counts, then its durations), ``response_lengths`` (per iteration); the trace's arrival scaling has
+its own ``trace_scaling`` stream. Adding, removing or reordering classes or options never shifts
+another class's draws.
 
 Job ids: a trace's own ids, ``<id>~<k>`` for the k-th extra copy ``arrival_scale`` makes, and
 ``<class>-<n>`` (n zero-padded to at least 5 digits) for generated jobs. ``costsim.runs.api.check``
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costsim.workload.jobclass import job_class_jobs
 from costsim.workload.rng import stream
 from costsim.models.sampling import LengthDraws, length_draws, lognormal, poisson_times
 from costsim.scenario import Problem, Scenario, TraceTable, read_trace
@@ -52,7 +58,8 @@ class Job:
 
 @dataclass(frozen=True)
 class JobTable:
-    """The jobs as arrays (the engine's input), sorted by submit time (ties: trace, then classes).
+    """The jobs as arrays (the engine's input), sorted by submit time (ties: trace, then RL classes,
+    then job classes).
 
     RL iterations of all jobs are concatenated in ``length_sum``/``length_max``/``length_capped``
     (responses cut at the cap, int32)/``length_sq_sum``; job i's are ``[iter_start[i], iter_start[i]
@@ -65,7 +72,7 @@ class JobTable:
     gpus: np.ndarray
     priority: np.ndarray
     duration_h: np.ndarray
-    class_index: np.ndarray  # index into scenario.workload.classes; -1 for trace jobs
+    class_index: np.ndarray  # index into scenario.workload.classes; -1 (TRACE_CLASS) for trace and job-class jobs
     iterations: np.ndarray
     iter_start: np.ndarray
     length_sum: np.ndarray
@@ -159,7 +166,8 @@ def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[di
 
 
 def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | None = None) -> JobTable:
-    """The scenario's jobs submitted within the horizon (trace and classes), sorted by submit time.
+    """The scenario's jobs submitted within the horizon (trace, RL classes and job classes), sorted
+    by submit time.
 
     ``seed`` (default: the scenario's) drives every random stream; a trace is replayed as written
     unless ``arrival_scale`` asks for more or fewer jobs. ``trace``: the scenario's trace if the
@@ -180,6 +188,8 @@ def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | No
         maxes.append(draws.length_max)
         capped.append(draws.capped)
         squares.append(draws.length_sq_sum)
+    for cls in scenario.workload.job_classes:
+        parts.append(job_class_jobs(cls, seed, scenario.workload.arrival_scale, scenario.horizon_h, TRACE_CLASS))
     cols = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in _PER_JOB}
     submit = cols["submit_h"]
     if (submit < scenario.horizon_h).all() and (submit[1:] >= submit[:-1]).all():
@@ -201,7 +211,7 @@ def reserved_id_problems(scenario: Scenario, trace_ids: np.ndarray) -> list[Prob
     — when ``arrival_scale`` > 1 makes copies — any id ending in ``~<digits>``. Refusing these
     keeps every job_id unique by construction."""
     forms = []
-    names = [c.name for c in scenario.workload.classes]
+    names = [c.name for c in (*scenario.workload.classes, *scenario.workload.job_classes)]
     if names:
         forms.append("(?:" + "|".join(re.escape(n) for n in names) + ")-[0-9]{5,}")
     if scenario.workload.arrival_scale > 1:

@@ -1,0 +1,121 @@
+"""Drawing the jobs of a plain job class (``costsim.scenario.jobclass.JobClass``).
+
+- **arrivals** (stream ``arrivals``): a Poisson process of rate λ(t) = per_day / 24 · hourly[h] ·
+  weekly[d] per hour (profiles scaled to mean 1; h, d the hour of the day and the weekday of scenario
+  hour t on the profiles' clock), by thinning: candidates at the peak rate, each kept with
+  probability λ(t) / peak. The peak is at most 168 times the mean (one hour of the week carrying
+  all the weight), so the candidates are drawn in pieces of at most ``CHUNK`` expected: memory stays
+  bounded whatever the profile (a Poisson process on disjoint pieces is independent pieces);
+- **GPUs** (stream ``job_shapes``): n uniforms, by inverse CDF of the pmf (drawn for a fixed count
+  too, so the durations' draws never depend on the GPU law);
+- **durations** (the same stream, after): lognormal by mean and cv (``sampling.lognormal``), or by
+  inverse CDF, linear between the quantiles at evenly spaced probabilities; kept within the trace
+  reader's range [MIN_JOB_H, MAX_HOURS].
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from costsim.models.sampling import lognormal, poisson_times
+from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_WEEK, JobClass, LognormalDuration
+from costsim.scenario.units import MAX_HOURS, MIN_JOB_H
+from costsim.workload.rng import stream
+
+CHUNK = 1 << 22
+"""Expected thinning candidates drawn at once (about 4 M: 64 MiB of times and uniforms)."""
+
+
+def mean_one(weights: tuple[float, ...] | None, length: int) -> np.ndarray:
+    """A profile scaled to mean 1 (flat when None)."""
+    if weights is None:
+        return np.ones(length)
+    w = np.asarray(weights, dtype=float)
+    return w / w.mean()
+
+
+def week_profile(cls: JobClass) -> np.ndarray:
+    """The class's rate multiplier for each of the 168 hours of a week from Monday 00:00 (mean 1)."""
+    hourly = mean_one(cls.hourly_profile, HOURS_PER_DAY)
+    weekly = mean_one(cls.weekly_profile, DAYS_PER_WEEK)
+    return np.repeat(weekly, HOURS_PER_DAY) * np.tile(hourly, DAYS_PER_WEEK)
+
+
+def profiled_poisson_times(rng: np.random.Generator, per_h: float, week: np.ndarray, offset_h: float,
+                           start_h: float, end_h: float) -> np.ndarray:
+    """Sorted arrival times (h) on [start_h, end_h) of a Poisson process of rate ``per_h`` ·
+    ``week[hour of the week]`` per hour, where scenario hour t is ``offset_h`` + t hours after Monday
+    00:00; by thinning, in pieces of at most ``CHUNK`` expected candidates."""
+    peak = float(week.max())
+    rate = per_h * peak
+    span = max(end_h - start_h, 0.0)
+    pieces = max(1, math.ceil(rate * span / CHUNK))
+    edges = np.linspace(start_h, start_h + span, pieces + 1)
+    out = []
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        t = poisson_times(rng, rate, float(a), float(b))
+        hour = np.floor(t + offset_h).astype(np.int64) % HOURS_PER_WEEK
+        out.append(t[rng.uniform(0.0, 1.0, len(t)) < week[hour] / peak])
+    return np.concatenate(out)
+
+
+def draw_gpus(rng: np.random.Generator, cls: JobClass, n: int) -> np.ndarray:
+    """``n`` GPU counts (int64) from the class's count or pmf, by inverse CDF of n uniforms."""
+    u = rng.uniform(0.0, 1.0, n)
+    if isinstance(cls.gpus, int):
+        return np.full(n, cls.gpus, dtype=np.int64)
+    sizes = np.array([e.gpus for e in cls.gpus], dtype=np.int64)
+    cdf = np.cumsum([e.share for e in cls.gpus])
+    cdf /= cdf[-1]  # shares sum to 1 within 1e-6: the last bin ends exactly at 1
+    return sizes[np.minimum(np.searchsorted(cdf, u, side="right"), len(sizes) - 1)]
+
+
+def draw_durations(rng: np.random.Generator, cls: JobClass, n: int) -> np.ndarray:
+    """``n`` run times (hours) from the class's law, within [MIN_JOB_H, MAX_HOURS]."""
+    d = cls.duration
+    if isinstance(d, LognormalDuration):
+        hours = lognormal(rng, n, d.mean_h, d.cv)
+    else:
+        q = np.asarray(d.quantiles_h, dtype=float)
+        hours = np.interp(rng.uniform(0.0, 1.0, n), np.linspace(0.0, 1.0, len(q)), q)
+    return np.clip(hours, MIN_JOB_H, MAX_HOURS)
+
+
+def expected_jobs(cls: JobClass, scale: float, horizon_h: float) -> float:
+    """Expected arrivals of the class on [start_day, horizon_h): Λ, the integral of its rate
+    (whole weeks at the mean rate, plus the hours of the partial week by the profile). A float
+    for any horizon: never an array as long as the horizon."""
+    start = cls.start_day * HOURS_PER_DAY
+    if horizon_h <= start:
+        return 0.0
+    per_h = cls.arrivals_per_day * scale / HOURS_PER_DAY
+    week = week_profile(cls)
+    cum = np.concatenate([[0.0], np.cumsum(week)])
+
+    def integral(t: float) -> float:  # ∫ from Monday 00:00 to t hours after it, in rate-1 hours
+        weeks, within = divmod(t, float(HOURS_PER_WEEK))
+        hour = min(int(within), HOURS_PER_WEEK - 1)
+        return weeks * HOURS_PER_WEEK + float(cum[hour]) + (within - hour) * float(week[hour])
+
+    offset = cls.profile_start_hour_of_week
+    return per_h * (integral(offset + horizon_h) - integral(offset + start))
+
+
+def job_class_jobs(cls: JobClass, seed: int, scale: float, horizon_h: float, class_index: int) -> dict[str, np.ndarray]:
+    """The class's jobs as trace-like columns (``costsim.workload.JobTable``'s per-job arrays):
+    a duration, no iterations, ids ``<name>-00000`` in submit order, class index ``class_index``."""
+    per_h = cls.arrivals_per_day * scale / HOURS_PER_DAY
+    submit = profiled_poisson_times(stream(seed, "arrivals", cls.name), per_h, week_profile(cls),
+                                    cls.profile_start_hour_of_week, cls.start_day * HOURS_PER_DAY, horizon_h)
+    n = len(submit)
+    shapes = stream(seed, "job_shapes", cls.name)
+    gpus = draw_gpus(shapes, cls, n)
+    return {
+        "job_id": np.array([f"{cls.name}-{i:05d}" for i in range(n)], dtype=object),
+        "job_class": np.full(n, cls.name, dtype=object), "submit_h": submit, "gpus": gpus,
+        "priority": np.full(n, cls.priority, dtype=np.int64), "duration_h": draw_durations(shapes, cls, n),
+        "class_index": np.full(n, class_index, dtype=np.int64), "iterations": np.zeros(n, dtype=np.int64),
+        "iter_start": np.zeros(n, dtype=np.int64),
+    }
