@@ -222,3 +222,15 @@ def test_trace_ids_of_a_job_class_form_are_refused():
     sc = scenario([job_class()])
     problems = workload.reserved_id_problems(sc, np.array(["x1", "a-00012"], dtype=object))
     assert [p.line for p in problems] == [3] and "class 'a'" in problems[0].message
+
+
+def test_the_shipped_fitted_scenario_is_what_the_code_fits():
+    # scenarios/fitted-lab.yaml's header says its job_classes are this call's result: keep it true.
+    from pathlib import Path
+
+    from ruamel.yaml import YAML
+
+    root = Path(__file__).resolve().parents[1]
+    shipped = YAML(typ="safe").load((root / "scenarios" / "fitted-lab.yaml").read_text())["workload"]["job_classes"]
+    fitted = job_classes_of(fit_trace(read_trace(root / "scenarios" / "traces" / "slurm-lab.csv"), start_h=104.0), 104.0)
+    assert shipped == fitted

@@ -115,9 +115,11 @@ def fit_workload_command(
                                       show_default=False)],
     report: Annotated[Path | None, typer.Option(help="Also write an HTML page: QQ plots, profiles, "
                                                 "parameters and KS statistics.")] = None,
-    by: Annotated[str, typer.Option(help="job_class (one fit per class) or none (all jobs as one).")] = "job_class",
-    distribution: Annotated[str, typer.Option(help="Duration law: lognormal (maximum likelihood) or empirical "
-                                              "(quantiles).")] = "lognormal",
+    by: Annotated[str, typer.Option(help="job_class_gpus (a class per job_class and GPU count; counts under 30 "
+                                    "jobs pooled), job_class or none (all jobs as one). A class with several GPU "
+                                    "counts keeps each count's mean run time.")] = "job_class_gpus",
+    distribution: Annotated[str, typer.Option(help="Duration law: lognormal (the sample's mean and cv) or empirical "
+                                              "(its quantiles; in-sample KS).")] = "lognormal",
     trace_out: Annotated[Path | None, typer.Option("--trace-out", help="Also write a trace drawn from the fitted "
                                                    "classes (by the scenario's generator).")] = None,
     days: Annotated[float | None, typer.Option(help="Days of the drawn trace (default: the source's window).")] = None,
@@ -131,7 +133,7 @@ def fit_workload_command(
     from costsim.frontends.console import out_console
     from costsim.runs.outdir import publish_files
     from costsim.scenario.trace import read_trace
-    from costsim.traces.fit import fit_trace
+    from costsim.traces.fit import fit_trace, groups_of
     from costsim.traces.fit_classes import job_classes_of, trace_of
 
     generated, horizon_days = None, 0.0
@@ -162,9 +164,7 @@ def fit_workload_command(
         if report is not None:
             from costsim.frontends.fit_report import fit_page
 
-            durations = {f.name: table.duration_h[(table.job_class == f.name) if by == "job_class" else slice(None)]
-                         for f in fits}
-            html = fit_page(fits, durations, trace.name)
+            html = fit_page(fits, [table.duration_h[mask] for _, mask in groups_of(table, by)], trace.name)
             writers[report] = lambda temp: temp.write_text(html, encoding="utf-8")
         publish_files(writers)
     except ScenarioError as err:

@@ -84,8 +84,9 @@ COLUMNS = [
 ]
 
 
-def fit_page(fits: Sequence[ClassFit], durations: dict[str, np.ndarray], source: str) -> str:
-    """The whole HTML document for the fitted ``fits`` of ``source`` (durations by class name)."""
+def fit_page(fits: Sequence[ClassFit], durations: Sequence[np.ndarray], source: str) -> str:
+    """The whole HTML document for the fitted ``fits`` of ``source`` (``durations[i]``: the run
+    times, hours, ``fits[i]`` was fitted to)."""
     window = window_note(fits[0].window_h)
     notes = ([window] if window else []) + [f"{f.name}: {n}" for f in fits for n in f.notes]
     body = [
@@ -93,7 +94,9 @@ def fit_page(fits: Sequence[ClassFit], durations: dict[str, np.ndarray], source:
         para(f"{len(fits)} class(es) over a window of {fits[0].window_h / 24:,.2f} days. Durations: "
              "one-sample Kolmogorov–Smirnov statistic against the fitted law. Arrivals: "
              f"{ARRIVAL_TEST} (time-rescaling theorem), after dividing out the daily and weekly profiles. "
-             "p-values treat the fitted parameters as known, so they are optimistic; compare KS statistics.",
+             "p-values treat the fitted parameters as known, so they are optimistic; compare KS statistics. "
+             "The lognormal has the sample's mean and cv; the empirical law is the sample itself (smoothed), "
+             "so its KS is in-sample and near 0 by construction.",
              "sub"),
         section("Fitted parameters", table(parameters_frame(fits), COLUMNS), anchor="parameters"),
     ]
@@ -101,6 +104,6 @@ def fit_page(fits: Sequence[ClassFit], durations: dict[str, np.ndarray], source:
         body.append(section("Notes", bullets(notes), anchor="notes"))
     body.append(section("Arrival profiles", figure(profile_figure(fits, weekly=False), 380),
                         figure(profile_figure(fits, weekly=True), 380), anchor="profiles"))
-    body.append(section("Durations: QQ plots", *(figure(qq_figure(durations[f.name], f), 420) for f in fits),
-                        anchor="qq"))
+    qq = (figure(qq_figure(d, f), 420) for f, d in zip(fits, durations, strict=True))
+    body.append(section("Durations: QQ plots", *qq, anchor="qq"))
     return page(f"Workload fit: {source}", "".join(body))

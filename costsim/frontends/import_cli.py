@@ -21,6 +21,13 @@ from costsim.traces import FORMATS, GPU_TYPED
 from costsim.traces.common import FRACTIONAL, BadCell, ImportOptions, ImportResult, parse_time, write_csv, zone
 
 SHOWN_SKIPPED = 5  # skipped rows listed as warnings; the count of all is printed
+# Times before 1990 are not a clock: anonymised traces count seconds from their own start (the k8s
+# pod list; one with ISO dates keeps its clock) or shift them by a secret constant (Alibaba PAI,
+# whose every file is relative: its 1970 weekdays mean nothing), and a profile fitted by their
+# "clock" would be by a made-up one.
+CLOCK_SINCE_S = datetime(1990, 1, 1, tzinfo=dt_timezone.utc).timestamp()
+RELATIVE_FORMATS = frozenset({"alibaba-pai"})
+RELATIVE_TIMES = "times are relative (no clock): fit-workload without --start"
 from costsim.frontends.console import err_console, fail as _fail  # noqa: E402 — light: no plots, no reports
 
 
@@ -69,16 +76,19 @@ def write_trace(result: ImportResult, out: Path, source: Path) -> None:
     publish_files({out: write})
 
 
-def summary_lines(result: ImportResult, out: Path, tz: tzinfo = dt_timezone.utc) -> list[str]:
+def summary_lines(result: ImportResult, out: Path, tz: tzinfo = dt_timezone.utc, fmt: str = "") -> list[str]:
     """What was imported, in a few lines: jobs, span, GPU-hours, the clock time of hour 0 (in
-    ``tz``), what was left out and why."""
+    ``tz``; or that the times are relative, for format ``fmt`` or a first submit before 1990),
+    what was left out and why."""
     f = result.frame
     span_d = float((f["submit_h"] + f["duration_h"]).max()) / 24
     gpu_h = float((f["gpus"] * f["duration_h"]).sum())
     delay = f["observed_delay_h"].dropna()
     lines = [f"wrote {out}: {len(f):,} jobs over {span_d:,.1f} days, {gpu_h:,.0f} GPU-hours, "
              f"at most {int(f['gpus'].max()):,} GPUs per job"]
-    if result.first_submit_s is not None:
+    if result.first_submit_s is not None and (fmt in RELATIVE_FORMATS or result.first_submit_s < CLOCK_SINCE_S):
+        lines.append(RELATIVE_TIMES)
+    elif result.first_submit_s is not None:
         hour0 = datetime.fromtimestamp(result.first_submit_s, tz).isoformat()
         lines.append(f"hour 0 is {hour0} (fit-workload --start {hour0} fits daily and weekly profiles by the clock)")
     if len(delay):
@@ -129,5 +139,5 @@ def import_trace_command(
     for p in result.problems[:SHOWN_SKIPPED]:
         err_console.print(Text.assemble(("skipped", "yellow"), ": ", p.render(str(file))), highlight=False,
                           soft_wrap=True)
-    for line in summary_lines(result, out, options.tz):
+    for line in summary_lines(result, out, options.tz, format):
         out_console.print(Text(line), highlight=False, soft_wrap=True)

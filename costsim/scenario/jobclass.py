@@ -75,6 +75,10 @@ class GPUShare(StrictModel):
 
     gpus: GPUCount = Field(description=f"GPUs per job, a gang ({span(GPUCount)}).")
     share: Share = Field(description=f"Share of the class's jobs with this count ({span(Share)}).")
+    mean_h: DurationH | None = Field(
+        None, description=f"Mean run time in hours of this count's jobs ({span(DurationH)}): the class's "
+        "duration law is scaled to it (its shape kept), so big jobs can run longer, as in a trace; null: the "
+        "class's law as it is.")
 
 
 def _pmf(entries: tuple[GPUShare, ...]) -> tuple[GPUShare, ...]:

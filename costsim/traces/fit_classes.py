@@ -20,7 +20,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from costsim.scenario.jobclass import HOURS_PER_WEEK, MAX_DURATION_CV, MAX_JOBS_PER_DAY, MAX_PMF, JobClass
-from costsim.scenario.units import HOURS_PER_DAY
+from costsim.scenario.units import HOURS_PER_DAY, MIN_JOB_H
 from costsim.traces.fit import ClassFit
 
 NAME_CHARS = re.compile(r"[^A-Za-z0-9_.\-]")
@@ -47,14 +47,17 @@ def scenario_name(raw: str, taken: set[str]) -> str:
     return name
 
 
-def gpus_of(pmf: dict[int, float]) -> int | list[dict]:
+def gpus_of(pmf: dict[int, float], mean_h: dict[int, float] | None = None) -> int | list[dict]:
     """A class's GPU law: its one count, or a pmf list whose rounded shares still sum to 1 (the
-    rounding residue goes to the largest share)."""
+    rounding residue goes to the largest share), each count with its mean run time when
+    ``mean_h`` gives one (the class's law is scaled to it)."""
     if len(pmf) == 1:
         return int(next(iter(pmf)))
     if len(pmf) > MAX_PMF:
         raise ValueError(f"{len(pmf)} distinct GPU counts: a job class takes at most {MAX_PMF}")
-    entries = [{"gpus": int(g), "share": _r(p)} for g, p in sorted(pmf.items())]
+    mean_h = mean_h or {}
+    entries = [{"gpus": int(g), "share": _r(p), **({"mean_h": _r(max(mean_h[g], MIN_JOB_H))} if g in mean_h else {})}
+               for g, p in sorted(pmf.items())]
     big = max(range(len(entries)), key=lambda i: entries[i]["share"])
     entries[big]["share"] = round(1.0 - sum(e["share"] for i, e in enumerate(entries) if i != big), 12)
     return entries
@@ -91,7 +94,7 @@ def job_classes_of(fits: Sequence[ClassFit], start_hour_of_week: float) -> list[
             "hourly_profile": [_r(v, PROFILE_DIGITS) for v in f.hourly],
             "weekly_profile": [_r(v, PROFILE_DIGITS) for v in f.weekly],
             "profile_start_hour_of_week": start,
-            "gpus": gpus_of(f.gpus_pmf),
+            "gpus": gpus_of(f.gpus_pmf, f.gpus_mean_h),
             "duration": duration_of(f),
         })
     return out

@@ -14,8 +14,8 @@ Rows and jobs:
   allocation line carries the GPUs and times, so step lines are skipped;
 - array tasks (``123_4``) are jobs of their own with that id; a pending range (``123_[5-9]``)
   never started and is dropped;
-- heterogeneous jobs (``77+0``, ``77+1``) are one job ``77``: GPUs summed, the earliest submit
-  and start, the longest elapsed time, the state of component 0;
+- heterogeneous jobs (``77+0``, ``77+1``) are one job ``77``: GPUs summed, run for the GPU-weighted
+  mean of the components' runs (GPU-hours kept), the earliest submit and start, the worst state;
 - GPUs: ``gres/gpu=N`` in AllocTRES (what the job got; ReqTRES when AllocTRES is empty), or the
   sum of ``gres/gpu:TYPE=N`` when no total is given. Other TRES, and gres that are not GPU counts
   (``gres/gpumem=80G``, ``gres/gpu-util=…``, ``gres/mps=…``), are ignored. A job without GPUs is dropped. With

@@ -72,14 +72,32 @@ def draw_gpus(rng: np.random.Generator, cls: JobClass, n: int) -> np.ndarray:
     return sizes[np.minimum(np.searchsorted(cdf, u, side="right"), len(sizes) - 1)]
 
 
-def draw_durations(rng: np.random.Generator, cls: JobClass, n: int) -> np.ndarray:
-    """``n`` run times (hours) from the class's law, within [MIN_JOB_H, MAX_HOURS]."""
+def law_mean_h(cls: JobClass) -> float:
+    """The mean of the class's run-time law (hours): the lognormal's ``mean_h``, or the mean of the
+    piecewise-linear inverse CDF through the quantiles (the trapezoid rule over evenly spaced
+    probabilities)."""
+    d = cls.duration
+    if isinstance(d, LognormalDuration):
+        return float(d.mean_h)
+    q = np.asarray(d.quantiles_h, dtype=float)
+    return float(np.sum(q[1:] + q[:-1]) / (2 * (len(q) - 1)))
+
+
+def draw_durations(rng: np.random.Generator, cls: JobClass, n: int, gpus: np.ndarray | None = None) -> np.ndarray:
+    """``n`` run times (hours) from the class's law, within [MIN_JOB_H, MAX_HOURS]; a job whose GPU
+    count (``gpus``) has its own ``mean_h`` gets the law scaled to that mean."""
     d = cls.duration
     if isinstance(d, LognormalDuration):
         hours = lognormal(rng, n, d.mean_h, d.cv)
     else:
         q = np.asarray(d.quantiles_h, dtype=float)
         hours = np.interp(rng.uniform(0.0, 1.0, n), np.linspace(0.0, 1.0, len(q)), q)
+    if gpus is not None and not isinstance(cls.gpus, int) and any(e.mean_h is not None for e in cls.gpus):
+        base = law_mean_h(cls)
+        sizes = np.array([e.gpus for e in cls.gpus], dtype=np.int64)
+        factors = np.array([e.mean_h / base if e.mean_h is not None and base > 0 else 1.0 for e in cls.gpus])
+        order = np.argsort(sizes)
+        hours = hours * factors[order][np.searchsorted(sizes[order], gpus)]
     return np.clip(hours, MIN_JOB_H, MAX_HOURS)
 
 
@@ -115,7 +133,7 @@ def job_class_jobs(cls: JobClass, seed: int, scale: float, horizon_h: float, cla
     return {
         "job_id": np.array([f"{cls.name}-{i:05d}" for i in range(n)], dtype=object),
         "job_class": np.full(n, cls.name, dtype=object), "submit_h": submit, "gpus": gpus,
-        "priority": np.full(n, cls.priority, dtype=np.int64), "duration_h": draw_durations(shapes, cls, n),
+        "priority": np.full(n, cls.priority, dtype=np.int64), "duration_h": draw_durations(shapes, cls, n, gpus),
         "class_index": np.full(n, class_index, dtype=np.int64), "iterations": np.zeros(n, dtype=np.int64),
         "iter_start": np.zeros(n, dtype=np.int64),
     }
