@@ -31,6 +31,7 @@ bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/million_trace.py
 	$(PY) benchmarks/sweep_scaling.py
 	$(PY) benchmarks/import_slurm.py
+	$(PY) benchmarks/backfill_speed.py
 	$(PY) benchmarks/dashboard_rerun.py
 
 validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)

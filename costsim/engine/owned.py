@@ -14,7 +14,8 @@ Schedulers:
   start now if it fits now and either ends by that time or leaves the head both its nodes and
   the GPUs serving needs beside it then. At most ``BACKFILL_DEPTH`` queued jobs are examined per
   pass (Slurm's ``bf_max_job_test`` default). When nothing in sight makes room for the head
-  (serving alone always leaves too little), later jobs start whenever they fit.
+  (serving alone always leaves too little), later jobs start whenever they fit. The pass, and what
+  keeps it near FIFO's cost on million-job traces, is ``costsim.engine.backfill``.
 
 Node failures (optional) are a Poisson process over all nodes; a failed node is out for its
 repair time (capacity drops) and kills the jobs on it: they fall back to their last checkpoint,
@@ -41,6 +42,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from array import array
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -51,15 +53,16 @@ import simpy
 from costsim.models.serving import RangeMax
 
 from .events import ARRIVAL, RELEASE, At, Decider
-from .pool import Allocation, NodePool, held_gpus, nodes_needed
+from .backfill import BACKFILL_DEPTH, EasyBackfill
+from .pool import Allocation, NodePool, held_gpus
 from .progress import Progress
 from .records import Recorder, integers
-from .reservation import INF, reserve, serving_slack
+from .reservation import INF, serving_slack
 
-BACKFILL_DEPTH = 500
+__all__ = ["BACKFILL_DEPTH", "OwnedCluster"]
 
 
-class OwnedCluster:
+class OwnedCluster(EasyBackfill):
     """Runs jobs (by job index) on ``nodes`` nodes; jobs arrive through ``arrive(i)`` and a queued
     job can be taken back with ``withdraw(i)``. Also a reserved pool: nodes are instances, no lead time.
 
@@ -94,7 +97,19 @@ class OwnedCluster:
         self.serving = serving
         self.running: dict[int, tuple[float, Allocation]] = {}
         self.on_node: dict[int, set[int]] = {}
-        self.ends: list[tuple[float, int, int]] = []  # (end, held, job) of running jobs, sorted (serving)
+        # (end, held, job) of running jobs sorted by planned end, kept on every start and stop when
+        # backfill or serving reads it (the reservation walks it instead of sorting every pass).
+        self.ends: list[tuple[float, int, int]] = []
+        self.track_ends = serving is not None or scheduler == "backfill"
+        self.changes = 0  # bumped by every start, stop, failure, repair, delivery and withdrawal
+        # Backfill without serving: the head's reservation [head, time, free GPUs per node then,
+        # spare good nodes], kept between passes (planned ends and backfills leave it as it is), and
+        # (changes, head, position) where the last scan of the queue stopped.
+        self.held_res: list | None = None
+        self.scanned = (-1, -1, 1)
+        # Backfill: each queued job's ``Progress.hold_h``, fixed while it waits, read once on arrival
+        # rather than on each of the many passes that look at it.
+        self.queued_hold = array("d", [0.0]) * len(gpus) if scheduler == "backfill" else None
         self.fifo: deque[int] = deque()
         self.heap: list[tuple[float, int]] = []
         self.waiting: set[int] = set()  # queued and not withdrawn (the queues drop the rest lazily)
@@ -135,6 +150,7 @@ class OwnedCluster:
     # -- events ---------------------------------------------------------------------------
     def _deliver(self, _: Any) -> None:
         self.ready = True
+        self._unplanned()
         self._capacity_changed()
         self.decider.request()
 
@@ -158,6 +174,7 @@ class OwnedCluster:
         Withdrawing frees the queue's head, so it asks for a scheduling pass."""
         if i in self.waiting and self.rec.start_h[i] != self.rec.start_h[i]:  # NaN: never started
             self.waiting.discard(i)
+            self.changes += 1
             self.decider.request()
             return True
         return False
@@ -165,6 +182,8 @@ class OwnedCluster:
     def arrive(self, i: int, front: bool = False) -> None:
         """Queue job i (``front``: a job that failed keeps its place at the head)."""
         self.waiting.add(i)
+        if self.queued_hold is not None:
+            self.queued_hold[i] = self.progress.hold_h(i)
         if self.key is not None:
             heapq.heappush(self.heap, (self.key[i], -1 - i if front else i))
         elif front or self.lifo:
@@ -183,10 +202,11 @@ class OwnedCluster:
         rec.end_h[i] = end
         rec.hold(i, now, held)
         self.running[i] = (end, alloc)
+        self.changes += 1
         if self.track_nodes:
             for node, _n in alloc:
                 self.on_node.setdefault(node, set()).add(i)
-        if self.serving is not None:
+        if self.track_ends:
             bisect.insort(self.ends, (end, held, i))
         v = self.progress.version[i]
         At(self.env, end - now, RELEASE, lambda _e, i=i, v=v: self._finish(i, v))
@@ -195,10 +215,11 @@ class OwnedCluster:
         """Job i gives back its GPUs (finished or killed)."""
         end, alloc = self.running.pop(i)
         self.pool.release(alloc)
+        self.changes += 1
         if self.track_nodes:
             for node, _n in alloc:
                 self.on_node[node].discard(i)
-        if self.serving is not None:
+        if self.track_ends:
             del self.ends[bisect.bisect_left(self.ends, (end, self.rec.held_gpus[i], i))]
         self.rec.release(i, self.env.now)
 
@@ -214,6 +235,7 @@ class OwnedCluster:
         node = int(self.rng.integers(self.nodes))
         if not self.pool.is_down(node):  # a node under repair cannot fail again
             self.pool.down_node(node)
+            self._unplanned()
             self.down_gpus += self.gpn
             self._capacity_changed()
             for i in sorted(self.on_node.get(node, ())):
@@ -227,9 +249,16 @@ class OwnedCluster:
     def _repaired(self, node: int) -> None:
         del self.repair_end[node]
         self.pool.up(node)
+        self._unplanned()
         self.down_gpus -= self.gpn
         self._capacity_changed()
         self.decider.request()
+
+    def _unplanned(self) -> None:
+        """Capacity changed other than by a planned end (delivery, failure, repair): the held
+        reservation is void."""
+        self.changes += 1
+        self.held_res = None
 
     def _room(self, i: int) -> bool:
         """Does job i leave serving its GPUs for its whole run? (Always, without serving.)"""
@@ -275,68 +304,3 @@ class OwnedCluster:
             self._start(queue.popleft(), alloc)
         if self.scheduler == "backfill" and len(queue) > 1 and pool.free_gpus > 0:
             self._backfill()
-
-    def _backfill(self) -> None:
-        queue, pool, gpus, gpn = self.fifo, self.pool, self.gpus, self.gpn
-        head = queue[0]
-        head_g = gpus[head]
-        shadow_t, shadow, slack = self._reservation(head)
-        # The head fits at shadow_t iff enough nodes are "good" for it then: fully free nodes for
-        # a multi-node head, nodes with >= head_g free otherwise. ``spare`` is how many good nodes
-        # later jobs may still take (exact, without copying the free vector per candidate);
-        # ``slack`` how many GPUs they may still hold then without leaving serving short beside it.
-        wide = head_g > gpn
-        good = gpn if wide else head_g
-        spare = sum(1 for f in shadow if f >= good) - (nodes_needed(head_g, gpn) if wide else 1)
-        now = self.env.now
-        too_big = head_g + gpn + 1  # smallest size that failed to fit now (fit is monotone in size)
-        hold_h = self.progress.hold_h
-        started = []
-        for pos in range(1, min(len(queue), BACKFILL_DEPTH)):
-            if pool.free_gpus == 0:
-                break
-            j = queue[pos]
-            g = gpus[j]
-            if g >= too_big or j not in self.waiting or not self._room(j):
-                continue
-            alloc = pool.allocate(g)
-            if alloc is None:
-                too_big = g
-                continue
-            if now + hold_h(j) > shadow_t:
-                # Still running at the reservation: it must not take nodes the head needs then, nor
-                # GPUs serving needs beside the head (counted as held over the head's whole run).
-                lost = sum(1 for node, n in alloc if shadow[node] >= good > shadow[node] - n)
-                held = held_gpus(g, gpn)
-                if lost > spare or held > slack:
-                    pool.release(alloc)
-                    continue
-                spare -= lost
-                slack -= held
-                for node, n in alloc:
-                    shadow[node] -= n
-            started.append((pos, j, alloc))
-        for pos, _j, _alloc in reversed(started):
-            del queue[pos]
-        for _pos, j, alloc in started:
-            self._start(j, alloc)
-        if self.audit is not None and started:  # tests: the head's reservation before and after
-            self.audit.append((now, head, shadow_t, self._reservation(head)[0]))
-
-    def _reservation(self, head: int) -> tuple[float, list[int], float]:
-        """When the head can start as planned (running jobs end, nodes under repair return), the
-        free GPUs per node then, and the GPUs later jobs may still hold then beside it and serving."""
-        gpn = self.gpn
-        g = self.gpus[head]
-        wide = g > gpn
-        held = self.rec.held_gpus
-        events = [(end, held[i], alloc, 0) for i, (end, alloc) in self.running.items()]
-        events += [(t, 0, ((node, gpn),), gpn) for node, t in self.repair_end.items()]
-        events.sort(key=lambda e: e[0])
-        good, need = (gpn, nodes_needed(g, gpn)) if wide else (g, 1)
-        if self.serving is None:
-            return reserve(self.env.now, list(self.pool.free), events, good, need)
-        cap = self.in_service
-        return reserve(self.env.now, list(self.pool.free), events, good, need, self.serving.peak,
-                       held_gpus(g, gpn), self.progress.hold_h(head), cap - self.pool.free_gpus, cap,
-                       self.lookahead_h)

@@ -12,6 +12,8 @@ Ties are broken deterministically: among equally free nodes the lowest node inde
 multi-node job takes the lowest-indexed whole free nodes), so a run never depends on hash or set
 order. The nodes with each free count are a bit set (a Python int, bit n for node n), so the lowest
 index is its lowest set bit, ``m & -m``: a few machine-word operations even for thousands of nodes.
+The same masks answer "which nodes have at least g free" (``nodes_with``, ``largest_fit``) in
+O(GPUs per node) bit counts, never a scan of every node: what backfilling asks on every pass.
 """
 
 from __future__ import annotations
@@ -106,6 +108,24 @@ class NodePool:
         masks[gpn] = m
         self.free_gpus -= k * gpn
         return tuple(taken)
+
+    def largest_fit(self) -> int:
+        """The most GPUs a job could take now (``allocate`` succeeds exactly for sizes up to it): the
+        whole free nodes together if any node is wholly free (a wider job takes whole nodes), else the
+        most free GPUs on one node. O(GPUs per node): the masks are scanned, not the nodes."""
+        masks, gpn = self.masks, self.gpn
+        whole = masks[gpn].bit_count()
+        if whole:
+            return whole * gpn
+        for f in range(gpn - 1, 0, -1):
+            if masks[f]:
+                return f
+        return 0
+
+    def nodes_with(self, gpus: int) -> int:
+        """How many nodes have at least ``gpus`` free (in service: a node under repair has none)."""
+        masks = self.masks
+        return sum(masks[f].bit_count() for f in range(gpus, self.gpn + 1))
 
     def _move(self, node: int, f: int) -> None:
         """Node ``node`` now has ``f`` free GPUs."""
