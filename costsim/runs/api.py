@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,6 +279,7 @@ def simulate(
     trace = None  # read once, by the check above; the jobs now hold what the runs need
 
     def work_of(part: OwnedPlan | CloudPlan):
+        part = unpriced(part)  # a work plan never reads prices: a price knob keeps it
         return cached(memo, "works", (jobs_key, repr(part)), lambda: plan_work(scenario, jobs, part))
 
     works = [(work_of(plan.base), work_of(plan.burst)) if isinstance(plan, HybridPlan) else (work_of(plan),)
@@ -295,9 +297,10 @@ def simulate(
         # Streams keyed by the option's name: adding or reordering options never shifts its draws.
         rngs = {name: stream(seed, name, plan.name) for name in ("failures", "preemptions", "provisioning")}
         left = None if ceiling is None else max(ceiling - sum(r.events for r in records), 1)
-        run_key = (jobs_key, repr(plan), serving_key, left)  # the work, horizon and seed are in jobs_key
+        bare = unpriced(plan)  # nor does a run: prices are applied by results.build
+        run_key = (jobs_key, repr(bare), serving_key, left)  # the work, horizon and seed are in jobs_key
 
-        def run_it(plan=plan, parts=parts, rngs=rngs, left=left):
+        def run_it(plan=bare, parts=parts, rngs=rngs, left=left):
             return engine.run_option(plan, parts[0], scenario.horizon_h, parts[1] if len(parts) > 1 else None,
                                      serving=table, rngs=rngs, max_events=left)
 
@@ -314,6 +317,18 @@ def simulate(
     if on_option is not None:
         on_option("tables", len(plans), len(plans))
     return results.build(scenario, seed, plans, econ, records, work, demand)
+
+
+def unpriced(plan: Plan) -> Plan:
+    """The plan with its prices (capex, $/GPU-hour, billing rules) set to NaN: what work plans and
+    runs are given, so a price edit finds them in a memo, and a price read there by mistake would
+    turn the tables to NaN (tests/test_run_memo.py) instead of going unnoticed."""
+    nan = float("nan")
+    if isinstance(plan, HybridPlan):
+        return dataclasses.replace(plan, base=unpriced(plan.base), burst=unpriced(plan.burst))
+    if isinstance(plan, OwnedPlan):
+        return dataclasses.replace(plan, capex_usd=nan)
+    return dataclasses.replace(plan, price_per_gpu_hour=nan, billing_granularity_s=nan, minimum_billing_s=nan)
 
 
 def _trace_identity(scenario: Scenario) -> tuple[int, ...] | None:
