@@ -161,3 +161,39 @@ def test_out_of_memory_with_a_full_memo_is_retried_without_it(monkeypatch):
     monkeypatch.setattr(bounded.api, "simulate", always)
     with pytest.raises(MemoryError):
         bounded._simulate(None, 1)
+
+
+def fitted_short() -> str:
+    """scenarios/fitted-lab.yaml over 7 days (its eight fitted job classes)."""
+    text = (SCENARIO_DIR / "fitted-lab.yaml").read_text()
+    assert "horizon_days: 28\n" in text
+    return text.replace("horizon_days: 28\n", "horizon_days: 7\n")
+
+
+def test_fitted_job_classes_are_edited_as_yaml_in_the_editor():
+    """The Edit tab shows workload.job_classes as YAML text; an edit there is what runs, and text
+    that is not YAML is named and keeps the last results, marked stale."""
+    import yaml
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at = upload(at, fitted_short(), "fitted.yaml")
+    submit(at, "replications", 1)
+    at = open_editor(at)
+    box = [t for t in at.main.text_area if t.key.endswith(":workload.job_classes")]
+    assert len(box) == 1 and box[0].help.startswith(costsim.scenario.model.Workload.model_fields["job_classes"].description[:30])
+    classes = yaml.safe_load(box[0].value)
+    assert [c["name"] for c in classes] == [c.name for c in ran(at).workload.job_classes]
+    classes[0]["arrivals_per_day"] = 40.0
+    box[0].set_value(yaml.safe_dump(classes)).run()
+    assert not at.exception
+    sc = ran(at)
+    assert sc.workload.job_classes[0].arrivals_per_day == 40.0
+    jobs = costsim.simulate(sc, seed=replication_seed(sc.seed, 0)).summary.jobs_submitted.iloc[0]
+    assert any(f"{jobs:,} jobs" in h.value for h in at.subheader)  # the run on screen is the edited one
+    box = [t for t in at.main.text_area if t.key.endswith(":workload.job_classes")]
+    box[0].set_value("- name: [unclosed\n").run()
+    assert not at.exception
+    assert any("not YAML" in e.value for e in at.error)
+    assert any(w.value.startswith("**Stale:**") for w in at.warning)
+    assert ran(at).workload.job_classes[0].arrivals_per_day == 40.0  # the last good scenario stays

@@ -14,11 +14,14 @@ option and one class are edited at a time (a picker chooses which), which keeps 
 from __future__ import annotations
 
 import copy
+import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import streamlit as st
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from costsim.scenario import Scenario
 
@@ -241,6 +244,35 @@ def _show_errors(ui: Ui, errors: dict[Loc, str], summary) -> None:
             summary.error(literal_markdown(line))
 
 
+def _job_classes_text(ui: Ui) -> None:
+    """``workload.job_classes`` (fitted plain jobs, as ``costsim fit-workload`` writes them) as YAML
+    text: a list of classes, each with its profiles, GPU pmf and run-time law, too many numbers for
+    a form. Text that is not YAML is kept as typed, so the check names the field and the last
+    results stay, marked stale."""
+    loc = ("workload", "job_classes")
+    f = next(x for x in schema.fields("Workload") if x.name == "job_classes")
+    current = ui.data["workload"].get("job_classes") or []
+    if isinstance(current, str):  # what was typed last, not YAML
+        shown = current
+    else:
+        buf = io.StringIO()
+        if current:
+            yaml = YAML(typ="rt")
+            yaml.default_flow_style = None  # profiles on one line each
+            yaml.width = 100
+            yaml.dump(current, buf)
+        shown = buf.getvalue()
+    text = st.text_area("job_classes (YAML list; empty: none)", shown, key=ui.key(loc), help=f.help,
+                        height=220 if current else 68)
+    ui.slot(loc)
+    try:
+        parsed = YAML(typ="safe").load(text) if text.strip() else []
+    except YAMLError as exc:
+        st.error(literal_markdown(f"job_classes: not YAML: {str(exc).splitlines()[0]}"))
+        parsed = text
+    ui.data["workload"]["job_classes"] = [] if parsed is None else parsed
+
+
 def scenario_editor(data: dict, key: str, base_dir: Path | str | None = None) -> EditorResult:
     """Render the editor for ``data`` (``scenario.model_dump(mode="json")``) and return the result.
 
@@ -260,13 +292,9 @@ def scenario_editor(data: dict, key: str, base_dir: Path | str | None = None) ->
         for f in schema.fields("Scenario"):
             if f.name not in ("economics", "workload", "serving", "options"):
                 field_widget(ui, ui.data, f, ())
-        # job_classes (fitted plain jobs, costsim fit-workload) have no form here yet: kept as loaded
         section(ui, "Workload", ("workload",), ui.data.setdefault("workload", {}), "workload",
                 skip=("classes", "job_classes"))
-        fitted = ui.data["workload"].get("job_classes") or []
-        if fitted:
-            st.caption(f"{len(fitted)} fitted job class(es) ({', '.join(str(c.get('name')) for c in fitted)}) run as "
-                       "loaded; edit them in the YAML (Data → Edited scenario, then upload it).")
+        _job_classes_text(ui)
     with t_options:
         _options_tab(ui, state)
     with t_classes:

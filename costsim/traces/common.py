@@ -36,7 +36,6 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import numpy as np
 import pandas as pd
 
 from costsim.scenario.errors import Problem, ScenarioError
