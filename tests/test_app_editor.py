@@ -8,23 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
 from costsim.frontends.dashboard import SCENARIO_DIR, decode_scenario, encode_scenario
 from costsim.runs.sweepfile import replication_seed
-from test_app import cards, key, short, upload
+from test_app import _clear_caches, cards, key, short, upload  # noqa: F401 (_clear_caches: autouse fixture)
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-
-
-@pytest.fixture(autouse=True)
-def _clear_caches():
-    import streamlit as st
-
-    st.cache_data.clear()
-    yield
 
 
 def opened() -> AppTest:

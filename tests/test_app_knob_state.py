@@ -16,15 +16,7 @@ from costsim.frontends.dashboard import SCENARIO_DIR, decode_scenario
 from costsim.frontends.dashboard_edit import EDIT_TAB
 from costsim.runs.memo import RunMemo
 from costsim.runs.sweepfile import replication_seed
-from test_app import APP, cards, short, upload
-
-
-@pytest.fixture(autouse=True)
-def _clear_caches():
-    import streamlit as st
-
-    st.cache_data.clear()
-    yield
+from test_app import APP, _clear_caches, cards, short, upload  # noqa: F401 (_clear_caches: autouse fixture)
 
 
 def one_replication() -> AppTest:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from costsim.catalog import resolve
-from costsim.frontends.editor_schema import MAX_SAFE_INT
+from costsim.frontends.editor_widgets import whole_number
 from costsim.frontends.knobs import ECONOMY, SETUPS, ClassKnobs, Knobs, current_knobs
 from costsim.scenario import Scenario
 
@@ -43,19 +43,6 @@ def _widget(form: KnobForm, knob: str, label: str, make):
     form.slots[knob] = st.empty()
     form.labels[knob] = label
     return value
-
-
-def whole_number(label: str, value: int, key: str, help: str) -> int | str:
-    """A whole-number widget; beyond JavaScript's exact integers (``MAX_SAFE_INT``, where a number
-    widget fails) a text box, whose text is returned as typed when it is not a number (the
-    scenario's check then names the knob)."""
-    if abs(value) > MAX_SAFE_INT:
-        text = st.text_input(label, str(value), key=key, help=help)
-        try:
-            return int(text)
-        except ValueError:
-            return text
-    return st.number_input(label, value=value, step=1, format="%d", key=key, help=help)
 
 
 def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> KnobForm:

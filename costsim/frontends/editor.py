@@ -14,7 +14,6 @@ option and one class are edited at a time (a picker chooses which), which keeps 
 from __future__ import annotations
 
 import copy
-import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from costsim.scenario import Scenario
+from costsim.scenario.io import yaml_dump
 
 from . import editor_ops as ops
 from . import editor_schema as schema
@@ -255,13 +255,7 @@ def _job_classes_text(ui: Ui) -> None:
     if isinstance(current, str):  # what was typed last, not YAML
         shown = current
     else:
-        buf = io.StringIO()
-        if current:
-            yaml = YAML(typ="rt")
-            yaml.default_flow_style = None  # profiles on one line each
-            yaml.width = 100
-            yaml.dump(current, buf)
-        shown = buf.getvalue()
+        shown = yaml_dump(current, inline_leaves=True) if current else ""  # profiles on one line each
     text = st.text_area("job_classes (YAML list; empty: none)", shown, key=ui.key(loc), help=f.help,
                         height=220 if current else 68)
     ui.slot(loc)

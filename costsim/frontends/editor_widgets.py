@@ -78,20 +78,28 @@ def _step(value: float, lo: float | None) -> float:
     return float(order) / 10 if order >= 1 else float(order)
 
 
+def whole_number(label: str, value: Any, key: str, help: str, lo: int | None = None, hi: int | None = None) -> Any:
+    """A whole-number widget within [lo, hi]; for a value a number widget cannot hold (beyond
+    JavaScript's exact integers, ``MAX_SAFE_INT``, or not a whole number) a text box, whose text is
+    returned as typed when it is not a number (the scenario's check then names the field)."""
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > schema.MAX_SAFE_INT:
+        text = st.text_input(label, str(value), key=key, help=help)
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    return st.number_input(label, min_value=lo, max_value=hi, value=value, step=1, key=key, help=help)
+
+
 def number(ui: Ui, f: Field, spec: dict, loc: Loc, value: Any) -> Any:
     """A number input within the schema's bounds (widened to hold a value the data already has,
     so a bad value reaches validation and shows its error instead of breaking the widget)."""
     lo, hi = schema.bounds(spec)
     if spec.get("type") == "integer":
-        if isinstance(value, bool) or not isinstance(value, int) or abs(value) > schema.MAX_SAFE_INT:
-            text = st.text_input(f.name, str(value), key=ui.key(loc), help=f.help)
-            try:
-                return int(text)
-            except ValueError:
-                return text  # the schema check says what is wrong
-        lo = None if lo is None else min(lo, value)
-        hi = None if hi is None else max(hi, value)
-        return st.number_input(f.name, min_value=lo, max_value=hi, value=value, step=1, key=ui.key(loc), help=f.help)
+        if isinstance(value, int) and not isinstance(value, bool):
+            lo = None if lo is None else min(lo, value)
+            hi = None if hi is None else max(hi, value)
+        return whole_number(f.name, value, ui.key(loc), f.help, lo, hi)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         value = float(lo or 0.0)
     value = float(value)

@@ -13,7 +13,6 @@ reader, and only then are all of them renamed into place.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -67,14 +66,10 @@ def start_hour(start: str | None) -> float:
 
 def yaml_text(config: dict, header: str) -> str:
     """The config as YAML (leaf lists on one line), after a comment ``header``."""
-    from ruamel.yaml import YAML
+    from costsim.scenario.io import yaml_dump
 
-    yaml = YAML(typ="rt")  # keys in the order written (the safe dumper sorts them)
-    yaml.default_flow_style = None  # lists of numbers inline, mappings in block style
-    yaml.width = 120
-    buf = io.StringIO()
-    yaml.dump(config, buf)
-    return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + buf.getvalue()
+    return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + yaml_dump(
+        config, width=120, inline_leaves=True)
 
 
 def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, generated: int, days: float) -> list[str]:

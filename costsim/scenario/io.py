@@ -246,12 +246,17 @@ def read_text_bounded(path: Path, limit: int, env: str, what: str) -> str:
         raise ScenarioError(source, [Problem((), f"cannot read the file: not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
 
 
-def dump_scenario(scenario: Scenario) -> str:
-    """The scenario as YAML (fields in schema order, defaults written out) that loads back equal."""
-    data = json.loads(scenario.model_dump_json())
+def yaml_dump(data: Any, width: int = 100, inline_leaves: bool = False) -> str:
+    """Plain data as YAML, keys in the order written; ``inline_leaves``: lists and mappings of
+    scalars on one line each (a profile of 24 weights), other mappings in block style."""
     yaml = YAML(typ="rt")
-    yaml.default_flow_style = False
-    yaml.width = 100
+    yaml.default_flow_style = None if inline_leaves else False
+    yaml.width = width
     buf = io.StringIO()
     yaml.dump(data, buf)
     return buf.getvalue()
+
+
+def dump_scenario(scenario: Scenario) -> str:
+    """The scenario as YAML (fields in schema order, defaults written out) that loads back equal."""
+    return yaml_dump(json.loads(scenario.model_dump_json()))

@@ -51,12 +51,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from costsim.models.profiles import week_integral, week_rates
 from costsim.models.sampling import lognormal_params
-from costsim.scenario.jobclass import MAX_QUANTILES
+from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, MAX_QUANTILES
 from costsim.scenario.trace import TraceTable
 
-HOURS_PER_DAY = 24
-DAYS_PER_WEEK = 7
 EMPIRICAL_BINS = (MAX_QUANTILES - 1) // 2  # the empirical law takes 2 · bins + 1 quantiles (5,000 bins)
 DISTRIBUTIONS = ("lognormal", "empirical")
 FEW_JOBS = 30  # below this a class's fit is flagged (KS and profiles mean little), and a GPU count is pooled
@@ -175,16 +174,8 @@ def intensity_integral(t: np.ndarray, per_h: float, hourly: np.ndarray, weekly: 
 
 
 def _integral(t: np.ndarray, per_h: float, hourly: np.ndarray, weekly: np.ndarray) -> np.ndarray:
-    """Λ from the start of a week (Monday 00:00). The intensity is constant within each hour, so Λ
-    is the cumulative sum over whole hours of one week (168 values, repeated) plus the part of the
-    current hour."""
-    week = np.repeat(weekly, HOURS_PER_DAY) * np.tile(hourly, DAYS_PER_WEEK) * per_h  # per hour of a week
-    per_week = week.sum()
-    cum = np.concatenate([[0.0], np.cumsum(week)])
-    t = np.asarray(t, dtype=float)
-    weeks, within = np.divmod(t, float(len(week)))
-    hour = np.floor(within).astype(np.int64)
-    return weeks * per_week + cum[hour] + (within - hour) * week[hour]
+    """Λ from the start of a week (Monday 00:00) (``costsim.models.profiles.week_integral``)."""
+    return week_integral(t, week_rates(hourly, weekly) * per_h)
 
 
 def arrival_check(submit_h: np.ndarray, per_h: float, hourly: np.ndarray, weekly: np.ndarray,

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from costsim.models.sampling import lognormal, poisson_times
+from costsim.models.profiles import week_integral, week_rates
 from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_WEEK, JobClass, LognormalDuration
 from costsim.scenario.units import MAX_HOURS, MIN_JOB_H
 from costsim.workload.rng import stream
@@ -38,9 +39,7 @@ def mean_one(weights: tuple[float, ...] | None, length: int) -> np.ndarray:
 
 def week_profile(cls: JobClass) -> np.ndarray:
     """The class's rate multiplier for each of the 168 hours of a week from Monday 00:00 (mean 1)."""
-    hourly = mean_one(cls.hourly_profile, HOURS_PER_DAY)
-    weekly = mean_one(cls.weekly_profile, DAYS_PER_WEEK)
-    return np.repeat(weekly, HOURS_PER_DAY) * np.tile(hourly, DAYS_PER_WEEK)
+    return week_rates(mean_one(cls.hourly_profile, HOURS_PER_DAY), mean_one(cls.weekly_profile, DAYS_PER_WEEK))
 
 
 def profiled_poisson_times(rng: np.random.Generator, per_h: float, week: np.ndarray, offset_h: float,
@@ -110,15 +109,8 @@ def expected_jobs(cls: JobClass, scale: float, horizon_h: float) -> float:
         return 0.0
     per_h = cls.arrivals_per_day * scale / HOURS_PER_DAY
     week = week_profile(cls)
-    cum = np.concatenate([[0.0], np.cumsum(week)])
-
-    def integral(t: float) -> float:  # ∫ from Monday 00:00 to t hours after it, in rate-1 hours
-        weeks, within = divmod(t, float(HOURS_PER_WEEK))
-        hour = min(int(within), HOURS_PER_WEEK - 1)
-        return weeks * HOURS_PER_WEEK + float(cum[hour]) + (within - hour) * float(week[hour])
-
     offset = cls.profile_start_hour_of_week
-    return per_h * (integral(offset + horizon_h) - integral(offset + start))
+    return per_h * float(week_integral(offset + horizon_h, week) - week_integral(offset + start, week))
 
 
 def job_class_jobs(cls: JobClass, seed: int, scale: float, horizon_h: float, class_index: int) -> dict[str, np.ndarray]:

@@ -1,0 +1,26 @@
+"""Arrival rates that follow a daily and a weekly profile: the rate of each hour of a week and its
+integral. Shared by the workload fit (``costsim.traces.fit``) and the job classes that replay a fit
+(``costsim.workload.jobclass``), so both count expected arrivals the same way."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_WEEK
+
+
+def week_rates(hourly: np.ndarray, weekly: np.ndarray) -> np.ndarray:
+    """The multiplier of each of the 168 hours of a week from Monday 00:00: weekly[day] · hourly[hour]."""
+    return np.repeat(np.asarray(weekly, dtype=float), HOURS_PER_DAY) * np.tile(np.asarray(hourly, dtype=float),
+                                                                             DAYS_PER_WEEK)
+
+
+def week_integral(t, week: np.ndarray):
+    """∫ from Monday 00:00 to ``t`` hours after it of the hourly rate ``week`` (168 values, repeated
+    every week; constant within each hour): whole weeks at the week's sum, the whole hours of the
+    last week by their cumulative sum, and the part of the current hour. ``t`` a number or array."""
+    week = np.asarray(week, dtype=float)
+    cum = np.concatenate([[0.0], np.cumsum(week)])
+    weeks, within = np.divmod(np.asarray(t, dtype=float), float(HOURS_PER_WEEK))
+    hour = np.minimum(np.floor(within).astype(np.int64), HOURS_PER_WEEK - 1)  # float rounding at a week's end
+    return weeks * cum[-1] + cum[hour] + (within - hour) * week[hour]
