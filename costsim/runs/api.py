@@ -161,6 +161,15 @@ def _layout_problems(scenario: Scenario, plans: list[Plan]) -> list[Problem]:
     return problems
 
 
+def _offload_problems(scenario: Scenario) -> list[Problem]:
+    """``rollout_pool`` is in the schema, but the engine does not simulate it yet
+    (docs/rollout-offload.md): a setting that would be ignored is refused."""
+    return [Problem(("workload", "classes", k, "rollout_pool"),
+                    f"class {cls.name!r}: rollout offload is not simulated yet (docs/rollout-offload.md); "
+                    "remove rollout_pool")
+            for k, cls in enumerate(scenario.workload.classes) if cls.rollout_pool is not None]
+
+
 def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | None = None) -> Scenario:
     """Everything beyond the schema: catalog resolution, the trace file, jobs that can never fit."""
     return _checked(scenario, source, lines)[0]
@@ -181,7 +190,7 @@ def _checked(scenario: Scenario, source: str,
             clashes = workload.reserved_id_problems(scenario, trace.job_id)  # job ids unique by construction
             if clashes:
                 raise ScenarioError(str(trace_path), clashes)
-        problems = _fit_problems(scenario, plans, trace) + scaling_problems(scenario)
+        problems = _fit_problems(scenario, plans, trace) + scaling_problems(scenario) + _offload_problems(scenario)
         if problems:
             raise ScenarioError(source, problems)
     except ScenarioError as err:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from costsim.scenario.units import (
     MAX_GPUS,
@@ -208,7 +209,30 @@ class Scenario(StrictModel):
         for opt in self.options:
             if isinstance(opt, HybridOption):
                 self._check_hybrid(opt)
+        self._check_rollout_pools()
         return self
+
+    def _check_rollout_pools(self) -> None:
+        """Each class's ``rollout_pool`` names a cloud option, on_demand or spot (docs/rollout-offload.md).
+        Raised as a located ValidationError, so the error names ``workload.classes.K.rollout_pool``
+        rather than the scenario as a whole."""
+        by_name = {o.name: o for o in self.options}
+        errors = []
+        for k, cls in enumerate(self.workload.classes):
+            if cls.rollout_pool is None:
+                continue
+            pool = by_name.get(cls.rollout_pool)
+            if pool is None:
+                why = f"{cls.rollout_pool!r} is not an option of this scenario (options: {', '.join(sorted(by_name))})"
+            elif not (isinstance(pool, CloudOption) and pool.pricing in ("on_demand", "spot")):
+                what = pool.kind if not isinstance(pool, CloudOption) else f"cloud, pricing {pool.pricing}"
+                why = f"option {pool.name!r} is {what}; a rollout pool must be a cloud option, on_demand or spot"
+            else:
+                continue
+            errors.append(InitErrorDetails(type=PydanticCustomError("rollout_pool", "{why}", {"why": why}),
+                                           loc=("workload", "classes", k, "rollout_pool"), input=cls.rollout_pool))
+        if errors:
+            raise ValidationError.from_exception_data("Scenario", errors)
 
     def _check_hybrid(self, hybrid: HybridOption) -> None:
         by_name = {o.name: o for o in self.options}
