@@ -6,9 +6,10 @@ value here, so the models and the engine never look anything up.
 
 from __future__ import annotations
 
+
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,8 @@ class OwnedPlan:
     repair_h: float = 0.0
     placement: str = "best_fit"  # where a job within a node goes: best_fit | first_fit (engine.pool)
     kind: str = "owned"
+    rollouts: tuple[CloudPlan, ...] = ()  # the rented pool its disaggregated RL classes sample on (rollout_pool)
+    rollout_link_gb_s: float = 0.0  # GB/s of the link to it
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,8 @@ class CloudPlan:
     renew: bool = False  # reserved: the commitment renews when the horizon is longer than its term
     placement: str = "best_fit"  # reserved: where a job within an instance goes (engine.pool)
     kind: str = "cloud"
+    rollouts: tuple[CloudPlan, ...] = ()  # reserved: the rented pool its disaggregated RL classes sample on
+    rollout_link_gb_s: float = 0.0  # GB/s of the link to it
 
     @property
     def reserved(self) -> bool:
@@ -255,6 +260,16 @@ def is_pool(part: OwnedPlan | CloudPlan) -> bool:
     """A pool of nodes run by a scheduler and paid whether used or not (owned, reserved), as
     opposed to capacity rented per use (on-demand, spot)."""
     return isinstance(part, OwnedPlan) or part.reserved
+
+
+def _offloading(plan, option, rented: dict, link_gb_s: float):
+    """``plan`` (an owned or reserved option, or a hybrid's base) with the rented pool its option names
+    as ``rollout_pool`` and the link to it (``rollout_link_gb_s``, else the catalog's ``link_gb_s``);
+    ``plan`` itself when the option names none. A hybrid naming none keeps its base's."""
+    if option.rollout_pool is None:
+        return plan
+    link = option.rollout_link_gb_s if option.rollout_link_gb_s is not None else link_gb_s
+    return replace(plan, rollouts=(rented[option.rollout_pool],), rollout_link_gb_s=link)
 
 
 def economics_values(scenario: Scenario, catalog: Catalog | None = None) -> EconomicsValues:
@@ -379,10 +394,14 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<
             plans.append(_owned(opt, i, econ, cat, source))
         elif isinstance(opt, CloudOption):
             plans.append(_cloud(opt, i, cat, source, scenario.horizon_h))
+    rented = {p.name: p for p in plans}  # as the options name them, before any takes a rollout pool
+    link = float(cat.rl["rollout_link_gb_s"])
+    singles = [o for o in scenario.options if not isinstance(o, HybridOption)]
+    plans = [_offloading(p, opt, rented, link) for p, opt in zip(plans, singles, strict=True)]
     by_name = {p.name: p for p in plans}
     for i, opt in enumerate(scenario.options):
         if isinstance(opt, HybridOption):
-            base, burst = by_name[opt.base], by_name[opt.burst]
+            base, burst = _offloading(by_name[opt.base], opt, rented, link), by_name[opt.burst]
             assert isinstance(burst, CloudPlan) and not isinstance(base, HybridPlan)  # checked by the schema
             plans.insert(i, HybridPlan(opt.name, base, burst, opt.max_wait_h, opt.bridge_until_ready,
                                        opt.wait_policy, opt.wait_per_hour_h or 0.0, opt.wait_per_gpu_h or 0.0,

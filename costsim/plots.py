@@ -19,6 +19,7 @@ from costsim.charts.gantt import gantt
 from costsim.charts.layout import (LAYOUT, finish, legend_entries, literal, option_bars, option_line, title_layout,
                                     widths)
 from costsim.charts.styles import BLACK, OKABE_ITO, Style, category_styles, option_styles
+from costsim.charts.to_target import time_to_target
 from costsim.results import Results
 from costsim.results.costing import ALL_ITEMS
 from costsim.results.finance import cash_paid
@@ -26,7 +27,7 @@ from costsim.results.finance import cash_paid
 __all__ = ["ALL_FIGURES", "PHASE_LABELS", "Style", "capacity_over_time", "cash_flow", "class_looks", "cost_breakdown",
            "cumulative_cash", "cumulative_cost", "cumulative_cost_band", "delay_distribution", "gantt", "hybrid_parts",
            "iterations_per_day", "lost_work", "option_styles", "pareto_figure", "phase_breakdown", "queue_over_time",
-           "rollout_throughput", "tornado_figure", "utilization_over_time"]
+           "rollout_throughput", "time_to_target", "tornado_figure", "utilization_over_time"]
 
 _NAME = "<b>%{fullData.name}</b>"  # the trace's name (the option), never pasted into the template
 _USD_AXIS = dict(tickprefix="$", tickformat=",.3s")

@@ -1,6 +1,6 @@
-"""Rollout offload, first slice (docs/rollout-offload.md): the ``rollout_pool`` field's checks and
-the pure model ``costsim.models.offload`` against hand calculations and a seeded Monte Carlo of
-instances that are preempted and come back."""
+"""Rollout offload (docs/rollout-offload.md): the ``rollout_pool`` field's checks and the pure model
+``costsim.models.offload`` against hand calculations and a seeded Monte Carlo of instances that are
+preempted and come back. The engine's use of it: tests/test_rollout_offload_engine.py."""
 
 import math
 
@@ -36,9 +36,8 @@ workload:
       iterations: 10
       model_params_b: 7
       placement: {placement}
-      rollout_pool: {pool}
 options:
-  - {{name: home, kind: owned, gpu_type: H100, gpus: 64}}
+  - {{name: home, kind: owned, gpu_type: H100, gpus: 64, rollout_pool: {pool}}}
   - {{name: spot, kind: cloud, gpu_type: H100, pricing: spot}}
   - {{name: od, kind: cloud, gpu_type: H100, pricing: on_demand}}
   - {{name: res, kind: cloud, gpu_type: H100, pricing: reserved, reserved_gpus: 64}}
@@ -46,33 +45,50 @@ options:
 """
 
 
-def load(placement="disaggregated", pool="spot"):
-    return scenario_from_yaml(SCENARIO.format(placement=placement, pool=pool), "s.yaml", ".")[0]
+def load(placement="disaggregated", pool="spot", text=SCENARIO):
+    return scenario_from_yaml(text.format(placement=placement, pool=pool), "s.yaml", ".")[0]
 
 
 @pytest.mark.parametrize("pool", ["spot", "od"])
 def test_a_spot_or_on_demand_pool_is_accepted(pool):
-    assert load(pool=pool).workload.classes[0].rollout_pool == pool
+    assert load(pool=pool).options[0].rollout_pool == pool
+
+
+def test_a_reserved_option_and_a_hybrid_take_a_pool_too():
+    text = (SCENARIO.replace("reserved_gpus: 64}}", "reserved_gpus: 64, rollout_pool: spot}}")
+            .replace("burst: od}}", "burst: od, rollout_pool: od, rollout_link_gb_s: 5}}"))
+    sc = load(pool="null", text=text)
+    assert [o.rollout_pool for o in sc.options] == [None, None, None, "spot", "od"]
+    assert sc.options[4].rollout_link_gb_s == 5
 
 
 @pytest.mark.parametrize("placement, pool, message", [
-    ("colocated", "spot", "rollout_pool applies to placement: disaggregated only"),
     ("disaggregated", "nowhere", "'nowhere' is not an option of this scenario (options: home, mix, od, res, spot)"),
     ("disaggregated", "home", "option 'home' is owned; a rollout pool must be a cloud option, on_demand or spot"),
     ("disaggregated", "res", "option 'res' is cloud, pricing reserved; a rollout pool must be"),
     ("disaggregated", "mix", "option 'mix' is hybrid; a rollout pool must be"),
+    ("colocated", "spot", "no RL class has placement: disaggregated, so no rollouts can be offloaded"),
 ])
 def test_a_bad_pool_is_named_at_its_field_and_line(placement, pool, message):
     with pytest.raises(ScenarioError) as err:
         load(placement, pool)
     assert len(err.value.problems) == 1
-    assert str(err.value).startswith("s.yaml:11:7: workload.classes.0.rollout_pool: "), str(err.value)
+    assert str(err.value).startswith("s.yaml:12:57: options.0.rollout_pool: "), str(err.value)
     assert message in str(err.value)
 
 
+def test_a_rented_option_has_no_pool_and_a_link_needs_one():
+    with pytest.raises(ScenarioError) as err:
+        load(pool="null", text=SCENARIO.replace("pricing: on_demand}}", "pricing: on_demand, rollout_pool: spot}}"))
+    assert "s.yaml:14:5: options.2: rollout_pool applies to pricing reserved only" in str(err.value)
+    with pytest.raises(ScenarioError) as err:
+        load(pool="null", text=SCENARIO.replace("gpus: 64, rollout_pool", "gpus: 64, rollout_link_gb_s: 10, rollout_pool"))
+    assert "s.yaml:12:5: options.0: rollout_link_gb_s applies with a rollout_pool only" in str(err.value)
+
+
 def test_no_pool_is_the_default():
-    assert load(pool="null").workload.classes[0].rollout_pool is None
-    assert load("colocated", "null").workload.classes[0].rollout_pool is None
+    assert load(pool="null").options[0].rollout_pool is None
+    assert load("colocated", "null").options[0].rollout_pool is None
 
 
 # --- availability, weight push, samples in flight ------------------------------------------------
@@ -212,24 +228,24 @@ def test_lost_samples_and_billed_hours_match_a_monte_carlo_within_its_interval()
     assert abs(billed.sum() - hours) < z * billed.std(ddof=1) * math.sqrt(k)
 
 
-def test_a_run_refuses_the_pool_until_the_engine_simulates_it(tmp_path):
-    # The field is valid schema, but no engine uses it yet: a setting that would be ignored is refused.
-    from costsim.runs.api import load_scenario
-
-    path = tmp_path / "s.yaml"
-    path.write_text(SCENARIO.format(placement="disaggregated", pool="spot"))
-    with pytest.raises(ScenarioError) as err:
-        load_scenario(path)
-    assert f"{path}:11:7: workload.classes.0.rollout_pool: class 'flagship': rollout offload is not simulated yet" in str(
-        err.value)
-    path.write_text(SCENARIO.format(placement="disaggregated", pool="null"))
-    assert load_scenario(path).workload.classes[0].rollout_pool is None
-
-
-def test_the_editor_shows_the_field_only_where_it_applies():
+def test_the_editor_shows_the_fields_only_where_they_apply():
     from costsim.frontends import editor_schema
 
-    field = next(f for f in editor_schema.fields("RLClass") if f.name == "rollout_pool")
-    assert field.nullable and "on_demand or spot" in field.help
-    assert editor_schema.applies(field, {"placement": "disaggregated"})
-    assert not editor_schema.applies(field, {"placement": "colocated"})
+    pool = next(f for f in editor_schema.fields("CloudOption") if f.name == "rollout_pool")
+    assert pool.nullable and "on_demand or spot" in pool.help
+    assert editor_schema.applies(pool, {"pricing": "reserved"})
+    assert not editor_schema.applies(pool, {"pricing": "spot"})
+    link = next(f for f in editor_schema.fields("OwnedOption") if f.name == "rollout_link_gb_s")
+    assert editor_schema.applies(link, {"rollout_pool": "spot"}) and not editor_schema.applies(link, {})
+
+
+def test_a_hybrid_naming_a_pool_offloads_from_its_base_only():
+    from costsim.catalog import resolve
+
+    text = SCENARIO.replace("burst: od}}", "burst: od, rollout_pool: spot, rollout_link_gb_s: 5}}")
+    plans = {p.name: p for p in resolve(load(pool="null", text=text))}
+    assert plans["home"].rollouts == () and plans["mix"].base.name == "home"
+    assert [p.name for p in plans["mix"].base.rollouts] == ["spot"] and plans["mix"].base.rollout_link_gb_s == 5
+    # The base option's own pool, with the catalog's link (a 100 Gbps link: 12.5 GB/s), is the hybrid's by default.
+    plans = {p.name: p for p in resolve(load(pool="od"))}
+    assert [p.name for p in plans["mix"].base.rollouts] == ["od"] and plans["home"].rollout_link_gb_s == 12.5

@@ -26,7 +26,8 @@ from costsim.scenario import ScenarioError, scenario_from_data
 ROOT = Path(__file__).resolve().parent.parent
 
 SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
-TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target")
+TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target",
+          "reward_by_day")
 
 
 def same_tables(a: costsim.Results, b: costsim.Results) -> None:

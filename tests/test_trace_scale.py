@@ -28,7 +28,8 @@ from costsim.scenario import trace as T
 
 HEADER = "submit_h,gpus,duration_h,job_id,job_class,priority"
 FIELDS = ("submit_h", "gpus", "duration_h", "job_id", "job_class", "priority")
-TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target")
+TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target",
+          "reward_by_day")
 
 
 def _write(folder: Path, text: str, name: str = "jobs.csv") -> Path:

@@ -17,10 +17,15 @@ SweepResults), and:
 4. says what would change it: the utilisation at which owning and renting cost the same per
    GPU-hour (the break-even table), and the electricity price at which the difference is zero
    (the difference is linear in that price: energy is the only cost line that moves with it).
+5. when a class has a ``scaling`` curve and runs (not a sweep's summary rows) are given, adds how
+   soon and for how much the recommended option reaches its target against the option that gets
+   there first, or ``versus`` (``costsim.decisions.time_to_target``); without one the sentence is
+   the same as before.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +34,7 @@ import pandas as pd
 
 from costsim.catalog import economics_values
 from costsim.decisions.fair import fair_rows
+from costsim.decisions import time_to_target
 from costsim.decisions.targets import METRICS, Target, targets as as_targets, value
 from costsim.results import Results
 from costsim.runs.stats import t_interval
@@ -54,7 +60,8 @@ class Verdict:
     ``cash_difference_usd``: the same for cash spent; ``close_call``: the interval spans zero;
     ``options``: per option its means (``MEANS``), ``keeps_up``, ``why`` (why not), ``meets_targets``
     and ``eligible``; ``electricity_flip_usd_per_kwh``/``utilization_flip``: where the verdict flips
-    (NaN when it does not within reason)."""
+    (NaN when it does not within reason); ``time_to_target``: the time-to-target sentence appended
+    to ``sentence`` ("" when no class has ``scaling`` or there is nothing to compare)."""
 
     option: str | None
     versus: str | None
@@ -70,6 +77,7 @@ class Verdict:
     replications: int
     targets: tuple[Target, ...]
     options: pd.DataFrame
+    time_to_target: str = ""
 
 
 def _runs(source, variant: str | None) -> tuple[pd.DataFrame, Scenario | None, pd.DataFrame | None]:
@@ -103,6 +111,23 @@ def _runs(source, variant: str | None) -> tuple[pd.DataFrame, Scenario | None, p
 
 def decide(source, targets=None, variant: str | None = None) -> Verdict:
     """The recommended option, its reason in one sentence and its confidence (see the module)."""
+    return _with_time_to_target(_decide(source, targets, variant), source)
+
+
+def _with_time_to_target(v: Verdict, source) -> Verdict:
+    """``v`` with the time-to-target sentence appended when runs with a ``scaling`` class are given
+    (a sweep keeps no ``to_target`` table: unchanged)."""
+    runs = [source] if isinstance(source, Results) else (
+        list(source) if isinstance(source, Sequence) and source and all(isinstance(r, Results) for r in source) else [])
+    if v.option is None or not runs or not time_to_target.has_scaling(runs[0].scenario):
+        return v
+    summary = time_to_target.summarize(runs)
+    other = time_to_target.compared_with(summary, v.option, v.versus)
+    text = time_to_target.target_sentence(summary, v.option, other) if other is not None else ""
+    return dataclasses.replace(v, sentence=f"{v.sentence} {text}", time_to_target=text) if text else v
+
+
+def _decide(source, targets, variant: str | None) -> Verdict:
     wanted = as_targets(targets)
     runs, scenario, breakeven = _runs(source, variant)
     rows = fair_rows(runs)

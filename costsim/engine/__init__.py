@@ -24,9 +24,10 @@ from .owned import OwnedCluster
 from .events import TIMER, ArrivalFeed, At
 from .bounded import EventLimitExceeded, events_scheduled, run_bounded
 from .progress import Progress
-from .records import BASE, BURST, Recorder, UsageRecord, doubles, integers
+from .records import BASE, BURST, ROLLOUT, Recorder, UsageRecord, doubles, integers
+from .rollouts import with_rollouts
 
-__all__ = ["BASE", "BURST", "EventLimitExceeded", "UsageRecord", "run_option"]
+__all__ = ["BASE", "BURST", "ROLLOUT", "EventLimitExceeded", "UsageRecord", "run_option"]
 
 COLLECT_ABOVE_JOBS = 50_000  # jobs in a run from which its memory is collected as soon as it ends
 
@@ -91,13 +92,14 @@ def sjf_durations(work: WorkPlan) -> np.ndarray:
 
 def _progress(work: WorkPlan, rec: Recorder) -> Progress:
     # Checkpoint boundaries are computed only for jobs that are interrupted, once each.
-    return Progress(doubles(work.run_h), functools.cache(work.boundaries), doubles(work.restart_h), rec)
+    first = doubles(work.offload.first_h) if work.offload is not None else None
+    return Progress(doubles(work.run_h), functools.cache(work.boundaries), doubles(work.restart_h), rec, first)
 
 
 def _owned(env, plan: OwnedPlan | CloudPlan, work: WorkPlan, progress: Progress, rec, serving: RangeMax | None,
            rng: np.random.Generator, horizon_h: float) -> OwnedCluster:
     jobs = work.jobs
-    g, prio = integers(jobs.gpus), integers(jobs.priority)
+    g, prio = integers(work.home_gpus), integers(jobs.priority)  # offloaded jobs hold their training GPUs here
     policy = {"placement": plan.placement,
               "duration_h": doubles(sjf_durations(work)) if plan.scheduler == "sjf" else None}
     if isinstance(plan, OwnedPlan):
@@ -142,7 +144,8 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | No
         cluster = _owned(env, plan.base, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         burst = CloudPool(env, plan.burst, g, _progress(burst_work, rec), rec, rngs)
         waits = doubles(hybrid_waits(plan, work))
-        arrive = Router(env, cluster, burst, waits, plan.bridge_until_ready, g, rec).arrive
+        base_g = integers(work.home_gpus) if work.offload is not None else g
+        arrive = Router(env, cluster, burst, waits, plan.bridge_until_ready, base_g, rec).arrive
     elif is_pool(plan):
         cluster = _owned(env, plan, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         arrive = cluster.arrive
@@ -151,4 +154,5 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | No
     ArrivalFeed(env, doubles(jobs.submit_h), arrive)
     run_bounded(env, horizon_h, max_events)
     cap_t, cap_g = (cluster.capacity_t, cluster.capacity_gpus) if cluster is not None else ([], [])
-    return rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env))
+    frozen = rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env))
+    return with_rollouts(frozen, work.offload) if work.offload is not None else frozen

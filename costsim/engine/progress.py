@@ -23,14 +23,17 @@ from .records import Recorder
 
 class Progress:
     """Per job (by index): ``run_h`` planned hours held, ``restart_h`` restart hours after an
-    interruption (lists or ``array.array`` columns, read per event), ``boundaries(i)`` its checkpoint
-    points. The per-job state kept here is typed ``array.array`` columns, not lists of boxed numbers."""
+    interruption, ``first_h`` hours held before its first attempt works (an offloaded job's wait for
+    its rollout instances, ``WorkPlan.first_h``; none if not given) (lists or ``array.array``
+    columns, read per event), ``boundaries(i)`` its checkpoint points. The per-job state kept here
+    is typed ``array.array`` columns, not lists of boxed numbers."""
 
     def __init__(self, run_h: Sequence[float], boundaries: Callable[[int], np.ndarray], restart_h: Sequence[float],
-                 rec: Recorder):
+                 rec: Recorder, first_h: Sequence[float] | None = None):
         self.run_h = run_h
         self.boundaries = boundaries
         self.restart_h = restart_h
+        self.first_h = first_h
         self.rec = rec
         self.pos = rec.pos_h  # recorded, so results can tell how far a job cut by the horizon got
         self.work_from = rec.work_from_h
@@ -46,8 +49,11 @@ class Progress:
         return self.restart_due(i) + self.run_h[i] - self.pos[i]
 
     def restart_due(self, i: int) -> float:
-        """Hours job i restarts for before working again: its restart time once it has been interrupted."""
-        return self.restart_h[i] if self.rec.restarts[i] else 0.0
+        """Hours job i restarts for before working again: its restart time once it has been
+        interrupted; before that its first wait (``first_h``, if any)."""
+        if self.rec.restarts[i]:
+            return self.restart_h[i]
+        return self.first_h[i] if self.first_h is not None else 0.0
 
     def begin(self, i: int, now: float, delay_h: float = 0.0) -> float:
         """Start or resume job i after ``delay_h`` (startup, a node swap) and, when resuming, its

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 BASE, BURST = 0, 1
+ROLLOUT = 2  # the first rollout pool of an offloading option (docs/rollout-offload.md): pool j is ROLLOUT + j
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,9 @@ class UsageRecord:
 
     Per allocation (a job holds GPUs once, or again after each preemption or owned-node failure):
     ``alloc_job``, ``alloc_start``, ``alloc_end`` (planned end if still open), ``alloc_held``,
-    ``alloc_instances`` (0 on owned and reserved pools), ``alloc_part``.
+    ``alloc_instances`` (0 on owned and reserved pools), ``alloc_part``, ``alloc_share`` (the
+    share of the allocation's instance-hours held and billed: 1, except on a rollout pool, where it
+    is the expected share up plus restarts, ``costsim.models.offload``).
     """
 
     option: str
@@ -46,6 +49,7 @@ class UsageRecord:
     alloc_held: np.ndarray
     alloc_instances: np.ndarray
     alloc_part: np.ndarray
+    alloc_share: np.ndarray
     capacity_change_h: np.ndarray  # times the installed capacity changes (delivery, failures, repairs)
     capacity_gpus: np.ndarray  # installed GPUs in service from each change on; empty without a pool
     events: int = 0  # SimPy events scheduled in the run (a cost measure for benchmarks)
@@ -138,6 +142,7 @@ class Recorder:
             alloc_job=_frozen(self.alloc_job, i8), alloc_start=_frozen(self.alloc_start, f8),
             alloc_end=_frozen(self.alloc_end, f8), alloc_held=_frozen(self.alloc_held, i8),
             alloc_instances=_frozen(self.alloc_instances, i8), alloc_part=_frozen(self.alloc_part, np.int8),
+            alloc_share=np.ones(len(self.alloc_job)),
             capacity_change_h=np.array(cap_t, dtype=float), capacity_gpus=np.array(cap_gpus, dtype=np.int64),
             events=events,
         )

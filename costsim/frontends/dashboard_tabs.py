@@ -17,7 +17,8 @@ from costsim.frontends.bounded import run_key
 from costsim.frontends.dashboard_views import show_table
 from costsim.frontends.headline import literal_markdown
 
-TABS = ["Overview", "Cost", "Capacity", "Iteration speed", "Failures", "Sensitivity", "Sweep", "Edit scenario", "Data"]
+TABS = ["Overview", "Cost", "Capacity", "Iteration speed", "Time to target", "Failures", "Sensitivity", "Sweep",
+        "Edit scenario", "Data"]
 
 
 def _optional(module: str, name: str):
@@ -74,8 +75,8 @@ def tab_bar() -> str:
 
 def render(tab: str, scenario: costsim.Scenario, runs: list, limits, replications: int) -> None:
     res = runs[0]
-    {"Overview": overview, "Cost": cost, "Capacity": capacity, "Iteration speed": speed, "Failures": failures,
-     "Data": data}.get(tab, lambda *_: None)(res, runs, scenario)
+    {"Overview": overview, "Cost": cost, "Capacity": capacity, "Iteration speed": speed, "Time to target": to_target,
+     "Failures": failures, "Data": data}.get(tab, lambda *_: None)(res, runs, scenario)
     if tab == "Sensitivity":
         fn = _optional("costsim.frontends.decision_tabs", "sensitivity_tab")
         if fn is None:
@@ -154,6 +155,52 @@ def speed(res, runs, scenario) -> None:
         phases_table(res)
     else:
         st.info("This scenario has no RL job classes (only a trace), so there are no iterations to time.")
+
+
+NO_SCALING = ("No job class has a compute-performance curve, so there is no target to reach. Give an RL class "
+              "one in **Edit scenario** (its YAML) or the scenario file, e.g.\n\n"
+              "```yaml\nscaling:\n  curve: {a: 0.72, b: 1.4, c_mid_gpu_hours: 24000, r0: 0.31}\n  target: 0.65\n```\n\n"
+              "or `fit: points.csv` (columns `gpu_hours,score`) instead of `curve`; a `count: 1` class is one "
+              "flagship run.")
+
+
+def _small(x: float) -> str:
+    """A score or a marginal gain, 3 significant digits (the tables' two decimals would show 0.00)."""
+    return "–" if x != x else f"{x:.3g}"
+
+
+def _never(x: float) -> str:
+    """A day from the start, one decimal; "never" for inf, "–" for NaN."""
+    return "–" if x != x else ("never" if x == float("inf") else f"{x:,.1f}")
+
+
+def to_target(res, runs, scenario) -> None:
+    from costsim.decisions.time_to_target import has_scaling, summarize
+
+    if not has_scaling(scenario) or res.to_target.empty:
+        st.info(NO_SCALING)
+        return
+    classes = list(dict.fromkeys(res.to_target["job_class"]))
+    job_class = classes[0] if len(classes) == 1 else st.selectbox("Job class", classes, key="target_class")
+    plot(runs, plots.time_to_target, "fig_to_target", job_class)
+    st.caption("The score of the class's leading run as the GPU-hours it actually received accumulate (work lost "
+               "to failures or preemptions, restarts and queueing do not count), and each option's cumulative "
+               "cost on the day it reaches the target. Not reached within the horizon: the day projected at "
+               "the last 30 days' pace.")
+    if len(runs) > 1:
+        summary = summarize(runs)
+        view = summary.assign(projected_day_mean=summary["projected_day_mean"].map(_never))
+        st.markdown(f"**Over {len(runs)} replications**: day reached and cost by then, mean and 95 % interval "
+                    "over the replications that reach the target (no interval with fewer than 2).")
+        show_table(view, "to_target_intervals")
+    t = res.to_target
+    view = t.assign(projected_day=t["projected_day"].map(_never), target=t["target"].map(_small),
+                    reward_at_horizon=t["reward_at_horizon"].map(_small),
+                    distance_to_asymptote=t["distance_to_asymptote"].map(_small),
+                    marginal_gain_per_1000_gpu_h=t["marginal_gain_per_1000_gpu_h"].map(_small))
+    view = view.rename(columns={"marginal_gain_per_1000_gpu_h": "gain_per_1000_gpu_hours_at_horizon"})
+    first_replication_note(runs)
+    show_table(view, "to_target_table")
 
 
 def failures(res, runs, scenario) -> None:

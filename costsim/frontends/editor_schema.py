@@ -29,7 +29,9 @@ APPLIES: dict[tuple[str, str], Any] = {
     ("CloudOption", "preemptions_per_instance_day"): lambda o: o.get("pricing") == "spot",
     ("CloudOption", "reacquire_delay_h"): lambda o: o.get("pricing") == "spot",
     ("RLClass", "rollout_gpu_fraction"): lambda c: c.get("placement") == "disaggregated",
-    ("RLClass", "rollout_pool"): lambda c: c.get("placement") == "disaggregated",
+    ("CloudOption", "rollout_pool"): lambda o: o.get("pricing") == "reserved",
+    **{(m, "rollout_link_gb_s"): (lambda o: o.get("rollout_pool") is not None)
+       for m in ("OwnedOption", "CloudOption", "HybridOption")},
     ("RLClass", "max_staleness"): lambda c: c.get("mode") == "async",
     ("Scoring", "reward_model_params_b"): lambda s: s.get("reward") == "model",
     ("Scoring", "verifier_seconds_per_sample"): lambda s: s.get("reward") == "verifier",

@@ -12,7 +12,7 @@ from costsim.runs.outdir import MANIFEST, OutputFolder
 from costsim.results import Results
 from costsim.scenario import dump_scenario
 
-TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target")
+TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target", "reward_by_day")
 RESOLVED_SCENARIO = "scenario.resolved.yaml"
 # Every name costsim writes into an output folder (a folder holding others is not replaced).
 REPORT = "report.html"  # costsim run --out writes it beside the tables (costsim.frontends.report)

@@ -3,7 +3,8 @@
 ``build_report(source)`` returns one self-contained HTML page: plotly.js inlined once, every figure
 drawn by it, no external URL (it opens with no network). It leads with the verdict
 (``costsim.decide``) and its confidence, then the options side by side (amortised total and cash
-spent, the fair total with unfinished work priced at the cheapest rent), break-even, the Pareto
+spent, the fair total with unfinished work priced at the cheapest rent), time to target (when a
+class has a ``scaling`` curve), break-even, the Pareto
 frontier, the sensitivity tornado, cost breakdown, delays, iteration speed and reliability, and
 ends with the scenario as YAML and the catalog and costsim versions.
 
@@ -24,7 +25,8 @@ import pandas as pd
 from costsim import plots
 from costsim.frontends import report_html as h
 from costsim.frontends.report_sections import (FRONTIER_ROWS, breakeven_section, footer, options_section,
-                                              pareto_section, run_figures, tornado_section, verdict_parts)
+                                              pareto_section, run_figures, time_to_target_section, tornado_section,
+                                              verdict_parts)
 from costsim.frontends.report_sweep import read_sweep_folder
 from costsim.results import Results
 from costsim.runs.outdir import OutputError
@@ -95,9 +97,10 @@ def _scenario_body(src: _Input, wanted, tornado, given_frontier) -> tuple[str, s
     pareto, _ = pareto_section(v.options, given_frontier, "Options on the frontier")
     tor, _ = tornado_section(tornado)
     figures, _ = run_figures(first, reps)
+    target, _ = time_to_target_section(src.runs, v)  # "" unless a class has a scaling curve
     sub = f"{sc.horizon_days:g} days, {len(sc.options)} options, {label}."
     body = [h.section("Verdict", *verdict_parts(v, label), anchor="verdict"), options_section(v, mean),
-            be, pareto, tor, *figures, footer(sc)]
+            target, be, pareto, tor, *figures, footer(sc)]
     return sc.name, _header(sc.name, sub, src.notes) + "".join(body)
 
 

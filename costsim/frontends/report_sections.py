@@ -1,6 +1,6 @@
 """The sections of the HTML report (``costsim.frontends.report``): the verdict and its
-confidence, the options side by side, break-even, the Pareto frontier, the tornado, the figures of
-one run and the scenario. Each returns HTML (user text escaped by ``report_html``) and, where it
+confidence, the options side by side, time to target, break-even, the Pareto frontier, the
+tornado, the figures of one run and the scenario. Each returns HTML (user text escaped by ``report_html``) and, where it
 draws figures, how many."""
 
 from __future__ import annotations
@@ -87,6 +87,68 @@ def options_section(v, mean_note: str) -> str:
     body = h.table(rows, OPTION_COLUMNS, best_among=rows["eligible"],
                    row_class=lambda r: "pick" if r["option"] == v.option else ("behind" if not r["keeps_up"] else ""))
     return h.section("Options side by side", note, body, anchor="options")
+
+
+def _day(x) -> str:
+    """A day from the start, one decimal; "never" for inf, "–" for NaN."""
+    return "never" if x == float("inf") else h.fixed(1)(x)
+
+
+def _between(low: str, high: str, fmt):
+    """A formatter of a row's interval ``low``..``high`` (a row, not a cell: see ``_target_rows``)."""
+    return lambda r: "–" if r[low] != r[low] else f"{fmt(r[low])} – {fmt(r[high])}"
+
+
+TARGET_COLUMNS: list[h.Column] = [
+    ("option", "option", str, None), ("job class", "job_class", str, None), ("target score", "target", h.fixed(3), None),
+    ("reached (replications)", "reached_of", str, None),
+    ("day reached (mean)", "day_mean", h.fixed(1), "low"), ("95 % interval of the day", "day_interval", str, None),
+    ("cost until then (USD, mean)", "cost_mean_usd", h.money, "low"),
+    ("95 % interval of the cost", "cost_interval", str, None),
+    ("projected day (not reached)", "projected_day_mean", _day, None),
+    ("score at the horizon", "reward_at_horizon", h.fixed(3), None),
+    ("gain per 1,000 GPU-hours at the horizon", "marginal_gain_per_1000_gpu_h", lambda x: "–" if x != x else f"{x:.3g}",
+     None),
+    ("distance to the asymptote", "distance_to_asymptote", h.fixed(3), None),
+]
+
+
+def _target_rows(runs: list[Results]) -> pd.DataFrame:
+    """``time_to_target.summarize`` with the intervals as text and, per (option, class), the means
+    over the replications of the score, marginal gain and distance to the asymptote at the horizon."""
+    from costsim.decisions.time_to_target import summarize
+
+    t = summarize(runs)
+    at_horizon = (pd.concat([r.to_target for r in runs], ignore_index=True)
+                  .groupby(["option", "job_class"], sort=False, as_index=False)
+                  [["reward_at_horizon", "marginal_gain_per_1000_gpu_h", "distance_to_asymptote"]].mean())
+    t = t.merge(at_horizon, on=["option", "job_class"], how="left")
+    t["reached_of"] = [f"{r.reached} of {r.replications}" for r in t.itertuples()]
+    t["day_interval"] = t.apply(_between("day_low", "day_high", h.fixed(1)), axis=1) if len(t) else []
+    t["cost_interval"] = t.apply(_between("cost_low_usd", "cost_high_usd", h.money), axis=1) if len(t) else []
+    return t
+
+
+def time_to_target_section(runs: list[Results], v) -> tuple[str, int]:
+    """Reward against calendar day per option with the target and the cost at target, the table of
+    days and costs with their intervals over the replications, and the verdict's time-to-target
+    sentence; ("", 0) when no class has ``scaling``."""
+    from costsim.decisions.time_to_target import has_scaling
+
+    if not has_scaling(runs[0].scenario) or runs[0].to_target.empty:
+        return "", 0
+    reps = len(runs)
+    fig = h.figure(plots.time_to_target(runs if reps > 1 else runs[0]))
+    note = h.para("The score of each class's leading run (its compute-performance curve) as the GPU-hours it actually "
+                  "received accumulate: work lost to failures or preemptions, restarts, provisioning and queueing do "
+                  "not count. Cost until then: the option's cumulative amortised cost on the day the target is "
+                  "reached. " + (f"Day and cost: mean and 95 % t-interval over the replications that reach the target "
+                                 f"(of {reps}; no interval with fewer than 2). " if reps > 1 else
+                                 "One run: no intervals (replications give them). ")
+                  + "Not reached within the horizon: the day projected at the last 30 days' pace.", "note")
+    parts = [h.para(v.time_to_target)] if getattr(v, "time_to_target", "") else []
+    body = h.table(_target_rows(runs), TARGET_COLUMNS)
+    return h.section("Time to target", *parts, note, fig, body, anchor="time-to-target"), 1
 
 
 BREAKEVEN_COLUMNS: list[h.Column] = [

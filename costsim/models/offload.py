@@ -103,14 +103,38 @@ def offloaded(pt: rl.PhaseTimes, asynchronous: bool, len_sum, len_sq_sum, inflig
     keeps_up = q * r < 1.0
     rollout = np.where(keeps_up, r / (a * np.where(keeps_up, 1.0 - q * r, 1.0)), math.inf)
     lost = lam_s * a * np.asarray(inflight, float) * rollout
-    train = pt.logprobs + pt.scoring + pt.update
-    if asynchronous:
-        total = np.maximum(rollout + pt.overhead, train) + pt.sync
-    else:
-        total = rollout + train + pt.sync
+    # An async job runs as a synchronous one where rl.phase_times found staleness 0 best (its total is
+    # then the sequential sum); a pt without a total (NaN) is taken as pipelined.
+    sequential = pt.total >= pt.rollout + pt.logprobs + pt.scoring + pt.update + pt.sync
+    pipelined = asynchronous & ~sequential
+    total = iteration_s(rollout, pt.overhead, pt.logprobs + pt.scoring + pt.update, pt.sync, pipelined)
     return Offload(rollout_s=rollout, total_s=total, lost_samples=lost, availability=a,
                    instance_hours=instance_hours(total, instances, preemptions_per_instance_day, restart_h, push_s,
                                                   billed_restart_h))
+
+
+def iteration_s(rollout, overhead, train, sync, pipelined) -> np.ndarray:
+    """An iteration's seconds as ``rl.phase_times`` combines its phases: pipelined (async with some
+    staleness) ``max(rollout + overhead, train) + sync``, else ``rollout + train + sync`` (an async
+    job whose best staleness is 0 runs as a synchronous one)."""
+    return np.where(pipelined, np.maximum(rollout + overhead, train), rollout + train) + sync
+
+
+def split_phase_times(shape: rl.Shape, home: rl.Hardware, pool: rl.Hardware, link_gb_s: float, len_sum, len_max,
+                      len_sq_sum) -> rl.PhaseTimes:
+    """An offloaded job's phases without preemptions: the rollout (its async re-prefill overhead and
+    straggler too) on the pool's GPUs, log-probs, scoring and the update on the home GPUs, the
+    per-iteration weight sync over the link between them (``weight_push_s``). The staleness an async
+    job runs at is the one ``rl.phase_times`` picks on the pool's GPUs."""
+    on_pool = rl.phase_times(shape, pool, len_sum, len_max, len_sq_sum)
+    at_home = on_pool if home == pool else rl.phase_times(shape, home, len_sum, len_max, len_sq_sum)
+    sync = np.full_like(on_pool.rollout, weight_push_s(shape.params_b, link_gb_s, shape.bytes_per_param))
+    pipelined = shape.asynchronous & (on_pool.total < on_pool.rollout + on_pool.logprobs + on_pool.scoring
+                                      + on_pool.update + on_pool.sync)
+    train = at_home.logprobs + at_home.scoring + at_home.update
+    total = iteration_s(on_pool.rollout, on_pool.overhead, train, sync, pipelined)
+    return rl.PhaseTimes(on_pool.rollout, at_home.logprobs, at_home.scoring, at_home.update, sync, on_pool.overhead,
+                         total, on_pool.straggler)
 
 
 def instance_hours(iteration_s, instances: int, preemptions_per_instance_day: float, restart_h: float,

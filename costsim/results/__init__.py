@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
-from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_intervals, option_costs,
-                              parts, per_bin, serving_use)
+from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool, pools as plan_pools
+from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_gpus, held_intervals,
+                              option_costs, parts, per_bin, serving_use)
 from costsim.results import finance, to_target
 from costsim.results.backlog import cheapest_rent_usd_per_gpu_hour, keep_up_measures, would_hold
 from costsim.results.advice import checkpoint_advice
@@ -48,6 +48,7 @@ SUMMARY_COLUMNS = [
     "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd", "interruption_delay_mean_h",
 ] + [f"cost_{item}_usd" for item in ALL_ITEMS] + [
     "cash_spent_usd", "book_value_usd", "offered_load", "work_submitted_gpu_hours", "work_unfinished_gpu_hours", "unfinished_rent_usd", "stale_share",
+    "rollout_lost_samples",
 ]
 TIMESERIES_COLUMNS = [
     "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "serving_gpus",
@@ -79,7 +80,9 @@ class Results:
 
     ``to_target``: per (option, RL class with ``scaling``), the day its leading run reaches the
     target score, the option's cost by then, and the score and its marginal gain at the horizon
-    (``costsim.results.to_target``); empty when no class has ``scaling``.
+    (``costsim.results.to_target``); empty when no class has ``scaling``. ``reward_by_day``: per
+    (option, RL class with ``scaling``) and whole day 0, 1, … plus the horizon, the leading run's
+    GPU-hours received and its score (``to_target.option_trajectories``); empty when none has it.
     """
 
     scenario: Scenario
@@ -93,12 +96,14 @@ class Results:
     breakeven: pd.DataFrame
     advice: pd.DataFrame
     to_target: pd.DataFrame
+    reward_by_day: pd.DataFrame
 
 
-def _startup_h(plan: Plan, rec: UsageRecord) -> np.ndarray:
-    """The nominal startup each job pays before working (rented capacity only)."""
-    out = np.zeros(len(rec.part))
-    for part_id, (part, _) in enumerate(parts(plan, rec)):
+def _startup_h(plan: Plan, rec: UsageRecord, work: WorkPlan) -> np.ndarray:
+    """The nominal startup each job pays before working: on rented capacity its instances'; an
+    offloaded job waits for its rollout instances (``Offloads.first_h``)."""
+    out = np.zeros(len(rec.part)) if work.offload is None else work.offload.first_h.copy()
+    for part_id, part in enumerate(plan_pools(plan)):
         if isinstance(part, CloudPlan) and not part.reserved:
             out[rec.part == part_id] = part.startup_h
     return out
@@ -199,9 +204,11 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
         pool_total = sum(items.values()) - items["commitment_owed"]
         on_part = ~np.isnan(sub.start_h)
         pool_serving = float((part_serving[0][0] * hour).sum()) if part_serving else 0.0
-        pool_used = gpu_hours[on_part].sum() + pool_serving
+        pj, ps, pe, pk = held_intervals(sub, horizon_h)  # GPU-hours held on this pool (not on rollout pools)
+        part_gpu_hours = np.bincount(pj, weights=(pe - ps) * sub.alloc_held[pk], minlength=n)
+        pool_used = part_gpu_hours[on_part].sum() + pool_serving
         if pool_used > 0:
-            job_cost[on_part] = gpu_hours[on_part] * (pool_total / pool_used)
+            job_cost[on_part] = part_gpu_hours[on_part] * (pool_total / pool_used)
             serving_cost += pool_serving * pool_total / pool_used
         else:
             unheld += pool_total
@@ -213,6 +220,23 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
         job_cost += gpu_hours * (unheld / held_h)
         serving_cost += served_h * unheld / held_h
     return job_cost, serving_cost, idle_cost
+
+
+def _lost_samples(work: WorkPlan, done: np.ndarray) -> float:
+    """Samples offloaded rollouts lost to preemptions and generated again, in the iterations done
+    (each job's expected loss over its planned run, in proportion to its iterations done)."""
+    off = work.offload
+    if off is None:
+        return 0.0
+    planned = work.jobs.iterations
+    return float(np.divide(off.lost_samples * done, planned, out=np.zeros(len(done)), where=planned > 0).sum())
+
+
+def _rollout_gpus(work: WorkPlan) -> np.ndarray:
+    """Per job, the rollout GPUs it holds on average on its rollout pool while it holds its GPUs on
+    the option (0 unless it offloads): they idle through its losses and restarts too."""
+    off = work.offload
+    return 0.0 if off is None else off.instances * off.gpus_per_instance * off.share
 
 
 def _writable(a: np.ndarray) -> np.ndarray:
@@ -230,12 +254,12 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     job, s, e, k = held_intervals(rec, H)
     started = ~np.isnan(rec.start_h) & (rec.start_h < H)
     completed = started & (rec.end_h <= H)
-    gpu_hours = np.bincount(job, weights=(e - s) * rec.alloc_held[k], minlength=n)
+    gpu_hours = np.bincount(job, weights=(e - s) * held_gpus(rec, k), minlength=n)  # rollout instances included
     delay = np.where(started, rec.start_h - jobs.submit_h, H - jobs.submit_h)
 
     hourly = bin_edges(H, 1.0)
     cap, rented = capacity(plan, rec, H, hourly)
-    busy = binned(s, e, rec.alloc_held[k].astype(float), hourly)
+    busy = binned(s, e, held_gpus(rec, k), hourly)
     width = np.diff(hourly)
     served = sum(sv for sv, _ in serving) if serving else np.zeros(len(width))
     serving_rented = sum(rn for _, rn in serving) if serving else np.zeros(len(width))
@@ -270,7 +294,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
 
     # Interruptions: work lost since the last checkpoint, and hours held restarting or waiting for
     # a swapped node, are not useful; goodput is the useful share of the GPU-hours held.
-    lost_gpu_h = rec.lost_h * rec.held_gpus
+    lost_gpu_h = rec.lost_h * (rec.held_gpus + _rollout_gpus(work))
     wasted_gpu_h = np.minimum(lost_gpu_h + rec.overhead_h * rec.held_gpus, gpu_hours)
     serving_h = float((served * width).sum())
     used = float(gpu_hours.sum()) + serving_h
@@ -334,7 +358,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "goodput": 1.0 - float(wasted_gpu_h.sum()) / float(gpu_hours.sum()) if gpu_hours.sum() > 0 else np.nan,
         "lost_work_cost_usd": float(np.divide(job_cost * wasted_gpu_h, gpu_hours, out=np.zeros(n),
                                               where=gpu_hours > 0).sum()),
-        "interruption_delay_mean_h": float((rec.end_h - rec.start_h - work.run_h - _startup_h(plan, rec))
+        "interruption_delay_mean_h": float((rec.end_h - rec.start_h - work.run_h - _startup_h(plan, rec, work))
                                            [completed & counted].mean()) if (completed & counted).any() else np.nan,
         **{f"cost_{item}_usd": v for item, v in totals.items()},
     }
@@ -344,9 +368,10 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     # its end is its book value, shown beside it (the cash flow table credits it in the last month).
     summary["cash_spent_usd"] = float(cash[["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]].to_numpy().sum())
     summary["book_value_usd"] = float(cash["book_value_usd"].sum())
-    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, would_hold(plan, jobs.gpus))
+    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, would_hold(plan, work.home_gpus))
     summary.update(keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held, serving_h))
     summary["unfinished_rent_usd"] = summary["work_unfinished_gpu_hours"] * rent_usd_per_gpu_hour
+    summary["rollout_lost_samples"] = _lost_samples(work, jobs_df["iterations"].to_numpy())
     return (jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash,
             checkpoint_advice(scenario, plan, work))
 
@@ -373,4 +398,6 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
         advice=pd.concat([t[6] for t in tables], ignore_index=True),
         to_target=to_target.table([row for p, r, w, t in zip(plans, records, work, tables, strict=True)
                                    for row in to_target.option_rows(scenario, p.name, r, w, t[2])]),
+        reward_by_day=to_target.trajectory_table([f for p, r, w in zip(plans, records, work, strict=True)
+                                                  for f in to_target.option_trajectories(scenario, p.name, r, w)]),
     )

@@ -18,14 +18,14 @@ import numpy as np
 
 from costsim.models import economics as eco
 from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
-from costsim.engine import BASE, BURST, UsageRecord
+from costsim.engine import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.engine.pool import nodes_needed
 from costsim.models.intervals import binned, hours_in_bins
 from costsim.scenario.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload import JobTable
 
 OWNED_ITEMS = ("capital", "energy", "facility", "maintenance", "staff", "setup")
-CLOUD_ITEMS = ("reserved", "cloud", "serving", "commitment_owed")
+CLOUD_ITEMS = ("reserved", "cloud", "serving", "commitment_owed", "rollout")  # rollout: offloaded rollout instances
 ALL_ITEMS = OWNED_ITEMS + CLOUD_ITEMS
 
 
@@ -45,10 +45,18 @@ def held_intervals(rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.n
 
 
 def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, UsageRecord]]:
-    """The option's pools with the usage each carried: one, or a hybrid's base and burst."""
+    """The option's pools with the usage each carried: one, or a hybrid's base and burst; then the
+    rented pools its RL classes offload rollouts to (``rollout_parts``), if any."""
+    home = plan.base if isinstance(plan, HybridPlan) else plan
+    rollouts = [(pool, only(rec, ROLLOUT + j)) for j, pool in enumerate(home.rollouts)]
     if isinstance(plan, HybridPlan):
-        return [(plan.base, only(rec, BASE)), (plan.burst, only(rec, BURST))]
-    return [(plan, rec)]
+        return [(plan.base, only(rec, BASE)), (plan.burst, only(rec, BURST)), *rollouts]
+    return [(plan, only(rec, BASE) if rollouts else rec), *rollouts]
+
+
+def rollout_parts(plan: Plan) -> int:
+    """How many of ``parts(plan, …)`` (the last ones) are rollout pools."""
+    return len((plan.base if isinstance(plan, HybridPlan) else plan).rollouts)
 
 
 def only(rec: UsageRecord, part: int) -> UsageRecord:
@@ -59,7 +67,13 @@ def only(rec: UsageRecord, part: int) -> UsageRecord:
                    held_gpus=np.where(other, 0, rec.held_gpus), instances=np.where(other, 0, rec.instances),
                    alloc_job=rec.alloc_job[keep], alloc_start=rec.alloc_start[keep], alloc_end=rec.alloc_end[keep],
                    alloc_held=rec.alloc_held[keep], alloc_instances=rec.alloc_instances[keep],
-                   alloc_part=rec.alloc_part[keep])
+                   alloc_part=rec.alloc_part[keep], alloc_share=rec.alloc_share[keep])
+
+
+def held_gpus(rec: UsageRecord, k: np.ndarray) -> np.ndarray:
+    """GPUs the allocations ``k`` hold on average: their GPUs × their share held (1 but on a rollout
+    pool, where an instance is up a share of the time and bills its restarts)."""
+    return rec.alloc_held[k] * rec.alloc_share[k]
 
 
 def per_bin(hourly: np.ndarray, horizon_h: float, edges: np.ndarray) -> np.ndarray:
@@ -82,7 +96,7 @@ def capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) 
                 rented += pool
         else:
             _, s, e, k = held_intervals(sub, horizon_h)
-            held = binned(s, e, sub.alloc_held[k].astype(float), edges)
+            held = binned(s, e, held_gpus(sub, k), edges)
             cap += held
             rented += held
     return cap, rented
@@ -108,7 +122,8 @@ def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon
     width = np.diff(hourly)
     zero = np.zeros(len(demand))
     out: list[tuple[np.ndarray, np.ndarray]] = []
-    for part, sub in parts(plan, rec):
+    pools = parts(plan, rec)
+    for part, sub in pools[:len(pools) - rollout_parts(plan)]:
         gpi = getattr(part, "gpus_per_instance", 1)
         if is_pool(part):
             pool = capacity(part, sub, horizon_h, hourly)[0] / width
@@ -123,7 +138,7 @@ def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon
             out.append((short, (nodes_needed(gpus, gpi) * gpi).astype(float)))
         else:
             out.append((demand.astype(float), (nodes_needed(demand, gpi) * gpi).astype(float)))
-    return out
+    return out + [(zero, zero)] * rollout_parts(plan)  # a rollout pool serves nothing
 
 
 def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobTable, horizon_h: float,
@@ -131,9 +146,12 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
     """Every line item (USD) per bin for one option (a hybrid: its base's and its burst's);
     items the option does not have are zero."""
     out = {item: np.zeros(len(edges) - 1) for item in ALL_ITEMS}
-    for k, (part, sub) in enumerate(parts(plan, rec)):
+    pools = parts(plan, rec)
+    for k, (part, sub) in enumerate(pools):
         served, rented = serving[k] if serving else (None, None)
-        if isinstance(part, OwnedPlan):
+        if k >= len(pools) - rollout_parts(plan):  # a rollout pool: its bill is the rollout line
+            items = {"rollout": cloud_costs(part, sub, horizon_h, edges)["cloud"]}
+        elif isinstance(part, OwnedPlan):
             extra = per_bin(served, horizon_h, edges) if served is not None else None
             items = owned_costs(part, econ, sub, jobs.gpus, horizon_h, edges, extra)
         elif part.reserved:
@@ -164,8 +182,9 @@ def owned_costs(
     service_h = hours_in_bins(delivered, horizon_h, edges)
     paid_off = min(delivered + econ.depreciation_years * HOURS_PER_YEAR, horizon_h)
     capital_h = hours_in_bins(delivered, paid_off, edges)
-    job, s, e, _ = held_intervals(rec, horizon_h)
-    busy_gpu_h = binned(s, e, job_gpus[job].astype(float), edges)
+    job, s, e, k = held_intervals(rec, horizon_h)
+    # Busy GPUs: the job's own, within what it holds (an offloaded job uses only its training GPUs here).
+    busy_gpu_h = binned(s, e, np.minimum(job_gpus[job], rec.alloc_held[k]).astype(float), edges)
     if serving_gpu_h is not None:
         busy_gpu_h = busy_gpu_h + serving_gpu_h
     gpu = plan.gpu
@@ -188,10 +207,12 @@ def owned_costs(
 
 def cloud_bills(plan: CloudPlan, rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.ndarray]:
     """Per allocation: its job and its bill (USD), cut at the horizon. Each allocation (a job holds
-    instances again after a preemption) is billed on its own, with its own rounding and minimum."""
+    instances again after a preemption) is billed on its own, with its own rounding and minimum, times
+    its share (``held_gpus``)."""
     job, s, e, k = held_intervals(rec, horizon_h)
     billed = eco.billed_seconds((e - s) * SECONDS_PER_HOUR, plan.billing_granularity_s, plan.minimum_billing_s)
-    return job, eco.cloud_cost_usd(billed, rec.alloc_instances[k], plan.gpus_per_instance, plan.price_per_gpu_hour)
+    bill = eco.cloud_cost_usd(billed, rec.alloc_instances[k], plan.gpus_per_instance, plan.price_per_gpu_hour)
+    return job, bill * rec.alloc_share[k]
 
 
 def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
@@ -209,7 +230,7 @@ def cloud_costs(plan: CloudPlan, rec: UsageRecord, horizon_h: float, edges: np.n
     """Cloud bill per bin: rented GPU-hours × price as they are held, and each allocation's
     rounding (billing increment, minimum) in the bin where it is released."""
     _, s, e, k = held_intervals(rec, horizon_h)
-    gpus = (rec.alloc_instances[k] * plan.gpus_per_instance).astype(float)
+    gpus = rec.alloc_instances[k] * plan.gpus_per_instance * rec.alloc_share[k]
     per_bin_usd = binned(s, e, gpus, edges) * plan.price_per_gpu_hour
     _, bill = cloud_bills(plan, rec, horizon_h)
     rounding = bill - (e - s) * gpus * plan.price_per_gpu_hour

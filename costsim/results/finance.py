@@ -34,7 +34,7 @@ BREAKEVEN_COLUMNS = [
     "breakeven_utilization", "own_usd_per_gpu_hour", "rent_usd_per_gpu_hour",
 ]
 OPEX = ("energy", "facility", "maintenance", "staff", "setup")
-RENT = ("reserved", "cloud", "serving")  # serving on rented capacity is rent like any other
+RENT = ("reserved", "cloud", "serving", "rollout")  # serving and offloaded rollouts on rented capacity are rent too
 
 
 def owned_part(plan: Plan) -> OwnedPlan | None:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from costsim import scaling
+from costsim.engine import ROLLOUT
 from costsim.results.costing import held_intervals
 from costsim.scenario.units import HOURS_PER_DAY
 
@@ -37,6 +38,7 @@ TO_TARGET_COLUMNS = [
     "option", "job_class", "target", "needed_gpu_hours", "reached", "day", "projected_day", "cost_usd",
     "gpu_hours", "reward_at_horizon", "marginal_gain_per_1000_gpu_h", "distance_to_asymptote",
 ]
+REWARD_BY_DAY_COLUMNS = ["option", "job_class", "day", "gpu_hours", "reward"]
 PROJECTION_DAYS = 30.0
 
 
@@ -78,8 +80,10 @@ def reach_h(c: Compute, needed_gpu_h: float) -> np.ndarray:
     out = np.full(c.n_jobs, math.inf)
     if not len(hit):
         return out
-    at = s[hit] + np.divide(needed_gpu_h - (after[hit] - gained[hit]), r[hit], out=np.zeros(len(hit)), where=r[hit] > 0)
-    np.minimum.at(out, job[hit], np.maximum(at, s[hit]))  # a job's first hit is its earliest
+    with np.errstate(over="ignore"):  # a subnormal rate: the quotient overflows, and the clip below bounds it
+        at = s[hit] + np.divide(needed_gpu_h - (after[hit] - gained[hit]), r[hit], out=np.zeros(len(hit)), where=r[hit] > 0)
+    # within the interval that reaches it (the tolerance above can put the quotient past its end)
+    np.minimum.at(out, job[hit], np.clip(at, s[hit], e[hit]))  # a job's first hit is its earliest
     return out
 
 
@@ -121,7 +125,9 @@ def class_compute(rec, work, class_index: int, horizon_h: float) -> Compute:
     local = np.full(len(jobs), -1, dtype=np.int64)
     local[idx] = np.arange(len(idx))
     job, s, e, k = held_intervals(rec, horizon_h)
-    mine = local[job] >= 0
+    # An offloaded job's rollout instances (parts ROLLOUT on) run beside its hold at home, not after
+    # it: its compute is spread over its home holds (the planned compute counts all its GPUs).
+    mine = (local[job] >= 0) & (rec.alloc_part[k] < ROLLOUT)
     job, s, e, held = local[job[mine]], s[mine], e[mine], rec.alloc_held[k[mine]].astype(float)
     held_gpu_h = np.bincount(job, weights=(e - s) * held, minlength=len(idx))
     gpus = jobs.gpus[idx].astype(float)
@@ -172,3 +178,23 @@ def option_rows(scenario, option: str, rec, work, timeseries: pd.DataFrame) -> l
 def table(rows: list[dict]) -> pd.DataFrame:
     """The ``to_target`` table from the rows of every option."""
     return pd.DataFrame(rows, columns=TO_TARGET_COLUMNS)
+
+
+def option_trajectories(scenario, option: str, rec, work) -> list[pd.DataFrame]:
+    """The ``reward_by_day`` rows of one option: per RL class with ``scaling`` (class order), its
+    leading run's GPU-hours and score on each whole day 0, 1, … and at the horizon (``trajectory``).
+    Empty when no class has ``scaling``."""
+    H = scenario.horizon_h
+    return [trajectory(class_compute(rec, work, k, H), scaling.curve_of(cls.scaling, scenario.base_dir), H)
+            .assign(option=option, job_class=cls.name)[REWARD_BY_DAY_COLUMNS]
+            for k, cls in enumerate(scenario.workload.classes) if cls.scaling is not None]
+
+
+def trajectory_table(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The ``reward_by_day`` table from the frames of every option (columns
+    ``REWARD_BY_DAY_COLUMNS``, typed even when there are none)."""
+    if not frames:
+        return pd.DataFrame({"option": pd.Series(dtype="str"), "job_class": pd.Series(dtype="str"),
+                             "day": pd.Series(dtype=float), "gpu_hours": pd.Series(dtype=float),
+                             "reward": pd.Series(dtype=float)})
+    return pd.concat(frames, ignore_index=True)

@@ -56,7 +56,8 @@ def _pool_verdict(pool: OwnedPlan | CloudPlan, jobs: _Jobs, demand: np.ndarray |
     limit = _limit(pool)
     if limit is None:
         return None
-    held = _held(pool, jobs.gpus)
+    offloads = jobs.disaggregated and is_pool(pool) and bool(pool.rollouts)
+    held = _held(pool, jobs.home_gpus if offloads else jobs.gpus)  # an offloaded class trains here, samples there
     too_big = held > limit[0]
     crowded = np.zeros(len(held), dtype=bool)
     if demand is not None and is_pool(pool):
@@ -75,6 +76,8 @@ class _Jobs:
     gpus: np.ndarray
     earliest_h: np.ndarray
     hold_h: np.ndarray
+    disaggregated: bool = False  # an RL class that offloads its rollouts where a pool has a rollout_pool:
+    home_gpus: np.ndarray | None = None  # there it asks only its training GPUs
 
 
 def _never_fit(plan: Plan, jobs: _Jobs, demand: np.ndarray | None):
@@ -113,7 +116,8 @@ def _fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | Non
     demand = serving_demand(scenario)
     H = scenario.horizon_h
     groups = [(f"class {cls.name!r} needs {cls.gpus} GPUs per job", "its jobs could never run", None,
-               _Jobs(np.array([cls.gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0])))
+               _Jobs(np.array([cls.gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0]),
+                     cls.placement == "disaggregated", np.array([cls.train_gpus])))
               for cls in scenario.workload.classes]
     groups += [(f"job class {cls.name!r} needs up to {cls.max_gpus} GPUs per job", "its largest jobs could never run",
                 ("workload", "job_classes", k, "gpus"),
@@ -161,13 +165,22 @@ def _layout_problems(scenario: Scenario, plans: list[Plan]) -> list[Problem]:
     return problems
 
 
-def _offload_problems(scenario: Scenario) -> list[Problem]:
-    """``rollout_pool`` is in the schema, but the engine does not simulate it yet
-    (docs/rollout-offload.md): a setting that would be ignored is refused."""
-    return [Problem(("workload", "classes", k, "rollout_pool"),
-                    f"class {cls.name!r}: rollout offload is not simulated yet (docs/rollout-offload.md); "
-                    "remove rollout_pool")
-            for k, cls in enumerate(scenario.workload.classes) if cls.rollout_pool is not None]
+def _offload_problems(scenario: Scenario, plans: list[Plan]) -> list[Problem]:
+    """A disaggregated class whose rollout GPUs do not fit the quota of the rollout pool an option
+    names: its rollouts could never run there (docs/rollout-offload.md)."""
+    problems = []
+    for i, (opt, plan) in enumerate(zip(scenario.options, plans, strict=True)):
+        home = plan.base if isinstance(plan, HybridPlan) else plan
+        if opt.rollout_pool is None or not home.rollouts or home.rollouts[0].max_gpus is None:
+            continue
+        pool = home.rollouts[0]
+        for cls in scenario.workload.classes:
+            held = int(nodes_needed(cls.rollout_gpus, pool.gpus_per_instance)) * pool.gpus_per_instance
+            if cls.placement == "disaggregated" and held > pool.max_gpus:
+                problems.append(Problem(("options", i, "rollout_pool"), (
+                    f"class {cls.name!r} samples on {cls.rollout_gpus} GPUs ({held} in whole instances) but "
+                    f"option {pool.name!r} has a quota of {pool.max_gpus} GPUs: its rollouts could never run there")))
+    return problems
 
 
 def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | None = None) -> Scenario:
@@ -190,7 +203,7 @@ def _checked(scenario: Scenario, source: str,
             clashes = workload.reserved_id_problems(scenario, trace.job_id)  # job ids unique by construction
             if clashes:
                 raise ScenarioError(str(trace_path), clashes)
-        problems = _fit_problems(scenario, plans, trace) + scaling_problems(scenario) + _offload_problems(scenario)
+        problems = _fit_problems(scenario, plans, trace) + scaling_problems(scenario) + _offload_problems(scenario, plans)
         if problems:
             raise ScenarioError(source, problems)
     except ScenarioError as err:
@@ -335,9 +348,11 @@ def unpriced(plan: Plan) -> Plan:
     nan = float("nan")
     if isinstance(plan, HybridPlan):
         return dataclasses.replace(plan, base=unpriced(plan.base), burst=unpriced(plan.burst))
+    rollouts = tuple(unpriced(p) for p in plan.rollouts)  # type: ignore[misc]
     if isinstance(plan, OwnedPlan):
-        return dataclasses.replace(plan, capex_usd=nan)
-    return dataclasses.replace(plan, price_per_gpu_hour=nan, billing_granularity_s=nan, minimum_billing_s=nan)
+        return dataclasses.replace(plan, capex_usd=nan, rollouts=rollouts)
+    return dataclasses.replace(plan, price_per_gpu_hour=nan, billing_granularity_s=nan, minimum_billing_s=nan,
+                               rollouts=rollouts)
 
 
 def _trace_identity(scenario: Scenario) -> tuple[int, ...] | None:

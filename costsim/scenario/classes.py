@@ -1,7 +1,7 @@
 """RL job classes (DESIGN.md section 3): arrivals, job shape and the phases of an iteration.
 
 Fields that apply only to one placement, mode or reward (``rollout_gpu_fraction``,
-``rollout_pool``, ``max_staleness``, ``reward_model_params_b``, ``verifier_seconds_per_sample``)
+``max_staleness``, ``reward_model_params_b``, ``verifier_seconds_per_sample``)
 are ``null`` by default, take their documented default where they apply, and are an error where
 they do not: a setting that would be ignored is refused.
 """
@@ -243,11 +243,6 @@ class RLClass(StrictModel):
     rollout_gpu_fraction: RolloutShare | None = Field(
         None, description=f"Share of the job's GPUs that sample ({span(RolloutShare)}; disaggregated only; null: 0.5)."
     )
-    rollout_pool: Name | None = Field(
-        None, description="Name of a cloud option with pricing on_demand or spot whose instances run the rollout "
-        "GPUs while training stays on the job's own option (rollout offload, after RLBoost; disaggregated only; "
-        "docs/rollout-offload.md); null: rollout on the job's own option."
-    )
     mode: Literal["sync", "async"] = Field(
         "sync", description="sync: sample, then train; async: sample while training (disaggregated only)."
     )
@@ -266,16 +261,6 @@ class RLClass(StrictModel):
         None, description="Score against GPU-hours per job and a target score {curve | fit, target}: the "
         "results' to_target table; null: none."
     )
-
-    @field_validator("rollout_pool")
-    @classmethod
-    def _offload_disaggregated(cls, pool: str | None, info: ValidationInfo) -> str | None:
-        # Checked here, not in _consistent, so the error names the field (placement is declared first).
-        # A placement that failed validation is not in info.data: its own error is enough.
-        if pool is not None and info.data.get("placement", "disaggregated") != "disaggregated":
-            raise ValueError("rollout_pool applies to placement: disaggregated only (rollout and training on "
-                             "separate GPUs)")
-        return pool
 
     @model_validator(mode="after")
     def _consistent(self) -> RLClass:

@@ -213,24 +213,30 @@ class Scenario(StrictModel):
         return self
 
     def _check_rollout_pools(self) -> None:
-        """Each class's ``rollout_pool`` names a cloud option, on_demand or spot (docs/rollout-offload.md).
-        Raised as a located ValidationError, so the error names ``workload.classes.K.rollout_pool``
-        rather than the scenario as a whole."""
+        """An option's ``rollout_pool`` names a cloud option, on_demand or spot, and there is a
+        disaggregated RL class for it to take rollouts from (else it would be ignored;
+        docs/rollout-offload.md). Raised as a located ValidationError, so the error names
+        ``options.I.rollout_pool`` rather than the scenario as a whole."""
         by_name = {o.name: o for o in self.options}
+        takers = any(cls.placement == "disaggregated" for cls in self.workload.classes)
         errors = []
-        for k, cls in enumerate(self.workload.classes):
-            if cls.rollout_pool is None:
+        for i, opt in enumerate(self.options):
+            name = opt.rollout_pool
+            if name is None:
                 continue
-            pool = by_name.get(cls.rollout_pool)
+            pool = by_name.get(name)
             if pool is None:
-                why = f"{cls.rollout_pool!r} is not an option of this scenario (options: {', '.join(sorted(by_name))})"
+                why = f"{name!r} is not an option of this scenario (options: {', '.join(sorted(by_name))})"
             elif not (isinstance(pool, CloudOption) and pool.pricing in ("on_demand", "spot")):
                 what = pool.kind if not isinstance(pool, CloudOption) else f"cloud, pricing {pool.pricing}"
                 why = f"option {pool.name!r} is {what}; a rollout pool must be a cloud option, on_demand or spot"
+            elif not takers:
+                why = ("no RL class has placement: disaggregated, so no rollouts can be offloaded (colocated "
+                       "classes sample on their training GPUs)")
             else:
                 continue
             errors.append(InitErrorDetails(type=PydanticCustomError("rollout_pool", "{why}", {"why": why}),
-                                           loc=("workload", "classes", k, "rollout_pool"), input=cls.rollout_pool))
+                                           loc=("options", i, opt.kind, "rollout_pool"), input=name))
         if errors:
             raise ValidationError.from_exception_data("Scenario", errors)
 

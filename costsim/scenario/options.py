@@ -55,6 +55,24 @@ PLACEMENT_HELP = ("Node for a job within one node: best_fit (the fullest node th
 StockoutProbability = bounded_float(ge=0, le=0.99)  # 0.99: 100 tries per request on average
 BillingSeconds = bounded_float(ge=1, le=MAX_BILLING_S)
 MinimumBillingSeconds = bounded_float(ge=0, le=MAX_BILLING_S)
+LinkGBs = bounded_float(gt=0, le=100_000)  # GB/s between sites: anything from a VPN to a fabric
+
+# Rollout offload (docs/rollout-offload.md): an owned or reserved option (or a hybrid, for its base)
+# may run the rollout GPUs of its disaggregated RL classes on a rented pool, training staying home.
+RolloutPool = Annotated[Name | None, Field(
+    description="Name of a cloud option, on_demand or spot, whose instances run the rollout GPUs of the "
+    "disaggregated RL classes while they train here (rollout offload, after RLBoost, arXiv 2510.19225; "
+    "docs/rollout-offload.md); null: rollouts run here too.")]
+RolloutLink = Annotated[LinkGBs | None, Field(
+    description=f"GB/s of the link between this option and its rollout_pool ({span(LinkGBs)}): the weights cross "
+    "it every iteration and to each new rollout instance (rollout_pool only; null: the catalog's "
+    "rl.rollout_link_gb_s, a 100 Gbps dedicated link, 12.5 GB/s).")]
+
+
+def check_rollout_link(option) -> None:
+    """``rollout_link_gb_s`` is the link to a rollout pool: without one it would be ignored."""
+    if option.rollout_link_gb_s is not None and option.rollout_pool is None:
+        raise ValueError("rollout_link_gb_s applies with a rollout_pool only (the link to that pool)")
 
 class Failures(StrictModel):
     """Node failures as a Poisson process: each node fails at this rate; a failed owned node is out
@@ -99,11 +117,14 @@ class OwnedOption(StrictModel):
         description=f"All-in capex per GPU in USD ({span(CapexPerGPU)}); null: server price plus fabric, storage, "
         "install shares.",
     )
+    rollout_pool: RolloutPool = None
+    rollout_link_gb_s: RolloutLink = None
 
     @model_validator(mode="after")
     def _whole_nodes(self) -> OwnedOption:
         if self.gpus_per_node is not None and self.gpus % self.gpus_per_node:
             raise ValueError(f"gpus ({self.gpus}) must be a whole number of nodes of {self.gpus_per_node} GPUs")
+        check_rollout_link(self)
         return self
 
 
@@ -182,10 +203,13 @@ class CloudOption(StrictModel):
     failures: Failures | None = Field(
         None, description="Node failures on rented nodes (the provider swaps a failed node); null: none."
     )
+    rollout_pool: RolloutPool = None
+    rollout_link_gb_s: RolloutLink = None
 
     @model_validator(mode="after")
     def _consistent(self) -> CloudOption:
-        reserved_only = ("reserved_gpus", "term_years", "scheduler", "placement")
+        check_rollout_link(self)
+        reserved_only = ("reserved_gpus", "term_years", "scheduler", "placement", "rollout_pool")
         rented_only = ("billing_granularity_s", "minimum_billing_s", "max_gpus", "provisioning_delay_h", "startup_h",
                        "provisioning_delay_cv", "stockout")
         wrong = rented_only if self.pricing == "reserved" else reserved_only
@@ -261,9 +285,15 @@ class HybridOption(StrictModel):
         None, description=f"linear_cost only: hours waited per GPU-hour of the job's planned run on the base "
         f"(h per GPU-hour, {span(WaitPerGPUHour)}).",
     )
+    rollout_pool: RolloutPool = Field(
+        None, description="Name of a cloud option, on_demand or spot, whose instances run the rollout GPUs of the "
+        "disaggregated RL classes while they train on the base (rollout offload; docs/rollout-offload.md); null: "
+        "the base option's own rollout_pool, if any.")
+    rollout_link_gb_s: RolloutLink = None
 
     @model_validator(mode="after")
     def _wait_fields(self) -> HybridOption:
+        check_rollout_link(self)
         needs = {"linear_runtime": "wait_per_hour_h", "linear_gpus": "wait_per_gpu_h",
                  "linear_cost": "wait_per_gpu_hour_h"}
         own = needs.get(self.wait_policy)

@@ -8,14 +8,14 @@ summed into checkpoint segments with numpy. A checkpoint write follows every
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from costsim.models import network
+from costsim.models import network, offload
 from costsim.models import rl
-from costsim.catalog import Catalog, CloudPlan, OwnedPlan, default_catalog
-from costsim.scenario import Scenario
+from costsim.catalog import Catalog, CloudPlan, OwnedPlan, default_catalog, is_pool
+from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import RLClass
 from costsim.scenario.units import SECONDS_PER_HOUR
 from costsim.workload import JobTable
@@ -30,6 +30,44 @@ class Segment:
     work_h: float
     iterations: int
     write_h: float
+
+
+ROLLOUT_PART = 2  # = costsim.engine.ROLLOUT: rollout pool j of an option is part ROLLOUT_PART + j
+
+
+@dataclass(frozen=True)
+class Offloads:
+    """Per job, its rollouts on a rented pool while it trains on this option (docs/rollout-offload.md,
+    ``costsim.models.offload``); zeros and ``part`` −1 for a job that does not offload.
+
+    ``home_gpus``: GPUs it asks of this option (its training GPUs when it offloads, else all of them);
+    ``part``: the record part of its pool (``ROLLOUT_PART`` + the pool's index in the option's
+    ``rollouts``); ``instances`` of ``gpus_per_instance`` GPUs it rents there; ``share``: instance-hours
+    billed per instance and hour it holds its GPUs at home (availability × (1 + preemptions × billed
+    restart)); ``delivery_h``: hours from its first start at home to its rollout instances' delivery;
+    ``first_h``: hours it holds its GPUs at home before its first iteration (delivery, startup, the
+    first weight push); ``lost_samples``: samples lost to preemptions and generated again over its
+    whole planned run (expected)."""
+
+    home_gpus: np.ndarray
+    part: np.ndarray
+    instances: np.ndarray
+    gpus_per_instance: np.ndarray
+    share: np.ndarray
+    delivery_h: np.ndarray
+    first_h: np.ndarray
+    lost_samples: np.ndarray
+
+    @classmethod
+    def none(cls, gpus: np.ndarray) -> Offloads:
+        n = len(gpus)
+        return cls(np.asarray(gpus).copy(), np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                   np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
+
+    def without(self, mask: np.ndarray, gpus: np.ndarray) -> Offloads:
+        """The jobs in ``mask`` not offloaded (they ran on a hybrid's burst, with all their GPUs)."""
+        none = Offloads.none(gpus)
+        return Offloads(*(np.where(mask, getattr(none, f), getattr(self, f)) for f in self.__dataclass_fields__))
 
 
 @dataclass(frozen=True)
@@ -49,6 +87,12 @@ class WorkPlan:
     write_h: np.ndarray
     jobs: JobTable
     restart_h: np.ndarray  # per job: hours to restart from a checkpoint after an interruption
+    offload: Offloads | None = None  # None: no job offloads its rollouts on this option
+
+    @property
+    def home_gpus(self) -> np.ndarray:
+        """GPUs each job asks of this option (an offloaded job: its training GPUs)."""
+        return self.jobs.gpus if self.offload is None else self.offload.home_gpus
 
     def boundaries(self, i: int) -> np.ndarray:
         """Points on job i's planned run (hours) where a checkpoint write completes; the last is its end."""
@@ -84,6 +128,7 @@ class WorkPlan:
             write_h=self.write_h,
             jobs=j,
             restart_h=self.restart_h,
+            offload=None if self.offload is None else self.offload.without(use_other, j.gpus),
         )
 
     def iterations_done(self, i: int, planned_h: float) -> int:
@@ -158,6 +203,9 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         run_h[trace] += checkpoint_writes(jobs.duration_h[trace], ckpt.every_hours) * write_h[trace]
 
     hw = hardware(plan)
+    pool = plan.rollouts[0] if is_pool(plan) and plan.rollouts else None  # the option's rollout_pool
+    takes = [pool is not None and cls.placement == "disaggregated" for cls in scenario.workload.classes]
+    off = Offloads.none(jobs.gpus) if any(takes) else None
     for k, cls in enumerate(scenario.workload.classes):
         idx = np.flatnonzero(jobs.class_index == k)
         if not len(idx):
@@ -165,9 +213,19 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         counts = jobs.iterations[idx]
         starts = jobs.iter_start[idx]
         its = iteration_rows(starts, counts)
-        pt = rl.phase_times(shape(cls), hw, jobs.length_sum[its], jobs.length_max[its], jobs.length_sq_sum[its])
-        iter_h[its] = pt.total / SECONDS_PER_HOUR
         first = np.cumsum(counts) - counts
+        lengths = (jobs.length_sum[its], jobs.length_max[its], jobs.length_sq_sum[its])
+        if takes[k]:
+            pt, lost = _offloaded(cls, hw, _offload_columns(off, idx, cls, pool, plan.rollout_link_gb_s), *lengths)
+            if not np.isfinite(pt.total).all():
+                raise ScenarioError(f"scenario {scenario.name!r}", [Problem(("workload", "classes", k), (
+                    f"class {cls.name!r}: preemptions on {pool.name!r} (the rollout_pool of option {plan.name!r}) "
+                    "destroy samples as fast as its rollouts make them (docs/rollout-offload.md): its iterations "
+                    "would never end; choose a pool preempted less often or a shorter restart"))])
+            off.lost_samples[idx] = np.add.reduceat(lost, first)
+        else:
+            pt = rl.phase_times(shape(cls), hw, *lengths)
+        iter_h[its] = pt.total / SECONDS_PER_HOUR
         for p, name in enumerate(PHASES):
             phase_s[idx, p] = np.add.reduceat(getattr(pt, name), first)
         every[idx] = cls.checkpoint.every_iterations
@@ -176,4 +234,46 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         writes = (counts - 1) // cls.checkpoint.every_iterations
         run_h[idx] = phase_s[idx, PHASES.index("total")] / SECONDS_PER_HOUR + writes * write_h[idx]
     return WorkPlan(run_h=run_h, iter_h=iter_h, phase_s=phase_s, every=every, write_h=write_h, jobs=jobs,
-                    restart_h=restart_h)
+                    restart_h=restart_h, offload=off)
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """What an offloaded class's iteration reads of its rollout pool."""
+
+    hardware: rl.Hardware
+    link_gb_s: float
+    preemptions_per_day: float
+    restart_h: float
+    push_s: float
+    startup_h: float
+    instances: int
+
+
+def _offload_columns(off: Offloads, idx: np.ndarray, cls: RLClass, pool: CloudPlan, link: float) -> _Pool:
+    """Fill ``off`` for a class's jobs ``idx`` offloading to ``pool`` over a ``link`` of GB/s, and return
+    what their iterations read of it. A node failure on the pool loses the instance's samples as a
+    preemption does (the provider swaps it): both count in the rate."""
+    per_day = (pool.preemptions_per_instance_h + pool.failures_per_node_h) * 24.0
+    restart_h = pool.reacquire_delay_h + pool.provisioning_delay_h + pool.startup_h
+    push_s = offload.weight_push_s(cls.model_params_b, link)
+    instances = -(-cls.rollout_gpus // pool.gpus_per_instance)
+    off.home_gpus[idx] = cls.train_gpus
+    off.part[idx] = ROLLOUT_PART  # the option's one rollout pool
+    off.instances[idx] = instances
+    off.gpus_per_instance[idx] = pool.gpus_per_instance
+    off.share[idx] = offload.instance_hours(SECONDS_PER_HOUR, 1, per_day, restart_h, push_s, pool.startup_h)
+    off.delivery_h[idx] = pool.provisioning_delay_h
+    off.first_h[idx] = pool.provisioning_delay_h + pool.startup_h + push_s / SECONDS_PER_HOUR
+    return _Pool(hardware(pool), link, per_day, restart_h, push_s, pool.startup_h, instances)
+
+
+def _offloaded(cls: RLClass, home: rl.Hardware, pool: _Pool, len_sum, len_max, len_sq) -> tuple[rl.PhaseTimes, np.ndarray]:
+    """Phase times of an offloaded class's iterations with its pool's preemptions, and the samples
+    each iteration loses (``costsim.models.offload``)."""
+    sh = shape(cls)
+    pt = offload.split_phase_times(sh, home, pool.hardware, pool.link_gb_s, len_sum, len_max, len_sq)
+    inflight = offload.inflight_samples(sh, pool.hardware, len_sum, len_sq)
+    o = offload.offloaded(pt, sh.asynchronous, len_sum, len_sq, inflight, pool.instances, pool.preemptions_per_day,
+                          pool.restart_h, pool.push_s, pool.startup_h)
+    return replace(pt, rollout=o.rollout_s, total=o.total_s), o.lost_samples

@@ -1,0 +1,42 @@
+"""Rollout instances of offloaded jobs (docs/rollout-offload.md), added to a finished run's record.
+
+A job whose class offloads its rollouts (``rollout_pool``) holds its training GPUs on the option's
+pool, simulated event by event, and ``k`` rented instances on the rollout pool for as long as it
+holds them. Those instances are priced by expectation (``costsim.models.offload``: the share of the
+time an instance is up, plus the restarts each preemption bills), so they are not events: they are
+allocation rows added once, after the run, on the pool's part (``ROLLOUT + j``), each mirroring an
+allocation of the job at home with ``alloc_share`` the billed share. The first allocation's rollout
+instances are billed from their delivery (its provisioning delay after the job's start at home).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from costsim.workload.plan import Offloads
+
+from .records import BASE, UsageRecord
+
+
+def with_rollouts(rec: UsageRecord, off: Offloads) -> UsageRecord:
+    """``rec`` with a rollout allocation beside each home (``BASE``) allocation of an offloaded job."""
+    k = np.flatnonzero((rec.alloc_part == BASE) & (off.part[rec.alloc_job] >= 0))
+    job = rec.alloc_job[k]
+    start, end = rec.alloc_start[k], rec.alloc_end[k]
+    first = np.zeros(len(k), dtype=bool)
+    first[np.unique(job, return_index=True)[1]] = True  # each job's first hold at home (rows are in time order)
+    start = np.where(first, np.minimum(start + off.delivery_h[job], end), start)
+    instances = off.instances[job]
+    return replace(
+        rec,
+        alloc_job=np.concatenate([rec.alloc_job, job]),
+        alloc_start=np.concatenate([rec.alloc_start, start]),
+        alloc_end=np.concatenate([rec.alloc_end, end]),
+        alloc_held=np.concatenate([rec.alloc_held, instances * off.gpus_per_instance[job]]),
+        alloc_instances=np.concatenate([rec.alloc_instances, instances]),
+        alloc_part=np.concatenate([rec.alloc_part, off.part[job].astype(np.int8)]),
+        alloc_share=np.concatenate([rec.alloc_share, off.share[job]]),
+    )
+

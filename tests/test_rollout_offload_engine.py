@@ -1,0 +1,183 @@
+"""Rollout offload through the engine and the tables (docs/rollout-offload.md, issue 15 item 3).
+
+An owned option with ``rollout_pool`` trains its disaggregated RL classes at home and rents their
+rollout GPUs on the named on-demand or spot option. Checked against independent truth:
+- with no preemptions, no delays and the same GPUs and link, it is the disaggregated job whose
+  rollout GPUs are simply more (same iteration, same run, same GPU-hours);
+- its rollout bill is, by hand, hours held × instances × GPUs × price × the billed share
+  a·(1 + λ·(startup + push)), and the option's total is its home lines plus that bill;
+- the samples lost are λ·a·(samples in flight)·(rollout seconds), by hand;
+- a hybrid offloads from its base only; the home energy counts only the training GPUs.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import costsim
+from costsim.catalog import resolve
+from costsim.models import network, rl
+from costsim.results.costing import ALL_ITEMS
+from costsim.scenario import ScenarioError
+from costsim.workload.plan import hardware
+
+# 32 GPUs a job: 24 rollout (3 instances of 8), 8 training. 7B, 256 samples of exactly 1,000 tokens:
+# every iteration is the same.
+CLASS = """\
+    - name: flagship
+      arrivals_per_day: {arrivals}
+      gpus: 32
+      rollout_gpu_fraction: 0.75
+      iterations: 40
+      model_params_b: 7
+      placement: disaggregated
+      rollout: {{prompts: 32, samples_per_prompt: 8, response_tokens: {response}}}
+      checkpoint: {{every_iterations: 10, write_minutes: 1, restart_minutes: 5}}
+{extra}"""
+
+
+def scenario(extra: str, options: str, days: float = 6, arrivals: float = 2, response: int = 1000) -> costsim.Scenario:
+    cls = CLASS.format(extra=extra, arrivals=arrivals, response=response)
+    text = f"name: offload\nhorizon_days: {days}\nseed: 3\nworkload:\n  classes:\n{cls}options:\n{options}"
+    return costsim.load_scenario_text(text, "offload.yaml", ".")
+
+
+HOME = "  - {name: home, kind: owned, gpu_type: H100, gpus: 64, lead_time_days: 0, failures: null{pool}}\n"
+SMALL_HOME = ("  - {name: home, kind: owned, gpu_type: H100, gpus: 8, lead_time_days: 0, failures: null, "
+              "rollout_pool: spot}\n")
+
+
+def home(pool: str = "", **kw) -> str:
+    """The owned option, offloading to ``pool`` when given (with any further fields)."""
+    extra = "".join(f", {k}: {v!r}" for k, v in kw.items())
+    return HOME.replace("{pool}", f", rollout_pool: {pool}{extra}" if pool else "")
+OD_NOW = "  - {name: od, kind: cloud, gpu_type: H100, pricing: on_demand, provisioning_delay_h: 0, startup_h: 0}\n"
+SPOT = ("  - {name: spot, kind: cloud, gpu_type: H100, pricing: spot, preemptions_per_instance_day: 2, "
+        "reacquire_delay_h: 0.5, provisioning_delay_h: 0.25, startup_h: 0.1}\n")
+
+
+def home_link(sc: costsim.Scenario) -> float:
+    """The home fabric's weight-sync bandwidth (rl.sync_s over several nodes): min(inter-node, NVLink)."""
+    hw = hardware(next(p for p in resolve(sc) if p.name == "home"))
+    return min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s)
+
+
+def test_with_no_preemptions_it_is_the_disaggregated_job_with_more_rollout_gpus():
+    curve = "      scaling: {curve: {a: 0.72, b: 1.4, c_mid_gpu_hours: 4, r0: 0.31}, target: 0.6}\n"
+    plain = scenario(curve, home() + OD_NOW)
+    link = home_link(plain)
+    off = scenario(curve, home("od", rollout_link_gb_s=link) + OD_NOW)
+    a, b = costsim.simulate(off), costsim.simulate(plain)
+    pa, pb = (r.phases.set_index("option").loc["home"] for r in (a, b))
+    assert pa["iteration_s"] == pytest.approx(pb["iteration_s"], rel=1e-12)
+    assert pa["rollout_s"] == pytest.approx(pb["rollout_s"], rel=1e-12)
+    ja, jb = (r.jobs[r.jobs.option == "home"].reset_index(drop=True) for r in (a, b))
+    assert len(ja) == len(jb) > 5 and ja["completed"].all() and jb["completed"].all()
+    np.testing.assert_allclose(ja["start_h"], jb["start_h"], rtol=0, atol=1e-9)  # no queue in either
+    # The offloaded job first pushes its weights to its new instances (no provisioning or startup here).
+    push_h = network.transfer_s(rl.weight_bytes(7.0), link) / 3600.0
+    np.testing.assert_allclose(ja["end_h"] - ja["start_h"], jb["end_h"] - jb["start_h"] + push_h, rtol=1e-12)
+    # 8 GPUs at home + 24 on the pool (from the start: no delivery delay) = the plain job's 32.
+    np.testing.assert_allclose(ja["gpu_hours"], jb["gpu_hours"] + 32 * push_h, rtol=1e-12)
+    # The leading run reaches the target score at the same time, the push later (its compute is the
+    # planned run's, spread over its hold at home, not over its rollout instances' too).
+    ta, tb = (r.to_target.set_index("option").loc["home"] for r in (a, b))
+    assert tb["reached"] and ta["reached"]
+    assert tb["day"] < ta["day"] <= tb["day"] + push_h / 24.0 + 1e-12
+    sa = a.summary.set_index("option").loc["home"]
+    assert sa["rollout_lost_samples"] == 0.0 and sa["cost_rollout_usd"] > 0
+
+
+def test_the_rollout_bill_and_the_lost_samples_by_hand():
+    sc = scenario("", home("spot") + SPOT, days=4)
+    res = costsim.simulate(sc)
+    spot = next(p for p in resolve(sc) if p.name == "spot")
+    link = 12.5  # the catalog's rl.rollout_link_gb_s: a 100 Gbps link
+    push_h = 14e9 / (link * 1e9) / 3600.0  # 7B × 2 bytes over 12.5 GB/s
+    lam_h = 2.0 / 24.0
+    down_h = 0.5 + 0.25 + 0.1 + push_h  # reacquire, provisioning, startup, push
+    a = 1.0 / (1.0 + lam_h * down_h)
+    share = a * (1.0 + lam_h * (0.1 + push_h))  # up, plus each preemption's billed startup and push
+    jobs = res.jobs[res.jobs.option == "home"]
+    H = sc.horizon_h
+    started = jobs[jobs.start_h.notna()]
+    held_h = np.minimum(started.end_h.fillna(H), H) - started.start_h  # no failures at home: one hold each
+    # The first hold's rollout instances bill from their delivery, 0.25 h after the job starts at home.
+    seconds = np.maximum((held_h - 0.25) * 3600.0, 0.0)
+    g, least = spot.billing_granularity_s, spot.minimum_billing_s  # H100 spot: per minute, one-minute minimum
+    billed = np.maximum(np.ceil(seconds / g - 1e-9) * g, least)
+    by_hand = float((billed / 3600.0 * 3 * 8 * spot.price_per_gpu_hour * share).sum())
+    s = res.summary.set_index("option").loc["home"]
+    assert s["cost_rollout_usd"] == pytest.approx(by_hand, rel=1e-9)
+    home_lines = sum(s[f"cost_{i}_usd"] for i in ALL_ITEMS if i != "rollout")
+    assert s["total_cost_usd"] == pytest.approx(home_lines + by_hand, rel=1e-12)
+    # Every dollar lands on a job (the home pool shared by its GPU-hours held there), idle capacity included.
+    assert res.jobs[res.jobs.option == "home"]["cost_usd"].sum() == pytest.approx(s["total_cost_usd"], rel=1e-9)
+
+    # Lost samples: λ per second × a × 256 samples in flight (the KV cache holds them all) × rollout seconds.
+    it = res.phases.set_index("option").loc["home"]
+    lost = 2.0 / 86_400 * a * 256 * it["rollout_s"] * it["iterations_done"]
+    assert s["rollout_lost_samples"] == pytest.approx(lost, rel=1e-9)
+    # And the rollout is the no-preemption one on the pool stretched by 1 / (a (1 − qR)).
+    plain = costsim.simulate(scenario("", home("od") + OD_NOW, days=4))
+    r0 = plain.phases.set_index("option").loc["home"]["rollout_s"]
+    q = 2.0 / 86_400 * 256 * 500.0 / 256_000.0  # λ · I · w / Σ L, w = Σ L² / (2 Σ L) = 500 tokens
+    assert it["rollout_s"] == pytest.approx(r0 / (a * (1.0 - q * r0)), rel=1e-12)
+
+
+def test_a_hybrid_offloads_from_its_base_only_and_home_energy_counts_training_gpus():
+    # The hybrid's base is "home", which offloads: so does the hybrid, on its base.
+    options = (SMALL_HOME + SPOT + "  - {name: od, kind: cloud, gpu_type: H100, pricing: on_demand}\n"
+               "  - {name: mix, kind: hybrid, base: home, burst: od, max_wait_h: 0}\n")
+    sc = scenario("", options, days=2, arrivals=24)
+    res = costsim.simulate(sc)
+    jobs = res.jobs[res.jobs.option == "mix"]
+    assert set(jobs.ran_on.dropna()) >= {"home", "od"}  # some wait too long for the base and burst
+    s = res.summary.set_index("option")
+    assert s.loc["mix", "cost_rollout_usd"] > 0 and s.loc["home", "cost_rollout_usd"] > 0
+    assert s.loc["od", "cost_rollout_usd"] == 0
+    # On the burst a job is a plain disaggregated job: all 32 GPUs, 4 instances.
+    burst = jobs[(jobs.ran_on == "od") & jobs.completed]
+    on_base = jobs[(jobs.ran_on == "home") & jobs.completed]
+    assert len(burst) and len(on_base)
+    # Home energy: the busy GPU-hours at home are the training GPUs' (8 a job), not 32.
+    solo = s.loc["home"]
+    home_jobs = res.jobs[(res.jobs.option == "home") & res.jobs.start_h.notna()]
+    hold = (np.minimum(home_jobs.end_h.fillna(sc.horizon_h), sc.horizon_h) - home_jobs.start_h).sum()
+    plan = next(p for p in resolve(sc) if p.name == "home")
+    econ = costsim.catalog.economics_values(sc)
+    gpu = plan.gpu
+    idle_kw = plan.nodes * gpu.node_idle_kw
+    per_gpu_kw = (gpu.node_max_kw - gpu.node_idle_kw) / plan.gpus_per_node
+    kwh = idle_kw * sc.horizon_h + per_gpu_kw * 8 * hold  # one node of 8 GPUs
+    assert solo["cost_energy_usd"] == pytest.approx(kwh * econ.pue * econ.electricity_usd_per_kwh, rel=1e-9)
+
+
+def test_a_home_failure_keeps_the_rollout_instances_beside_each_hold():
+    options = ("  - {name: home, kind: owned, gpu_type: H100, gpus: 64, lead_time_days: 0, "
+               "failures: {node_failures_per_1000_node_days: 200000, repair_hours: 2}, rollout_pool: spot}\n" + SPOT)
+    res = costsim.simulate(scenario("", options, days=3))
+    s = res.summary.set_index("option").loc["home"]
+    assert s["restarts"] > 0 and s["cost_rollout_usd"] > 0
+    assert res.jobs[res.jobs.option == "home"]["cost_usd"].sum() == pytest.approx(s["total_cost_usd"], rel=1e-9)
+
+
+def test_a_quota_too_small_for_the_rollouts_is_named():
+    quota = "  - {name: od, kind: cloud, gpu_type: H100, pricing: on_demand, max_gpus: 16}\n"
+    with pytest.raises(ScenarioError) as err:
+        scenario("", home("od") + quota)
+    assert ("options.0.rollout_pool: class 'flagship' samples on 24 GPUs (24 in whole instances) but option "
+            "'od' has a quota of 16 GPUs") in str(err.value)
+
+
+def test_preemptions_faster_than_rollouts_are_refused_by_name():
+    # λ = 10,000 a day: q = λ · I · w / Σ L = λ / 2 = 0.058 per s, beyond 1 / R for a ~40 s rollout of 4,000 tokens.
+    storm = ("  - {name: spot, kind: cloud, gpu_type: H100, pricing: spot, preemptions_per_instance_day: 10000, "
+             "reacquire_delay_h: 0}\n")
+    sc = scenario("", home("spot") + storm, days=2, response=4000)
+    with pytest.raises(ScenarioError) as err:
+        costsim.simulate(sc)
+    assert ("workload.classes.0: class 'flagship': preemptions on 'spot' (the rollout_pool of option 'home') destroy "
+            "samples") in str(err.value)
+    assert math.isfinite(costsim.simulate(scenario("", home() + storm, days=2, response=4000)).summary["total_cost_usd"].sum())
