@@ -249,3 +249,13 @@ def test_a_hybrid_naming_a_pool_offloads_from_its_base_only():
     # The base option's own pool, with the catalog's link (a 100 Gbps link: 12.5 GB/s), is the hybrid's by default.
     plans = {p.name: p for p in resolve(load(pool="od"))}
     assert [p.name for p in plans["mix"].base.rollouts] == ["od"] and plans["home"].rollout_link_gb_s == 12.5
+
+
+def test_the_verdict_names_the_rollout_pool():
+    from costsim.decisions.verdict import describe
+
+    sc = load(pool="spot")
+    assert describe("home", sc) == "owning 64 H100s with rollouts on spot H100s (home)"
+    text = SCENARIO.replace("burst: od}}", "burst: od, rollout_pool: spot}}")
+    assert describe("mix", load(pool="null", text=text)) == (
+        "owning 64 H100s and bursting to renting on-demand H100s with rollouts on spot H100s (mix)")

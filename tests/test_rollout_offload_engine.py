@@ -85,8 +85,10 @@ def test_with_no_preemptions_it_is_the_disaggregated_job_with_more_rollout_gpus(
     ta, tb = (r.to_target.set_index("option").loc["home"] for r in (a, b))
     assert tb["reached"] and ta["reached"]
     assert tb["day"] < ta["day"] <= tb["day"] + push_h / 24.0 + 1e-12
-    sa = a.summary.set_index("option").loc["home"]
+    sa, sb = (r.summary.set_index("option").loc["home"] for r in (a, b))
     assert sa["rollout_lost_samples"] == 0.0 and sa["cost_rollout_usd"] > 0
+    # The work is the same work: 32 GPUs × the run, training at home and sampling on the pool.
+    assert sa["work_submitted_gpu_hours"] == pytest.approx(sb["work_submitted_gpu_hours"], rel=1e-12)
 
 
 def test_the_rollout_bill_and_the_lost_samples_by_hand():
@@ -115,6 +117,18 @@ def test_the_rollout_bill_and_the_lost_samples_by_hand():
     # Every dollar lands on a job (the home pool shared by its GPU-hours held there), idle capacity included.
     assert res.jobs[res.jobs.option == "home"]["cost_usd"].sum() == pytest.approx(s["total_cost_usd"], rel=1e-9)
 
+    rented_h = (held_h - 0.25).clip(lower=0.0)  # rollout instances from delivery on
+    assert s["rollout_gpu_hours"] == pytest.approx(float((rented_h * 24 * share).sum()), rel=1e-12)
+    # Goodput: the first wait (0.25 h delivery, 0.1 h startup, the push) idles the 8 training GPUs,
+    # and, from delivery, the 24 rollout GPUs (at their billed share).
+    first_h = 0.25 + 0.1 + push_h
+    wasted = len(started) * (first_h * 8 + (first_h - 0.25) * 24 * share)
+    held_gpu_h = float((held_h * 8).sum() + (rented_h * 24 * share).sum())
+    assert s["goodput"] == pytest.approx(1.0 - wasted / held_gpu_h, rel=1e-9)
+    # Break-even utilisation: the cluster alone (64 GPUs all the horizon), its rollout bill left out.
+    row = res.breakeven.set_index(["option", "versus"]).loc[("home", "spot")]
+    assert row["own_usd_per_gpu_hour"] == pytest.approx((s["total_cost_usd"] - by_hand) / (64 * H), rel=1e-9)
+
     # Lost samples: λ per second × a × 256 samples in flight (the KV cache holds them all) × rollout seconds.
     it = res.phases.set_index("option").loc["home"]
     lost = 2.0 / 86_400 * a * 256 * it["rollout_s"] * it["iterations_done"]
@@ -141,6 +155,7 @@ def test_a_hybrid_offloads_from_its_base_only_and_home_energy_counts_training_gp
     burst = jobs[(jobs.ran_on == "od") & jobs.completed]
     on_base = jobs[(jobs.ran_on == "home") & jobs.completed]
     assert len(burst) and len(on_base)
+    np.testing.assert_allclose(burst.gpu_hours / (burst.end_h - burst.start_h), 32.0, rtol=1e-12)
     # Home energy: the busy GPU-hours at home are the training GPUs' (8 a job), not 32.
     solo = s.loc["home"]
     home_jobs = res.jobs[(res.jobs.option == "home") & res.jobs.start_h.notna()]
@@ -157,10 +172,30 @@ def test_a_hybrid_offloads_from_its_base_only_and_home_energy_counts_training_gp
 def test_a_home_failure_keeps_the_rollout_instances_beside_each_hold():
     options = ("  - {name: home, kind: owned, gpu_type: H100, gpus: 64, lead_time_days: 0, "
                "failures: {node_failures_per_1000_node_days: 200000, repair_hours: 2}, rollout_pool: spot}\n" + SPOT)
-    res = costsim.simulate(scenario("", options, days=3))
+    sc = scenario("", options, days=3)
+    res = costsim.simulate(sc)
     s = res.summary.set_index("option").loc["home"]
     assert s["restarts"] > 0 and s["cost_rollout_usd"] > 0
     assert res.jobs[res.jobs.option == "home"]["cost_usd"].sum() == pytest.approx(s["total_cost_usd"], rel=1e-9)
+    # Each hold at home has its rollout instances beside it, from its own delivery (0.25 h in).
+    plans = {p.name: p for p in resolve(sc)}
+    from costsim import workload
+    from costsim.engine import BASE, ROLLOUT, run_option
+    from costsim.workload.plan import plan_work
+    work = plan_work(sc, workload.generate(sc), plans["home"])
+    rec = run_option(plans["home"], work, sc.horizon_h)
+    home_rows = np.flatnonzero(rec.alloc_part == BASE)
+    pool_rows = np.flatnonzero(rec.alloc_part == ROLLOUT)
+    assert len(pool_rows) == len(home_rows) > int(rec.restarts.sum()) > 0
+    np.testing.assert_array_equal(rec.alloc_job[pool_rows], rec.alloc_job[home_rows])
+    np.testing.assert_allclose(rec.alloc_start[pool_rows],
+                               np.minimum(rec.alloc_start[home_rows] + 0.25, rec.alloc_end[home_rows]), rtol=1e-12)
+    # A restart takes at least the first wait (re-acquiring the instances), not only restart_minutes.
+    first_h = 0.25 + 0.1 + 14e9 / 12.5e9 / 3600.0
+    assert work.restart_h[0] == pytest.approx(max(5 / 60, first_h), rel=1e-12)
+    # Checkpoint advice: the job holds one 8-GPU node at home, so one node's failures (200 a node-day).
+    advice = res.advice.set_index("option").loc["home"]
+    assert advice["interruptions_per_h"] == pytest.approx(200.0 / 24.0, rel=1e-12)
 
 
 def test_a_quota_too_small_for_the_rollouts_is_named():
@@ -181,3 +216,38 @@ def test_preemptions_faster_than_rollouts_are_refused_by_name():
     assert ("workload.classes.0: class 'flagship': preemptions on 'spot' (the rollout_pool of option 'home') destroy "
             "samples") in str(err.value)
     assert math.isfinite(costsim.simulate(scenario("", home() + storm, days=2, response=4000)).summary["total_cost_usd"].sum())
+
+
+def test_preemptions_delay_the_target_and_never_add_compute():
+    # The rollout pool's preemptions stretch the run (R' = R / (a (1 − qR))): that is time lost, not
+    # compute. The leading run reaches the target at start + needed / (32 GPUs × nominal / hold).
+    curve = "      scaling: {curve: {a: 0.72, b: 1.4, c_mid_gpu_hours: 4, r0: 0.31}, target: 0.6}\n"
+    calm = costsim.simulate(scenario(curve, home("od") + OD_NOW, days=4))
+    stormy_pool = SPOT.replace("preemptions_per_instance_day: 2", "preemptions_per_instance_day: 40")
+    sc = scenario(curve, home("spot") + stormy_pool, days=4)
+    stormy = costsim.simulate(sc)
+    it0 = calm.phases.set_index("option").loc["home"]["iteration_s"]
+    nominal_h = 40 * it0 / 3600.0 + 3 / 60.0  # 40 iterations, 3 checkpoint writes of a minute
+    row = stormy.to_target.set_index("option").loc["home"]
+    jobs = stormy.jobs[stormy.jobs.option == "home"].sort_values("start_h")
+    lead = jobs.iloc[0]
+    hold = lead.end_h - lead.start_h
+    needed = row["needed_gpu_hours"]
+    assert row["reached"] and needed < 32 * nominal_h
+    assert row["day"] * 24.0 == pytest.approx(lead.start_h + needed / (32 * nominal_h / hold), rel=1e-9)
+    # Every job's compute is 32 × nominal, however stretched: the score at the horizon is the calm one's.
+    assert row["gpu_hours"] == pytest.approx(32 * nominal_h, rel=1e-9)
+    assert row["reward_at_horizon"] <= calm.to_target.set_index("option").loc["home"]["reward_at_horizon"] + 1e-12
+
+
+def test_serving_beside_an_offloading_cluster_costs_add_up():
+    text_home = home("spot").replace("gpus: 64", "gpus: 128")
+    sc = scenario("", text_home + SPOT, days=3)
+    data = sc.model_dump(mode="json")
+    data["serving"] = {"gpus": {"base": 16}}
+    res = costsim.simulate(costsim.scenario_from_data(data, "serving.yaml", "."))
+    s = res.summary.set_index("option").loc["home"]
+    assert s["serving_gpu_hours"] == pytest.approx(16 * sc.horizon_h, rel=1e-9) and s["cost_rollout_usd"] > 0
+    jobs_cost = res.jobs[res.jobs.option == "home"]["cost_usd"].sum()
+    assert jobs_cost + s["serving_cost_usd"] + s["cost_commitment_owed_usd"] == pytest.approx(s["total_cost_usd"],
+                                                                                              rel=1e-9)

@@ -306,3 +306,40 @@ def test_trajectory_per_day_by_hand():
     np.testing.assert_allclose(traj["day"], np.arange(11.0))
     np.testing.assert_allclose(traj["gpu_hours"], expect)
     np.testing.assert_allclose(traj["reward"], expect / (10_000 + expect))
+
+
+def test_a_slower_gpu_reaches_the_target_later_for_the_same_work():
+    # The curve's GPU-hours are those of the run on the first option (H100 here): an A100 option gets
+    # through the same iterations more slowly, so the same compute later, however many hours it holds.
+    text = """\
+name: s
+horizon_days: 5
+workload:
+  classes:
+    - name: flag
+      count: 1
+      arrivals_per_day: 24
+      gpus: 8
+      iterations: 60
+      model_params_b: 7
+      rollout: {prompts: 32, samples_per_prompt: 8, response_tokens: 1000}
+      scaling: {curve: {a: 0.7, b: 1, c_mid_gpu_hours: 0.5, r0: 0.3}, target: 0.6}
+options:
+  - {name: h100, kind: cloud, gpu_type: H100, pricing: on_demand, provisioning_delay_h: 0, startup_h: 0}
+  - {name: a100, kind: cloud, gpu_type: A100, pricing: on_demand, provisioning_delay_h: 0, startup_h: 0}
+"""
+    import costsim
+
+    res = costsim.simulate(costsim.load_scenario_text(text, "s.yaml", "."))
+    job = res.jobs.set_index("option")
+    row = res.to_target.set_index("option")
+    hold = job["end_h"] - job["start_h"]
+    assert hold["a100"] > 1.5 * hold["h100"]  # the A100 iterates well over 1.5x slower
+    # Both finish the same run: the same compute, the H100 run's 8 GPUs × its hours.
+    assert row.loc["a100", "gpu_hours"] == pytest.approx(8 * hold["h100"], rel=1e-9)
+    assert row.loc["h100", "gpu_hours"] == pytest.approx(8 * hold["h100"], rel=1e-9)
+    # Each reaches the target the same share of the way through its run: the A100 later by its pace.
+    needed = row.loc["h100", "needed_gpu_hours"]
+    for opt in ("h100", "a100"):
+        assert row.loc[opt, "day"] * 24 == pytest.approx(job.loc[opt, "start_h"] + needed / (8 * hold["h100"]) * hold[opt],
+                                                         rel=1e-9)

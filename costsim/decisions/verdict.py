@@ -189,17 +189,22 @@ def _utilization_flip(best, alt, breakeven: pd.DataFrame | None) -> float:
 
 
 def describe(name: str, scenario: Scenario | None) -> str:
-    """An option in words: "owning 384 H100s (own-384)", "renting on-demand H100s (cloud-od)"."""
+    """An option in words: "owning 384 H100s (own-384)", "renting on-demand H100s (cloud-od)", "owning 256
+    H100s with rollouts on spot H100s (own-spot)"."""
     opt = next((o for o in scenario.options if o.name == name), None) if scenario is not None else None
     if opt is None:
         return name
+    # Rollout offload (docs/rollout-offload.md): name the pool by its pricing and GPU.
+    pool = next((o for o in scenario.options if o.name == opt.rollout_pool), None) if opt.rollout_pool else None
+    sampling = f" with rollouts on {pool.pricing.replace('_', '-')} {pool.gpu_type}s" if pool is not None else ""
     if opt.kind == "owned":
-        return f"owning {opt.gpus:,} {opt.gpu_type}s ({name})"
+        return f"owning {opt.gpus:,} {opt.gpu_type}s{sampling} ({name})"
     if opt.kind == "cloud":
         if opt.pricing == "reserved" and opt.reserved_gpus:
-            return f"reserving {opt.reserved_gpus:,} {opt.gpu_type}s ({name})"
+            return f"reserving {opt.reserved_gpus:,} {opt.gpu_type}s{sampling} ({name})"
         return f"renting {opt.pricing.replace('_', '-')} {opt.gpu_type}s ({name})"
-    return f"{describe(opt.base, scenario).split(' (')[0]} and bursting to {describe(opt.burst, scenario).split(' (')[0]} ({name})"
+    return (f"{describe(opt.base, scenario).split(' (')[0]} and bursting to {describe(opt.burst, scenario).split(' (')[0]}"
+            f"{sampling} ({name})")
 
 
 def _horizon(scenario: Scenario | None) -> str:

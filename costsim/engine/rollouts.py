@@ -5,8 +5,9 @@ pool, simulated event by event, and ``k`` rented instances on the rollout pool f
 holds them. Those instances are priced by expectation (``costsim.models.offload``: the share of the
 time an instance is up, plus the restarts each preemption bills), so they are not events: they are
 allocation rows added once, after the run, on the pool's part (``ROLLOUT + j``), each mirroring an
-allocation of the job at home with ``alloc_share`` the billed share. The first allocation's rollout
-instances are billed from their delivery (its provisioning delay after the job's start at home).
+allocation of the job at home with ``alloc_share`` the billed share. A job waiting at home again
+after a failure holds no instances: each hold's are billed from their delivery (the provisioning
+delay after it starts at home; its restart covers provisioning, startup and the push).
 """
 
 from __future__ import annotations
@@ -25,9 +26,7 @@ def with_rollouts(rec: UsageRecord, off: Offloads) -> UsageRecord:
     k = np.flatnonzero((rec.alloc_part == BASE) & (off.part[rec.alloc_job] >= 0))
     job = rec.alloc_job[k]
     start, end = rec.alloc_start[k], rec.alloc_end[k]
-    first = np.zeros(len(k), dtype=bool)
-    first[np.unique(job, return_index=True)[1]] = True  # each job's first hold at home (rows are in time order)
-    start = np.where(first, np.minimum(start + off.delivery_h[job], end), start)
+    start = np.minimum(start + off.delivery_h[job], end)  # each hold re-acquires its instances
     instances = off.instances[job]
     return replace(
         rec,

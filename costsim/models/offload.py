@@ -85,14 +85,16 @@ def inflight_samples(shape: rl.Shape, hw: rl.Hardware, len_sum, len_sq_sum) -> n
 
 def offloaded(pt: rl.PhaseTimes, asynchronous: bool, len_sum, len_sq_sum, inflight, instances: int,
               preemptions_per_instance_day: float, restart_h: float, push_s: float,
-              billed_restart_h: float = 0.0) -> Offload:
+              billed_restart_h: float = 0.0, pipelined=None) -> Offload:
     """The iteration of a job whose rollout runs on ``instances`` preemptible instances.
 
     ``pt``: ``rl.phase_times`` of the job with its rollout GPUs the pool's (no preemption);
     ``len_sum``/``len_sq_sum``: Σ L and Σ L² per iteration (tokens); ``inflight``: samples in flight
     on the whole pool (``inflight_samples``); ``restart_h``: hours from a preemption to a running
     instance (reacquire, provisioning, startup); ``push_s``: seconds of the weight push after it;
-    ``billed_restart_h``: the part of ``restart_h`` that is billed (startup), for ``instance_hours``.
+    ``billed_restart_h``: the part of ``restart_h`` that is billed (startup), for ``instance_hours``;
+    ``pipelined``: per iteration, whether an async job overlaps rollout and training at the staleness
+    ``rl.phase_times`` chose (``split_phase_times`` gives it; None: read from ``pt``).
     A rollout that never ends (see the module docstring) is ``inf``."""
     lam_s = preemptions_per_instance_day / SECONDS_PER_DAY
     a = availability(preemptions_per_instance_day, restart_h + push_s / SECONDS_PER_HOUR)
@@ -103,10 +105,10 @@ def offloaded(pt: rl.PhaseTimes, asynchronous: bool, len_sum, len_sq_sum, inflig
     keeps_up = q * r < 1.0
     rollout = np.where(keeps_up, r / (a * np.where(keeps_up, 1.0 - q * r, 1.0)), math.inf)
     lost = lam_s * a * np.asarray(inflight, float) * rollout
-    # An async job runs as a synchronous one where rl.phase_times found staleness 0 best (its total is
-    # then the sequential sum); a pt without a total (NaN) is taken as pipelined.
-    sequential = pt.total >= pt.rollout + pt.logprobs + pt.scoring + pt.update + pt.sync
-    pipelined = asynchronous & ~sequential
+    if pipelined is None:
+        # An async job runs as a synchronous one where rl.phase_times found staleness 0 best (its total
+        # is then the sequential sum); a pt without a total (NaN) is taken as pipelined.
+        pipelined = asynchronous & ~(pt.total >= pt.rollout + pt.logprobs + pt.scoring + pt.update + pt.sync)
     total = iteration_s(rollout, pt.overhead, pt.logprobs + pt.scoring + pt.update, pt.sync, pipelined)
     return Offload(rollout_s=rollout, total_s=total, lost_samples=lost, availability=a,
                    instance_hours=instance_hours(total, instances, preemptions_per_instance_day, restart_h, push_s,
@@ -121,11 +123,12 @@ def iteration_s(rollout, overhead, train, sync, pipelined) -> np.ndarray:
 
 
 def split_phase_times(shape: rl.Shape, home: rl.Hardware, pool: rl.Hardware, link_gb_s: float, len_sum, len_max,
-                      len_sq_sum) -> rl.PhaseTimes:
+                      len_sq_sum) -> tuple[rl.PhaseTimes, np.ndarray]:
     """An offloaded job's phases without preemptions: the rollout (its async re-prefill overhead and
     straggler too) on the pool's GPUs, log-probs, scoring and the update on the home GPUs, the
     per-iteration weight sync over the link between them (``weight_push_s``). The staleness an async
-    job runs at is the one ``rl.phase_times`` picks on the pool's GPUs."""
+    job runs at is the one ``rl.phase_times`` picks on the pool's GPUs; returned with the phases:
+    per iteration, whether it pipelines (for ``offloaded``)."""
     on_pool = rl.phase_times(shape, pool, len_sum, len_max, len_sq_sum)
     at_home = on_pool if home == pool else rl.phase_times(shape, home, len_sum, len_max, len_sq_sum)
     sync = np.full_like(on_pool.rollout, weight_push_s(shape.params_b, link_gb_s, shape.bytes_per_param))
@@ -134,7 +137,7 @@ def split_phase_times(shape: rl.Shape, home: rl.Hardware, pool: rl.Hardware, lin
     train = at_home.logprobs + at_home.scoring + at_home.update
     total = iteration_s(on_pool.rollout, on_pool.overhead, train, sync, pipelined)
     return rl.PhaseTimes(on_pool.rollout, at_home.logprobs, at_home.scoring, at_home.update, sync, on_pool.overhead,
-                         total, on_pool.straggler)
+                         total, on_pool.straggler), pipelined
 
 
 def instance_hours(iteration_s, instances: int, preemptions_per_instance_day: float, restart_h: float,

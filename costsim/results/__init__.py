@@ -17,7 +17,7 @@ Definitions (also in the README):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cl
 from costsim.results import finance, to_target
 from costsim.results.backlog import cheapest_rent_usd_per_gpu_hour, keep_up_measures, would_hold
 from costsim.results.advice import checkpoint_advice
-from costsim.engine import BURST, UsageRecord
+from costsim.engine import BURST, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
 from costsim.scenario import Scenario
 from costsim.scenario.units import HOURS_PER_MONTH
@@ -48,7 +48,7 @@ SUMMARY_COLUMNS = [
     "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd", "interruption_delay_mean_h",
 ] + [f"cost_{item}_usd" for item in ALL_ITEMS] + [
     "cash_spent_usd", "book_value_usd", "offered_load", "work_submitted_gpu_hours", "work_unfinished_gpu_hours", "unfinished_rent_usd", "stale_share",
-    "rollout_lost_samples",
+    "rollout_gpu_hours", "rollout_lost_samples",
 ]
 TIMESERIES_COLUMNS = [
     "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "serving_gpus",
@@ -199,6 +199,7 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
             if part_serving:
                 serving_cost += float(per_bin(part_serving[0][1], horizon_h, whole)[0]) * part.price_per_gpu_hour
             continue
+        part = replace(part, rollouts=())  # the pool alone: its rollout pool is a part of its own here
         items = totals if len(pools) == 1 else {
             item: float(v.sum()) for item, v in option_costs(part, econ, sub, jobs, horizon_h, whole, part_serving).items()}
         pool_total = sum(items.values()) - items["commitment_owed"]
@@ -230,6 +231,26 @@ def _lost_samples(work: WorkPlan, done: np.ndarray) -> float:
         return 0.0
     planned = work.jobs.iterations
     return float(np.divide(off.lost_samples * done, planned, out=np.zeros(len(done)), where=planned > 0).sum())
+
+
+def _rollout_idle_h(work: WorkPlan, rec: UsageRecord) -> np.ndarray:
+    """Per job, hours its rollout instances are held (billed) while it is not working: its waits at
+    home (first wait and restarts, ``overhead_h``) less each hold's provisioning before delivery."""
+    off = work.offload
+    if off is None:
+        return np.zeros(len(rec.overhead_h))
+    holds = np.where(np.isnan(rec.start_h), 0, rec.restarts + 1)
+    return np.maximum(rec.overhead_h - off.delivery_h * holds, 0.0)
+
+
+def _work_gpus(work: WorkPlan, held: np.ndarray) -> np.ndarray:
+    """GPUs the work of each job takes, for the work submitted and left unfinished: what it holds on
+    the option, plus an offloaded job's rollout GPUs (whole instances), over its run without the
+    rollout pool's preemptions (``Offloads.useful``)."""
+    off = work.offload
+    if off is None:
+        return held
+    return (held + off.instances * off.gpus_per_instance) * off.useful
 
 
 def _rollout_gpus(work: WorkPlan) -> np.ndarray:
@@ -268,7 +289,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     rented = rented + serving_rented * width
     q_end = np.where(started, rec.start_h, H)
     queued_jobs = binned(jobs.submit_h, q_end, np.ones(n), hourly)
-    queued_gpus = binned(jobs.submit_h, q_end, jobs.gpus.astype(float), hourly)
+    queued_gpus = binned(jobs.submit_h, q_end, work.home_gpus.astype(float), hourly)  # what they ask of the option
     cost_hourly = sum(option_costs(plan, econ, rec, jobs, H, hourly, serving).values())
     timeseries = pd.DataFrame({
         "option": plan.name,
@@ -294,8 +315,10 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
 
     # Interruptions: work lost since the last checkpoint, and hours held restarting or waiting for
     # a swapped node, are not useful; goodput is the useful share of the GPU-hours held.
-    lost_gpu_h = rec.lost_h * (rec.held_gpus + _rollout_gpus(work))
-    wasted_gpu_h = np.minimum(lost_gpu_h + rec.overhead_h * rec.held_gpus, gpu_hours)
+    rollout_gpus = _rollout_gpus(work)
+    lost_gpu_h = rec.lost_h * (rec.held_gpus + rollout_gpus)
+    wasted_gpu_h = np.minimum(lost_gpu_h + rec.overhead_h * rec.held_gpus + _rollout_idle_h(work, rec) * rollout_gpus,
+                              gpu_hours)
     serving_h = float((served * width).sum())
     used = float(gpu_hours.sum()) + serving_h
     capacity_h = float(cap.sum())
@@ -369,8 +392,11 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     summary["cash_spent_usd"] = float(cash[["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]].to_numpy().sum())
     summary["book_value_usd"] = float(cash["book_value_usd"].sum())
     held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, would_hold(plan, work.home_gpus))
-    summary.update(keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held, serving_h))
+    summary.update(keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held, serving_h,
+                                    _work_gpus(work, held)))
     summary["unfinished_rent_usd"] = summary["work_unfinished_gpu_hours"] * rent_usd_per_gpu_hour
+    rollout = rec.alloc_part[k] >= ROLLOUT  # rented rollout instances beside the holds at home
+    summary["rollout_gpu_hours"] = float(((e - s) * held_gpus(rec, k))[rollout].sum())
     summary["rollout_lost_samples"] = _lost_samples(work, jobs_df["iterations"].to_numpy())
     return (jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash,
             checkpoint_advice(scenario, plan, work))
@@ -383,6 +409,7 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
         demand = demand[: len(bin_edges(scenario.horizon_h, 1.0)) - 1]
     tables = [_option_tables(scenario, p, econ, r, w, demand, cheapest_rent_usd_per_gpu_hour(plans, p))
               for p, r, w in zip(plans, records, work, strict=True)]
+    reference = to_target.reference_gpu_hours(plans, work)  # the scaling curves' compute per job
     summary = pd.DataFrame([t[1] for t in tables], columns=SUMMARY_COLUMNS)
     cash = pd.concat([t[5] for t in tables], ignore_index=True)
     return Results(
@@ -397,7 +424,8 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
         breakeven=finance.breakeven(plans, summary, cash),
         advice=pd.concat([t[6] for t in tables], ignore_index=True),
         to_target=to_target.table([row for p, r, w, t in zip(plans, records, work, tables, strict=True)
-                                   for row in to_target.option_rows(scenario, p.name, r, w, t[2])]),
+                                   for row in to_target.option_rows(scenario, p.name, r, w, t[2], reference)]),
         reward_by_day=to_target.trajectory_table([f for p, r, w in zip(plans, records, work, strict=True)
-                                                  for f in to_target.option_trajectories(scenario, p.name, r, w)]),
+                                                  for f in to_target.option_trajectories(scenario, p.name, r, w,
+                                                                                         reference)]),
     )

@@ -53,10 +53,15 @@ def checkpoint_advice(scenario: Scenario, plan: Plan, work: WorkPlan) -> pd.Data
     ``interruption_cost_h``: mean hours from an interruption until work resumes."""
     jobs = work.jobs
     rows = []
+    home = plan.base if isinstance(plan, HybridPlan) else plan
     for k, cls in enumerate(scenario.workload.classes):
-        restart_h = cls.checkpoint.restart_minutes / 60.0
-        rate, cost_h = rel.combined_interruptions(interruption_causes(plan, cls.gpus, restart_h))
         idx = np.flatnonzero(jobs.class_index == k)
+        # A job that offloads its rollouts (docs/rollout-offload.md) holds its training GPUs here, and
+        # a restart re-acquires its rollout instances too (the plan's restart time says how long).
+        offloads = bool(home.rollouts) and cls.placement == "disaggregated"
+        restart_h = float(work.restart_h[idx[0]]) if offloads and len(idx) else cls.checkpoint.restart_minutes / 60.0
+        gpus = cls.train_gpus if offloads else cls.gpus
+        rate, cost_h = rel.combined_interruptions(interruption_causes(plan, gpus, restart_h))
         if rate <= 0 or not len(idx):
             continue
         iters = jobs.iterations[idx]

@@ -75,9 +75,13 @@ def work_left_gpu_h(rec: UsageRecord, horizon_h: float, started: np.ndarray, com
 
 
 def keep_up_measures(plan: Plan, rec: UsageRecord, horizon_h: float, submit_h: np.ndarray, started: np.ndarray,
-                     completed: np.ndarray, run_h: np.ndarray, gpus: np.ndarray, serving_gpu_h: float) -> dict[str, float]:
+                     completed: np.ndarray, run_h: np.ndarray, gpus: np.ndarray, serving_gpu_h: float,
+                     work_gpus: np.ndarray | None = None) -> dict[str, float]:
     """The summary's ``offered_load``, ``work_submitted_gpu_hours``, ``work_unfinished_gpu_hours``
-    and ``stale_share``; ``gpus``: what each job holds or would hold (``would_hold``)."""
+    and ``stale_share``; ``gpus``: what each job holds or would hold (``would_hold``), against the
+    option's capacity; ``work_gpus``: GPUs × share of its run its work takes, where that differs (an
+    offloaded job's rollout GPUs too; default ``gpus``)."""
+    work_gpus = gpus if work_gpus is None else work_gpus
     planned = run_h * gpus
     t0 = min(delivery_h(plan), horizon_h)
     limit = capacity_limit_gpu_h(plan, rec, t0, horizon_h)
@@ -94,8 +98,8 @@ def keep_up_measures(plan: Plan, rec: UsageRecord, horizon_h: float, submit_h: n
     waiting = first_half & ~completed & ~working
     return {
         "offered_load": load,
-        "work_submitted_gpu_hours": float(planned.sum()),
-        "work_unfinished_gpu_hours": float(work_left_gpu_h(rec, horizon_h, started, completed, run_h, gpus).sum()),
+        "work_submitted_gpu_hours": float((run_h * work_gpus).sum()),
+        "work_unfinished_gpu_hours": float(work_left_gpu_h(rec, horizon_h, started, completed, run_h, work_gpus).sum()),
         "stale_share": float(waiting.sum() / first_half.sum()) if first_half.any() else 0.0,
     }
 

@@ -78,7 +78,9 @@ def cash_paid(cash: pd.DataFrame) -> pd.Series:
 def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
     """What a GPU-hour of capacity costs when you own or commit to it (used or not)."""
     if isinstance(plan, OwnedPlan):
-        return summary["total_cost_usd"] / summary["capacity_gpu_hours"] if summary["capacity_gpu_hours"] else np.nan
+        # The cluster alone: rented rollout instances (rollout offload) are neither its cost nor its capacity.
+        capacity = summary["capacity_gpu_hours"] - summary["rollout_gpu_hours"]
+        return (summary["total_cost_usd"] - summary["cost_rollout_usd"]) / capacity if capacity else np.nan
     if isinstance(plan, CloudPlan) and plan.reserved:
         return plan.price_per_gpu_hour
     return np.nan

@@ -6,12 +6,23 @@ its class's curve with the compute it receives (a ``count: 1`` class is the flag
 class reaches the target when its first job does, so the class's reward on a day is that of its
 leading run, R(max over jobs of their compute by then).
 
-A job's compute by time t, in GPU-hours, is the planned-run position it reached × its GPUs: the
-hours of its planned run (work and checkpoint writes) it got through, so work lost to failures and
-preemptions and hours spent restarting, provisioning or waiting do not count. That total is spread
+A job's compute by time t, in GPU-hours, is the share of its planned run (work and checkpoint
+writes) it got through × the compute of that whole run on the reference option, the scenario's
+first owned or cloud option (its GPUs × its run there: ``reference_gpu_hours``). Work lost to
+failures and preemptions and hours spent restarting, provisioning or waiting do not count; and a
+GPU-hour is the reference's: an option on slower GPUs or a slower fabric gets through the same run,
+so the same compute, later (a curve is a recipe's score against its compute on one system; its
+iterations, not the hours another system takes for them, are what it learns from). That total is spread
 over the hours the job held GPUs in proportion to the GPUs held (``held_intervals``): exact at
-every job's end and at the horizon, and at every moment for a job never interrupted; an
-interrupted job's losses are spread over its held time rather than placed at the interruptions.
+every job's end and at the horizon, and at every moment for a job never interrupted that starts
+working at once; an interrupted job's losses are spread over its held time rather than placed at
+the interruptions, and a start-up wait (cloud startup, an offloaded job's wait for its rollout
+instances) is spread over its hold rather than placed first, which puts its reach earlier by at
+most that wait.
+
+An offloaded job (docs/rollout-offload.md) holds only its training GPUs at home; its compute is
+spread over its holds at home (on the reference option itself: all its GPUs over its run without
+the rollout pool's preemptions, ``Offloads.useful``: their stretch is time lost, not compute).
 
 Not reached within the horizon: the projected day extrapolates each job's rate over the last 30
 days (``PROJECTION_DAYS``; the whole horizon if shorter) up to its planned compute; a job whose
@@ -30,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from costsim import scaling
+from costsim.catalog import HybridPlan
 from costsim.engine import ROLLOUT
 from costsim.results.costing import held_intervals
 from costsim.scenario.units import HOURS_PER_DAY
@@ -117,27 +129,39 @@ def trajectory(c: Compute, curve: scaling.Curve, horizon_h: float) -> pd.DataFra
                          "reward": scaling.reward(lead, curve.A, curve.B, curve.C_mid, curve.R0)})
 
 
-def class_compute(rec, work, class_index: int, horizon_h: float) -> Compute:
+def reference_gpu_hours(plans, works) -> np.ndarray:
+    """Per job, the compute of its whole planned run in the curve's units: GPU-hours of the run on the
+    scenario's first owned or cloud option (all its GPUs, without a rollout pool's preemption
+    stretch). A faster option gets through the same run, so the same compute, sooner."""
+    ref = next(w for p, w in zip(plans, works, strict=True) if not isinstance(p, HybridPlan))
+    useful = ref.offload.useful if ref.offload is not None else 1.0
+    return ref.run_h * useful * ref.jobs.gpus
+
+
+def class_compute(rec, work, class_index: int, horizon_h: float, reference_gpu_h: np.ndarray | None = None) -> Compute:
     """The ``Compute`` of class ``class_index``'s jobs from an option's usage record and work plan
-    (see the module docstring for what counts)."""
+    (see the module docstring for what counts); ``reference_gpu_h``: per job, its whole run's compute
+    (``reference_gpu_hours``; None: its GPUs × its run on this option)."""
     jobs = work.jobs
     idx = np.flatnonzero(jobs.class_index == class_index)
     local = np.full(len(jobs), -1, dtype=np.int64)
     local[idx] = np.arange(len(idx))
     job, s, e, k = held_intervals(rec, horizon_h)
     # An offloaded job's rollout instances (parts ROLLOUT on) run beside its hold at home, not after
-    # it: its compute is spread over its home holds (the planned compute counts all its GPUs).
+    # it: its compute is spread over its home holds.
     mine = (local[job] >= 0) & (rec.alloc_part[k] < ROLLOUT)
     job, s, e, held = local[job[mine]], s[mine], e[mine], rec.alloc_held[k[mine]].astype(float)
     held_gpu_h = np.bincount(job, weights=(e - s) * held, minlength=len(idx))
-    gpus = jobs.gpus[idx].astype(float)
     run_h = work.run_h[idx]
+    planned = (jobs.gpus[idx] * run_h * (work.offload.useful[idx] if work.offload is not None else 1.0)
+               if reference_gpu_h is None else reference_gpu_h[idx])
     completed = ~np.isnan(rec.start_h[idx]) & (rec.end_h[idx] <= horizon_h)
     working = ~np.isnan(rec.end_h[idx])  # within an attempt (as ``_iterations`` reads the record)
     reached = rec.pos_h[idx] + np.where(working, np.maximum(horizon_h - rec.work_from_h[idx], 0.0), 0.0)
-    useful = np.where(completed, run_h, np.minimum(reached, run_h)) * gpus
+    done = np.where(completed, 1.0, np.minimum(reached, run_h) / run_h)  # share of its planned run got through
+    useful = done * planned
     per_held = np.divide(useful, held_gpu_h, out=np.zeros(len(idx)), where=held_gpu_h > 0)
-    return Compute(job, s, e, held * per_held[job], run_h * gpus)
+    return Compute(job, s, e, held * per_held[job], planned)
 
 
 def class_row(option: str, job_class: str, c: Compute, curve: scaling.Curve, target: float,
@@ -163,14 +187,16 @@ def class_row(option: str, job_class: str, c: Compute, curve: scaling.Curve, tar
     }
 
 
-def option_rows(scenario, option: str, rec, work, timeseries: pd.DataFrame) -> list[dict]:
+def option_rows(scenario, option: str, rec, work, timeseries: pd.DataFrame,
+                reference_gpu_h: np.ndarray | None = None) -> list[dict]:
     """The ``to_target`` rows of one option: one per RL class with ``scaling``, in class order."""
     classes = [(k, cls) for k, cls in enumerate(scenario.workload.classes) if cls.scaling is not None]
     if not classes:
         return []
     H = scenario.horizon_h
     hours, cum = timeseries["hour"].to_numpy(), timeseries["cost_cum_usd"].to_numpy()
-    return [class_row(option, cls.name, class_compute(rec, work, k, H), scaling.curve_of(cls.scaling, scenario.base_dir),
+    return [class_row(option, cls.name, class_compute(rec, work, k, H, reference_gpu_h),
+                      scaling.curve_of(cls.scaling, scenario.base_dir),
                       cls.scaling.target, H, hours, cum)
             for k, cls in classes]
 
@@ -180,12 +206,13 @@ def table(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TO_TARGET_COLUMNS)
 
 
-def option_trajectories(scenario, option: str, rec, work) -> list[pd.DataFrame]:
+def option_trajectories(scenario, option: str, rec, work, reference_gpu_h: np.ndarray | None = None
+                        ) -> list[pd.DataFrame]:
     """The ``reward_by_day`` rows of one option: per RL class with ``scaling`` (class order), its
     leading run's GPU-hours and score on each whole day 0, 1, … and at the horizon (``trajectory``).
     Empty when no class has ``scaling``."""
     H = scenario.horizon_h
-    return [trajectory(class_compute(rec, work, k, H), scaling.curve_of(cls.scaling, scenario.base_dir), H)
+    return [trajectory(class_compute(rec, work, k, H, reference_gpu_h), scaling.curve_of(cls.scaling, scenario.base_dir), H)
             .assign(option=option, job_class=cls.name)[REWARD_BY_DAY_COLUMNS]
             for k, cls in enumerate(scenario.workload.classes) if cls.scaling is not None]
 

@@ -44,10 +44,12 @@ class Offloads:
     ``part``: the record part of its pool (``ROLLOUT_PART`` + the pool's index in the option's
     ``rollouts``); ``instances`` of ``gpus_per_instance`` GPUs it rents there; ``share``: instance-hours
     billed per instance and hour it holds its GPUs at home (availability × (1 + preemptions × billed
-    restart)); ``delivery_h``: hours from its first start at home to its rollout instances' delivery;
+    restart)); ``delivery_h``: hours from each start at home to its rollout instances' delivery;
     ``first_h``: hours it holds its GPUs at home before its first iteration (delivery, startup, the
-    first weight push); ``lost_samples``: samples lost to preemptions and generated again over its
-    whole planned run (expected)."""
+    first weight push; a restart takes at least as long, as it re-acquires them); ``lost_samples``:
+    samples lost to preemptions and generated again over its whole planned run (expected);
+    ``useful``: the share of its planned run that is work, the rest the stretch of the pool's
+    preemptions (1 without offload)."""
 
     home_gpus: np.ndarray
     part: np.ndarray
@@ -57,12 +59,13 @@ class Offloads:
     delivery_h: np.ndarray
     first_h: np.ndarray
     lost_samples: np.ndarray
+    useful: np.ndarray
 
     @classmethod
     def none(cls, gpus: np.ndarray) -> Offloads:
         n = len(gpus)
         return cls(np.asarray(gpus).copy(), np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64),
-                   np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
+                   np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n))
 
     def without(self, mask: np.ndarray, gpus: np.ndarray) -> Offloads:
         """The jobs in ``mask`` not offloaded (they ran on a hybrid's burst, with all their GPUs)."""
@@ -216,7 +219,8 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         first = np.cumsum(counts) - counts
         lengths = (jobs.length_sum[its], jobs.length_max[its], jobs.length_sq_sum[its])
         if takes[k]:
-            pt, lost = _offloaded(cls, hw, _offload_columns(off, idx, cls, pool, plan.rollout_link_gb_s), *lengths)
+            pt, lost, nominal_s = _offloaded(cls, hw, _offload_columns(off, idx, cls, pool, plan.rollout_link_gb_s),
+                                             *lengths)
             if not np.isfinite(pt.total).all():
                 raise ScenarioError(f"scenario {scenario.name!r}", [Problem(("workload", "classes", k), (
                     f"class {cls.name!r}: preemptions on {pool.name!r} (the rollout_pool of option {plan.name!r}) "
@@ -233,6 +237,12 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         restart_h[idx] = cls.checkpoint.restart_minutes / 60.0
         writes = (counts - 1) // cls.checkpoint.every_iterations
         run_h[idx] = phase_s[idx, PHASES.index("total")] / SECONDS_PER_HOUR + writes * write_h[idx]
+        if takes[k]:
+            # Work done is the run without preemptions (the stretch is time lost, not compute), and a
+            # restart re-acquires rollout instances while the checkpoint reloads: the longer of the two.
+            nominal_h = np.add.reduceat(nominal_s, first) / SECONDS_PER_HOUR + writes * write_h[idx]
+            off.useful[idx] = nominal_h / run_h[idx]
+            restart_h[idx] = np.maximum(restart_h[idx], off.first_h[idx])
     return WorkPlan(run_h=run_h, iter_h=iter_h, phase_s=phase_s, every=every, write_h=write_h, jobs=jobs,
                     restart_h=restart_h, offload=off)
 
@@ -268,12 +278,13 @@ def _offload_columns(off: Offloads, idx: np.ndarray, cls: RLClass, pool: CloudPl
     return _Pool(hardware(pool), link, per_day, restart_h, push_s, pool.startup_h, instances)
 
 
-def _offloaded(cls: RLClass, home: rl.Hardware, pool: _Pool, len_sum, len_max, len_sq) -> tuple[rl.PhaseTimes, np.ndarray]:
-    """Phase times of an offloaded class's iterations with its pool's preemptions, and the samples
-    each iteration loses (``costsim.models.offload``)."""
+def _offloaded(cls: RLClass, home: rl.Hardware, pool: _Pool, len_sum, len_max, len_sq
+               ) -> tuple[rl.PhaseTimes, np.ndarray, np.ndarray]:
+    """Phase times of an offloaded class's iterations with its pool's preemptions, the samples each
+    iteration loses (``costsim.models.offload``), and each iteration's seconds without preemptions."""
     sh = shape(cls)
-    pt = offload.split_phase_times(sh, home, pool.hardware, pool.link_gb_s, len_sum, len_max, len_sq)
+    pt, pipelined = offload.split_phase_times(sh, home, pool.hardware, pool.link_gb_s, len_sum, len_max, len_sq)
     inflight = offload.inflight_samples(sh, pool.hardware, len_sum, len_sq)
     o = offload.offloaded(pt, sh.asynchronous, len_sum, len_sq, inflight, pool.instances, pool.preemptions_per_day,
-                          pool.restart_h, pool.push_s, pool.startup_h)
-    return replace(pt, rollout=o.rollout_s, total=o.total_s), o.lost_samples
+                          pool.restart_h, pool.push_s, pool.startup_h, pipelined)
+    return replace(pt, rollout=o.rollout_s, total=o.total_s), o.lost_samples, pt.total
