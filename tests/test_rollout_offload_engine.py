@@ -156,6 +156,10 @@ def test_a_hybrid_offloads_from_its_base_only_and_home_energy_counts_training_gp
     on_base = jobs[(jobs.ran_on == "home") & jobs.completed]
     assert len(burst) and len(on_base)
     np.testing.assert_allclose(burst.gpu_hours / (burst.end_h - burst.start_h), 32.0, rtol=1e-12)
+    # While they wait for the base, jobs ask it for their 8 training GPUs, those that burst later too.
+    ts = res.timeseries[res.timeseries.option == "mix"]
+    queued_h = (jobs.start_h.fillna(sc.horizon_h).clip(upper=sc.horizon_h) - jobs.submit_h).clip(lower=0.0)
+    assert ts.queued_gpus.sum() == pytest.approx(8 * queued_h.sum(), rel=1e-9)
     # Home energy: the busy GPU-hours at home are the training GPUs' (8 a job), not 32.
     solo = s.loc["home"]
     home_jobs = res.jobs[(res.jobs.option == "home") & res.jobs.start_h.notna()]
@@ -183,7 +187,10 @@ def test_a_home_failure_keeps_the_rollout_instances_beside_each_hold():
     from costsim.engine import BASE, ROLLOUT, run_option
     from costsim.workload.plan import plan_work
     work = plan_work(sc, workload.generate(sc), plans["home"])
-    rec = run_option(plans["home"], work, sc.horizon_h)
+    from costsim.workload.rng import stream
+
+    rngs = {name: stream(sc.seed, name, "home") for name in ("failures", "preemptions", "provisioning")}
+    rec = run_option(plans["home"], work, sc.horizon_h, rngs=rngs)  # the run simulate made
     home_rows = np.flatnonzero(rec.alloc_part == BASE)
     pool_rows = np.flatnonzero(rec.alloc_part == ROLLOUT)
     assert len(pool_rows) == len(home_rows) > int(rec.restarts.sum()) > 0
@@ -193,6 +200,23 @@ def test_a_home_failure_keeps_the_rollout_instances_beside_each_hold():
     # A restart takes at least the first wait (re-acquiring the instances), not only restart_minutes.
     first_h = 0.25 + 0.1 + 14e9 / 12.5e9 / 3600.0
     assert work.restart_h[0] == pytest.approx(max(5 / 60, first_h), rel=1e-12)
+    # Goodput by hand, hold by hold: the 8 training GPUs idle through each wait (the first wait, then
+    # the restart) and the lost work; the 24 rollout GPUs (at their share) through the part of each
+    # wait past their delivery, within the hold, and through the lost work.
+    share = work.offload.share[0]
+    idle8 = idle24 = held = 0.0
+    seen = set()
+    for row in home_rows:
+        j = rec.alloc_job[row]
+        wait = first_h if j not in seen else work.restart_h[j]
+        seen.add(j)
+        length = min(rec.alloc_end[row], sc.horizon_h) - rec.alloc_start[row]
+        idle8 += min(wait, length)
+        idle24 += max(min(wait, length) - 0.25, 0.0)
+        held += 8 * length + 24 * share * max(length - 0.25, 0.0)
+    lost = float((rec.lost_h * (8 + 24 * share)).sum())
+    home = res.summary.set_index("option").loc["home"]
+    assert home["goodput"] == pytest.approx(1.0 - (lost + 8 * idle8 + 24 * share * idle24) / held, rel=1e-6)
     # Checkpoint advice: the job holds one 8-GPU node at home, so one node's failures (200 a node-day).
     advice = res.advice.set_index("option").loc["home"]
     assert advice["interruptions_per_h"] == pytest.approx(200.0 / 24.0, rel=1e-12)

@@ -343,3 +343,50 @@ options:
     for opt in ("h100", "a100"):
         assert row.loc[opt, "day"] * 24 == pytest.approx(job.loc[opt, "start_h"] + needed / (8 * hold["h100"]) * hold[opt],
                                                          rel=1e-9)
+
+
+def test_a_run_started_within_the_window_is_projected_at_its_own_pace():
+    from costsim.results import to_target as T
+
+    # One job of 64 GPUs from hour 840 (day 35) to the 40-day horizon: 120 h × 64 = 7,680 GPU-hours
+    # by then; 10,000 needed, so 2,320 more at 64 an hour: 36.25 h after the horizon.
+    c = T.Compute(job=np.array([0]), start_h=np.array([840.0]), end_h=np.array([960.0]), rate=np.array([64.0]),
+                  planned_gpu_h=np.array([50_000.0]))
+    assert T.projected_h(c, 10_000.0, 960.0, 30 * 24.0) == pytest.approx(960.0 + 2_320.0 / 64.0)
+    # A run that has not started by the horizon: not known (NaN), not "never".
+    idle = T.Compute(job=np.zeros(0, dtype=np.int64), start_h=np.zeros(0), end_h=np.zeros(0), rate=np.zeros(0),
+                     planned_gpu_h=np.array([50_000.0]))
+    assert math.isnan(T.projected_h(idle, 10_000.0, 960.0, 720.0))
+    # A run too short for the target never gets there.
+    short = T.Compute(job=np.array([0]), start_h=np.array([840.0]), end_h=np.array([960.0]), rate=np.array([64.0]),
+                      planned_gpu_h=np.array([9_000.0]))
+    assert T.projected_h(short, 10_000.0, 960.0, 720.0) == math.inf
+
+
+def test_the_reference_option_sets_the_curves_gpu_hours_and_is_named():
+    import costsim
+
+    src = open(__file__).read()
+    text = src[src.index("name: s\nhorizon_days: 5"):src.index('"""\n    import costsim\n\n    res = ')]
+    default = costsim.simulate(costsim.load_scenario_text(text, "s.yaml", "."))
+    given = costsim.simulate(costsim.load_scenario_text(
+        text.replace("target: 0.6}", "target: 0.6, reference_option: a100}"), "s.yaml", "."))
+    hold = (default.jobs["end_h"] - default.jobs["start_h"]).set_axis(default.jobs["option"])
+    assert list(default.to_target["reference_option"]) == ["h100", "h100"]
+    assert list(given.to_target["reference_option"]) == ["a100", "a100"]
+    # Counted in the A100's GPU-hours, the same run is more compute: 8 × the A100's hours.
+    np.testing.assert_allclose(given.to_target["gpu_hours"], 8 * hold["a100"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("nowhere", "'nowhere' is not an option of this scenario (options: mix, od, own)"),
+    ("mix", "option 'mix' is a hybrid; the reference must be an owned or cloud option"),
+])
+def test_a_bad_reference_option_is_named_at_its_field(name, message):
+    text = YAML.format(B=1, target=0.5).replace("        target: 0.5\n", f"        target: 0.5\n        reference_option: {name}\n")
+    text += ("  - {name: od, kind: cloud, gpu_type: H100}\n"
+             "  - {name: mix, kind: hybrid, base: own, burst: od}\n")
+    with pytest.raises(ScenarioError) as exc:
+        scenario_from_yaml(text, "s.yaml", ".")
+    assert str(exc.value).startswith("s.yaml:13:") and "workload.classes.0.scaling.reference_option: " in str(exc.value)
+    assert message in str(exc.value)

@@ -46,7 +46,8 @@ def interval_table(to_target_tables: Sequence[pd.DataFrame], level: float = LEVE
     ``reached_share``; ``day_mean``/``day_low``/``day_high`` and ``cost_mean_usd``/``cost_low_usd``/
     ``cost_high_usd``, the ``level`` t-interval over the replications that reached it (bounds NaN
     when fewer than 2 did, all NaN when none did); ``projected_day_mean``, the mean projected day of
-    those that did not (inf if any never gets there; NaN when all reached). Days from the start."""
+    those that did not (inf if any never gets there; NaN when all reached, or when in one the run
+    had not started by the horizon). Days from the start."""
     frames = [t.assign(replication=r) for r, t in enumerate(to_target_tables) if len(t)]
     if not frames:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
@@ -115,6 +116,8 @@ def compared_with(summary: pd.DataFrame, option: str, versus: str | None) -> str
 
 def _projected(row) -> str:
     p = row.projected_day_mean
+    if math.isnan(p):  # a run not started by the horizon (a cluster not yet delivered, a queue)
+        return "not started by the horizon"
     return "never at its pace" if not math.isfinite(p) else f"day {p:.1f}"
 
 

@@ -183,10 +183,12 @@ def to_target(res, runs, scenario) -> None:
     classes = list(dict.fromkeys(res.to_target["job_class"]))
     job_class = classes[0] if len(classes) == 1 else st.selectbox("Job class", classes, key="target_class")
     plot(runs, plots.time_to_target, "fig_to_target", job_class)
-    st.caption("The score of the class's leading run as the GPU-hours it actually received accumulate (work lost "
-               "to failures or preemptions, restarts and queueing do not count), and each option's cumulative "
-               "cost on the day it reaches the target. Not reached within the horizon: the day projected at "
-               "the last 30 days' pace.")
+    ref = res.to_target.loc[res.to_target["job_class"] == job_class, "reference_option"].iloc[0]
+    st.caption(f"The score of the class's leading run as the work it gets through accumulates, in GPU-hours of the "
+               f"reference option ({ref}; scaling.reference_option): work lost to failures or preemptions, "
+               "restarts and queueing do not count, and slower GPUs get there later. Each option's cumulative "
+               "cost on the day it reaches the target. Not reached within the horizon: the day projected at its "
+               "last 30 days' pace (never: too slow or too short; –: not started by the horizon).")
     if len(runs) > 1:
         summary = summarize(runs)
         view = summary.assign(projected_day_mean=summary["projected_day_mean"].map(_never))

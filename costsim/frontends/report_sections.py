@@ -90,7 +90,7 @@ def options_section(v, mean_note: str) -> str:
 
 
 def _day(x) -> str:
-    """A day from the start, one decimal; "never" for inf, "–" for NaN."""
+    """A day from the start, one decimal; "never" for inf, "–" for NaN (not started by the horizon)."""
     return "never" if x == float("inf") else h.fixed(1)(x)
 
 
@@ -139,9 +139,12 @@ def time_to_target_section(runs: list[Results], v) -> tuple[str, int]:
         return "", 0
     reps = len(runs)
     fig = h.figure(plots.time_to_target(runs if reps > 1 else runs[0]))
-    note = h.para("The score of each class's leading run (its compute-performance curve) as the GPU-hours it actually "
-                  "received accumulate: work lost to failures or preemptions, restarts, provisioning and queueing do "
-                  "not count. Cost until then: the option's cumulative amortised cost on the day the target is "
+    refs = ", ".join(f"{c}: {o}" for c, o in dict(zip(runs[0].to_target["job_class"],
+                                                      runs[0].to_target["reference_option"])).items())
+    note = h.para("The score of each class's leading run (its compute-performance curve) as the work it gets through "
+                  f"accumulates, in GPU-hours of its reference option ({refs}): work lost to failures or "
+                  "preemptions, restarts, provisioning and queueing do not count, and slower GPUs get there later. "
+                  "Cost until then: the option's cumulative amortised cost on the day the target is "
                   "reached. " + (f"Day and cost: mean and 95 % t-interval over the replications that reach the target "
                                  f"(of {reps}; no interval with fewer than 2). " if reps > 1 else
                                  "One run: no intervals (replications give them). ")

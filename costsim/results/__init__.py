@@ -28,7 +28,7 @@ from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cl
 from costsim.results import finance, to_target
 from costsim.results.backlog import cheapest_rent_usd_per_gpu_hour, keep_up_measures, would_hold
 from costsim.results.advice import checkpoint_advice
-from costsim.engine import BURST, ROLLOUT, UsageRecord
+from costsim.engine import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
 from costsim.scenario import Scenario
 from costsim.scenario.units import HOURS_PER_MONTH
@@ -82,7 +82,8 @@ class Results:
     target score, the option's cost by then, and the score and its marginal gain at the horizon
     (``costsim.results.to_target``); empty when no class has ``scaling``. ``reward_by_day``: per
     (option, RL class with ``scaling``) and whole day 0, 1, … plus the horizon, the leading run's
-    GPU-hours received and its score (``to_target.option_trajectories``); empty when none has it.
+    compute (GPU-hours of its reference option, for the work it got through) and its score
+    (``to_target.option_trajectories``); empty when none has it.
     """
 
     scenario: Scenario
@@ -234,13 +235,20 @@ def _lost_samples(work: WorkPlan, done: np.ndarray) -> float:
 
 
 def _rollout_idle_h(work: WorkPlan, rec: UsageRecord) -> np.ndarray:
-    """Per job, hours its rollout instances are held (billed) while it is not working: its waits at
-    home (first wait and restarts, ``overhead_h``) less each hold's provisioning before delivery."""
+    """Per job, hours its rollout instances are held (billed) while it is not working: in each hold
+    at home, its wait (the first wait, then its restart) past the instances' delivery, within the
+    hold."""
     off = work.offload
     if off is None:
         return np.zeros(len(rec.overhead_h))
-    holds = np.where(np.isnan(rec.start_h), 0, rec.restarts + 1)
-    return np.maximum(rec.overhead_h - off.delivery_h * holds, 0.0)
+    k = np.flatnonzero((rec.alloc_part == BASE) & (off.part[rec.alloc_job] >= 0))
+    job = rec.alloc_job[k]
+    first = np.zeros(len(k), dtype=bool)
+    first[np.unique(job, return_index=True)[1]] = True  # each job's first hold (rows are in time order)
+    wait = np.where(first, off.first_h[job], work.restart_h[job])
+    length = rec.alloc_end[k] - rec.alloc_start[k]
+    idle = np.clip(np.minimum(wait, length) - off.delivery_h[job], 0.0, None)
+    return np.bincount(job, weights=idle, minlength=len(rec.overhead_h))
 
 
 def _work_gpus(work: WorkPlan, held: np.ndarray) -> np.ndarray:
@@ -409,7 +417,7 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
         demand = demand[: len(bin_edges(scenario.horizon_h, 1.0)) - 1]
     tables = [_option_tables(scenario, p, econ, r, w, demand, cheapest_rent_usd_per_gpu_hour(plans, p))
               for p, r, w in zip(plans, records, work, strict=True)]
-    reference = to_target.reference_gpu_hours(plans, work)  # the scaling curves' compute per job
+    refs = to_target.references(scenario, plans, work)  # per scaling class: its curve's compute per job
     summary = pd.DataFrame([t[1] for t in tables], columns=SUMMARY_COLUMNS)
     cash = pd.concat([t[5] for t in tables], ignore_index=True)
     return Results(
@@ -424,8 +432,8 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
         breakeven=finance.breakeven(plans, summary, cash),
         advice=pd.concat([t[6] for t in tables], ignore_index=True),
         to_target=to_target.table([row for p, r, w, t in zip(plans, records, work, tables, strict=True)
-                                   for row in to_target.option_rows(scenario, p.name, r, w, t[2], reference)]),
+                                   for row in to_target.option_rows(scenario, p.name, r, w, t[2], refs)]),
         reward_by_day=to_target.trajectory_table([f for p, r, w in zip(plans, records, work, strict=True)
                                                   for f in to_target.option_trajectories(scenario, p.name, r, w,
-                                                                                         reference)]),
+                                                                                         refs)]),
     )

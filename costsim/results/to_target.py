@@ -8,7 +8,8 @@ leading run, R(max over jobs of their compute by then).
 
 A job's compute by time t, in GPU-hours, is the share of its planned run (work and checkpoint
 writes) it got through × the compute of that whole run on the reference option, the scenario's
-first owned or cloud option (its GPUs × its run there: ``reference_gpu_hours``). Work lost to
+first owned or cloud option or the class's ``scaling.reference_option`` (its GPUs × its run
+there: ``reference_gpu_hours``). Work lost to
 failures and preemptions and hours spent restarting, provisioning or waiting do not count; and a
 GPU-hour is the reference's: an option on slower GPUs or a slower fabric gets through the same run,
 so the same compute, later (a curve is a recipe's score against its compute on one system; its
@@ -24,10 +25,11 @@ An offloaded job (docs/rollout-offload.md) holds only its training GPUs at home;
 spread over its holds at home (on the reference option itself: all its GPUs over its run without
 the rollout pool's preemptions, ``Offloads.useful``: their stretch is time lost, not compute).
 
-Not reached within the horizon: the projected day extrapolates each job's rate over the last 30
-days (``PROJECTION_DAYS``; the whole horizon if shorter) up to its planned compute; a job whose
-planned run is too short for the target, or that got no compute in that window, never reaches it
-(``inf``). ``cost_usd``: the option's cumulative cost (``timeseries.cost_cum_usd``, all of its
+Not reached within the horizon: the projected day extrapolates each job's pace over the last 30
+days (``PROJECTION_DAYS``; the whole horizon if shorter; from its first hold if that is later); a
+job whose planned run is too short for the target, or that got no compute in that window, never
+reaches it (``inf``); NaN when no job that could reach it has started (a cluster not yet
+delivered, a queue): when it will start is not known. ``cost_usd``: the option's cumulative cost (``timeseries.cost_cum_usd``, all of its
 jobs, serving and idle capacity) at the moment the target is reached, interpolated within the
 hour; NaN when not reached.
 """
@@ -48,7 +50,7 @@ from costsim.scenario.units import HOURS_PER_DAY
 
 TO_TARGET_COLUMNS = [
     "option", "job_class", "target", "needed_gpu_hours", "reached", "day", "projected_day", "cost_usd",
-    "gpu_hours", "reward_at_horizon", "marginal_gain_per_1000_gpu_h", "distance_to_asymptote",
+    "gpu_hours", "reward_at_horizon", "marginal_gain_per_1000_gpu_h", "distance_to_asymptote", "reference_option",
 ]
 REWARD_BY_DAY_COLUMNS = ["option", "job_class", "day", "gpu_hours", "reward"]
 PROJECTION_DAYS = 30.0
@@ -56,10 +58,10 @@ PROJECTION_DAYS = 30.0
 
 @dataclass(frozen=True)
 class Compute:
-    """The useful compute a class's jobs received on one option, as GPU-hours per hour over held
-    intervals. ``job``: the job (0 … n_jobs − 1) of each interval [``start_h``, ``end_h``), which
-    gives it ``rate`` GPU-hours per hour; ``planned_gpu_h``: per job, the compute of its whole
-    planned run (GPUs × run hours)."""
+    """The useful compute a class's jobs received on one option, as GPU-hours (of the reference
+    option) per hour over held intervals. ``job``: the job (0 … n_jobs − 1) of each interval
+    [``start_h``, ``end_h``), which gives it ``rate`` GPU-hours per hour; ``planned_gpu_h``: per job,
+    the compute of its whole planned run (``reference_gpu_hours``)."""
 
     job: np.ndarray
     start_h: np.ndarray
@@ -100,14 +102,23 @@ def reach_h(c: Compute, needed_gpu_h: float) -> np.ndarray:
 
 
 def projected_h(c: Compute, needed_gpu_h: float, horizon_h: float, window_h: float) -> float:
-    """The hour the first job would reach ``needed_gpu_h`` after the horizon at its rate over the
-    last ``window_h`` hours; inf when no job whose planned run is long enough is progressing."""
+    """The hour the first job would reach ``needed_gpu_h`` after the horizon at its pace over the
+    last ``window_h`` hours (from its first hold, if later: a run that started within the window is
+    not slowed by the days before it); inf when no job whose planned run is long enough is
+    progressing; NaN when none of those has started (when it will is not known)."""
     now = compute_at(c, horizon_h)
-    w = min(window_h, horizon_h)
-    rate = (now - compute_at(c, horizon_h - w)) / w if w > 0 else np.zeros(c.n_jobs)
-    can = (c.planned_gpu_h >= needed_gpu_h * (1 - 1e-9)) & (rate > 0)
+    first = np.full(c.n_jobs, math.inf)
+    np.minimum.at(first, c.job, c.start_h)
+    since = np.maximum(horizon_h - min(window_h, horizon_h), first)
+    span = horizon_h - since
+    t = since[c.job]  # per interval, its job's window start (inf for a job with no hold: none)
+    before = c.rate * np.clip(np.where(np.isfinite(t), t, c.start_h) - c.start_h, 0.0, c.end_h - c.start_h)
+    gained = now - np.bincount(c.job, weights=before, minlength=c.n_jobs)
+    rate = np.divide(gained, span, out=np.zeros(c.n_jobs), where=span > 0)
+    long_enough = c.planned_gpu_h >= needed_gpu_h * (1 - 1e-9)
+    can = long_enough & (rate > 0)
     if not can.any():
-        return math.inf
+        return math.nan if long_enough.any() and not np.isfinite(first[long_enough]).any() else math.inf
     with np.errstate(over="ignore"):  # a vanishing rate: inf, never
         return float(horizon_h + np.min(np.maximum(needed_gpu_h - now[can], 0.0) / rate[can]))
 
@@ -129,13 +140,21 @@ def trajectory(c: Compute, curve: scaling.Curve, horizon_h: float) -> pd.DataFra
                          "reward": scaling.reward(lead, curve.A, curve.B, curve.C_mid, curve.R0)})
 
 
-def reference_gpu_hours(plans, works) -> np.ndarray:
-    """Per job, the compute of its whole planned run in the curve's units: GPU-hours of the run on the
-    scenario's first owned or cloud option (all its GPUs, without a rollout pool's preemption
-    stretch). A faster option gets through the same run, so the same compute, sooner."""
-    ref = next(w for p, w in zip(plans, works, strict=True) if not isinstance(p, HybridPlan))
+def reference_gpu_hours(plans, works, option: str | None = None) -> tuple[str, np.ndarray]:
+    """The reference option (``option``, else the scenario's first owned or cloud option) and, per
+    job, the compute of its whole planned run in the curve's units: GPU-hours of the run there (all
+    its GPUs, without a rollout pool's preemption stretch). A faster option gets through the same
+    run, so the same compute, sooner."""
+    plan, ref = next((p, w) for p, w in zip(plans, works, strict=True)
+                     if (p.name == option if option is not None else not isinstance(p, HybridPlan)))
     useful = ref.offload.useful if ref.offload is not None else 1.0
-    return ref.run_h * useful * ref.jobs.gpus
+    return plan.name, ref.run_h * useful * ref.jobs.gpus
+
+
+def references(scenario, plans, works) -> dict[int, tuple[str, np.ndarray]]:
+    """Per RL class with ``scaling`` (by index): its reference option and per-job compute."""
+    return {k: reference_gpu_hours(plans, works, cls.scaling.reference_option)
+            for k, cls in enumerate(scenario.workload.classes) if cls.scaling is not None}
 
 
 def class_compute(rec, work, class_index: int, horizon_h: float, reference_gpu_h: np.ndarray | None = None) -> Compute:
@@ -188,16 +207,17 @@ def class_row(option: str, job_class: str, c: Compute, curve: scaling.Curve, tar
 
 
 def option_rows(scenario, option: str, rec, work, timeseries: pd.DataFrame,
-                reference_gpu_h: np.ndarray | None = None) -> list[dict]:
+                refs: dict[int, tuple[str, np.ndarray]] | None = None) -> list[dict]:
     """The ``to_target`` rows of one option: one per RL class with ``scaling``, in class order."""
     classes = [(k, cls) for k, cls in enumerate(scenario.workload.classes) if cls.scaling is not None]
     if not classes:
         return []
     H = scenario.horizon_h
     hours, cum = timeseries["hour"].to_numpy(), timeseries["cost_cum_usd"].to_numpy()
-    return [class_row(option, cls.name, class_compute(rec, work, k, H, reference_gpu_h),
-                      scaling.curve_of(cls.scaling, scenario.base_dir),
-                      cls.scaling.target, H, hours, cum)
+    refs = refs or {}
+    return [{**class_row(option, cls.name, class_compute(rec, work, k, H, refs[k][1] if k in refs else None),
+                         scaling.curve_of(cls.scaling, scenario.base_dir), cls.scaling.target, H, hours, cum),
+             "reference_option": refs[k][0] if k in refs else option}
             for k, cls in classes]
 
 
@@ -206,13 +226,14 @@ def table(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TO_TARGET_COLUMNS)
 
 
-def option_trajectories(scenario, option: str, rec, work, reference_gpu_h: np.ndarray | None = None
+def option_trajectories(scenario, option: str, rec, work, refs: dict[int, tuple[str, np.ndarray]] | None = None
                         ) -> list[pd.DataFrame]:
     """The ``reward_by_day`` rows of one option: per RL class with ``scaling`` (class order), its
     leading run's GPU-hours and score on each whole day 0, 1, … and at the horizon (``trajectory``).
     Empty when no class has ``scaling``."""
     H = scenario.horizon_h
-    return [trajectory(class_compute(rec, work, k, H, reference_gpu_h), scaling.curve_of(cls.scaling, scenario.base_dir), H)
+    refs = refs or {}
+    return [trajectory(class_compute(rec, work, k, H, refs[k][1] if k in refs else None), scaling.curve_of(cls.scaling, scenario.base_dir), H)
             .assign(option=option, job_class=cls.name)[REWARD_BY_DAY_COLUMNS]
             for k, cls in enumerate(scenario.workload.classes) if cls.scaling is not None]
 

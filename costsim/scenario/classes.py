@@ -202,6 +202,11 @@ class Scaling(StrictModel):
         "the curve fitted to them; null: `curve` given."
     )
     target: Score = Field(description=f"The score to reach, score units ({span(Score)}); below the asymptote a.")
+    reference_option: Name | None = Field(
+        None, description="The owned or cloud option whose GPU-hours the curve counts: a run's compute is the share of "
+        "it done × its GPU-hours there, so slower GPUs reach the target later for the same work (the system the "
+        "curve was measured on); null: the first owned or cloud option."
+    )
 
     @field_validator("target")
     @classmethod

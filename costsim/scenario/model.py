@@ -210,7 +210,28 @@ class Scenario(StrictModel):
             if isinstance(opt, HybridOption):
                 self._check_hybrid(opt)
         self._check_rollout_pools()
+        self._check_scaling_references()
         return self
+
+    def _check_scaling_references(self) -> None:
+        """A class's ``scaling.reference_option`` names an owned or cloud option (a hybrid's GPU-hours
+        are two systems'), raised at its field."""
+        by_name = {o.name: o for o in self.options}
+        errors = []
+        for k, cls in enumerate(self.workload.classes):
+            name = cls.scaling.reference_option if cls.scaling is not None else None
+            if name is None:
+                continue
+            if name not in by_name:
+                why = f"{name!r} is not an option of this scenario (options: {', '.join(sorted(by_name))})"
+            elif isinstance(by_name[name], HybridOption):
+                why = f"option {name!r} is a hybrid; the reference must be an owned or cloud option (its base, say)"
+            else:
+                continue
+            errors.append(InitErrorDetails(type=PydanticCustomError("reference_option", "{why}", {"why": why}),
+                                           loc=("workload", "classes", k, "scaling", "reference_option"), input=name))
+        if errors:
+            raise ValidationError.from_exception_data("Scenario", errors)
 
     def _check_rollout_pools(self) -> None:
         """An option's ``rollout_pool`` names a cloud option, on_demand or spot, and there is a

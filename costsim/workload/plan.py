@@ -40,7 +40,8 @@ class Offloads:
     """Per job, its rollouts on a rented pool while it trains on this option (docs/rollout-offload.md,
     ``costsim.models.offload``); zeros and ``part`` −1 for a job that does not offload.
 
-    ``home_gpus``: GPUs it asks of this option (its training GPUs when it offloads, else all of them);
+    ``home_gpus``: GPUs it asks of this option's pool (its training GPUs when it offloads, else all
+    of them);
     ``part``: the record part of its pool (``ROLLOUT_PART`` + the pool's index in the option's
     ``rollouts``); ``instances`` of ``gpus_per_instance`` GPUs it rents there; ``share``: instance-hours
     billed per instance and hour it holds its GPUs at home (availability × (1 + preemptions × billed
@@ -68,9 +69,11 @@ class Offloads:
                    np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n))
 
     def without(self, mask: np.ndarray, gpus: np.ndarray) -> Offloads:
-        """The jobs in ``mask`` not offloaded (they ran on a hybrid's burst, with all their GPUs)."""
+        """The jobs in ``mask`` not offloaded (they ran on a hybrid's burst, with all their GPUs); each
+        keeps ``home_gpus``, what it asked of the base while it waited there."""
         none = Offloads.none(gpus)
-        return Offloads(*(np.where(mask, getattr(none, f), getattr(self, f)) for f in self.__dataclass_fields__))
+        return Offloads(*(getattr(self, f) if f == "home_gpus" else np.where(mask, getattr(none, f), getattr(self, f))
+                          for f in self.__dataclass_fields__))
 
 
 @dataclass(frozen=True)
