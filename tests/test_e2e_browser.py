@@ -261,3 +261,34 @@ def test_six_options_fit_above_the_fold_and_the_decision_tabs_draw(browser, own_
     settled(page, timeout=300_000)
     assert page.get_by_test_id("stException").count() == 0
     page.screenshot(path=str(SHOTS / "tab-sweep.png"), full_page=True)
+
+
+def test_flagship_cards_above_the_fold_and_the_time_to_target_tab(browser, own_app_url):
+    """The shipped flagship-scaling scenario from a link: its verdict carries the time-to-target
+    sentence and all five options' cards still fit above the fold; the Time to target tab draws the
+    score against the calendar day with the target line, names the reference option, and shows the
+    interval table over the replications."""
+    from costsim.frontends.sharing import encode_scenario
+
+    text = (ROOT / "scenarios" / "flagship-scaling.yaml").read_text()
+    page = browser.new_page(viewport=VIEW)
+    page.goto(f"{own_app_url}/?s={encode_scenario(text)}")
+    page.get_by_text("Verdict:").wait_for(timeout=180_000)
+    settled(page)
+    expect(page.get_by_text("Time to target:").first).to_be_visible(timeout=120_000)
+    metrics = page.get_by_test_id("stMetric")
+    expect(metrics).to_have_count(5 * 5, timeout=120_000)
+    settled(page)
+    assert all(in_view(page, metrics.nth(i)) for i in range(metrics.count()))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "first-screen-flagship.png"))
+    main = page.get_by_test_id("stMain")
+    main.get_by_text("Time to target", exact=True).first.click()
+    settled(page)
+    page.locator(".js-plotly-plot .legend .traces").first.wait_for(timeout=60_000)
+    assert page.get_by_test_id("stException").count() == 0
+    assert main.get_by_text("reference option (owned").count() >= 1
+    assert main.get_by_text("Over 3 replications").count() == 1
+    figure = page.locator(".js-plotly-plot").first
+    figure.scroll_into_view_if_needed()
+    figure.screenshot(path=str(SHOTS / "tab-time-to-target.png"))
