@@ -6,7 +6,6 @@ value here, so the models and the engine never look anything up.
 
 from __future__ import annotations
 
-
 import functools
 import math
 from dataclasses import dataclass, field, replace
@@ -181,7 +180,7 @@ class OwnedPlan:
     repair_h: float = 0.0
     placement: str = "best_fit"  # where a job within a node goes: best_fit | first_fit (engine.pool)
     kind: str = "owned"
-    rollouts: tuple[CloudPlan, ...] = ()  # the rented pool its disaggregated RL classes sample on (rollout_pool)
+    rollout: CloudPlan | None = None  # the rented pool its disaggregated RL classes sample on (rollout_pool)
     rollout_link_gb_s: float = 0.0  # GB/s of the link to it
 
 
@@ -216,7 +215,7 @@ class CloudPlan:
     renew: bool = False  # reserved: the commitment renews when the horizon is longer than its term
     placement: str = "best_fit"  # reserved: where a job within an instance goes (engine.pool)
     kind: str = "cloud"
-    rollouts: tuple[CloudPlan, ...] = ()  # reserved: the rented pool its disaggregated RL classes sample on
+    rollout: CloudPlan | None = None  # reserved: the rented pool its disaggregated RL classes sample on
     rollout_link_gb_s: float = 0.0  # GB/s of the link to it
 
     @property
@@ -269,7 +268,7 @@ def _offloading(plan, option, rented: dict, link_gb_s: float):
     if option.rollout_pool is None:
         return plan
     link = option.rollout_link_gb_s if option.rollout_link_gb_s is not None else link_gb_s
-    return replace(plan, rollouts=(rented[option.rollout_pool],), rollout_link_gb_s=link)
+    return replace(plan, rollout=rented[option.rollout_pool], rollout_link_gb_s=link)
 
 
 def economics_values(scenario: Scenario, catalog: Catalog | None = None) -> EconomicsValues:

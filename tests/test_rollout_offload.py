@@ -244,11 +244,11 @@ def test_a_hybrid_naming_a_pool_offloads_from_its_base_only():
 
     text = SCENARIO.replace("burst: od}}", "burst: od, rollout_pool: spot, rollout_link_gb_s: 5}}")
     plans = {p.name: p for p in resolve(load(pool="null", text=text))}
-    assert plans["home"].rollouts == () and plans["mix"].base.name == "home"
-    assert [p.name for p in plans["mix"].base.rollouts] == ["spot"] and plans["mix"].base.rollout_link_gb_s == 5
+    assert plans["home"].rollout is None and plans["mix"].base.name == "home"
+    assert plans["mix"].base.rollout.name == "spot" and plans["mix"].base.rollout_link_gb_s == 5
     # The base option's own pool, with the catalog's link (a 100 Gbps link: 12.5 GB/s), is the hybrid's by default.
     plans = {p.name: p for p in resolve(load(pool="od"))}
-    assert [p.name for p in plans["mix"].base.rollouts] == ["od"] and plans["home"].rollout_link_gb_s == 12.5
+    assert plans["mix"].base.rollout.name == "od" and plans["home"].rollout_link_gb_s == 12.5
 
 
 def test_the_verdict_names_the_rollout_pool():

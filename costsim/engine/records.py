@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 BASE, BURST = 0, 1
-ROLLOUT = 2  # the first rollout pool of an offloading option (docs/rollout-offload.md): pool j is ROLLOUT + j
+ROLLOUT = 2  # the rollout pool of an offloading option (docs/rollout-offload.md)
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,7 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
             if part_serving:
                 serving_cost += float(per_bin(part_serving[0][1], horizon_h, whole)[0]) * part.price_per_gpu_hour
             continue
-        part = replace(part, rollouts=())  # the pool alone: its rollout pool is a part of its own here
+        part = replace(part, rollout=None)  # the pool alone: its rollout pool is a part of its own here
         items = totals if len(pools) == 1 else {
             item: float(v.sum()) for item, v in option_costs(part, econ, sub, jobs, horizon_h, whole, part_serving).items()}
         pool_total = sum(items.values()) - items["commitment_owed"]
@@ -241,7 +241,7 @@ def _rollout_idle_h(work: WorkPlan, rec: UsageRecord) -> np.ndarray:
     off = work.offload
     if off is None:
         return np.zeros(len(rec.overhead_h))
-    k = np.flatnonzero((rec.alloc_part == BASE) & (off.part[rec.alloc_job] >= 0))
+    k = np.flatnonzero((rec.alloc_part == BASE) & off.offloads[rec.alloc_job])
     job = rec.alloc_job[k]
     first = np.zeros(len(k), dtype=bool)
     first[np.unique(job, return_index=True)[1]] = True  # each job's first hold (rows are in time order)

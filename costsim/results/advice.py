@@ -58,7 +58,7 @@ def checkpoint_advice(scenario: Scenario, plan: Plan, work: WorkPlan) -> pd.Data
         idx = np.flatnonzero(jobs.class_index == k)
         # A job that offloads its rollouts (docs/rollout-offload.md) holds its training GPUs here, and
         # a restart re-acquires its rollout instances too (the plan's restart time says how long).
-        offloads = bool(home.rollouts) and cls.placement == "disaggregated"
+        offloads = home.rollout is not None and cls.placement == "disaggregated"
         restart_h = float(work.restart_h[idx[0]]) if offloads and len(idx) else cls.checkpoint.restart_minutes / 60.0
         gpus = cls.train_gpus if offloads else cls.gpus
         rate, cost_h = rel.combined_interruptions(interruption_causes(plan, gpus, restart_h))

@@ -46,17 +46,17 @@ def held_intervals(rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.n
 
 def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, UsageRecord]]:
     """The option's pools with the usage each carried: one, or a hybrid's base and burst; then the
-    rented pools its RL classes offload rollouts to (``rollout_parts``), if any."""
+    rented pool its RL classes offload rollouts to (``rollout_parts``), if any."""
     home = plan.base if isinstance(plan, HybridPlan) else plan
-    rollouts = [(pool, only(rec, ROLLOUT + j)) for j, pool in enumerate(home.rollouts)]
+    rollouts = [(home.rollout, only(rec, ROLLOUT))] if home.rollout is not None else []
     if isinstance(plan, HybridPlan):
         return [(plan.base, only(rec, BASE)), (plan.burst, only(rec, BURST)), *rollouts]
     return [(plan, only(rec, BASE) if rollouts else rec), *rollouts]
 
 
 def rollout_parts(plan: Plan) -> int:
-    """How many of ``parts(plan, …)`` (the last ones) are rollout pools."""
-    return len((plan.base if isinstance(plan, HybridPlan) else plan).rollouts)
+    """How many of ``parts(plan, …)`` (the last, if any) are a rollout pool: 0 or 1."""
+    return int((plan.base if isinstance(plan, HybridPlan) else plan).rollout is not None)
 
 
 def only(rec: UsageRecord, part: int) -> UsageRecord:

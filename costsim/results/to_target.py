@@ -74,8 +74,8 @@ class Compute:
         return len(self.planned_gpu_h)
 
 
-def compute_at(c: Compute, t_h: float) -> np.ndarray:
-    """Per job, the GPU-hours received by hour ``t_h``."""
+def compute_at(c: Compute, t_h) -> np.ndarray:
+    """Per job, the GPU-hours received by hour ``t_h`` (one hour, or one per interval)."""
     done = c.rate * np.clip(t_h - c.start_h, 0.0, c.end_h - c.start_h)
     return np.bincount(c.job, weights=done, minlength=c.n_jobs)
 
@@ -111,9 +111,7 @@ def projected_h(c: Compute, needed_gpu_h: float, horizon_h: float, window_h: flo
     np.minimum.at(first, c.job, c.start_h)
     since = np.maximum(horizon_h - min(window_h, horizon_h), first)
     span = horizon_h - since
-    t = since[c.job]  # per interval, its job's window start (inf for a job with no hold: none)
-    before = c.rate * np.clip(np.where(np.isfinite(t), t, c.start_h) - c.start_h, 0.0, c.end_h - c.start_h)
-    gained = now - np.bincount(c.job, weights=before, minlength=c.n_jobs)
+    gained = now - compute_at(c, since[c.job])  # each interval at its job's window start
     rate = np.divide(gained, span, out=np.zeros(c.n_jobs), where=span > 0)
     long_enough = c.planned_gpu_h >= needed_gpu_h * (1 - 1e-9)
     can = long_enough & (rate > 0)
@@ -157,23 +155,22 @@ def references(scenario, plans, works) -> dict[int, tuple[str, np.ndarray]]:
             for k, cls in enumerate(scenario.workload.classes) if cls.scaling is not None}
 
 
-def class_compute(rec, work, class_index: int, horizon_h: float, reference_gpu_h: np.ndarray | None = None) -> Compute:
+def class_compute(rec, work, class_index: int, horizon_h: float, reference_gpu_h: np.ndarray) -> Compute:
     """The ``Compute`` of class ``class_index``'s jobs from an option's usage record and work plan
     (see the module docstring for what counts); ``reference_gpu_h``: per job, its whole run's compute
-    (``reference_gpu_hours``; None: its GPUs × its run on this option)."""
+    (``reference_gpu_hours``)."""
     jobs = work.jobs
     idx = np.flatnonzero(jobs.class_index == class_index)
     local = np.full(len(jobs), -1, dtype=np.int64)
     local[idx] = np.arange(len(idx))
     job, s, e, k = held_intervals(rec, horizon_h)
-    # An offloaded job's rollout instances (parts ROLLOUT on) run beside its hold at home, not after
+    # An offloaded job's rollout instances (part ROLLOUT) run beside its hold at home, not after
     # it: its compute is spread over its home holds.
     mine = (local[job] >= 0) & (rec.alloc_part[k] < ROLLOUT)
     job, s, e, held = local[job[mine]], s[mine], e[mine], rec.alloc_held[k[mine]].astype(float)
     held_gpu_h = np.bincount(job, weights=(e - s) * held, minlength=len(idx))
     run_h = work.run_h[idx]
-    planned = (jobs.gpus[idx] * run_h * (work.offload.useful[idx] if work.offload is not None else 1.0)
-               if reference_gpu_h is None else reference_gpu_h[idx])
+    planned = reference_gpu_h[idx]
     completed = ~np.isnan(rec.start_h[idx]) & (rec.end_h[idx] <= horizon_h)
     working = ~np.isnan(rec.end_h[idx])  # within an attempt (as ``_iterations`` reads the record)
     reached = rec.pos_h[idx] + np.where(working, np.maximum(horizon_h - rec.work_from_h[idx], 0.0), 0.0)
@@ -207,17 +204,16 @@ def class_row(option: str, job_class: str, c: Compute, curve: scaling.Curve, tar
 
 
 def option_rows(scenario, option: str, rec, work, timeseries: pd.DataFrame,
-                refs: dict[int, tuple[str, np.ndarray]] | None = None) -> list[dict]:
+                refs: dict[int, tuple[str, np.ndarray]]) -> list[dict]:
     """The ``to_target`` rows of one option: one per RL class with ``scaling``, in class order."""
     classes = [(k, cls) for k, cls in enumerate(scenario.workload.classes) if cls.scaling is not None]
     if not classes:
         return []
     H = scenario.horizon_h
     hours, cum = timeseries["hour"].to_numpy(), timeseries["cost_cum_usd"].to_numpy()
-    refs = refs or {}
-    return [{**class_row(option, cls.name, class_compute(rec, work, k, H, refs[k][1] if k in refs else None),
+    return [{**class_row(option, cls.name, class_compute(rec, work, k, H, refs[k][1]),
                          scaling.curve_of(cls.scaling, scenario.base_dir), cls.scaling.target, H, hours, cum),
-             "reference_option": refs[k][0] if k in refs else option}
+             "reference_option": refs[k][0]}
             for k, cls in classes]
 
 
@@ -226,14 +222,13 @@ def table(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TO_TARGET_COLUMNS)
 
 
-def option_trajectories(scenario, option: str, rec, work, refs: dict[int, tuple[str, np.ndarray]] | None = None
+def option_trajectories(scenario, option: str, rec, work, refs: dict[int, tuple[str, np.ndarray]]
                         ) -> list[pd.DataFrame]:
     """The ``reward_by_day`` rows of one option: per RL class with ``scaling`` (class order), its
     leading run's GPU-hours and score on each whole day 0, 1, … and at the horizon (``trajectory``).
     Empty when no class has ``scaling``."""
     H = scenario.horizon_h
-    refs = refs or {}
-    return [trajectory(class_compute(rec, work, k, H, refs[k][1] if k in refs else None), scaling.curve_of(cls.scaling, scenario.base_dir), H)
+    return [trajectory(class_compute(rec, work, k, H, refs[k][1]), scaling.curve_of(cls.scaling, scenario.base_dir), H)
             .assign(option=option, job_class=cls.name)[REWARD_BY_DAY_COLUMNS]
             for k, cls in enumerate(scenario.workload.classes) if cls.scaling is not None]
 

@@ -56,7 +56,7 @@ def _pool_verdict(pool: OwnedPlan | CloudPlan, jobs: _Jobs, demand: np.ndarray |
     limit = _limit(pool)
     if limit is None:
         return None
-    offloads = jobs.disaggregated and is_pool(pool) and bool(pool.rollouts)
+    offloads = jobs.disaggregated and is_pool(pool) and pool.rollout is not None
     held = _held(pool, jobs.home_gpus if offloads else jobs.gpus)  # an offloaded class trains here, samples there
     too_big = held > limit[0]
     crowded = np.zeros(len(held), dtype=bool)
@@ -171,11 +171,11 @@ def _offload_problems(scenario: Scenario, plans: list[Plan]) -> list[Problem]:
     problems = []
     for i, (opt, plan) in enumerate(zip(scenario.options, plans, strict=True)):
         home = plan.base if isinstance(plan, HybridPlan) else plan
-        if opt.rollout_pool is None or not home.rollouts or home.rollouts[0].max_gpus is None:
+        pool = home.rollout
+        if opt.rollout_pool is None or pool is None or pool.max_gpus is None:
             continue
-        pool = home.rollouts[0]
         for cls in scenario.workload.classes:
-            held = int(nodes_needed(cls.rollout_gpus, pool.gpus_per_instance)) * pool.gpus_per_instance
+            held = int(_held(pool, np.array([cls.rollout_gpus]))[0])
             if cls.placement == "disaggregated" and held > pool.max_gpus:
                 problems.append(Problem(("options", i, "rollout_pool"), (
                     f"class {cls.name!r} samples on {cls.rollout_gpus} GPUs ({held} in whole instances) but "
@@ -348,11 +348,11 @@ def unpriced(plan: Plan) -> Plan:
     nan = float("nan")
     if isinstance(plan, HybridPlan):
         return dataclasses.replace(plan, base=unpriced(plan.base), burst=unpriced(plan.burst))
-    rollouts = tuple(unpriced(p) for p in plan.rollouts)  # type: ignore[misc]
+    rollout = unpriced(plan.rollout) if plan.rollout is not None else None
     if isinstance(plan, OwnedPlan):
-        return dataclasses.replace(plan, capex_usd=nan, rollouts=rollouts)
+        return dataclasses.replace(plan, capex_usd=nan, rollout=rollout)
     return dataclasses.replace(plan, price_per_gpu_hour=nan, billing_granularity_s=nan, minimum_billing_s=nan,
-                               rollouts=rollouts)
+                               rollout=rollout)
 
 
 def _trace_identity(scenario: Scenario) -> tuple[int, ...] | None:

@@ -32,18 +32,14 @@ class Segment:
     write_h: float
 
 
-ROLLOUT_PART = 2  # = costsim.engine.ROLLOUT: rollout pool j of an option is part ROLLOUT_PART + j
-
-
 @dataclass(frozen=True)
 class Offloads:
     """Per job, its rollouts on a rented pool while it trains on this option (docs/rollout-offload.md,
-    ``costsim.models.offload``); zeros and ``part`` −1 for a job that does not offload.
+    ``costsim.models.offload``); zeros and ``offloads`` false for a job that does not offload.
 
     ``home_gpus``: GPUs it asks of this option's pool (its training GPUs when it offloads, else all
     of them);
-    ``part``: the record part of its pool (``ROLLOUT_PART`` + the pool's index in the option's
-    ``rollouts``); ``instances`` of ``gpus_per_instance`` GPUs it rents there; ``share``: instance-hours
+    ``offloads``: whether it samples on the option's rollout pool; ``instances`` of ``gpus_per_instance`` GPUs it rents there; ``share``: instance-hours
     billed per instance and hour it holds its GPUs at home (availability × (1 + preemptions × billed
     restart)); ``delivery_h``: hours from each start at home to its rollout instances' delivery;
     ``first_h``: hours it holds its GPUs at home before its first iteration (delivery, startup, the
@@ -53,7 +49,7 @@ class Offloads:
     preemptions (1 without offload)."""
 
     home_gpus: np.ndarray
-    part: np.ndarray
+    offloads: np.ndarray
     instances: np.ndarray
     gpus_per_instance: np.ndarray
     share: np.ndarray
@@ -65,7 +61,7 @@ class Offloads:
     @classmethod
     def none(cls, gpus: np.ndarray) -> Offloads:
         n = len(gpus)
-        return cls(np.asarray(gpus).copy(), np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64),
+        return cls(np.asarray(gpus).copy(), np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64),
                    np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n))
 
     def without(self, mask: np.ndarray, gpus: np.ndarray) -> Offloads:
@@ -209,7 +205,7 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         run_h[trace] += checkpoint_writes(jobs.duration_h[trace], ckpt.every_hours) * write_h[trace]
 
     hw = hardware(plan)
-    pool = plan.rollouts[0] if is_pool(plan) and plan.rollouts else None  # the option's rollout_pool
+    pool = plan.rollout if is_pool(plan) else None  # the option's rollout_pool
     takes = [pool is not None and cls.placement == "disaggregated" for cls in scenario.workload.classes]
     off = Offloads.none(jobs.gpus) if any(takes) else None
     for k, cls in enumerate(scenario.workload.classes):
@@ -272,7 +268,7 @@ def _offload_columns(off: Offloads, idx: np.ndarray, cls: RLClass, pool: CloudPl
     push_s = offload.weight_push_s(cls.model_params_b, link)
     instances = -(-cls.rollout_gpus // pool.gpus_per_instance)
     off.home_gpus[idx] = cls.train_gpus
-    off.part[idx] = ROLLOUT_PART  # the option's one rollout pool
+    off.offloads[idx] = True
     off.instances[idx] = instances
     off.gpus_per_instance[idx] = pool.gpus_per_instance
     off.share[idx] = offload.instance_hours(SECONDS_PER_HOUR, 1, per_day, restart_h, push_s, pool.startup_h)
