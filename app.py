@@ -23,10 +23,10 @@ from costsim.frontends import dashboard_tabs as tabs
 from costsim.frontends.dashboard import (
     LINK, Limits, ResultCache, RunStopped, Upload, apply_knobs, changed_knobs, content_key, decode_scenario, encode_scenario, knob_paths,
     knob_problems, literal_markdown, load_upload, make_upload_root, run_key, shipped_scenarios, shipped_traces,
-    simulate_many, warm_up,
+    simulate_bounded, simulate_many, warm_up,
 )
 from costsim.frontends.dashboard_sidebar import knob_form
-from costsim.frontends.dashboard_views import first_screen
+from costsim.frontends.dashboard_views import first_screen, flip_control
 from costsim.runs.sweepfile import replication_seed
 from costsim.scenario import ScenarioError
 
@@ -228,12 +228,15 @@ def main() -> None:
             return
         _, scenario, runs = saved
         why = why or "the last settings did not run."
-    verdict = costsim.decide(runs)
+    # The utilisation flip is a search by re-simulation: on request (flip_control), in the workers.
+    verdict = costsim.decide(runs, flips=False)
     with head:
         # The scenario's name first, as typed (escaped), so a user sees at once which scenario this is.
         st.subheader(f"{literal_markdown(scenario.name)}: {scenario.horizon_days:g} days, "
                      f"{runs[0].summary.jobs_submitted.iloc[0]:,} jobs — build or rent GPUs?")
         first_screen(verdict, runs, why)
+        flip_control(verdict, runs, lambda sc, seed: pickle.loads(simulate_bounded(sc, limits, seed=seed, warm=True)),
+                     f"{run_key(scenario)}:{len(runs)}")
         if scenario.description:
             st.caption(literal_markdown(scenario.description))
     if tab != edit.EDIT_TAB:

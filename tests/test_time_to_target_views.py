@@ -137,19 +137,19 @@ NAN = math.nan
 @pytest.mark.parametrize("rows, expected", [
     ([("own", 3, 3, 48.3, 291_211, NAN), ("od", 3, 3, 54.2, 221_899, NAN)],
      "Time to target: own reaches the target score 0.65 (flag) on day 48.3, 5.9 days earlier than od (day 54.2), "
-     "for $69,312 more ($291,211 against $221,899 spent until then)."),
+     "for $69,312 more ($291,211 against $221,899 amortised cost until then)."),
     ([("own", 3, 3, 60.0, 200_000, NAN), ("od", 2, 3, 50.0, 250_000, NAN)],
      "Time to target: own reaches the target score 0.65 (flag) on day 60.0, 10.0 days later than od (day 50.0 "
-     "(in 2 of 3 replications)), and $50,000 cheaper ($200,000 against $250,000 spent until then)."),
+     "(in 2 of 3 replications)), and $50,000 cheaper ($200,000 against $250,000 amortised cost until then)."),
     ([("own", 1, 1, 48.3, 100.0, NAN), ("od", 1, 1, 48.32, 100.0, NAN)],
      "Time to target: own reaches the target score 0.65 (flag) on day 48.3, the same day as od (day 48.3), "
-     "for the same cost ($100 against $100 spent until then)."),
+     "for the same amortised cost ($100 against $100 amortised cost until then)."),
     ([("own", 2, 2, 40.0, 1_000, NAN), ("od", 0, 2, NAN, NAN, 75.04)],
-     "Time to target: only own reaches the target score 0.65 (flag) within the horizon, on day 40.0 for $1,000; "
+     "Time to target: only own reaches the target score 0.65 (flag) within the horizon, on day 40.0 for $1,000 amortised; "
      "od does not (projected: day 75.0)."),
     ([("own", 0, 2, NAN, NAN, math.inf), ("od", 2, 2, 30.0, 5_000, NAN)],
      "Time to target: own does not reach the target score 0.65 (flag) within the horizon (projected: never at "
-     "its pace); only od does, on day 30.0 for $5,000."),
+     "its pace); only od does, on day 30.0 for $5,000 amortised."),
     ([("own", 1, 3, 20.0, 9.0, 90.0), ("od", 0, 3, NAN, NAN, math.inf)],
      "Time to target: neither own nor od reaches the target score 0.65 (flag) within the horizon (projected "
      "day: 90.0 and never at its pace)."),

@@ -84,7 +84,7 @@ def time_to_target(source, job_class: str | None = None) -> go.Figure:
                                     line=dict(color="white", width=1)),
                         text=list(hit["option"]), customdata=hit[["cost_mean_usd"]].to_numpy(),
                         hovertemplate="<b>%{text}</b> reaches the target on day %{x:.1f} · "
-                                      "$%{customdata[0]:,.0f} spent by then<extra></extra>")
+                                      "$%{customdata[0]:,.0f} amortised by then<extra></extra>")
         for i, group in enumerate(_clusters(hit.sort_values("day_mean", kind="stable"), last_day / 8)):
             # one box per cluster of close days (their texts would overlap), above the first of them;
             # neighbouring boxes at alternating heights

@@ -10,10 +10,13 @@ and prices every option on the same work:
   horizon had not started by its end (``stale_share``: a queue that does not drain). Such an
   option is never recommended.
 - ``fair_total_usd``: the amortised total (``total_cost_usd``: capital spread over the
-  depreciation life) plus the unfinished work priced at the cheapest rental price available
-  (``unfinished_rent_usd``: the scenario's cheapest on-demand or spot price, or the catalog's
-  on-demand price of the option's GPU when it has none). The work every option then pays for is
-  the work submitted within the horizon.
+  depreciation life) plus three named lines, ``FAIR_LINES``: the unfinished work priced at the
+  cheapest rental price available (``unfinished_rent_usd``: the scenario's cheapest on-demand or
+  spot price, or the catalog's on-demand price of the option's GPU when it has none), the serving
+  demand it left unmet at the same price (``serving_unmet_rent_usd``: inference the lab would have
+  had to rent elsewhere), and the waiting (``waiting_cost_usd``: queued GPU-hours × the scenario's
+  ``decision.waiting_usd_per_gpu_hour``, 0 unless stated). The work every option then pays for is
+  the work and the serving submitted within the horizon.
 - ``cash_spent_usd``: the cash view — capex when paid, opex, rent and commitments owed within the
   horizon — beside ``book_value_usd``, the straight-line value of the hardware still owned at its
   end. Cash and amortised totals differ for owned capacity within its life; both are named.
@@ -30,8 +33,10 @@ LOAD_LIMIT = 1.0  # offered load at which a queue cannot drain
 STALE_LIMIT = 0.01  # share of first-half jobs still waiting at the end that flags a queue that does not drain
 
 FAIR_COLUMNS = [
-    "side", "keeps_up", "why", "completion", "fair_total_usd", "cost_per_work_gpu_hour_usd",
+    "side", "keeps_up", "why", "completion", "waiting_cost_usd", "fair_total_usd", "cost_per_work_gpu_hour_usd",
 ]
+# What the fair total adds to the amortised total, each a column of ``fair_rows``' table.
+FAIR_LINES = ("unfinished_rent_usd", "serving_unmet_rent_usd", "waiting_cost_usd")
 
 
 def side(kind: str, pricing: str) -> str:
@@ -49,8 +54,9 @@ def why_not(offered_load: float, stale_share: float) -> str:
     return "; ".join(reasons)
 
 
-def fair_rows(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` (summary rows, any extra label columns kept) with the ``FAIR_COLUMNS`` added."""
+def fair_rows(runs: pd.DataFrame, waiting_usd_per_gpu_hour: float = 0.0) -> pd.DataFrame:
+    """``runs`` (summary rows, any extra label columns kept) with the ``FAIR_COLUMNS`` added;
+    ``waiting_usd_per_gpu_hour``: the price of a queued GPU-hour (``Decision``'s)."""
     out = runs.copy()
     out["side"] = [side(k, p) for k, p in zip(out["kind"], out["pricing"], strict=True)]
     out["why"] = [why_not(float(a), float(b)) for a, b in zip(out["offered_load"], out["stale_share"], strict=True)]
@@ -58,7 +64,8 @@ def fair_rows(runs: pd.DataFrame) -> pd.DataFrame:
     submitted = out["jobs_submitted"].to_numpy(dtype=float)
     out["completion"] = np.divide(out["jobs_completed"].to_numpy(dtype=float), submitted,
                                   out=np.full(len(out), np.nan), where=submitted > 0)
-    out["fair_total_usd"] = out["total_cost_usd"] + out["unfinished_rent_usd"]
+    out["waiting_cost_usd"] = out["queued_gpu_hours"] * float(waiting_usd_per_gpu_hour)
+    out["fair_total_usd"] = out["total_cost_usd"] + out[list(FAIR_LINES)].sum(axis=1)
     done = (out["work_submitted_gpu_hours"] - out["work_unfinished_gpu_hours"]).to_numpy(dtype=float)
     out["cost_per_work_gpu_hour_usd"] = np.divide(out["total_cost_usd"].to_numpy(dtype=float), done,
                                                   out=np.full(len(out), np.nan), where=done > 0)

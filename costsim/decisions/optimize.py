@@ -8,9 +8,11 @@ the cheapest rent, USD) that keeps up and meets every target on its mean over th
    when ``max_runs`` would be exceeded), run as one sweep with ``replications`` and common random
    numbers (``costsim.runs.sweepfile.sweep_from_sets``: replication r runs on the same seed in
    every configuration, here and in the refinement, so comparisons are paired).
-2. **Which configurations qualify**: the options the varied fields belong to (all options when no
-   field belongs to one) are priced fairly per run; an (configuration, option) meets when it keeps
-   up in at least half the replications and its means meet every target (as ``costsim.decide``).
+2. **Which configurations qualify**: every option of the scenario is priced fairly per run (the
+   varied option's grid *and* the other options, which may already meet the targets for less);
+   an (configuration, option) meets when it keeps up in at least half the replications and its
+   means meet every target (as ``costsim.decide``: the targets given, else the scenario's
+   ``decision.targets``, else the defaults; waiting priced at its ``decision``).
 3. **Bisection** along the first dimension on which qualifying is monotone over the grid (more GPUs
    never worsen delay: every grid line goes fail…pass as the level rises, or pass…fail), with the
    other fields fixed at the cheapest qualifying grid point: between that point and its failing
@@ -37,8 +39,9 @@ import pandas as pd
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.pareto import frontier as pareto_frontier
 from costsim.decisions.space import Dimension, parse_space
-from costsim.decisions.targets import METRICS, Target, parse_target, value
-from costsim.decisions.verdict import MEANS
+from costsim.decisions.targets import METRICS, Target, value
+from costsim.decisions.verdict import MAJORITY, MEANS, held_to
+from costsim.decisions.wording import misses
 from costsim.runs import api, arguments
 from costsim.runs.stats import t_interval
 from costsim.runs.sweepfile import MAX_REPLICATIONS, sweep_from_sets
@@ -78,17 +81,6 @@ class Optimum:
     runs: int
 
 
-def _targets(given) -> tuple[Target, ...]:
-    if given is None:
-        return ()
-    if isinstance(given, (str, Target)):
-        given = [given]
-    if not isinstance(given, (list, tuple)):
-        raise ScenarioError("--target", [Problem((), "must be a list of METRIC<=NUMBER strings "
-                                                     f"(got {type(given).__name__})")])
-    return tuple(t if isinstance(t, Target) else parse_target(t, "--target") for t in given)
-
-
 def _whole(x: Any, flag: str, low: int, high: float = math.inf) -> int:
     if isinstance(x, bool) or not isinstance(x, int) or not low <= x <= high:
         top = "" if math.isinf(high) else f" to {high:,}"
@@ -101,10 +93,11 @@ class _Search:
 
     def __init__(self, path: Path, dims: list[Dimension], candidates: list[str], wanted: tuple[Target, ...],
                  replications: int, seed: int | None, executor: str, workers: int | None, max_runs: int,
-                 progress: Callable[[int, int], None] | None):
+                 progress: Callable[[int, int], None] | None, waiting_usd_per_gpu_hour: float):
         self.path, self.dims, self.candidates, self.wanted = path, dims, candidates, wanted
         self.replications, self.seed, self.executor, self.workers = replications, seed, executor, workers
         self.max_runs, self.progress = max_runs, progress
+        self.waiting_usd_per_gpu_hour = waiting_usd_per_gpu_hour
         # the means reported, and any a target reads that a verdict does not report (p99 delay)
         self.columns = list(dict.fromkeys([*MEANS, *(METRICS[t.metric][0] for t in wanted)]))
         self.frames: list[pd.DataFrame] = []
@@ -137,7 +130,7 @@ class _Search:
         results = run_sweep(spec, None, self.executor, self.workers, None, progress=step, label="--out")
         ids = {v.id: product[k] for k, v in enumerate(spec.variants)}
         runs = results.runs[results.runs["option"].isin(self.candidates)]
-        rows = fair_rows(runs.reset_index(drop=True))
+        rows = fair_rows(runs.reset_index(drop=True), self.waiting_usd_per_gpu_hour)
         rows["_point"] = [_key(ids[v]) for v in rows["variant"]]
         self.frames.append(rows)
         for p in product:
@@ -149,7 +142,7 @@ class _Search:
         groups = rows.groupby(["_point", "option"], sort=False)
         t = groups[self.columns].mean()
         t["n"] = groups.size()
-        t["keeps_up"] = groups["keeps_up"].mean() >= 0.5
+        t["keeps_up"] = groups["keeps_up"].mean() >= MAJORITY
         t["why"] = groups["why"].agg(lambda w: next((x for x in w if x), ""))
         t = t.reset_index()
         t["meets_targets"] = [all(g.met(value(r, g.metric)) for g in self.wanted) for _, r in t.iterrows()]
@@ -270,23 +263,11 @@ def _shown(row, t: Target, interval: tuple[float, float] = (math.nan, math.nan))
 
 
 def _configuration(values: dict[str, Any], option: str, several: bool) -> str:
+    """The configuration in words; an option none of the varied fields applies to, by its name."""
+    if not values:
+        return f"{option} (as the scenario has it: no varied field applies to it)"
     text = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
     return f"{text} ({option})" if several else text
-
-
-def _misses(row, wanted: tuple[Target, ...]) -> tuple[list[str], float]:
-    """What a configuration misses, in words, and how far (sum of relative shortfalls)."""
-    missed, far = [], 0.0
-    if not row["keeps_up"]:
-        missed.append(f"cannot keep up ({row['why']})")
-        load = row["offered_load"]
-        far += max(load - 1.0, 0.0) if not math.isnan(load) else 1.0
-    for t in wanted:
-        x = value(row, t.metric)
-        if not t.met(x):
-            missed.append(f"{t} ({_shown(row, t)})")
-            far += abs(x - t.value) / max(abs(t.value), 1e-9) if not math.isnan(x) else math.inf
-    return missed, far
 
 
 def optimize(scenario_path: str | Path, targets, vary: list[str], replications: int = 3, seed: int | None = None,
@@ -294,19 +275,20 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
              progress: Callable[[int, int], None] | None = None) -> Optimum:
     """The cheapest configuration of ``scenario_path`` meeting every target (see the module).
 
-    ``targets``: ``"p95_delay_h<=4"`` strings or Targets; ``vary``: ``"PATH=LOW..HIGH"`` or
+    ``targets``: ``"p95_delay_h<=4"`` strings or Targets (None: the scenario's ``decision.targets``,
+    else the defaults; ``[]``: none); ``vary``: ``"PATH=LOW..HIGH"`` or
     ``"PATH=V1,V2"`` strings; ``max_runs``: simulations at most (configurations × replications);
     ``progress(done, total)``: after each simulation (``total`` grows once the bisection starts).
     Raises ScenarioError naming ``--vary``, ``--target``, ``--replications``, ``--max-runs`` or the
     scenario file before anything runs."""
     path = arguments.path(scenario_path, "scenario_path", "optimize")
-    wanted = _targets(targets)
     replications = _whole(replications, "--replications", 1, MAX_REPLICATIONS)
     max_runs = _whole(max_runs, "--max-runs", 1)
     progress = arguments.callback(progress, "progress", "optimize")
     base = api.load_scenario(path)
+    wanted = held_to(targets, base, "--target")
     dims = parse_space(vary, base.model_dump(mode="json"))
-    candidates = list(dict.fromkeys(d.option for d in dims if d.option is not None)) or [o.name for o in base.options]
+    candidates = [o.name for o in base.options]
     points = next((n for n in range(GRID_POINTS, 1, -1)
                    if math.prod(min(n, d.count) for d in dims) * replications <= max_runs), None)
     if points is None:
@@ -314,7 +296,8 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
         raise ScenarioError("--max-runs", [Problem((), f"{max_runs} runs cannot cover even the ends of every --vary "
                                                        f"range with {replications} replication(s): needs {need}")])
     grids = [d.grid(points) for d in dims]
-    search = _Search(path, dims, candidates, wanted, replications, seed, executor, workers, max_runs, progress)
+    search = _Search(path, dims, candidates, wanted, replications, seed, executor, workers, max_runs, progress,
+                     base.decision.waiting_usd_per_gpu_hour)
     search.uses = _uses(base, dims, candidates)
     gaps = [max((b - a for a, b in itertools.pairwise(g)), default=1) for g in grids]
     search.planned = math.prod(map(len, grids)) * replications + \
@@ -341,7 +324,7 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
     if meets:
         row = ok.iloc[0]
     else:  # the closest: fewest conditions missed, then the smallest relative shortfall
-        far = [(len(missed), how_far) for missed, how_far in (_misses(r, wanted) for _, r in table.iterrows())]
+        far = [(len(missed), how_far) for missed, how_far in (misses(r, wanted) for _, r in table.iterrows())]
         row = table.iloc[min(range(len(far)), key=far.__getitem__)]
     point, option = _point(row), row["option"]
     values = search.values(point)
@@ -358,7 +341,7 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
                  or f"offered load {row['offered_load'] * 100:.0f} %")
         sentence = f"Cheapest meeting {which}: {where} at {money} fair total ({shown})."
     else:
-        missed, _ = _misses(row, wanted)
+        missed, _ = misses(row, wanted)
         sentence = (f"Nothing tried meets {which}: the closest is {where} at {_short_usd(row['fair_total_usd'])} fair "
                     f"total, which misses {'; '.join(missed)}.")
     evaluated = table.drop(columns="_point")

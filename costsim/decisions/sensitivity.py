@@ -8,7 +8,8 @@ not compare building with renting, the cheapest owned-side option against the ch
 one):
 
 - the build-minus-rent difference of fair totals (``fair.fair_rows``: amortised total plus
-  unfinished work at the cheapest rent), USD, the mean over replications (negative: building is
+  unfinished work and unmet serving at the cheapest rent, and waiting at the scenario's
+  ``decision.waiting_usd_per_gpu_hour``), USD, the mean over replications (negative: building is
   cheaper);
 - the break-even month of the pair (cash view, ``costsim.models.economics.breakeven_month`` on
   the cumulative cash paid, averaged over replications month by month).
@@ -19,6 +20,11 @@ replication r of every variant uses the same seed — common random numbers, so 
 paired difference) on the sweep's executors. Each task runs ``simulate`` once and keeps its summary
 and its cumulative cash by month: a sweep's runs table has no cash flow, and running every variant
 a second time for the break-even month would double the work.
+
+An end flips the verdict when the difference changes sign there, or when the option the base
+recommends cannot keep up or misses one of the decision's targets there (``costsim.decide``
+would not name it): a longer lead time that leaves the owned option's jobs waiting past the
+p95 target flips the verdict even when waiting is not priced.
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ import pandas as pd
 
 from costsim.catalog import (Catalog, InputRange, default_catalog, economics_values, resolve)
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.verdict import decide, describe
+from costsim.decisions.targets import Target, value
+from costsim.decisions.verdict import decide, held_to, option_table
+from costsim.decisions.wording import describe
 from costsim.models.economics import breakeven_month, breakeven_month_extrapolated
 from costsim.results.finance import cash_paid
 from costsim.runs import api, arguments
@@ -278,8 +286,8 @@ def _pair_of(runs: pd.DataFrame, spec: Sweep) -> tuple[str, str]:
     """The base verdict's (build, rent) pair; else the cheapest build-side and rent-side options."""
     base = runs[runs["variant"] == BASE]
     scenarios = {v.id: v.scenario for v in spec.variants}
-    verdict = decide(SweepResults(base, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), scenarios), variant=BASE)
-    fair = fair_rows(base)
+    verdict = decide(SweepResults(base, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), scenarios), variant=BASE, flips=False)
+    fair = fair_rows(base, _waiting_price(spec))
     sides = fair.groupby("option", sort=False)["side"].first()
     if verdict.option is not None and verdict.versus is not None and sides[verdict.option] != sides[verdict.versus]:
         a, b = verdict.option, verdict.versus
@@ -288,9 +296,14 @@ def _pair_of(runs: pd.DataFrame, spec: Sweep) -> tuple[str, str]:
     return str(mean[sides == "build"].idxmin()), str(mean[sides == "rent"].idxmin())
 
 
-def _difference(runs: pd.DataFrame, variant: str, build: str, rent: str) -> float:
+def _waiting_price(spec: Sweep) -> float:
+    """The price of waiting the base scenario states (every variant keeps its ``decision``)."""
+    return next(v.scenario.decision.waiting_usd_per_gpu_hour for v in spec.variants if v.id == BASE)
+
+
+def _difference(runs: pd.DataFrame, variant: str, build: str, rent: str, price: float) -> float:
     """Mean over replications of build − rent fair totals (paired: same seed), USD."""
-    rows = fair_rows(runs[runs["variant"] == variant])
+    rows = fair_rows(runs[runs["variant"] == variant], price)
     by = rows.pivot(index="replication", columns="option", values="fair_total_usd")
     return float((by[build] - by[rent]).mean())
 
@@ -303,10 +316,18 @@ def _breakeven(cash: pd.DataFrame, variant: str, build: str, rent: str) -> tuple
     return breakeven_month(own, rent_), breakeven_month_extrapolated(own, rent_)
 
 
-def _keeps_up_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: str) -> str:
-    rows = fair_rows(runs[runs["variant"] == vid]).groupby("option", sort=False)["keeps_up"].mean()
-    behind = [n for n in (build, rent) if rows[n] < 0.5]
-    return f"at {end}: {' and '.join(behind)} cannot keep up" if behind else ""
+def _eligibility_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: str, price: float,
+                      wanted: tuple[Target, ...]) -> str:
+    """"at high: own-256 cannot keep up; cloud-od misses p95_delay_h<=24" ("" when both qualify)."""
+    table = option_table(fair_rows(runs[runs["variant"] == vid], price), wanted).set_index("option")
+    notes = []
+    for n in (build, rent):
+        if not table.at[n, "keeps_up"]:
+            notes.append(f"{n} cannot keep up")
+        elif not table.at[n, "meets_targets"]:
+            missed = [str(t) for t in wanted if not t.met(value(table.loc[n], t.metric))]
+            notes.append(f"{n} misses {' and '.join(missed)}")
+    return f"at {end}: {'; '.join(notes)}" if notes else ""
 
 
 def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | None = None,
@@ -332,9 +353,11 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     spec = Sweep("tornado", Path(base.base_dir), tuple(variants), replications, base.seed if seed is None else seed)
     runs, cash = _run(spec, executor, progress)
     build, rent = _pair_of(runs, spec)
-    base_diff = _difference(runs, BASE, build, rent)
+    price, wanted = base.decision.waiting_usd_per_gpu_hour, held_to(None, base)
+    base_diff = _difference(runs, BASE, build, rent, price)
     ran = {v.id for v in variants}
-    table = pd.DataFrame([_measured(name, row, runs, cash, ran, build, rent, base_diff) for name, row in rows.items()],
+    pair = _Pair(build, rent, base_diff, price, wanted)
+    table = pd.DataFrame([_measured(name, row, runs, cash, ran, pair) for name, row in rows.items()],
                          columns=COLUMNS)
     table = table.sort_values("swing_usd", ascending=False, kind="stable", na_position="last").reset_index(drop=True)
     month, extrapolated = _breakeven(cash, BASE, build, rent)
@@ -352,9 +375,21 @@ def _check_sides(sc: Scenario) -> None:
                                                   f"scenario has no {missing} option")])
 
 
-def _measured(name: str, row: dict, runs: pd.DataFrame, cash: pd.DataFrame, ran: set[str], build: str, rent: str,
-              base_diff: float) -> dict:
-    """An input's row completed: differences, break-even months, swing, flips, keep-up notes."""
+@dataclass(frozen=True)
+class _Pair:
+    """The pair the tornado measures, the base difference (build − rent, USD) and the decision's
+    price of waiting and targets."""
+
+    build: str
+    rent: str
+    base_diff: float
+    price: float
+    wanted: tuple[Target, ...]
+
+
+def _measured(name: str, row: dict, runs: pd.DataFrame, cash: pd.DataFrame, ran: set[str], pair: _Pair) -> dict:
+    """An input's row completed: differences, break-even months, swing, flips, eligibility notes."""
+    build, rent, base_diff = pair.build, pair.rent, pair.base_diff
     row = {**row, "base_difference_usd": base_diff}
     for end in ("low", "high"):
         vid = f"{name}-{end}"
@@ -362,24 +397,27 @@ def _measured(name: str, row: dict, runs: pd.DataFrame, cash: pd.DataFrame, ran:
             row.update({f"{end}_difference_usd": math.nan, f"{end}_breakeven_month": math.nan,
                         f"{end}_breakeven_month_extrapolated": math.nan})
             continue
-        row[f"{end}_difference_usd"] = _difference(runs, vid, build, rent)
+        row[f"{end}_difference_usd"] = _difference(runs, vid, build, rent, pair.price)
         row[f"{end}_breakeven_month"], row[f"{end}_breakeven_month_extrapolated"] = _breakeven(cash, vid, build, rent)
-        row["note"] = "; ".join(x for x in (row["note"], _keeps_up_note(runs, vid, end, build, rent)) if x)
+        note = _eligibility_note(runs, vid, end, build, rent, pair.price, pair.wanted)
+        row["note"] = "; ".join(x for x in (row["note"], note) if x)
     row["swing_usd"] = abs(row["high_difference_usd"] - row["low_difference_usd"])  # NaN when skipped
     # The verdict flips at an end when the difference has the other sign there (NaN compares False),
-    # or when the option the base recommends cannot keep up there (decide would never name it).
+    # or when the option the base recommends cannot keep up or misses a target there (decide would
+    # never name it).
     chosen = build if base_diff < 0 else rent
     row["flips_at"] = ",".join(e for e in ("low", "high")
                                if np.sign(row[f"{e}_difference_usd"]) == -np.sign(base_diff) != 0
-                               or (f"{name}-{e}" in ran and not _keeps_up(runs, f"{name}-{e}", chosen)))
+                               or (f"{name}-{e}" in ran and not _eligible(runs, f"{name}-{e}", chosen, pair)))
     row["flips"] = bool(row["flips_at"])
     return row
 
 
-def _keeps_up(runs: pd.DataFrame, vid: str, option: str) -> bool:
-    """Whether ``option`` keeps up in variant ``vid`` (in at least half its replications)."""
-    rows = fair_rows(runs[(runs["variant"] == vid) & (runs["option"] == option)])
-    return bool(rows["keeps_up"].mean() >= 0.5)
+def _eligible(runs: pd.DataFrame, vid: str, option: str, pair: _Pair) -> bool:
+    """Whether ``option`` keeps up (in at least ``MAJORITY`` of its replications) and meets the
+    targets in variant ``vid``."""
+    rows = fair_rows(runs[(runs["variant"] == vid) & (runs["option"] == option)], pair.price)
+    return bool(option_table(rows, pair.wanted)["eligible"].iloc[0])
 
 
 # ------------------------------------------------------------------ in words

@@ -1,4 +1,4 @@
-"""Time and cost to a target score over replications (issue 15): intervals on the ``to_target``
+"""Time and cost to a target score over replications: intervals on the ``to_target``
 table's day and cost, the reward-by-day band, and the verdict's sentence "A reaches the target N
 days earlier than B for $X more". Pure functions over the Results' tables.
 
@@ -133,15 +133,15 @@ def _one_class(ra, rb, a: str, b: str) -> str:
         when = (f"{days:.1f} days earlier than {b}" if round(days, 1) > 0
                 else f"{-days:.1f} days later than {b}" if round(days, 1) < 0 else f"the same day as {b}")
         money = (f"for ${cost:,.0f} more" if round(cost) > 0 else f"and ${-cost:,.0f} cheaper" if round(cost) < 0
-                 else "for the same cost")
+                 else "for the same amortised cost")
         return (f"{a} reaches {goal} on day {ra.day_mean:.1f}{_partly(ra)}, {when} (day {rb.day_mean:.1f}"
-                f"{_partly(rb)}), {money} (${ra.cost_mean_usd:,.0f} against ${rb.cost_mean_usd:,.0f} spent until then)")
+                f"{_partly(rb)}), {money} (${ra.cost_mean_usd:,.0f} against ${rb.cost_mean_usd:,.0f} amortised cost until then)")
     if _reaches(ra):
         return (f"only {a} reaches {goal} within the horizon, on day {ra.day_mean:.1f}{_partly(ra)} for "
-                f"${ra.cost_mean_usd:,.0f}; {b} does not (projected: {_projected(rb)})")
+                f"${ra.cost_mean_usd:,.0f} amortised; {b} does not (projected: {_projected(rb)})")
     if _reaches(rb):
         return (f"{a} does not reach {goal} within the horizon (projected: {_projected(ra)}); only {b} does, on "
-                f"day {rb.day_mean:.1f}{_partly(rb)} for ${rb.cost_mean_usd:,.0f}")
+                f"day {rb.day_mean:.1f}{_partly(rb)} for ${rb.cost_mean_usd:,.0f} amortised")
     return (f"neither {a} nor {b} reaches {goal} within the horizon (projected day: {_projected(ra).removeprefix('day ')}"
             f" and {_projected(rb).removeprefix('day ')})")
 
@@ -150,7 +150,7 @@ def target_sentence(summary: pd.DataFrame, a: str, b: str) -> str:
     """One sentence comparing options ``a`` and ``b`` on each class with a target (``summary``:
     ``interval_table``'s rows), e.g. "Time to target: own-64 reaches the target score 0.65 (flag)
     on day 48.3, 5.9 days earlier than od (day 54.2), for $69,312 more ($291,211 against $221,899
-    spent until then)." Days and costs are means over the replications that reach it; "" when either option
+    amortised cost until then)." Days and costs are means over the replications that reach it; "" when either option
     has no row."""
     parts = []
     for job_class in dict.fromkeys(summary["job_class"]):

@@ -91,7 +91,8 @@ def run(
         "(a guard against hours-long runs from a typo); 0: no limit.")] = DEFAULT_MAX_EVENTS,
     target: Annotated[list[str] | None, typer.Option(
         "--target", help="A target the recommended option must meet, e.g. p95_delay_h<=4, completion>=0.99, "
-        "rl_iterations_per_day>=500 (repeatable).")] = None,
+        "rl_iterations_per_day>=500 (repeatable; replaces the scenario's decision.targets, whose default is "
+        "p95_delay_h<=24 and completion>=0.99).")] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Print every column, as wide as that takes (about 200 "
                                        "columns).")] = False,
 ) -> None:
@@ -100,17 +101,20 @@ def run(
 
     folder = None
     try:
-        targets = [parse_target(t) for t in target or []]  # before anything runs or is written
+        # Before anything runs or is written; none given: the scenario's decision.targets.
+        targets = [parse_target(t) for t in target] if target else None
         sc = _load(scenario)
         # Checked, locked and staged before simulating, so an unusable --out costs no simulation.
         folder = OutputFolder(out if out is not None else Path("out") / safe_folder_name(sc.name), ours=OUTPUT_NAMES)
         with folder:
             res = _simulate_with_progress(sc, seed, max_events or None)
-            print_run(res, decide(res, targets), wide)
+            verdict = decide(res, targets)
+            print_run(res, verdict, wide)
             from costsim.frontends.report import write_report  # plotly: only once there is a report to write
 
             written = folder.publish(lambda staging: (write_tables(res, staging),
-                                                      write_report(res, staging, targets)), run_info(res))
+                                                      write_report(res, staging, targets, verdict=verdict)),
+                                     run_info(res))
     except ScenarioError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full
         _fail(err)
     except KeyboardInterrupt:  # a Ctrl-C before the folder is opened (during the imports) names --out too

@@ -55,6 +55,24 @@ def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> K
     out = KnobForm(k, DEFAULT_REPLICATIONS, {}, {})
     owned, capex, lead, prices = {}, {}, {}, {}
     with st.sidebar.form("knobs"):
+        st.subheader("Service level")
+        service = {
+            "p95_delay_h": _widget(out, "service", "Target: p95 queue delay (h)", lambda label: st.number_input(
+                label, min_value=0.0, value=_or(k.service["p95_delay_h"], 0.0), step=1.0, format="%.1f",
+                key=f"{key}:target:p95",
+                help="The longest wait at the 95th percentile an option may make jobs wait to be recommended "
+                     "(0: no delay target). Default 24 h.")),
+            "completion": _percent(_widget(out, "service", "Target: completion (%)", lambda label: st.number_input(
+                label, min_value=0.0, max_value=100.0, value=_or(k.service["completion"], 0.0) * 100, step=0.5,
+                format="%.1f", key=f"{key}:target:completion",
+                help="Share of the jobs that could finish within the horizon that must finish (0: no completion "
+                     "target). Default 99 %."))),
+        }
+        waiting = _widget(out, "waiting", "Price of waiting ($/GPU-hour)", lambda label: st.number_input(
+            label, min_value=0.0, value=float(k.waiting_usd_per_gpu_hour or 0.0), step=0.5, format="%.2f",
+            key=f"{key}:waiting",
+            help="What an hour of a GPU job waiting in the queue costs the lab (researchers idle); queued GPU-hours "
+                 "× this price is a line of every option's fair total. 0: waiting counts only through the targets."))
         st.subheader("Knobs")
         for name, gpus in k.owned_gpus.items():
             step = plans[name].gpus_per_node
@@ -114,5 +132,22 @@ def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> K
                 key=f"{session_key}:replications",
                 help="Runs with different random jobs; the verdict's interval and the ± on the cards come from them.")))
         st.form_submit_button("Run", type="primary")
-    out.knobs = Knobs(owned, prices, scale, classes, capex, lead, economy, horizon, seed)
+    service = {m: (v if v else None) for m, v in service.items()}  # 0: no such target
+    service = {m: (k.service[m] if _same(v, k.service[m]) else v) for m, v in service.items()}
+    out.knobs = Knobs(owned, prices, scale, classes, capex, lead, economy, horizon, seed, service, waiting)
     return out
+
+
+def _or(x: float | None, default: float) -> float:
+    return float(x) if x is not None else default
+
+
+def _percent(x: float) -> float:
+    return x / 100
+
+
+def _same(shown: float | None, kept: float | None) -> bool:
+    """A target shown rounded (a completion of 99 % as 99.0) is the scenario's unless edited."""
+    if shown is None or kept is None:
+        return shown is kept
+    return abs(shown - kept) < 1e-9

@@ -12,7 +12,7 @@ import streamlit as st
 
 from costsim.frontends.headline import (
     CANNOT_KEEP_UP, CARD_METRICS, best_options, breakeven_over, breakeven_sentence, breakeven_versus, card_delta,
-    card_table, card_value, headline_markdown, literal_markdown, recommended_first,
+    card_table, card_value, flip_words, headline_markdown, literal_markdown, recommended_first, searchable_flip,
 )
 
 CARDS_PER_ROW = 6  # six options in one row of narrower cards: all of them above the fold at 1600 × 1000
@@ -58,6 +58,24 @@ def first_screen(verdict, runs: list, stale: str | None) -> None:
         for col, (_, row) in zip(st.columns(len(chunk), border=True, gap="small"), chunk.iterrows(), strict=True):
             with col:
                 option_card(row, best, ref, row.option == verdict.option)
+
+
+def flip_control(verdict, runs: list, simulate, key: str) -> None:
+    """Under the cards, on request: the owned option's utilisation at which the verdict flips
+    (``costsim.decide`` with its search, each simulation by ``simulate(scenario, seed)`` in the
+    bounded workers); kept per ``key`` (the runs' identity) for the session."""
+    if not searchable_flip(verdict):
+        return
+    found = st.session_state.setdefault("flips", {})
+    if key not in found and st.button("What utilisation would flip it?", key=f"flip:{hash(key)}",
+                                      help="Scales the work and re-simulates the two options compared, on the "
+                                           "first replication, until their fair totals cross (a few runs)."):
+        from costsim.decisions import decide
+
+        with st.spinner("Re-simulating the two options at other amounts of work…"):
+            found[key] = flip_words(decide(runs, simulate=simulate))
+    if key in found:
+        st.caption(literal_markdown(found[key]))
 
 
 def cards_per_row(n: int) -> int:

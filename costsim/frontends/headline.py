@@ -19,10 +19,11 @@ FLAG = "⚠"
 NBSP = "\u00a0"
 CANNOT_KEEP_UP = f"{FLAG} cannot keep up"
 
-# What each total is; said wherever a total appears (issue 12: both named, everywhere).
+# What each total is; said wherever a total appears (both named, everywhere).
 AMORTISED = "amortised: capital spread over the depreciation life, plus running costs and rent"
 CASH = "cash: capex when paid, running costs, rent and commitments owed within the horizon"
-FAIR = "fair: the amortised total plus the work left unfinished priced at the cheapest rental price"
+FAIR = ("fair: the amortised total plus the work left unfinished and the serving left unmet, priced at the "
+        "cheapest rental price, plus queued GPU-hours at the decision's price of waiting (0 unless stated)")
 
 # The Verdict.options columns a summary row lacks (``fair.fair_rows``, targets).
 VERDICT_COLUMNS = ["keeps_up", "why", "completion", "fair_total_usd", "cost_per_work_gpu_hour_usd",
@@ -73,6 +74,26 @@ def headline_markdown(verdict, escape) -> str:
     return "  \n".join(lines)
 
 
+def searchable_flip(verdict) -> bool:
+    """Whether the verdict compares building with renting at different costs (a utilisation flip
+    can then be searched for)."""
+    if verdict.option is None or verdict.versus is None or verdict.same_cost:
+        return False
+    sides = verdict.options.set_index("option")["side"]
+    return {sides[verdict.option], sides[verdict.versus]} == {"build", "rent"}
+
+
+def flip_words(verdict) -> str:
+    """The utilisation flip of a verdict decided with its search, in one sentence."""
+    sides = verdict.options.set_index("option")["side"]
+    build = verdict.option if sides[verdict.option] == "build" else verdict.versus
+    rent = verdict.versus if build == verdict.option else verdict.option
+    if math.isnan(verdict.utilization_flip):
+        return f"No utilisation flips it: {verdict.utilization_flip_reason}."
+    return (f"Utilisation flip: {build} and {rent} cost the same (fair totals) at {verdict.utilization_flip:.0%} "
+            f"utilisation of {build}; re-simulated on both sides of it, the choice changes there.")
+
+
 # --- Text a user wrote, shown in Markdown ---------------------------------------------------------
 
 _ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
@@ -90,11 +111,13 @@ def literal_markdown(text: str) -> str:
 
 # (column, label, lower is better, help): what each card shows, in order.
 CARD_METRICS = [
+    ("fair_total_usd", "Fair total", True, FAIR[0].upper() + FAIR[1:] + " — what the verdict ranks on."),
     ("total_cost_usd", "Amortised cost", True, AMORTISED),
     ("cash_spent_usd", "Cash spent", True, CASH),
     ("queue_delay_p95_h", "p95 queue delay", True, "95th percentile of the hours a job waits before it starts "
      "(jobs never started count with their wait so far)."),
-    ("completion", "Completion", False, "Share of submitted jobs completed within the horizon."),
+    ("completion", "Completion", False, "Share of the jobs that could finish within the horizon (on capacity "
+     "available at once) that did."),
     ("iterations_per_day", "RL iterations / day", False, "RL iterations completed per day over the horizon."),
 ]
 
@@ -112,7 +135,7 @@ def card_table(summaries: list[pd.DataFrame], verdict) -> pd.DataFrame:
     from costsim.runs import stats  # scipy.stats: only when there are intervals to draw
 
     runs = pd.concat([s.assign(replication=i) for i, s in enumerate(summaries)], ignore_index=True)
-    rows = fair_rows(runs)
+    rows = fair_rows(runs, verdict.waiting_usd_per_gpu_hour)
     out = []
     for option, group in rows.groupby("option", sort=False):
         rec: dict = {"option": option, "subtitle": subtitle(group["kind"].iloc[0], group["pricing"].iloc[0])}

@@ -18,12 +18,17 @@ from typing import Any
 from costsim.catalog import economics_values, resolve
 from costsim.runs import api
 from costsim.scenario import Scenario, ScenarioError, scenario_from_data
+from costsim.scenario.targets import parse_target
 
 SETUPS = ("colocated sync", "disaggregated sync", "disaggregated async")
 """Placement and mode as one choice: async needs disaggregated placement."""
 
 ECONOMY = ("depreciation_years", "electricity_usd_per_kwh", "cost_of_capital")
 """The economics fields the sidebar sets (the rest stay as the scenario or catalog has them)."""
+
+SERVICE = {"p95_delay_h": "<=", "completion": ">="}
+"""The service-level targets the first screen sets (metric -> comparison); a scenario's other
+targets stay as it states them."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,28 @@ class Knobs:
     economy: dict[str, float] = field(default_factory=dict)
     horizon_days: float | None = None
     seed: int | str | None = None  # str: what was typed in the seed box when it is not a number
+    service: dict[str, float | None] = field(default_factory=dict)  # SERVICE metric -> its target (None: none)
+    waiting_usd_per_gpu_hour: float | None = None
+
+
+def service_targets(scenario: Scenario) -> dict[str, float | None]:
+    """The value of each ``SERVICE`` target in force (the scenario's or the defaults), None where
+    there is none."""
+    out: dict[str, float | None] = dict.fromkeys(SERVICE)
+    for text in scenario.decision.stated_targets:
+        t = parse_target(text, "decision.targets")
+        if SERVICE.get(t.metric) == t.op:
+            out[t.metric] = t.value
+    return out
+
+
+def _edit_targets(data: dict[str, Any], scenario: Scenario, service: dict[str, float | None]) -> None:
+    """The scenario's targets with the ``SERVICE`` ones set to ``service`` (None: dropped), the
+    others kept in order."""
+    kept = [text for text in scenario.decision.stated_targets
+            if SERVICE.get(parse_target(text, "decision.targets").metric) != parse_target(text, "decision.targets").op]
+    data["decision"]["targets"] = [*kept, *(f"{m}{SERVICE[m]}{v:g}" for m, v in service.items()
+                                            if m in SERVICE and v is not None)]
 
 
 def current_knobs(scenario: Scenario) -> Knobs:
@@ -74,6 +101,8 @@ def current_knobs(scenario: Scenario) -> Knobs:
         economy={k: getattr(econ, k) for k in ECONOMY},
         horizon_days=scenario.horizon_days,
         seed=scenario.seed,
+        service=service_targets(scenario),
+        waiting_usd_per_gpu_hour=scenario.decision.waiting_usd_per_gpu_hour,
     )
 
 
@@ -154,6 +183,11 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
         data["horizon_days"] = float(knobs.horizon_days)  # type: ignore[arg-type]
     if _changed(knobs.seed, was.seed):
         data["seed"] = knobs.seed  # a whole number, or text the schema check refuses by name
+    service = {**was.service, **knobs.service}
+    if service != was.service:
+        _edit_targets(data, scenario, service)
+    if _changed(knobs.waiting_usd_per_gpu_hour, was.waiting_usd_per_gpu_hour):
+        data["decision"]["waiting_usd_per_gpu_hour"] = float(knobs.waiting_usd_per_gpu_hour)  # type: ignore[arg-type]
     _rename(data, renames)
     edited = scenario_from_data(data, source, scenario.base_dir)
     return api.check(edited, source)
@@ -182,6 +216,8 @@ def knob_paths(scenario: Scenario) -> dict[tuple, str]:
             paths[(*where, part)] = f"{cls.name}:setup"
     for key in ECONOMY:
         paths[("economics", key)] = f"econ:{key}"
+    paths[("decision", "targets")] = "service"
+    paths[("decision", "waiting_usd_per_gpu_hour")] = "waiting"
     return paths
 
 
@@ -200,8 +236,11 @@ def changed_knobs(scenario: Scenario, knobs: Knobs) -> set[str]:
                     ("len", k.response_mean, w.response_mean), ("cv", k.response_cv, w.response_cv),
                     ("setup", k.setup, w.setup)) if _changed(a, b)}
     out |= {knob for knob, a, b in (("scale", knobs.arrival_scale, was.arrival_scale),
-                                    ("horizon", knobs.horizon_days, was.horizon_days), ("seed", knobs.seed, was.seed))
+                                    ("horizon", knobs.horizon_days, was.horizon_days), ("seed", knobs.seed, was.seed),
+                                    ("waiting", knobs.waiting_usd_per_gpu_hour, was.waiting_usd_per_gpu_hour))
             if _changed(a, b)}
+    if {**was.service, **knobs.service} != was.service:
+        out.add("service")
     return out
 
 

@@ -78,14 +78,14 @@ def optimize_command(
                                                            "--vary options.own.gpus=256..1024")])
             if out is not None:  # checked and locked before searching: an unusable --out costs no simulation
                 folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES))
-            _search(scenario, target or [], vary, replications, seed, executor, workers, max_runs, folder)
+            _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder)
     except ScenarioError as err:  # bad flags or scenario, an unusable --out, a lost worker
         _fail(err)
     except KeyboardInterrupt:
         _interrupted(folder, out)
 
 
-def _search(scenario: Path, target: list[str], vary: list[str], replications: int, seed: int | None, executor: str,
+def _search(scenario: Path, target: list[str] | None, vary: list[str], replications: int, seed: int | None, executor: str,
             workers: int | None, max_runs: int, folder) -> None:
     """Search with a progress bar, print the answer and the frontier, publish into ``folder``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

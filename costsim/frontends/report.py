@@ -83,12 +83,12 @@ def _header(title: str, sub: str, notes: list[str]) -> str:
     return out + (h.bullets(notes) if notes else "") + "</header>"
 
 
-def _scenario_body(src: _Input, wanted, tornado, given_frontier) -> tuple[str, str]:
+def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None) -> tuple[str, str]:
     from costsim.decisions import decide
 
     first, reps = src.runs[0], len(src.runs)
     sc = first.scenario
-    v = decide(src.runs, wanted)
+    v = verdict if verdict is not None else decide(src.runs, wanted)
     seeds = ", ".join(str(r.seed) for r in src.runs[:5]) + (", …" if reps > 5 else "")
     label = f"{reps} replication{'s' if reps > 1 else ''} (seed{'s' if reps > 1 else ''} {seeds})"
     which = "" if reps == 1 else f" (replication 1 of {reps}, seed {first.seed})"
@@ -121,13 +121,15 @@ def _sweep_body(src: _Input, wanted, given_frontier) -> tuple[str, str]:
     reps = int(sweep.runs["replication"].nunique())
     swept = {r["variant"]: ", ".join(f"{k}={r[k]}" for k in sweep.variants.columns[1:])
              for r in sweep.variants.to_dict("records")}
-    verdicts = {x: decide(sweep, wanted, variant=x) for x in variants[:FRONTIER_ROWS]}
+    # The per-variant table leaves out the utilisation flip (a search by re-simulation per variant);
+    # the variant the report leads with has it.
+    verdicts = {x: decide(sweep, wanted, variant=x, flips=False) for x in variants[:FRONTIER_ROWS]}
     table = pd.DataFrame([{"variant": x, "swept": swept.get(x, ""), "option": v.option or "none",
                            "close": "yes" if v.close_call else "", "sentence": v.sentence} for x, v in verdicts.items()])
     parts = []
     label = f"{reps} replication{'s' if reps > 1 else ''} per variant"
     if src.variant is not None:
-        v = verdicts.get(src.variant) or decide(sweep, wanted, variant=src.variant)
+        v = decide(sweep, wanted, variant=src.variant)
         parts += [h.section(f"Verdict for variant {src.variant} ({swept.get(src.variant, '')})",
                             *verdict_parts(v, f"{label} of the sweep"), anchor="verdict"),
                   options_section(v, "Means over the replications.")]
@@ -148,26 +150,29 @@ def _sweep_body(src: _Input, wanted, given_frontier) -> tuple[str, str]:
     return title, _header(title, f"{label}; {len(sweep.runs):,} runs.", src.notes) + "".join(parts)
 
 
-def build_report(source, targets=(), tornado=None, frontier: pd.DataFrame | None = None, title: str | None = None,
-                 variant: str | None = None) -> str:
+def build_report(source, targets=None, tornado=None, frontier: pd.DataFrame | None = None, title: str | None = None,
+                 variant: str | None = None, verdict=None) -> str:
     """The report as one self-contained HTML string (see the module).
 
     ``source``: a Results, a list of Results (replications of one scenario), a SweepResults or a
-    sweep folder's path; ``targets``: Target objects or their text (``"p95_delay_h<=4"``);
+    sweep folder's path; ``targets``: Target objects or their text (``"p95_delay_h<=4"``; None:
+    the scenario's ``decision.targets``, else the defaults); ``verdict``: ``decide``'s for these
+    runs and targets, when it is already known (it is not decided again);
     ``tornado``: a ``costsim.decisions.Tornado`` (its section is left out when None; a
     string is shown in its place, saying why there is none); ``frontier``: a ``pareto.frontier``
     table to show instead of the one computed; ``variant``: of a sweep, the one to lead with."""
     from costsim.decisions.targets import targets as as_targets
 
-    wanted = as_targets(targets)
+    wanted = None if targets is None else as_targets(targets)
     src = _input(source, variant)
-    name, body = _scenario_body(src, wanted, tornado, frontier) if src.runs else _sweep_body(src, wanted, frontier)
+    name, body = (_scenario_body(src, wanted, tornado, frontier, verdict) if src.runs
+                  else _sweep_body(src, wanted, frontier))
     return h.page(title or f"{name}: build or rent? (costsim report)", body)
 
 
-def write_report(source, path_or_folder: str | os.PathLike[str], targets=(), tornado=None,
+def write_report(source, path_or_folder: str | os.PathLike[str], targets=None, tornado=None,
                  frontier: pd.DataFrame | None = None, title: str | None = None, variant: str | None = None,
-                 label: str = "--out") -> Path:
+                 label: str = "--out", verdict=None) -> Path:
     """Write ``build_report(...)`` atomically (a temporary file in the same folder, flushed to
     disk, renamed over the target) to ``path_or_folder``, or to ``report.html`` in it when it is a
     folder; the path written. OutputError (a ScenarioError naming ``label``) when it cannot be."""
@@ -177,7 +182,7 @@ def write_report(source, path_or_folder: str | os.PathLike[str], targets=(), tor
     if path.is_dir():
         path = path / "report.html"
     check_out(path, label)
-    text = build_report(source, targets, tornado, frontier, title, variant)
+    text = build_report(source, targets, tornado, frontier, title, variant, verdict)
     try:
         write_atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
     except OSError as err:

@@ -40,7 +40,7 @@ def report_command(
 
     try:
         check_out(out)
-        wanted = as_targets([t for t in target or []]) if target else ()
+        wanted = as_targets(list(target), "--target") if target else None  # none: the scenario's
         if source.is_dir():
             for flag, given in (("--replications", replications), ("--seed", seed), ("--tornado", tornado)):
                 if given:

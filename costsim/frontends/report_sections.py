@@ -22,6 +22,8 @@ OPTION_COLUMNS: list[h.Column] = [
     ("cash spent (USD)", "cash_spent_usd", h.money, "low"),
     ("book value at the end (USD)", "book_value_usd", h.money, None),
     ("unfinished work at the cheapest rent (USD)", "unfinished_rent_usd", h.money, "low"),
+    ("unmet serving at the cheapest rent (USD)", "serving_unmet_rent_usd", h.money, "low"),
+    ("waiting: queued GPU-hours × its price (USD)", "waiting_cost_usd", h.money, "low"),
     ("USD per GPU-hour of work done", "cost_per_work_gpu_hour_usd", h.fixed(2), "low"),
     ("p95 queue delay (h)", "queue_delay_p95_h", h.fixed(2), "low"),
     ("completion (jobs)", "completion", h.share, "high"),
@@ -41,11 +43,11 @@ def _option_rows(options: pd.DataFrame, pick: str | None) -> pd.DataFrame:
 
 def verdict_parts(v, reps_label: str) -> list[str]:
     """The verdict sentence, its confidence and what would change it; options that cannot keep up."""
-    cls = "verdict none" if v.option is None else ("verdict close" if v.close_call else "verdict")
+    cls = "verdict none" if v.option is None else ("verdict close" if v.same_cost else "verdict")
     parts = [f'<p class="{cls}" id="verdict-sentence">{h.esc(v.sentence)}</p>']
     facts = []
-    if v.close_call:
-        parts.append('<p><span class="badge">too close to call</span></p>')
+    if v.same_cost:
+        parts.append('<p><span class="badge">the same cost</span></p>')
     if v.versus is not None:
         if v.replications >= 2:
             facts.append(f"Fair total of {v.option} minus {v.versus}: {h.money(v.difference_usd)} per replication on "
@@ -55,16 +57,20 @@ def verdict_parts(v, reps_label: str) -> list[str]:
         else:
             facts.append(f"Fair total of {v.option} minus {v.versus}: {h.money(v.difference_usd)} from a single run: "
                          "no confidence interval (run replications for one).")
-        facts.append(f"In cash spent within the horizon (capex when paid) the difference is "
-                     f"{h.money(v.cash_difference_usd)}.")
+        cash = v.cash_difference_usd
+        payer = v.option if cash > 0 else v.versus
+        facts.append(f"In cash spent within the horizon (capex when paid), {payer} spends "
+                     f"{h.money(abs(cash))} more." if cash else "In cash spent within the horizon the two are equal.")
         if v.utilization_flip == v.utilization_flip:
-            facts.append(f"Owning and renting cost the same per GPU-hour at {v.utilization_flip * 100:.0f} % "
-                         "utilisation of the owned cluster.")
+            facts.append(f"The fair totals are equal at {v.utilization_flip * 100:.0f} % utilisation of the owned "
+                         "option (the work scaled, re-simulated on both sides of that point).")
+        elif v.utilization_flip_reason:
+            facts.append(f"No utilisation flips it: {v.utilization_flip_reason}.")
         if v.electricity_flip_usd_per_kwh == v.electricity_flip_usd_per_kwh:
             facts.append(f"The difference is zero at an electricity price of ${v.electricity_flip_usd_per_kwh:.3f} per kWh.")
     facts.append(f"Based on {reps_label}.")
-    if v.targets:
-        facts.append("Targets: " + ", ".join(str(t) for t in v.targets) + ".")
+    facts.append("Targets: " + (", ".join(str(t) for t in v.targets) if v.targets else "none (cost alone decides)")
+                 + f"; waiting priced at ${v.waiting_usd_per_gpu_hour:g} per queued GPU-hour.")
     parts.append(h.bullets(facts))
     behind = v.options[~v.options["keeps_up"]]
     partly = v.options[v.options["keeps_up"] & (v.options["why"] != "")]

@@ -113,7 +113,7 @@ def _required() -> list[str]:
     from costsim.decisions.verdict import MEANS
     from costsim.runs.sweep import METRICS
 
-    derived = {"fair_total_usd", "completion", "cost_per_work_gpu_hour_usd"}
+    derived = {"fair_total_usd", "completion", "cost_per_work_gpu_hour_usd", "waiting_cost_usd"}
     base = ["replication", "option", "kind", "pricing", "jobs_submitted", "jobs_completed", "offered_load",
             "stale_share", "unfinished_rent_usd", "work_submitted_gpu_hours", "work_unfinished_gpu_hours"]
     return list(dict.fromkeys([*base, *METRICS, *(m for m in MEANS if m not in derived)]))

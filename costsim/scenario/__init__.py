@@ -2,7 +2,7 @@
 
 from .errors import Problem, ScenarioError
 from .io import dump_scenario, parse_yaml, read_scenario, scenario_from_data, scenario_from_yaml
-from .model import Economics, Scenario, Serving, ServingGPUs, TraceCheckpoint, Workload
+from .model import Decision, Economics, Scenario, Serving, ServingGPUs, TraceCheckpoint, Workload
 from .options import CloudOption, Failures, HybridOption, Option, OwnedOption, Stockout
 from .trace import TraceTable, read_trace
 
@@ -14,6 +14,7 @@ def json_schema() -> dict:
 
 __all__ = [
     "CloudOption",
+    "Decision",
     "Economics",
     "HybridOption",
     "Option",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, PrivateAttr, ValidationError, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from costsim.scenario.units import (
@@ -32,6 +32,7 @@ from .base import StrictModel
 from .classes import RLClass
 from .jobclass import JobClass
 from .options import CloudOption, HybridOption, Option, OwnedOption
+from .targets import DEFAULT_TARGETS, target_problem
 
 MAX_CLASSES = 500
 """RL job classes per scenario: far more than any lab runs, few enough to validate at once."""
@@ -49,6 +50,18 @@ CapexShare = bounded_float(ge=0, le=10)
 AnnualRate = bounded_float(ge=0, le=1)
 ServingBase = bounded_float(gt=0, le=MAX_GPUS)
 Growth = bounded_float(ge=-0.9, le=10)
+WaitingPrice = bounded_float(ge=0, le=1_000)
+MAX_TARGETS = 20
+
+
+def _target_text(text: str) -> str:
+    """A target's text, checked where it is written (the error names ``decision.targets.I``)."""
+    if target_problem(text)[0] is None:
+        raise ValueError(target_problem(text)[1])
+    return text
+
+
+TargetText = Annotated[str, AfterValidator(_target_text)]
 
 class TraceCheckpoint(StrictModel):
     """Checkpointing of trace jobs and job classes' jobs: every ``every_hours`` of work, a write of
@@ -170,6 +183,29 @@ class Serving(StrictModel):
     )
 
 
+class Decision(StrictModel):
+    """What the lab holds itself to when choosing: service-level targets an option must meet to be
+    recommended, and an optional price on waiting, counted in every option's fair total."""
+
+    targets: tuple[TargetText, ...] | None = Field(
+        None, max_length=MAX_TARGETS,
+        description="Service-level targets, METRIC<=NUMBER or METRIC>=NUMBER (p95_delay_h, p99_delay_h, "
+        "mean_delay_h, completion, rl_iterations_per_day, utilization, total_cost_usd), as costsim's "
+        f"--target takes them; null: the defaults a lab would hold ({', '.join(DEFAULT_TARGETS)}); "
+        "[]: none (cost alone decides among options that keep up).",
+    )
+    waiting_usd_per_gpu_hour: WaitingPrice = Field(
+        0.0, description="Price of a GPU-hour spent waiting in the queue, USD (what a researcher's idle wait "
+        f"costs the lab; {span(WaitingPrice)}): queued GPU-hours × this price is a named line of every "
+        "option's fair total. 0: waiting is priced only through the targets.",
+    )
+
+    @property
+    def stated_targets(self) -> tuple[str, ...]:
+        """The targets in force: those stated, or ``DEFAULT_TARGETS`` when none are."""
+        return DEFAULT_TARGETS if self.targets is None else self.targets
+
+
 class Scenario(StrictModel):
     """A build-vs-rent question: one workload, several options, one horizon."""
 
@@ -187,6 +223,8 @@ class Scenario(StrictModel):
     economics: Economics = Field(default_factory=Economics, description="Catalog overrides.")
     workload: Workload = Field(description="The jobs.")
     serving: Serving | None = Field(None, description="Inference load on the same compute; null: none.")
+    decision: Decision = Field(default_factory=Decision,
+                               description="Service-level targets and the price of waiting the verdict holds options to.")
     options: tuple[Option, ...] = Field(
         min_length=1,
         max_length=MAX_OPTIONS,

@@ -1,0 +1,149 @@
+"""The verdict in words: options, durations, shares, targets and what an option misses.
+
+Pure functions from numbers (and the scenario, for an option's name in words) to text, shared by
+the verdict and ``costsim optimize``. Every money figure they print says which total it is: the
+fair total (amortised cost plus the lines ``fair.FAIR_LINES`` adds), amortised or cash."""
+
+from __future__ import annotations
+
+import math
+
+from costsim.decisions.targets import METRICS, Target, value
+from costsim.scenario import Scenario
+
+MINUTES_BELOW_H = 1.0  # a delay under an hour reads in minutes
+HOURS_BELOW_H = 48.0  # under two days in hours; from two days on, in days
+
+
+def describe(name: str, scenario: Scenario | None) -> str:
+    """An option in words: "owning 384 H100s (own-384)", "renting on-demand H100s (cloud-od)", "owning 256
+    H100s with rollouts on spot H100s (own-spot)"."""
+    opt = next((o for o in scenario.options if o.name == name), None) if scenario is not None else None
+    if opt is None:
+        return name
+    # Rollout offload (docs/rollout-offload.md): name the pool by its pricing and GPU.
+    pool = next((o for o in scenario.options if o.name == opt.rollout_pool), None) if opt.rollout_pool else None
+    sampling = f" with rollouts on {pool.pricing.replace('_', '-')} {pool.gpu_type}s" if pool is not None else ""
+    if opt.kind == "owned":
+        return f"owning {opt.gpus:,} {opt.gpu_type}s{sampling} ({name})"
+    if opt.kind == "cloud":
+        if opt.pricing == "reserved" and opt.reserved_gpus:
+            return f"reserving {opt.reserved_gpus:,} {opt.gpu_type}s{sampling} ({name})"
+        return f"renting {opt.pricing.replace('_', '-')} {opt.gpu_type}s ({name})"
+    return (f"{describe(opt.base, scenario).split(' (')[0]} and bursting to {describe(opt.burst, scenario).split(' (')[0]}"
+            f"{sampling} ({name})")
+
+
+def capitalised(text: str) -> str:
+    """``text`` with its first letter upper case (option names inside it are left as written)."""
+    return text[:1].upper() + text[1:]
+
+
+def horizon(scenario: Scenario | None) -> str:
+    """The horizon in words: "1 year", "3 years", "270 days"."""
+    if scenario is None:
+        return "the horizon"
+    days = scenario.horizon_days
+    years = round(days / 365)
+    if years >= 1 and abs(days / 365 - years) < 0.01:
+        return "1 year" if years == 1 else f"{years} years"
+    return f"{days:g} days"
+
+
+def pct(x: float) -> str:
+    """A share as a percentage: whole percents, one decimal below 10 %."""
+    return f"{x * 100:.1f} %" if abs(x) < 0.1 else f"{x * 100:.0f} %"
+
+
+def duration(hours: float) -> str:
+    """A delay in words: "12 minutes", "3.2 h", "12 days"; "no wait" for 0, "-" when unknown."""
+    if math.isnan(hours):
+        return "-"
+    if hours <= 0:
+        return "no wait"
+    if hours < MINUTES_BELOW_H:
+        minutes = max(round(hours * 60), 1)
+        return "1 minute" if minutes == 1 else f"{minutes} minutes"
+    if hours < HOURS_BELOW_H:
+        return f"{hours:.1f} h" if hours < 10 else f"{hours:.0f} h"
+    days = hours / 24
+    return f"{days:.1f} days" if days < 10 else f"{days:,.0f} days"
+
+
+def money(usd: float) -> str:
+    """``$6.41 M``, ``$312 k``, ``$950``: three significant figures."""
+    if math.isnan(usd):
+        return "-"
+    for scale, unit in ((1e9, " B"), (1e6, " M"), (1e3, " k")):
+        if abs(usd) >= scale:
+            return f"${usd / scale:.3g}{unit}"
+    return f"${usd:,.0f}"
+
+
+def metric_name(metric: str) -> str:
+    """How a sentence names a metric: its description up to any parenthesis."""
+    return METRICS[metric][2].split(" (")[0]
+
+
+def shown(metric: str, x: float) -> str:
+    """A metric's value with its unit: "12 days", "97.5 %", "2,400/day"."""
+    unit = METRICS[metric][1]
+    if math.isnan(x):
+        return "-"
+    if unit == "h":
+        return duration(x)
+    if unit == "":
+        return f"{x * 100:.1f} %"
+    if unit == "USD":
+        return money(x)
+    return f"{x:,.3g}{unit}" if unit.startswith("/") else f"{x:,.3g} {unit}"
+
+
+def target_text(t: Target) -> str:
+    """A target in words: "p95 queue delay ≤ 24 h", "completion ≥ 99 %"."""
+    op = t.op.replace("<=", "≤").replace(">=", "≥")
+    unit = METRICS[t.metric][1]
+    if unit == "":
+        limit = f"{t.value * 100:g} %"
+    elif unit == "USD":
+        limit = money(t.value)
+    elif unit.startswith("/"):
+        limit = f"{t.value:g}{unit}"
+    else:
+        limit = f"{t.value:g} {unit}"
+    return f"{metric_name(t.metric)} {op} {limit}"
+
+
+def targets_text(wanted: tuple[Target, ...]) -> str:
+    return " and ".join(map(target_text, wanted))
+
+
+def met_clause(row, wanted: tuple[Target, ...]) -> str:
+    """How ``row`` meets the targets: "p95 queue delay 3.2 h ≤ 24 h and completion 99.6 % ≥ 99 %"."""
+    parts = []
+    for t in wanted:
+        op, limit = target_text(t).removeprefix(metric_name(t.metric) + " ").split(" ", 1)
+        parts.append(f"{metric_name(t.metric)} {shown(t.metric, value(row, t.metric))} {op} {limit}")
+    return " and ".join(parts)
+
+
+def misses(row, wanted: tuple[Target, ...]) -> tuple[list[str], float]:
+    """What a row of means misses, in words, and how far (the sum of relative shortfalls; an option
+    that cannot keep up counts its excess load, or 1 when it has none to show)."""
+    missed, far = [], 0.0
+    if not row["keeps_up"]:
+        missed.append(f"cannot keep up ({row['why']})")
+        load = row["offered_load"]
+        far += max(load - 1.0, 0.0) if not math.isnan(load) and load > 1 else 1.0
+    for t in wanted:
+        x = value(row, t.metric)
+        if not t.met(x):
+            missed.append(f"{target_text(t)} ({metric_name(t.metric)} {shown(t.metric, x)})")
+            far += abs(x - t.value) / max(abs(t.value), 1e-9) if not math.isnan(x) else math.inf
+    return missed, far
+
+
+def delay_trade(a_name: str, a_row, b_name: str, b_row) -> str:
+    """The delay trade in words: "its jobs wait 12 days at p95 against 15 minutes on cloud-od"."""
+    a, b = a_row["queue_delay_p95_h"], b_row["queue_delay_p95_h"]
+    return f"{a_name}'s jobs wait {duration(a)} at p95 against {duration(b)} on {b_name}"

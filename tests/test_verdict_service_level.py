@@ -1,0 +1,183 @@
+"""The verdict at a service level: delay and unmet serving are not free, the defaults a lab would
+hold, the binding target named, ties, the closest option when none qualifies, and flips that are
+real (re-simulating just past each reported flip changes the recommendation)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import costsim
+from costsim.decisions import decide, fair_rows
+from costsim.decisions.flips import utilization_flip
+from costsim.decisions.targets import DEFAULT_TARGETS, parse_target
+from helpers import cloud, owned, scenario
+
+H_DAYS = 10.0
+BURST = [(0.0, 8, 6.0)] * 20  # 20 jobs of 8 GPUs × 6 h, all at hour 0
+
+
+def burst_scenario(folder, price=20.0, **top):
+    """An 8-GPU owned cluster (FIFO) and on-demand at ``price`` $/GPU-h for the burst above.
+
+    By hand: the owned cluster runs the jobs one after another, job k from hour 6k, so the delays
+    are 0, 6, …, 114 h: p95 (numpy's linear rule, index 0.95 × 19 = 18.05) = 108 + 0.05 × 6 =
+    108.3 h; queued GPU-hours = 8 × 6 × (0 + 1 + … + 19) = 8 × 6 × 190 = 9,120; all done by hour
+    120 of 240. On-demand starts every job at once (no provisioning delay): no wait."""
+    return scenario(folder, BURST, [owned(gpus=8, gpus_per_node=8, scheduler="fifo"),
+                                    cloud(price_per_gpu_hour=price)], H_DAYS, **top)
+
+
+def test_the_default_targets_are_a_day_at_p95_and_99_percent_completion(tmp_path):
+    sc = burst_scenario(tmp_path)
+    assert sc.decision.targets is None and sc.decision.stated_targets == DEFAULT_TARGETS
+    v = decide(costsim.simulate(sc))
+    assert [str(t) for t in v.targets] == ["p95_delay_h<=24", "completion>=0.99"]
+    s = v.options.set_index("option")
+    assert s.loc["own", "queue_delay_p95_h"] == pytest.approx(108.3)
+    assert s.loc["own", "queued_gpu_hours"] == pytest.approx(9_120)
+    # Owning is far cheaper (8 H100s for 10 days against 960 GPU-h × $20 = $19,200) but its jobs
+    # wait 4.5 days at p95: the lab's day-long target rules it out, and the sentence says so.
+    assert s.loc["own", "fair_total_usd"] < s.loc["cloud", "fair_total_usd"]
+    assert v.option == "cloud" and v.binding == "p95_delay_h<=24"
+    assert "own would cost" in v.sentence and "misses p95 queue delay ≤ 24 h (p95 queue delay 4.5 days)" in v.sentence
+
+
+def test_without_targets_cost_decides_but_the_delay_trade_is_stated(tmp_path):
+    sc = burst_scenario(tmp_path, decision={"targets": []})
+    v = decide(costsim.simulate(sc))
+    assert v.targets == () and v.option == "own" and v.binding == ""
+    assert "own's jobs wait 4.5 days at p95 against no wait on cloud" in v.sentence
+
+
+def test_the_price_of_waiting_is_a_line_of_the_fair_total_and_flips_the_verdict_where_computed(tmp_path):
+    base = burst_scenario(tmp_path, decision={"targets": []})
+    s = costsim.simulate(base).summary
+    rows = fair_rows(s, 2.0).set_index("option")
+    assert rows.loc["own", "waiting_cost_usd"] == pytest.approx(9_120 * 2.0)
+    assert rows.loc["cloud", "waiting_cost_usd"] == 0
+    assert rows.loc["own", "fair_total_usd"] == pytest.approx(
+        rows.loc["own", "total_cost_usd"] + rows.loc["own", "unfinished_rent_usd"] + 9_120 * 2.0)
+    # The price at which the two cost the same: (F_cloud − F_own) / 9,120 queued GPU-hours.
+    plain = fair_rows(s).set_index("option")
+    w_star = (plain.loc["cloud", "fair_total_usd"] - plain.loc["own", "fair_total_usd"]) / 9_120
+    assert w_star > 0
+    for w, expected in ((w_star * 0.98, "own"), (w_star * 1.02, "cloud")):
+        sc = burst_scenario(tmp_path, decision={"targets": [], "waiting_usd_per_gpu_hour": w})
+        assert decide(costsim.simulate(sc), flips=False).option == expected
+
+
+def test_unmet_serving_is_priced_at_the_cheapest_rent(tmp_path):
+    # 16 owned GPUs delivered after 2 days; serving 4 GPUs all the time. Before delivery the
+    # owned option serves nothing: 4 × 48 = 192 GPU-hours unmet, priced at the cloud's $3.
+    rows = [(100.0, 8, 2.0)]
+    sc = scenario(tmp_path, rows, [owned(gpus=16, gpus_per_node=8, lead_time_days=2), cloud(price_per_gpu_hour=3.0)],
+                  H_DAYS, serving={"gpus": {"base": 4}}, decision={"targets": []})
+    res = costsim.simulate(sc)
+    s = res.summary.set_index("option")
+    assert s.loc["own", "serving_unmet_gpu_hours"] == pytest.approx(192)
+    assert s.loc["own", "serving_unmet_rent_usd"] == pytest.approx(192 * 3.0)
+    assert s.loc["cloud", "serving_unmet_rent_usd"] == 0
+    f = fair_rows(res.summary).set_index("option")
+    assert f.loc["own", "fair_total_usd"] == pytest.approx(
+        s.loc["own", "total_cost_usd"] + s.loc["own", "unfinished_rent_usd"] + 192 * 3.0)
+
+
+def test_two_identical_options_cost_the_same(tmp_path):
+    sc = scenario(tmp_path, [(0.0, 8, 5.0)] * 4, [cloud("a", price_per_gpu_hour=3.0), cloud("b", price_per_gpu_hour=3.0)],
+                  H_DAYS)
+    v = decide(costsim.simulate(sc))
+    assert v.same_cost and v.difference_usd == 0
+    assert "cost the same" in v.sentence and "-0.0" not in v.sentence and "less than" not in v.sentence
+
+
+def test_when_no_option_qualifies_the_closest_is_named_with_what_it_misses(tmp_path):
+    # A 1 h provisioning delay on the cloud and a queue on the owned cluster: nothing meets a 0.1 h
+    # p95 target; the cloud's p95 (1 h) is the smaller shortfall.
+    sc = scenario(tmp_path, BURST, [owned(gpus=8, gpus_per_node=8, scheduler="fifo"),
+                                    cloud(price_per_gpu_hour=20.0, provisioning_delay_h=1.0)], H_DAYS,
+                  decision={"targets": ["p95_delay_h<=0.1"]})
+    v = decide(costsim.simulate(sc))
+    assert v.option is None and v.closest == "cloud"
+    assert v.sentence.startswith("No option keeps up and meets p95 queue delay ≤ 0.1 h. The closest is renting "
+                                 "on-demand H100s (cloud)")
+    assert "which misses p95 queue delay ≤ 0.1 h (p95 queue delay 1.0 h)" in v.sentence
+
+
+def steady_scenario(folder, price, scale=1.0, **top):
+    """Jobs of 8 GPUs × 4 h, one every 2 h for 10 days on 32 owned GPUs (load ≈ 50 %)."""
+    rows = [(2.0 * i, 8, 4.0) for i in range(115)]
+    return scenario(folder, rows, [owned(gpus=32, gpus_per_node=8), cloud(price_per_gpu_hour=price)], H_DAYS,
+                    workload={"arrival_scale": scale}, decision={"targets": []}, **top)
+
+
+@pytest.mark.parametrize("price", [6.0, 2.2])
+def test_the_utilisation_flip_is_a_flip(tmp_path, price):
+    # At $6 owning is cheaper at today's work: the flip lies at less work. At $2.2 renting is, and
+    # the flip lies at more work. Either way, re-simulating each side of the reported flip orders
+    # the pair both ways.
+    sc = steady_scenario(tmp_path, price)
+    v = decide(costsim.simulate(sc))
+    assert 0 < v.utilization_flip <= 1, v.utilization_flip_reason
+    res = costsim.simulate(sc)
+    rows = fair_rows(res.summary)
+    build, rent = (rows[rows["option"] == n].iloc[0] for n in ("own", "cloud"))
+    f = utilization_flip(sc, res.seed, build, rent, price=0.0, wanted=())  # the search's bracket
+    assert f.utilization == pytest.approx(v.utilization_flip)
+    # Just past the flip on either side (the bracket's ends, simulated afresh): the other choice.
+    chosen = {end: decide(costsim.simulate(steady_scenario(tmp_path, price, scale=end)), flips=False).option
+              for end in (f.low, f.high)}
+    assert chosen[f.low] != chosen[f.high]
+    assert "utilisation" in v.sentence
+
+
+def test_no_flip_with_free_rent_and_a_reason_instead_of_inf(tmp_path):
+    sc = steady_scenario(tmp_path, 0.0)
+    v = decide(costsim.simulate(sc))
+    assert v.option == "cloud" and math.isnan(v.utilization_flip) and v.utilization_flip_reason
+    assert "inf" not in v.sentence and "utilisation" not in v.sentence
+
+
+def test_targets_outside_their_range_are_refused_at_their_field(tmp_path):
+    from costsim.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"decision\.targets\.0.*share from 0 to 1"):
+        burst_scenario(tmp_path, decision={"targets": ["completion>=2"]})
+    with pytest.raises(ScenarioError, match="share from 0 to 1"):
+        parse_target("completion>=2")
+
+
+def test_a_higher_waiting_price_never_favours_the_option_that_queues_more(tmp_path):
+    res = costsim.simulate(burst_scenario(tmp_path, decision={"targets": []}))
+    gaps = []
+    for w in np.linspace(0, 5, 11):
+        f = fair_rows(res.summary, float(w)).set_index("option")["fair_total_usd"]
+        gaps.append(f["own"] - f["cloud"])  # own queues 9,120 GPU-hours more
+    assert all(b >= a for a, b in zip(gaps, gaps[1:]))
+
+
+def test_a_cheaper_rental_never_makes_renting_look_worse(tmp_path):
+    gaps = []
+    for price in (8.0, 6.0, 4.0, 2.0):
+        f = fair_rows(costsim.simulate(steady_scenario(tmp_path, price)).summary).set_index("option")["fair_total_usd"]
+        gaps.append(f["cloud"] - f["own"])
+    assert all(b <= a for a, b in zip(gaps, gaps[1:]))
+
+
+@pytest.mark.parametrize("waiting", [0.0, 5.0])
+def test_a_longer_lead_time_never_meets_a_missed_target_nor_lowers_the_fair_total_once_waiting_is_priced(
+        tmp_path, waiting):
+    rows = [(2.0 * i, 8, 4.0) for i in range(115)]
+    out = []
+    for lead in (0.0, 1.0, 3.0):
+        sc = scenario(tmp_path, rows, [owned(gpus=32, gpus_per_node=8, lead_time_days=lead), cloud()], H_DAYS,
+                      decision={"waiting_usd_per_gpu_hour": waiting})
+        v = decide(costsim.simulate(sc), flips=False)
+        out.append(v.options.set_index("option").loc["own"])
+    met = [bool(r["meets_targets"]) for r in out]
+    assert met == sorted(met, reverse=True)  # once missed, never met again as the lead time grows
+    if waiting > 0:
+        totals = [float(r["fair_total_usd"]) for r in out]
+        assert totals == sorted(totals)
