@@ -67,9 +67,16 @@ def maintenance_cost_usd(capex_usd: float, frac_per_year: float, hours: float) -
     return capex_usd * frac_per_year * hours / HOURS_PER_YEAR
 
 
-def staff_cost_usd(gpus: int, gpus_per_fte: float, usd_per_fte_year: float, hours: float) -> float:
-    """Operations staff: (GPUs ÷ GPUs per engineer) × loaded salary × years."""
-    return gpus / gpus_per_fte * usd_per_fte_year * hours / HOURS_PER_YEAR
+def staff_fte(gpus: int, gpus_per_fte: float, min_fte: float) -> int:
+    """Engineers an owned cluster is staffed with: whole people, ⌈GPUs ÷ GPUs per engineer⌉, and
+    at least ``min_fte`` (rounded up: a cluster cannot hire a third of an engineer)."""
+    # Within float noise of a whole number is that number (1,500 / 750 is 2 engineers, not 3).
+    return max(math.ceil(gpus / gpus_per_fte - 1e-9), math.ceil(min_fte - 1e-9))
+
+
+def staff_cost_usd(gpus: int, gpus_per_fte: float, usd_per_fte_year: float, hours: float, *, min_fte: float) -> float:
+    """Operations staff: whole engineers (``staff_fte``) × loaded salary (USD per year) × years of ``hours``."""
+    return staff_fte(gpus, gpus_per_fte, min_fte) * usd_per_fte_year * hours / HOURS_PER_YEAR
 
 
 def billed_seconds(duration_s: np.ndarray | float, granularity_s: float, minimum_s: float) -> np.ndarray:
