@@ -155,6 +155,7 @@ class EconomicsValues:
     maintenance_frac_per_year: float
     staff_usd_per_fte_year: float
     gpus_per_fte: float
+    staff_min_fte: float  # whole engineers per owned cluster at least (costsim.models.economics.staff_fte)
     storage_capex_frac: float
     install_capex_frac: float
     cost_of_capital: float

@@ -48,8 +48,8 @@ def test_facility_maintenance_staff():
     assert eco.facility_cost_usd(64, 10.2, 185.0, 730.0) == pytest.approx(120_768.0, rel=1e-12)
     # 4 % of $20M per year, for half a year = $400,000
     assert eco.maintenance_cost_usd(20e6, 0.04, 4380.0) == pytest.approx(400_000.0, rel=1e-12)
-    # 1,500 GPUs / 750 per engineer = 2 FTE × $225k × 1 year
-    assert eco.staff_cost_usd(1500, 750.0, 225_000.0, 8760.0) == pytest.approx(450_000.0, rel=1e-12)
+    # 1,500 GPUs / 750 per engineer = 2 FTE (whole already) × $225k × 1 year
+    assert eco.staff_cost_usd(1500, 750.0, 225_000.0, 8760.0, min_fte=1) == pytest.approx(450_000.0, rel=1e-12)
 
 
 @pytest.mark.parametrize(

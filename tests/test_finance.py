@@ -56,11 +56,12 @@ ECON = {"electricity_usd_per_kwh": 0.10, "pue": 1.2, "colo_usd_per_kw_month": 20
 def test_cashflow_of_an_idle_owned_year_by_hand(tmp_path):
     # 16 GPUs at $40,000 (capex $640,000) idle for a year. Month 0: capex + setup + a month of opex.
     # Monthly opex: idle energy 2 × 2.8 kW × 730 h × 1.2 × $0.10 = $490.56, colo 2 × 10.2 × 200 =
-    # $4,080, maintenance 32,000/12, staff 4,000/12. Last month: book value 640,000 − 576,000/5 = $524,800 credited.
+    # $4,080, maintenance 32,000/12, staff ⌈16/800⌉ = 1 whole engineer × 200,000/12. Last month: book value
+    # 640,000 − 576,000/5 = $524,800 credited.
     res = costsim.simulate(scenario(tmp_path, [(9000, 8, 1)], [owned(gpus=16, capex_usd_per_gpu=40_000)],
                                     horizon_days=365, economics=ECON))
     cf = res.cashflow
-    opex = 490.56 + 4080 + 32_000 / 12 + 4_000 / 12
+    opex = 490.56 + 4080 + 32_000 / 12 + 200_000 / 12
     assert cf.capex_usd.tolist() == [640_000] + [0] * 11
     assert cf.opex_usd[0] == pytest.approx(opex + 10_000) and cf.opex_usd[5] == pytest.approx(opex)
     assert cf.book_value_usd.iloc[-1] == pytest.approx(524_800)

@@ -5,7 +5,9 @@
 - energy: idle 2 nodes × 2.8 kW × 8,760 h = 49,056 kWh; busy 16 GPUs × 8,760 h × (10.2 − 2.8)/8 kW
   = 129,648 kWh; × PUE 1.2 × $0.10/kWh
 - facility: 2 × 10.2 kW × $200/kW-month × 12 = $48,960
-- maintenance: 5 % × 640,000 = $32,000; staff: 16/800 × $200,000 = $4,000; setup $10,000
+- maintenance: 5 % × 640,000 = $32,000; setup $10,000
+- staff: whole engineers, ⌈16 / 800⌉ = ⌈0.02⌉ = 1 engineer (the catalog minimum is 1 too) × $200,000
+  = $200,000 (a fraction of an engineer, 16/800 × $200,000 = $4,000, is no longer what it costs)
 """
 
 import pytest
@@ -31,11 +33,12 @@ def test_fully_busy_year(tmp_path):
     assert s.cost_energy_usd == pytest.approx((49_056 + 129_648) * 1.2 * 0.10)  # $21,444.48
     assert s.cost_facility_usd == pytest.approx(48_960.0)
     assert s.cost_maintenance_usd == pytest.approx(32_000.0)
-    assert s.cost_staff_usd == pytest.approx(4_000.0)
+    assert s.cost_staff_usd == pytest.approx(200_000.0)
     assert s.cost_setup_usd == 10_000.0
-    assert s.total_cost_usd == pytest.approx(231_604.48)
+    # 115,200 + 21,444.48 + 48,960 + 32,000 + 200,000 + 10,000
+    assert s.total_cost_usd == pytest.approx(427_604.48)
     assert s.utilization == pytest.approx(1.0)
-    assert s.cost_per_gpu_hour_used_usd == pytest.approx(231_604.48 / (16 * 8760))
+    assert s.cost_per_gpu_hour_used_usd == pytest.approx(427_604.48 / (16 * 8760))
 
 
 def test_fully_idle_year(tmp_path):
@@ -43,7 +46,8 @@ def test_fully_idle_year(tmp_path):
     s = run(tmp_path, [(9000, 8, 1)]).summary.iloc[0]
     assert s.jobs_submitted == 0 and s.utilization == 0.0
     assert s.cost_energy_usd == pytest.approx(49_056 * 1.2 * 0.10)  # $5,886.72
-    assert s.total_cost_usd == pytest.approx(216_046.72)
+    # 115,200 + 5,886.72 + 48,960 + 32,000 + 200,000 + 10,000
+    assert s.total_cost_usd == pytest.approx(412_046.72)
 
 
 def test_annuity_and_lead_time(tmp_path):

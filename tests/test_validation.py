@@ -78,13 +78,14 @@ def test_owned_cost_per_gpu_hour_by_hand():
     # Capital, 8 % annuity over 5 years, 10 % residual: (45,000 − 4,500 / 1.08^5) × 0.08 / (1 − 1.08^−5)
     #   = 41,937.38 × 0.250456 = $10,503.5 a year = $1.199028 per hour.
     # Energy: (2.8 idle + 7.4 busy) / 8 kW × 1.3 PUE × $0.085 = $0.140888; colocation 10.2 / 8 kW × $185 × 12
-    # / 8,760 = $0.323116; maintenance 4 % × 45,000 / 8,760 = $0.205479; staff 225,000 / 750 / 8,760 = $0.034247;
-    # setup 150,000 / 5 years / (1,024 × 8,760) = $0.003344.
+    # / 8,760 = $0.323116; maintenance 4 % × 45,000 / 8,760 = $0.205479; staff in whole engineers,
+    # ⌈1,024 / 750⌉ = 2 × 225,000 / (1,024 × 8,760) = $0.050166; setup 150,000 / 5 years / (1,024 × 8,760)
+    # = $0.003344.
     capital = (45_000 - 4_500 / 1.08**5) * 0.08 / (1 - 1.08**-5) / 8760
-    hand = capital + 1.275 * 1.3 * 0.085 + 1.275 * 185 * 12 / 8760 + 0.04 * 45_000 / 8760 + 300 / 8760 \
-        + 150_000 / 5 / (1024 * 8760)
+    hand = capital + 1.275 * 1.3 * 0.085 + 1.275 * 185 * 12 / 8760 + 0.04 * 45_000 / 8760 \
+        + 2 * 225_000 / (1024 * 8760) + 150_000 / 5 / (1024 * 8760)
     assert capital == pytest.approx(1.199028, abs=1e-6)
-    assert hand == pytest.approx(1.906102, abs=1e-6)
+    assert hand == pytest.approx(1.922022, abs=1e-6)
     assert v.owned_usd_per_gpu_hour(default_catalog()) == pytest.approx(hand, rel=1e-12)
 
 

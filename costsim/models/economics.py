@@ -7,6 +7,7 @@ Units are in the names: ``_usd``, ``_h`` (hours), ``_s`` (seconds), ``_kw``, ``_
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -66,9 +67,16 @@ def maintenance_cost_usd(capex_usd: float, frac_per_year: float, hours: float) -
     return capex_usd * frac_per_year * hours / HOURS_PER_YEAR
 
 
-def staff_cost_usd(gpus: int, gpus_per_fte: float, usd_per_fte_year: float, hours: float) -> float:
-    """Operations staff: (GPUs ÷ GPUs per engineer) × loaded salary × years."""
-    return gpus / gpus_per_fte * usd_per_fte_year * hours / HOURS_PER_YEAR
+def staff_fte(gpus: int, gpus_per_fte: float, min_fte: float) -> int:
+    """Engineers an owned cluster is staffed with: whole people, ⌈GPUs ÷ GPUs per engineer⌉, and
+    at least ``min_fte`` (rounded up: a cluster cannot hire a third of an engineer)."""
+    # Within float noise of a whole number is that number (1,500 / 750 is 2 engineers, not 3).
+    return max(math.ceil(gpus / gpus_per_fte - 1e-9), math.ceil(min_fte - 1e-9))
+
+
+def staff_cost_usd(gpus: int, gpus_per_fte: float, usd_per_fte_year: float, hours: float, *, min_fte: float) -> float:
+    """Operations staff: whole engineers (``staff_fte``) × loaded salary (USD per year) × years of ``hours``."""
+    return staff_fte(gpus, gpus_per_fte, min_fte) * usd_per_fte_year * hours / HOURS_PER_YEAR
 
 
 def billed_seconds(duration_s: np.ndarray | float, granularity_s: float, minimum_s: float) -> np.ndarray:
@@ -172,17 +180,90 @@ def cheaper_until_month(cumulative_own: np.ndarray, cumulative_rent: np.ndarray)
     return float(below[-1]) if len(below) else float("nan")
 
 
-def breakeven_month_extrapolated(cumulative_own: np.ndarray, cumulative_rent: np.ndarray, window: int = 3) -> float:
-    """``breakeven_month``, or if the owned option is dearer at the horizon's end, the month the
-    rental would catch up if each kept its average monthly spend of the last ``window`` months
-    (NaN if the gap is not closing). An estimate beyond the simulated horizon: label it so."""
+def month_shares(months: int, horizon_h: float | None = None) -> np.ndarray:
+    """Each month's share of a whole month (``HOURS_PER_MONTH``): 1, but the last one cut at a
+    horizon of ``horizon_h`` hours (None: the horizon is ``months`` whole months)."""
+    shares = np.ones(months)
+    if months and horizon_h is not None:
+        shares[-1] = horizon_h / HOURS_PER_MONTH - (months - 1)
+        if not 0.0 < shares[-1] <= 1.0 + 1e-9:
+            raise ValueError(f"a horizon of {horizon_h:g} h does not end in month {months - 1}")
+    return shares
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How an option's cash goes on after the horizon, in USD per whole (730-h) month: an estimate
+    for the extrapolated break-even. ``usd_per_month`` from the horizon's end on; a reservation's
+    own bill, ``committed_usd_per_month``, comes on top only after ``covered_months``: the rest of
+    the term its commitment lump (counted at the horizon's end) has already paid for."""
+
+    usd_per_month: float
+    committed_usd_per_month: float = 0.0
+    covered_months: float = 0.0
+
+    def rate_at(self, months_after: float) -> float:
+        """USD per month ``months_after`` months after the horizon's end."""
+        covered = months_after < self.covered_months
+        return self.usd_per_month + (0.0 if covered else self.committed_usd_per_month)
+
+
+def spend_pace(paid_by_month: np.ndarray, horizon_h: float | None = None, window: int = 3, *,
+               lumps_by_month: np.ndarray | None = None, committed_usd_per_month: float = 0.0,
+               owed_usd: float = 0.0) -> Pace:
+    """The ``Pace`` of an option from its cash paid by month (USD): the last ``window`` months'
+    spend less ``lumps_by_month`` (amounts paid once, such as capex or a commitment owed: part of
+    the cumulative, not a rate), divided by those months' length in whole months (a last month cut
+    at ``horizon_h`` counts for its share, so it is prorated, not read as a full month). A
+    reservation billing ``committed_usd_per_month`` with ``owed_usd`` still owed at the horizon's
+    end has that owed amount ÷ its monthly bill months of its term paid for: its own bill is 0
+    over them, and comes back after them (renewed, as the horizon's spending is assumed to go on)."""
+    paid = np.asarray(paid_by_month, dtype=float)
+    if lumps_by_month is not None:
+        paid = paid - np.asarray(lumps_by_month, dtype=float)
+    months = month_shares(len(paid), horizon_h)[-window:].sum()
+    rate = float(paid[-window:].sum() / months) if months > 0 else math.nan
+    covered = owed_usd / committed_usd_per_month if committed_usd_per_month > 0 else 0.0
+    return Pace(rate - committed_usd_per_month, committed_usd_per_month, covered)
+
+
+def _months_to_close(gap_usd: float, own: Pace, rent: Pace) -> float:
+    """Months after the horizon's end until the rental's cumulative catches up a gap of ``gap_usd``
+    (> 0) with each going on at its ``Pace`` (piecewise constant rates: the gap is piecewise
+    linear, with a kink where a reservation's covered term ends); NaN if it never does."""
+    kinks = sorted({0.0, own.covered_months, rent.covered_months})
+    for start, end in zip(kinks, [*kinks[1:], math.inf]):
+        slope = own.rate_at(start) - rent.rate_at(start)  # USD per month the gap grows
+        if slope < 0 and (end == math.inf or gap_usd + slope * (end - start) <= 0):
+            return start + gap_usd / -slope
+        if end == math.inf:
+            return math.nan
+        gap_usd += slope * (end - start)
+    return math.nan
+
+
+def breakeven_month_extrapolated(cumulative_own: np.ndarray, cumulative_rent: np.ndarray, window: int = 3, *,
+                                 horizon_h: float | None = None, own: Pace | None = None,
+                                 rent: Pace | None = None) -> float:
+    """``breakeven_month``, or if the owned option is dearer at the horizon's end, the first month
+    by whose end the rental would catch up if each went on at its ``Pace`` (NaN if the gap never
+    closes). An estimate beyond the simulated horizon: label it so.
+
+    Months are whole 730-h months from hour 0: the horizon ends ``horizon_h`` / 730 months in
+    (None: ``len`` whole months), part-way through the last month when it is not a whole number.
+    ``own``/``rent`` default to ``spend_pace`` of each cumulative's monthly steps, with no lumps
+    or commitment; with fewer than ``window`` + 1 months nothing is extrapolated (NaN)."""
     m = breakeven_month(cumulative_own, cumulative_rent)
     a = np.asarray(cumulative_own, dtype=float)
     b = np.asarray(cumulative_rent, dtype=float)
     if m == m or len(a) <= window:
         return m
-    gap = a[-1] - b[-1]
-    closing = (b[-1] - b[-1 - window] - (a[-1] - a[-1 - window])) / window
-    if closing <= 0:
-        return float("nan")
-    return float(len(a) - 1 + np.ceil(gap / closing))
+    own = own if own is not None else spend_pace(np.diff(a, prepend=0.0), horizon_h, window)
+    rent = rent if rent is not None else spend_pace(np.diff(b, prepend=0.0), horizon_h, window)
+    after = _months_to_close(float(a[-1] - b[-1]), own, rent)
+    if after != after:
+        return math.nan
+    end_months = len(a) if horizon_h is None else horizon_h / HOURS_PER_MONTH
+    # Month k ends k + 1 months in: the first whose end is at or after the catch-up (float noise
+    # on a catch-up exactly at a month's end must not push it a month later).
+    return float(max(math.ceil(end_months + after - 1e-9) - 1, len(a) - 1))

@@ -200,7 +200,8 @@ def owned_costs(
         "energy": eco.energy_cost_usd(kwh, econ.pue, econ.electricity_usd_per_kwh),
         "facility": eco.facility_cost_usd(plan.nodes, gpu.node_max_kw, econ.colo_usd_per_kw_month, service_h),
         "maintenance": eco.maintenance_cost_usd(plan.capex_usd, econ.maintenance_frac_per_year, service_h),
-        "staff": eco.staff_cost_usd(plan.gpus, econ.gpus_per_fte, econ.staff_usd_per_fte_year, service_h),
+        "staff": eco.staff_cost_usd(plan.gpus, econ.gpus_per_fte, econ.staff_usd_per_fte_year, service_h,
+                                    min_fte=econ.staff_min_fte),
         "setup": setup,
     }
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from costsim.models import economics as eco
 from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
-from costsim.scenario.units import HOURS_PER_YEAR
+from costsim.scenario.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [
     "option", "month", "capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd", "book_value_usd", "cash_usd",
@@ -75,6 +75,27 @@ def cash_paid(cash: pd.DataFrame) -> pd.Series:
     return cash["capex_usd"] + cash["opex_usd"] + cash["rent_usd"] + cash["commitment_owed_usd"]
 
 
+def committed_usd_per_month(plan: Plan) -> float:
+    """A reservation's bill per whole (730-h) month, reserved GPUs × price × 730 (a hybrid's
+    reserved base's); 0 for any option without a commitment."""
+    part = plan.base if isinstance(plan, HybridPlan) else plan
+    if isinstance(part, CloudPlan) and part.reserved:
+        return float(part.reserved_gpus) * part.price_per_gpu_hour * HOURS_PER_MONTH
+    return 0.0
+
+
+def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
+    """How ``plan``'s cash (its rows of ``cashflow``) goes on after the horizon, for the
+    extrapolated break-even (``economics.spend_pace``): the last three months' cash paid with the
+    lumps left out (capex and the commitment owed are paid once, part of the cumulative, not a
+    rate), a last month cut at the horizon prorated; a reservation's own bill is 0 for the rest of
+    the term its commitment owed pays for, and back after it."""
+    return eco.spend_pace(cash_paid(cash).to_numpy(), horizon_h,
+                          lumps_by_month=(cash["capex_usd"] + cash["commitment_owed_usd"]).to_numpy(),
+                          committed_usd_per_month=committed_usd_per_month(plan),
+                          owed_usd=float(cash["commitment_owed_usd"].sum()))
+
+
 def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
     """What a GPU-hour of capacity costs when you own or commit to it (used or not)."""
     if isinstance(plan, OwnedPlan):
@@ -86,20 +107,23 @@ def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
     return np.nan
 
 
-def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame) -> pd.DataFrame:
+def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, horizon_h: float) -> pd.DataFrame:
     """Each owned, reserved or hybrid option against each on-demand or spot option, on cumulative
-    cash paid by each month's end (``cash_paid``):
+    cash paid by each month's end (``cash_paid``; months of 730 h, the last cut at ``horizon_h``):
     - ``breakeven_month``: the first month from which the owned or committed option stays at or
       below the rental to the horizon's end (0: cheaper from the start; NaN: dearer at the end);
-    - ``breakeven_month_extrapolated``: that month, or when it lies beyond the horizon, the month
-      the last three months' spending would bring it (an estimate; NaN if the gap is not closing);
+    - ``breakeven_month_extrapolated``: that month, or when it lies beyond the horizon, the first
+      month by whose end the rental would catch up with each going on at its ``pace`` (the last
+      three months' spending per whole month, lumps left out; a reservation costs nothing more for
+      the rest of the term its commitment owed pays for): an estimate, NaN if the gap never closes;
     - ``cheaper_until_month``: when it was cheaper first and is dearer at the horizon's end, the
       last month it was at or below the rental (NaN otherwise): not a break-even;
     - ``breakeven_utilization``: the utilisation above which owning is cheaper per used GPU-hour
       (own cost per capacity GPU-hour ÷ rent price; not for hybrids)."""
     s = summary.set_index("option")
-    paid = cash.assign(paid=cash_paid(cash)).groupby("option", sort=False)["paid"]
-    cum = {name: np.cumsum(g.to_numpy()) for name, g in paid}
+    rows_of = dict(tuple(cash.groupby("option", sort=False)))
+    cum = {name: np.cumsum(cash_paid(g).to_numpy()) for name, g in rows_of.items()}
+    paces = {p.name: pace(p, rows_of[p.name], horizon_h) for p in plans}
     rows = []
     for a in plans:
         if isinstance(a, CloudPlan) and not a.reserved:
@@ -111,7 +135,8 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame) -> p
             rows.append({
                 "option": a.name, "versus": b.name,
                 "breakeven_month": eco.breakeven_month(cum[a.name], cum[b.name]),
-                "breakeven_month_extrapolated": eco.breakeven_month_extrapolated(cum[a.name], cum[b.name]),
+                "breakeven_month_extrapolated": eco.breakeven_month_extrapolated(
+                    cum[a.name], cum[b.name], horizon_h=horizon_h, own=paces[a.name], rent=paces[b.name]),
                 "cheaper_until_month": eco.cheaper_until_month(cum[a.name], cum[b.name]),
                 "breakeven_utilization": eco.breakeven_utilization(own, b.price_per_gpu_hour) if own == own else np.nan,
                 "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": b.price_per_gpu_hour,

@@ -254,7 +254,7 @@ def owned_usd_per_gpu_hour(cat: Catalog, gpus: int = OWNED_GPUS, gpu: str = "H10
                                   e["pue"], e["electricity_usd_per_kwh"])
             + eco.facility_cost_usd(nodes, g.node_max_kw, e["colo_usd_per_kw_month"], h)
             + eco.maintenance_cost_usd(capex, e["maintenance_frac_per_year"], h)
-            + eco.staff_cost_usd(gpus, e["gpus_per_fte"], e["staff_usd_per_fte_year"], h)
+            + eco.staff_cost_usd(gpus, e["gpus_per_fte"], e["staff_usd_per_fte_year"], h, min_fte=e["staff_min_fte"])
             + e["setup_usd"] / e["depreciation_years"])
     return year / (gpus * h)
 

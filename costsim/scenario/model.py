@@ -24,6 +24,7 @@ from costsim.scenario.units import (
     Minutes,
     Seed,
     bounded_float,
+    bounded_int,
     show,
     span,
 )
@@ -45,6 +46,7 @@ ColoPrice = bounded_float(ge=0, le=10_000)
 Pue = bounded_float(ge=1.0, le=3.0)
 DepreciationYears = bounded_float(ge=0.1, le=30)
 GPUsPerFTE = bounded_float(ge=1, le=MAX_GPUS)
+StaffMinimum = bounded_int(ge=0, le=MAX_GPUS)
 StaffSalary = bounded_float(ge=0, le=10_000_000)
 CapexShare = bounded_float(ge=0, le=10)
 AnnualRate = bounded_float(ge=0, le=1)
@@ -143,7 +145,14 @@ class Economics(StrictModel):
     staff_usd_per_fte_year: StaffSalary | None = Field(
         None, description=f"Loaded cost of one engineer per year, USD ({span(StaffSalary)})."
     )
-    gpus_per_fte: GPUsPerFTE | None = Field(None, description=f"GPUs one engineer runs ({span(GPUsPerFTE)}).")
+    gpus_per_fte: GPUsPerFTE | None = Field(
+        None, description=f"GPUs one engineer runs ({span(GPUsPerFTE)}); staff is whole engineers, "
+        "⌈GPUs ÷ gpus_per_fte⌉ per owned cluster."
+    )
+    staff_min_fte: StaffMinimum | None = Field(
+        None, description=f"Fewest engineers an owned cluster (or a hybrid's owned base) is staffed with, whole "
+        f"engineers ({span(StaffMinimum)})."
+    )
     storage_capex_frac: CapexShare | None = Field(
         None, description=f"Storage capex as a share of server capex ({span(CapexShare)})."
     )
