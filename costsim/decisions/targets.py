@@ -18,7 +18,7 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "p95_delay_h": ("queue_delay_p95_h", "h", "p95 queue delay"),
     "p99_delay_h": ("queue_delay_p99_h", "h", "p99 queue delay"),
     "mean_delay_h": ("queue_delay_mean_h", "h", "mean queue delay"),
-    "completion": ("completion", "", "completion (share of submitted jobs done within the horizon)"),
+    "completion": ("completion", "", "completion (share of the jobs that could finish within the horizon done)"),
     "rl_iterations_per_day": ("iterations_per_day", "/day", "RL iterations per day"),
     "utilization": ("utilization", "", "utilisation (share of the capacity used)"),
     "total_cost_usd": ("total_cost_usd", "USD", "amortised total cost"),
@@ -72,10 +72,12 @@ def targets(given) -> tuple[Target, ...]:
 
 
 def value(row, metric: str) -> float:
-    """The metric's value in a summary row (a mapping or pandas row); ``completion`` is derived."""
+    """The metric's value in a summary row (a mapping or pandas row). ``completion`` is the
+    summary's column (completed finishable jobs ÷ finishable jobs, ``costsim.results.backlog``);
+    a row from before it was a column (or NaN there) falls back to completed ÷ submitted jobs."""
     column = METRICS[metric][0]
     if column == "completion":
-        if "completion" in row:
+        if "completion" in row and not math.isnan(float(row["completion"])):
             return float(row["completion"])
         return float(row["jobs_completed"]) / float(row["jobs_submitted"]) if row["jobs_submitted"] else math.nan
     return float(row[column])
