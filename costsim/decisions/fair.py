@@ -4,11 +4,14 @@ An option that cannot keep up looks cheap because it left work undone. Per run (
 of ``costsim.simulate``, or of a sweep's runs table) this module says whether the option kept up
 and prices every option on the same work:
 
-- **cannot keep up** when its ``offered_load`` (planned work ÷ the most capacity it can give) is
-  ``LOAD_LIMIT`` (1) or more — its queue cannot drain and unfinished work grows in proportion to
-  the horizon — or more than ``STALE_LIMIT`` (1 %) of the jobs submitted in the first half of the
-  horizon had not started by its end (``stale_share``: a queue that does not drain). Such an
-  option is never recommended.
+- **cannot keep up** when jobs are still waiting at the horizon's end (``jobs_waiting``: never
+  started; a job waiting to resume after an interruption is not a backlog) and either its
+  ``offered_load`` (the work that falls within the horizon ÷ the capacity within it after delivery
+  and serving's real use, ``costsim.results.backlog``) is ``LOAD_LIMIT`` (1) or more — the queue
+  cannot drain — or more than ``STALE_LIMIT`` (1 %) of the jobs submitted are stale
+  (``stale_share``: never started and waiting far beyond the option's normal delays). With no job
+  waiting there is no queue, and it keeps up whatever the load arithmetic says (a single long job
+  on an idle cluster). Such an option is never recommended.
 - ``fair_total_usd``: the amortised total (``total_cost_usd``: capital spread over the
   depreciation life) plus three named lines, ``FAIR_LINES``: the unfinished work priced at the
   cheapest rental price available (``unfinished_rent_usd``: the scenario's cheapest on-demand or
@@ -26,11 +29,15 @@ and prices every option on the same work:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
-LOAD_LIMIT = 1.0  # offered load at which a queue cannot drain
-STALE_LIMIT = 0.01  # share of first-half jobs still waiting at the end that flags a queue that does not drain
+from costsim.results.backlog import STALE_FACTOR, STALE_FLOOR_H
+
+LOAD_LIMIT = 1.0  # offered load at which a queue (when there is one at the end) cannot drain
+STALE_LIMIT = 0.01  # share of the jobs submitted that are stale at the end: a queue that does not drain
 
 FAIR_COLUMNS = [
     "side", "keeps_up", "why", "completion", "waiting_cost_usd", "fair_total_usd", "cost_per_work_gpu_hour_usd",
@@ -44,13 +51,19 @@ def side(kind: str, pricing: str) -> str:
     return "build" if pricing.split("+")[0] == "owned" else "rent"
 
 
-def why_not(offered_load: float, stale_share: float) -> str:
-    """Why an option cannot keep up, in words; "" when it keeps up."""
+def why_not(offered_load: float, stale_share: float, jobs_waiting: float = math.nan) -> str:
+    """Why an option cannot keep up, in words; "" when it keeps up. From summary columns:
+    ``offered_load``, ``stale_share`` and ``jobs_waiting`` (NaN for a table from before it was a
+    column: a queue is then assumed, as the gate did then)."""
+    if jobs_waiting == 0:  # no queue at the end: nothing to drain
+        return ""
     reasons = []
     if offered_load >= LOAD_LIMIT:  # NaN (no capacity limit) compares False
-        reasons.append(f"offered load {offered_load * 100:.0f} % of its capacity: the queue cannot drain")
+        reasons.append(f"offered load {offered_load * 100:.0f} % of its capacity within the horizon, with jobs "
+                       "still waiting: the queue cannot drain")
     if stale_share > STALE_LIMIT:
-        reasons.append(f"{stale_share * 100:.0f} % of the jobs submitted in the first half never started")
+        reasons.append(f"{stale_share * 100:.0f} % of the jobs never started and are stale (waiting past "
+                       f"{STALE_FACTOR:g} × its p95 delay, their own run and {STALE_FLOOR_H:g} h)")
     return "; ".join(reasons)
 
 
@@ -59,11 +72,15 @@ def fair_rows(runs: pd.DataFrame, waiting_usd_per_gpu_hour: float = 0.0) -> pd.D
     ``waiting_usd_per_gpu_hour``: the price of a queued GPU-hour (``Decision``'s)."""
     out = runs.copy()
     out["side"] = [side(k, p) for k, p in zip(out["kind"], out["pricing"], strict=True)]
-    out["why"] = [why_not(float(a), float(b)) for a, b in zip(out["offered_load"], out["stale_share"], strict=True)]
+    waiting = out["jobs_waiting"] if "jobs_waiting" in out else pd.Series(np.nan, index=out.index)
+    out["why"] = [why_not(float(a), float(b), float(c))
+                  for a, b, c in zip(out["offered_load"], out["stale_share"], waiting, strict=True)]
     out["keeps_up"] = out["why"] == ""
     submitted = out["jobs_submitted"].to_numpy(dtype=float)
-    out["completion"] = np.divide(out["jobs_completed"].to_numpy(dtype=float), submitted,
-                                  out=np.full(len(out), np.nan), where=submitted > 0)
+    old = np.divide(out["jobs_completed"].to_numpy(dtype=float), submitted,  # tables without the column
+                    out=np.full(len(out), np.nan), where=submitted > 0)
+    given = out["completion"].to_numpy(dtype=float) if "completion" in out else np.full(len(out), np.nan)
+    out["completion"] = np.where(np.isnan(given), old, given)
     out["waiting_cost_usd"] = out["queued_gpu_hours"] * float(waiting_usd_per_gpu_hour)
     out["fair_total_usd"] = out["total_cost_usd"] + out[list(FAIR_LINES)].sum(axis=1)
     done = (out["work_submitted_gpu_hours"] - out["work_unfinished_gpu_hours"]).to_numpy(dtype=float)

@@ -11,14 +11,14 @@ one):
   unfinished work and unmet serving at the cheapest rent, and waiting at the scenario's
   ``decision.waiting_usd_per_gpu_hour``), USD, the mean over replications (negative: building is
   cheaper);
-- the break-even month of the pair (cash view, ``costsim.models.economics.breakeven_month`` on
-  the cumulative cash paid, averaged over replications month by month).
+- the break-even month of the pair and its extrapolation (cash view), as each run's break-even
+  table has them (``costsim.results.finance.breakeven``), the mean over the replications.
 
 It is a sweep of 1 + 2k variants of the scenario, each built and checked like a sweep's variants
 (dotted paths, ``costsim.runs.paths``), run as the sweep's tasks (``costsim.runs.sweep.tasks``:
 replication r of every variant uses the same seed — common random numbers, so each swing is a
 paired difference) on the sweep's executors. Each task runs ``simulate`` once and keeps its summary
-and its cumulative cash by month: a sweep's runs table has no cash flow, and running every variant
+and its break-even table: a sweep's runs table has no cash flow, and running every variant
 a second time for the break-even month would double the work.
 
 An end flips the verdict when the difference changes sign there, or when the option the base
@@ -44,8 +44,6 @@ from costsim.decisions.fair import fair_rows
 from costsim.decisions.targets import Target, value
 from costsim.decisions.verdict import decide, held_to, option_table
 from costsim.decisions.wording import describe
-from costsim.models.economics import breakeven_month, breakeven_month_extrapolated
-from costsim.results.finance import cash_paid
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor
 from costsim.runs.paths import resolve as resolve_path, set_loc
@@ -252,16 +250,15 @@ def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[
 
 
 def run_task(task: Task) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One (variant, replication): its summary labelled as a sweep's runs are, and each option's
-    cumulative cash paid by month's end (``costsim.results.finance.cash_paid``). Picklable, top level."""
+    """One (variant, replication): its summary labelled as a sweep's runs are, and its break-even
+    table (``costsim.results.finance.breakeven``: the run's own months, extrapolation included).
+    Picklable, top level."""
     scenario = schema_from_data(task.scenario, task.source, task.base_dir)
     res = api.simulate(scenario, seed=task.seed)
     summary = res.summary.copy()
     for name, value in reversed([("variant", task.variant), ("replication", task.replication), ("seed", task.seed)]):
         summary.insert(0, name, value)
-    cash = res.cashflow[["option", "month"]].assign(paid=cash_paid(res.cashflow).to_numpy())
-    cash["cumulative_paid_usd"] = cash.groupby("option", sort=False)["paid"].cumsum()
-    return summary, cash.drop(columns="paid").assign(variant=task.variant, replication=task.replication)
+    return summary, res.breakeven.assign(variant=task.variant, replication=task.replication)
 
 
 def _run(spec: Sweep, executor: str, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -308,12 +305,16 @@ def _difference(runs: pd.DataFrame, variant: str, build: str, rent: str, price: 
     return float((by[build] - by[rent]).mean())
 
 
-def _breakeven(cash: pd.DataFrame, variant: str, build: str, rent: str) -> tuple[float, float]:
-    """The pair's break-even month and its extrapolation (``costsim.models.economics``) on the
-    cumulative cash paid, averaged over replications month by month."""
-    mean = cash[cash["variant"] == variant].groupby(["option", "month"])["cumulative_paid_usd"].mean()
-    own, rent_ = mean.loc[build].to_numpy(), mean.loc[rent].to_numpy()
-    return breakeven_month(own, rent_), breakeven_month_extrapolated(own, rent_)
+def _breakeven(breakeven: pd.DataFrame, variant: str, build: str, rent: str) -> tuple[float, float]:
+    """The pair's break-even month and its extrapolation, as each run's break-even table has them
+    (``finance.breakeven``), the mean over the replications that have one (NaN when none does, or
+    when the pair is not one that table compares: a reservation against a rental)."""
+    rows = breakeven[(breakeven["variant"] == variant) & (breakeven["option"] == build) & (breakeven["versus"] == rent)]
+    if rows.empty:
+        return math.nan, math.nan
+    month, extra = rows["breakeven_month"].dropna(), rows["breakeven_month_extrapolated"].dropna()
+    return (float(month.mean()) if len(month) == len(rows) else math.nan,
+            float(extra.mean()) if len(extra) else math.nan)
 
 
 def _eligibility_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: str, price: float,
@@ -351,16 +352,16 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     cat = default_catalog()
     variants, rows = _plan(base, _chosen(inputs, cat), cat)
     spec = Sweep("tornado", Path(base.base_dir), tuple(variants), replications, base.seed if seed is None else seed)
-    runs, cash = _run(spec, executor, progress)
+    runs, breakeven = _run(spec, executor, progress)
     build, rent = _pair_of(runs, spec)
     price, wanted = base.decision.waiting_usd_per_gpu_hour, held_to(None, base)
     base_diff = _difference(runs, BASE, build, rent, price)
     ran = {v.id for v in variants}
     pair = _Pair(build, rent, base_diff, price, wanted)
-    table = pd.DataFrame([_measured(name, row, runs, cash, ran, pair) for name, row in rows.items()],
+    table = pd.DataFrame([_measured(name, row, runs, breakeven, ran, pair) for name, row in rows.items()],
                          columns=COLUMNS)
     table = table.sort_values("swing_usd", ascending=False, kind="stable", na_position="last").reset_index(drop=True)
-    month, extrapolated = _breakeven(cash, BASE, build, rent)
+    month, extrapolated = _breakeven(breakeven, BASE, build, rent)
     return Tornado(table, build, rent, base_diff, month, extrapolated,
                    sentence(table, build, rent, base_diff, base), replications)
 
@@ -387,7 +388,7 @@ class _Pair:
     wanted: tuple[Target, ...]
 
 
-def _measured(name: str, row: dict, runs: pd.DataFrame, cash: pd.DataFrame, ran: set[str], pair: _Pair) -> dict:
+def _measured(name: str, row: dict, runs: pd.DataFrame, breakeven: pd.DataFrame, ran: set[str], pair: _Pair) -> dict:
     """An input's row completed: differences, break-even months, swing, flips, eligibility notes."""
     build, rent, base_diff = pair.build, pair.rent, pair.base_diff
     row = {**row, "base_difference_usd": base_diff}
@@ -398,7 +399,7 @@ def _measured(name: str, row: dict, runs: pd.DataFrame, cash: pd.DataFrame, ran:
                         f"{end}_breakeven_month_extrapolated": math.nan})
             continue
         row[f"{end}_difference_usd"] = _difference(runs, vid, build, rent, pair.price)
-        row[f"{end}_breakeven_month"], row[f"{end}_breakeven_month_extrapolated"] = _breakeven(cash, vid, build, rent)
+        row[f"{end}_breakeven_month"], row[f"{end}_breakeven_month_extrapolated"] = _breakeven(breakeven, vid, build, rent)
         note = _eligibility_note(runs, vid, end, build, rent, pair.price, pair.wanted)
         row["note"] = "; ".join(x for x in (row["note"], note) if x)
     row["swing_usd"] = abs(row["high_difference_usd"] - row["low_difference_usd"])  # NaN when skipped

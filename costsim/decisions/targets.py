@@ -14,10 +14,12 @@ __all__ = ["DEFAULT_TARGETS", "METRICS", "SHARES", "Target", "parse_target", "ta
 
 
 def value(row, metric: str) -> float:
-    """The metric's value in a summary row (a mapping or pandas row); ``completion`` is derived."""
+    """The metric's value in a summary row (a mapping or pandas row). ``completion`` is the
+    summary's column (completed finishable jobs ÷ finishable jobs, ``costsim.results.backlog``);
+    a row from before it was a column (or NaN there) falls back to completed ÷ submitted jobs."""
     column = METRICS[metric][0]
     if column == "completion":
-        if "completion" in row:
+        if "completion" in row and not math.isnan(float(row["completion"])):
             return float(row["completion"])
         return float(row["jobs_completed"]) / float(row["jobs_submitted"]) if row["jobs_submitted"] else math.nan
     return float(row[column])

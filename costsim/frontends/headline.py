@@ -25,7 +25,7 @@ CASH = "cash: capex when paid, running costs, rent and commitments owed within t
 FAIR = ("fair: the amortised total plus the work left unfinished and the serving left unmet, priced at the "
         "cheapest rental price, plus queued GPU-hours at the decision's price of waiting (0 unless stated)")
 
-# The Verdict.options columns a summary row lacks (``fair.fair_rows``, targets).
+# The Verdict.options columns beside a summary row (``fair.fair_rows``, targets).
 VERDICT_COLUMNS = ["keeps_up", "why", "completion", "fair_total_usd", "cost_per_work_gpu_hour_usd",
                    "meets_targets", "eligible"]
 
@@ -34,6 +34,8 @@ def with_verdict(summary: pd.DataFrame, verdict) -> pd.DataFrame:
     """The summary rows (one per option, in their order) with the verdict's per-option columns
     (``VERDICT_COLUMNS``) beside them."""
     extra = verdict.options[["option", *VERDICT_COLUMNS]]
+    # The verdict's value wins where the summary has the column too (completion: its mean over runs).
+    summary = summary.drop(columns=[c for c in VERDICT_COLUMNS if c in summary.columns])
     return summary.merge(extra, on="option", how="left", validate="one_to_one")
 
 
@@ -116,8 +118,8 @@ CARD_METRICS = [
     ("cash_spent_usd", "Cash spent", True, CASH),
     ("queue_delay_p95_h", "p95 queue delay", True, "95th percentile of the hours a job waits before it starts "
      "(jobs never started count with their wait so far)."),
-    ("completion", "Completion", False, "Share of the jobs that could finish within the horizon (on capacity "
-     "available at once) that did."),
+    ("completion", "Completion", False, "Share of the jobs that could finish within the horizon (on any option) "
+     "that finished on this one."),
     ("iterations_per_day", "RL iterations / day", False, "RL iterations completed per day over the horizon."),
 ]
 

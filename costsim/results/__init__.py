@@ -13,6 +13,10 @@ Definitions (also in the README):
 - ``cost_per_iteration_usd``: RL jobs' cost ÷ RL iterations done; ``cost_per_completed_job_usd``:
   all jobs' cost ÷ completed jobs; neither includes serving or the commitment owed, which (like
   trace jobs, ``trace_jobs_cost_usd``) have their own columns.
+- whether an option keeps up, completion and waiting (``offered_load``, ``jobs_waiting``,
+  ``jobs_stale``, ``stale_share``, ``jobs_finishable``, ``completion``, ``queued_gpu_hours``):
+  ``costsim.results.backlog``. ``unfinished_rent_usd`` and ``serving_unmet_rent_usd``: unfinished
+  work and unmet serving (GPU-hours) at ``backlog.cheapest_rent_usd_per_gpu_hour``.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ import pandas as pd
 from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool, pools as plan_pools
 from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_gpus, held_intervals,
                               option_costs, parts, per_bin, serving_use)
+from costsim.results import backlog
 from costsim.results import finance, to_target
-from costsim.results.backlog import cheapest_rent_usd_per_gpu_hour, keep_up_measures, would_hold
 from costsim.results.advice import checkpoint_advice
 from costsim.engine import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
@@ -39,15 +43,18 @@ JOB_COLUMNS = [
     "completed", "ran_on", "gpu_hours", "lost_gpu_hours", "restarts", "preemptions", "iterations", "cost_usd",
 ]
 SUMMARY_COLUMNS = [
-    "option", "kind", "pricing", "jobs_submitted", "jobs_completed", "queue_delay_mean_h", "queue_delay_p50_h",
-    "queue_delay_p95_h", "queue_delay_p99_h", "jct_mean_h", "utilization", "iterations_per_day",
+    "option", "kind", "pricing", "jobs_submitted", "jobs_completed", "jobs_finishable", "completion",
+    "queue_delay_mean_h", "queue_delay_p50_h", "queue_delay_p95_h", "queue_delay_p99_h", "queued_gpu_hours",
+    "jct_mean_h", "utilization", "iterations_per_day",
     "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
     "rl_jobs_cost_usd", "trace_jobs_cost_usd",
     "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst", "idle_cost_usd", "npv_usd",
-    "serving_gpu_hours", "serving_unmet_gpu_hours", "serving_cost_usd",
+    "serving_gpu_hours", "serving_unmet_gpu_hours", "serving_unmet_rent_usd", "serving_cost_usd",
     "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd", "interruption_delay_mean_h",
 ] + [f"cost_{item}_usd" for item in ALL_ITEMS] + [
-    "cash_spent_usd", "book_value_usd", "offered_load", "work_submitted_gpu_hours", "work_unfinished_gpu_hours", "unfinished_rent_usd", "stale_share",
+    "cash_spent_usd", "book_value_usd", "offered_load", "work_submitted_gpu_hours", "work_unfinished_gpu_hours",
+    "unfinished_rent_usd",
+    "jobs_waiting", "jobs_stale", "stale_share",
     "rollout_gpu_hours", "rollout_lost_samples",
 ]
 TIMESERIES_COLUMNS = [
@@ -275,7 +282,7 @@ def _writable(a: np.ndarray) -> np.ndarray:
 
 
 def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan,
-                   demand: np.ndarray | None, rent_usd_per_gpu_hour: float):
+                   demand: np.ndarray | None, rent_usd_per_gpu_hour: float, finishable: np.ndarray):
     jobs = work.jobs
     H = scenario.horizon_h
     serving = serving_use(plan, rec, demand, H)
@@ -362,10 +369,13 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "pricing": _pricing(plan),
         "jobs_submitted": n,
         "jobs_completed": int(completed.sum()),
+        "jobs_finishable": int(finishable.sum()),
+        "completion": backlog.completion(completed, finishable),
         "queue_delay_mean_h": float(d.mean()) if d.size else np.nan,
         "queue_delay_p50_h": float(np.percentile(d, 50)) if d.size else np.nan,
         "queue_delay_p95_h": float(np.percentile(d, 95)) if d.size else np.nan,
         "queue_delay_p99_h": float(np.percentile(d, 99)) if d.size else np.nan,
+        "queued_gpu_hours": backlog.queued_gpu_hours(jobs.submit_h, rec.start_h, started, work.home_gpus, H),
         "jct_mean_h": float(jct.mean()) if jct.size else np.nan,
         "utilization": used / capacity_h if capacity_h > 0 else np.nan,
         "iterations_per_day": rl_iterations / scenario.horizon_days,
@@ -399,10 +409,15 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     # its end is its book value, shown beside it (the cash flow table credits it in the last month).
     summary["cash_spent_usd"] = float(cash[["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]].to_numpy().sum())
     summary["book_value_usd"] = float(cash["book_value_usd"].sum())
-    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, would_hold(plan, work.home_gpus))
-    summary.update(keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held, serving_h,
-                                    _work_gpus(work, held)))
+    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, backlog.would_hold(plan, work.home_gpus))
+    # Serving's real use of the option's own capacity, within the window the load is measured in.
+    pool_served = sum(sv for (part, _), (sv, _) in zip(parts(plan, rec), serving, strict=True)
+                      if is_pool(part)) if serving else np.zeros(len(width))
+    serving_window_h = backlog.gpu_hours_within(hourly, pool_served, backlog.delivery_h(plan), H)
+    summary.update(backlog.keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held,
+                                            serving_window_h, _work_gpus(work, held)))
     summary["unfinished_rent_usd"] = summary["work_unfinished_gpu_hours"] * rent_usd_per_gpu_hour
+    summary["serving_unmet_rent_usd"] = summary["serving_unmet_gpu_hours"] * rent_usd_per_gpu_hour
     rollout = rec.alloc_part[k] >= ROLLOUT  # rented rollout instances beside the holds at home
     summary["rollout_gpu_hours"] = float(((e - s) * held_gpus(rec, k))[rollout].sum())
     summary["rollout_lost_samples"] = _lost_samples(work, jobs_df["iterations"].to_numpy())
@@ -415,7 +430,12 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
     """All tables for all options, in option order. ``demand``: serving GPUs per hour, if any."""
     if demand is not None:
         demand = demand[: len(bin_edges(scenario.horizon_h, 1.0)) - 1]
-    tables = [_option_tables(scenario, p, econ, r, w, demand, cheapest_rent_usd_per_gpu_hour(plans, p))
+    # A job is held against an option only if it could finish somewhere: the same jobs, in the same
+    # order, in every option's work plan, so its fastest run is the least over the options.
+    fastest = np.min([w.run_h + _startup_h(p, r, w) for p, r, w in zip(plans, records, work, strict=True)], axis=0)
+    can_finish = backlog.finishable(work[0].jobs.submit_h, fastest, scenario.horizon_h)
+    tables = [_option_tables(scenario, p, econ, r, w, demand, backlog.cheapest_rent_usd_per_gpu_hour(plans, p),
+                             can_finish)
               for p, r, w in zip(plans, records, work, strict=True)]
     refs = to_target.references(scenario, plans, work)  # per scaling class: its curve's compute per job
     summary = pd.DataFrame([t[1] for t in tables], columns=SUMMARY_COLUMNS)
