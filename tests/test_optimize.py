@@ -97,7 +97,7 @@ def test_nothing_meets_names_the_closest_and_what_it_misses(tmp_path):
     assert not best.meets and best.values == {"options.own.gpus": 11}  # the least delay of those tried
     assert best.sentence.startswith("Nothing tried meets p95_delay_h<=0.01 and completion>=0.5: the closest is "
                                     "options.own.gpus=11")
-    assert "misses p95_delay_h<=0.01 (p95 queue delay" in best.sentence and "completion>=0.5 (" not in best.sentence
+    assert "misses p95 queue delay ≤ 0.01 h (p95 queue delay" in best.sentence and "completion ≥ 50 %" not in best.sentence
     assert "options.own.gpus=11 is the highest value tried" in best.notes[0]
 
 
@@ -127,7 +127,7 @@ def test_two_fields_the_answer_is_the_cheapest_that_meets_and_options_appear_onc
     sc = scenario(tmp_path, trace[["submit_h", "gpus", "duration_h"]].itertuples(index=False),
                   [owned(gpus=8, gpus_per_node=1), cloud(price_per_gpu_hour=6.0),
                    {"name": "hyb", "kind": "hybrid", "base": "own", "burst": "cloud", "max_wait_h": 1.0}],
-                  horizon_days=10.5)
+                  horizon_days=10.5, economics={"setup_usd": 0})  # no groundwork: owning can win
     (tmp_path / "h.yaml").write_text(dump_scenario(sc))
     best = optimize(tmp_path / "h.yaml", ["p95_delay_h<=0.75"],
                     ["options.own.gpus=8..16", "options.hyb.max_wait_h=0..2"], replications=1, executor="local")
@@ -136,7 +136,10 @@ def test_two_fields_the_answer_is_the_cheapest_that_meets_and_options_appear_onc
     row = ok.loc[ok["fair_total_usd"].idxmin()]
     assert best.meets and best.option == row["option"] and best.metrics["fair_total_usd"] == row["fair_total_usd"]
     assert best.values == {p: row[p] for p in ("options.own.gpus", "options.hyb.max_wait_h")}
-    assert set(ev["option"]) == {"own", "hyb"} and (ev["stage"] == "bisection").any()
+    # Every option of the scenario is a candidate; the cloud, which no varied field touches, once
+    # per setting of the fields it uses (none): once.
+    assert set(ev["option"]) == {"own", "cloud", "hyb"} and (ev["stage"] == "bisection").any()
+    assert (best.frontier["option"] == "cloud").sum() <= 1
     assert ("max_wait_h" in best.sentence) == (best.option == "hyb")  # the sentence names what the option uses
     # The owned option does not use the hybrid's wait: the same runs 5 times on the grid, once on the frontier.
     own = best.frontier[best.frontier["option"] == "own"]
@@ -256,3 +259,20 @@ def test_bad_input_exits_2_naming_the_flag_and_writes_nothing(tmp_path, args, fl
     assert result.exit_code == 2, result.output
     assert flag in result.output and "Traceback" not in result.output
     assert not out.exists()
+
+
+def test_another_option_that_already_meets_the_targets_for_less_is_the_answer(tmp_path):
+    # The owned M/M/c cluster needs 11 GPUs for p95 ≤ 0.75 h; an on-demand option at $0.50 per
+    # GPU-hour (no provisioning delay: no wait) meets it for about 8 GPU-h/h × 240 h × $0.50 =
+    # $960 over 10 days, far below any owned size: the search names it, not an owned size.
+    trace = make_trace([JobGroup("mm", per_day=LAM * 24, gpus=1, mean_h=1 / MU, law="exponential")], 10.0, seed=3)
+    sc = scenario(tmp_path, trace[["submit_h", "gpus", "duration_h"]].itertuples(index=False),
+                  [owned(gpus=8, gpus_per_node=1, scheduler="fifo"), cloud(price_per_gpu_hour=0.5)], horizon_days=10.5)
+    (tmp_path / "c.yaml").write_text(dump_scenario(sc))
+    best = optimize(tmp_path / "c.yaml", ["p95_delay_h<=0.75"], ["options.own.gpus=8..16"], replications=1,
+                    executor="local")
+    assert best.meets and best.option == "cloud" and best.values == {"options.own.gpus": best.values["options.own.gpus"]}
+    ev = best.evaluated
+    cheapest_own = ev[(ev["option"] == "own") & ev["meets"]]["fair_total_usd"].min()
+    assert best.metrics["fair_total_usd"] < cheapest_own
+    assert best.sentence.startswith("Cheapest meeting p95_delay_h<=0.75: cloud (as the scenario has it")

@@ -25,7 +25,9 @@ def burst_scenario(folder, price=20.0, **top):
     By hand: the owned cluster runs the jobs one after another, job k from hour 6k, so the delays
     are 0, 6, …, 114 h: p95 (numpy's linear rule, index 0.95 × 19 = 18.05) = 108 + 0.05 × 6 =
     108.3 h; queued GPU-hours = 8 × 6 × (0 + 1 + … + 19) = 8 × 6 × 190 = 9,120; all done by hour
-    120 of 240. On-demand starts every job at once (no provisioning delay): no wait."""
+    120 of 240. On-demand starts every job at once (no provisioning delay): no wait. No one-time
+    groundwork (setup_usd), which would dwarf ten days of an 8-GPU cluster."""
+    top.setdefault("economics", {"setup_usd": 0})
     return scenario(folder, BURST, [owned(gpus=8, gpus_per_node=8, scheduler="fifo"),
                                     cloud(price_per_gpu_hour=price)], H_DAYS, **top)
 
@@ -49,7 +51,7 @@ def test_without_targets_cost_decides_but_the_delay_trade_is_stated(tmp_path):
     sc = burst_scenario(tmp_path, decision={"targets": []})
     v = decide(costsim.simulate(sc))
     assert v.targets == () and v.option == "own" and v.binding == ""
-    assert "own's jobs wait 4.5 days at p95 against no wait on cloud" in v.sentence
+    assert "at p95 a job waits 4.5 days on own against no time on cloud" in v.sentence
 
 
 def test_the_price_of_waiting_is_a_line_of_the_fair_total_and_flips_the_verdict_where_computed(tmp_path):
@@ -74,7 +76,7 @@ def test_unmet_serving_is_priced_at_the_cheapest_rent(tmp_path):
     # owned option serves nothing: 4 × 48 = 192 GPU-hours unmet, priced at the cloud's $3.
     rows = [(100.0, 8, 2.0)]
     sc = scenario(tmp_path, rows, [owned(gpus=16, gpus_per_node=8, lead_time_days=2), cloud(price_per_gpu_hour=3.0)],
-                  H_DAYS, serving={"gpus": {"base": 4}}, decision={"targets": []})
+                  H_DAYS, serving={"gpus": {"base": 4}}, decision={"targets": []}, economics={"setup_usd": 0})
     res = costsim.simulate(sc)
     s = res.summary.set_index("option")
     assert s.loc["own", "serving_unmet_gpu_hours"] == pytest.approx(192)
@@ -109,15 +111,18 @@ def test_when_no_option_qualifies_the_closest_is_named_with_what_it_misses(tmp_p
 def steady_scenario(folder, price, scale=1.0, **top):
     """Jobs of 8 GPUs × 4 h, one every 2 h for 10 days on 32 owned GPUs (load ≈ 50 %)."""
     rows = [(2.0 * i, 8, 4.0) for i in range(115)]
+    top.setdefault("economics", {"setup_usd": 0})
     return scenario(folder, rows, [owned(gpus=32, gpus_per_node=8), cloud(price_per_gpu_hour=price)], H_DAYS,
                     workload={"arrival_scale": scale}, decision={"targets": []}, **top)
 
 
-@pytest.mark.parametrize("price", [6.0, 2.2])
+@pytest.mark.parametrize("price", [6.0, 4.0])
 def test_the_utilisation_flip_is_a_flip(tmp_path, price):
-    # At $6 owning is cheaper at today's work: the flip lies at less work. At $2.2 renting is, and
-    # the flip lies at more work. Either way, re-simulating each side of the reported flip orders
-    # the pair both ways.
+    # 3,680 GPU-hours of work on 32 GPUs for 240 h: 48 % utilisation. The owned option's fair total
+    # is about $20k, nearly all fixed. At $6 renting costs $22k: owning is cheaper and the flip lies
+    # at less work. At $4 renting ($14.7k) is cheaper, and at 100 % utilisation (2.08 × the work)
+    # it would cost $30.7k: the flip lies at more work. Either way, re-simulating each side of the
+    # reported flip orders the pair both ways.
     sc = steady_scenario(tmp_path, price)
     v = decide(costsim.simulate(sc))
     assert 0 < v.utilization_flip <= 1, v.utilization_flip_reason
@@ -173,7 +178,7 @@ def test_a_longer_lead_time_never_meets_a_missed_target_nor_lowers_the_fair_tota
     out = []
     for lead in (0.0, 1.0, 3.0):
         sc = scenario(tmp_path, rows, [owned(gpus=32, gpus_per_node=8, lead_time_days=lead), cloud()], H_DAYS,
-                      decision={"waiting_usd_per_gpu_hour": waiting})
+                      decision={"waiting_usd_per_gpu_hour": waiting}, economics={"setup_usd": 0})
         v = decide(costsim.simulate(sc), flips=False)
         out.append(v.options.set_index("option").loc["own"])
     met = [bool(r["meets_targets"]) for r in out]

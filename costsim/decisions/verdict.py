@@ -210,7 +210,9 @@ def _decide(source, targets, variant: str | None, flips: bool, simulate) -> Verd
         if scenario is not None:
             e_flip = flip_points.electricity_flip(mean, best.cost_energy_usd, alt.cost_energy_usd,
                                                   economics_values(scenario).electricity_usd_per_kwh)
-        u_flip, u_reason = _utilization_flip(rows, scenario, build, rent, price, wanted, flips, mean, simulate)
+        build_minus_rent = mean if best.side == "build" else -mean
+        u_flip, u_reason = _utilization_flip(rows, scenario, build, rent, price, wanted, flips, build_minus_rent,
+                                             simulate)
     verdict = dict(option=best.option, versus=alt.option, close_call=close, same_cost=same, difference_usd=mean,
                    difference_low_usd=low, difference_high_usd=high, relative=relative,
                    cash_difference_usd=cash, electricity_flip_usd_per_kwh=e_flip, utilization_flip=u_flip,
@@ -219,8 +221,10 @@ def _decide(source, targets, variant: str | None, flips: bool, simulate) -> Verd
 
 
 def _utilization_flip(rows: pd.DataFrame, scenario: Scenario | None, build, rent, price: float,
-                      wanted: tuple[Target, ...], search: bool, mean: float, simulate) -> tuple[float, str]:
-    """(the owned option's utilisation at the flip, or NaN and why there is none)."""
+                      wanted: tuple[Target, ...], search: bool, build_minus_rent: float,
+                      simulate) -> tuple[float, str]:
+    """(the owned option's utilisation at the flip, or NaN and why there is none); ``build_minus_rent``:
+    the mean fair difference over the replications."""
     if not search:
         return math.nan, "not searched"
     if scenario is None or "seed" not in rows:
@@ -228,25 +232,25 @@ def _utilization_flip(rows: pd.DataFrame, scenario: Scenario | None, build, rent
     first = rows[rows["replication"] == rows["replication"].min()]
     b = first[first["option"] == build.option].iloc[0]
     r = first[first["option"] == rent.option].iloc[0]
-    if (b.fair_total_usd - r.fair_total_usd > 0) != (mean > 0):
+    if (b.fair_total_usd - r.fair_total_usd > 0) != (build_minus_rent > 0):
         return math.nan, "the first replication orders the two the other way"
     f = flip_points.utilization_flip(scenario, int(b.seed), b, r, price=price, wanted=wanted, simulate=simulate)
     return f.utilization, f.reason
 
 
-def _binding(table: pd.DataFrame, best, wanted: tuple[Target, ...]) -> tuple[str, str]:
-    """(the target that rules out the cheapest option dearer options were preferred to, its words):
-    the cheapest option cheaper than ``best`` that keeps up but misses a target; ("", "") when
-    none does. Options that cannot keep up are reported by the sentence's other clauses."""
+def _binding(table: pd.DataFrame, best, wanted: tuple[Target, ...]) -> tuple[str, str, str]:
+    """(the target that rules out the cheapest option dearer options were preferred to, its words,
+    that option): the cheapest option cheaper than ``best`` that keeps up but misses a target;
+    ("", "", "") when none does. Options that cannot keep up are reported by other clauses."""
     cheaper = table[(table["fair_total_usd"] < best.fair_total_usd) & table["keeps_up"] & ~table["meets_targets"]]
     if cheaper.empty:
-        return "", ""
+        return "", "", ""
     row = cheaper.sort_values("fair_total_usd", kind="stable").iloc[0]
     missed = [t for t in wanted if not t.met(value(row, t.metric))]
     words, _ = misses(row, tuple(missed))
     saving = 1 - row.fair_total_usd / best.fair_total_usd
     return (" and ".join(map(str, missed)),
-            f"{row.option} would cost {pct(saving)} less but misses {'; '.join(words)}")
+            f"{row.option} would cost {pct(saving)} less but misses {'; '.join(words)}", str(row.option))
 
 
 def _closest(table: pd.DataFrame, wanted: tuple[Target, ...]) -> str:
@@ -271,7 +275,7 @@ def _fair_words(v: dict) -> str:
     return f"fair totals: amortised cost, with unfinished work and unmet serving at the cheapest rent{waiting}"
 
 
-def _sentence(best, alt, v: dict, scenario: Scenario | None, binding: tuple[str, str]) -> str:
+def _sentence(best, alt, v: dict, scenario: Scenario | None, binding: tuple[str, str, str]) -> str:
     a, b = describe(best.option, scenario), describe(alt.option, scenario)
     when = met_clause(best, v["targets"])
     if v["same_cost"]:
@@ -298,7 +302,7 @@ def _sentence(best, alt, v: dict, scenario: Scenario | None, binding: tuple[str,
             flips.append(f"above ${e:.2f} per kWh")
     elif best.side == "rent" and alt.side == "build":
         if not math.isnan(u):
-            flips.append(f"if {alt.option} were used above {pct(u)}")
+            flips.append(f"above {pct(u)} utilisation of {alt.option}")
         if not math.isnan(e) and best.cost_energy_usd < alt.cost_energy_usd:
             flips.append(f"below ${e:.2f} per kWh")
     if flips and not v["same_cost"]:
@@ -306,13 +310,15 @@ def _sentence(best, alt, v: dict, scenario: Scenario | None, binding: tuple[str,
     return s + "."
 
 
-def _only_sentence(best, table: pd.DataFrame, wanted, scenario, binding: tuple[str, str]) -> str:
+def _only_sentence(best, table: pd.DataFrame, wanted, scenario, binding: tuple[str, str, str]) -> str:
     a = describe(best.option, scenario)
-    left = table[~table["eligible"]]
     s = f"{capitalised(a)} is the only option that keeps up" + (f" and meets {targets_text(wanted)}" if wanted else "")
-    s += f" ({money(best.fair_total_usd)} fair total; its jobs wait {duration(best.queue_delay_p95_h)} at p95)"
+    s += f" ({money(best.fair_total_usd)} fair total, p95 queue delay {duration(best.queue_delay_p95_h)})"
+    if binding[1]:
+        s += f"; {binding[1]}"
+    left = table[~table["eligible"] & (table["option"] != binding[2])]
     if not left.empty:
-        s += "; " + "; ".join(f"{r.option} {'; '.join(misses(r, wanted)[0]) or 'misses a target'}"
+        s += "; " + "; ".join(f"{r.option} {'misses ' if r.keeps_up else ''}{'; '.join(misses(r, wanted)[0])}"
                               for _, r in left.iterrows())
     return s + "."
 
