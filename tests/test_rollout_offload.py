@@ -118,38 +118,71 @@ def test_samples_in_flight_by_hand():
 
 # --- the iteration --------------------------------------------------------------------------------
 
-def phases(rollout=100.0, overhead=0.0):
+def phases(rollout=100.0, overhead=0.0, logprobs=10.0, scoring=5.0, update=20.0, sync=3.0):
     one = lambda v: np.array([v])  # noqa: E731
-    return rl.PhaseTimes(rollout=one(rollout), logprobs=one(10.0), scoring=one(5.0), update=one(20.0), sync=one(3.0),
-                         overhead=one(overhead), total=one(np.nan), straggler=one(0.0))
+    return rl.PhaseTimes(rollout=one(rollout), logprobs=one(logprobs), scoring=one(scoring), update=one(update),
+                         sync=one(sync), overhead=one(overhead), total=one(np.nan), straggler=one(0.0))
 
 
 # 10 samples of 1,000 tokens, all 10 in flight: Σ L = 1e4, Σ L² = 1e7, w = 1e7 / 2e4 = 500 tokens per lost
-# sample. 6 preemptions per instance-day (λ = 6 / 86,400 per s), down 0.9 h + a 360 s push = 1 h: a = 0.8.
-# q = λ · I · w / Σ L = 6/86,400 × 10 × 0.05 = 3 / 86,400 per s; R = 100 s: q·R = 300 / 86,400.
+# sample. 6 preemptions per instance-day (λ = 6 / 86,400 per s), down 0.9 h + a 360 s push = 1 h: a = 0.8,
+# λ·d = 0.25. q = λ · I · w / Σ L = 6/86,400 × 10 × 0.05 = 3 / 86,400 per s; R = 100 s: q·R = 300 / 86,400.
 LEN_SUM, LEN_SQ, INFLIGHT = [1e4], [1e7], [10.0]
-R_HAND = 100.0 / (0.8 * (1.0 - 300.0 / 86_400))  # 125.4355 s
-LOST_HAND = 6.0 / 86_400 * 0.8 * 10.0 * R_HAND  # 0.0696864 samples
+LAM = 6.0 / 86_400
+W_HAND = 100.0 / (1.0 - 300.0 / 86_400)  # the rollout's work, 100.3484 pool-seconds
+LOST_HAND = LAM * 10.0 * W_HAND  # λ·I·W = 0.0696864 samples
+PI4 = {1: 4 * 0.8 * 0.2**3, 2: 6 * 0.8**2 * 0.2**2, 3: 4 * 0.8**3 * 0.2, 4: 0.8**4}  # Binomial(j; 4, 0.8)
+
+
+def by_hand(work, iteration, gap):
+    """The module docstring's steps 1-3 for 4 instances at a = 0.8, λ·d = 0.25, every gap shorter than
+    d = 1 h: with j up an iteration takes ``iteration[j]`` and idles the pool ``gap[j]``; an instance up
+    when a gap starts is up τ = (1 − e^(−λ·g)) / λ of it, one down (g − τ) / 0.25. Returns the rollout
+    and the iteration."""
+    weight = {j: PI4[j] / iteration[j] for j in PI4}  # ∝ the chance an iteration has j up
+    tau = {j: -math.expm1(-LAM * gap[j]) / LAM for j in PI4}
+    up = sum(weight[j] * (j / 4 * tau[j] + (1 - j / 4) * (gap[j] - tau[j]) / 0.25) for j in PI4) / sum(weight.values())
+    total = (work + up) / 0.8
+    return total - sum(weight[j] * gap[j] for j in PI4) / sum(weight.values()), total
 
 
 def test_sync_iteration_by_hand():
     got = offload.offloaded(phases(), False, LEN_SUM, LEN_SQ, INFLIGHT, instances=4, preemptions_per_instance_day=6.0,
                             restart_h=0.9, push_s=360.0)
     assert got.availability == pytest.approx(0.8)
-    assert got.rollout_s[0] == pytest.approx(R_HAND, rel=1e-12)
+    # 38 s between rollouts (10 + 5 + 20 + 3). With j up an iteration takes 4·W/j + 38 s = 439.39, 238.70,
+    # 171.80, 138.35 s, the clock spending 0.0256, 0.1536, 0.4096, 0.4096 of its time with j up. τ(38) =
+    # 37.9499 s, (38 − τ) / 0.25 = 0.2004 s: an instance is up 31.9472 s of a gap on average, so the iteration
+    # is (100.3484 + 31.9472) / 0.8 = 165.3695 s and its rollout 127.3695 s. Left out, the downtime during
+    # the gap would give W / a = 125.4355 s.
+    rollout, total = by_hand(W_HAND, {j: 4 * W_HAND / j + 38.0 for j in PI4}, {j: 38.0 for j in PI4})
+    assert rollout == pytest.approx(127.3695, abs=1e-4) and total == pytest.approx(165.3695, abs=1e-4)
+    assert got.rollout_s[0] == pytest.approx(rollout, rel=1e-12)
+    assert got.total_s[0] == pytest.approx(total, rel=1e-12)
     assert got.lost_samples[0] == pytest.approx(LOST_HAND, rel=1e-12)
-    assert got.total_s[0] == pytest.approx(R_HAND + 10 + 5 + 20 + 3, rel=1e-12)
-    # The fixed point it solves: the pool at a of its rate, plus the lost samples' tokens made again.
-    assert got.rollout_s[0] == pytest.approx(100.0 / 0.8 * (1 + got.lost_samples[0] * 500 / 1e4), rel=1e-12)
+    # The fixed point the work solves: R plus the lost samples' tokens made again.
+    assert W_HAND == pytest.approx(100.0 * (1 + got.lost_samples[0] * 500 / 1e4), rel=1e-12)
+    # One instance is always up when its rollout ends: (W + τ(38)) / a, exact.
+    one = offload.offloaded(phases(), False, LEN_SUM, LEN_SQ, INFLIGHT, 1, 6.0, 0.9, 360.0)
+    assert one.total_s[0] == pytest.approx((W_HAND + -math.expm1(-LAM * 38.0) / LAM) / 0.8, rel=1e-12)
+    assert one.rollout_s[0] == pytest.approx(one.total_s[0] - 38.0, rel=1e-12)
 
 
 def test_async_iteration_overlaps_training_by_hand():
     got = offload.offloaded(phases(rollout=20.0, overhead=2.0), True, LEN_SUM, LEN_SQ, INFLIGHT, 4, 6.0, 0.9, 360.0)
-    r = 20.0 / (0.8 * (1.0 - 60.0 / 86_400))  # 25.0174 s, + 2 s re-prefill, under 35 s of training
-    assert got.rollout_s[0] == pytest.approx(r, rel=1e-12)
-    assert got.total_s[0] == pytest.approx(35.0 + 3.0)
+    # W = 20 / (1 − 60/86,400) = 20.0139 s. With j up: max(4·W/j + 2 s re-prefill, 35 s training) + 3 s sync
+    # = 85.06, 45.03, 38, 38 s, idling the pool the iteration less 4·W/j: 5, 5, 11.31, 17.99 s.
+    w = 20.0 / (1.0 - 60.0 / 86_400)
+    iteration = {j: max(4 * w / j + 2.0, 35.0) + 3.0 for j in PI4}
+    rollout, total = by_hand(w, iteration, {j: iteration[j] - 4 * w / j for j in PI4})
+    assert total == pytest.approx(39.5673, abs=1e-4) and rollout == pytest.approx(26.3345, abs=1e-4)
+    assert got.rollout_s[0] == pytest.approx(rollout, rel=1e-12) and got.total_s[0] == pytest.approx(total, rel=1e-12)
+    # Rollout-bound: 4·W/j + 2 + 3 s whatever j, W = 40 / (1 − 120/86,400); the pool idles 5 s an iteration.
     slow = offload.offloaded(phases(rollout=40.0, overhead=2.0), True, LEN_SUM, LEN_SQ, INFLIGHT, 4, 6.0, 0.9, 360.0)
-    assert slow.total_s[0] == pytest.approx(40.0 / (0.8 * (1.0 - 120.0 / 86_400)) + 2.0 + 3.0, rel=1e-12)
+    w = 40.0 / (1.0 - 120.0 / 86_400)
+    rollout, total = by_hand(w, {j: 4 * w / j + 5.0 for j in PI4}, {j: 5.0 for j in PI4})
+    assert total == pytest.approx(55.3603, abs=1e-4) and total == pytest.approx(rollout + 5.0, rel=1e-12)
+    assert slow.total_s[0] == pytest.approx(total, rel=1e-12)
 
 
 def test_preemptions_faster_than_progress_never_finish():
@@ -216,9 +249,11 @@ def test_lost_samples_and_billed_hours_match_a_monte_carlo_within_its_interval()
     z = 3.29  # a two-sided 99.9 % interval over the 200 independent instances
     share = up / horizon
     assert abs(share.mean() - a) < z * share.std(ddof=1) / math.sqrt(k)
-    # Lost samples per hour of rollout, as the model gives them (λ × a × I, I = 200 × 25 in flight).
+    # Lost samples per hour of rollout, as the model gives them (λ × a × I, I = 200 × 25 in flight), for a
+    # job with no gap between its rollouts: its pool always generates, as the simulated instances do.
     rate = lost.sum(0) / horizon
-    model = offload.offloaded(phases(rollout=1.0), False, LEN_SUM, LEN_SQ, [k * per_instance], k, per_day, restart_h, push_s)
+    gapless = phases(rollout=1.0, logprobs=0.0, scoring=0.0, update=0.0, sync=0.0)
+    model = offload.offloaded(gapless, False, LEN_SUM, LEN_SQ, [k * per_instance], k, per_day, restart_h, push_s)
     expected = model.lost_samples[0] / model.rollout_s[0] * 3600.0
     assert expected == pytest.approx(per_day / 24.0 * a * k * per_instance)
     per = lost / horizon

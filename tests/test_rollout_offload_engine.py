@@ -6,7 +6,8 @@ rollout GPUs on the named on-demand or spot option. Checked against independent 
   rollout GPUs are simply more (same iteration, same run, same GPU-hours);
 - its rollout bill is, by hand, hours held × instances × GPUs × price × the billed share
   a·(1 + λ·(startup + push)), and the option's total is its home lines plus that bill;
-- the samples lost are λ·a·(samples in flight)·(rollout seconds), by hand;
+- the samples lost are λ·(samples in flight)·(the rollout's work in pool-seconds), and the iteration with
+  the instances' downtime between rollouts, by hand;
 - a hybrid offloads from its base only; the home energy counts only the training GPUs.
 """
 
@@ -129,15 +130,31 @@ def test_the_rollout_bill_and_the_lost_samples_by_hand():
     row = res.breakeven.set_index(["option", "versus"]).loc[("home", "spot")]
     assert row["own_usd_per_gpu_hour"] == pytest.approx((s["total_cost_usd"] - by_hand) / (64 * H), rel=1e-9)
 
-    # Lost samples: λ per second × a × 256 samples in flight (the KV cache holds them all) × rollout seconds.
+    # The rollout's work is the no-preemption rollout on the pool R0, with the lost samples' tokens made
+    # again: W = R0 / (1 − q·R0), q = λ · I · w / Σ L (I = 256 in flight: the KV cache holds them all;
+    # w = Σ L² / (2 Σ L) = 500 tokens). Lost samples: λ per second × 256 × W an iteration.
     it = res.phases.set_index("option").loc["home"]
-    lost = 2.0 / 86_400 * a * 256 * it["rollout_s"] * it["iterations_done"]
-    assert s["rollout_lost_samples"] == pytest.approx(lost, rel=1e-9)
-    # And the rollout is the no-preemption one on the pool stretched by 1 / (a (1 − qR)).
-    plain = costsim.simulate(scenario("", home("od") + OD_NOW, days=4))
-    r0 = plain.phases.set_index("option").loc["home"]["rollout_s"]
-    q = 2.0 / 86_400 * 256 * 500.0 / 256_000.0  # λ · I · w / Σ L, w = Σ L² / (2 Σ L) = 500 tokens
-    assert it["rollout_s"] == pytest.approx(r0 / (a * (1.0 - q * r0)), rel=1e-12)
+    plain = costsim.simulate(scenario("", home("od") + OD_NOW, days=4)).phases.set_index("option").loc["home"]
+    r0, lam_s = plain["rollout_s"], 2.0 / 86_400
+    q = lam_s * 256 * 500.0 / 256_000.0
+    work = r0 / (1.0 - q * r0)
+    assert s["rollout_lost_samples"] == pytest.approx(lam_s * 256 * work * it["iterations_done"], rel=1e-9)
+    # The iteration: 3 instances, the gap between rollouts T the plain job's log-probs, scoring, update and
+    # weight sync (over the same link), shorter than the downtime d. With j of the 3 up it takes 3·W/j + T;
+    # the clock spends Binomial(j; 3, a) of its time with j up; an instance up when a gap starts is up
+    # τ = (1 − e^(−λT)) / λ of it, one down (T − τ) / (λ·d); the iteration is (W + its mean up-time in the
+    # gap) / a, and the rollout that less T.
+    gap = plain["iteration_s"] - plain["rollout_s"]
+    d_s = down_h * 3600.0
+    share_up = {1: 3 * a * (1 - a) ** 2, 2: 3 * a**2 * (1 - a), 3: a**3}
+    weight = {j: share_up[j] / (3 * work / j + gap) for j in share_up}
+    tau = -math.expm1(-lam_s * gap) / lam_s
+    up = sum(weight[j] * (j / 3 * tau + (1 - j / 3) * (gap - tau) / (lam_s * d_s)) for j in weight)
+    up /= sum(weight.values())
+    assert gap < d_s and it["iteration_s"] == pytest.approx((work + up) / a, rel=1e-12)
+    assert it["rollout_s"] == pytest.approx((work + up) / a - gap, rel=1e-12)
+    # Longer than the pool at a of its rate with the gap's downtime left out (W / a + T).
+    assert it["iteration_s"] > work / a + gap
 
 
 def test_a_hybrid_offloads_from_its_base_only_and_home_energy_counts_training_gpus():
@@ -243,8 +260,8 @@ def test_preemptions_faster_than_rollouts_are_refused_by_name():
 
 
 def test_preemptions_delay_the_target_and_never_add_compute():
-    # The rollout pool's preemptions stretch the run (R' = R / (a (1 − qR))): that is time lost, not
-    # compute. The leading run reaches the target at start + needed / (32 GPUs × nominal / hold).
+    # The rollout pool's preemptions stretch the run (its rollouts wait for instances down): that is time
+    # lost, not compute. The leading run reaches the target at start + needed / (32 GPUs × nominal / hold).
     curve = "      scaling: {curve: {a: 0.72, b: 1.4, c_mid_gpu_hours: 4, r0: 0.31}, target: 0.6}\n"
     calm = costsim.simulate(scenario(curve, home("od") + OD_NOW, days=4))
     stormy_pool = SPOT.replace("preemptions_per_instance_day: 2", "preemptions_per_instance_day: 40")
