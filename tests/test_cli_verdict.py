@@ -159,7 +159,7 @@ def test_a_target_excludes_the_options_that_miss_it(baseline, folder):
     assert "meeting p95 queue delay" in verdict and "≤ 1 h" in verdict
     _, under = option_lines(lines, "own-256")
     assert "✗ misses a target" in under
-    assert any(line.startswith("✗ own-256 misses p95_delay_h<=1 (it has") for line in lines)
+    assert any(line.startswith("✗ own-256 misses p95 queue delay ≤ 1 h (p95 queue delay") for line in lines)
 
 
 def test_overloaded_options_are_flagged_and_never_recommended(overloaded, folder):

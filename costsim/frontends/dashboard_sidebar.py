@@ -57,12 +57,12 @@ def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> K
     with st.sidebar.form("knobs"):
         st.subheader("Service level")
         service = {
-            "p95_delay_h": _widget(out, "service", "Target: p95 queue delay (h)", lambda label: st.number_input(
+            "p95_delay_h": _widget(out, "target:p95", "Target: p95 queue delay (h)", lambda label: st.number_input(
                 label, min_value=0.0, value=_or(k.service["p95_delay_h"], 0.0), step=1.0, format="%.1f",
                 key=f"{key}:target:p95",
                 help="The longest wait at the 95th percentile an option may make jobs wait to be recommended "
                      "(0: no delay target). Default 24 h.")),
-            "completion": _percent(_widget(out, "service", "Target: completion (%)", lambda label: st.number_input(
+            "completion": _percent(_widget(out, "target:completion", "Target: completion (%)", lambda label: st.number_input(
                 label, min_value=0.0, max_value=100.0, value=_or(k.service["completion"], 0.0) * 100, step=0.5,
                 format="%.1f", key=f"{key}:target:completion",
                 help="Share of the jobs that could finish within the horizon that must finish (0: no completion "

@@ -12,6 +12,7 @@ from typing import Any
 
 from costsim.catalog import default_capex_per_gpu, default_catalog
 from costsim.scenario import json_schema
+from costsim.scenario.targets import DEFAULT_TARGETS
 from costsim.scenario.classes import DEFAULT_MAX_STALENESS, DEFAULT_ROLLOUT_GPU_FRACTION, DEFAULT_VERIFIER_SECONDS
 from costsim.scenario.options import DEFAULT_PROVISIONING_DELAY_H, DEFAULT_STARTUP_H
 
@@ -133,6 +134,8 @@ def catalog_default(data: dict, loc: Loc) -> Any:
     ``data``: the whole scenario (an option's default depends on its GPU type, tier and pricing).
     """
     cat = default_catalog()
+    if tuple(loc) == ("decision", "targets"):
+        return " and ".join(DEFAULT_TARGETS)
     try:
         if loc[:1] == ("economics",) and len(loc) == 2:
             return cat.economics.get(str(loc[1]))

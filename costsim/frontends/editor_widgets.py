@@ -124,6 +124,10 @@ def scalar(ui: Ui, f: Field, spec: dict, loc: Loc, value: Any, **kw: Any) -> Any
         return st.checkbox(f.name, bool(value), key=ui.key(loc), help=f.help)
     if kind in ("integer", "number"):
         return number(ui, f, spec, loc, value)
+    if kind == "array":  # a list of words (decision.targets): one per line
+        typed = st.text_area(f.name, "\n".join(map(str, value or ())), key=ui.key(loc),
+                             help=f"{f.help} One per line.", **kw)
+        return [line.strip() for line in typed.splitlines() if line.strip()]
     text = "" if value is None else str(value)
     if f.name == "description":
         return st.text_area(f.name, text, key=ui.key(loc), help=f.help, **kw)
@@ -222,7 +226,9 @@ def field_widget(ui: Ui, obj: dict, f: Field, loc: Loc, **kw: Any) -> None:
             obj[f.name] = None
             return
         if value is None:  # start from the value null stood for, where there is one
-            if default is not None and (not isinstance(default, str) or schema.choices(spec)):
+            if spec.get("type") == "array" and isinstance(default, str):
+                value = default.split(" and ")  # a list null stands for, said as "a and b"
+            elif default is not None and (not isinstance(default, str) or schema.choices(spec)):
                 value = default
             elif f.default is not None:
                 value = f.default

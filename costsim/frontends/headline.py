@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.targets import value
+from costsim.decisions.wording import misses
 
 FLAG = "⚠"
 NBSP = "\u00a0"
@@ -51,14 +51,8 @@ def missed_targets(verdict) -> list[tuple[str, str]]:
     for _, r in verdict.options.iterrows():
         if not r.keeps_up or r.meets_targets:
             continue
-        misses = [f"{t} (it has {_number(value(r, t.metric))})" for t in verdict.targets
-                  if not t.met(value(r, t.metric))]
-        out.append((r.option, ", ".join(misses)))
+        out.append((r.option, "; ".join(misses(r, verdict.targets)[0])))
     return out
-
-
-def _number(x: float) -> str:
-    return "none" if math.isnan(x) else f"{x:,.3g}"
 
 
 def headline_markdown(verdict, escape) -> str:

@@ -200,7 +200,7 @@ class Decision(StrictModel):
         None, max_length=MAX_TARGETS,
         description="Service-level targets, METRIC<=NUMBER or METRIC>=NUMBER (p95_delay_h, p99_delay_h, "
         "mean_delay_h, completion, rl_iterations_per_day, utilization, total_cost_usd), as costsim's "
-        f"--target takes them; null: the defaults a lab would hold ({', '.join(DEFAULT_TARGETS)}); "
+        f"--target takes them; null: {' and '.join(DEFAULT_TARGETS)}, the defaults a lab would hold; "
         "[]: none (cost alone decides among options that keep up).",
     )
     waiting_usd_per_gpu_hour: WaitingPrice = Field(
