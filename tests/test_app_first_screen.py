@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 import costsim
 from costsim.frontends.dashboard import SCENARIO_DIR, encode_scenario
+from costsim.frontends.headline import CARD_METRICS
 from costsim.frontends.headline import breakeven_over, breakeven_sentence, breakeven_versus
 from costsim.runs.sweepfile import replication_seed
 
@@ -164,7 +165,7 @@ def test_six_cards_in_one_row_the_recommended_first(reserved):
     assert names[0] == verdict.option and names[1:] == [o for o in options if o != verdict.option]
     main = [c for c in at.main.columns]  # the first screen's only columns: one per card, none empty
     assert len(main) == 6 and all(len(c.children) for c in main)
-    assert len(at.metric) == 6 * 5
+    assert len(at.metric) == 6 * len(CARD_METRICS)
 
 
 def test_cards_per_row():

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from costsim.frontends.headline import CARD_METRICS
+
 expect = pytest.importorskip("playwright.sync_api").expect
 
 pytestmark = pytest.mark.e2e
@@ -109,7 +111,7 @@ def test_first_screen_tabs_and_rerun_time(browser, app_url):
     metrics = page.get_by_test_id("stMetric")
     SHOTS.mkdir(parents=True, exist_ok=True)
     # waited for, not counted at once (as the six-options test): a full run once counted 0 here
-    expect(metrics).to_have_count(4 * 5, timeout=120_000)
+    expect(metrics).to_have_count(4 * len(CARD_METRICS), timeout=120_000)
     settled(page)
     page.screenshot(path=str(SHOTS / "first-screen.png"))
     assert all(in_view(page, metrics.nth(i)) for i in range(metrics.count()))
@@ -166,7 +168,7 @@ def edit_scenario_tab(page) -> None:
     cards = main.locator("[data-testid='stHorizontalBlock']").filter(has=page.get_by_test_id("stMetric"))
     expect(cards.get_by_text("lab-cluster", exact=True)).to_have_count(1, timeout=60_000)
     assert cards.get_by_text("own-256", exact=True).count() == 0
-    assert page.get_by_test_id("stMetric").count() == 4 * 5
+    assert page.get_by_test_id("stMetric").count() == 4 * len(CARD_METRICS)
     expect(page.locator("input[aria-label='lab-cluster: owned GPUs']")).to_have_value("256")
     assert page.get_by_test_id("stException").count() == 0
 
@@ -227,7 +229,7 @@ def test_six_options_fit_above_the_fold_and_the_decision_tabs_draw(browser, own_
     settled(page)
     metrics = page.get_by_test_id("stMetric")
     # waited for, not counted at once: once (in CI) the count was taken while the cards were not drawn
-    expect(metrics).to_have_count(6 * 5, timeout=120_000)
+    expect(metrics).to_have_count(6 * len(CARD_METRICS), timeout=120_000)
     settled(page)
     assert all(in_view(page, metrics.nth(i)) for i in range(metrics.count()))
     columns = page.get_by_test_id("stMain").get_by_test_id("stColumn").filter(has=page.get_by_test_id("stMetric"))
@@ -279,7 +281,7 @@ def test_flagship_cards_above_the_fold_and_the_time_to_target_tab(browser, own_a
     settled(page)
     expect(page.get_by_text("Time to target:").first).to_be_visible(timeout=120_000)
     metrics = page.get_by_test_id("stMetric")
-    expect(metrics).to_have_count(5 * 5, timeout=120_000)
+    expect(metrics).to_have_count(5 * len(CARD_METRICS), timeout=120_000)
     settled(page)
     assert all(in_view(page, metrics.nth(i)) for i in range(metrics.count()))
     SHOTS.mkdir(parents=True, exist_ok=True)

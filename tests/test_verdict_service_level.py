@@ -112,8 +112,9 @@ def steady_scenario(folder, price, scale=1.0, **top):
     """Jobs of 8 GPUs × 4 h, one every 2 h for 10 days on 32 owned GPUs (load ≈ 50 %)."""
     rows = [(2.0 * i, 8, 4.0) for i in range(115)]
     top.setdefault("economics", {"setup_usd": 0})
+    top.setdefault("decision", {"targets": []})
     return scenario(folder, rows, [owned(gpus=32, gpus_per_node=8), cloud(price_per_gpu_hour=price)], H_DAYS,
-                    workload={"arrival_scale": scale}, decision={"targets": []}, **top)
+                    workload={"arrival_scale": scale}, **top)
 
 
 @pytest.mark.parametrize("price", [6.0, 4.0])
@@ -186,3 +187,46 @@ def test_a_longer_lead_time_never_meets_a_missed_target_nor_lowers_the_fair_tota
     if waiting > 0:
         totals = [float(r["fair_total_usd"]) for r in out]
         assert totals == sorted(totals)
+
+
+def test_just_past_the_electricity_flip_the_recommendation_changes(tmp_path):
+    # Owning is cheaper today; energy is the only line that moves with the price of a kWh, so the
+    # flip is exact: re-simulated 2 % below it owning is still chosen, 2 % above it renting is.
+    sc = steady_scenario(tmp_path, 6.0)
+    v = decide(costsim.simulate(sc), flips=False)
+    assert v.option == "own" and not math.isnan(v.electricity_flip_usd_per_kwh)
+    chosen = {}
+    for f in (0.98, 1.02):
+        at = steady_scenario(tmp_path, 6.0, economics={"setup_usd": 0,
+                                                        "electricity_usd_per_kwh": v.electricity_flip_usd_per_kwh * f})
+        chosen[f] = decide(costsim.simulate(at), flips=False, targets=[]).option
+    assert chosen == {0.98: "own", 1.02: "cloud"}
+
+
+def test_decide_on_a_sweep_variant_keeps_every_clause(tmp_path):
+    # The same run as a one-variant sweep: the same verdict, utilisation flip included.
+    from costsim.runs.sweep import run_sweep
+    from costsim.runs.sweepfile import replication_seed, sweep_from_sets
+    from costsim.scenario import dump_scenario
+
+    sc = steady_scenario(tmp_path, 6.0)
+    (tmp_path / "s.yaml").write_text(dump_scenario(sc))
+    spec = sweep_from_sets(tmp_path / "s.yaml", ["options.cloud.price_per_gpu_hour=6.0"], 1, seed=0)
+    swept = decide(run_sweep(spec, None, "local"), variant=spec.variants[0].id)
+    direct = decide(costsim.simulate(sc, seed=replication_seed(0, 0)))
+    assert not math.isnan(swept.utilization_flip)
+    assert swept.utilization_flip == pytest.approx(direct.utilization_flip)
+    assert swept.sentence == direct.sentence
+
+
+def test_the_tornado_flags_an_end_where_the_recommended_option_misses_a_target(tmp_path):
+    # Owning wins today with its jobs starting at once. Delivered after 3 days, the 36 jobs of those
+    # days (1,152 GPU-hours) wait for it and then for each other: a day and a half to clear on 32
+    # GPUs, so p95 is past a day, though the cluster keeps up (3,680 GPU-hours of work against
+    # 7 × 24 × 32 = 5,376). That end flips the verdict even though nothing prices waiting.
+    from costsim.decisions import tornado
+
+    t = tornado(steady_scenario(tmp_path, 6.0, decision={"targets": ["p95_delay_h<=24"]}),
+                inputs={"lead_time_days": (0.25, 3.0)})
+    row = t.table.set_index("input").loc["lead time"]
+    assert row["flips_at"] == "high" and row["note"] == "at high: own misses p95_delay_h<=24"
