@@ -215,10 +215,10 @@ def test_gantt_classes_have_their_own_pattern_and_unfinished_jobs_an_outline(bas
         finished = np.array([bool(jobs.loc[c[0], "completed"]) for c in t.customdata])
         widths = np.asarray(t.marker.line.width, dtype=float)
         assert (widths[finished] == 0).all() and (widths[~finished] > 0).all(), t.name
-        assert set(np.asarray(t.marker.line.color)[~finished]) == {"#000000"}
-    assert len(patterns) == 2 and all(len(p) == 1 for p in patterns.values())  # one pattern per class
-    (a,), (b,) = patterns.values()
-    assert a != b  # and they differ
+        assert set(np.asarray(t.marker.line.color)[~finished]) <= {"#000000"}  # a class may have none unfinished
+    assert len(patterns) >= 2 and all(len(p) == 1 for p in patterns.values())  # one pattern per class
+    shapes = [p for (p,) in patterns.values()]
+    assert len(set(shapes)) == len(shapes)  # and they differ
     assert any((np.asarray(t.marker.line.width) > 0).any() for t in held)  # this run has unfinished jobs
     waiting = [t for t in fig.data if t.name == "waiting"]
     assert all(w.width < t.width for w in waiting for t in held)  # waiting told apart by its width too

@@ -103,6 +103,8 @@ def test_arrivals_start_count_and_shapes(tmp_path):
 
 def test_job_table_carries_square_sums_aligned_with_the_sums(tmp_path):
     # The class's Σ L² are the very draws of its response_lengths stream, row for row with Σ L.
+    from costsim.models.sampling import LengthDraws
+    from costsim.workload.arrivals import ITERATION_BLOCK, in_blocks
     from costsim.workload.rng import stream
 
     cls = {**CLS, "rollout": {"prompts": 8, "samples_per_prompt": 4, "response_tokens": {"mean": 1000, "cv": 1.0,
@@ -113,8 +115,10 @@ def test_job_table_carries_square_sums_aligned_with_the_sums(tmp_path):
     for k, name, n in ((0, "a", 32), (1, "b", 2048)):
         rows = np.concatenate([np.arange(a, a + i) for a, i in zip(jobs.iter_start[jobs.class_index == k],
                                                                    jobs.iterations[jobs.class_index == k], strict=True)])
-        d = length_draws(stream(sc.seed, "response_lengths", name), n, *((1000, 1.0, 1425) if k == 0 else (700, 0, 700)),
-                         len(rows))
+        law = (1000, 1.0, 1425) if k == 0 else (700, 0, 700)
+        # at scale 1 there is one arrival layer, whose lengths are drawn ITERATION_BLOCK at a time
+        d = LengthDraws(*in_blocks(stream(sc.seed, "response_lengths", name, 0),
+                                   lambda rng, m: length_draws(rng, n, *law, m), len(rows), ITERATION_BLOCK))
         # the class's iterations are contiguous and in job order, so its rows are its draws in order
         np.testing.assert_array_equal(rows, np.arange(rows[0], rows[0] + len(rows)))
         np.testing.assert_array_equal(jobs.length_sum[rows], d.length_sum)

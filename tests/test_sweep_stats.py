@@ -183,7 +183,8 @@ def test_sweep_intervals_cover_the_md1_mean_wait_about_95_percent(tmp_path):
     (tmp_path / "s.yaml").write_text(MD1)
     one = costsim.simulate(tmp_path / "s.yaml").jobs
     run_h = (one.end_h - one.start_h).to_numpy()
-    assert np.ptp(run_h) < 1e-9  # deterministic service: M/D/1
+    run_h = run_h[np.isfinite(run_h)]  # the jobs that finish within the horizon
+    assert len(run_h) > 800 and np.ptp(run_h) < 1e-9  # deterministic service: M/D/1
     d, lam = run_h[0], 29.6 / 24
     rho = lam * d
     assert 0.55 < rho < 0.65

@@ -67,12 +67,6 @@ def lognormal(rng: np.random.Generator, n: int, mean: float, cv: float) -> np.nd
     return rng.lognormal(mu, sigma, n)
 
 
-def poisson_times(rng: np.random.Generator, per_h: float, start_h: float, end_h: float) -> np.ndarray:
-    """Sorted arrival times of a Poisson process of rate ``per_h`` on [start_h, end_h)."""
-    span = max(end_h - start_h, 0.0)
-    return np.sort(rng.uniform(start_h, start_h + span, rng.poisson(per_h * span)))
-
-
 def truncated_power_mean(mu: float, sigma: float, cap: np.ndarray, k: int) -> np.ndarray:
     """E[X^k | X ≤ cap] for X ~ lognormal(μ, σ): exp(kμ + k²σ²/2) · Φ(a − kσ) / Φ(a), a = (ln cap − μ)/σ."""
     a = (np.log(cap) - mu) / sigma

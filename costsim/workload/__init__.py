@@ -11,15 +11,25 @@ Plain job classes (``workload.job_classes``, ``costsim.workload.jobclass``) make
 a duration, no iterations, class index ``TRACE_CLASS``, so work plans, the engine and the results
 treat them exactly as trace rows.
 
-Streams (``costsim.workload.rng``), keyed by class NAME (unique across both kinds): ``arrivals``
-(arrival times; a job class's thinning too), ``job_shapes`` (iteration counts; a job class's GPU
+Streams (``costsim.workload.rng``), keyed by class NAME (unique across both kinds) and by arrival
+layer (``costsim.workload.arrivals``): ``arrivals`` (the unit-rate points of each layer and the
+marks that thin the last one), ``job_shapes`` (per job: iteration counts; a job class's GPU
 counts, then its durations), ``response_lengths`` (per iteration); the trace's arrival scaling has
 its own ``trace_scaling`` stream. Adding, removing or reordering classes or options never shifts
 another class's draws.
 
+Common random numbers across variants, job for job: arrivals are drawn in sequence (the time
+change of a unit-rate process), so a longer horizon keeps every earlier job with all its draws;
+an arrival scale adds or thins whole layers of jobs, so the jobs of a smaller scale are among
+those of a larger one with the same times, shapes and ids (``arrivals`` says how). The trace's
+copies and thinning nest the same way (``scale_arrivals``). A class's ``count`` cap keeps its
+first jobs in submit order, which a larger scale can change.
+
 Job ids: a trace's own ids, ``<id>~<k>`` for the k-th extra copy ``arrival_scale`` makes, and
-``<class>-<n>`` (n zero-padded to at least 5 digits) for generated jobs. ``costsim.runs.api.check``
-refuses trace ids of those two reserved forms, so ids are unique by construction.
+``<class>-<n>`` (n zero-padded to at least 5 digits: the job's index among its layer's arrivals,
+so ids have gaps when a scale below 1 thins) for generated jobs, ``<class>-<n>~<j>`` in the j-th
+layer a scale above 1 adds. ``costsim.runs.api.check`` refuses trace ids of the forms
+``<class>-<digits>`` and (for a scale above 1) ``…~<digits>``, so ids are unique by construction.
 """
 
 from __future__ import annotations
@@ -29,9 +39,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costsim.workload.arrivals import ITERATION_BLOCK, in_blocks, iteration_rows, layer_draws, layered_arrivals, per_job
 from costsim.workload.jobclass import job_class_jobs
 from costsim.workload.rng import stream
-from costsim.models.sampling import LengthDraws, length_draws, lognormal, poisson_times
+from costsim.models.sampling import LengthDraws, length_draws, lognormal
 from costsim.scenario import Problem, Scenario, TraceTable, read_trace
 from costsim.scenario.classes import RLClass, Spread
 from costsim.scenario.units import HOURS_PER_DAY
@@ -123,13 +134,20 @@ def _same(value: int, n: int) -> np.ndarray:
 def scale_arrivals(cols: dict[str, np.ndarray], scale: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Scale a trace's arrival rate by ``scale``: thin it (each job kept with probability
     ``scale`` < 1) or copy it (each job ⌊scale⌋ or ⌊scale⌋+1 times, the extra copies moved by
-    U(−12 h, +12 h), never before 0), keeping the mix of job shapes."""
+    U(−12 h, +12 h), never before 0), keeping the mix of job shapes.
+
+    Paired across scales: job i draws one uniform u_i and keeps ⌊scale⌋ + [u_i < scale − ⌊scale⌋]
+    copies, a count that never falls as the scale grows; copy k ≥ 1 of job i is moved by value i
+    of the k-th block of n shifts (drawn after the n uniforms, block after block). So a copy made
+    at one scale is made, at the same time and with the same id, at every larger scale."""
     n = len(cols["submit_h"])
     whole, frac = divmod(scale, 1.0)
     copies = np.full(n, int(whole)) + (rng.uniform(size=n) < frac)
+    most = int(copies.max()) if n else 0
+    shifts = [np.zeros(n)] + [rng.uniform(-SCALE_JITTER_H, SCALE_JITTER_H, n) for _ in range(1, most)]
     idx = np.repeat(np.arange(n), copies)
     k = np.arange(len(idx)) - np.repeat(np.cumsum(copies) - copies, copies)  # copy number; 0 stays put
-    shift = np.where(k > 0, rng.uniform(-SCALE_JITTER_H, SCALE_JITTER_H, len(idx)), 0.0)
+    shift = np.concatenate(shifts)[k * n + idx] if len(idx) else np.zeros(0)
     out = {name: col[idx] for name, col in cols.items()}
     ids = out["job_id"].astype(str)
     out["job_id"] = np.where(k > 0, np.char.add(np.char.add(ids, COPY_MARK), k.astype(str)), ids).astype(object)
@@ -145,24 +163,40 @@ def class_iterations(cls: RLClass, rng: np.random.Generator, n: int) -> np.ndarr
 
 
 def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[dict[str, np.ndarray], LengthDraws]:
-    per_h = cls.arrivals_per_day * scenario.workload.arrival_scale / HOURS_PER_DAY
-    submit = poisson_times(stream(seed, "arrivals", cls.name), per_h, cls.start_day * HOURS_PER_DAY, scenario.horizon_h)
-    if cls.count is not None:
-        submit = submit[: cls.count]
-    n = len(submit)
-    iterations = class_iterations(cls, stream(seed, "job_shapes", cls.name), n)
+    """An RL class's jobs (``costsim.workload.arrivals``: layered sequential arrivals at its constant
+    rate from ``start_day``; per-job iteration counts; per-iteration response lengths), at most
+    ``count`` of them, in submit order."""
+    start, end = cls.start_day * HOURS_PER_DAY, float(scenario.horizon_h)
+    per_h = cls.arrivals_per_day / HOURS_PER_DAY
+    arrivals = layered_arrivals(seed, cls.name, scenario.workload.arrival_scale, per_h * max(end - start, 0.0),
+                                lambda s: start + s / per_h, end).head(cls.count)
+    shapes = layer_draws(arrivals, seed, "job_shapes", cls.name, lambda rng, n: (class_iterations(cls, rng, n),))
+    (iterations,) = per_job(arrivals, shapes)
     lengths = cls.rollout.lengths
-    total = int(iterations.sum())
-    draws = length_draws(stream(seed, "response_lengths", cls.name), cls.rollout.samples,
-                         lengths.mean, lengths.cv, lengths.max, total)
+
+    def draw_lengths(rng: np.random.Generator, n: int) -> LengthDraws:
+        return length_draws(rng, cls.rollout.samples, lengths.mean, lengths.cv, lengths.max, n)
+
+    rows, needed = iteration_rows(arrivals, [its for (its,) in shapes])
+    drawn = [in_blocks(stream(seed, "response_lengths", cls.name, j), draw_lengths, n, ITERATION_BLOCK)
+             for j, n in enumerate(needed)]
+    draws = LengthDraws(*(_rows(np.concatenate(column), rows) for column in zip(*drawn, strict=True)))
+    n = len(arrivals)
     cols = {
-        "job_id": np.array([f"{cls.name}-{i:05d}" for i in range(n)], dtype=object),
-        "job_class": np.full(n, cls.name, dtype=object), "submit_h": submit,
+        "job_id": arrivals.ids(cls.name),
+        "job_class": np.full(n, cls.name, dtype=object), "submit_h": arrivals.submit_h,
         "gpus": np.full(n, cls.gpus, dtype=np.int64), "priority": np.full(n, cls.priority, dtype=np.int64),
         "duration_h": np.full(n, np.nan), "class_index": np.full(n, k, dtype=np.int64),
         "iterations": iterations, "iter_start": np.cumsum(iterations) - iterations,
     }
     return cols, draws
+
+
+def _rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]``, as a slice when the rows are the first ones in order (one layer, all kept)."""
+    if np.array_equal(rows, np.arange(len(rows))):
+        return values[:len(rows)]
+    return values[rows]
 
 
 def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | None = None) -> JobTable:

@@ -1,32 +1,28 @@
 """Drawing the jobs of a plain job class (``costsim.scenario.jobclass.JobClass``).
 
-- **arrivals** (stream ``arrivals``): a Poisson process of rate λ(t) = per_day / 24 · hourly[h] ·
-  weekly[d] per hour (profiles scaled to mean 1; h, d the hour of the day and the weekday of scenario
-  hour t on the profiles' clock), by thinning: candidates at the peak rate, each kept with
-  probability λ(t) / peak. The peak is at most 168 times the mean (one hour of the week carrying
-  all the weight), so the candidates are drawn in pieces of at most ``CHUNK`` expected: memory stays
-  bounded whatever the profile (a Poisson process on disjoint pieces is independent pieces);
-- **GPUs** (stream ``job_shapes``): n uniforms, by inverse CDF of the pmf (drawn for a fixed count
-  too, so the durations' draws never depend on the GPU law);
-- **durations** (the same stream, after): lognormal by mean and cv (``sampling.lognormal``), or by
-  inverse CDF, linear between the quantiles at evenly spaced probabilities; kept within the trace
-  reader's range [MIN_JOB_H, MAX_HOURS].
+- **arrivals** (stream ``arrivals``, per layer): a Poisson process of rate λ(t) = per_day / 24 ·
+  hourly[h] · weekly[d] per hour (profiles scaled to mean 1; h, d the hour of the day and the
+  weekday of scenario hour t on the profiles' clock), drawn in sequence by the time change
+  t = Λ⁻¹(S) of a unit-rate process (``costsim.workload.arrivals``: a longer horizon keeps every
+  earlier arrival, a larger arrival scale keeps every arrival of a smaller one). Memory is the
+  arrivals themselves, whatever the profile's peak;
+- **GPUs** (stream ``job_shapes``, per layer, in blocks of ``SHAPE_BLOCK`` jobs): a uniform per
+  job, by inverse CDF of the pmf (drawn for a fixed count too, so the durations' draws never
+  depend on the GPU law);
+- **durations** (the same stream, after each block's GPUs): lognormal by mean and cv
+  (``sampling.lognormal``), or by inverse CDF, linear between the quantiles at evenly spaced
+  probabilities; kept within the trace reader's range [MIN_JOB_H, MAX_HOURS].
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from costsim.models.sampling import lognormal, poisson_times
-from costsim.models.profiles import week_integral, week_rates
-from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, HOURS_PER_WEEK, JobClass, LognormalDuration
+from costsim.models.sampling import lognormal
+from costsim.models.profiles import week_integral, week_integral_inverse, week_rates
+from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, JobClass, LognormalDuration
 from costsim.scenario.units import MAX_HOURS, MIN_JOB_H
-from costsim.workload.rng import stream
-
-CHUNK = 1 << 22
-"""Expected thinning candidates drawn at once (about 4 M: 64 MiB of times and uniforms)."""
+from costsim.workload.arrivals import Arrivals, layer_draws, layered_arrivals, per_job
 
 
 def mean_one(weights: tuple[float, ...] | None, length: int) -> np.ndarray:
@@ -42,22 +38,23 @@ def week_profile(cls: JobClass) -> np.ndarray:
     return week_rates(mean_one(cls.hourly_profile, HOURS_PER_DAY), mean_one(cls.weekly_profile, DAYS_PER_WEEK))
 
 
-def profiled_poisson_times(rng: np.random.Generator, per_h: float, week: np.ndarray, offset_h: float,
-                           start_h: float, end_h: float) -> np.ndarray:
-    """Sorted arrival times (h) on [start_h, end_h) of a Poisson process of rate ``per_h`` ·
-    ``week[hour of the week]`` per hour, where scenario hour t is ``offset_h`` + t hours after Monday
-    00:00; by thinning, in pieces of at most ``CHUNK`` expected candidates."""
-    peak = float(week.max())
-    rate = per_h * peak
-    span = max(end_h - start_h, 0.0)
-    pieces = max(1, math.ceil(rate * span / CHUNK))
-    edges = np.linspace(start_h, start_h + span, pieces + 1)
-    out = []
-    for a, b in zip(edges[:-1], edges[1:], strict=True):
-        t = poisson_times(rng, rate, float(a), float(b))
-        hour = np.floor(t + offset_h).astype(np.int64) % HOURS_PER_WEEK
-        out.append(t[rng.uniform(0.0, 1.0, len(t)) < week[hour] / peak])
-    return np.concatenate(out)
+def profiled_arrivals(cls: JobClass, seed: int, scale: float, horizon_h: float) -> Arrivals:
+    """The class's arrivals on [start_day, horizon_h) at arrival scale ``scale``: the time change
+    t = Λ⁻¹(S) of layered unit-rate points (``costsim.workload.arrivals``), Λ the integral of the
+    rate per_day / 24 · week[hour of the week] (``costsim.models.profiles``), scenario hour t being
+    ``profile_start_hour_of_week`` + t hours after Monday 00:00."""
+    per_h = cls.arrivals_per_day / HOURS_PER_DAY
+    week = week_profile(cls)
+    offset = cls.profile_start_hour_of_week
+    start = cls.start_day * HOURS_PER_DAY
+    origin = float(week_integral(offset + start, week))
+    total = per_h * max(float(week_integral(offset + horizon_h, week)) - origin, 0.0) if horizon_h > start else 0.0
+
+    def to_time(s: np.ndarray) -> np.ndarray:
+        # never before the start (rounding); a start in an hour of rate 0 moves to the next busy hour
+        return np.maximum(week_integral_inverse(origin + s / per_h, week) - offset, start)
+
+    return layered_arrivals(seed, cls.name, scale, total, to_time, horizon_h)
 
 
 def draw_gpus(rng: np.random.Generator, cls: JobClass, n: int) -> np.ndarray:
@@ -114,18 +111,23 @@ def expected_jobs(cls: JobClass, scale: float, horizon_h: float) -> float:
 
 
 def job_class_jobs(cls: JobClass, seed: int, scale: float, horizon_h: float, class_index: int) -> dict[str, np.ndarray]:
-    """The class's jobs as trace-like columns (``costsim.workload.JobTable``'s per-job arrays):
-    a duration, no iterations, ids ``<name>-00000`` in submit order, class index ``class_index``."""
-    per_h = cls.arrivals_per_day * scale / HOURS_PER_DAY
-    submit = profiled_poisson_times(stream(seed, "arrivals", cls.name), per_h, week_profile(cls),
-                                    cls.profile_start_hour_of_week, cls.start_day * HOURS_PER_DAY, horizon_h)
-    n = len(submit)
-    shapes = stream(seed, "job_shapes", cls.name)
-    gpus = draw_gpus(shapes, cls, n)
+    """The class's jobs as trace-like columns (``costsim.workload.JobTable``'s per-job arrays), in
+    submit order: a duration, no iterations, class index ``class_index``, ids ``<name>-<k>`` (k the
+    job's index among its layer's arrivals; ``~<layer>`` appended in the layers a scale above 1
+    adds). A job's GPUs and duration are drawn per job (``layer_draws``), so a shared job has the
+    same ones under any horizon or scale."""
+    arrivals = profiled_arrivals(cls, seed, scale, horizon_h)
+
+    def shapes(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        gpus = draw_gpus(rng, cls, n)
+        return gpus, draw_durations(rng, cls, n, gpus)
+
+    gpus, hours = per_job(arrivals, layer_draws(arrivals, seed, "job_shapes", cls.name, shapes))
+    n = len(arrivals)
     return {
-        "job_id": np.array([f"{cls.name}-{i:05d}" for i in range(n)], dtype=object),
-        "job_class": np.full(n, cls.name, dtype=object), "submit_h": submit, "gpus": gpus,
-        "priority": np.full(n, cls.priority, dtype=np.int64), "duration_h": draw_durations(shapes, cls, n, gpus),
+        "job_id": arrivals.ids(cls.name),
+        "job_class": np.full(n, cls.name, dtype=object), "submit_h": arrivals.submit_h, "gpus": gpus,
+        "priority": np.full(n, cls.priority, dtype=np.int64), "duration_h": hours,
         "class_index": np.full(n, class_index, dtype=np.int64), "iterations": np.zeros(n, dtype=np.int64),
         "iter_start": np.zeros(n, dtype=np.int64),
     }

@@ -1,6 +1,7 @@
 """Named random streams from one root seed (no global RNG anywhere).
 
-``stream(seed, name, key)`` is ``default_rng(SeedSequence(seed, spawn_key=(index of name, name_key(key))))``:
+``stream(seed, name, key, *index)`` is ``default_rng(SeedSequence(seed, spawn_key=(index of name,
+name_key(key), *index)))``:
 the stream kind (``STREAMS``) and the NAME of the option or job class it belongs to pick the
 stream, never a position in a list. So inserting, removing or reordering options or classes
 never shifts another one's draws, and a stream is built from integers only — identical
@@ -31,12 +32,14 @@ def name_key(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode("utf-8")).digest()[:8], "little")
 
 
-def stream(seed: int, name: str, key: str | int | None = None) -> np.random.Generator:
+def stream(seed: int, name: str, key: str | int | None = None, *index: int) -> np.random.Generator:
     """The generator for stream kind ``name`` (one of ``STREAMS``) of the option or class named ``key``.
 
     ``key=None``: the scenario-wide stream of that kind (used by ``trace_scaling``). An ``int``
     key is used as it is: for callers outside a scenario (tests driving the engine directly);
-    the simulation itself always keys by name.
+    the simulation itself always keys by name. ``index``: further integers appended to the spawn
+    key, for a family of independent streams under one name (a job class's arrival layers,
+    ``costsim.workload.arrivals``).
     """
     kind = STREAMS.index(name)
     if key is None:
@@ -45,4 +48,5 @@ def stream(seed: int, name: str, key: str | int | None = None) -> np.random.Gene
         spawn_key = (kind, name_key(key))
     else:
         spawn_key = (kind, int(key))
+    spawn_key += tuple(int(i) for i in index)
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=spawn_key))

@@ -1,7 +1,8 @@
 """Synthetic job traces: Poisson arrivals of job groups with chosen sizes and run-time laws.
 
-Used to make the shipped lab trace (``scenarios/traces/README.md`` says how), the queueing-theory
-tests and the benchmarks. Seeded by one ``numpy.random.SeedSequence``: a stream per group.
+Used to make the shipped lab trace (``scenarios/traces/make_traces.py``), the queueing-theory
+tests and the benchmarks. Seeded by one ``numpy.random.SeedSequence``: per group, a stream of
+arrivals (drawn in sequence) and one of run times (drawn per job).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from costsim.models.sampling import lognormal, poisson_times
+from costsim.models.sampling import lognormal
+from costsim.workload.arrivals import SHAPE_BLOCK, in_blocks, unit_process
+
+HOURS_PER_YEAR = 8760.0
 
 
 @dataclass(frozen=True)
@@ -40,28 +44,37 @@ def durations(rng: np.random.Generator, n: int, mean_h: float, cv: float, law: s
 
 
 def growing_poisson_times(rng: np.random.Generator, per_h: float, horizon_h: float, growth_per_year: float) -> np.ndarray:
-    """Poisson arrivals on [0, horizon_h) whose rate grows linearly by ``growth_per_year``
-    (thinning: candidates at the peak rate kept with probability rate(t) / peak)."""
-    peak = per_h * (1 + max(growth_per_year, 0.0) * horizon_h / 8760.0)
-    t = poisson_times(rng, peak, 0.0, horizon_h)
-    if growth_per_year:
-        keep = rng.uniform(0.0, 1.0, len(t)) < per_h * (1 + growth_per_year * t / 8760.0) / peak
-        t = t[keep]
-    return t
+    """Poisson arrivals on [0, horizon_h) whose rate grows linearly, λ(t) = per_h · (1 + g · t / 8760)
+    (g = ``growth_per_year``; a negative g stops the arrivals where the rate reaches 0), drawn in
+    sequence: t = Λ⁻¹(S) of a unit-rate process (``costsim.workload.arrivals.unit_process``), with
+    Λ(t) = per_h · (t + g t² / 17520). A longer horizon keeps every earlier arrival."""
+    if per_h <= 0:
+        return np.zeros(0)
+    g = growth_per_year / HOURS_PER_YEAR
+    stop = horizon_h if g >= 0 else min(horizon_h, -1.0 / g)  # the rate is 0 from -1/g on
+    s, _ = unit_process(rng, per_h * (stop + g * stop * stop / 2))
+    x = s / per_h
+    # The root of t + g t²/2 = x that is 0 at x = 0, in the form without cancellation.
+    t = 2 * x / (1 + np.sqrt(np.maximum(1 + 2 * g * x, 0.0)))
+    return t[t < stop]
 
 
 def make_trace(groups: Sequence[JobGroup], horizon_days: float, seed: int) -> pd.DataFrame:
-    """A trace table (``submit_h, gpus, duration_h, job_id, job_class, priority``) sorted by submit time."""
+    """A trace table (``submit_h, gpus, duration_h, job_id, job_class, priority``) sorted by submit
+    time. Group i's arrivals come from stream ``SeedSequence(seed, spawn_key=(i, 0))`` and its jobs'
+    run times, in blocks of ``SHAPE_BLOCK`` jobs, from ``(i, 1)``: the trace over a shorter horizon
+    is the first rows of the trace over a longer one, ids included."""
     horizon_h = horizon_days * 24.0
-    streams = np.random.SeedSequence(seed).spawn(len(groups))
     parts = []
-    for group, ss in zip(groups, streams, strict=True):
-        rng = np.random.default_rng(ss)
-        t = growing_poisson_times(rng, group.per_day / 24.0, horizon_h, group.growth_per_year)
+    for i, group in enumerate(groups):
+        arrivals, shapes = (np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i, part))) for part in (0, 1))
+        t = growing_poisson_times(arrivals, group.per_day / 24.0, horizon_h, group.growth_per_year)
+        (hours,) = in_blocks(shapes, lambda rng, n: (durations(rng, n, group.mean_h, group.cv, group.law),),
+                             len(t), SHAPE_BLOCK)
         parts.append(pd.DataFrame({
             "submit_h": t,
             "gpus": group.gpus,
-            "duration_h": durations(rng, len(t), group.mean_h, group.cv, group.law),
+            "duration_h": hours,
             "job_class": group.name,
             "priority": group.priority,
         }))

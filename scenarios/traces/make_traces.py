@@ -10,7 +10,7 @@ arrivals, lognormal run times and a 40 % per-year growth in small-job arrivals:
 | mid-run   | 0.35     | 64   | 60 h          | 0.8 | 0        |
 | flagship  | 0.04     | 256  | 240 h         | 0.5 | 2        |
 
-The offered load averages about 6,200 GPU-hours a day (≈ 260 busy GPUs) over the year.
+The offered load averages about 6,150 GPU-hours a day (≈ 256 busy GPUs) over the year.
 """
 
 from pathlib import Path
