@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.targets import Target, value
-from costsim.decisions.wording import pct
+from costsim.decisions.targets import Target
+from costsim.decisions.wording import misses, pct
 from costsim.scenario import Scenario
 
 Simulate = Callable[[Scenario, int], "Results"]  # noqa: F821 - costsim.results.Results, imported lazily
@@ -127,11 +127,9 @@ class _Search:
                 float(rows.at[self.build, "utilization"]))
 
     def eligible(self, factor: float, option: str, wanted: tuple[Target, ...]) -> tuple[bool, str]:
-        row = self.rows[factor].loc[option]
-        if not row["keeps_up"]:
-            return False, f"it could not keep up ({row['why']})"
-        missed = [str(t) for t in wanted if not t.met(value(row, t.metric))]
-        return (not missed), " and ".join(missed)
+        """(whether ``option`` keeps up and meets the targets at ``factor``, what it misses there)."""
+        missed, _ = misses(self.rows[factor].loc[option], wanted)
+        return (not missed), "; ".join(missed)
 
 
 def utilization_flip(scenario: Scenario, seed: int, build, rent, *, price: float,
@@ -198,7 +196,8 @@ def utilization_flip(scenario: Scenario, seed: int, build, rent, *, price: float
     winner = str(rent["option"]) if cheaper_builds else str(build["option"])
     ok, why = search.eligible(b, winner, wanted) if b in search.rows else (True, "")
     if not ok:
-        return Flip(reason=f"where {winner} would cost less ({pct(u_star)} utilisation) {why}",
+        return Flip(reason=f"where {winner} would cost less ({pct(u_star)} utilisation of {search.build}) it "
+                    f"{'misses ' if not why.startswith('cannot') else ''}{why}",
                     simulations=search.simulations)
     return Flip(utilization=u_star, work_factor=f_star, low=min(a, b), high=max(a, b),
                 simulations=search.simulations)
