@@ -5,6 +5,8 @@ never a rate, and a reservation costing nothing more for the rest of the term it
 Month k covers hours [730 k, 730 (k + 1)); the extrapolated month is the first whose end (k + 1
 whole months in) finds the owned or committed option's cumulative cash at or below the rental's."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,29 @@ def test_after_the_covered_term_the_reservation_bills_again():
     # Without the commitment (the lump read as spending) the window's rate is (10 + 10 + 30) / 3 =
     # 16.67 a month, above the rental's 11: never, which is the defect.
     assert np.isnan(eco.breakeven_month_extrapolated(own, rent))
+
+
+def test_an_extrapolated_break_even_past_the_hardwares_life_is_not_reported(tmp_path):
+    # Cash does not depend on the depreciation life (capex is paid when bought), so the month the
+    # rental would catch up is the same whatever the life; it is reported only within the life
+    # (12 months a year of 730 h each, from delivery): past it the same pace needs new hardware.
+    import costsim
+    from costsim.frontends.headline import breakeven_when
+    from helpers import cloud, owned, scenario
+
+    # 8-GPU jobs of 9 h every 10 h for 150 days: the rental bills about 8 × 730 × 0.9 × $4 = $21k a
+    # month, the owned node costs its capex up front and little after (no staff, no groundwork).
+    rows = [(10.0 * k, 8, 9.0) for k in range(355)]
+
+    def run(years):
+        sc = scenario(tmp_path, rows, [owned(gpus=8), cloud(price_per_gpu_hour=4.0)], 150.0,
+                      economics={"depreciation_years": years, "staff_usd_per_fte_year": 0, "setup_usd": 0})
+        return costsim.simulate(sc).breakeven.set_index(["option", "versus"]).loc[("own", "cloud")]
+    long = run(30.0)
+    month = long["breakeven_month_extrapolated"]
+    assert math.isnan(long["breakeven_month"]) and 12 < month < 360
+    assert long["life_months"] == pytest.approx(360)
+    short = run(max(month - 6, 1) / 12)  # a life that ends half a year before the catch-up
+    assert math.isnan(short["breakeven_month_extrapolated"])
+    assert f"no catch-up within its {short['life_months']:.0f}-month life" in breakeven_when(short)
+    assert run((month + 6) / 12)["breakeven_month_extrapolated"] == month

@@ -271,7 +271,7 @@ def test_another_option_that_already_meets_the_targets_for_less_is_the_answer(tm
     (tmp_path / "c.yaml").write_text(dump_scenario(sc))
     best = optimize(tmp_path / "c.yaml", ["p95_delay_h<=0.75"], ["options.own.gpus=8..16"], replications=1,
                     executor="local")
-    assert best.meets and best.option == "cloud" and best.values == {"options.own.gpus": best.values["options.own.gpus"]}
+    assert best.meets and best.option == "cloud"
     ev = best.evaluated
     cheapest_own = ev[(ev["option"] == "own") & ev["meets"]]["fair_total_usd"].min()
     assert best.metrics["fair_total_usd"] < cheapest_own

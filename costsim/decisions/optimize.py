@@ -312,8 +312,10 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
 
 def _uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[int]]:
     """Per candidate option, the dimensions that can change its runs: its own fields, those of the
-    options a hybrid is made of, and fields outside ``options`` (economics, workload)."""
-    parts = {o.name: {o.name, getattr(o, "base", o.name), getattr(o, "burst", o.name)} for o in base.options}
+    options it is made of (a hybrid's base and burst, a rollout pool), and fields outside
+    ``options`` (economics, workload)."""
+    parts = {o.name: {o.name, getattr(o, "base", o.name), getattr(o, "burst", o.name), o.rollout_pool or o.name}
+             for o in base.options}
     return {c: [i for i, d in enumerate(dims) if d.option is None or d.option in parts[c]] for c in candidates}
 
 
@@ -324,7 +326,9 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
     if meets:
         row = ok.iloc[0]
     else:  # the closest: fewest conditions missed, then the smallest relative shortfall
-        far = [(len(missed), how_far) for missed, how_far in (misses(r, wanted) for _, r in table.iterrows())]
+        far = [(len(missed), how_far, r["fair_total_usd"])
+               for (missed, how_far), (_, r) in zip((misses(r, wanted) for _, r in table.iterrows()), table.iterrows(),
+                                                    strict=True)]
         row = table.iloc[min(range(len(far)), key=far.__getitem__)]
     point, option = _point(row), row["option"]
     values = search.values(point)

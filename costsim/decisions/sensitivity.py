@@ -279,18 +279,23 @@ def _run(spec: Sweep, executor: str, progress) -> tuple[pd.DataFrame, pd.DataFra
 # ------------------------------------------------------------------ measuring
 
 
-def _pair_of(runs: pd.DataFrame, spec: Sweep) -> tuple[str, str]:
-    """The base verdict's (build, rent) pair; else the cheapest build-side and rent-side options."""
+def _pair_of(runs: pd.DataFrame, spec: Sweep, wanted: tuple[Target, ...]) -> tuple[str, str, str | None]:
+    """(build, rent, the base verdict's recommendation): the base verdict's pair when it compares
+    building with renting; else, per side, the cheapest option that keeps up and meets the targets
+    (the cheapest of the side when none does)."""
     base = runs[runs["variant"] == BASE]
     scenarios = {v.id: v.scenario for v in spec.variants}
-    verdict = decide(SweepResults(base, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), scenarios), variant=BASE, flips=False)
-    fair = fair_rows(base, _waiting_price(spec))
-    sides = fair.groupby("option", sort=False)["side"].first()
+    verdict = decide(SweepResults(base, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), scenarios), wanted,
+                     variant=BASE, flips=False)
+    table = option_table(fair_rows(base, _waiting_price(spec)), wanted)
+    sides = table.set_index("option")["side"]
     if verdict.option is not None and verdict.versus is not None and sides[verdict.option] != sides[verdict.versus]:
         a, b = verdict.option, verdict.versus
-        return (a, b) if sides[a] == "build" else (b, a)
-    mean = fair.groupby("option", sort=False)["fair_total_usd"].mean()  # both sides exist: _check_sides
-    return str(mean[sides == "build"].idxmin()), str(mean[sides == "rent"].idxmin())
+        return ((a, b) if sides[a] == "build" else (b, a)) + (verdict.option,)
+    ranked = table.sort_values(["eligible", "fair_total_usd"], ascending=[False, True], kind="stable")
+    build = ranked[ranked["side"] == "build"]["option"].iloc[0]  # both sides exist: _check_sides
+    rent = ranked[ranked["side"] == "rent"]["option"].iloc[0]
+    return str(build), str(rent), verdict.option
 
 
 def _waiting_price(spec: Sweep) -> float:
@@ -333,11 +338,12 @@ def _eligibility_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: 
 
 def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | None = None,
             inputs: Sequence[str] | Mapping[str, tuple[float, float]] | None = None, executor: str = "local",
-            progress: Callable[[int, int], None] | None = None) -> Tornado:
+            progress: Callable[[int, int], None] | None = None, targets=None) -> Tornado:
     """The sensitivity tornado of ``scenario`` (see the module): each input of ``inputs`` (default:
     every input the catalog has a range for) at its low and high, ``replications`` runs per variant
     seeded as a sweep's (``seed`` None: the scenario's), on ``executor`` ("local", "processes" or
-    "dask"). ``progress(done, total)`` after each run. Raises ScenarioError for bad arguments or a
+    "dask"); ``targets``: as ``decide``'s (None: the scenario's ``decision.targets``).
+    ``progress(done, total)`` after each run. Raises ScenarioError for bad arguments or a
     scenario without both a build and a rent option."""
     if not isinstance(scenario, Scenario):
         scenario = api.load_scenario(arguments.path(scenario, "scenario", "tornado"))
@@ -349,15 +355,16 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     progress = arguments.callback(progress, "progress", "tornado")
     base = api.check(scenario, "tornado")
     _check_sides(base)
+    wanted = held_to(targets, base)
     cat = default_catalog()
     variants, rows = _plan(base, _chosen(inputs, cat), cat)
     spec = Sweep("tornado", Path(base.base_dir), tuple(variants), replications, base.seed if seed is None else seed)
     runs, breakeven = _run(spec, executor, progress)
-    build, rent = _pair_of(runs, spec)
-    price, wanted = base.decision.waiting_usd_per_gpu_hour, held_to(None, base)
+    build, rent, chosen = _pair_of(runs, spec, wanted)
+    price = base.decision.waiting_usd_per_gpu_hour
     base_diff = _difference(runs, BASE, build, rent, price)
     ran = {v.id for v in variants}
-    pair = _Pair(build, rent, base_diff, price, wanted)
+    pair = _Pair(build, rent, base_diff, price, wanted, chosen)
     table = pd.DataFrame([_measured(name, row, runs, breakeven, ran, pair) for name, row in rows.items()],
                          columns=COLUMNS)
     table = table.sort_values("swing_usd", ascending=False, kind="stable", na_position="last").reset_index(drop=True)
@@ -386,6 +393,7 @@ class _Pair:
     base_diff: float
     price: float
     wanted: tuple[Target, ...]
+    chosen: str | None  # what the base verdict recommends (None: nothing qualifies)
 
 
 def _measured(name: str, row: dict, runs: pd.DataFrame, breakeven: pd.DataFrame, ran: set[str], pair: _Pair) -> dict:
@@ -403,22 +411,21 @@ def _measured(name: str, row: dict, runs: pd.DataFrame, breakeven: pd.DataFrame,
         note = _eligibility_note(runs, vid, end, build, rent, pair.price, pair.wanted)
         row["note"] = "; ".join(x for x in (row["note"], note) if x)
     row["swing_usd"] = abs(row["high_difference_usd"] - row["low_difference_usd"])  # NaN when skipped
-    # The verdict flips at an end when the difference has the other sign there (NaN compares False),
-    # or when the option the base recommends cannot keep up or misses a target there (decide would
-    # never name it).
-    chosen = build if base_diff < 0 else rent
+    # The verdict flips at an end when the option recommended there (the cheapest fair total
+    # among those that keep up and meet the targets) is not the base's: a change of sign in the
+    # pair's difference is a flip only when the option it favours qualifies there.
     row["flips_at"] = ",".join(e for e in ("low", "high")
-                               if np.sign(row[f"{e}_difference_usd"]) == -np.sign(base_diff) != 0
-                               or (f"{name}-{e}" in ran and not _eligible(runs, f"{name}-{e}", chosen, pair)))
+                               if f"{name}-{e}" in ran and _recommended(runs, f"{name}-{e}", pair) != pair.chosen)
     row["flips"] = bool(row["flips_at"])
     return row
 
 
-def _eligible(runs: pd.DataFrame, vid: str, option: str, pair: _Pair) -> bool:
-    """Whether ``option`` keeps up (in at least ``MAJORITY`` of its replications) and meets the
-    targets in variant ``vid``."""
-    rows = fair_rows(runs[(runs["variant"] == vid) & (runs["option"] == option)], pair.price)
-    return bool(option_table(rows, pair.wanted)["eligible"].iloc[0])
+def _recommended(runs: pd.DataFrame, vid: str, pair: _Pair) -> str | None:
+    """What ``decide`` would recommend in variant ``vid``: the lowest mean fair total among the
+    options that keep up (in at least ``MAJORITY`` of the replications) and meet the targets."""
+    table = option_table(fair_rows(runs[runs["variant"] == vid], pair.price), pair.wanted)
+    ok = table[table["eligible"]].sort_values("fair_total_usd", kind="stable")
+    return None if ok.empty else str(ok["option"].iloc[0])
 
 
 # ------------------------------------------------------------------ in words
@@ -449,11 +456,11 @@ def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: fl
     """"Owning 256 H100s (own-256) costs $1.63M less than renting on-demand H100s (cloud-od); the
     verdict flips if cloud price is ×0.67 or lead time 364 days; the largest swing is arrival scale
     ($3.56M)." Each flipping input is named at the end(s) where the difference changes sign or
-    where the option the base recommends cannot keep up (``flips_at``)."""
+    where the recommendation changes (``flips_at``)."""
     a, b = describe(build, scenario), describe(rent, scenario)
     if base_difference_usd > 0:
         a, b = b, a
-    head = f"{a[0].upper()}{a[1:]} costs {_usd(base_difference_usd)} less than {b}"
+    head = f"{a[0].upper()}{a[1:]} costs {_usd(base_difference_usd)} less than {b} (fair totals)"
     flips = []
     for _, row in table[table["flips"]].iterrows():
         ends = [e for e in str(row.get("flips_at") or "").split(",") if e] or \

@@ -288,6 +288,7 @@ def _sentence(best, alt, v: dict, scenario: Scenario | None, binding: tuple[str,
              f"({_fair_words(v)}: {money(best.fair_total_usd)} against {money(alt.fair_total_usd)})")
     if v["replications"] < 2:
         s += " (one run: no confidence interval; replications give one)"
+    s += _lines_clause(best, alt)
     if when:
         s += f", meeting {when}"
     s += f"; {delay_trade(best.option, best, alt.option, alt)}"
@@ -310,6 +311,18 @@ def _sentence(best, alt, v: dict, scenario: Scenario | None, binding: tuple[str,
     return s + "."
 
 
+def _lines_clause(*rows) -> str:
+    """What the fair totals of ``rows`` hold beyond the amortised cost and unfinished work, when
+    anything: "; own-384's fair total includes $436 k of serving it could not give"."""
+    parts = []
+    for r in rows:
+        held = [f"{money(r.serving_unmet_rent_usd)} of serving it could not give"] if r.serving_unmet_rent_usd > 0 else []
+        held += [f"{money(r.waiting_cost_usd)} of waiting"] if r.waiting_cost_usd > 0 else []
+        if held:
+            parts.append(f"{r.option}'s fair total includes {' and '.join(held)}")
+    return "".join(f"; {p}" for p in parts)
+
+
 def _only_sentence(best, table: pd.DataFrame, wanted, scenario, binding: tuple[str, str, str]) -> str:
     a = describe(best.option, scenario)
     s = f"{capitalised(a)} is the only option that keeps up" + (f" and meets {targets_text(wanted)}" if wanted else "")
@@ -318,18 +331,26 @@ def _only_sentence(best, table: pd.DataFrame, wanted, scenario, binding: tuple[s
         s += f"; {binding[1]}"
     left = table[~table["eligible"] & (table["option"] != binding[2])]
     if not left.empty:
-        s += "; " + "; ".join(f"{r.option} {'misses ' if r.keeps_up else ''}{'; '.join(misses(r, wanted)[0])}"
-                              for _, r in left.iterrows())
+        s += "; " + "; ".join(_missed_words(r, wanted) for _, r in left.iterrows())
     return s + "."
+
+
+def _missed_words(row, wanted: tuple[Target, ...]) -> str:
+    """"own-256 cannot keep up (…) and misses p95 queue delay ≤ 24 h (…)", "own-384 misses …"."""
+    missed, _ = misses(row, wanted)
+    lost = [m for m in missed if m.startswith("cannot keep up")]
+    targets = [m for m in missed if not m.startswith("cannot keep up")]
+    words = lost + ([f"misses {'; '.join(targets)}"] if targets else [])
+    return f"{row.option} {' and '.join(words)}"
 
 
 def _none_sentence(table: pd.DataFrame, wanted, closest: str, scenario: Scenario | None) -> str:
     what = f"keeps up and meets {targets_text(wanted)}" if wanted else "keeps up"
     row = table.set_index("option").loc[closest]
-    missed, _ = misses(row.rename(closest), wanted)
+    words = _missed_words(row.rename(closest).to_frame().T.assign(option=closest).iloc[0], wanted)
     s = (f"No option {what}. The closest is {describe(closest, scenario)} at {money(row.fair_total_usd)} fair total, "
-         f"which misses {'; '.join(missed)}")
+         f"which {words.removeprefix(closest + ' ')}")
     rest = table[table["option"] != closest]
     if not rest.empty:
-        s += "; the others: " + "; ".join(f"{r.option} {'; '.join(misses(r, wanted)[0])}" for _, r in rest.iterrows())
+        s += "; the others: " + "; ".join(_missed_words(r, wanted) for _, r in rest.iterrows())
     return s + "."

@@ -126,6 +126,9 @@ def print_run(res, verdict, wide: bool = False) -> None:
     """The verdict first, then the comparison (80 columns, or every column with ``wide``) with the
     options that cannot keep up flagged and explained, then the RL iterations' phases."""
     out_console.print(Text.assemble(("Verdict: ", "bold"), verdict.sentence), highlight=False)
+    if verdict.utilization_flip_reason and verdict.utilization_flip_reason != "not searched":
+        out_console.print(Text(f"No utilisation flips it: {verdict.utilization_flip_reason}.", style="dim"),
+                          highlight=False)
     out_console.print()
     sc = res.scenario
     title = f"{sc.name}: {sc.horizon_days:g} days, seed {res.seed}"

@@ -197,15 +197,16 @@ MEANS_COLUMNS = {
 
 
 def verdict_rows(results) -> pd.DataFrame:
-    """One row per variant: ``costsim.decide(results, variant=...)``'s choice, margin and sentence."""
+    """One row per variant: ``costsim.decide(results, variant=...)``'s choice, margin and sentence
+    (without the utilisation flip: a search by re-simulation per variant, not for the page)."""
     rows = []
     for v in results.variants["variant"]:
-        verdict = decide(results, variant=v)
+        verdict = decide(results, variant=v, flips=False)
         low, high = verdict.difference_low_usd, verdict.difference_high_usd
         rows.append({"variant": v, "recommended": verdict.option or "none keeps up",
                      "versus": verdict.versus or "—", "difference": _usd(verdict.difference_usd),
                      "interval": "—" if low != low else f"{_usd(low)} … {_usd(high)}",
-                     "close": "too close to call" if verdict.close_call else "",
+                     "close": "the same cost" if verdict.same_cost else "",
                      "sentence": verdict.sentence})
     return results.variants.merge(pd.DataFrame(rows), on="variant")
 

@@ -211,7 +211,8 @@ def breakeven_over(tables: list[pd.DataFrame]) -> pd.DataFrame:
     rows = []
     for (option, versus), g in both.groupby(["option", "versus"], sort=False):
         beyond = g[g["breakeven_month"].isna()]  # the extrapolation of a found month is that month: not an estimate
-        row = {"option": option, "versus": versus, "n": len(g)}
+        row = {"option": option, "versus": versus, "n": len(g), "life_months": g["life_months"].iloc[0]
+               if "life_months" in g else math.nan}
         for col, name in (("breakeven_month", "found"), ("cheaper_until_month", "cheaper_found"),
                           ("breakeven_month_extrapolated", "extrapolated_found")):
             months = (g if col == "breakeven_month" else beyond)[col].dropna()
@@ -272,7 +273,10 @@ def breakeven_when(r) -> str:
         parts.append(f"about month {e:.0f} if it went on"
                      + _in_replications(k, n, getattr(r, "breakeven_month_extrapolated_varies", False)))
     # neither in any replication: dearer at every month's end (no estimate: the gap is not
-    # closing, or the horizon is too short to extrapolate from)
+    # closing, it closes only after the hardware's life, or the horizon is too short to tell)
+    life = getattr(r, "life_months", math.nan)
+    if not k and life == life:
+        parts.append(f"no catch-up within its {life:.0f}-month life at this pace")
     return f"not within the horizon ({'; '.join(parts) or 'dearer every month'})"
 
 

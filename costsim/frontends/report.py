@@ -106,7 +106,7 @@ def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None) -
 
 VARIANT_COLUMNS: list[h.Column] = [
     ("variant", "variant", str, None), ("swept values", "swept", str, None),
-    ("recommended", "option", str, None), ("too close to call", "close", str, None),
+    ("recommended", "option", str, None), ("the same cost", "close", str, None),
     ("verdict", "sentence", str, None),
 ]
 
@@ -125,7 +125,7 @@ def _sweep_body(src: _Input, wanted, given_frontier) -> tuple[str, str]:
     # the variant the report leads with has it.
     verdicts = {x: decide(sweep, wanted, variant=x, flips=False) for x in variants[:FRONTIER_ROWS]}
     table = pd.DataFrame([{"variant": x, "swept": swept.get(x, ""), "option": v.option or "none",
-                           "close": "yes" if v.close_call else "", "sentence": v.sentence} for x, v in verdicts.items()])
+                           "close": "yes" if v.same_cost else "", "sentence": v.sentence} for x, v in verdicts.items()])
     parts = []
     label = f"{reps} replication{'s' if reps > 1 else ''} per variant"
     if src.variant is not None:
@@ -230,7 +230,7 @@ def _replications(sc, n: int, seed: int):
     return runs
 
 
-def _tornado(sc, seed: int):
+def _tornado(sc, seed: int, targets=None):
     """The tornado (one run per input value, with a progress bar), or a note saying why there is none."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -244,7 +244,7 @@ def _tornado(sc, seed: int):
                   TimeElapsedColumn(), console=err_console, transient=True) as bar:
         task = bar.add_task("sensitivity tornado", total=None)
         try:
-            return tornado(sc, replications=1, seed=seed, progress=lambda done, total: bar.update(
+            return tornado(sc, replications=1, seed=seed, targets=targets, progress=lambda done, total: bar.update(
                 task, completed=done, total=total))
         except ScenarioError as err:  # e.g. no owned or no rented option to set against each other
             return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)

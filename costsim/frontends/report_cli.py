@@ -55,7 +55,7 @@ def report_command(
             sc = _load(source)
             root = sc.seed if seed is None else seed
             data = _replications(sc, 3 if replications is None else replications, root)
-        shown = _tornado(sc, root) if not source.is_dir() and tornado is not False else None
+        shown = _tornado(sc, root, wanted) if not source.is_dir() and tornado is not False else None
         path = write_report(data, out, wanted, shown, variant=variant)
     except ScenarioError as err:
         _fail(err)

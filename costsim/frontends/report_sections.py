@@ -87,8 +87,10 @@ def options_section(v, mean_note: str) -> str:
     rows = _option_rows(v.options, v.option)
     note = h.para("Amortised total: capital spread over the depreciation life, plus running costs and rent. "
                   "Cash spent: capex when paid, opex, rent and commitments owed within the horizon. ¹ Fair total: "
-                  "the amortised total plus the work left unfinished at the end priced at the cheapest rental "
-                  f"price available, so every option pays for the same work. {mean_note} Bold: the best value "
+                  "the amortised total plus the work left unfinished at the end and the serving left unmet, "
+                  "each priced at the cheapest rental price available, plus the queued GPU-hours at the "
+                  f"decision's price of waiting (${v.waiting_usd_per_gpu_hour:g} per GPU-hour), so every option "
+                  f"pays for the same work. {mean_note} Bold: the best value "
                   "among the options that keep up and meet the targets; ★ the recommendation.", "note")
     body = h.table(rows, OPTION_COLUMNS, best_among=rows["eligible"],
                    row_class=lambda r: "pick" if r["option"] == v.option else ("behind" if not r["keeps_up"] else ""))

@@ -79,6 +79,12 @@ def table_notes(verdict) -> list[Text]:
     notes = [Text.assemble((f"{FLAG} {option} cannot keep up: ", "bold yellow"), why)
              for option, why in flagged(verdict)]
     notes += [Text.assemble((f"✗ {option} misses ", "yellow"), misses) for option, misses in missed_targets(verdict)]
+    for column, what in (("serving_unmet_rent_usd", "unmet serving at the cheapest rent"),
+                         ("waiting_cost_usd", "queued GPU-hours at the price of waiting")):
+        held = verdict.options[verdict.options[column] > 0]
+        if len(held):
+            notes.append(Text(f"fair includes {what}: "
+                              + ", ".join(f"{r.option} {_money(r[column])}" for _, r in held.iterrows())))
     notes += [Text(f"{AMORTISED}; {CASH}; {FAIR}; $/work GPU-h: amortised total ÷ GPU-hours of work done."),
               Text("Every column: costsim run --wide.", style="dim")]
     return notes

@@ -449,7 +449,7 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
         costs=pd.concat([t[3] for t in tables], ignore_index=True),
         phases=pd.concat([t[4] for t in tables], ignore_index=True),
         cashflow=cash,
-        breakeven=finance.breakeven(plans, summary, cash, scenario.horizon_h),
+        breakeven=finance.breakeven(plans, summary, cash, scenario.horizon_h, econ.depreciation_years),
         advice=pd.concat([t[6] for t in tables], ignore_index=True),
         to_target=to_target.table([row for p, r, w, t in zip(plans, records, work, tables, strict=True)
                                    for row in to_target.option_rows(scenario, p.name, r, w, t[2], refs)]),

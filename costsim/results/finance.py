@@ -31,7 +31,7 @@ CASHFLOW_COLUMNS = [
 ]
 BREAKEVEN_COLUMNS = [
     "option", "versus", "breakeven_month", "breakeven_month_extrapolated", "cheaper_until_month",
-    "breakeven_utilization", "own_usd_per_gpu_hour", "rent_usd_per_gpu_hour",
+    "breakeven_utilization", "own_usd_per_gpu_hour", "rent_usd_per_gpu_hour", "life_months",
 ]
 OPEX = ("energy", "facility", "maintenance", "staff", "setup")
 RENT = ("reserved", "cloud", "serving", "rollout")  # serving and offloaded rollouts on rented capacity are rent too
@@ -107,7 +107,8 @@ def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
     return np.nan
 
 
-def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, horizon_h: float) -> pd.DataFrame:
+def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, horizon_h: float,
+              depreciation_years: float | None = None) -> pd.DataFrame:
     """Each owned, reserved or hybrid option against each on-demand or spot option, on cumulative
     cash paid by each month's end (``cash_paid``; months of 730 h, the last cut at ``horizon_h``):
     - ``breakeven_month``: the first month from which the owned or committed option stays at or
@@ -115,7 +116,9 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
     - ``breakeven_month_extrapolated``: that month, or when it lies beyond the horizon, the first
       month by whose end the rental would catch up with each going on at its ``pace`` (the last
       three months' spending per whole month, lumps left out; a reservation costs nothing more for
-      the rest of the term its commitment owed pays for): an estimate, NaN if the gap never closes;
+      the rest of the term its commitment owed pays for): an estimate, NaN if the gap never closes
+      or closes only after an owned option's ``life_months`` (its depreciation life in 730-h
+      months: going on at the same pace past it would need new hardware);
     - ``cheaper_until_month``: when it was cheaper first and is dearer at the horizon's end, the
       last month it was at or below the rental (NaN otherwise): not a break-even;
     - ``breakeven_utilization``: the utilisation above which owning is cheaper per used GPU-hour
@@ -132,13 +135,17 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
             if not (isinstance(b, CloudPlan) and not b.reserved):
                 continue
             own = _own_usd_per_gpu_hour(a, s.loc[a.name])
+            part = owned_part(a)  # the hardware's life runs from its delivery
+            life = ((part.lead_time_h + depreciation_years * HOURS_PER_YEAR) / HOURS_PER_MONTH
+                    if depreciation_years is not None and part is not None else np.nan)
+            later = eco.breakeven_month_extrapolated(cum[a.name], cum[b.name], horizon_h=horizon_h,
+                                                     own=paces[a.name], rent=paces[b.name])
             rows.append({
                 "option": a.name, "versus": b.name,
                 "breakeven_month": eco.breakeven_month(cum[a.name], cum[b.name]),
-                "breakeven_month_extrapolated": eco.breakeven_month_extrapolated(
-                    cum[a.name], cum[b.name], horizon_h=horizon_h, own=paces[a.name], rent=paces[b.name]),
+                "breakeven_month_extrapolated": later if not later >= life else np.nan,
                 "cheaper_until_month": eco.cheaper_until_month(cum[a.name], cum[b.name]),
                 "breakeven_utilization": eco.breakeven_utilization(own, b.price_per_gpu_hour) if own == own else np.nan,
-                "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": b.price_per_gpu_hour,
+                "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": b.price_per_gpu_hour, "life_months": life,
             })
     return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
