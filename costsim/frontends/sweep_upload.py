@@ -189,7 +189,7 @@ def _parquet(name: str, data: bytes, rows_left: int, bytes_left: int) -> tuple[p
             if field.name in text and pa.types.is_dictionary(field.type):
                 table = table.set_column(i, schema.field(i), table.column(i).cast(schema.field(i).type))
         frame = table.to_pandas()
-    except ScenarioError:  # a ValueError too: our own refusal, as it is
+    except (ScenarioError, MemoryError):  # our own refusal (a ValueError too); Arrow's MemoryError: the limit
         raise
     except (pa.ArrowException, OSError, ValueError) as err:
         raise _refused(name, f"is not a readable Parquet file ({err})") from None
@@ -291,7 +291,14 @@ def read_sweep_uploads(uploads: list[Upload], limits: Limits = Limits(), on_wait
 
 
 def upload_child_main() -> None:
-    """Body of the child process that reads uploads (``workers.serve_child``)."""
+    """Body of the child process that reads uploads (``workers.serve_child``). What reading needs
+    is imported first, so the memory limit bounds the reading, not the imports."""
+    import pyarrow.compute  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+    import costsim.runs.stats  # noqa: F401
+    import costsim.runs.sweep  # noqa: F401
+
     serve_child(_read_guarded)
 
 
