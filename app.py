@@ -22,8 +22,8 @@ from costsim.frontends import dashboard_edit as edit
 from costsim.frontends import dashboard_tabs as tabs
 from costsim.frontends.dashboard import (
     LINK, Limits, ResultCache, RunStopped, Upload, apply_knobs, changed_knobs, content_key, decode_scenario, encode_scenario, knob_paths,
-    knob_problems, literal_markdown, load_upload, make_upload_root, run_key, shipped_scenarios, shipped_traces,
-    simulate_bounded, simulate_many, warm_up,
+    knob_problems, literal_markdown, load_upload, make_upload_root, public_text, run_key, shipped_scenarios,
+    shipped_traces, simulate_bounded, simulate_many, waiting_note, warm_up,
 )
 from costsim.frontends.dashboard_sidebar import knob_form
 from costsim.frontends.dashboard_views import first_screen, flip_control
@@ -41,16 +41,18 @@ def upload_root() -> Path:
 
 @st.cache_resource
 def result_cache() -> ResultCache:
-    """Runs shared by every session, by exact scenario and seed (``run_key``)."""
-    warm_up()  # child processes with costsim imported, ready for the first run
-    return ResultCache(max_entries=64)
+    """Runs shared by every session, by exact scenario and seed (``run_key``), within the byte
+    limit (``COSTSIM_CACHE_MB``; main() has checked the environment before the first call)."""
+    limits = Limits.from_env(os.environ)
+    warm_up(limits)  # child processes with costsim imported, ready for the first run
+    return ResultCache(max_entries=64, max_bytes=int(limits.cache_mb * 2**20))
 
 
 def show_error(title: str, err: Exception) -> None:
     """A red box with our own words, then the problems verbatim: user text (keys, names, values)
     in ``st.code`` can never render as Markdown or HTML."""
     st.error(f"**{title}**")
-    st.code(str(err), language=None, wrap_lines=True)
+    st.code(public_text(str(err), upload_root()), language=None, wrap_lines=True)  # no server path
 
 
 def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[costsim.Results] | None:
@@ -67,7 +69,8 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
                            f"{seconds:.0f} s (limit {limits.run_seconds:g} s; change a setting or press Stop to cancel)")
 
         try:
-            blobs = simulate_many(scenario, missing, limits, on_wait=progress, warm=True)
+            blobs = simulate_many(scenario, missing, limits, on_wait=progress, warm=True,
+                                  on_queue=lambda seconds: status.caption(f"{waiting_note(limits)} {seconds:.0f} s"))
         except ScenarioError as err:
             status.empty()
             show_error("This scenario cannot be run.", err)

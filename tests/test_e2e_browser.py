@@ -10,6 +10,8 @@ tab go to out/screenshots/. Skipped where no chromium is installed (CI installs 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import shutil
 import socket
 import subprocess
@@ -48,14 +50,14 @@ def own_app_url():
 
 
 @contextlib.contextmanager
-def _served():
+def _served(env: dict[str, str] | None = None):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -296,3 +298,46 @@ def test_flagship_cards_above_the_fold_and_the_time_to_target_tab(browser, own_a
     figure = page.locator(".js-plotly-plot").first
     figure.scroll_into_view_if_needed()
     figure.screenshot(path=str(SHOTS / "tab-time-to-target.png"))
+
+
+def test_hostile_upload_names_write_only_in_the_private_folder(browser, tmp_path):
+    """One page load on a server of its own whose temporary folder is under ``tmp_path``: a
+    scenario reading ``x.csv`` with its trace uploaded as ``../../x.csv``, then as an absolute
+    path into an existing folder. Each runs from a copy in the private upload folder and nothing
+    else appears anywhere under ``tmp_path``; the page shows no server path; the bare URL in the
+    scenario's description is text, not a link."""
+    server_tmp, elsewhere = tmp_path / "server" / "tmp", tmp_path / "elsewhere"
+    server_tmp.mkdir(parents=True)
+    elsewhere.mkdir()
+    text = (ROOT / "scenarios" / "lab-trace.yaml").read_text()
+    text = text.replace("trace: traces/lab-year.csv", "trace: x.csv").replace("horizon_days: 365", "horizon_days: 30")
+    text = re.sub(r"description: >-\n(  .*\n)+", 'description: "Docs: https://example.com/lab and www.example.org"\n', text)
+    traces = {"../../x.csv": b"submit_h,gpus,duration_h\n1,8,2\n5,16,3\n30,8,1\n",
+              str(elsewhere / "x.csv"): b"submit_h,gpus,duration_h\n1,8,2\n5,16,3\n30,8,1\n40,8,1\n"}
+    with _served({**os.environ, "TMPDIR": str(server_tmp)}) as url:
+        page = open_app(browser, url)
+        before = {p for p in tmp_path.rglob("*") if p.is_file()}
+        uploaders = page.locator("[data-testid='stFileUploader'] input[type='file']")
+        for n, (name, trace) in enumerate(traces.items()):
+            uploaders.nth(1).set_input_files(files=[{"name": name, "mimeType": "text/csv", "buffer": trace}])
+            page.wait_for_timeout(500)
+            settled(page)
+            if n == 0:
+                uploaders.nth(0).set_input_files(files=[{"name": "mine.yaml", "mimeType": "application/yaml",
+                                                         "buffer": text.encode()}])
+                page.wait_for_timeout(500)
+                settled(page)
+            new = {p for p in tmp_path.rglob("*") if p.is_file()} - before
+            assert all(p.name == "x.csv" and p.parent.parent.parent == server_tmp
+                       and p.parent.parent.name.startswith("costsim-uploads-") for p in new), new
+            assert len(new) == n + 1  # one stored copy per upload, under the private folder only
+            body = page.locator("body").inner_text()
+            assert str(tmp_path) not in body and "costsim-uploads" not in body
+            jobs = trace.count(b"\n") - 1  # the run read the copy it stored
+            expect(page.get_by_text(f"{jobs} jobs", exact=False).first).to_be_visible(timeout=120_000)
+            assert page.get_by_test_id("stException").count() == 0
+        assert not any(elsewhere.iterdir()) and not any(p.is_file() for p in server_tmp.iterdir())
+        caption = page.get_by_test_id("stCaptionContainer").filter(has_text="example.com")
+        expect(caption).to_have_count(1)
+        assert caption.locator("a").count() == 0  # shown as text
+        assert "https://example.com/lab" in caption.inner_text().replace("\u2060", "")

@@ -1,5 +1,6 @@
-"""Runs for the dashboard: cached on every exact value, bounded in time and memory, cancellable,
-and the replications of one scenario run side by side.
+"""Runs for the dashboard: cached on every exact value (within a byte budget), bounded in time and
+memory, cancellable, and the replications of one scenario run side by side in worker processes
+that count against the server's one cap on workers (``workers.SLOTS``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from costsim.frontends.uploads import Limits
+from costsim.frontends.workers import SLOTS, WorkStopped
 from costsim.runs import api
 from costsim.runs.memo import RunMemo
 from costsim.results import Results
@@ -45,13 +47,23 @@ def run_key(scenario: Scenario, seed: int | None = None) -> str:
 
 
 class ResultCache:
-    """The last ``max_entries`` runs by ``run_key``, kept pickled so each reader gets its own
-    copy of the tables (as ``st.cache_data`` does). Shared by sessions: thread-safe."""
+    """The latest runs by ``run_key``, kept pickled so each reader gets its own copy of the tables
+    (as ``st.cache_data`` does): at most ``max_entries`` and ``max_bytes`` of pickles together
+    (``Limits.cache_mb``), the least recently used dropped first; a run bigger than ``max_bytes``
+    alone is not kept. Shared by sessions: thread-safe."""
 
-    def __init__(self, max_entries: int = 32):
+    def __init__(self, max_entries: int = 32, max_bytes: int = int(Limits().cache_mb * 2**20)):
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the pickles kept."""
+        with self._lock:
+            return self._bytes
 
     def get(self, key: str) -> Results | None:
         with self._lock:
@@ -63,17 +75,23 @@ class ResultCache:
     def put(self, key: str, blob: bytes) -> None:
         """Keep a pickled ``Results`` (as ``simulate_bounded`` returns it)."""
         with self._lock:
+            old = self._items.pop(key, None)
+            self._bytes -= len(old) if old is not None else 0
+            if len(blob) > self.max_bytes:
+                return
             self._items[key] = blob
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
+            self._bytes += len(blob)
+            while len(self._items) > self.max_entries or self._bytes > self.max_bytes:
+                _, dropped = self._items.popitem(last=False)
+                self._bytes -= len(dropped)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._bytes = 0
 
 
-class RunStopped(RuntimeError):
+class RunStopped(WorkStopped):
     """A run that did not finish: over the time or memory limit, or failed. ``str()`` holds no
     user text and no traceback: it is safe to show as Markdown."""
 
@@ -192,46 +210,67 @@ def _start_child(warm: bool = False) -> subprocess.Popen:
 
 
 def _take_child(warm: bool, memory_bytes: int, seed: int | None = None) -> subprocess.Popen:
-    """A worker to simulate in: with ``warm``, a waiting one whose memory limit is unset or this
-    one (the one that last ran ``seed`` first, whose memo holds that seed's jobs; then the most
-    recently used), else a fresh one. Spares are topped up after the run (``_top_up``), not now: a
-    starting worker's import would take CPU from the run."""
-    if not warm:
-        return _start_child()
-    with _SPARES_LOCK:
-        for child in [c for c in _SPARES if c.poll() is not None]:
-            _SPARES.remove(child)
-            child.wait()
-        usable = [c for c in reversed(_SPARES) if c.costsim_memory in (None, memory_bytes)]  # type: ignore[attr-defined]
-        usable.sort(key=lambda c: c.costsim_seed != seed)  # type: ignore[attr-defined]  # stable: recency kept
-        if usable:
-            _SPARES.remove(usable[0])
-            return usable[0]
+    """A worker to simulate in, for a slot already taken (``SLOTS``): with ``warm``, a waiting one
+    whose memory limit is unset or this one (the one that last ran ``seed`` first, whose memo
+    holds that seed's jobs; then the most recently used), else a fresh one, started only once
+    spares beyond the cap are ended (``_trim_spares``). Spares are topped up after the run
+    (``_top_up``), not now: a starting worker's import would take CPU from the run."""
+    if warm:
+        with _SPARES_LOCK:
+            for child in [c for c in _SPARES if c.poll() is not None]:
+                _SPARES.remove(child)
+                child.wait()
+            usable = [c for c in reversed(_SPARES) if c.costsim_memory in (None, memory_bytes)]  # type: ignore[attr-defined]
+            usable.sort(key=lambda c: c.costsim_seed != seed)  # type: ignore[attr-defined]  # stable: recency kept
+            if usable:
+                _SPARES.remove(usable[0])
+                return usable[0]
+    _trim_spares()
     return _start_child()  # needed now: no warm-up run before this one
 
 
-def _top_up() -> None:
-    """Start warm workers until ``SPARE_COUNT`` wait (fewer than that only after a stopped run)."""
+def _trim_spares() -> None:
+    """End waiting workers, least recently used first, while busy and waiting ones together pass
+    the cap on worker processes (``SLOTS.trim``: work of any session comes before a spare)."""
     with _SPARES_LOCK:
-        while len(_SPARES) < SPARE_COUNT:
+        while _SPARES and SLOTS.busy + len(_SPARES) > SLOTS.capacity:
+            _retire(_SPARES.pop(0), kill=True)
+
+
+SLOTS.trim = _trim_spares
+
+
+def _top_up() -> None:
+    """Start warm workers until ``SPARE_COUNT`` wait, as far as the cap on worker processes leaves
+    room (fewer after a stopped run, or while other sessions' work holds the slots)."""
+    with _SPARES_LOCK:
+        while len(_SPARES) < SPARE_COUNT and SLOTS.busy + len(_SPARES) < SLOTS.capacity:
             _SPARES.append(_start_child(warm=True))
 
 
 def _keep(child: subprocess.Popen, memory_bytes: int, seed: int | None) -> bool:
-    """Return a worker whose run of ``seed`` finished to the spares (False: there is no room, or
-    it is worn)."""
+    """Return a worker whose run of ``seed`` finished to the spares, its slot given back in the
+    same step (False: there is no room, or it is worn; its slot is the caller's to give back)."""
     child.costsim_memory = memory_bytes  # type: ignore[attr-defined]
     child.costsim_seed = seed  # type: ignore[attr-defined]
     child.costsim_runs += 1  # type: ignore[attr-defined]
     with _SPARES_LOCK:
         if child.poll() is None and child.costsim_runs < RUNS_PER_WORKER and len(_SPARES) < SPARE_COUNT:  # type: ignore[attr-defined]
             _SPARES.append(child)
+            SLOTS.release(1)
             return True
     return False
 
 
-def warm_up() -> None:
-    """Start the warm spares now (the dashboard calls it at start), so the first run is quick too."""
+def warm_up(limits: Limits | None = None) -> None:
+    """Start the warm spares now (the dashboard calls it at start), so the first run is quick too;
+    as many as ``limits.worker_slots`` allows (default: the environment's limits)."""
+    if limits is None:
+        try:
+            limits = Limits.from_env(os.environ)
+        except ScenarioError:  # the dashboard says so itself; no spares meanwhile
+            return
+    SLOTS.capacity = limits.worker_slots
     _top_up()
 
 
@@ -255,7 +294,7 @@ def _reply(out: bytes, returncode: int, limits: Limits) -> bytes:
     if kind == "scenario_error":
         raise ScenarioError(reply[1], reply[2])
     if kind == "memory":
-        raise RunStopped(f"The simulation needed more than the dashboard's {limits.run_memory_gb:g} GiB of memory "
+        raise RunStopped(f"The simulation needed more than the dashboard's {limits.process_memory_gb:g} GiB of memory "
                          "and was stopped. Shorten the horizon or lower the arrival scale, run it with the "
                          f"command line (`costsim run`), or raise the limit ({Limits.ENV['run_memory_gb']}).")
     _log.error("simulation failed:\n%s", reply[2])
@@ -265,12 +304,14 @@ def _reply(out: bytes, returncode: int, limits: Limits) -> bytes:
 
 def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = Limits(),
                   on_wait: Callable[[float], None] | None = None, poll_s: float = 0.25,
-                  warm: bool = False) -> list[bytes]:
-    """``api.simulate(scenario, seed=s)`` for each seed, each in its own child process at once,
-    returned pickled (``pickle.loads`` each), in the order of ``seeds``.
+                  warm: bool = False, on_queue: Callable[[float], None] | None = None) -> list[bytes]:
+    """``api.simulate(scenario, seed=s)`` for each seed, each in its own child process, returned
+    pickled (``pickle.loads`` each), in the order of ``seeds``: side by side, ``limits.worker_slots``
+    at a time at most, each batch waiting until that many worker processes are free across every
+    session (``SLOTS``; ``on_queue(seconds waited)`` meanwhile, else ``on_wait``).
 
-    Stopped after ``limits.run_seconds`` (RunStopped) and each child limited to
-    ``limits.run_memory_gb`` of address space. ``on_wait(seconds so far)`` is called every
+    Each batch is stopped after ``limits.run_seconds`` (RunStopped) and each child limited to
+    ``limits.process_memory_gb`` of address space. ``on_wait(seconds so far)`` is called every
     ``poll_s`` while they run: the app draws progress there, which is also where Streamlit
     interrupts a script for a rerun or Stop; whatever leaves this function (result, error or
     interruption) kills every child still running first. ``warm``: use warm workers
@@ -280,8 +321,21 @@ def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = 
     crashes on macOS), and spawn or forkserver would re-run the app script, which Streamlit
     installs as ``__main__``. The price is importing costsim again, about a second of CPU, paid
     ahead of time by the warm workers, and only again after a run was stopped."""
+    batch = limits.worker_slots
+    blobs: list[bytes] = []
+    for i in range(0, len(seeds), batch):
+        blobs += _simulate_batch(scenario, seeds[i:i + batch], limits, on_wait, poll_s, warm, on_queue)
+    return blobs
+
+
+def _simulate_batch(scenario: Scenario, seeds: list[int | None], limits: Limits,
+                    on_wait: Callable[[float], None] | None, poll_s: float, warm: bool,
+                    on_queue: Callable[[float], None] | None) -> list[bytes]:
+    """``simulate_many`` of at most ``limits.worker_slots`` seeds, all at once, holding that many slots."""
+    SLOTS.acquire(len(seeds), limits.worker_slots, on_queue or on_wait, poll_s, trim=False)  # spares first
+    held = len(seeds)
     start = time.monotonic()
-    memory_bytes = int(limits.run_memory_gb * 2**30)
+    memory_bytes = int(limits.process_memory_gb * 2**30)
     children: list[subprocess.Popen] = []
     outs: list[bytes | None] = [None] * len(seeds)
     try:
@@ -302,8 +356,11 @@ def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = 
                 on_wait(elapsed)
     finally:
         for child, out, seed in zip(children, outs, seeds, strict=False):
-            if not (warm and out and _finished(out) and _keep(child, memory_bytes, seed)):
+            if warm and out and _finished(out) and _keep(child, memory_bytes, seed):
+                held -= 1  # its slot went back with it to the spares
+            else:
                 _retire(child, kill=not out)
+        SLOTS.release(held)
         if warm:
             _top_up()
     return [_reply(_unframe(out or b""), child.returncode if child.returncode is not None else 0, limits)

@@ -2,6 +2,7 @@
 for what they do; this module gathers their public names for ``app.py`` and the tests:
 
 - ``uploads``: shipped scenarios, uploads and traces that read no server file, the session limits;
+- ``workers``: the server's one cap on worker processes, and bounded children for untrusted files;
 - ``knobs``: what the sidebar changes, applied as a new validated scenario; problems by knob;
 - ``bounded``: runs cached on every exact value, bounded in time and memory, cancellable,
   replications side by side in warm child processes;
@@ -20,12 +21,15 @@ from costsim.frontends.knobs import (
 )
 from costsim.frontends.sharing import LINK, content_key, decode_scenario, encode_scenario
 from costsim.frontends.uploads import (
-    SCENARIO_DIR, Limits, Upload, load_upload, make_upload_root, shipped_scenarios, shipped_traces,
+    SCENARIO_DIR, Limits, Upload, load_upload, make_upload_root, public_text, safe_upload_name, shipped_scenarios,
+    shipped_traces,
 )
+from costsim.frontends.workers import waiting_note
 
 __all__ = [
     "ECONOMY", "LINK", "SCENARIO_DIR", "SETUPS", "ClassKnobs", "Knobs", "Limits", "ResultCache", "RunStopped",
     "Upload", "_child_main", "apply_knobs", "content_key", "current_knobs", "decode_scenario", "encode_scenario",
-    "changed_knobs", "knob_paths", "knob_problems", "literal_markdown", "load_upload", "make_upload_root", "run_key",
-    "shipped_scenarios", "shipped_traces", "simulate_bounded", "simulate_many", "sized_name", "warm_up",
+    "changed_knobs", "knob_paths", "knob_problems", "literal_markdown", "load_upload", "make_upload_root", "public_text",
+    "run_key", "safe_upload_name", "shipped_scenarios", "shipped_traces", "simulate_bounded", "simulate_many",
+    "sized_name", "waiting_note", "warm_up",
 ]

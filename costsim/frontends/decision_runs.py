@@ -29,6 +29,7 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from costsim.frontends.dashboard import Limits, RunStopped
+from costsim.frontends.workers import SLOTS
 from costsim.runs import api
 from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_loc
 from costsim.runs.sweepfile import Sweep, Variant, parse_set
@@ -156,7 +157,15 @@ def _execute(job: Job, progress: Callable[[int, int], None]) -> Any:
         return tornado(job.scenario, replications=job.replications, executor=job.executor, progress=progress)
     from costsim.runs.sweep import sweep
 
-    return sweep(job.spec, executor=job.executor, workers=min(2, os.cpu_count() or 1), progress=progress)
+    return sweep(job.spec, executor=job.executor, workers=POOL_WORKERS, progress=progress)
+
+
+POOL_WORKERS = min(2, os.cpu_count() or 1)  # a grid's pool on "processes"
+
+
+def _pool(job: Job) -> int:
+    """Pool workers the child starts for ``job`` (0: it runs in the child)."""
+    return POOL_WORKERS if job.kind == "sweep" and job.executor == "processes" else 0
 
 
 def _child_main() -> None:
@@ -199,10 +208,25 @@ def run_bounded(job: Job, limits: Limits = Limits(), on_progress: Callable[[int,
     ``limits.run_memory_gb`` per process and stopped when no run finishes within
     ``limits.run_seconds`` (each run is one simulation of every option, what that limit bounds).
     ``on_progress(done, total, seconds)`` every ``poll_s`` and after each run: where Streamlit stops
-    the script on a rerun; whatever leaves this function kills the child and its workers first."""
+    the script on a rerun; whatever leaves this function kills the child and its workers first.
+    The child and its pool hold that many of the server's worker slots (``workers.SLOTS``) while
+    they live: the work waits for them."""
+    needed = 1 + _pool(job)
+    if needed > limits.worker_slots:
+        raise RunStopped(f"This needs {needed} worker processes at once; the dashboard runs at most "
+                         f"{limits.worker_slots} ({Limits.ENV['workers']}). Choose Run on: local.")
+    SLOTS.acquire(needed, limits.worker_slots, None if on_progress is None else lambda s: on_progress(0, 0, s), poll_s)
+    try:
+        return _run_child(job, limits, on_progress, poll_s)
+    finally:
+        SLOTS.release(needed)
+
+
+def _run_child(job: Job, limits: Limits, on_progress: Callable[[int, int, float], None] | None,
+               poll_s: float) -> Any:
     package_root = str(Path(__file__).resolve().parent.parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-    payload = pickle.dumps((job, int(limits.run_memory_gb * 2**30)), protocol=pickle.HIGHEST_PROTOCOL)
+    payload = pickle.dumps((job, int(limits.process_memory_gb * 2**30)), protocol=pickle.HIGHEST_PROTOCOL)
     child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                              start_new_session=True)  # its own group: its pool workers are killed with it
     messages: queue.Queue = queue.Queue()
@@ -254,7 +278,7 @@ def run_bounded(job: Job, limits: Limits = Limits(), on_progress: Callable[[int,
     if reply[0] == "scenario_error":
         raise ScenarioError(reply[1], reply[2])
     if reply[0] == "memory":
-        raise RunStopped(f"The work needed more than the dashboard's {limits.run_memory_gb:g} GiB of memory and was "
+        raise RunStopped(f"The work needed more than the dashboard's {limits.process_memory_gb:g} GiB of memory and was "
                          f"stopped. Use fewer variants or a shorter horizon, or raise the limit "
                          f"({Limits.ENV['run_memory_gb']}).")
     raise RunStopped(f"The work failed ({reply[1]}). This is a bug in costsim: please report it with the scenario.")

@@ -93,14 +93,22 @@ def flip_words(verdict) -> str:
 # --- Text a user wrote, shown in Markdown ---------------------------------------------------------
 
 _ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+WORD_JOINER = "\u2060"  # invisible, no line break at it, neither a letter nor punctuation
+# Where GFM's literal autolinks start: ``http://``, ``https://``, ``www.`` and ``user@domain``.
+# Streamlit's renderer finds them in the text after escapes are resolved (mdast-util-gfm-autolink-
+# literal), so escaping alone does not stop them; a word joiner inside each breaks the pattern.
+_AUTOLINK_STARTS = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
 
 
 def literal_markdown(text: str) -> str:
     """``text`` for a Streamlit Markdown string that shows it as typed: every ASCII punctuation
     character backslash-escaped (CommonMark: it is then a literal, so no emphasis, link, image,
-    HTML tag, entity, ``$`` math or ``:color[...]`` directive can start), and line breaks made
-    spaces so no line can become a heading, list or code block."""
-    return _ASCII_PUNCTUATION.sub(r"\\\1", " ".join(str(text).split()))
+    HTML tag, entity, ``$`` math or ``:color[...]`` directive can start), a ``WORD_JOINER`` after
+    each ``:`` before ``//``, between ``www`` and ``.`` and after ``@`` (so no bare URL or address
+    becomes a link), and line breaks made spaces so no line can become a heading, list or code
+    block."""
+    joined = _AUTOLINK_STARTS.sub(WORD_JOINER, " ".join(str(text).split()))
+    return _ASCII_PUNCTUATION.sub(r"\\\1", joined)
 
 
 # --- The first screen's cards -----------------------------------------------------------------------

@@ -6,6 +6,15 @@ What an upload may be: the zipped output folder of ``costsim sweep --out DIR`` o
 (``..``), is a link or is encrypted is refused whole, as is one bigger than the limits when unpacked
 (the dashboard's trace upload limit per file, ``UNPACKED_FACTOR`` times it unpacked). The variants'
 scenarios are not rebuilt: that would read the base scenario the manifest names on the server.
+
+Everything is read in a child process (``workers.run_child``: one worker slot, the per-process
+memory limit, the run time limit), never in the server. There a Parquet file is refused from its
+footer when it declares more than ``MAX_ROWS`` rows, ``MAX_COLUMNS`` columns or more bytes than the
+unpacked limit (rows × columns × 8 counting too); its text columns are read dictionary-encoded and
+their decoded size counted exactly before any is decoded, so a few kilobytes of one long string
+repeated millions of times are refused, not inflated. JSON metadata (the manifest, ``costsim.sweep``,
+``pandas``) nesting deeper than ``MAX_JSON_DEPTH`` or of the wrong shape is refused by name; any
+other damage is a refusal naming the upload, never an error page.
 """
 
 from __future__ import annotations
@@ -14,18 +23,24 @@ import io
 import json
 import re
 import stat
+import sys
 import zipfile
 from pathlib import PurePosixPath
+from typing import Any
 
 import pandas as pd
 
 from costsim.frontends.dashboard import Limits, Upload
+from costsim.frontends.workers import WorkStopped, run_child, serve_child
 from costsim.runs.dataset import MANIFEST, META_KEY
 from costsim.scenario import Problem, ScenarioError
 
-UNPACKED_FACTOR = 4  # a zip may unpack to this many times the upload limit
+UNPACKED_FACTOR = 4  # a zip may unpack (and its tables decode) to this many times the upload limit
 MAX_MEMBERS = 20_000  # zip members (a 1,000-variant × 10-replication sweep is 10,000 task files)
-MAX_ROWS = 5_000_000  # summary rows of an uploaded sweep, all files together
+MAX_ROWS = 1_000_000  # summary rows of an uploaded sweep, all files together (10,000 tasks × 100 options)
+MAX_COLUMNS = 1_000  # columns of one Parquet file (a sweep's runs have about 60)
+MAX_JSON_DEPTH = 32  # nesting of the manifest and of a task file's metadata (a sweep's is 3)
+REPLY_FACTOR = 3  # the child's tables may pickle to this many times the unpacked limit
 _TASK = re.compile(r"(?:^|/)runs/variant=([^/]+)/replication=(\d+)\.parquet$")
 
 
@@ -88,24 +103,124 @@ def _zip_members(upload: Upload, unpacked_cap: int) -> dict[str, bytes]:
     return out
 
 
-def _parquet(name: str, data: bytes, rows_left: int, unpacked_cap: int) -> tuple[pd.DataFrame, dict]:
-    """A Parquet file's table and its ``costsim.sweep`` metadata, refused before reading when its
-    footer promises more rows or bytes than allowed."""
+def _json(where: str, raw: bytes | str, what: str) -> Any:
+    """JSON text as data, refused (naming ``where`` and ``what``) when it is not JSON or nests
+    deeper than ``MAX_JSON_DEPTH``."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise _refused(where, f"{what} nests deeper than {MAX_JSON_DEPTH} levels: not a costsim sweep's") from None
+    except ValueError as err:
+        raise _refused(where, f"{what} is not JSON ({err})") from None
+    stack = [(value, 1)]
+    while stack:  # iteratively: a deep value must not exhaust the stack here either
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise _refused(where, f"{what} nests deeper than {MAX_JSON_DEPTH} levels: not a costsim sweep's")
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((c, depth + 1) for c in children)
+    return value
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _task_info(where: str, metadata: dict | None) -> dict:
+    """A task file's ``costsim.sweep`` metadata ({} when absent); refused when it is damaged: not a
+    JSON object, a ``variant`` that is not text or a number, ``params`` that are not an object."""
+    raw = (metadata or {}).get(META_KEY)
+    if raw is None:
+        return {}
+    info = _json(where, raw, "its costsim.sweep metadata")
+    if not isinstance(info, dict) or ("variant" in info and not _is_id(info["variant"])) or \
+            not isinstance(info.get("params", {}), dict):
+        raise _refused(where, "has damaged costsim.sweep metadata (not the variant and params a sweep writes)")
+    return info
+
+
+def _decoded_bytes(table) -> int:
+    """Bytes ``table`` takes once every dictionary-encoded column is decoded, counted from the
+    dictionary's value lengths and the indices (nothing is decoded to count it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for column in table.columns:
+        for chunk in column.chunks:
+            if pa.types.is_dictionary(chunk.type) and (pa.types.is_binary(chunk.type.value_type) or
+                                                       pa.types.is_string(chunk.type.value_type)):
+                lengths = pc.binary_length(chunk.dictionary).take(chunk.indices)
+                total += int(pc.sum(lengths).as_py() or 0) + 4 * len(chunk)  # values and their offsets
+            else:
+                total += chunk.nbytes
+    return total
+
+
+def _parquet(name: str, data: bytes, rows_left: int, bytes_left: int) -> tuple[pd.DataFrame, dict, int]:
+    """A Parquet file's table, its ``costsim.sweep`` metadata and the bytes it decodes to, refused
+    from its footer when it declares more rows, columns or bytes than are left, and before decoding
+    its text columns when they would decode to more (see the module)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        f = pq.ParquetFile(io.BytesIO(data))
-        meta = f.metadata
-        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-        if meta.num_rows > rows_left or size > unpacked_cap:
-            raise _refused(name, f"holds {meta.num_rows:,} rows ({size / 2**20:.1f} MiB): more than the dashboard "
-                                 f"reads ({MAX_ROWS:,} rows, {unpacked_cap / 2**20:.1f} MiB in all)")
-        table = f.read()
-        info = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
-        return table.to_pandas(), info if isinstance(info, dict) else {}
+        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+        declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        least = max(declared, meta.num_rows * meta.num_columns * 8)  # a table cell is at least 8 bytes in pandas
+        if meta.num_columns > MAX_COLUMNS:
+            raise _refused(name, f"has {meta.num_columns:,} columns; the dashboard reads at most {MAX_COLUMNS:,}")
+        if meta.num_rows > rows_left or least > bytes_left:
+            raise _refused(name, f"holds {meta.num_rows:,} rows × {meta.num_columns:,} columns ({least / 2**20:,.1f} MiB "
+                                 f"at least): more than the dashboard reads ({MAX_ROWS:,} rows, {bytes_left / 2**20:,.1f} "
+                                 "MiB left of its limit)")
+        schema = pq.ParquetFile(io.BytesIO(data)).schema_arrow
+        info = _task_info(name, schema.metadata)
+        if b"pandas" in (schema.metadata or {}):
+            _json(name, schema.metadata[b"pandas"], "its pandas metadata")
+        text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type) or
+                pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)]
+        table = pq.ParquetFile(io.BytesIO(data), read_dictionary=text).read(use_threads=False)
+        decoded = _decoded_bytes(table)
+        if decoded > bytes_left:
+            raise _refused(name, f"decodes to {decoded / 2**20:,.1f} MiB; the dashboard reads at most "
+                                 f"{bytes_left / 2**20:,.1f} MiB more")
+        for i, field in enumerate(table.schema):  # decode what was read encoded only to count it
+            if field.name in text and pa.types.is_dictionary(field.type):
+                table = table.set_column(i, schema.field(i), table.column(i).cast(schema.field(i).type))
+        frame = table.to_pandas()
+    except (ScenarioError, MemoryError):  # our own refusal (a ValueError too); Arrow's MemoryError: the limit
+        raise
     except (pa.ArrowException, OSError, ValueError) as err:
         raise _refused(name, f"is not a readable Parquet file ({err})") from None
+    except (KeyError, TypeError, IndexError, AttributeError) as err:  # pandas metadata of the wrong shape
+        raise _refused(name, f"has damaged pandas metadata ({type(err).__name__}: {err})") from None
+    return frame, info, decoded
+
+
+def _manifest(where: str, data: bytes) -> tuple[list[tuple[str, dict]], int]:
+    """A sweep manifest's (variant id, params) in order and its replications; refused naming the
+    field when it is not the shape ``costsim sweep`` writes."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refused(where, "is not a sweep manifest (not UTF-8 text)") from None
+    manifest = _json(where, text, "the manifest")
+    if not isinstance(manifest, dict):
+        raise _refused(where, "is not a sweep manifest (not a JSON object)")
+    variants, replications = manifest.get("variants", []), manifest.get("replications", 1)
+    if not isinstance(variants, list):
+        raise _refused(where, "is not a sweep manifest: variants is not a list")
+    if replications is None:
+        replications = 1
+    if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
+        raise _refused(where, f"is not a sweep manifest: replications must be a whole number ≥ 1 (got {replications!r:.40})")
+    listed = []
+    for i, v in enumerate(variants):
+        if not isinstance(v, dict) or not _is_id(v.get("id")) or not isinstance(v.get("params") or {}, dict):
+            raise _refused(where, f"is not a sweep manifest: variants.{i} is not an id with params")
+        listed.append((str(v["id"]), v.get("params") or {}))
+    return listed, replications
 
 
 def _required() -> list[str]:
@@ -119,30 +234,32 @@ def _required() -> list[str]:
     return list(dict.fromkeys([*base, *METRICS, *(m for m in MEANS if m not in derived)]))
 
 
-def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.DataFrame]], dict | None, dict]:
-    """Every uploaded task's (where, rows with ``variant``), the manifest if one came, and params by variant."""
-    upload_cap, unpacked_cap = _caps(limits)
-    frames, manifest, params, rows = [], None, {}, 0
+def _check_sizes(uploads: list[Upload], limits: Limits) -> None:
+    """Each upload within the upload limit and of a kind read here (cheap: before any reading)."""
+    upload_cap, _ = _caps(limits)
     for up in uploads:
         if len(up.data) > upload_cap:
             raise _refused(up.name, f"is {len(up.data) / 2**20:.1f} MiB; the dashboard accepts at most "
                                     f"{limits.trace_upload_mb:g} MiB")
-        if up.name.lower().endswith(".zip"):
-            members = _zip_members(up, unpacked_cap)
-        elif up.name.lower().endswith(".parquet"):
-            members = {up.name: up.data}
-        else:
+        if not up.name.lower().endswith((".zip", ".parquet")):
             raise _refused(up.name, "is neither a .zip of a sweep's folder nor a .parquet file")
+
+
+def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.DataFrame]], tuple | None, dict]:
+    """Every uploaded task's (where, rows with ``variant``), the manifest's (variants, replications)
+    if one came, and params by variant."""
+    _check_sizes(uploads, limits)
+    _, unpacked_cap = _caps(limits)
+    frames, manifest, params, rows, decoded = [], None, {}, 0, 0
+    for up in uploads:
+        members = _zip_members(up, unpacked_cap) if up.name.lower().endswith(".zip") else {up.name: up.data}
         for name, data in members.items():
             where = f"{up.name}: {name}" if name != up.name else up.name
             if PurePosixPath(name).name == MANIFEST:
-                try:
-                    manifest = json.loads(data.decode("utf-8"))
-                except ValueError as err:
-                    raise _refused(where, f"is not a sweep manifest ({err})") from None
+                manifest = _manifest(where, data)
                 continue
-            frame, info = _parquet(where, data, MAX_ROWS - rows, unpacked_cap)
-            rows += len(frame)
+            frame, info, size = _parquet(where, data, MAX_ROWS - rows, unpacked_cap - decoded)
+            rows, decoded = rows + len(frame), decoded + size
             task = _TASK.search(name)
             if "variant" not in frame:
                 variant = task.group(1) if task else info.get("variant")
@@ -153,13 +270,57 @@ def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.D
                 if isinstance(info.get("params"), dict):
                     params.setdefault(str(variant), info["params"])
             frames.append((where, frame))
-    return frames, manifest if isinstance(manifest, dict) else None, params
+    return frames, manifest, params
 
 
-def read_sweep_uploads(uploads: list[Upload], limits: Limits = Limits()):
-    """(SweepResults, notes) from uploaded sweep output (see the module); ScenarioError naming the
-    file (and zip member) when it is too large, unsafe or not a sweep's. Options are named, not
-    described: the variants' scenarios are not rebuilt (that would read the base on the server)."""
+def read_sweep_uploads(uploads: list[Upload], limits: Limits = Limits(), on_wait=None):
+    """(SweepResults, notes) from uploaded sweep output (see the module), read in a child process;
+    ScenarioError naming the file (and zip member) when it is too large, unsafe, damaged or not a
+    sweep's, or when reading it passed the memory or time limit. Options are named, not described:
+    the variants' scenarios are not rebuilt (that would read the base on the server).
+    ``on_wait(seconds)`` while it waits for a worker or reads."""
+    if not uploads:
+        raise _refused("sweep upload", "no file: upload the zipped folder of costsim sweep --out or its Parquet files")
+    _check_sizes(uploads, limits)
+    names = ", ".join(u.name for u in uploads[:3]) + (" …" if len(uploads) > 3 else "")
+    try:
+        return run_child(__name__, "upload_child_main", (uploads, limits), limits, "the upload",
+                         REPLY_FACTOR * _caps(limits)[1], on_wait)
+    except WorkStopped as err:
+        raise _refused(names, str(err)) from None
+
+
+def upload_child_main() -> None:
+    """Body of the child process that reads uploads (``workers.serve_child``). What reading needs
+    is imported first, so the memory limit bounds the reading, not the imports."""
+    import pyarrow.compute  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+    import costsim.runs.stats  # noqa: F401
+    import costsim.runs.sweep  # noqa: F401
+
+    serve_child(_read_guarded)
+
+
+def _read_guarded(payload: tuple[list[Upload], Limits]):
+    """``read_uploads_here``; damage no check above foresaw is a refusal naming the uploads (the
+    traceback goes to the server's log), never an error page."""
+    uploads, limits = payload
+    try:
+        return read_uploads_here(uploads, limits)
+    except (ScenarioError, MemoryError):
+        raise
+    except Exception as exc:
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        names = ", ".join(u.name for u in uploads[:3]) + (" …" if len(uploads) > 3 else "")
+        raise _refused(names, f"could not be read as a costsim sweep's output ({type(exc).__name__}): upload the "
+                              "zipped folder costsim sweep --out wrote, or its runs Parquet files") from None
+
+
+def read_uploads_here(uploads: list[Upload], limits: Limits = Limits()):
+    """``read_sweep_uploads`` in this process (the child's work; tests call it directly)."""
     from costsim.runs.stats import differences_table, means_table
     from costsim.runs.sweep import METRICS, SweepResults, _cell  # a swept value as a cell, as sweep() shows it
 
@@ -181,9 +342,9 @@ def read_sweep_uploads(uploads: list[Upload], limits: Limits = Limits()):
     if twice.any():
         r = runs[twice].iloc[0]
         raise _refused("sweep upload", f"variant {r['variant']}, replication {r['replication']} was uploaded twice")
-    listed = [v for v in (manifest or {}).get("variants", []) if isinstance(v, dict) and "id" in v]
-    order = [str(v["id"]) for v in listed] or sorted(set(runs["variant"]))
-    params = {**params, **{str(v["id"]): v.get("params") or {} for v in listed}}
+    listed, replications = manifest if manifest is not None else ([], 1)
+    order = [vid for vid, _ in listed] or sorted(set(runs["variant"]))
+    params = {**params, **dict(listed)}
     rank = {v: i for i, v in enumerate(order)}
     key = runs["variant"].map(lambda v: rank.get(v, len(rank))) * 1_000_000 + runs["replication"].astype("int64")
     runs = runs.iloc[key.argsort(kind="stable")].reset_index(drop=True)  # stable: option order kept
@@ -192,11 +353,12 @@ def read_sweep_uploads(uploads: list[Upload], limits: Limits = Limits()):
     variants = pd.DataFrame([{"variant": v, **{k: _cell(x) for k, x in params.get(v, {}).items()}} for v in present])
     notes = []
     if manifest is not None:
-        expected = len(listed) * int(manifest.get("replications") or 1)
+        expected = len(listed) * replications
         done = runs.groupby(["variant", "replication"]).ngroups
         if done < expected:
             notes.append(f"{done} of {expected} tasks of this sweep are in the upload: the tables cover those only")
     return SweepResults(runs, means_table(runs, METRICS), differences_table(runs, METRICS), variants, {}), notes
 
 
-__all__ = ["MAX_MEMBERS", "MAX_ROWS", "UNPACKED_FACTOR", "read_sweep_uploads"]
+__all__ = ["MAX_COLUMNS", "MAX_JSON_DEPTH", "MAX_MEMBERS", "MAX_ROWS", "UNPACKED_FACTOR", "read_sweep_uploads",
+           "read_uploads_here", "upload_child_main"]

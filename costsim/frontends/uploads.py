@@ -4,6 +4,11 @@ on what one session may ask of the server.
 What an upload may read: its own YAML, a trace CSV uploaded beside it (kept in a private
 temporary folder) and the shipped traces by name (``traces/<file>.csv``); any other ``trace``
 path is refused before anything is opened, so no error can show a server file's contents.
+
+What an upload may write: only its trace, under the last component of the name the browser sent
+(``safe_upload_name``: ``../../x.csv`` and ``C:\\x.csv`` are ``x.csv``), in a folder of its own
+inside the private folder; the name is never joined to a path as sent. Messages name files as the
+user knows them: server paths are replaced (``public_text``).
 """
 
 from __future__ import annotations
@@ -12,9 +17,12 @@ import atexit
 import hashlib
 import math
 import os
+import re
 import shutil
 import tempfile
 import threading
+import unicodedata
+from dataclasses import replace
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,9 +53,26 @@ class Limits:
     trace_upload_mb: float = 50.0  # a trace CSV (a million jobs is about 40 MiB)
     run_seconds: float = 120.0  # one simulation of every option
     run_memory_gb: float = 8.0  # address space of the process that simulates
+    cache_mb: float = 1024.0  # pickled results the server keeps for every session (a million-job run: ~281 MiB)
+    workers: float = 4.0  # worker processes of every session together (simulations, spares, tabs, upload readers)
+    workers_memory_gb: float = 32.0  # their address space together
 
     ENV = {"upload_mb": "COSTSIM_UPLOAD_MB", "trace_upload_mb": "COSTSIM_TRACE_UPLOAD_MB",
-           "run_seconds": "COSTSIM_RUN_SECONDS", "run_memory_gb": "COSTSIM_RUN_MEMORY_GB"}
+           "run_seconds": "COSTSIM_RUN_SECONDS", "run_memory_gb": "COSTSIM_RUN_MEMORY_GB",
+           "cache_mb": "COSTSIM_CACHE_MB", "workers": "COSTSIM_WORKERS",
+           "workers_memory_gb": "COSTSIM_WORKERS_MEMORY_GB"}
+    WHOLE = ("workers",)  # counts: a fraction is refused, not rounded
+
+    @property
+    def process_memory_gb(self) -> float:
+        """Address space of each worker process, GiB: the run limit, within the workers' total."""
+        return min(self.run_memory_gb, self.workers_memory_gb)
+
+    @property
+    def worker_slots(self) -> int:
+        """Worker processes that may live at once across every session: ``workers``, fewer when
+        that many at ``process_memory_gb`` each would pass ``workers_memory_gb`` (at least one)."""
+        return max(1, min(int(self.workers), int(self.workers_memory_gb // self.process_memory_gb)))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Limits:
@@ -64,6 +89,8 @@ class Limits:
                 value = math.nan
             if not (math.isfinite(value) and value > 0):
                 problems.append(Problem((var,), f"must be a positive number (got {raw!r})"))
+            elif name in cls.WHOLE and value != int(value):
+                problems.append(Problem((var,), f"must be a whole number (got {raw!r})"))
             values[name] = value
         if problems:
             raise ScenarioError("environment", problems)
@@ -103,19 +130,64 @@ def _too_big(upload: Upload, limit_mb: float, what: str) -> ScenarioError | None
                                                    f"accepts at most {limit_mb:g} MiB")])
 
 
-def _store_trace(trace: Upload, root: Path) -> Path:
-    """The uploaded trace saved under its own name in a folder named by its content's hash: the
-    same upload reuses the folder (and the cached run), a different one never shares it."""
-    folder = root / hashlib.sha256(trace.data).hexdigest()[:32]
-    path = folder / trace.name
+_DRIVE = re.compile(r"^[A-Za-z]:")
+MAX_NAME_BYTES = 255  # a file name's length on Linux and macOS file systems
+
+
+def safe_upload_name(raw: str, what: str = "trace upload") -> str:
+    """The name an uploaded file is known and stored by: the last component of the name the
+    browser sent, split at ``/`` and ``\\`` with a Windows drive (``C:``) dropped, so
+    ``../../x.csv``, ``/abs/x.csv`` and ``C:\\Users\\x.csv`` are all ``x.csv``. A browser sends
+    no folders; a hand-made request may. ScenarioError naming ``what`` when nothing usable is
+    left: empty, ``.`` or ``..``, a control character (NUL included), longer than
+    ``MAX_NAME_BYTES`` in UTF-8."""
+    name = _DRIVE.sub("", re.split(r"[/\\]", _DRIVE.sub("", str(raw)))[-1])
+    shown = repr(str(raw)[:80]) + ("…" if len(str(raw)) > 80 else "")
+    why = None
+    if name in ("", ".", ".."):
+        why = "has no file name"
+    elif any(unicodedata.category(c) in ("Cc", "Cs") for c in name):
+        why = "holds a control character"
+    elif len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        why = f"is longer than {MAX_NAME_BYTES} bytes"
+    if why is not None:
+        raise ScenarioError(what, [Problem((), f"the file name {shown} {why}: rename the file and upload it again")])
+    return name
+
+
+def public_text(text: str, root: Path) -> str:
+    """``text`` without this server's paths: a stored upload's folder (``root/<hash>/``) and the
+    shipped scenarios' folder are dropped from the names after them, any other mention of
+    ``root`` becomes ``<uploads>``."""
+    for spelling in dict.fromkeys([str(root), str(root.resolve())]):  # as given and with links followed
+        text = re.sub(re.escape(spelling) + r"[/\\][0-9a-f]{32}[/\\]", "", text)
+        text = text.replace(spelling, "<uploads>")
+    return text.replace(str(SCENARIO_DIR) + os.sep, "").replace(str(SCENARIO_DIR), "scenarios")
+
+
+def public_error(err: ScenarioError, root: Path) -> ScenarioError:
+    """``err`` with ``public_text`` applied to its source and every message."""
+    return ScenarioError(public_text(err.source, root),
+                         [replace(p, message=public_text(p.message, root)) for p in err.problems])
+
+
+def _store_trace(name: str, data: bytes, root: Path) -> Path:
+    """The uploaded trace saved as ``name`` (from ``safe_upload_name``) in a folder under ``root``
+    named by its content's hash: the same upload reuses the folder (and the cached run), a
+    different one never shares it. Nothing is written anywhere else: the path is checked to be
+    directly in that folder before writing."""
+    folder = root / hashlib.sha256(data).hexdigest()[:32]
+    path = folder / name
+    if path.parent != folder or folder.parent != root or name != path.name:  # belt and braces
+        raise ScenarioError("trace upload", [Problem((), f"the file name {name!r} is not usable")])
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
         if not path.is_file():
             part = folder / f".{os.getpid()}.{threading.get_ident()}.part"
-            part.write_bytes(trace.data)
+            part.write_bytes(data)
             os.replace(part, path)  # concurrent sessions never see half a file
     except OSError as exc:  # a name the file system refuses, a full disk: no path or traceback shown
-        raise ScenarioError(trace.name, [Problem((), f"the uploaded trace could not be stored ({exc.strerror})")]) from None
+        raise ScenarioError(name, [Problem((), f"the uploaded trace could not be stored ({exc.strerror})")]) from None
     return folder
 
 
@@ -143,15 +215,13 @@ def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits
         if err is not None:
             raise err
     text = upload.data.decode("utf-8", errors="replace")
-    source = upload.name
+    source = safe_upload_name(upload.name, "scenario upload")  # named as the user knows it, never a path
     scenario, lines = scenario_from_yaml(text, source, SCENARIO_DIR)  # schema only: reads no file
     problems = list(_nonfinite(scenario.model_dump(mode="python"), ()))
     if problems:
         raise ScenarioError(source, problems).with_lines(lines)
     wanted, shipped = scenario.workload.trace, shipped_traces()
-    trace_name = Path(trace.name).name if trace is not None else None  # a browser sends no folders; be sure
-    if trace_name is not None and (trace_name in ("", ".", "..") or "\x00" in trace_name):
-        raise ScenarioError("trace upload", [Problem((), f"{trace.name!r} is not a usable file name")])  # type: ignore[union-attr]
+    trace_name = safe_upload_name(trace.name) if trace is not None else None
     where = ("workload", "trace")
     if trace is not None and wanted != trace_name:
         raise ScenarioError(source, [Problem(where, f"the uploaded trace {trace_name!r} is not used: set "
@@ -159,7 +229,7 @@ def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits
     if wanted is None or wanted in shipped:
         base = SCENARIO_DIR
     elif wanted == trace_name:
-        base = _store_trace(trace, root)  # type: ignore[arg-type]
+        base = _store_trace(trace_name, trace.data, root)  # type: ignore[arg-type, union-attr]
     else:
         allowed = ", ".join(shipped) or "none"
         raise ScenarioError(source, [Problem(where, f"{wanted!r}: an uploaded scenario reads only a trace uploaded "
@@ -169,6 +239,4 @@ def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits
     try:
         return api.check(scenario, source, lines)
     except ScenarioError as err:  # name the trace as the user knows it, not by its temporary path
-        if trace is not None and err.source == str(base / trace_name):  # type: ignore[operator]
-            raise ScenarioError(trace_name, err.problems) from None  # type: ignore[arg-type]
-        raise
+        raise public_error(err, root) from None
