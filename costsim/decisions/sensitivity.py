@@ -41,7 +41,8 @@ import pandas as pd
 
 from costsim.catalog import (Catalog, InputRange, default_catalog, economics_values, resolve)
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.targets import Target, value
+from costsim.decisions.targets import Target
+from costsim.decisions.targets import value as metric_value
 from costsim.decisions.verdict import decide, held_to, option_table
 from costsim.decisions.wording import describe
 from costsim.runs import api, arguments
@@ -331,7 +332,7 @@ def _eligibility_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: 
         if not table.at[n, "keeps_up"]:
             notes.append(f"{n} cannot keep up")
         elif not table.at[n, "meets_targets"]:
-            missed = [str(t) for t in wanted if not t.met(value(table.loc[n], t.metric))]
+            missed = [str(t) for t in wanted if not t.met(metric_value(table.loc[n], t.metric))]
             notes.append(f"{n} misses {' and '.join(missed)}")
     return f"at {end}: {'; '.join(notes)}" if notes else ""
 

@@ -65,8 +65,8 @@ def headline_markdown(verdict, escape) -> str:
     for option, why in flagged(verdict):
         lines.append(f"{FLAG}\ufe0f **{escape(option)}: cannot keep up** ({escape(why)}); never recommended, "
                      "its totals leave work undone.")
-    for option, misses in missed_targets(verdict):
-        lines.append(f"✗ **{escape(option)}** misses {escape(misses)}.")
+    for option, missed in missed_targets(verdict):
+        lines.append(f"✗ **{escape(option)}** misses {escape(missed)}.")
     return "  \n".join(lines)
 
 
