@@ -40,6 +40,8 @@ def report_command(
     from costsim.runs.outfiles import FolderLock, check_out_file, scenario_inputs
 
     try:
+        # A FIFO, a device or a symlink is refused, never replaced; the scenario itself even before it is read.
+        check_out_file("--out", out, [source / "sweep.json" if source.is_dir() else source])
         check_out(out)
         wanted = as_targets([t for t in target or []]) if target else ()
         if source.is_dir():

@@ -259,16 +259,13 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
     with contextlib.ExitStack() as stack:
         if folder is not None:
             folder.check()  # read only: a refused folder is left untouched
+            frames = _saved(folder, todo, notify)  # read only too: each saved file checked
         # Workers start before the folder is written, so an unusable executor (no Dask, a scheduler
         # that does not answer) writes nothing; not at all when every task is already saved.
-        missing = len(todo) if folder is None else sum(not folder.has(t.variant, t.replication) for t in todo)
-        run = stack.enter_context(open_executor(executor, min(workers, missing), address)) if missing else None
-        if folder is not None:
-            stack.enter_context(folder)
-            frames = _saved(folder, todo, notify)
         pending = [i for i in range(len(todo)) if i not in frames]
-        if pending and run is None:  # a saved file turned out unreadable: run its task here
-            run = stack.enter_context(open_executor("local", 1))
+        run = stack.enter_context(open_executor(executor, min(workers, len(pending)), address)) if pending else None
+        if folder is not None:
+            stack.enter_context(folder)  # checks again under the lock
         if progress is not None:
             progress(0, len(pending))
         params = {v.id: v.params for v in spec.variants}
