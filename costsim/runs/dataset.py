@@ -30,8 +30,8 @@ should be) or one of the sweep's inputs (its sweep file, scenario or trace) wher
 writes, is refused before anything is written.
 
 Locks: a sweep holds the folder's lock beside it (``costsim.runs.outfiles.FolderLock``, the one
-``costsim run --out OUT`` takes, so neither writes or swaps away the other's folder) and, as
-before, ``OUT/.sweep.lock`` (for a folder whose parent it may not write).
+``costsim run --out OUT`` takes, so neither writes into or swaps away the other's folder) and
+``OUT/.sweep.lock``, which keeps two sweeps apart even where the parent is not writable.
 """
 
 from __future__ import annotations
@@ -114,9 +114,11 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
 class SweepFolder:
     """Context manager over ``OUT`` for one sweep (``manifest`` describes it).
 
-    ``check()`` (read only, before anything starts) refuses a file, a folder of other files and a
-    folder holding a different sweep. Entering creates the folder, takes the lock, checks again
-    under it, removes temporary files of interrupted writes and writes the manifest if absent.
+    ``check()`` (read only, before anything starts) refuses a file, a folder of other files, a
+    folder holding a different sweep or stray files in ``runs/``, and a folder where the sweep
+    would overwrite one of its ``inputs`` (paths: the sweep file, the base, its trace). Entering
+    creates the folder, takes the locks, checks again under them, removes temporary files of
+    interrupted writes and writes the manifest if absent.
     Problems are ``OutputError`` (a ScenarioError: the CLI exits 2) naming ``label`` and the folder.
     """
 
@@ -263,9 +265,6 @@ class SweepFolder:
 
     def task_path(self, variant: str, replication: int) -> Path:
         return self.path / RUNS / f"variant={variant}" / f"replication={replication}.parquet"
-
-    def has(self, variant: str, replication: int) -> bool:
-        return self.task_path(variant, replication).is_file()
 
     def read_task(self, task: TaskId) -> tuple[pd.DataFrame | None, str | None]:
         """A finished task's table, ``variant`` column restored, and None; or None and why the
