@@ -161,7 +161,9 @@ def fit_workload_command(
 
             html = fit_page(fits, [table.duration_h[mask] for _, mask in groups_of(table, by)], trace.name)
             writers[report] = lambda temp: temp.write_text(html, encoding="utf-8")
-        publish_files(writers, [trace], {out: "--out", trace_out: "--trace-out", report: "--report"})
+        flags = {path: flag for path, flag in ((out, "--out"), (trace_out, "--trace-out"), (report, "--report"))
+                 if path is not None}
+        publish_files(writers, [trace], flags)
     except ScenarioError as err:
         _fail(err)
     except KeyboardInterrupt:
