@@ -82,9 +82,6 @@ def _runs(folder: Path, manifest: dict, label: str) -> pd.DataFrame:
         if not os.path.lexists(path):
             continue  # not finished (yet)
         frame, why = read_task_file(path, task)
-        if frame is not None and not ((frame["seed"] == task.seed).all()
-                                      and (frame["replication"] == task.replication).all()):
-            frame, why = None, "holds runs of another replication"
         if frame is None:
             raise OutputError(label, str(folder), f"{task.name} {why}; run the same sweep again to redo that "
                               "task (costsim sweep ... --out this folder), or remove the file")

@@ -223,10 +223,6 @@ class FolderLock:
             os.write(fd, f"{os.getpid()}\n".encode())
         return self
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
             with contextlib.suppress(OSError):

@@ -118,6 +118,8 @@ def read_task_file(path: Path, task: TaskId) -> tuple[pd.DataFrame | None, str |
         return None, f"cannot be read ({type(err).__name__}: {text})"
     if len(frame) == 0 or not {"replication", "seed"} <= set(frame.columns):
         return None, "holds no runs"
+    if not ((frame["seed"] == task.seed).all() and (frame["replication"] == task.replication).all()):
+        return None, "holds runs of another replication"
     return frame, None
 
 
