@@ -33,6 +33,7 @@ from costsim.frontends.headline import with_verdict
 from costsim.frontends.tables import (MEANS_TABLE_ROWS, NARROW_PHASE_COLUMNS, _money, _or_dash, means_table,  # noqa: F401
                                       narrow_table, phase_table, summary_table, table_notes)
 from costsim.runs.outdir import OutputFolder, safe_folder_name
+from costsim.runs.outfiles import scenario_inputs
 from costsim.scenario import Problem, ScenarioError, json_schema
 
 if TYPE_CHECKING:  # imported when a sweep runs: scipy.stats and the executors cost every other command 0.5 s
@@ -105,7 +106,8 @@ def run(
         targets = [parse_target(t) for t in target] if target else None
         sc = _load(scenario)
         # Checked, locked and staged before simulating, so an unusable --out costs no simulation.
-        folder = OutputFolder(out if out is not None else Path("out") / safe_folder_name(sc.name), ours=OUTPUT_NAMES)
+        folder = OutputFolder(out if out is not None else Path("out") / safe_folder_name(sc.name), ours=OUTPUT_NAMES,
+                              inputs=scenario_inputs(sc, scenario))
         with folder:
             res = _simulate_with_progress(sc, seed, max_events or None)
             verdict = decide(res, targets)
@@ -119,6 +121,8 @@ def run(
         _fail(err)
     except KeyboardInterrupt:  # a Ctrl-C before the folder is opened (during the imports) names --out too
         _interrupted(folder, out)
+    for note in folder.notes:
+        err_console.print(Text(f"note: {note}"), highlight=False)
     out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False)
 
 
@@ -159,23 +163,53 @@ class Executor(str, enum.Enum):
     dask = "dask"
 
 
-def _sweep_with_progress(spec, out: Path, executor: str, workers: int | None, address: str | None) -> SweepResults:
-    """``run_sweep`` with a progress bar (tasks done, elapsed, ETA) on stderr."""
+_SWEEP_COLUMNS = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+
+
+def _build_with_progress(build):
+    """``build(progress)`` (``load_sweep`` or ``sweep_from_sets``) with a bar over the variants
+    built and checked on stderr: a sweep of 100,000 variants takes minutes."""
+    with Progress(*_SWEEP_COLUMNS, console=err_console, transient=True) as bar:
+        task = bar.add_task("building variants", total=None)
+        return build(lambda done, total: bar.update(task, completed=done, total=total))
+
+
+def _sweep_with_progress(spec, out: Path, executor: str, workers: int | None, address: str | None,
+                         started: list) -> SweepResults:
+    """``run_sweep`` with a progress bar (tasks done, elapsed, ETA) on stderr; ``started`` gets an
+    item when the tasks start (after the folder's checks), so that a Ctrl-C can say what is saved."""
     from costsim.runs.sweep import run_sweep
 
-    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     every = len(spec.variants) * spec.replications
-    with Progress(*columns, console=err_console, transient=True) as bar:
+    with Progress(*_SWEEP_COLUMNS, console=err_console, transient=True) as bar:
         task = bar.add_task(f"sweep ({executor})", total=None)
 
         def step(done: int, total: int) -> None:
-            if done == 0 and total < every:
-                saved = f"resuming: {every - total} of {every} tasks already in {out}/"
-                bar.console.print(Text(saved), highlight=False)
+            if done == 0:
+                started.append(total)
+                if total < every:
+                    saved = f"resuming: {every - total} of {every} tasks already in {out}/"
+                    bar.console.print(Text(saved), highlight=False)
             bar.update(task, completed=done, total=total)
 
-        return run_sweep(spec, out, executor, workers, address, progress=step, label="--out")
+        def notify(text: str) -> None:
+            bar.console.print(Text.assemble(("warning", "yellow"), f": {text}"), highlight=False, soft_wrap=True)
+
+        return run_sweep(spec, out, executor, workers, address, progress=step, label="--out", notify=notify)
+
+
+def _sweep_interrupted(target: Path, started: list) -> str:
+    """What a Ctrl-C during ``costsim sweep`` leaves, truthfully: nothing, or the tasks saved."""
+    if not started:
+        return f"interrupted before any task ran: nothing written to {target}/"
+    from costsim.runs.dataset import RUNS
+
+    saved = sum(1 for _ in (target / RUNS).glob("variant=*/replication=*.parquet"))
+    if saved == 0:
+        return f"interrupted before any task finished: no task is saved in {target}/{RUNS}"
+    return (f"interrupted: {saved} finished task(s) are saved in {target}/{RUNS}; run the same command again "
+            "to resume")
 
 
 @app.command(name="sweep")
@@ -202,23 +236,24 @@ def sweep_command(
 
     # A quick grid's default gets a suffix: out/<scenario> is where ``costsim run`` writes that scenario.
     target = out if out is not None else Path("out") / safe_folder_name(spec.stem + ("-sweep" if sets else ""))
+    started: list = []  # not empty once tasks run: until then a Ctrl-C leaves nothing behind
     try:
         if sets:
-            sweep = sweep_from_sets(spec, sets, 1 if replications is None else replications, seed)
+            sweep = _build_with_progress(lambda progress: sweep_from_sets(
+                spec, sets, 1 if replications is None else replications, seed, progress=progress))
         else:
             for flag, value in (("--replications", replications), ("--seed", seed)):
                 if value is not None:
                     raise ScenarioError(flag, [Problem((), "applies with --set only; a sweep file sets "
                                                        "replications: and seed: itself")])
-            sweep = load_sweep(spec)
+            sweep = _build_with_progress(lambda progress: load_sweep(spec, progress=progress))
         if address is not None and executor is not Executor.dask:
             raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
-        results = _sweep_with_progress(sweep, target, executor.value, workers, address)
+        results = _sweep_with_progress(sweep, target, executor.value, workers, address, started)
     except ScenarioError as err:  # bad sweep, flags or folder; a lost worker
         _fail(err)
     except KeyboardInterrupt:
-        err_console.print(Text(f"interrupted: finished tasks are saved in {target}/runs; run the same command "
-                               "again to resume"), highlight=False)
+        err_console.print(Text(_sweep_interrupted(target, started)), highlight=False)
         raise typer.Exit(130) from None
     n = sweep.replications
     table = means_table(results, f"{sweep.source}: {len(sweep.variants)} variant(s) × {n} replication(s), "

@@ -36,7 +36,7 @@ def check_flags(trace: Path, out: Path, report: Path | None, trace_out: Path | N
         raise ScenarioError("--distribution", [Problem((), f"{distribution!r}: one of {', '.join(DISTRIBUTIONS)}")])
     if days is not None and not 0 < days <= MAX_GENERATED_DAYS:
         raise ScenarioError("--days", [Problem((), f"must be > 0 and <= {MAX_GENERATED_DAYS:g} (got {days:g})")])
-    from costsim.runs.outdir import check_out_file
+    from costsim.runs.outfiles import check_out_file
 
     outs = [("--out", out)] + [(flag, path) for flag, path in (("--trace-out", trace_out), ("--report", report))
                                if path is not None]
@@ -126,7 +126,7 @@ def fit_workload_command(
     """Fit a workload model per class of a trace: arrivals (rate, daily and weekly profile), GPUs per
     job, run times; with goodness of fit. Writes workload.job_classes for a scenario."""
     from costsim.frontends.console import out_console
-    from costsim.runs.outdir import publish_files
+    from costsim.runs.outfiles import publish_files
     from costsim.scenario.trace import read_trace
     from costsim.traces.fit import fit_trace, groups_of
     from costsim.traces.fit_classes import job_classes_of, trace_of
@@ -161,7 +161,9 @@ def fit_workload_command(
 
             html = fit_page(fits, [table.duration_h[mask] for _, mask in groups_of(table, by)], trace.name)
             writers[report] = lambda temp: temp.write_text(html, encoding="utf-8")
-        publish_files(writers)
+        flags = {path: flag for path, flag in ((out, "--out"), (trace_out, "--trace-out"), (report, "--report"))
+                 if path is not None}
+        publish_files(writers, [trace], flags)
     except ScenarioError as err:
         _fail(err)
     except KeyboardInterrupt:

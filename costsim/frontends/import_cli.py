@@ -61,19 +61,30 @@ def options_from_flags(fmt: str, since: str | None, until: str | None, gpu_type:
                          fractional=fractional, tz=tz)
 
 
-def write_trace(result: ImportResult, out: Path, source: Path) -> None:
+def input_paths(fmt: str, source: Path) -> list[Path]:
+    """The files an import reads: ``source`` and, for Alibaba PAI, the task table beside it."""
+    if fmt == "alibaba-pai":
+        from costsim.traces.alibaba_pai import task_table_path
+
+        return [source, task_table_path(source)]
+    return [source]
+
+
+def write_trace(result: ImportResult, out: Path, source: Path | list[Path]) -> None:
     """Write the table to ``out`` atomically, after reading the written file back with costsim's
-    trace reader (so what is published is a trace a scenario can replay)."""
-    from costsim.runs.outdir import check_out_file, publish_files
+    trace reader (so what is published is a trace a scenario can replay). ``source``: the file (or
+    files) imported, which ``out`` must not be."""
+    from costsim.runs.outfiles import check_out_file, publish_files
     from costsim.scenario.trace import read_trace
 
-    check_out_file("--out", out, source)
+    inputs = source if isinstance(source, list) else [source]
+    check_out_file("--out", out, inputs)
 
     def write(temp: Path) -> None:
         write_csv(result.frame, temp)
         read_trace(temp)  # a ScenarioError here is a bug in an importer, not in the user's file
 
-    publish_files({out: write})
+    publish_files({out: write}, inputs)
 
 
 def summary_lines(result: ImportResult, out: Path, tz: tzinfo = dt_timezone.utc, fmt: str = "") -> list[str]:
@@ -125,12 +136,17 @@ def import_trace_command(
     Keeps the source id, user/queue/account as job_class, the outcome as status and the source's
     queueing delay as observed_delay_h; jobs that never ran or used no GPU are counted, not kept."""
     from costsim.frontends.console import out_console
+    from costsim.runs.outfiles import check_out_file, input_file_problem
     from costsim.traces import import_trace
 
     try:
         options = options_from_flags(format, since, until, gpu_type, skip_bad, fractional, timezone)
+        problem = input_file_problem(file)
+        if problem is not None:  # a folder or a FIFO is not "not found"; a FIFO would block the read
+            raise ScenarioError(str(file), [Problem((), problem)])
+        check_out_file("--out", out, input_paths(format, file))  # before the import, which may take a while
         result = import_trace(format, file, options)
-        write_trace(result, out, file)
+        write_trace(result, out, input_paths(format, file))
     except ScenarioError as err:
         _fail(err)
     except KeyboardInterrupt:

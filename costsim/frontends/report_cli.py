@@ -36,9 +36,12 @@ def report_command(
     from costsim.decisions.targets import targets as as_targets
     from costsim.frontends.cli import _fail, _load, err_console, out_console
     from costsim.frontends.report import _replications, _tornado, check_out, write_report
-    from costsim.frontends.report_sweep import is_sweep_folder
+    from costsim.frontends.report_sweep import is_sweep_folder, sweep_inputs
+    from costsim.runs.outfiles import FolderLock, check_out_file, scenario_inputs
 
     try:
+        # A FIFO, a device or a symlink is refused, never replaced; the scenario itself even before it is read.
+        check_out_file("--out", out, [source / "sweep.json" if source.is_dir() else source])
         check_out(out)
         wanted = as_targets(list(target), "--target") if target else None  # none: the scenario's
         if source.is_dir():
@@ -48,18 +51,35 @@ def report_command(
                                                            "replications and seed are the sweep's)")])
             if not is_sweep_folder(source):
                 raise OutputError("SWEEP_DIR", str(source), "is a folder but not a costsim sweep's (no sweep.json)")
+            check_out_file("--out", out, sweep_inputs(source))
+            _not_in_runs(out, source)
             data = source
         else:
             if variant is not None:
                 raise ScenarioError("--variant", [Problem((), "applies to a sweep folder only")])
             sc = _load(source)
+            check_out_file("--out", out, scenario_inputs(sc, source))  # before the runs: they take a while
             root = sc.seed if seed is None else seed
             data = _replications(sc, 3 if replications is None else replications, root)
         shown = _tornado(sc, root, wanted) if not source.is_dir() and tornado is not False else None
-        path = write_report(data, out, wanted, shown, variant=variant)
+        # The lock of the folder written into: a run swapping that folder into place meanwhile would
+        # otherwise take the report away with the folder's previous contents.
+        with FolderLock(out.parent.resolve(), "--out", str(out), required=False):
+            check_out_file("--out", out, sweep_inputs(source) if source.is_dir() else scenario_inputs(sc, source))
+            path = write_report(data, out, wanted, shown, variant=variant)
     except ScenarioError as err:
         _fail(err)
     except KeyboardInterrupt:
         err_console.print(Text(f"interrupted: {out} is unchanged"), highlight=False)
         raise typer.Exit(130) from None
     out_console.print(Text(f"wrote {path}"), highlight=False)
+
+
+def _not_in_runs(out: Path, folder: Path) -> None:
+    """A report is never written among a sweep's task files (it would be read as one of them)."""
+    from costsim.runs.dataset import RUNS
+
+    runs = (folder / RUNS).resolve()
+    if runs == out.resolve() or runs in out.resolve().parents:
+        raise OutputError("--out", str(out), f"is inside {folder / RUNS}, which holds the sweep's task files only; "
+                          "write the report elsewhere (e.g. beside it)")

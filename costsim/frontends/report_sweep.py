@@ -3,21 +3,30 @@ back into ``SweepResults`` for the report.
 
 The folder holds every finished task's summary rows (``runs/``, a Hive-partitioned Parquet
 dataset), the manifest (``sweep.json``: the base scenario's path, each variant's swept values and
-the fingerprint of its inputs) and the tables. The variants' scenarios are rebuilt from the base
-scenario and the swept values; when the base has moved or changed since the sweep (its fingerprint
-differs), they are left out and the report names options by their names alone.
+the fingerprint of its inputs) and the tables. Only the task files the manifest names are read,
+each checked against the manifest and the checksum written with it (``costsim.runs.taskfiles``):
+a file that fails, and any other file in ``runs/`` (another sweep's, a second copy of a task), is
+refused with its name, never mixed into the verdict. The variants' scenarios are rebuilt from the
+base scenario and the swept values; when the base has moved or changed since the sweep (its
+fingerprint differs), they are left out and the report names options by their names alone.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pandas as pd
 
-from costsim.runs.dataset import MANIFEST, RUNS
-from costsim.runs.outdir import OutputError
+from costsim.runs.dataset import MANIFEST, RUNS, TABLES
+from costsim.runs.outfiles import OutputError, kind_of, scenario_inputs
+from costsim.runs.taskfiles import TaskId, listed, read_task_file, strays, task_name
 from costsim.scenario import ScenarioError
+
+_ID = re.compile(r"[A-Za-z0-9][\w-]{0,99}")  # a variant id as sweeps write them (v000): a safe folder name
+_SHA = re.compile(r"[0-9a-f]{64}")
 
 
 def is_sweep_folder(path: Path) -> bool:
@@ -26,28 +35,78 @@ def is_sweep_folder(path: Path) -> bool:
 
 
 def _manifest(folder: Path, label: str) -> dict:
+    """The manifest, its fields checked (a damaged one is refused by name, never a traceback)."""
+    path = folder / MANIFEST
+    if kind_of(path) is not None:  # a FIFO would block the read
+        raise OutputError(label, str(folder), f"has a {MANIFEST} that is {kind_of(path)}, not a file")
     try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise OutputError(label, str(folder), f"has an unreadable {MANIFEST} ({err})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("variants"), list):
-        raise OutputError(label, str(folder), f"has a {MANIFEST} that is not a costsim sweep manifest")
+    variants = data.get("variants") if isinstance(data, dict) else None
+    reps, seed = (data.get("replications"), data.get("seed")) if isinstance(data, dict) else (None, None)
+    bad = ("variants" if not isinstance(variants, list) or not variants or not all(
+               isinstance(v, dict) and isinstance(v.get("id"), str) and _ID.fullmatch(v["id"])
+               and isinstance(v.get("scenario_sha256"), str) and _SHA.fullmatch(v["scenario_sha256"])
+               and isinstance(v.get("params") or {}, dict) for v in variants)
+           else "replications" if type(reps) is not int or not 1 <= reps <= 1000
+           else "seed" if type(seed) is not int or not 0 <= seed < 2**63 else None)
+    if bad is None and len({v["id"] for v in variants}) != len(variants):
+        bad = "variants"
+    if bad is not None:
+        raise OutputError(label, str(folder), f"has a {MANIFEST} that is not a costsim sweep manifest (its {bad} "
+                          "field is missing or damaged); run the sweep again into a new folder")
     return data
 
 
-def _runs(folder: Path, order: list[str], label: str) -> pd.DataFrame:
-    """Every finished task's rows, in variant (manifest order), replication and option order."""
-    if not any((folder / RUNS).glob("variant=*/*.parquet")):
+def _tasks(manifest: dict) -> list[TaskId]:
+    """Every task the manifest describes, in variant (manifest order) and replication order."""
+    from costsim.runs.sweepfile import replication_seed
+
+    seeds = [replication_seed(manifest["seed"], r) for r in range(manifest["replications"])]
+    return [TaskId(v["id"], r, seeds[r], v["scenario_sha256"]) for v in manifest["variants"]
+            for r in range(manifest["replications"])]
+
+
+def _runs(folder: Path, manifest: dict, label: str) -> pd.DataFrame:
+    """Every finished task's rows, in variant (manifest order), replication and option order; an
+    OutputError naming the file when one is not the sweep's as it wrote it."""
+    found = strays(folder, [v["id"] for v in manifest["variants"]], manifest["replications"])
+    if found:
+        raise OutputError(label, str(folder), f"holds files in {RUNS}/ that are not this sweep's tasks "
+                          f"({listed(found)}): another sweep's, or a second copy of a task; move them out of the "
+                          "folder so that the report reads this sweep's runs only")
+    frames = []
+    for task in _tasks(manifest):
+        path = folder / task_name(task.variant, task.replication)
+        if not os.path.lexists(path):
+            continue  # not finished (yet)
+        frame, why = read_task_file(path, task)
+        if frame is None:
+            raise OutputError(label, str(folder), f"{task.name} {why}; run the same sweep again to redo that "
+                              "task (costsim sweep ... --out this folder), or remove the file")
+        frame.insert(0, "variant", task.variant)
+        frames.append(frame)
+    if not frames:
         raise OutputError(label, str(folder), f"holds no finished runs ({RUNS}/ is empty): run the sweep first")
+    return pd.concat(frames, ignore_index=True)
+
+
+def sweep_inputs(folder: Path) -> list[Path]:
+    """What a report on the sweep folder reads, or must not overwrite: the manifest, the tables,
+    the base scenario and its trace (when the manifest names one that loads)."""
+    from costsim.runs import api
+
+    found = [folder / MANIFEST, *(folder / f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet"))]
+    if kind_of(folder / MANIFEST) is not None:
+        return found  # refused, by name, when the folder is read (reading a FIFO would block)
     try:
-        runs = pd.read_parquet(folder / RUNS)
-    except (OSError, ValueError) as err:
-        raise OutputError(label, str(folder), f"has unreadable runs in {RUNS}/ ({err})") from None
-    runs["variant"] = runs["variant"].astype(str)  # a Hive partition reads back as a category
-    rank = {v: i for i, v in enumerate(order)}
-    key = runs["variant"].map(lambda v: rank.get(v, len(rank))) * 1_000_000 + runs["replication"]
-    runs = runs.iloc[key.argsort(kind="stable")].reset_index(drop=True)  # stable: option order kept
-    return runs[["variant", *[c for c in runs.columns if c != "variant"]]]
+        base = json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("base")
+        if isinstance(base, str) and base:
+            found += scenario_inputs(api.load_scenario(base), base)
+    except (OSError, ValueError, AttributeError, ScenarioError):
+        pass  # a damaged manifest is refused, by name, when the folder is read
+    return found
 
 
 def _scenarios(manifest: dict, notes: list[str]) -> dict:
@@ -94,8 +153,8 @@ def read_sweep_folder(path: str | Path, label: str = "SWEEP_DIR"):
         raise OutputError(label, str(folder), f"is not a costsim sweep folder (no {MANIFEST}): give a scenario "
                           "file or the --out folder of costsim sweep")
     manifest = _manifest(folder, label)
-    order = [str(v.get("id")) for v in manifest["variants"]]
-    runs = _runs(folder, order, label)
+    order = [v["id"] for v in manifest["variants"]]
+    runs = _runs(folder, manifest, label)
     notes: list[str] = []
     expected = len(order) * int(manifest.get("replications") or 1)
     done = runs.groupby(["variant", "replication"]).ngroups

@@ -12,7 +12,8 @@ Layout of ``OUT``::
 ``runs/`` is a Hive-partitioned Parquet dataset: ``pandas.read_parquet("OUT/runs")`` reads every
 finished task, with ``variant`` (a category) taken from the folder names, as Hive partition
 columns are, rather than stored in the files. Each file's metadata (key ``costsim.sweep``) holds
-the sweep's source, the variant's id and swept values, the replication and its seed.
+the sweep's source, the variant's id and swept values, the replication, its seed and a checksum
+of the task and its table (``costsim.runs.taskfiles``).
 
 Every file is written atomically: into a hidden temporary file in the same folder
 (``.NAME.tmp-XXXXXXXX``), flushed to disk, then renamed over ``NAME``. A reader, or a resumed
@@ -22,8 +23,15 @@ starting with '.').
 
 Resume: a folder whose manifest describes the same sweep (same variants with the same scenarios,
 replications, seed and costsim version) keeps its finished tasks and runs only the missing ones.
-A folder holding a different sweep, or files that are not a sweep's, is refused before anything
-is written.
+A task file is kept only when it passes its checksum; one that fails is named and its task run
+again. A folder holding a different sweep, files that are not a sweep's, files in ``runs/`` that
+are not this sweep's tasks (another sweep's, a second copy of a task, a folder where a task file
+should be) or one of the sweep's inputs (its sweep file, scenario or trace) where the sweep
+writes, is refused before anything is written.
+
+Locks: a sweep holds the folder's lock beside it (``costsim.runs.outfiles.FolderLock``, the one
+``costsim run --out OUT`` takes, so neither writes into or swaps away the other's folder) and
+``OUT/.sweep.lock``, which keeps two sweeps apart even where the parent is not writable.
 """
 
 from __future__ import annotations
@@ -43,14 +51,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from costsim.runs.outdir import OutputError, fsync
+from costsim.runs.outfiles import NO_ROOM, FolderLock, OutputError, fsync, input_at, kind_of, why_not_written
+from costsim.runs.taskfiles import META_KEY, RUNS, TaskId, listed, read_task_file, strays, write_task_file  # noqa: F401 (META_KEY, RUNS: read by the report and the dashboard)
 
 MANIFEST = "sweep.json"
-RUNS = "runs"
 LOCK = ".sweep.lock"
 TABLES = ("means", "differences", "variants")
-META_KEY = b"costsim.sweep"
 _TEMP = re.compile(r"\..+\.tmp-[0-9a-f]{8}")
+_TEMP_OF = re.compile(r"\.(.+)\.tmp-[0-9a-f]{8}")  # write_atomic's temporary file of NAME
 # Names a sweep writes at the top of OUT: a folder without a manifest may hold only these.
 OURS = frozenset({MANIFEST, RUNS, LOCK} | {f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet")})
 # The manifest fields that make two sweeps the same; "source" and "base" are paths, which change
@@ -72,6 +80,18 @@ def manifest(source: str, base: str, variants: list[dict], replications: int, se
             "replications": replications, "seed": seed, "variants": variants}
 
 
+def manifest_text(data: dict) -> str:
+    """The manifest as JSON: compact (no indentation or spaces: a sixth smaller than indented), one
+    variant a line so that it stays readable. Read back, it is the same data, so a folder whose
+    manifest was written indented resumes as well."""
+    if not isinstance(data.get("variants"), list):
+        return json.dumps(data, separators=(",", ":")) + "\n"
+    rest = {k: v for k, v in data.items() if k != "variants"}
+    head = json.dumps(rest, separators=(",", ":"))[:-1]
+    lines = ",\n".join(json.dumps(v, separators=(",", ":")) for v in data["variants"])
+    return f'{head}{"," if rest else ""}"variants":[\n{lines}\n]}}\n'
+
+
 def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
     """``write(temp)`` into a hidden temporary file beside ``path``, flush it to disk and rename it
     over ``path``; on any exception (KeyboardInterrupt included) the temporary file is removed and
@@ -88,28 +108,30 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
         fsync(path.parent)  # the rename itself is on disk
 
 
-def _write_parquet(frame: pd.DataFrame, path: Path, meta: dict | None = None) -> None:
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    if meta is not None:
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta).encode()})
-    pq.write_table(table, path)
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
 
 
 class SweepFolder:
     """Context manager over ``OUT`` for one sweep (``manifest`` describes it).
 
-    ``check()`` (read only, before anything starts) refuses a file, a folder of other files and a
-    folder holding a different sweep. Entering creates the folder, takes the lock, checks again
-    under it, removes temporary files of interrupted writes and writes the manifest if absent.
+    ``check()`` (read only, before anything starts) refuses a file, a folder of other files, a
+    folder holding a different sweep or stray files in ``runs/``, and a folder where the sweep
+    would overwrite one of its ``inputs`` (paths: the sweep file, the base, its trace). Entering
+    creates the folder, takes the locks, checks again under them, removes temporary files of
+    interrupted writes and writes the manifest if absent.
     Problems are ``OutputError`` (a ScenarioError: the CLI exits 2) naming ``label`` and the folder.
     """
 
-    def __init__(self, path: str | os.PathLike[str], manifest: dict, label: str = "out"):
+    def __init__(self, path: str | os.PathLike[str], manifest: dict, label: str = "out",
+                 inputs: list[Path] | tuple = ()):
         self.shown = os.fspath(path)
         self.path = Path(self.shown)
         self.manifest = manifest
         self.label = label
+        self.inputs = [Path(p) for p in inputs]
         self._lock_fd: int | None = None
+        self._beside: FolderLock | None = None
 
     def _fail(self, message: str):
         raise OutputError(self.label, self.shown or '""', message)
@@ -132,6 +154,7 @@ class SweepFolder:
                 if not parent.is_dir():
                     self._fail(f"{parent} is a file, not a folder")
                 break
+        self._check_inputs()
         if not self.path.is_dir():
             return
         theirs = self._read_manifest()
@@ -148,11 +171,30 @@ class SweepFolder:
         if differ:
             self._fail(f"holds a different sweep (from {theirs.get('source', '?')}; they differ in "
                        f"{', '.join(differ)}); choose another folder, or remove this one to start over")
+        found = strays(self.path, [v["id"] for v in self.manifest["variants"]], self.manifest["replications"])
+        if found:
+            self._fail(f"holds files in {RUNS}/ that are not this sweep's tasks ({listed(found)}): another sweep's, "
+                       "a second copy of a task, or not a regular file where a task's file goes; move them out of "
+                       "the folder and run again")
+
+    def _check_inputs(self) -> None:
+        """None of the sweep's inputs is a file it writes (the manifest, a table, a task file)."""
+        written = [self.path / MANIFEST, *(self.path / f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet"))]
+        for path in written:
+            hit = input_at(path, self.inputs)
+            if hit is not None:
+                self._fail(f"{path.name} in it is {hit}, which this sweep reads and would overwrite; choose "
+                           "another folder")
+        hit = input_at(self.path / RUNS, self.inputs, inside=True)
+        if hit is not None:
+            self._fail(f"its {RUNS}/ folder holds {hit}, which this sweep reads; choose another folder")
 
     def _read_manifest(self) -> dict | None:
         path = self.path / MANIFEST
-        if not path.exists():
+        if not os.path.lexists(path):
             return None
+        if kind_of(path) is not None:  # reading a FIFO would block
+            self._fail(f"has a {MANIFEST} that is {kind_of(path)}, not a file; remove it or choose another folder")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
@@ -166,15 +208,23 @@ class SweepFolder:
     def __enter__(self) -> SweepFolder:
         self.check()
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # The lock beside the folder first, so that nothing is created inside a folder that a
+            # run is about to swap into place (it would find our runs/ there and refuse).
+            self._beside = FolderLock(self.path, self.label, self.shown, required=False).__enter__()
             (self.path / RUNS).mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            self._fail(f"cannot be created: {err.strerror or err}")
+            self.__exit__()
+            self._fail(f"cannot be created or written: {why_not_written(err)}")
+        except BaseException:
+            self.__exit__()
+            raise
         try:
             self._lock()
             self.check()  # again, under the lock: another sweep may have written it meanwhile
             self._remove_temporaries()
             if not (self.path / MANIFEST).exists():
-                text = json.dumps(self.manifest, indent=1) + "\n"
+                text = manifest_text(self.manifest)
                 write_atomic(self.path / MANIFEST, lambda p: p.write_text(text, encoding="utf-8"))
         except OSError as err:
             self.__exit__()
@@ -208,45 +258,37 @@ class SweepFolder:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = None
+        if self._beside is not None:
+            self._beside.__exit__()
+            self._beside = None
 
     # -- tasks and tables ---------------------------------------------------------------------------
 
     def task_path(self, variant: str, replication: int) -> Path:
         return self.path / RUNS / f"variant={variant}" / f"replication={replication}.parquet"
 
-    def has(self, variant: str, replication: int) -> bool:
-        return self.task_path(variant, replication).is_file()
+    def read_task(self, task: TaskId) -> tuple[pd.DataFrame | None, str | None]:
+        """A finished task's table, ``variant`` column restored, and None; or None and why the
+        file is not trusted (None, None: no file). A file that fails (damaged, edited, another
+        task's, without a checksum) is run again and replaced (``taskfiles.read_task_file``)."""
+        path = self.task_path(task.variant, task.replication)
+        if not os.path.lexists(path):
+            return None, None
+        frame, why = read_task_file(path, task)
+        if frame is None:
+            return None, why
+        frame.insert(0, "variant", task.variant)
+        return frame, None
 
-    def read_task(self, variant: str, replication: int, seed: int, scenario_sha256: str) -> pd.DataFrame | None:
-        """A finished task's table, ``variant`` column restored; None when absent, unreadable or
-        not this task's (another seed, or inputs other than this variant's): the task then runs
-        again and replaces it."""
-        path = self.task_path(variant, replication)
-        if not path.is_file():
-            return None
-        try:
-            table = pq.read_table(path)
-            meta = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
-            frame = table.to_pandas()
-        except (OSError, ValueError, pa.ArrowException):
-            return None
-        if meta.get("scenario_sha256") != scenario_sha256 or meta.get("seed") != seed:
-            return None
-        if "seed" not in frame or not (frame["seed"] == seed).all() or len(frame) == 0:
-            return None
-        frame.insert(0, "variant", variant)
-        return frame
-
-    def write_task(self, frame: pd.DataFrame, meta: dict) -> Path:
+    def write_task(self, frame: pd.DataFrame, task: TaskId, meta: dict) -> Path:
         """One finished task (``frame`` has ``variant`` and ``replication`` columns; ``variant`` goes
-        into the folder name, not the file)."""
-        variant, replication = str(frame["variant"].iloc[0]), int(frame["replication"].iloc[0])
-        path = self.task_path(variant, replication)
+        into the folder name, not the file); ``meta`` is recorded with the task's checksum."""
+        path = self.task_path(task.variant, task.replication)
         try:
             path.parent.mkdir(exist_ok=True)
-            write_atomic(path, lambda p: _write_parquet(frame.drop(columns="variant"), p, meta))
+            write_atomic(path, lambda p: write_task_file(frame.drop(columns="variant"), p, task, meta))
         except OSError as err:
-            self._write_failed(err)
+            self._write_failed(err, path)
         return path
 
     def write_tables(self, tables: dict[str, pd.DataFrame]) -> list[Path]:
@@ -258,11 +300,18 @@ class SweepFolder:
                 write_atomic(csv, lambda p, f=frame: f.to_csv(p, index=False))
                 write_atomic(parquet, lambda p, f=frame: _write_parquet(f, p))
             except OSError as err:
-                self._write_failed(err)
+                self._write_failed(err, csv)
             written += [csv, parquet]
         return written
 
-    def _write_failed(self, err: OSError):
-        where = f" ({err.filename})" if err.filename else ""
-        self._fail(f"could not write: {err.strerror or err}{where}; the tasks finished before are saved: "
-                   "make room and run the same sweep again to resume")
+    def _write_failed(self, err: OSError, path: Path):
+        """A failed write named by the file it was for (not its hidden temporary file), with what to
+        do: free some space only when the disk is full."""
+        if err.filename:  # the file the error is about; a temporary file stands for the one it replaces
+            failed = Path(os.fsdecode(err.filename))
+            temp = _TEMP_OF.fullmatch(failed.name)
+            path = failed.with_name(temp.group(1)) if temp else failed
+        name = path.relative_to(self.path) if self.path in path.parents else path
+        what = "free some space" if err.errno in NO_ROOM else "fix that"
+        self._fail(f"could not write {name}: {err.strerror or err}; the tasks finished before are saved: "
+                   f"{what} and run the same sweep again to resume")

@@ -15,8 +15,15 @@ that call is missing (other systems, some file systems) two renames are used: ``
 the previous results whole in ``.DIR.old-X``; the next run into ``DIR`` puts them back before it
 starts. Every run also removes the leftovers (staging and old folders) of killed runs.
 
-``DIR`` is replaced as a whole, so a folder holding files costsim did not write is refused rather
-than deleted. Problems are ``OutputError`` (a ``ScenarioError``): the CLI prints them and exits 2.
+``DIR`` is replaced as a whole, so a folder holding files costsim did not write, or an input of the
+run (its scenario, trace or points file), is refused rather than deleted. The check is made again
+under the lock just before the swap (a file put there while the run simulated is kept and the swap
+refused), and the previous results are then removed file by file, only the names costsim writes:
+anything else found there (put in during the instant between that check and the swap) is moved
+back into ``DIR``, never deleted. The lock (``costsim.runs.outfiles.FolderLock``) is the one a
+sweep into ``DIR`` and a report or an imported trace written into ``DIR`` take too.
+
+Problems are ``OutputError`` (a ``ScenarioError``): the CLI prints them and exits 2.
 """
 
 from __future__ import annotations
@@ -29,25 +36,20 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NoReturn
 
-from costsim.scenario.errors import Problem, ScenarioError
+# check_out_file and publish_files live in costsim.runs.outfiles; imported here for older callers.
+from costsim.runs.outfiles import (FolderLock, OutputError, check_out_file, fsync, input_at, kind_of,  # noqa: F401
+                                   publish_files, signals_held, why_not_written)
 
 MANIFEST = "costsim-run.json"  # what a run wrote (file names and sizes in bytes), written last
 _SUFFIX = r"[0-9a-f]{8}"  # secrets.token_hex(4): the random part of staging and old folder names
 _UNSAFE = re.compile(r"[^\w.-]+")  # anything but letters, digits, '_', '.', '-' (no separators)
 MAX_NAME_BYTES = 100  # a safe name stays well under the 255-byte file name limit with our suffixes
-
-
-class OutputError(ScenarioError):
-    """The output folder cannot be used or written: ``label folder: what is wrong``."""
-
-    def __init__(self, label: str, folder: str, message: str):
-        super().__init__(f"{label} {folder}", [Problem((), message)])
+SHOWN_NAMES = 3  # foreign file names quoted in a message; the rest are counted
 
 
 def safe_folder_name(name: str) -> str:
@@ -81,67 +83,6 @@ def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
 
-def fsync(path: Path) -> None:
-    """fsync a file or a folder (so a rename in it is on disk); shared by the sweep dataset."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def check_out_file(flag: str, path: Path, source: Path | None = None) -> None:
-    """A file a command may replace (``--out``): not its input ``source``, not a folder, in a folder
-    that exists; ScenarioError naming ``flag`` otherwise."""
-    if source is not None and path.exists() and source.exists() and path.resolve() == source.resolve():
-        raise ScenarioError(flag, [Problem((), "is the input file; choose another name")])
-    if path.is_dir():
-        raise ScenarioError(flag, [Problem((), f"{path} is a folder; give a file name")])
-    if not path.parent.is_dir():
-        raise ScenarioError(flag, [Problem((), f"folder {path.parent} does not exist")])
-
-
-def publish_files(writers: dict[Path, Callable[[Path], object]]) -> None:
-    """Several files replaced together: each ``write(temp)`` into a hidden temporary file beside its
-    path (the writer may check what it wrote and raise), flushed to disk; only when every one was
-    written are they all renamed into place, with Ctrl-C held back so the renames are not cut in
-    half. On any error (KeyboardInterrupt included) no file is replaced and the temporaries are
-    removed; an OSError becomes a ScenarioError naming the file. ``runs.dataset.write_atomic`` is
-    the one-file case without the ScenarioError."""
-    temps = {path: path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}") for path in writers}
-    try:
-        for path, write in writers.items():
-            write(temps[path])
-            fsync(temps[path])
-        with _signals_held():
-            for path, temp in temps.items():
-                os.replace(temp, path)
-    except OSError as exc:
-        raise ScenarioError(str(exc.filename or next(iter(writers), "--out")),
-                            [Problem((), f"cannot write: {exc.strerror or exc}")]) from None
-    finally:
-        for temp in temps.values():
-            with contextlib.suppress(FileNotFoundError):
-                temp.unlink()
-    for folder in {path.parent for path in writers}:
-        with contextlib.suppress(OSError):
-            fsync(folder)  # the renames themselves are on disk
-
-
-@contextlib.contextmanager
-def _signals_held():
-    """Hold Ctrl-C and SIGTERM back (delivered afterwards) so a swap is never cut in half."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def _first_file_on_the_way(path: Path) -> Path | None:
     """The nearest existing ancestor of ``path`` (itself excluded) when it is not a folder."""
     for parent in path.parents:
@@ -150,25 +91,33 @@ def _first_file_on_the_way(path: Path) -> Path | None:
     return None
 
 
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:SHOWN_NAMES]) + (f", ... ({len(names)} in all)" if len(names) > SHOWN_NAMES else "")
+
+
 class OutputFolder:
     """Context manager for writing a run's results into ``path`` all at once.
 
     On entry (before simulating): checks the path, creates its parent, takes the lock, recovers
-    from a killed run and creates the staging folder. ``publish(write)`` calls ``write(staging)``
-    and swaps the result into place. On exit the lock is released and, unless published, the
-    staging folder removed: ``path`` is then exactly as it was.
+    from a killed run and creates the staging folder. ``publish(write)`` calls ``write(staging)``,
+    checks the folder again and swaps the result into place. On exit the lock is released and,
+    unless published, the staging folder removed: ``path`` is then exactly as it was.
 
     ``ours`` are the file names costsim writes; a folder holding anything else is not replaced.
-    ``label`` names the setting in messages (``--out`` for the CLI).
+    ``inputs``: the files the run reads (``outfiles.scenario_inputs``); a folder holding one is
+    refused. ``label`` names the setting in messages (``--out`` for the CLI). ``notes``: what the
+    caller should tell the user after publishing (a file kept that appeared during the swap).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, ours: Iterable[str] = (), label: str = "--out"):
+    def __init__(self, path: str | os.PathLike[str], *, ours: Iterable[str] = (), label: str = "--out",
+                 inputs: Iterable[str | os.PathLike[str]] = ()):
         self.shown = os.fspath(path)
         self.label = label
         self.ours = frozenset(ours) | {MANIFEST}
+        self.inputs = [Path(p) for p in inputs]
         self.published = False
         self.staging: Path | None = None
-        self._lock_fd: int | None = None
+        self.notes: list[str] = []
         if self.shown == "":
             self._fail("is empty: name a folder to write the results into")
         try:  # symlinks followed: the swap happens where the files live
@@ -177,7 +126,8 @@ class OutputFolder:
             self._fail(f"is not a usable path: {err}")
         self.parent = self.target.parent
         self.name = self.target.name
-        self.lock_path = self.parent / f".{self.name}.lock"
+        self.lock = FolderLock(self.target, label, self.shown)
+        self.lock_path = self.lock.path
 
     def _fail(self, message: str) -> NoReturn:
         raise OutputError(self.label, self.shown or '""', message)
@@ -187,9 +137,12 @@ class OutputFolder:
     def __enter__(self) -> OutputFolder:
         self._check_path()
         try:
-            self._lock()
+            self.lock.__enter__()
             self._recover()
-            self._check_contents()
+            foreign = self._foreign()
+            if foreign:
+                self._fail(f"holds files costsim did not write ({_listed(foreign)}); the folder is replaced as a "
+                           "whole, so choose a new or empty folder, or move them")
             self.staging = self._new_sibling("tmp", make=True)
         except BaseException:
             self.__exit__(None, None, None)
@@ -208,40 +161,14 @@ class OutputFolder:
             self._fail(f"{blocker} is a file, not a folder")
         if self.target.exists() and not self.target.is_dir():
             self._fail("exists and is not a folder")
+        hit = input_at(self.target, self.inputs, inside=True)
+        if hit is not None:
+            self._fail(f"holds {hit}, which this run reads (its scenario, trace or points file); the folder is "
+                       "replaced as a whole, so choose another folder, or move the file out of it")
         try:
             self.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             self._fail(f"cannot create the folder {self.parent}: {err.strerror or err}")
-
-    def _lock(self) -> None:
-        import fcntl  # POSIX only; imported here so the rest of costsim loads anywhere
-
-        while True:
-            try:
-                fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except OSError as err:
-                self._fail(f"cannot write in {self.parent} ({err.strerror or err}); the results are "
-                           "written beside the folder first, then moved into place")
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as err:
-                holder = os.read(fd, 32).decode(errors="replace").strip()
-                os.close(fd)
-                if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    self._fail(f"cannot lock {self.lock_path}: {err.strerror or err}")
-                who = f" (pid {holder})" if holder.isdigit() else ""
-                self._fail(f"another costsim run{who} is writing this folder; wait for it to "
-                           f"finish or choose another {self.label}")
-            try:  # the previous holder may have removed the file between our open and flock
-                same = os.fstat(fd).st_ino == os.stat(self.lock_path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)
-        self._lock_fd = fd
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
 
     def _siblings(self, kind: str) -> list[Path]:
         pattern = re.compile(re.escape(f".{self.name}.{kind}-") + _SUFFIX)
@@ -269,24 +196,25 @@ class OutputFolder:
             olds = self._siblings("old")
             if olds and not os.path.lexists(self.target):  # killed between the two renames
                 os.rename(olds.pop(), self.target)
-            for leftover in olds + self._siblings("tmp"):
-                shutil.rmtree(leftover)
+            for old in olds:
+                self._retire(old)
+            for staging in self._siblings("tmp"):
+                shutil.rmtree(staging)  # a staging folder holds only what a run wrote into it
         except OSError as err:
             self._fail(f"cannot clean up after an earlier run in {self.parent}: {err.strerror or err}")
 
-    def _check_contents(self) -> None:
-        if not self.target.is_dir():
-            return
-        names = {p.name for p in self.target.iterdir()}
-        foreign = sorted(names - self.ours - self._manifest_names())
-        if foreign:
-            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            self._fail(f"holds files costsim did not write ({shown}); the folder is replaced as a whole, "
-                       "so choose a new or empty folder, or move them")
+    def _foreign(self, folder: Path | None = None) -> list[str]:
+        """Names in ``folder`` (default ``path``) that costsim did not write: not ours and not in its
+        manifest, or ours but not a regular file (a folder or a link of that name is someone's)."""
+        folder = self.target if folder is None else folder
+        if not folder.is_dir():
+            return []
+        known = self.ours | self._manifest_names(folder)
+        return sorted(p.name for p in folder.iterdir() if p.name not in known or kind_of(p) is not None)
 
-    def _manifest_names(self) -> set[str]:
+    def _manifest_names(self, folder: Path) -> set[str]:
         try:
-            files = json.loads((self.target / MANIFEST).read_text(encoding="utf-8"))["files"]
+            files = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
             return {str(name) for name in files}
         except (OSError, ValueError, KeyError, TypeError):
             return set()
@@ -297,7 +225,8 @@ class OutputFolder:
         """Call ``write(staging)``, record what it wrote and swap it into place; the final paths.
 
         ``info`` (JSON-able) goes into the manifest beside the file sizes. Any OSError (full disk,
-        permissions) is an ``OutputError`` and leaves the previous results untouched.
+        permissions) is an ``OutputError`` and leaves the previous results untouched; so is a file
+        costsim did not write found in the folder now (it was put there while the run worked).
         """
         assert self.staging is not None, "publish() outside the with block"
         try:
@@ -307,15 +236,30 @@ class OutputFolder:
             (self.staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
             for path in [*files, self.staging / MANIFEST, self.staging]:
                 fsync(path)  # the data is on disk before the swap makes it visible
+            foreign = self._foreign()  # again, under the lock: someone may have written here meanwhile
+            if foreign:
+                self._fail(f"files costsim did not write appeared in it while the run worked ({_listed(foreign)}); "
+                           "they are kept and the folder is unchanged: move them, or choose another folder, and "
+                           "run again")
             self._swap()
         except OSError as err:
-            where = f" ({err.filename})" if err.filename else ""
-            self._fail(f"could not write the results: {err.strerror or err}{where}; the folder is unchanged")
+            self._fail(f"could not write the results ({self._named(err)}{why_not_written(err)}); "
+                       f"{self.shown} is unchanged")
         return [self.target / p.name for p in files] + [self.target / MANIFEST]
+
+    def _named(self, err: OSError) -> str:
+        """The file an error is about, as the user knows it: its name in the results, not the
+        hidden staging folder's path."""
+        if not err.filename:
+            return ""
+        path = Path(os.fsdecode(err.filename))
+        if self.staging is not None and self.staging in path.parents:
+            return f"{path.relative_to(self.staging)}: "
+        return f"{path}: "
 
     def _swap(self) -> None:
         staging = self.staging
-        with _signals_held():
+        with signals_held():
             if not os.path.lexists(self.target):
                 os.rename(staging, self.target)
                 retired = None
@@ -332,16 +276,36 @@ class OutputFolder:
             self.published = True
             self.staging = None
         if retired is not None:
-            shutil.rmtree(retired, ignore_errors=True)  # a leftover is removed by the next run
+            with contextlib.suppress(OSError):  # what is left is retired by the next run, never lost
+                self._retire(retired)
         with contextlib.suppress(OSError):
             fsync(self.parent)
+
+    def _retire(self, old: Path) -> None:
+        """Remove the previous results ``old`` (moved out of the way) file by file, only the names
+        costsim wrote; anything else goes back into the folder (it was put there after the last
+        check), or, if that name is taken now, the whole of ``old`` is kept as ``NAME.kept-X``."""
+        known = self.ours | self._manifest_names(old)
+        strays = []
+        for entry in old.iterdir():
+            if entry.name in known and kind_of(entry) is None:
+                entry.unlink()
+            else:
+                strays.append(entry)
+        for entry in strays:
+            if not os.path.lexists(self.target / entry.name):
+                os.rename(entry, self.target / entry.name)
+                self.notes.append(f"{entry.name} was put in {self.shown} while the run wrote its results; "
+                                  "it is kept there")
+        try:
+            old.rmdir()
+        except OSError:
+            kept = self.parent / f"{self.name}.kept-{secrets.token_hex(4)}"
+            os.rename(old, kept)
+            self.notes.append(f"files put in {self.shown} while the run wrote its results are kept in {kept}")
 
     def __exit__(self, *exc) -> None:
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
             self.staging = None
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.lock_path)  # while still holding it: see _lock's inode check
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self.lock.__exit__()

@@ -26,6 +26,8 @@ import pandas as pd
 
 from costsim.runs import api, arguments, stats
 from costsim.runs.dataset import SweepFolder, fingerprint, manifest
+from costsim.runs.outfiles import scenario_inputs
+from costsim.runs.taskfiles import TaskId
 from costsim.runs.executors import DASK_MISSING, EXECUTORS, ExecutorError, check_address, dask_available, open_executor
 from costsim.runs.sweepfile import Sweep, load_sweep, replication_seed
 from costsim.scenario import Problem, ScenarioError
@@ -97,10 +99,12 @@ def _same_inputs(task: Task, scenario) -> None:
     recorded when it started (an edit during the sweep, another file at the same path on a Dask
     worker): its runs would be saved as the recorded inputs' and a resume would trust them."""
     if task.inputs_sha256 and inputs_sha256(scenario) != task.inputs_sha256:
+        trace = scenario.workload.trace
+        which = f"the trace {Path(scenario.base_dir) / trace} or the catalog" if trace else "the catalog"
         raise ScenarioError(task.source, [Problem(("workload", "trace"), (
-            "the trace or the catalog changed while the sweep ran (their bytes differ from those recorded "
-            "when it started): run the sweep again (into a new folder, or the same one to keep the runs "
-            "made before the change)"))])
+            f"{which} changed while the sweep ran (the bytes differ from those recorded when it started); "
+            "the tasks finished before the change are saved: put the previous file back and run the same "
+            "command to resume them, or run the sweep into a new --out folder to use the new file"))])
 
 
 def tasks(spec: Sweep, shas: dict[str, str] | None = None) -> list[Task]:
@@ -216,7 +220,8 @@ def _cores() -> int:
 
 def sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str = "processes",
           workers: int | None = None, address: str | None = None,
-          progress: Callable[[int, int], None] | None = None) -> SweepResults:
+          progress: Callable[[int, int], None] | None = None,
+          notify: Callable[[str], None] | None = None) -> SweepResults:
     """Run every (variant, replication) of a sweep and return its tables.
 
     ``spec``: a ``Sweep`` or the path of a sweep file (``costsim.runs.sweepfile``). ``out``: a folder
@@ -225,47 +230,49 @@ def sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str
     nothing is written. ``executor``: "local" (this process), "processes" (a process pool, the
     default) or "dask" (a Dask ``LocalCluster``, or the scheduler at ``address``, HOST:PORT).
     ``workers``: processes (default one per core). ``progress(done, total)`` is called with 0 and
-    after each task that runs (resumed tasks are not counted in ``total``).
+    after each task that runs (resumed tasks are not counted in ``total``). ``notify(text)`` is
+    told of each saved task file that fails its check (damaged, edited: named, and run again);
+    default: a ``UserWarning``.
 
     Raises ScenarioError for a bad sweep, argument or folder before anything runs or is written;
     the tables are identical, bit for bit, whatever the executor.
     """
-    return run_sweep(spec, out, executor, workers, address, progress)
+    return run_sweep(spec, out, executor, workers, address, progress, notify=notify)
 
 
 def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str = "processes",
               workers: int | None = None, address: str | None = None,
-              progress: Callable[[int, int], None] | None = None, label: str = "out") -> SweepResults:
+              progress: Callable[[int, int], None] | None = None, label: str = "out",
+              notify: Callable[[str], None] | None = None) -> SweepResults:
     """``sweep``, naming the output folder's setting ``label`` in messages (the CLI: ``--out``)."""
     spec = _spec(spec)
     executor, workers, address = _settings(executor, workers, address)
     progress = arguments.callback(progress, "progress", "sweep")
+    notify = arguments.callback(notify, "notify", "sweep") or _warn
     if out is not None:
         out = arguments.path(out, "out", "sweep")
     manifest_ = sweep_manifest(spec)
     shas = {v["id"]: v["scenario_sha256"] for v in manifest_["variants"]}
     todo = tasks(spec, shas)
-    folder = SweepFolder(out, manifest_, label) if out is not None else None
+    folder = SweepFolder(out, manifest_, label, sweep_inputs(spec)) if out is not None else None
     frames: dict[int, pd.DataFrame] = {}
     with contextlib.ExitStack() as stack:
         if folder is not None:
             folder.check()  # read only: a refused folder is left untouched
+            frames = _saved(folder, todo, notify)  # read only too: each saved file checked
         # Workers start before the folder is written, so an unusable executor (no Dask, a scheduler
         # that does not answer) writes nothing; not at all when every task is already saved.
-        missing = len(todo) if folder is None else sum(not folder.has(t.variant, t.replication) for t in todo)
-        run = stack.enter_context(open_executor(executor, min(workers, missing), address)) if missing else None
-        if folder is not None:
-            stack.enter_context(folder)
-            frames = _saved(folder, todo, shas)
         pending = [i for i in range(len(todo)) if i not in frames]
-        if pending and run is None:  # a saved file turned out unreadable: run its task here
-            run = stack.enter_context(open_executor("local", 1))
+        run = stack.enter_context(open_executor(executor, min(workers, len(pending)), address)) if pending else None
+        if folder is not None:
+            stack.enter_context(folder)  # checks again under the lock
         if progress is not None:
             progress(0, len(pending))
         params = {v.id: v.params for v in spec.variants}
         for done, (k, frame) in enumerate(run(run_task, [todo[i] for i in pending]) if pending else (), start=1):
             if folder is not None:
-                folder.write_task(frame, _task_meta(spec.source, params, shas, todo[pending[k]]))
+                task = todo[pending[k]]
+                folder.write_task(frame, _task_id(task), _task_meta(spec.source, params, task))
             frames[pending[k]] = frame
             if progress is not None:
                 progress(done, len(pending))
@@ -278,21 +285,47 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
     return results
 
 
-def _saved(folder: SweepFolder, todo: list[Task], shas: dict[str, str]) -> dict[int, pd.DataFrame]:
-    """The tables of the tasks already in the folder (of this variant's inputs), by task index."""
+def _task_id(task: Task) -> TaskId:
+    return TaskId(task.variant, task.replication, task.seed, task.inputs_sha256)
+
+
+def _saved(folder: SweepFolder, todo: list[Task], notify: Callable[[str], None]) -> dict[int, pd.DataFrame]:
+    """The tables of the tasks already in the folder that pass their checks, by task index; each
+    file that fails is named to ``notify`` (its task runs again and replaces it)."""
     frames = {}
     for i, t in enumerate(todo):
-        frame = folder.read_task(t.variant, t.replication, t.seed, shas[t.variant])
+        frame, why = folder.read_task(_task_id(t))
         if frame is not None:
             frames[i] = frame
+        elif why is not None:
+            notify(f"{folder.shown}/{_task_id(t).name} {why}: running that task again")
     return frames
 
 
-def _task_meta(source: str, params: dict[str, dict], shas: dict[str, str], task: Task) -> dict:
-    """What a task's Parquet file records about itself (key ``costsim.sweep``)."""
-    return json.loads(json.dumps({"source": source, "variant": task.variant, "params": params[task.variant],
-                                  "replication": task.replication, "seed": task.seed,
-                                  "scenario_sha256": shas[task.variant]}, default=str))
+def _warn(text: str) -> None:
+    import warnings
+
+    warnings.warn(text, UserWarning, stacklevel=5)  # the caller of sweep()
+
+
+def sweep_inputs(spec: Sweep) -> list[Path]:
+    """The files a sweep reads: its sweep file, the base scenario and every variant's trace and
+    points files (a swept trace gives several)."""
+    found = dict.fromkeys([Path(spec.source)] if Path(spec.source).is_file() else [])
+    found.update(dict.fromkeys([Path(spec.base)]))
+    seen = set()
+    for v in spec.variants:  # variants mostly share their files: each distinct workload once
+        key = (str(v.scenario.base_dir), v.scenario.workload.trace,
+               tuple(c.scaling.fit if c.scaling else None for c in v.scenario.workload.classes))
+        if key not in seen:
+            seen.add(key)
+            found.update(dict.fromkeys(scenario_inputs(v.scenario)))
+    return list(found)
+
+
+def _task_meta(source: str, params: dict[str, dict], task: Task) -> dict:
+    """What a task's Parquet file records about itself beside its identity (key ``costsim.sweep``)."""
+    return json.loads(json.dumps({"source": source, "params": params[task.variant]}, default=str))
 
 
 __all__ = ["METRICS", "SweepResults", "Task", "run_task", "sweep", "tasks"]

@@ -24,27 +24,27 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
-from pydantic import BeforeValidator, Field, ValidationError, model_validator
+from pydantic import ValidationError
 from scipy.stats import qmc
 
 from costsim.runs import api, arguments
+from costsim.runs.outfiles import input_file_problem
 from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_loc, set_path
+from costsim.runs.sweepspec import MAX_REPLICATIONS, MAX_TASKS, TOP, Range, SweepSpec, check_seed, spec_problems
 from costsim.scenario import Problem, Scenario, ScenarioError
-from costsim.scenario.base import StrictModel
 from costsim.scenario.errors import Loc
 from costsim.scenario.io import parse_yaml, read_text_bounded
 from costsim.scenario.limits import MAX_SCENARIO_BYTES_ENV, max_scenario_bytes
-from costsim.scenario.units import MAX_SEED, bounded_float, bounded_int
+from costsim.scenario.units import MAX_SEED
 from costsim.workload.rng import name_key
 
-MAX_TASKS = 100_000
-"""Variants × replications in one sweep: each is a whole simulation."""
-MAX_REPLICATIONS = 1000
 MAX_PROBLEMS = 20
 """Distinct problems reported at once; the rest are counted."""
+SHOWN_CHARS = 60  # characters of a value (or a path) a message quotes; the rest are counted
+PROGRESS_STEPS = 200  # how often building the variants reports progress (every 0.5 %)
 _LHS_KEY = name_key("latin-hypercube")  # the sample's stream: apart from every replication's seed
 
 
@@ -80,91 +80,6 @@ def replication_seed(root: int, r: int) -> int:
     if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 0:
         raise arguments.error("replication_seed", "r", f"must be a whole number >= 0 (got {r!r})")
     return int(np.random.SeedSequence([int(root), int(r)]).generate_state(1, np.uint64)[0] >> np.uint64(1))
-
-
-# ------------------------------------------------------------------ the file's schema
-
-
-def _grid(value: Any) -> Any:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ValueError("must be a mapping of dotted paths to lists of values (options.own-256.gpus: [256, 384])")
-    return value
-
-
-def _values(value: Any) -> Any:
-    if isinstance(value, dict):
-        raise ValueError("a grid entry is a list of values; a range {low, high, n} goes under sample:")
-    if not isinstance(value, list):
-        raise ValueError(f"must be a list of values, e.g. [{value!r}] (got {value!r})")
-    if not value:
-        raise ValueError("empty list: give at least one value")
-    return value
-
-
-def _sample(value: Any) -> Any:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ValueError("must be a mapping of dotted paths to ranges {low, high, n}")
-    return value
-
-
-def _seed(value: Any) -> Any:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED):
-        raise ValueError(f"must be a whole number from 0 to 2^63 - 1 (got {value!r})")
-    return value
-
-
-Replications = bounded_int(ge=1, le=MAX_REPLICATIONS)
-Points = bounded_int(ge=1, le=MAX_TASKS)
-Finite = bounded_float()
-Values = Annotated[tuple[Any, ...], BeforeValidator(_values)]
-
-
-class Range(StrictModel):
-    """A real-valued field sampled on [low, high): n points, one in each of n equal strata."""
-
-    low: Finite
-    high: Finite
-    n: Points  # type: ignore[valid-type]
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Range:
-        if not self.low < self.high:
-            raise ValueError(f"low ({self.low:g}) must be less than high ({self.high:g})")
-        return self
-
-
-class SweepSpec(StrictModel):
-    """A sweep file as written."""
-
-    base: Annotated[str, Field(min_length=1, max_length=4096)]
-    seed: Annotated[int | None, BeforeValidator(_seed)] = None
-    replications: Replications = 1  # type: ignore[valid-type]
-    grid: Annotated[dict[str, Values], BeforeValidator(_grid)] = Field(default_factory=dict)
-    sample: Annotated[dict[str, Range], BeforeValidator(_sample)] = Field(default_factory=dict)
-
-
-_TOP = ", ".join(SweepSpec.model_fields)
-
-
-def _spec_problems(err: ValidationError) -> list[Problem]:
-    """pydantic's errors with the sweep file's paths kept whole (a grid key contains dots and dashes)."""
-    out: list[Problem] = []
-    for e in err.errors(include_url=False):
-        loc = tuple(e["loc"])
-        keep = 3 if loc[:1] == ("sample",) else 2 if loc[:1] == ("grid",) else 1
-        loc = loc[:keep]  # deeper parts are pydantic's own (tuple indices, union branches)
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = f"unknown field (a sweep file has: {_TOP})" if len(loc) == 1 else "unknown field (a range has: low, high, n)"
-        elif e["type"] == "missing":
-            msg = "required field is missing"
-        if not any(p.loc == loc and p.message == msg for p in out):
-            out.append(Problem(loc, msg))
-    return out
 
 
 # ------------------------------------------------------------------ expansion
@@ -259,12 +174,19 @@ def _points(axes: _Axes, seed: int) -> list[dict[str, Any]]:
     return [{**g, **s} for g in combos for s in draws]
 
 
+def clipped(text: str, most: int = SHOWN_CHARS) -> str:
+    """``text`` as a message quotes it: whole when short, else its start and its length."""
+    return text if len(text) <= most else f"{text[:most]}… ({len(text):,} characters)"
+
+
 def _shown(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in params.items())
+    return ", ".join(f"{clipped(k)}={clipped(json.dumps(v, default=str))}" for k, v in params.items())
 
 
-def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[dict[str, Any]]) -> tuple[Variant, ...]:
-    """Build and check every variant; every distinct problem reported at once, at its path's key."""
+def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[dict[str, Any]],
+              progress: Callable[[int, int], None] | None = None) -> tuple[Variant, ...]:
+    """Build and check every variant; every distinct problem reported at once, at its path's key.
+    ``progress(built, total)`` is told every ``PROGRESS_EVERY``-th of the way (and at the end)."""
     base_json = json.dumps(base.model_dump(mode="json"))
     width = max(3, len(str(len(points) - 1)))
 
@@ -278,7 +200,10 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
             return None, data, err
 
     variants, found = [], {}  # found: (path, text) -> [first variant's id, its params, count]
+    step = max(1, len(points) // PROGRESS_STEPS)
     for k, params in enumerate(points):
+        if progress is not None and k % step == 0:
+            progress(k, len(points))
         vid = f"v{k:0{width}d}"
         scenario, data, err = build(vid, params)
         if err is None:
@@ -289,7 +214,7 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
         for p in err.problems:
             path = _culprit(p, params, locs, lambda one: build(vid, one)[2])
             other = "" if err.source.startswith(axes.source) else f"{err.source}: "
-            text = f"{other}{named(data, p.loc) or 'the scenario'}: {p.message}"
+            text = clipped(f"{other}{named(data, p.loc) or 'the scenario'}: {p.message}", 4 * SHOWN_CHARS)
             found.setdefault((path, text), [vid, params, 0])[2] += 1
     if found:
         order = [*axes.grid, *axes.sample]  # problems in the order the paths are written
@@ -300,6 +225,8 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
         if len(found) > MAX_PROBLEMS:
             problems.append(Problem((), f"... and {len(found) - MAX_PROBLEMS} more problems"))
         raise axes.error(problems)
+    if progress is not None:
+        progress(len(points), len(points))
     return tuple(variants)
 
 
@@ -323,25 +250,29 @@ def _culprit(problem: Problem, params: dict[str, Any], locs: dict[str, Loc],
     return max(params, key=shared)  # ties: the first written
 
 
-def _expand(axes: _Axes, base: Scenario, base_path: Path, replications: int, seed: int) -> Sweep:
+def _expand(axes: _Axes, base: Scenario, base_path: Path, replications: int, seed: int,
+            progress: Callable[[int, int], None] | None = None) -> Sweep:
     data = base.model_dump(mode="json")
     locs = _resolved(axes, data)
     _count(axes, replications)
-    variants = _variants(axes, base, locs, _points(axes, seed))
+    variants = _variants(axes, base, locs, _points(axes, seed), progress)
     return Sweep(axes.source, base_path, variants, replications, seed)
 
 
 # ------------------------------------------------------------------ entry points
 
 
-def load_sweep(path: str | Path) -> Sweep:
-    """Read a sweep file, build and check every variant; raises ScenarioError (file:line: path: what)."""
+def load_sweep(path: str | Path, progress: Callable[[int, int], None] | None = None) -> Sweep:
+    """Read a sweep file, build and check every variant; raises ScenarioError (file:line: path: what).
+    ``progress(built, total)``: told how many variants are built, as they are (a large sweep takes
+    minutes)."""
     path = arguments.path(path, "path", "load_sweep")
+    progress = arguments.callback(progress, "progress", "load_sweep")
     source = str(path)
     text = read_text_bounded(path, max_scenario_bytes(), MAX_SCENARIO_BYTES_ENV, "the sweep file")
     data, lines = parse_yaml(text, source)
     if not isinstance(data, dict):
-        raise ScenarioError(source, [Problem((), f"a sweep file is a YAML mapping of fields ({_TOP})")])
+        raise ScenarioError(source, [Problem((), f"a sweep file is a YAML mapping of fields ({TOP})")])
     if "base" not in data and {"options", "workload"} & set(data):
         raise ScenarioError(source, [Problem((), "this is a scenario, not a sweep file: vary it with --set "
                                                  "path=v1,v2 (costsim sweep SCENARIO --set ...), or write a sweep file "
@@ -349,44 +280,71 @@ def load_sweep(path: str | Path) -> Sweep:
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(source, _spec_problems(err)).with_lines(lines) from None
+        raise ScenarioError(source, spec_problems(err)).with_lines(lines) from None
     base_path = Path(spec.base) if Path(spec.base).is_absolute() else path.parent / spec.base
-    if not base_path.is_file():
-        raise ScenarioError(source, [Problem(("base",), f"scenario file not found: {base_path}")]).with_lines(lines)
-    base = api.load_scenario(base_path)  # its own errors name the base file and its lines
+    problem = input_file_problem(base_path)
+    if problem is not None:
+        what = f"scenario file not found: {base_path}" if problem == "file not found" else f"{base_path} {problem}"
+        raise ScenarioError(source, [Problem(("base",), what)]).with_lines(lines)
+    try:
+        base = api.load_scenario(base_path)  # its own errors name the base file and its lines
+    except ScenarioError:
+        if _is_sweep_file(base_path):
+            raise ScenarioError(source, [Problem(("base",), (
+                f"{base_path} is a sweep file, not a scenario: base: names the scenario file the sweep varies "
+                "(to vary more fields, add them to this file's grid: or sample:)"))]).with_lines(lines) from None
+        raise
     axes = _Axes(source, dict(spec.grid), dict(spec.sample), lambda section, p: (section, p), lines)
     seed = base.seed if spec.seed is None else spec.seed
-    return _expand(axes, base, base_path, spec.replications, seed)
+    return _expand(axes, base, base_path, spec.replications, seed, progress)
+
+
+def _is_sweep_file(path: Path) -> bool:
+    """Whether ``path`` reads as a sweep file (a mapping with ``base:`` and only a sweep's fields)."""
+    try:
+        data, _ = parse_yaml(read_text_bounded(path, max_scenario_bytes(), MAX_SCENARIO_BYTES_ENV, "the file"), str(path))
+    except ScenarioError:
+        return False
+    return isinstance(data, dict) and "base" in data and set(data) <= set(SweepSpec.model_fields)
 
 
 def parse_set(text: str) -> tuple[str, list[Any]]:
     """``--set path=v1,v2,...`` as (path, values); values read by YAML 1.2 scalar rules (256 is an
     int, 0.5 a float, true a boolean, own-256 a string; {mean: 3, cv: 0.5} a mapping)."""
     if not isinstance(text, str) or "=" not in text:
-        raise ScenarioError("--set", [Problem((), f"{text!r}: expected path=value[,value...], e.g. options.own-256.gpus=256,384")])
+        raise ScenarioError("--set", [Problem((), f"{clipped(repr(text))}: expected path=value[,value...], e.g. options.own-256.gpus=256,384")])
     path, _, rhs = text.partition("=")
     path = path.strip()
     try:
         values, _ = parse_yaml(f"[{rhs}]", "--set")
-    except ScenarioError:
-        raise ScenarioError("--set", [Problem((path,), f"cannot read {rhs!r} as comma-separated YAML values")]) from None
+    except ScenarioError as err:
+        count = rhs.count(",") + 1  # about as many values (a mapping's commas count too)
+        if count > MAX_TASKS:
+            raise ScenarioError("--set", [Problem((clipped(path),), (
+                f"{count:,} values: a sweep runs at most {MAX_TASKS:,} tasks (variants × replications); give "
+                "fewer values"))]) from None
+        why = err.problems[0].message if err.problems else "not YAML"
+        raise ScenarioError("--set", [Problem((clipped(path),), f"cannot read {clipped(repr(rhs))} as comma-separated "
+                                                       f"YAML values ({why})")]) from None
     if not isinstance(values, list) or not values:
         raise ScenarioError("--set", [Problem((path,), "no values: give at least one, e.g. =256,384")])
     return path, values
 
 
 def sweep_from_sets(scenario_path: str | Path, sets: list[str], replications: int = 1,
-                    seed: int | None = None) -> Sweep:
+                    seed: int | None = None, progress: Callable[[int, int], None] | None = None) -> Sweep:
     """A quick grid on a plain scenario: ``sets`` as ``--set path=v1,v2`` gives them (the product
-    in the order given); ``seed`` None: the scenario's. Raises ScenarioError like ``load_sweep``."""
+    in the order given); ``seed`` None: the scenario's. Raises ScenarioError like ``load_sweep``;
+    ``progress`` as there."""
     scenario_path = arguments.path(scenario_path, "scenario_path", "sweep_from_sets")
+    progress = arguments.callback(progress, "progress", "sweep_from_sets")
     if isinstance(sets, str) or not isinstance(sets, (list, tuple)):
         raise ScenarioError("--set", [Problem((), f"must be a list of path=values strings (got {type(sets).__name__})")])
     if isinstance(replications, bool) or not isinstance(replications, int) or not 1 <= replications <= MAX_REPLICATIONS:
         raise ScenarioError("--replications", [Problem((), f"must be a whole number from 1 to {MAX_REPLICATIONS:,} (got {replications!r})")])
     if seed is not None:
         try:
-            _seed(seed)
+            check_seed(seed)
         except ValueError as exc:
             raise ScenarioError("--seed", [Problem((), str(exc))]) from None
     grid: dict[str, tuple[Any, ...]] = {}
@@ -397,7 +355,7 @@ def sweep_from_sets(scenario_path: str | Path, sets: list[str], replications: in
         grid[path] = tuple(values)
     base = api.load_scenario(scenario_path)
     axes = _Axes("--set", grid, {}, lambda section, p: (p,), {})
-    return _expand(axes, base, scenario_path, replications, base.seed if seed is None else seed)
+    return _expand(axes, base, scenario_path, replications, base.seed if seed is None else seed, progress)
 
 
 __all__ = ["MAX_REPLICATIONS", "MAX_TASKS", "Range", "Sweep", "SweepSpec", "Variant", "latin_hypercube",
