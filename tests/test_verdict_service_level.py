@@ -240,3 +240,12 @@ def test_the_tornado_flags_an_end_where_the_recommended_option_misses_a_target(t
                 inputs={"lead_time_days": (0.25, 3.0)})
     row = t.table.set_index("input").loc["lead time"]
     assert row["flips_at"] == "high" and row["note"] == "at high: own misses p95_delay_h<=24"
+
+
+def test_no_jobs_after_the_warm_up_is_said_in_words_not_nan(tmp_path):
+    # Every job arrives on day 0; the warm-up leaves the first 5 days out of the delay statistics.
+    sc = scenario(tmp_path, [(0.0, 8, 2.0)] * 3, [owned(gpus=8, gpus_per_node=8), cloud()], H_DAYS,
+                  warmup_days=5, decision={"targets": []}, economics={"setup_usd": 0})
+    v = decide(costsim.simulate(sc), flips=False)
+    assert "nan" not in v.sentence.lower()
+    assert "no jobs were submitted after the warm-up to measure delays on" in v.sentence
