@@ -232,3 +232,16 @@ def test_a_narrow_card_wraps_a_value_only_before_its_interval():
     assert card_value("queue_delay_p95_h", 23.2, 45.5) == "23.2 h ±\u00a045.5\u00a0h"
     assert card_value("total_cost_usd", 5_038_261.0, 59_247.0) == "$5,038,261 ±\u00a0$59,247"
     assert card_value("total_cost_usd", 5_038_261.0) == "$5,038,261"
+
+
+def test_no_star_for_an_option_the_verdict_rules_out():
+    # An option that keeps up but misses a target is cheaper yet cannot be recommended: the ★
+    # marks the best value among those that could be, so it gets none.
+    import pandas as pd
+
+    from costsim.frontends.headline import best_options
+
+    table = pd.DataFrame({"option": ["cheap-but-slow", "rent"], "keeps_up": [True, True],
+                          "eligible": [False, True], **{col: [1.0, 2.0] for col, *_ in CARD_METRICS}})
+    best = best_options(table)
+    assert all(best[col] == {"rent"} for col, *_ in CARD_METRICS)

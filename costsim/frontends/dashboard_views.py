@@ -46,7 +46,7 @@ def first_screen(verdict, runs: list, stale: str | None) -> None:
     pairs = breakeven_over([r.breakeven for r in runs])
     breakeven = breakeven_sentence(pairs, breakeven_versus(pairs, table, verdict.option))
     st.caption(" ".join(filter(None, [literal_markdown(breakeven), note,
-                                      f"★ best among the options that keep up; deltas against "
+                                      f"★ best among the options that keep up and meet the targets; deltas against "
                                       f"{literal_markdown(verdict.option or 'nothing')}, the recommendation."])))
     best = best_options(table)
     ref = table.set_index("option").loc[verdict.option] if verdict.option in set(table["option"]) else None

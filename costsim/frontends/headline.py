@@ -148,7 +148,8 @@ def card_table(summaries: list[pd.DataFrame], verdict) -> pd.DataFrame:
             rec[col], rec[f"{col}_pm"] = mean, (high - low) / 2
         out.append(rec)
     table = pd.DataFrame(out)
-    return table.merge(verdict.options[["option", "keeps_up", "why"]], on="option", how="left", validate="one_to_one")
+    return table.merge(verdict.options[["option", "keeps_up", "why", "eligible"]], on="option", how="left",
+                       validate="one_to_one")
 
 
 def recommended_first(table: pd.DataFrame, recommended: str | None) -> pd.DataFrame:
@@ -158,9 +159,10 @@ def recommended_first(table: pd.DataFrame, recommended: str | None) -> pd.DataFr
 
 
 def best_options(table: pd.DataFrame) -> dict[str, set[str]]:
-    """For each card metric, the options with the best value among those that keep up (ties all
-    marked; none when no option keeps up or the values are all missing)."""
-    ok = table[table["keeps_up"].fillna(False).astype(bool)]
+    """For each card metric, the options with the best value among those the verdict could
+    recommend: they keep up and meet the targets (ties all marked; none when no option does or the
+    values are all missing). A table without ``eligible`` falls back to ``keeps_up``."""
+    ok = table[table["eligible" if "eligible" in table else "keeps_up"].fillna(False).astype(bool)]
     best = {}
     for col, _, lower, _ in CARD_METRICS:
         values = ok[col].dropna()
