@@ -21,11 +21,12 @@ CARDS_PER_ROW = 6  # six options in one row of narrower cards: all of them above
 # 1600 × 1000 and values with their ± never truncate: in six narrow cards a value wraps before
 # its "±" (``card_value``) instead of running past the card's border.
 COMPACT = """<style>
-[data-testid="stMetricValue"] {font-size: 1.2rem; line-height: 1.3;}
+[data-testid="stMetricValue"] {font-size: 1.05rem; line-height: 1.25;}
 [data-testid="stMetricValue"] > div, [data-testid="stMetricValue"] p {overflow: visible; white-space: normal;}
 [data-testid="stMetric"] {padding: 0; gap: 0;}
 [data-testid="stMetricDelta"] {font-size: 0.8rem;}
 [data-testid="stMainBlockContainer"] {padding-top: 2.5rem;}
+[data-testid="stColumn"] [data-testid="stVerticalBlock"] {gap: 0.6rem;}
 </style>"""
 
 
