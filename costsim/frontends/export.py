@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from costsim.csvcells import write_csv
 from costsim.runs.outdir import MANIFEST, OutputFolder
 from costsim.results import Results
 from costsim.scenario import dump_scenario
@@ -48,7 +49,7 @@ def write_tables(results: Results, folder: Path | str) -> list[Path]:
     for name in TABLES:
         df = getattr(results, name)
         csv_path = out / f"{name}.csv"
-        df.to_csv(csv_path, index=False)
+        write_csv(df, csv_path)  # formula-like text cells guarded (costsim.csvcells)
         table = pa.Table.from_pandas(df, preserve_index=False)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"costsim.run": meta})
         pq_path = out / f"{name}.parquet"

@@ -125,6 +125,7 @@ def fit_workload_command(
 ) -> None:
     """Fit a workload model per class of a trace: arrivals (rate, daily and weekly profile), GPUs per
     job, run times; with goodness of fit. Writes workload.job_classes for a scenario."""
+    from costsim.csvcells import write_csv
     from costsim.frontends.console import out_console
     from costsim.runs.outdir import publish_files
     from costsim.scenario.trace import read_trace
@@ -152,7 +153,7 @@ def fit_workload_command(
                                                       "choose more days")])
 
             def write_trace_csv(temp: Path) -> None:
-                generated.to_csv(temp, index=False, float_format="%.10g")
+                write_csv(generated, temp, float_format="%.10g")  # formula-like text cells guarded
                 read_trace(temp)  # a ScenarioError here is a bug in the generator, not in the user's file
 
             writers[trace_out] = write_trace_csv

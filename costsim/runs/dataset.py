@@ -43,6 +43,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from costsim.csvcells import write_csv
 from costsim.runs.outdir import OutputError, fsync
 
 MANIFEST = "sweep.json"
@@ -255,7 +256,7 @@ class SweepFolder:
         for name, frame in tables.items():
             csv, parquet = self.path / f"{name}.csv", self.path / f"{name}.parquet"
             try:
-                write_atomic(csv, lambda p, f=frame: f.to_csv(p, index=False))
+                write_atomic(csv, lambda p, f=frame: write_csv(f, p))  # formula-like cells guarded
                 write_atomic(parquet, lambda p, f=frame: _write_parquet(f, p))
             except OSError as err:
                 self._write_failed(err)

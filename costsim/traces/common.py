@@ -238,8 +238,12 @@ def check_order(report: Report, line: int, times: list[tuple[str, float | None]]
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """The trace CSV as costsim reads it (``%.10g`` keeps hours to well under a millisecond)."""
-    frame.to_csv(path, index=False, float_format="%.10g")
+    """The trace CSV as costsim reads it (``%.10g`` keeps hours to well under a millisecond), text
+    cells that a spreadsheet would take for a formula guarded with a leading ``'``
+    (``costsim.csvcells``: the guard is part of the value the trace then holds)."""
+    from costsim.csvcells import write_csv as guarded_csv
+
+    guarded_csv(frame, path, float_format="%.10g")
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
