@@ -153,22 +153,33 @@ class Executor(str, enum.Enum):
 
 
 def _sweep_with_progress(spec, out: Path, executor: str, workers: int | None, address: str | None) -> SweepResults:
-    """``run_sweep`` with a progress bar (tasks done, elapsed, ETA) on stderr."""
+    """``run_sweep`` with a progress bar (tasks done, elapsed, ETA) on stderr. A scheduler lost
+    mid-sweep is an error saying how many finished tasks are saved (those resumed and those that
+    finished before it went)."""
+    from costsim.runs.executors import SchedulerLost
     from costsim.runs.sweep import run_sweep
 
     columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     every = len(spec.variants) * spec.replications
+    saved = {"before": 0, "now": 0}
     with Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task(f"sweep ({executor})", total=None)
 
         def step(done: int, total: int) -> None:
+            saved["before"], saved["now"] = every - total, done  # progress is told after each task is written
             if done == 0 and total < every:
-                saved = f"resuming: {every - total} of {every} tasks already in {out}/"
-                bar.console.print(Text(saved), highlight=False)
+                resumed = f"resuming: {every - total} of {every} tasks already in {out}/"
+                bar.console.print(Text(resumed), highlight=False)
             bar.update(task, completed=done, total=total)
 
-        return run_sweep(spec, out, executor, workers, address, progress=step, label="--out")
+        try:
+            return run_sweep(spec, out, executor, workers, address, progress=step, label="--out")
+        except SchedulerLost as lost:
+            n = saved["before"] + saved["now"]
+            raise ScenarioError("executor dask", [Problem((), (
+                f"lost {lost.where} ({lost.reason}): {n} finished task{'s' * (n != 1)} {'are' if n != 1 else 'is'} "
+                f"saved in {out}/runs; run again to resume"))]) from None
 
 
 @app.command(name="sweep")
@@ -181,7 +192,10 @@ def sweep_command(
     executor: Annotated[Executor, typer.Option(
         help="Where the runs happen: this process, a process pool, or Dask (a LocalCluster, or the scheduler at "
         "--address).")] = Executor.processes,
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core; more than the "
+                                                "cores is capped at them, with a warning).")] = None,
+    force_workers: Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
+                                                "they are more than the cores.")] = False,
     address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask scheduler "
                                                 "(--executor dask).")] = None,
     sets: Annotated[list[str] | None, typer.Option("--set", help="path=v1,v2,...: a quick grid over a plain "
@@ -206,6 +220,12 @@ def sweep_command(
             sweep = load_sweep(spec)
         if address is not None and executor is not Executor.dask:
             raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
+        if workers is not None:
+            from costsim.runs.executors import available_cores, worker_cap
+
+            workers, warning = worker_cap(workers, available_cores(), force_workers)
+            if warning is not None:
+                err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
         results = _sweep_with_progress(sweep, target, executor.value, workers, address)
     except ScenarioError as err:  # bad sweep, flags or folder; a lost worker
         _fail(err)
