@@ -109,13 +109,35 @@ def run(
             print_run(res, decide(res, targets), wide)
             from costsim.frontends.report import write_report  # plotly: only once there is a report to write
 
-            written = folder.publish(lambda staging: (write_tables(res, staging),
-                                                      write_report(res, staging, targets)), run_info(res))
+            written = _write_with_progress(folder, res, lambda staging: write_report(res, staging, targets))
     except ScenarioError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full
         _fail(err)
     except KeyboardInterrupt:  # a Ctrl-C before the folder is opened (during the imports) names --out too
         _interrupted(folder, out)
     out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False)
+
+
+def _write_with_progress(folder: OutputFolder, res, report) -> list[Path]:
+    """Publish the run's tables and ``report(staging)`` into ``folder`` with a progress bar on
+    stderr, one step per table and one for the report (a million-job run takes tens of seconds
+    here, which would otherwise look like a hang after the tables were printed)."""
+    from costsim.frontends.export import TABLES
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
+               TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task("writing tables", total=len(TABLES) + 1)
+
+        def step(name: str, done: int, total: int) -> None:
+            progress.update(task, completed=done, description=f"writing tables: {name}")
+
+        def write(staging: Path) -> None:
+            write_tables(res, staging, on_table=step)
+            progress.update(task, completed=len(TABLES), description="writing the report")
+            report(staging)
+            progress.update(task, completed=len(TABLES) + 1)
+
+        return folder.publish(write, run_info(res))
 
 
 def print_run(res, verdict, wide: bool = False) -> None:
@@ -220,7 +242,7 @@ def sweep_command(
             sweep = load_sweep(spec)
         if address is not None and executor is not Executor.dask:
             raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
-        if workers is not None:
+        if workers is not None and executor is not Executor.local:  # "local" runs in this process anyway
             from costsim.runs.executors import available_cores, worker_cap
 
             workers, warning = worker_cap(workers, available_cores(), force_workers)
