@@ -10,6 +10,11 @@ spreadsheet shows as text and does not evaluate. Numbers are never touched (``-3
 column stays a number); only cells that are text (Python ``str``) in the table, and the column
 names, are guarded.
 
+A text cell holding a carriage return (a guarded one starts with ``'\r``) is only quoted by
+Python's CSV writer when ``\r`` is in its line terminator, which is ``\n``: unquoted, every CSV
+reader takes it for the end of the row. A table with such a cell is written with every text cell
+quoted (``csv.QUOTE_NONNUMERIC``), which reads back the same.
+
 The guard is part of the value written: reading the file back gives the text with its ``'``
 (an imported trace whose job id was ``=1`` has the job id ``'=1``). Nothing strips it on
 reading, so a file read and written again is guarded once, not twice: a guarded cell starts with
@@ -18,6 +23,7 @@ reading, so a file read and written again is guarded once, not twice: a guarded 
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -74,11 +80,36 @@ def guarded(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _holds_cr(frame: pd.DataFrame) -> bool:
+    """Whether a text cell or column name holds a carriage return."""
+    if any(isinstance(c, str) and "\r" in c for c in frame.columns):
+        return True
+    for k in range(frame.shape[1]):
+        values = frame.iloc[:, k]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            values = pd.Series(values.cat.categories)
+        elif values.dtype != object and not pd.api.types.is_string_dtype(values.dtype):
+            continue
+        try:
+            if values.str.contains("\r", regex=False, na=False).any():
+                return True
+        except AttributeError:  # no str in the column
+            continue
+    return False
+
+
+def _to_csv(frame: pd.DataFrame, target, kwargs: dict):
+    safe = guarded(frame)
+    if _holds_cr(safe):
+        kwargs = {**kwargs, "quoting": csv.QUOTE_NONNUMERIC}
+    return safe.to_csv(target, index=False, **kwargs)
+
+
 def write_csv(frame: pd.DataFrame, path: Path | str, **kwargs) -> None:
     """``frame.to_csv(path, index=False, **kwargs)`` with formula-like text cells guarded."""
-    guarded(frame).to_csv(path, index=False, **kwargs)
+    _to_csv(frame, path, kwargs)
 
 
 def csv_text(frame: pd.DataFrame, **kwargs) -> str:
     """The CSV text of ``frame`` (no index), formula-like text cells guarded (a download)."""
-    return guarded(frame).to_csv(index=False, **kwargs)
+    return _to_csv(frame, None, kwargs)
