@@ -266,15 +266,19 @@ def _dask(workers: int, address: str | None) -> Iterator[Run]:
 
 
 @contextlib.contextmanager
-def _quiet(logger: str) -> Iterator[None]:
-    """Only CRITICAL records of ``logger`` (and its children) while the block runs."""
-    log = logging.getLogger(logger)
-    level = log.level
-    log.setLevel(logging.CRITICAL)
+def _quiet(prefix: str) -> Iterator[None]:
+    """Only CRITICAL records from the loggers named ``prefix`` or ``prefix.*`` while the block runs
+    (each one: distributed sets levels on its children, which then ignore their parent's)."""
+    names = [prefix] + [n for n in list(logging.root.manager.loggerDict) if n.startswith(prefix + ".")]
+    logs = [logging.getLogger(n) for n in names]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
-        log.setLevel(level)
+        for log, level in zip(logs, levels, strict=True):
+            log.setLevel(level)
 
 
 def _client(distributed, address: str):
