@@ -68,6 +68,7 @@ def invoke(*args: str):
     ("tcp://h:8786/path", "is not HOST:PORT of a Dask scheduler"),
 ])
 def test_an_address_costsim_cannot_use_is_exit_2_naming_it(files, address, words):
+    """The schemes are new; the malformed forms were refused before too (kept as guards)."""
     pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
     result = invoke("sweep", str(files / "sw.yaml"), "--executor", "dask", "--address", address,
                     "--out", str(files / "o"))
