@@ -1,5 +1,7 @@
 """Plotly figures from result tables, shared by the dashboard and reports. No model logic here:
-every number plotted is a column of ``costsim.Results``.
+every number plotted is a column of ``costsim.Results``. User text (option and class names, a
+trace's classes) enters a figure only through ``costsim.charts.layout.literal``: plotly reads names,
+categories, hovers and annotations as HTML.
 
 Every option is drawn in its ``option_styles`` style (Okabe–Ito colour, a dash and marker per
 kind: see ``costsim.charts.styles``), the same in every figure; hover labels read
@@ -16,8 +18,8 @@ import plotly.graph_objects as go
 from costsim.charts.band import cumulative_cost_band
 from costsim.charts.decisions import pareto_figure, tornado_figure
 from costsim.charts.gantt import gantt
-from costsim.charts.layout import (LAYOUT, finish, legend_entries, literal, option_bars, option_line, title_layout,
-                                    widths)
+from costsim.charts.layout import (LAYOUT, finish, legend_entries, literal, literals, option_bars, option_line,
+                                    title_layout, widths)
 from costsim.charts.styles import BLACK, OKABE_ITO, Style, category_styles, option_styles
 from costsim.charts.to_target import time_to_target
 from costsim.results import Results
@@ -77,7 +79,7 @@ def cost_breakdown(results: Results) -> go.Figure:
             continue
         colour, pattern = looks[item]
         label = item.replace("_", " ")
-        fig.add_bar(x=s["option"], y=usd, name=label, marker=dict(color=colour, pattern_shape=pattern,
+        fig.add_bar(x=literals(s["option"]), y=usd, name=label, marker=dict(color=colour, pattern_shape=pattern,
                                                                   pattern_fillmode="overlay", pattern_fgcolor="white"),
                     hovertemplate="<b>%{x}</b> · " + label + " · $%{y:,.0f} over the horizon<extra></extra>")
     return finish(fig, "Cost over the horizon by line item", "option", "cost over the horizon (USD)",
@@ -119,7 +121,8 @@ def utilization_over_time(results: Results, window_days: int = 7) -> go.Figure:
         daily = g["busy_gpus"] / cap
         roll = lambda c: c.rolling(window_days, center=True, min_periods=1).sum()  # noqa: E731
         weekly = roll(g["busy_gpus"].where(cap.notna())) / roll(cap)
-        fig.add_scatter(x=g["day"], y=daily, name=option, legendgroup=option, showlegend=False, mode="lines",
+        fig.add_scatter(x=g["day"], y=daily, name=literal(option), legendgroup=literal(option), showlegend=False,
+                        mode="lines",
                         line=dict(color=st.color, width=1), opacity=0.3, customdata=np.c_[g["busy_gpus"], cap],
                         hovertemplate=_NAME + " · day %{x} · %{customdata[0]:,.0f} of %{customdata[1]:,.0f} GPUs "
                         "busy (%{y:.0%})<extra></extra>")
@@ -149,7 +152,7 @@ def capacity_over_time(results: Results) -> go.Figure:
     fig = go.Figure()
     for k, n, option, g in _groups(d, styles):
         st = styles[option]
-        fig.add_scatter(x=g["day"], y=g["capacity_gpus"], name=f"{option} capacity", legendgroup=option,
+        fig.add_scatter(x=g["day"], y=g["capacity_gpus"], name=literal(f"{option} capacity"), legendgroup=literal(option),
                         showlegend=False, mode="lines+markers",
                         line=dict(color=st.color, width=1.2, dash="dot" if st.dash != "dot" else "solid"),
                         # full colour (contrast) and the option's marker, open and sparse: whose capacity
@@ -164,11 +167,13 @@ def capacity_over_time(results: Results) -> go.Figure:
 
 def _option_bars(frame: pd.DataFrame, results: Results, x: str, y: str, hovertemplate: str, custom: list[str],
                  text: str | None = None) -> go.Figure:
-    """Grouped bars of ``y`` per ``x``, one series per option in its style."""
+    """Grouped bars of ``y`` per ``x``, one series per option in its style (a text ``x``, the job
+    class, escaped)."""
     styles = option_styles(results)
     fig = go.Figure()
     for _, _, option, g in _groups(frame, styles):
-        option_bars(fig, styles[option], option, g[x], g[y], hovertemplate,
+        xs = literals(g[x]) if g[x].dtype == object else g[x]
+        option_bars(fig, styles[option], option, xs, g[y], hovertemplate,
                     customdata=g[custom].to_numpy() if custom else None, text=None if text is None else list(g[text]))
     fig.update_layout(barmode="group")
     return fig
@@ -209,6 +214,7 @@ def phase_breakdown(results: Results) -> go.Figure:
     long = ph.melt(id_vars=["option", "job_class", "iteration_s"], value_vars=list(PHASE_LABELS),
                    var_name="phase", value_name="seconds")
     long = long.assign(
+        option=literals(long["option"]), job_class=literals(long["job_class"]),
         phase=long["phase"].map(PHASE_LABELS),
         share=long["seconds"] / long["iteration_s"],
         note=long["job_class"].map(lambda c: _OVERLAP_NOTE if c in overlapping else _SYNC_NOTE),
@@ -231,7 +237,7 @@ def phase_breakdown(results: Results) -> go.Figure:
     options = list(dict.fromkeys(ph["option"]))
     for k, option in enumerate(options):
         sub = ph[ph["option"] == option]
-        fig.add_scatter(x=sub["job_class"], y=sub["iteration_s"], mode="markers", marker_symbol="diamond",
+        fig.add_scatter(x=literals(sub["job_class"]), y=sub["iteration_s"], mode="markers", marker_symbol="diamond",
                         marker_color=BLACK, marker_size=10, name="iteration", showlegend=k == 0,
                         row=(len(options) - 1) // 3 - k // 3 + 1, col=k % 3 + 1,
                         hovertemplate=f"{literal(option)} · %{{x}} · iteration %{{y:,.1f}} s<extra></extra>")
@@ -271,13 +277,14 @@ def cumulative_cash(results: Results) -> go.Figure:
     fig = go.Figure()
     for k, n, option, g in _groups(cf, styles):
         st = styles[option]
-        fig.add_scatter(x=g["month_end"], y=g["paid"], name=option, legendgroup=option, mode="lines+markers",
+        fig.add_scatter(x=g["month_end"], y=g["paid"], name=literal(option), legendgroup=literal(option),
+                        mode="lines+markers",
                         line=st.line(widths(n)[k]), marker=st.marker(),
                         hovertemplate=_NAME + " · end of month %{x} · $%{y:,.0f} paid out so far<extra></extra>")
     be = results.breakeven
-    marks = [(b["breakeven_month"], f"{b['option']} = {b['versus']}", "#595959")
+    marks = [(b["breakeven_month"], f"{literal(b['option'])} = {literal(b['versus'])}", "#595959")
              for _, b in be.dropna(subset=["breakeven_month"]).iterrows()]
-    marks += [(b["cheaper_until_month"], f"{b['option']} < {b['versus']} until here", "#D55E00")
+    marks += [(b["cheaper_until_month"], f"{literal(b['option'])} &lt; {literal(b['versus'])} until here", "#D55E00")
               for _, b in be.dropna(subset=["cheaper_until_month"]).iterrows()]
     for month, text, colour in marks:
         m = month + 1  # the end of that month
@@ -307,7 +314,7 @@ def hybrid_parts(results: Results) -> go.Figure:
     # base: owned-warm orange, solid; burst: rented blue, hatched as rented bars are
     for part, values, colour, pattern in (("base", base, OKABE_ITO[0], ""), ("burst", s["gpu_hours_burst"],
                                                                              OKABE_ITO[4], "/")):
-        fig.add_bar(x=s["option"], y=values, name=part, marker=dict(color=colour, pattern_shape=pattern,
+        fig.add_bar(x=literals(s["option"]), y=values, name=part, marker=dict(color=colour, pattern_shape=pattern,
                                                                     pattern_fillmode="overlay", pattern_fgcolor="white"),
                     hovertemplate="<b>%{x}</b> · " + part + " · %{y:,.0f} job GPU-hours<extra></extra>")
     return finish(fig, "Where hybrid options ran their jobs", "hybrid option", "job GPU-hours", barmode="stack")
@@ -320,11 +327,11 @@ def lost_work(results: Results) -> go.Figure:
     fig = go.Figure()
     for job_class, g in j.groupby("job_class", sort=False):
         colour, pattern = looks[job_class]
-        fig.add_bar(x=g["option"], y=g["lost_gpu_hours"], name=job_class,
+        fig.add_bar(x=literals(g["option"]), y=g["lost_gpu_hours"], name=literal(job_class),
                     marker=dict(color=colour, pattern_shape=pattern, pattern_fillmode="overlay", pattern_fgcolor="white"),
                     hovertemplate="<b>%{x}</b> · " + literal(job_class) + " · %{y:,.0f} GPU-hours lost<extra></extra>")
     s = results.summary
-    fig.add_scatter(x=s["option"], y=s["goodput"], mode="markers+text", name="goodput (right axis)", yaxis="y2",
+    fig.add_scatter(x=literals(s["option"]), y=s["goodput"], mode="markers+text", name="goodput (right axis)", yaxis="y2",
                     text=[f"{g:.1%}" for g in s["goodput"]], textposition="top center",
                     marker=dict(color=BLACK, symbol="diamond", size=10),
                     hovertemplate="<b>%{x}</b> · goodput %{y:.1%} of held GPU-hours<extra></extra>")

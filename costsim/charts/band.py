@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from costsim.charts.layout import finish, option_line
+from costsim.charts.layout import finish, literal, option_line
 from costsim.charts.styles import option_styles
 from costsim.scenario.units import HOURS_PER_MONTH
 
@@ -69,7 +69,7 @@ def cumulative_cost_band(results_list: Sequence, level: float = 0.95) -> go.Figu
             x = list(g["month_end"]) + list(g["month_end"])[::-1]
             y = list(g["high_usd"]) + list(g["low_usd"])[::-1]
             fig.add_scatter(x=x, y=y, fill="toself", fillcolor=st.color, opacity=0.18, line=dict(width=0),
-                            name=f"{option} {level:.0%} interval", legendgroup=option, showlegend=False,
+                            name=literal(f"{option} {level:.0%} interval"), legendgroup=literal(option), showlegend=False,
                             hoverinfo="skip")
         option_line(fig, st, option, g["month_end"], g["mean_usd"], k, len(options),
                     "<b>%{fullData.name}</b> · end of month %{x:.3g} · mean $%{y:,.0f}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from costsim.charts.layout import LAYOUT
+from costsim.charts.layout import LAYOUT, literal
 from costsim.charts.styles import BLUE, ORANGE, SKY_BLUE, VERMILLION
 
 _LAYOUT = LAYOUT
@@ -37,7 +37,8 @@ def pareto_figure(frontier: pd.DataFrame, y: str = "queue_delay_p95_h") -> go.Fi
     fig = go.Figure()
 
     def points(rows: pd.DataFrame, **kw) -> None:
-        text = ["<br>".join([*(f"{c}: {r[c]}" for c in hover), f"cost: ${r[cost]:,.0f}"]) for _, r in rows.iterrows()]
+        text = ["<br>".join([*(literal(f"{c}: {r[c]}") for c in hover), f"cost: ${r[cost]:,.0f}"])
+                for _, r in rows.iterrows()]
         fig.add_scatter(x=rows[cost], y=rows[y], text=text,
                         hovertemplate="%{text}<br>" + words + ": " + y_hover + "<extra></extra>", **kw)
 
@@ -64,7 +65,7 @@ def tornado_figure(table: pd.DataFrame) -> go.Figure:
     def at(v: float, unit: str) -> str:
         return f"×{v:g}" if unit.startswith("×") else f"{v:g} {unit}".strip()
 
-    labels = [f"{'⚑ flips: ' if r.flips else ''}{r.input} ({at(r.low, r.unit)} … {at(r.high, r.unit)})"
+    labels = [literal(f"{'⚑ flips: ' if r.flips else ''}{r.input} ({at(r.low, r.unit)} … {at(r.high, r.unit)})")
               for r in ran.itertuples()]
     base = float(table["base_difference_usd"].iloc[0]) if len(table) else 0.0
     fig = go.Figure()
@@ -86,7 +87,7 @@ def tornado_figure(table: pd.DataFrame) -> go.Figure:
     fig.add_vline(x=base, line_dash="dot", line_color="gray", annotation_text="base", annotation_position="top")
     title = "Sensitivity: build − rent difference of fair totals at each input's low and high"
     if skipped:
-        title += f"<br><sup>not applicable here: {', '.join(skipped)}</sup>"
+        title += f"<br><sup>not applicable here: {literal(', '.join(skipped))}</sup>"
     fig.update_layout(**_LAYOUT, title=title, barmode="overlay",
                       xaxis_title="build − rent (USD; below 0: building is cheaper)", xaxis_tickprefix="$",
                       xaxis_tickformat=",.3s", yaxis=dict(categoryorder="array", categoryarray=labels[::-1]),

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from costsim.charts.layout import LAYOUT, legend_entries, literal, title_layout
+from costsim.charts.layout import LAYOUT, legend_entries, literal, literals, title_layout
 from costsim.charts.styles import category_styles
 
 WAITING = "#8C8C8C"  # grey (3.4:1 on white): queued, not yet holding GPUs
@@ -89,7 +89,7 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
         frames[o] = g.assign(lane=lane, ran=ran, shown_end=shown_end)
         rows_per[o] = max(int(lane.max()) + 1 if len(lane) else 1, 1)
     fig = make_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.04,
-                        row_heights=[rows_per[o] + 2 for o in options], subplot_titles=options)
+                        row_heights=[rows_per[o] + 2 for o in options], subplot_titles=literals(options))
     shown_classes: set[str] = set()
     for r, o in enumerate(options, start=1):
         g = frames[o]
@@ -97,16 +97,17 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
         fig.add_bar(y=g["lane"], x=(wait_end - g["submit_h"]) / 24, base=g["submit_h"] / 24, orientation="h",
                     name="waiting", legendgroup="waiting", showlegend=r == 1, marker_color=WAITING,
                     width=WAITING_WIDTH,
-                    customdata=np.c_[g["job_id"], g["job_class"], g["gpus"], g["queue_delay_h"], g["submit_h"] / 24],
+                    customdata=np.c_[literals(g["job_id"]), literals(g["job_class"]), g["gpus"], g["queue_delay_h"],
+                                     g["submit_h"] / 24],
                     hovertemplate="%{customdata[0]} (%{customdata[1]}) · %{customdata[2]} GPUs · waiting from day "
                     "%{customdata[4]:.1f} · %{customdata[3]:,.1f} h in the queue<extra>" + literal(o) + "</extra>",
                     row=r, col=1)
         held = g[g["ran"]]
         for job_class, h in held.groupby("job_class", sort=False):
             fig.add_bar(y=h["lane"], x=(h["shown_end"] - h["start_h"]) / 24, base=h["start_h"] / 24, orientation="h",
-                        name=str(job_class), legendgroup=str(job_class), showlegend=job_class not in shown_classes,
+                        name=literal(job_class), legendgroup=literal(job_class), showlegend=job_class not in shown_classes,
                         width=HELD_WIDTH, marker=held_marker(looks[job_class], h["completed"].to_numpy(dtype=bool)),
-                        customdata=np.c_[h["job_id"], h["gpus"], (h["shown_end"] - h["start_h"]),
+                        customdata=np.c_[literals(h["job_id"]), h["gpus"], (h["shown_end"] - h["start_h"]),
                                          np.where(h["completed"], "finished", "still running at the horizon"),
                                          h["start_h"] / 24],
                         hovertemplate="%{customdata[0]} · %{customdata[1]} GPUs · ran from day %{customdata[4]:.1f} "

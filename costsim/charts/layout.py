@@ -69,10 +69,20 @@ def finish(fig: go.Figure, title: str, x_title: str | None, y_title: str | None,
     return fig
 
 
-def literal(text: str) -> str:
-    """Free text (an option or class name) shown as is inside a plotly hovertemplate: a "%{" would
-    start a variable and a "<" a tag."""
-    return str(text).replace("%{", "%\u200b{").replace("<", "&lt;")
+def literal(text: object) -> str:
+    """User text (an option, class or job name, a swept value, a trace's class) shown as is in a
+    plotly figure, wherever it goes: a trace name (the legend), a category (axis ticks), hover
+    text, customdata a hover shows, a title or an annotation. Plotly reads all of these as a subset
+    of HTML (``<b>``, ``<a href>``, ``<br>``, entities), and inside a hovertemplate ``%{`` starts
+    a variable: ``&``, ``<`` and ``>`` become the entities plotly shows as those characters, and
+    ``%{`` gets a zero-width space. The one escape every figure applies to user text, once."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("%{", "%\u200b{"))
+
+
+def literals(values) -> list[str]:
+    """``literal`` of each value (a column of names for a categorical axis or a hover)."""
+    return [literal(v) for v in values]
 
 
 def widths(n: int, thin: float = 2.0, thick: float = 4.5) -> list[float]:
@@ -92,9 +102,10 @@ def marker_sizes(n_points: int, k: int, n_lines: int, size: float = 9.0) -> list
 
 def option_line(fig: go.Figure, style: Style, name: str, x: Sequence, y: Sequence, k: int, n: int,
                 hovertemplate: str, customdata=None, **kw) -> None:
-    """Add option ``name``'s line (k-th of n) in its style, markers at staggered intervals."""
+    """Add option ``name``'s line (k-th of n) in its style, markers at staggered intervals
+    (``name`` is escaped here: ``literal``)."""
     x = list(x)
-    fig.add_scatter(x=x, y=list(y), name=name, legendgroup=name, mode="lines+markers",
+    fig.add_scatter(x=x, y=list(y), name=literal(name), legendgroup=literal(name), mode="lines+markers",
                     line={**style.line(widths(n)[k]), **kw.pop("line", {})},
                     marker={**style.marker(), "size": marker_sizes(len(x), k, n)},
                     customdata=customdata, hovertemplate=hovertemplate, **kw)
@@ -102,6 +113,7 @@ def option_line(fig: go.Figure, style: Style, name: str, x: Sequence, y: Sequenc
 
 def option_bars(fig: go.Figure, style: Style, name: str, x: Sequence, y: Sequence, hovertemplate: str,
                 customdata=None, **kw) -> None:
-    """Add option ``name``'s bars in its colour with its kind's pattern."""
-    fig.add_bar(x=list(x), y=list(y), name=name, legendgroup=name, marker=style.bar_marker(),
+    """Add option ``name``'s bars in its colour with its kind's pattern (``name`` is escaped here;
+    text categories in ``x`` are the caller's to escape: ``literals``)."""
+    fig.add_bar(x=list(x), y=list(y), name=literal(name), legendgroup=literal(name), marker=style.bar_marker(),
                 customdata=customdata, hovertemplate=hovertemplate, **kw)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from costsim.charts.layout import finish, literal, option_line
+from costsim.charts.layout import finish, literal, literals, option_line
 from costsim.charts.styles import BLACK, option_styles
 
 _NAME = "<b>%{fullData.name}</b>"
@@ -67,7 +67,8 @@ def time_to_target(source, job_class: str | None = None) -> go.Figure:
         if g["reward_low"].notna().any():
             fig.add_scatter(x=list(g["day"]) + list(g["day"])[::-1], y=list(g["reward_high"]) + list(g["reward_low"])[::-1],
                             fill="toself", fillcolor=st.color, opacity=0.18, line=dict(width=0),
-                            name=f"{option} 95% interval", legendgroup=option, showlegend=False, hoverinfo="skip")
+                            name=literal(f"{option} 95% interval"), legendgroup=literal(option), showlegend=False,
+                            hoverinfo="skip")
         option_line(fig, st, option, g["day"], g["reward"], k, len(options),
                     _NAME + " · day %{x:.0f} · score %{y:.3f} · %{customdata[0]:,.0f} reference GPU-hours"
                     + (" (mean of %d runs)" % n_runs if n_runs > 1 else "") + "<extra></extra>",
@@ -82,7 +83,7 @@ def time_to_target(source, job_class: str | None = None) -> go.Figure:
                         marker=dict(color=[styles[o].color for o in hit["option"]],
                                     symbol=[styles[o].symbol for o in hit["option"]], size=14,
                                     line=dict(color="white", width=1)),
-                        text=list(hit["option"]), customdata=hit[["cost_mean_usd"]].to_numpy(),
+                        text=literals(hit["option"]), customdata=hit[["cost_mean_usd"]].to_numpy(),
                         hovertemplate="<b>%{text}</b> reaches the target on day %{x:.1f} · "
                                       "$%{customdata[0]:,.0f} amortised by then<extra></extra>")
         for i, group in enumerate(_clusters(hit.sort_values("day_mean", kind="stable"), last_day / 8)):

@@ -114,9 +114,8 @@ def run(
             print_run(res, verdict, wide)
             from costsim.frontends.report import write_report  # plotly: only once there is a report to write
 
-            written = folder.publish(lambda staging: (write_tables(res, staging),
-                                                      write_report(res, staging, targets, verdict=verdict)),
-                                     run_info(res))
+            written = _write_with_progress(folder, res, lambda staging: write_report(res, staging, targets,
+                                                                                     verdict=verdict))
     except ScenarioError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full
         _fail(err)
     except KeyboardInterrupt:  # a Ctrl-C before the folder is opened (during the imports) names --out too
@@ -124,6 +123,29 @@ def run(
     for note in folder.notes:
         err_console.print(Text(f"note: {note}"), highlight=False)
     out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False)
+
+
+def _write_with_progress(folder: OutputFolder, res, report) -> list[Path]:
+    """Publish the run's tables and ``report(staging)`` into ``folder`` with a progress bar on
+    stderr, one step per table and one for the report (a million-job run takes tens of seconds
+    here, which would otherwise look like a hang after the tables were printed)."""
+    from costsim.frontends.export import TABLES
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
+               TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task("writing tables", total=len(TABLES) + 1)
+
+        def step(name: str, done: int, total: int) -> None:
+            progress.update(task, completed=done, description=f"writing tables: {name}")
+
+        def write(staging: Path) -> None:
+            write_tables(res, staging, on_table=step)
+            progress.update(task, completed=len(TABLES), description="writing the report")
+            report(staging)
+            progress.update(task, completed=len(TABLES) + 1)
+
+        return folder.publish(write, run_info(res))
 
 
 def print_run(res, verdict, wide: bool = False) -> None:
@@ -178,25 +200,36 @@ def _build_with_progress(build):
 def _sweep_with_progress(spec, out: Path, executor: str, workers: int | None, address: str | None,
                          started: list) -> SweepResults:
     """``run_sweep`` with a progress bar (tasks done, elapsed, ETA) on stderr; ``started`` gets an
-    item when the tasks start (after the folder's checks), so that a Ctrl-C can say what is saved."""
+    item when the tasks start (after the folder's checks), so that a Ctrl-C can say what is saved.
+    A scheduler lost mid-sweep is an error saying how many finished tasks are saved (those resumed
+    and those that finished before it went)."""
+    from costsim.runs.executors import SchedulerLost
     from costsim.runs.sweep import run_sweep
 
     every = len(spec.variants) * spec.replications
+    saved = {"before": 0, "now": 0}
     with Progress(*_SWEEP_COLUMNS, console=err_console, transient=True) as bar:
         task = bar.add_task(f"sweep ({executor})", total=None)
 
         def step(done: int, total: int) -> None:
+            saved["before"], saved["now"] = every - total, done  # progress is told after each task is written
             if done == 0:
                 started.append(total)
                 if total < every:
-                    saved = f"resuming: {every - total} of {every} tasks already in {out}/"
-                    bar.console.print(Text(saved), highlight=False)
+                    resumed = f"resuming: {every - total} of {every} tasks already in {out}/"
+                    bar.console.print(Text(resumed), highlight=False)
             bar.update(task, completed=done, total=total)
 
         def notify(text: str) -> None:
             bar.console.print(Text.assemble(("warning", "yellow"), f": {text}"), highlight=False, soft_wrap=True)
 
-        return run_sweep(spec, out, executor, workers, address, progress=step, label="--out", notify=notify)
+        try:
+            return run_sweep(spec, out, executor, workers, address, progress=step, label="--out", notify=notify)
+        except SchedulerLost as lost:
+            n = saved["before"] + saved["now"]
+            raise ScenarioError("executor dask", [Problem((), (
+                f"lost {lost.where} ({lost.reason}): {n} finished task{'s' * (n != 1)} {'are' if n != 1 else 'is'} "
+                f"saved in {out}/runs; run again to resume"))]) from None
 
 
 def _sweep_interrupted(target: Path, started: list) -> str:
@@ -222,7 +255,10 @@ def sweep_command(
     executor: Annotated[Executor, typer.Option(
         help="Where the runs happen: this process, a process pool, or Dask (a LocalCluster, or the scheduler at "
         "--address).")] = Executor.processes,
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core; more than the "
+                                                "cores is capped at them, with a warning).")] = None,
+    force_workers: Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
+                                                "they are more than the cores.")] = False,
     address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask scheduler "
                                                 "(--executor dask).")] = None,
     sets: Annotated[list[str] | None, typer.Option("--set", help="path=v1,v2,...: a quick grid over a plain "
@@ -249,6 +285,12 @@ def sweep_command(
             sweep = _build_with_progress(lambda progress: load_sweep(spec, progress=progress))
         if address is not None and executor is not Executor.dask:
             raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
+        if workers is not None and executor is not Executor.local:  # "local" runs in this process anyway
+            from costsim.runs.executors import available_cores, worker_cap
+
+            workers, warning = worker_cap(workers, available_cores(), force_workers)
+            if warning is not None:
+                err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
         results = _sweep_with_progress(sweep, target, executor.value, workers, address, started)
     except ScenarioError as err:  # bad sweep, flags or folder; a lost worker
         _fail(err)

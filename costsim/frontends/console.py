@@ -1,19 +1,59 @@
 """The CLI's stdout: printed in ``COLUMNS`` columns when set, else the terminal's width, or 80
 when piped; tables that must not be cropped print as wide as they need (``--wide``, a sweep's
-means when piped)."""
+means when piped).
+
+Every console here is a :class:`SafeConsole`: control characters in what it prints (a scenario
+name, a trace's class, a path) are shown escaped (``\\x1b``), so user text can neither send the
+terminal an escape sequence (colours, cursor moves, a changed window title, a hyperlink) nor hide
+or reorder what is printed around it (NUL, backspace, bidirectional overrides). Where user text
+is put into a table or a title, :func:`visible` escapes it first, so the table is laid out for the
+text as shown.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from typing import NoReturn
 
 import typer
 
 from rich.console import Console, ConsoleDimensions
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from costsim.scenario import ScenarioError
+
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI on some terminals), and
+# the bidirectional embeddings, overrides and isolates (they reorder the text shown around them).
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with each control character (``CONTROL``) written as its Python escape: ESC as
+    ``\\x1b``, NUL as ``\\x00``, U+202E as ``\\u202e``. Tab and newline are kept. Idempotent: the
+    result holds no control character."""
+    return CONTROL.sub(_escape, str(text))
+
+
+class SafeConsole(Console):
+    """A rich Console that prints no control character it was not told to: every segment of text
+    goes through :func:`visible`; rich's own control segments (cursor moves of a progress bar)
+    and styles (added when the segments are written) are left alone."""
+
+    def render(self, renderable, options=None):
+        for segment in super().render(renderable, options):
+            if segment.control is None and CONTROL.search(segment.text):
+                yield Segment(visible(segment.text), segment.style)
+            else:
+                yield segment
+
 
 PIPED_WIDTH = 80  # columns of output piped with no COLUMNS: what a terminal, a log or an e-mail shows
 WIDE_LIMIT = 1000  # --wide: tables print as wide as they need, up to this
@@ -28,7 +68,7 @@ def stdout_width(environ, is_tty: bool) -> int | None:
     return None if is_tty else PIPED_WIDTH
 
 
-class _Stdout(Console):
+class _Stdout(SafeConsole):
     """stdout, its width decided when printing: ``COLUMNS`` and the stream may change after import
     (a test runner swaps both), and rich alone would read COLUMNS once and measure stderr's
     terminal when stdout is piped."""
@@ -47,8 +87,8 @@ out_console = _Stdout()
 def print_wide(table: Table) -> None:
     """Print ``table`` on stdout as wide as it needs to be (at least the usual width): rich never
     prints wider than its console, so this uses a console of the table's own width on that stream."""
-    needed = Console(file=out_console.file, width=WIDE_LIMIT).measure(table).maximum
-    Console(file=out_console.file, width=max(out_console.width, needed)).print(table)
+    needed = SafeConsole(file=out_console.file, width=WIDE_LIMIT).measure(table).maximum
+    SafeConsole(file=out_console.file, width=max(out_console.width, needed)).print(table)
 
 
 def print_data_table(table: Table) -> None:
@@ -61,7 +101,7 @@ def print_data_table(table: Table) -> None:
         print_wide(table)
 
 
-err_console = Console(stderr=True)
+err_console = SafeConsole(stderr=True)
 
 
 def fail(err: ScenarioError) -> NoReturn:

@@ -13,6 +13,7 @@ import streamlit as st
 import costsim
 from costsim import plots
 from costsim.catalog import default_catalog
+from costsim.csvcells import csv_text
 from costsim.frontends.bounded import run_key
 from costsim.frontends.dashboard_views import show_table
 from costsim.frontends.headline import literal_markdown
@@ -222,13 +223,14 @@ def failures(res, runs, scenario) -> None:
 def data(res, runs, scenario) -> None:
     st.download_button("Edited scenario (YAML)", costsim.dump_scenario(scenario), f"{scenario.name}.yaml",
                        "application/yaml", key="dl_scenario", on_click="ignore")
-    st.download_button("Summary (CSV)", res.summary.to_csv(index=False), "summary.csv", "text/csv",
+    # csv_text: text cells a spreadsheet would run as formulas are guarded (costsim.csvcells)
+    st.download_button("Summary (CSV)", csv_text(res.summary), "summary.csv", "text/csv",
                        key="dl_summary", on_click="ignore")
-    st.download_button("Cash flow (CSV)", res.cashflow.to_csv(index=False), "cashflow.csv", "text/csv",
+    st.download_button("Cash flow (CSV)", csv_text(res.cashflow), "cashflow.csv", "text/csv",
                        key="dl_cashflow", on_click="ignore")
-    st.download_button("Phases (CSV)", res.phases.to_csv(index=False), "phases.csv", "text/csv",
+    st.download_button("Phases (CSV)", csv_text(res.phases), "phases.csv", "text/csv",
                        key="dl_phases", on_click="ignore")
-    st.download_button("Jobs (CSV)", lambda: res.jobs.to_csv(index=False), "jobs.csv", "text/csv",
+    st.download_button("Jobs (CSV)", lambda: csv_text(res.jobs), "jobs.csv", "text/csv",
                        key="dl_jobs", on_click="ignore")
     st.caption(f"Tables of the first replication. Catalog {default_catalog().version}; `costsim catalog` lists every "
                "default with its source.")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from costsim.csvcells import write_csv
 from costsim.runs.outdir import MANIFEST, OutputFolder
 from costsim.results import Results
 from costsim.scenario import dump_scenario
@@ -35,9 +37,11 @@ def resolved_scenario_yaml(results: Results) -> str:
     return dump_scenario(resolved)
 
 
-def write_tables(results: Results, folder: Path | str) -> list[Path]:
+def write_tables(results: Results, folder: Path | str,
+                 on_table: Callable[[str, int, int], None] | None = None) -> list[Path]:
     """Write every table as ``<name>.csv`` and ``<name>.parquet`` and ``scenario.resolved.yaml``
-    into an existing ``folder`` (no atomicity: ``write_results`` and the CLI give it a staging folder)."""
+    into an existing ``folder`` (no atomicity: ``write_results`` and the CLI give it a staging folder).
+    ``on_table(name, done, total)`` is called before each table (for a progress bar)."""
     out = Path(folder)
     meta = json.dumps({
         "scenario": results.scenario.name,
@@ -45,10 +49,12 @@ def write_tables(results: Results, folder: Path | str) -> list[Path]:
         "scenario_json": results.scenario.model_dump_json(),
     }).encode()
     written = []
-    for name in TABLES:
+    for k, name in enumerate(TABLES):
+        if on_table is not None:
+            on_table(name, k, len(TABLES))
         df = getattr(results, name)
         csv_path = out / f"{name}.csv"
-        df.to_csv(csv_path, index=False)
+        write_csv(df, csv_path)  # formula-like text cells guarded (costsim.csvcells)
         table = pa.Table.from_pandas(df, preserve_index=False)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"costsim.run": meta})
         pq_path = out / f"{name}.parquet"

@@ -89,6 +89,18 @@ def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, 
     return lines
 
 
+def fit_warnings(table, fits) -> list[str]:
+    """What the fit of ``table`` (a TraceTable) rests on too little for: the trace's own weak
+    spots (``costsim.traces.fit.weak_spots``), else each class of fewer than ``FEW_JOBS`` jobs."""
+    from costsim.traces.fit import FEW_JOBS, weak_spots
+
+    spots = weak_spots(table.submit_h)
+    if len(table) < FEW_JOBS:  # every class is small too: said once for the trace
+        return spots
+    return spots + [f"class {f.name}: only {f.jobs} jobs (fewer than {FEW_JOBS}): its profiles and KS checks mean "
+                    "little" for f in fits if f.jobs < FEW_JOBS]
+
+
 def header_of(fits, source: str, jobs: int, start_h: float, by: str, distribution: str) -> str:
     """The comment above the classes: where they come from, how to use them, each fit's KS."""
     lines = [f"Fitted by `costsim fit-workload` from {source}: {jobs:,} jobs, {len(fits)} class(es), by {by}, "
@@ -125,10 +137,11 @@ def fit_workload_command(
 ) -> None:
     """Fit a workload model per class of a trace: arrivals (rate, daily and weekly profile), GPUs per
     job, run times; with goodness of fit. Writes workload.job_classes for a scenario."""
+    from costsim.csvcells import write_csv
     from costsim.frontends.console import out_console
     from costsim.runs.outfiles import publish_files
     from costsim.scenario.trace import read_trace
-    from costsim.traces.fit import fit_trace, groups_of
+    from costsim.traces.fit import fit_trace, groups_of, unfittable
     from costsim.traces.fit_classes import job_classes_of, trace_of
 
     generated, horizon_days = None, 0.0
@@ -136,7 +149,11 @@ def fit_workload_command(
         check_flags(trace, out, report, trace_out, by, distribution, days)
         start_h = start_hour(start)
         table = read_trace(trace)
+        why = unfittable(table.submit_h)  # one job, or a batch at one instant: no rate to fit
+        if why is not None:
+            raise ScenarioError(str(trace), [Problem(("submit_h",), why)])
         fits = fit_trace(table, by=by, distribution=distribution, start_h=start_h)
+        warnings = fit_warnings(table, fits)
         try:
             classes = job_classes_of(fits, start_h)
         except ValueError as exc:  # a fit no job class can hold: say which and why
@@ -144,6 +161,7 @@ def fit_workload_command(
         horizon_days = days if days is not None else fits[0].window_h / 24
         generated = trace_of(classes, horizon_days, seed)  # also validates every class
         header = header_of(fits, trace.name, len(table), start_h, by, distribution)
+        header += "".join(f"\nwarning: {w}" for w in warnings)
         writers: dict[Path, Callable[[Path], object]] = {
             out: lambda temp: temp.write_text(yaml_text({"job_classes": classes}, header), encoding="utf-8")}
         if trace_out is not None:
@@ -152,7 +170,7 @@ def fit_workload_command(
                                                       "choose more days")])
 
             def write_trace_csv(temp: Path) -> None:
-                generated.to_csv(temp, index=False, float_format="%.10g")
+                write_csv(generated, temp, float_format="%.10g")  # formula-like text cells guarded
                 read_trace(temp)  # a ScenarioError here is a bug in the generator, not in the user's file
 
             writers[trace_out] = write_trace_csv
@@ -169,5 +187,7 @@ def fit_workload_command(
     except KeyboardInterrupt:
         err_console.print(Text("interrupted: nothing written"), highlight=False)
         raise typer.Exit(130) from None
+    for w in warnings:  # stderr: what the figures rest on too little for
+        err_console.print(Text.assemble(("warning", "bold yellow"), f": {trace}: {w}"), highlight=False, soft_wrap=True)
     for line in summary_lines(fits, out, report, trace_out, len(generated), horizon_days):
         out_console.print(Text(line), highlight=False, soft_wrap=True)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from costsim.charts.layout import literal
 from costsim.frontends.report_html import bullets, esc, figure, fixed, page, para, section, table
 from costsim.traces.fit import ARRIVAL_TEST, ClassFit, window_note
 
@@ -37,7 +38,7 @@ def qq_figure(durations: np.ndarray, fit: ClassFit) -> go.Figure:
         go.Scatter(x=fitted, y=observed, mode="markers", name="quantiles"),
         go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x", line={"dash": "dot", "color": "gray"}),
     ])
-    fig.update_layout(title=f"{fit.name}: durations, observed vs {fit.duration.law} (KS {fit.duration.ks:.3f})",
+    fig.update_layout(title=f"{literal(fit.name)}: durations, observed vs {fit.duration.law} (KS {fit.duration.ks:.3f})",
                       xaxis={"title": "fitted quantile (h)", "type": "log"},
                       yaxis={"title": "observed quantile (h)", "type": "log"}, showlegend=False)
     return fig
@@ -48,7 +49,7 @@ def profile_figure(fits: Sequence[ClassFit], weekly: bool) -> go.Figure:
     fig = go.Figure()
     for f in fits:
         values = f.weekly if weekly else f.hourly
-        fig.add_trace(go.Scatter(x=list(range(len(values))), y=list(values), mode="lines+markers", name=f.name))
+        fig.add_trace(go.Scatter(x=list(range(len(values))), y=list(values), mode="lines+markers", name=literal(f.name)))
     clock = bool(fits) and fits[0].start_h != 0  # fit-workload --start: by the source's clock
     if weekly:
         unit = "day of the week (0: Monday)" if clock else "day of the week (0: the day of hour 0; no --start)"

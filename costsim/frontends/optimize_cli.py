@@ -120,8 +120,10 @@ def _search(scenario: Path, target: list[str] | None, vary: list[str], replicati
 
 
 def _write(optimum, staging: Path) -> None:
-    optimum.evaluated.to_csv(staging / "evaluated.csv", index=False)
-    optimum.frontier.to_csv(staging / "frontier.csv", index=False)
+    from costsim.csvcells import write_csv  # formula-like text cells guarded
+
+    write_csv(optimum.evaluated, staging / "evaluated.csv")
+    write_csv(optimum.frontier, staging / "frontier.csv")
 
 
 __all__ = ["optimize_command"]

@@ -10,6 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from costsim.frontends.console import visible
 from costsim.frontends.headline import AMORTISED, CANNOT_KEEP_UP, CASH, FAIR, FLAG, flagged, missed_targets
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def _millions(x: float) -> str:
 
 def _option_cell(row) -> Text:
     """The option's name, and under it why it is out of the running (never as markup: names are user text)."""
-    cell = Text(row.option)
+    cell = Text(visible(row.option))
     if not row.keeps_up:
         cell.append("\n" + CANNOT_KEEP_UP, style="bold yellow")
     elif not row.meets_targets:
@@ -64,7 +65,7 @@ def narrow_table(rows, title: str) -> Table:
         columns = [c for c in columns if c[1] != "iterations_per_day"]
     # No padding: the box's blank divider alone separates the right-aligned columns, which leaves
     # the option column room for "⚠ cannot keep up" on one line beside 7-digit delays.
-    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+    table = Table(title=Text(visible(title)), title_justify="left", box=box.SIMPLE_HEAD, padding=0, show_edge=False)
     table.add_column("option", overflow="fold")
     for header, *_ in columns:
         table.add_column(header, justify="right", no_wrap=True)
@@ -93,9 +94,9 @@ def table_notes(verdict) -> list[Text]:
 def summary_table(summary, title: str) -> Table:
     """The wide run table (``--wide``): every figure of the summary per option. With the verdict's
     columns (``headline.with_verdict``) it also shows the cash and fair totals and the flag."""
-    table = Table(title=Text(title), title_justify="left")  # Text: user names print literally
+    table = Table(title=Text(visible(title)), title_justify="left")  # Text: user names print literally
     columns = [
-        ("option", "option", Text),
+        ("option", "option", lambda v: Text(visible(v))),
         ("kind", "pricing", Text),
         ("done/submitted", None, None),
         ("delay mean h", "queue_delay_mean_h", lambda v: f"{v:,.2f}"),
@@ -178,7 +179,7 @@ def phase_table(phases, columns=PHASE_TABLE_COLUMNS) -> Table:
     for _, r in phases.iterrows():
         if r.iterations_planned == 0:
             continue
-        table.add_row(Text(r.option), Text(r.job_class), *(fmt(r[col]) for _, col, fmt in columns))
+        table.add_row(Text(visible(r.option)), Text(visible(r.job_class)), *(fmt(r[col]) for _, col, fmt in columns))
     return table
 
 
@@ -207,7 +208,7 @@ def _with_interval(fmt, mean: float, low: float, high: float) -> str:
 def means_table(results: SweepResults, title: str) -> Table:
     """One row per (variant, option): the swept values and each metric's mean ± the half-width of
     its 95 % confidence interval over the replications."""
-    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title=Text(visible(title)), title_justify="left", box=box.SIMPLE_HEAD)
     for header in ("variant", "swept values", "option"):
         table.add_column(header, overflow="fold")
     columns = [c for c in MEANS_TABLE_COLUMNS if c[1] in results.means]
@@ -218,7 +219,7 @@ def means_table(results: SweepResults, title: str) -> Table:
              for row in results.variants.to_dict("records")}
     for r in results.means.head(MEANS_TABLE_ROWS).to_dict("records"):
         cells = [_with_interval(fmt, r[m], r[f"{m}_low"], r[f"{m}_high"]) for _, m, fmt in columns]
-        labels = (Text(str(r["variant"])), Text(swept.get(r["variant"], "")), Text(str(r["option"])))
+        labels = (Text(visible(r["variant"])), Text(visible(swept.get(r["variant"], ""))), Text(visible(r["option"])))
         table.add_row(*labels, *cells, str(r["n"]))
     return table
 

@@ -242,16 +242,26 @@ def dump_scenario(scenario: Scenario) -> str:
     return schema_dump(scenario)
 
 
-def rechecked(scenario: Scenario) -> tuple[Scenario, TraceTable | None]:
-    """A Scenario object may have skipped checks (built by ``costsim.scenario.scenario_from_data``,
-    changed by ``model_copy(update=...)``): validate its data again and run ``check``. Cheap: no
-    workload is drawn. Returns the validated copy (same data, same base folder) and its trace."""
-    source = f"scenario {scenario.name!r}"
+def revalidated(scenario: Scenario) -> tuple[Scenario, str]:
+    """A Scenario object may have skipped validation (``Scenario.model_construct``, ``model_copy
+    (update=...)``): its data validated again, as a copy with the same base folder, and the source
+    messages name it by. ScenarioError naming each missing or wrong field, never an AttributeError
+    for a field the object lacks."""
+    name = getattr(scenario, "__dict__", {}).get("name")  # model_construct may leave it out
+    source = f"scenario {name!r}" if isinstance(name, str) else "scenario"
     try:
         data = scenario.model_dump(warnings=False)  # validation below says what is wrong
+        base_dir = scenario.base_dir
     except Exception as exc:
         raise ScenarioError(source, [Problem((), f"cannot be read back: {exc}".splitlines()[0])]) from None
-    return _checked(schema_from_data(data, source, scenario.base_dir), source)
+    return schema_from_data(data, source, base_dir), source
+
+
+def rechecked(scenario: Scenario) -> tuple[Scenario, TraceTable | None]:
+    """``revalidated``, then ``check``. Cheap: no workload is drawn. Returns the validated copy
+    (same data, same base folder) and its trace."""
+    scenario, source = revalidated(scenario)
+    return _checked(scenario, source)
 
 
 def simulate(
@@ -278,8 +288,9 @@ def simulate(
     if memo is not None and not isinstance(memo, RunMemo):
         raise arguments.error("simulate", "memo", f"must be a costsim.runs.memo.RunMemo or None, got {type(memo).__name__}")
     if isinstance(scenario, Scenario):
+        scenario, source = revalidated(scenario)  # a Scenario.model_construct may lack any field
         trace_id = _trace_identity(scenario)  # before the trace is read: see memo.file_identity
-        scenario, trace = rechecked(scenario)
+        scenario, trace = _checked(scenario, source)
     else:
         arguments.scenario_like(scenario)
         path = arguments.path(scenario, "path", "load_scenario")

@@ -51,6 +51,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from costsim.csvcells import write_csv
 from costsim.runs.outfiles import NO_ROOM, FolderLock, OutputError, fsync, input_at, kind_of, why_not_written
 from costsim.runs.taskfiles import META_KEY, RUNS, TaskId, listed, read_task_file, strays, write_task_file  # noqa: F401 (META_KEY, RUNS: read by the report and the dashboard)
 
@@ -297,7 +298,7 @@ class SweepFolder:
         for name, frame in tables.items():
             csv, parquet = self.path / f"{name}.csv", self.path / f"{name}.parquet"
             try:
-                write_atomic(csv, lambda p, f=frame: f.to_csv(p, index=False))
+                write_atomic(csv, lambda p, f=frame: write_csv(f, p))  # formula-like cells guarded
                 write_atomic(parquet, lambda p, f=frame: _write_parquet(f, p))
             except OSError as err:
                 self._write_failed(err, csv)

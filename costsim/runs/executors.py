@@ -13,6 +13,7 @@ raised again in the main process as the ScenarioError it was.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import multiprocessing
@@ -26,6 +27,7 @@ from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 from typing import Any
 
+from costsim.runs.scheduler import SchedulerProblem, parse_address, probe
 from costsim.scenario.errors import Problem, ScenarioError
 
 EXECUTORS = ("local", "processes", "dask")
@@ -44,6 +46,16 @@ class ExecutorError(ScenarioError):
 
     def __init__(self, name: str, message: str):
         super().__init__(f"executor {name}", [Problem((), message)])
+
+
+class SchedulerLost(ExecutorError):
+    """The Dask scheduler went away mid-sweep after ``finished`` tasks had come back (each one
+    written by the caller before it asked for the next)."""
+
+    def __init__(self, where: str, reason: str, finished: int):
+        self.where, self.reason, self.finished = where, reason, finished
+        super().__init__("dask", f"lost {where} ({reason}) after {finished} task(s) finished: with an output "
+                         "folder they are saved, and running the same sweep again resumes")
 
 
 class TaskFailed(Exception):
@@ -182,18 +194,31 @@ def dask_available() -> bool:
 
 
 def check_address(address: str) -> str:
-    """A scheduler address as Dask reads it (``HOST:PORT`` or ``tcp://HOST:PORT``); raise
-    ExecutorError for one it cannot parse (Dask itself would fail deep inside, after a wait)."""
-    from distributed.comm.addressing import parse_address, parse_host_port
-
+    """A scheduler address costsim can use: ``HOST:PORT`` or ``tcp://HOST:PORT``; ExecutorError
+    for another scheme (``ucx://``, ``http://``) or form (``costsim.runs.scheduler``)."""
     try:
-        _, location = parse_address(address if "://" in address else f"tcp://{address}")
-        host, port = parse_host_port(location)
-    except (ValueError, TypeError) as err:
-        raise ExecutorError("dask", f"--address {address!r} is not HOST:PORT of a Dask scheduler ({err})") from None
-    if not host or not 0 < int(port) < 65536:
-        raise ExecutorError("dask", f"--address {address!r} is not HOST:PORT of a Dask scheduler")
+        parse_address(address)
+    except SchedulerProblem as err:
+        raise ExecutorError("dask", str(err)) from None
     return address
+
+
+def available_cores() -> int:
+    """The cores this process may run on (a CPU limit or affinity mask counts), at least 1."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def worker_cap(workers: int, cores: int, force: bool = False) -> tuple[int, str | None]:
+    """The worker processes to start for ``workers`` asked on ``cores`` cores, and a warning when
+    fewer: each worker is a process simulating on a core of its own (with its own memory), so
+    more than the cores only adds processes and memory; ``force`` starts them anyway."""
+    if force or workers <= cores:
+        return workers, None
+    return cores, (f"--workers {workers} is more than the {cores} core(s) this process may use: starting {cores} "
+                   "(more would only add processes and memory; --force-workers starts them anyway)")
 
 
 @contextlib.contextmanager
@@ -206,11 +231,11 @@ def _dask(workers: int, address: str | None) -> Iterator[Run]:
     cluster = None
     try:
         if address is not None:
-            client = distributed.Client(check_address(address), timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+            client = _client(distributed, address)
             try:
                 _check_workers(client, address)
             except BaseException:
-                client.close()
+                _close(client)
                 raise
         else:
             # One single-threaded worker process per core, as the process pool; no dashboard port
@@ -225,12 +250,58 @@ def _dask(workers: int, address: str | None) -> Iterator[Run]:
             cluster.close()
         where = f"the Dask scheduler at {address}" if address else "a Dask LocalCluster"
         raise ExecutorError("dask", f"cannot reach {where}: {err}") from None
+    where = f"the Dask scheduler at {address}" if address else "the Dask LocalCluster's scheduler"
     try:
-        yield partial(_dask_results, client)
+        yield partial(_dask_results, client, where)
+    except SchedulerLost:
+        # Closing a client whose scheduler is gone logs its cancelled reconnect's traceback; the
+        # SchedulerLost message says all there is to say.
+        with _quiet("distributed"):
+            _close(client)
+        raise
     finally:
-        client.close()
+        _close(client)  # a second close is a no-op
         if cluster is not None:
             cluster.close()
+
+
+@contextlib.contextmanager
+def _quiet(prefix: str) -> Iterator[None]:
+    """Only CRITICAL records from the loggers named ``prefix`` or ``prefix.*`` while the block runs
+    (each one: distributed sets levels on its children, which then ignore their parent's)."""
+    names = [prefix] + [n for n in list(logging.root.manager.loggerDict) if n.startswith(prefix + ".")]
+    logs = [logging.getLogger(n) for n in names]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for log, level in zip(logs, levels, strict=True):
+            log.setLevel(level)
+
+
+def _client(distributed, address: str):
+    """A client of the scheduler at ``address``, once ``probe`` has heard its greeting (bounded
+    in time); anything the client then raises is an ExecutorError, not a traceback."""
+    try:
+        probe(check_address(address), CONNECT_TIMEOUT_S)
+    except SchedulerProblem as err:
+        raise ExecutorError("dask", str(err)) from None
+    try:
+        return distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except Exception as err:  # noqa: BLE001 — it greeted as Dask does, then failed: say how
+        raise ExecutorError("dask", f"cannot connect to the Dask scheduler at {address} ({type(err).__name__}: "
+                            f"{err}); check that it runs distributed {distributed.__version__}") from None
+
+
+def _close(client) -> None:
+    """Close a client within ``CONNECT_TIMEOUT_S`` even when its scheduler is gone (distributed
+    would try to reconnect, logging each attempt's traceback)."""
+    try:
+        client.close(timeout=CONNECT_TIMEOUT_S)
+    except Exception:  # noqa: BLE001 — closing a client of a dead scheduler: nothing left to save
+        pass
 
 
 def versions() -> dict[str, str]:
@@ -268,17 +339,24 @@ def _check_workers(client, address: str) -> None:
                             + "; their results would not be those of a local run")
 
 
-def _dask_results(client, fn, tasks) -> Iterator[tuple[int, Any]]:
+def _dask_results(client, where: str, fn, tasks) -> Iterator[tuple[int, Any]]:
     import distributed
 
     futures = client.map(partial(guarded, fn), list(tasks), pure=False)
     index = {f.key: i for i, f in enumerate(futures)}
-    for future in distributed.as_completed(futures, loop=client.loop):
-        try:
-            result = future.result()
-        except TaskFailed as failed:
-            raise failed.error() from None
-        except distributed.KilledWorker as err:
-            raise ExecutorError("dask", f"workers died running a task ({err}); with an output folder the tasks "
-                                "finished before are saved, and running the same sweep again resumes") from None
-        yield index[future.key], result
+    finished = 0
+    try:
+        for future in distributed.as_completed(futures, loop=client.loop):
+            try:
+                result = future.result()
+            except TaskFailed as failed:
+                raise failed.error() from None
+            except distributed.KilledWorker as err:
+                raise ExecutorError("dask", f"workers died running a task ({err}); with an output folder the tasks "
+                                    "finished before are saved, and running the same sweep again resumes") from None
+            yield index[future.key], result
+            finished += 1
+    except (concurrent.futures.CancelledError, distributed.comm.CommClosedError) as err:
+        # costsim cancels nothing while it waits: the client cancels every future when it loses
+        # its scheduler (distributed's FutureCancelledError).
+        raise SchedulerLost(where, type(err).__name__, finished) from None

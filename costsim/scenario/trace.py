@@ -28,6 +28,7 @@ from costsim.scenario.units import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H,
 
 from .errors import Problem, ScenarioError
 from .limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
+from .textfile import not_utf8, ragged_row
 
 REQUIRED = ("submit_h", "gpus", "duration_h")
 OPTIONAL = ("job_id", "job_class", "priority")
@@ -123,8 +124,12 @@ def _read_strings(path: Path, source: str) -> TraceTable:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:
         raise ScenarioError(source, [Problem((), "trace file is empty (needs a header and jobs)")]) from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
-        raise ScenarioError(source, [Problem((), f"cannot parse the CSV: {exc}".splitlines()[0])]) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(source, [not_utf8(path, exc.reason)]) from None
+    except pd.errors.ParserError as exc:
+        raise ScenarioError(source, [_parse_problem(path, exc)]) from None
+    except OSError as exc:
+        raise ScenarioError(source, [Problem((), f"cannot read the file: {exc.strerror or exc}")]) from None
     if not isinstance(df.index, pd.RangeIndex):
         # Every row one field longer than the header: pandas would silently take the first column
         # as an index and shift the others into the wrong columns.
@@ -196,6 +201,17 @@ def _read_strings(path: Path, source: str) -> TraceTable:
         job_class=job_class,
         priority=priority.astype(np.int64),
     )
+
+
+def _parse_problem(path: Path, exc: Exception) -> Problem:
+    """What pandas' tokenizer refused, at the file's line: a row with more fields than the header
+    (pandas names a record, not a line), else pandas' own first line of words."""
+    ragged = ragged_row(path)
+    if ragged is not None:
+        line, fields, width = ragged
+        return Problem((), f"has {fields} fields; the header has {width} columns (a cell holding a comma must be "
+                           'quoted: "a,b")', line)
+    return Problem((), f"cannot parse the CSV: {exc}".splitlines()[0])
 
 
 def _header(path: Path) -> list[str] | None:

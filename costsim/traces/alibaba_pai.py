@@ -30,8 +30,9 @@ A job becomes one trace row:
 Dropped (counted): Waiting jobs and jobs no task of which launched ("never started"), Running jobs
 (no end yet), CPU-only jobs, jobs with no task row, task rows of no job, jobs whose task row was
 bad (with ``--skip-bad``). Bad rows (file:line): a wrong number of fields, an empty or repeated
-job_name, an unknown status, a time, ``inst_num`` or ``plan_gpu`` that is not a number >= 0, an end
-before a start, a task launched before its job was submitted.
+job_name, an unknown status, a time, ``inst_num`` or ``plan_gpu`` that is not a number >= 0 (``nan``
+included: only an empty ``plan_gpu`` is a task without GPUs), an end before a start, a task
+launched before its job was submitted.
 """
 
 from __future__ import annotations
@@ -110,7 +111,10 @@ def _task(row: dict[str, str], line: int, options: ImportOptions) -> Task:
         raise _Bad("inst_num", str(exc)) from None
     text = row["plan_gpu"].strip()
     try:
-        gpu = 0.0 if is_missing(text) else parse_number(text, "a percentage of a GPU >= 0")
+        # Only an empty cell is a task without GPUs (as published); "nan", "None" or "-" is not a
+        # count, and reading it as 0 would drop the job silently as "no GPUs".
+        gpu = 0.0 if not text else parse_number(text, "a percentage of a GPU >= 0 (empty for a task "
+                                                      "without GPUs)")
     except BadCell as exc:
         raise _Bad("plan_gpu", str(exc)) from None
     start, end = _times(row, options)

@@ -39,6 +39,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pandas as pd
 
 from costsim.scenario.errors import Problem, ScenarioError
+from costsim.scenario.textfile import csv_field_limit, field_too_long
 
 COLUMNS = ("submit_h", "gpus", "duration_h", "job_id", "job_class", "priority", "status", "observed_delay_h")
 SOURCE_ID = "source_id"  # added only when a job id had to change (duplicates in the source)
@@ -238,8 +239,12 @@ def check_order(report: Report, line: int, times: list[tuple[str, float | None]]
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """The trace CSV as costsim reads it (``%.10g`` keeps hours to well under a millisecond)."""
-    frame.to_csv(path, index=False, float_format="%.10g")
+    """The trace CSV as costsim reads it (``%.10g`` keeps hours to well under a millisecond), text
+    cells that a spreadsheet would take for a formula guarded with a leading ``'``
+    (``costsim.csvcells``: the guard is part of the value the trace then holds)."""
+    from costsim.csvcells import write_csv as guarded_csv
+
+    guarded_csv(frame, path, float_format="%.10g")
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -249,6 +254,20 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield n, text.rstrip("\r\n")
 
 
+def _rows(reader, source: str, limit: int) -> Iterator[list[str]]:
+    """The rows of a ``csv.reader``, its ``csv.Error`` a ScenarioError at the line it stopped on."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            problem = (field_too_long(reader.line_num, limit) if "field larger than field limit" in str(exc)
+                       else Problem((), f"cannot read the CSV: {exc}", reader.line_num))
+            raise ScenarioError(source, [problem]) from None
+        yield row
+
+
 def iter_csv(path: Path, report: Report, required: Iterable[str], delimiter: str = ",",
              header: list[str] | None = None, quoting: bool = True) -> Iterator[tuple[int, dict[str, str]]]:
     """(line of the row's first character, {column: cell}) for each data row of a CSV file.
@@ -256,14 +275,17 @@ def iter_csv(path: Path, report: Report, required: Iterable[str], delimiter: str
     The header (first line, names stripped; or ``header`` when the file has none) must hold every
     ``required`` column (ScenarioError at line 1 otherwise). A row with a different number of
     fields is a bad row; blank lines are skipped. Quoted cells may span lines (the row is named by
-    the line it starts on) unless ``quoting`` is False (quotes are then plain characters)."""
+    the line it starts on) unless ``quoting`` is False (quotes are then plain characters). A field
+    may be as long as a trace file may be (``csv_field_limit``); a longer one, or anything else
+    Python's CSV reader refuses, is a ScenarioError at its line (the rest cannot be read)."""
+    limit = csv_field_limit()
     with open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE)
         names = header
         first_data = 1
         if names is None:
             try:
-                names = [n.strip() for n in next(reader)]
+                names = [n.strip() for n in next(_rows(reader, report.source, limit))]
             except StopIteration:
                 raise ScenarioError(report.source, [Problem((), "the file is empty (needs a header and rows)")]) from None
             first_data = reader.line_num + 1
@@ -273,7 +295,7 @@ def iter_csv(path: Path, report: Report, required: Iterable[str], delimiter: str
                                                             f"the header has {', '.join(names)}", 1)])
         start = first_data
         rows = 0
-        for row in reader:
+        for row in _rows(reader, report.source, limit):
             line, start = start, reader.line_num + 1
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue

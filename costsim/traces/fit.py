@@ -127,10 +127,46 @@ class ClassFit:
     gpus_mean_h: dict[int, float] = field(default_factory=dict)  # GPUs per job -> their mean run time (h)
 
 
+MIN_WINDOW_H = 1.0  # the window is at least this long, so arrivals within minutes still give a finite rate
+
+
 def window_of(submit_h: np.ndarray) -> float:
-    """The observation window in hours: up to the last submit (at least one hour, so a trace whose
-    jobs all arrive at once still has a finite rate)."""
-    return max(float(np.max(submit_h)), 1.0)
+    """The observation window in hours: up to the last submit (at least ``MIN_WINDOW_H``)."""
+    return max(float(np.max(submit_h)), MIN_WINDOW_H)
+
+
+def unfittable(submit_h: np.ndarray) -> str | None:
+    """Why a trace's submit times (hours) hold no arrival rate, or None when they hold one: no job,
+    or every job submitted at the same time (one job, or a batch at hour 0). Any rate fitted to
+    such a trace would come from the window's floor (100 jobs at hour 0 over ``MIN_WINDOW_H``:
+    2,400 a day), not from the trace."""
+    t = np.asarray(submit_h, dtype=float)
+    if len(t) == 0:
+        return "the trace has no job"
+    if t.min() < t.max():
+        return None
+    floor = len(t) / window_of(t) * HOURS_PER_DAY
+    what = "its one job is" if len(t) == 1 else f"all {len(t):,} jobs are"
+    return (f"{what} submitted at hour {t[0]:g}: the trace spans no time, so it holds no arrival rate (fitting "
+            f"it would make one up from the {MIN_WINDOW_H:g}-hour floor on the window: {floor:,.0f} a day); "
+            "fit a trace whose jobs arrive over time")
+
+
+def weak_spots(submit_h: np.ndarray) -> list[str]:
+    """What makes a fit of these submit times (hours) rest on little: fewer than ``FEW_JOBS`` jobs,
+    or every arrival within less than ``MIN_WINDOW_H`` (the rate is then over the floor, not the
+    span). Empty for a trace with enough jobs over enough time (or one ``unfittable`` refuses)."""
+    t = np.asarray(submit_h, dtype=float)
+    if unfittable(t) is not None:
+        return []
+    out = []
+    if len(t) < FEW_JOBS:
+        out.append(f"only {len(t)} jobs (fewer than {FEW_JOBS}): the rate, the profiles and the KS checks rest "
+                   "on few arrivals; fit a longer trace for figures that mean something")
+    if t.max() < MIN_WINDOW_H:
+        out.append(f"every job arrives within {t.max() * 60:.3g} minutes: the rate is taken over "
+                   f"{MIN_WINDOW_H:g} hour, not over that span")
+    return out
 
 
 def exposure(window_h: float, period: int, unit_h: float) -> np.ndarray:
@@ -320,9 +356,12 @@ def fit_trace(trace: TraceTable, by: str = "job_class_gpus", distribution: str =
               window_h: float | None = None, start_h: float = 0.0) -> list[ClassFit]:
     """One ClassFit per class of ``groups_of(trace, by)``, in its order. ``window_h``: the
     observation window (default: up to the trace's last submit); ``start_h``: the hour of the week
-    of the trace's hour 0."""
+    of the trace's hour 0. ValueError (``unfittable``) for submit times that hold no rate when no
+    ``window_h`` is given."""
     from dataclasses import replace
 
+    if window_h is None and (why := unfittable(trace.submit_h)) is not None:
+        raise ValueError(why)
     window = window_of(trace.submit_h) if window_h is None else float(window_h)
     fits = [fit_class(name, trace.submit_h[mask], trace.gpus[mask], trace.duration_h[mask], window, distribution,
                       start_h) for name, mask in groups_of(trace, by)]

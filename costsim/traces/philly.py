@@ -37,6 +37,7 @@ time that cannot be read, an attempt ending before it starts or starting before 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,7 @@ RUNNING = "running (not replayed)"  # the reason SLURM's importer gives for RUNN
 NO_ATTEMPT = "never ran (no attempt)"
 LOG_GAP = "attempts with no start or end time (left out of their jobs)"
 NO_GPU = "no GPUs recorded"
+PHILLY_DEPTH = 6  # array > job > attempts > attempt > detail > machine > gpus: what a real job nests
 
 
 class BadJob(ValueError):
@@ -72,7 +74,8 @@ class Attempt:
 def records(text: str, source: str) -> Iterator[tuple[int, int, object]]:
     """(index from 0, line of its first character, value) of each job in a JSON array — or in a
     file of one JSON value per line. Broken JSON is a ScenarioError at its line and column (the
-    rest of the file cannot be read past it)."""
+    rest of the file cannot be read past it), and so is a value nested deeper than Python's JSON
+    reader can go (about the recursion limit, 1,000 levels; a Philly job nests ``PHILLY_DEPTH``)."""
     decoder = json.JSONDecoder()
     pos, line = 0, 1
 
@@ -105,6 +108,10 @@ def records(text: str, source: str) -> Iterator[tuple[int, int, object]]:
             value, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise broken(exc) from None
+        except RecursionError:
+            raise ScenarioError(source, [Problem((), (
+                f"job {index} is nested deeper than the JSON reader goes (about {sys.getrecursionlimit():,} "
+                f"levels; a Philly job nests {PHILLY_DEPTH}): is this a Philly cluster_job_log?"), line)]) from None
         yield index, line, value
         index += 1
         advance(skip(end))

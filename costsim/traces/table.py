@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from costsim.scenario.errors import Problem, ScenarioError
+from costsim.scenario.textfile import not_utf8
 from costsim.scenario.units import MAX_GPUS, MAX_HOURS, MIN_JOB_H
 
 from .common import COLUMNS, FRACTIONAL, SOURCE_ID, ImportOptions, ImportResult, Job, Report
@@ -84,8 +85,8 @@ def import_jobs(jobs: Reader, path: Path | str, options: ImportOptions) -> Impor
     try:
         found = jobs(path, options, report)
         found = found if isinstance(found, JobColumns) else columns_of(list(found))
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(source, [Problem((), f"not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
+    except UnicodeDecodeError as exc:  # its position is within a decoded chunk: find the line
+        raise ScenarioError(source, [not_utf8(path, exc.reason)]) from None
     except OSError as exc:
         raise ScenarioError(source, [Problem((), f"cannot read the file: {exc.strerror or exc}")]) from None
     # One pass: the rows' own problems and build_frame's (too many GPUs, too long) are reported
