@@ -236,7 +236,7 @@ def asked(monkeypatch) -> dict:
     """The workers ``run_sweep`` is given (it is not run), on a machine of 2 cores."""
     seen: dict = {}
 
-    def run_sweep(spec, out, executor, workers, address, progress=None, label="out"):
+    def run_sweep(spec, out, executor, workers, address, progress=None, label="out", notify=None):
         seen["workers"] = workers
         raise ScenarioError("stub", [])
 

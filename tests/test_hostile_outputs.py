@@ -401,7 +401,7 @@ def test_a_full_disk_names_out_and_the_file_not_the_staging_folder(here, monkeyp
 
     assert cli("run", "s.yaml", "--out", "res").exit_code == 0
     before = digest(here / "res")
-    monkeypatch.setattr(cli_mod, "write_tables", lambda res, staging: full(Path(staging) / "summary.parquet"))
+    monkeypatch.setattr(cli_mod, "write_tables", lambda res, staging, **_: full(Path(staging) / "summary.parquet"))
     result = cli("run", "s.yaml", "--out", "res", "--seed", "5")
     assert result.exit_code == 2
     assert ("--out res: could not write the results (summary.parquet: No space left on device: free some space "
