@@ -138,7 +138,8 @@ def decide(source, targets=None, variant: str | None = None, *, flips: bool = Tr
     ``flips``: search the utilisation flip by re-simulation (``flips.utilization_flip``; a few
     simulations of the two options compared); False leaves it out, saying so. ``simulate(scenario,
     seed) -> Results``: how those simulations run (default ``costsim.simulate``)."""
-    return _with_time_to_target(_decide(source, targets, variant, flips, simulate), source)
+    v = _decide(source, targets, variant, flips, simulate)
+    return _with_time_to_target(v, source)
 
 
 def _with_time_to_target(v: Verdict, source) -> Verdict:
@@ -183,12 +184,18 @@ def _decide(source, targets, variant: str | None, flips: bool, simulate) -> Verd
     price = scenario.decision.waiting_usd_per_gpu_hour if scenario is not None else 0.0
     rows = fair_rows(runs, price)
     reps = int(rows["replication"].nunique())
+    # A target no option has a value for (a delay with no job after the warm-up) cannot decide:
+    # it is set aside, and the sentence says so.
+    unmeasured = tuple(t for t in wanted if rows[METRICS[t.metric][0]].isna().all())
+    wanted = tuple(t for t in wanted if t not in unmeasured)
     table = option_table(rows, wanted)
     common = dict(replications=reps, targets=wanted, waiting_usd_per_gpu_hour=price, options=table)
+    note = _unmeasured_note(unmeasured)
     ok = table[table["eligible"]].sort_values("fair_total_usd", kind="stable")
     if ok.empty:
         closest = _closest(table, wanted)
-        return Verdict(option=None, closest=closest, sentence=_none_sentence(table, wanted, closest, scenario), **common)
+        return Verdict(option=None, closest=closest, sentence=_none_sentence(table, wanted, closest, scenario) + note,
+                       **common)
     best = ok.iloc[0]
     binding = _binding(table, best, wanted)
     others = ok[ok["option"] != best.option]
@@ -196,7 +203,7 @@ def _decide(source, targets, variant: str | None, flips: bool, simulate) -> Verd
     alt = across.iloc[0] if not across.empty else (others.iloc[0] if not others.empty else None)
     if alt is None:
         return Verdict(option=best.option, binding=binding[0],
-                       sentence=_only_sentence(best, table, wanted, scenario, binding), **common)
+                       sentence=_only_sentence(best, table, wanted, scenario, binding) + note, **common)
     pair = rows.pivot(index="replication", columns="option", values=["fair_total_usd", "cash_spent_usd"])
     d = pair["fair_total_usd"][best.option] - pair["fair_total_usd"][alt.option]
     mean, low, high = t_interval(d.to_numpy())
@@ -217,7 +224,17 @@ def _decide(source, targets, variant: str | None, flips: bool, simulate) -> Verd
                    difference_low_usd=low, difference_high_usd=high, relative=relative,
                    cash_difference_usd=cash, electricity_flip_usd_per_kwh=e_flip, utilization_flip=u_flip,
                    utilization_flip_reason=u_reason, binding=binding[0], **common)
-    return Verdict(sentence=_sentence(best, alt, verdict, scenario, binding), **verdict)
+    return Verdict(sentence=_sentence(best, alt, verdict, scenario, binding) + note, **verdict)
+
+
+def _unmeasured_note(unmeasured: tuple[Target, ...]) -> str:
+    """" The target p95 queue delay ≤ 24 h is not measured: no job was submitted after the
+    warm-up." ("" when every target was measured)."""
+    if not unmeasured:
+        return ""
+    said = targets_text(unmeasured)
+    return (f" The target{'s' if len(unmeasured) > 1 else ''} {said} {'are' if len(unmeasured) > 1 else 'is'} not "
+            "measured (no job was submitted after the warm-up) and did not decide.")
 
 
 def _utilization_flip(rows: pd.DataFrame, scenario: Scenario | None, build, rent, price: float,
