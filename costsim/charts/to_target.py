@@ -1,4 +1,4 @@
-"""Time to target (issue 15): the score of a class's leading run against calendar day per option,
+"""Time to target: the score of a class's leading run against calendar day per option,
 the target as a horizontal line, and a marker where each option reaches it, annotated with the
 day and the option's cost by then. Over replications: the mean score per day with its 95 % band,
 the mean day and cost over the replications that reach the target.

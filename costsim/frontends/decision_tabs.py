@@ -1,4 +1,4 @@
-"""The dashboard's Sensitivity and Sweep tabs (issue 13): Streamlit layout only; the work is in
+"""The dashboard's Sensitivity and Sweep tabs: Streamlit layout only; the work is in
 ``decision_runs`` (runs in a bounded child process), ``sweep_upload`` (uploads read safely) and ``costsim.decisions``.
 
 ``app.py`` mounts them inside its tabs::

@@ -1,4 +1,4 @@
-"""Time and cost to a target score (issue 15): the ``to_target`` table, from the GPU-hours each
+"""Time and cost to a target score: the ``to_target`` table, from the GPU-hours each
 RL job of a class with ``scaling`` actually received on an option.
 
 The curve applies per job: each job of the class is one training run that starts at R0 and climbs
