@@ -156,14 +156,15 @@ def inputs_sha256(scenario, file_sha256: Callable[[Path], str] | None = None) ->
 
 
 def sweep_manifest(spec: Sweep) -> dict:
-    """The dataset's ``sweep.json``: what identifies the sweep, for resuming."""
+    """The dataset's ``sweep.json``: what identifies the sweep, for resuming. ``base`` is the base
+    scenario's absolute path, so that a report run from any folder finds (and protects) it."""
     from costsim import __version__
 
     # Variants usually share one trace: hash each file once, not once per variant.
     file_sha256 = functools.cache(lambda path: _bytes_sha256(path.read_bytes()))
     variants = [{"id": v.id, "params": v.params, "scenario_sha256": inputs_sha256(v.scenario, file_sha256)}
                 for v in spec.variants]
-    return json.loads(json.dumps(manifest(spec.source, str(spec.base), variants, spec.replications, spec.seed,
+    return json.loads(json.dumps(manifest(spec.source, str(Path(spec.base).absolute()), variants, spec.replications, spec.seed,
                                           __version__, code_identity()), default=str))  # as it reads back
 
 
