@@ -153,3 +153,22 @@ def test_optimize_workers_are_capped_at_the_cores_with_a_warning(here, monkeypat
     assert result.exit_code == 0, result.output
     assert "more than the" not in flat(result.output)
     assert asked and max(asked) > 2  # forced: more workers than the cores
+
+
+def test_a_task_file_whose_checksum_does_not_cover_its_params_is_named_as_older(tmp_path):
+    import pandas as pd
+
+    from costsim.runs.taskfiles import TaskId, read_task_file, write_task_file
+
+    frame = pd.DataFrame({"replication": [0], "seed": [7], "total_cost_usd": [1.5]})
+    old = TaskId("v000", 0, 7, "0" * 64)  # an older costsim's identity: no swept values
+    write_task_file(frame, tmp_path / "t.parquet", old, {"params": {"options.own.gpus": 64}})
+    now = TaskId("v000", 0, 7, "0" * 64, {"options.own.gpus": 64})
+    table, why = read_task_file(tmp_path / "t.parquet", now)
+    assert table is None and "does not cover its swept values (an older costsim wrote it)" in why
+    write_task_file(frame, tmp_path / "t.parquet", now, {})
+    table, why = read_task_file(tmp_path / "t.parquet", now)
+    assert why is None and table["total_cost_usd"].tolist() == [1.5]
+    edited = TaskId("v000", 0, 7, "0" * 64, {"options.own.gpus": 512})
+    table, why = read_task_file(tmp_path / "t.parquet", edited)
+    assert table is None and "is not this task's file (its params differs from the manifest's)" in why

@@ -64,7 +64,7 @@ def _tasks(manifest: dict) -> list[TaskId]:
     from costsim.runs.sweepfile import replication_seed
 
     seeds = [replication_seed(manifest["seed"], r) for r in range(manifest["replications"])]
-    return [TaskId(v["id"], r, seeds[r], v["scenario_sha256"]) for v in manifest["variants"]
+    return [TaskId(v["id"], r, seeds[r], v["scenario_sha256"], v.get("params") or {}) for v in manifest["variants"]
             for r in range(manifest["replications"])]
 
 
