@@ -2,8 +2,9 @@
 back into ``SweepResults`` for the report.
 
 The folder holds every finished task's summary rows (``runs/``, a Hive-partitioned Parquet
-dataset), the manifest (``sweep.json``: the base scenario's path, each variant's swept values and
-the fingerprint of its inputs) and the tables. Only the task files the manifest names are read,
+dataset), the manifest (``sweep.json``: the base scenario's absolute path, each variant's swept
+values and the fingerprint of its inputs) and the tables. A report's ``--out`` may be none of the
+files any variant reads (``sweep_inputs``), and is refused when the base cannot be read. Only the task files the manifest names are read,
 each checked against the manifest and the checksum written with it (``costsim.runs.taskfiles``):
 a file that fails, and any other file in ``runs/`` (another sweep's, a second copy of a task), is
 refused with its name, never mixed into the verdict. The variants' scenarios are rebuilt from the
@@ -144,9 +145,10 @@ def sweep_inputs(folder: Path, label: str = "SWEEP_DIR") -> list[Path]:
             continue
     if not loaded:
         shown = manifest.get("base")
-        raise OutputError(label, str(folder), f"names the base scenario {shown!r} in its {MANIFEST}, which cannot "
-                          "be read from here, so the files the sweep read are unknown and a report could "
-                          "overwrite one: run the report from the folder the sweep was started in")
+        what = (f"names the base scenario {shown!r} in its {MANIFEST}, which cannot be read from here"
+                if isinstance(shown, str) and shown else f"names no base scenario in its {MANIFEST}")
+        raise OutputError(label, str(folder), f"{what}, so the files the sweep read are unknown and a report "
+                          "could overwrite one: run the report from the folder the sweep was started in")
     variants = [v for v in manifest.get("variants") or () if isinstance(v, dict)]
     for path, base in loaded:
         found += scenario_inputs(base, path)
