@@ -126,8 +126,10 @@ def test_an_edited_value_is_named_and_run_again_not_trusted(whole, copy):
 
 def test_a_copy_of_another_tasks_file_is_run_again(whole, copy):
     shutil.copy(copy / "out" / "runs/variant=v001/replication=1.parquet", copy / "out" / TASK)
+    # v001 was run with other swept values than v000: its params differ from the manifest's too
     res, told, ran = resume(copy)
-    assert ran == 1 and "is not this task's file (its variant, replication, seed, scenario_sha256 differ" in told[0]
+    differ = "is not this task's file (its variant, replication, seed, scenario_sha256, params differ"
+    assert ran == 1 and differ in told[0]
     assert bits(res.runs) == bits(truth(whole).runs)
 
 

@@ -55,7 +55,10 @@ def optimize_command(
     replications: Annotated[int, typer.Option(min=1, help="Runs per configuration (common random numbers).")] = 3,
     seed: Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")] = None,
     executor: Annotated[str, typer.Option(help="local, processes or dask.")] = "processes",
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core; more than the "
+                                                "cores is capped at them, with a warning).")] = None,
+    force_workers: Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
+                                                "they are more than the cores.")] = False,
     max_runs: Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
                                           "replications).")] = 200,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv and frontier.csv, "
@@ -65,7 +68,7 @@ def optimize_command(
 
     A grid over the --vary ranges, refined by bisection along a monotone one, with replications;
     prints the answer with its 95 % interval and the cost-vs-delay Pareto frontier it found."""
-    from costsim.frontends.cli import _fail, _interrupted
+    from costsim.frontends.cli import _fail, _interrupted, err_console
     from costsim.runs.outdir import OutputFolder
 
     folder = None
@@ -76,13 +79,36 @@ def optimize_command(
             if not vary:
                 raise ScenarioError("--vary", [Problem((), "give at least one, e.g. "
                                                            "--vary options.own.gpus=256..1024")])
+            if workers is not None and executor != "local":  # "local" runs in this process anyway
+                from costsim.runs.executors import available_cores, worker_cap
+
+                workers, warning = worker_cap(workers, available_cores(), force_workers)
+                if warning is not None:
+                    err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
             if out is not None:  # checked and locked before searching: an unusable --out costs no simulation
-                folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES))
+                folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES, inputs=_inputs(scenario, vary)))
             _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder)
     except ScenarioError as err:  # bad flags or scenario, an unusable --out, a lost worker
         _fail(err)
     except KeyboardInterrupt:
         _interrupted(folder, out)
+
+
+def _inputs(scenario: Path, vary: list[str]) -> list[Path]:
+    """The files the search reads, which ``--out`` (replaced whole) must not hold: the scenario, its
+    trace and points files, and any --vary list value naming a file beside it (a varied trace)."""
+    from costsim.runs import api
+    from costsim.runs.outfiles import scenario_inputs
+
+    sc = api.load_scenario(scenario)  # a bad scenario is refused here, before anything is written
+    found = scenario_inputs(sc, scenario)
+    for item in vary:
+        _, _, values = item.partition("=")
+        for value in values.split(","):
+            path = Path(sc.base_dir) / value.strip()
+            if value.strip() and path.is_file():
+                found.append(path)
+    return found
 
 
 def _search(scenario: Path, target: list[str] | None, vary: list[str], replications: int, seed: int | None, executor: str,

@@ -2,8 +2,9 @@
 back into ``SweepResults`` for the report.
 
 The folder holds every finished task's summary rows (``runs/``, a Hive-partitioned Parquet
-dataset), the manifest (``sweep.json``: the base scenario's path, each variant's swept values and
-the fingerprint of its inputs) and the tables. Only the task files the manifest names are read,
+dataset), the manifest (``sweep.json``: the base scenario's absolute path, each variant's swept
+values and the fingerprint of its inputs) and the tables. A report's ``--out`` may be none of the
+files any variant reads (``sweep_inputs``), and is refused when the base cannot be read. Only the task files the manifest names are read,
 each checked against the manifest and the checksum written with it (``costsim.runs.taskfiles``):
 a file that fails, and any other file in ``runs/`` (another sweep's, a second copy of a task), is
 refused with its name, never mixed into the verdict. The variants' scenarios are rebuilt from the
@@ -64,7 +65,7 @@ def _tasks(manifest: dict) -> list[TaskId]:
     from costsim.runs.sweepfile import replication_seed
 
     seeds = [replication_seed(manifest["seed"], r) for r in range(manifest["replications"])]
-    return [TaskId(v["id"], r, seeds[r], v["scenario_sha256"]) for v in manifest["variants"]
+    return [TaskId(v["id"], r, seeds[r], v["scenario_sha256"], v.get("params") or {}) for v in manifest["variants"]
             for r in range(manifest["replications"])]
 
 
@@ -92,53 +93,111 @@ def _runs(folder: Path, manifest: dict, label: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def sweep_inputs(folder: Path) -> list[Path]:
+def base_paths(manifest: dict, folder: Path) -> list[Path]:
+    """Where the manifest's base scenario may be: its path when absolute (as sweeps record it); a
+    relative one (written by an older costsim, as typed) from the current folder, then from the
+    sweep folder's parent (where a sweep is usually started); [] when it names none."""
+    base = manifest.get("base") if isinstance(manifest, dict) else None
+    if not isinstance(base, str) or not base or "\0" in base:
+        return []
+    if Path(base).is_absolute():
+        return [Path(base)]
+    return list(dict.fromkeys([Path(base), Path(folder).parent / base]))
+
+
+def _variant_data(data: dict, variant: dict) -> dict:
+    """The base's data with the variant's swept values set (KeyError, TypeError, ScenarioError when
+    they no longer apply)."""
+    from costsim.runs.paths import set_path
+
+    copy = json.loads(json.dumps(data))
+    for path, value in (variant.get("params") or {}).items():
+        set_path(copy, path, value)
+    return copy
+
+
+def sweep_inputs(folder: Path, label: str = "SWEEP_DIR") -> list[Path]:
     """What a report on the sweep folder reads, or must not overwrite: the manifest, the tables,
-    the base scenario and its trace (when the manifest names one that loads)."""
-    from costsim.runs import api
+    the base scenario and every variant's trace and points files (a swept trace gives several).
+
+    An OutputError naming ``label`` and the folder when the base cannot be read: the files the
+    sweep read are then unknown, and a report must not write over one of them."""
+    from costsim.scenario import read_scenario
+    from costsim.scenario import scenario_from_data as schema_from_data
 
     found = [folder / MANIFEST, *(folder / f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet"))]
     if kind_of(folder / MANIFEST) is not None:
         return found  # refused, by name, when the folder is read (reading a FIFO would block)
     try:
-        base = json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("base")
-        if isinstance(base, str) and base:
-            found += scenario_inputs(api.load_scenario(base), base)
-    except (OSError, ValueError, AttributeError, ScenarioError):
-        pass  # a damaged manifest is refused, by name, when the folder is read
-    return found
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return found  # a damaged manifest is refused, by name, when the folder is read
+    if not isinstance(manifest, dict):
+        return found
+    source = manifest.get("source")
+    if isinstance(source, str) and source and "\0" not in source and Path(source).is_file():
+        found.append(Path(source))  # the sweep file, when the sweep was started from one here
+    loaded = []
+    for path in base_paths(manifest, folder):
+        try:
+            loaded.append((path, read_scenario(path)[0]))  # the schema only: no trace is read
+        except (ScenarioError, OSError, ValueError):
+            continue
+    if not loaded:
+        shown = manifest.get("base")
+        what = (f"names the base scenario {shown!r} in its {MANIFEST}, which cannot be read from here"
+                if isinstance(shown, str) and shown else f"names no base scenario in its {MANIFEST}")
+        raise OutputError(label, str(folder), f"{what}, so the files the sweep read are unknown and a report "
+                          "could overwrite one: run the report from the folder the sweep was started in")
+    variants = [v for v in manifest.get("variants") or () if isinstance(v, dict)]
+    for path, base in loaded:
+        found += scenario_inputs(base, path)
+        data = base.model_dump(mode="json")
+        for v in variants:
+            try:
+                sc = schema_from_data(_variant_data(data, v), f"{path} variant {v.get('id')}", base.base_dir)
+                found += scenario_inputs(sc)
+            except (ScenarioError, KeyError, TypeError, ValueError, AttributeError):
+                # Not a scenario any more (the base changed): any swept text may still name a file.
+                found += [Path(base.base_dir) / x for x in (v.get("params") or {}).values()
+                          if isinstance(x, str) and x and "\0" not in x]
+    return list(dict.fromkeys(found))
 
 
-def _scenarios(manifest: dict, notes: list[str]) -> dict:
+def _scenarios(manifest: dict, folder: Path, notes: list[str]) -> dict:
     """Each variant's Scenario rebuilt from the base and its swept values; {} with a note when the
     base cannot be read or no longer gives the scenarios the sweep ran."""
     from costsim.runs import api
-    from costsim.runs.paths import set_path
     from costsim.runs.sweep import inputs_sha256
 
-    base_path = manifest.get("base")
-    try:
-        base = api.load_scenario(base_path)
-    except (ScenarioError, TypeError, OSError):
-        notes.append(f"the base scenario {base_path} cannot be read now: options are named, not described, "
-                     "and the scenario is not shown")
-        return {}
-    data = base.model_dump(mode="json")
-    out = {}
-    for v in manifest["variants"]:
+    shown = manifest.get("base")
+    paths = base_paths(manifest, folder)
+    readable = False
+    for base_path in paths:
         try:
-            copy = json.loads(json.dumps(data))
-            for path, value in (v.get("params") or {}).items():
-                set_path(copy, path, value)
-            sc = api.scenario_from_data(copy, f"{base_path} variant {v['id']}", base.base_dir)
-        except (ScenarioError, KeyError, TypeError):
-            sc = None
-        if sc is None or inputs_sha256(sc) != v.get("scenario_sha256"):
-            notes.append(f"the base scenario {base_path} (or its trace or the catalog) has changed since the sweep: "
-                         "options are named, not described, and the scenario is not shown")
-            return {}
-        out[v["id"]] = sc
-    return out
+            base = api.load_scenario(base_path)
+        except (ScenarioError, TypeError, OSError):
+            continue
+        readable = True
+        data = base.model_dump(mode="json")
+        out = {}
+        for v in manifest["variants"]:
+            try:
+                sc = api.scenario_from_data(_variant_data(data, v), f"{base_path} variant {v['id']}", base.base_dir)
+            except (ScenarioError, KeyError, TypeError):
+                sc = None
+            if sc is None or inputs_sha256(sc) != v.get("scenario_sha256"):
+                break
+            out[v["id"]] = sc
+        else:
+            return out
+    if not readable:
+        notes.append(f"the base scenario {shown} cannot be read now: options are named, not described, "
+                     "and the scenario is not shown")
+    else:
+        notes.append(f"the base scenario {shown} (or its trace or the catalog) has changed since the sweep: "
+                     "options are named, not described, and the scenario is not shown")
+    return {}
 
 
 def read_sweep_folder(path: str | Path, label: str = "SWEEP_DIR"):
@@ -163,5 +222,5 @@ def read_sweep_folder(path: str | Path, label: str = "SWEEP_DIR"):
     variants = pd.DataFrame([{"variant": v["id"], **(v.get("params") or {})} for v in manifest["variants"]])
     variants = variants[variants["variant"].isin(set(runs["variant"]))].reset_index(drop=True)
     results = SweepResults(runs, means_table(runs, METRICS), differences_table(runs, METRICS), variants,
-                           _scenarios(manifest, notes))
+                           _scenarios(manifest, folder, notes))
     return results, notes

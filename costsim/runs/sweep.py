@@ -156,14 +156,15 @@ def inputs_sha256(scenario, file_sha256: Callable[[Path], str] | None = None) ->
 
 
 def sweep_manifest(spec: Sweep) -> dict:
-    """The dataset's ``sweep.json``: what identifies the sweep, for resuming."""
+    """The dataset's ``sweep.json``: what identifies the sweep, for resuming. ``base`` is the base
+    scenario's absolute path, so that a report run from any folder finds (and protects) it."""
     from costsim import __version__
 
     # Variants usually share one trace: hash each file once, not once per variant.
     file_sha256 = functools.cache(lambda path: _bytes_sha256(path.read_bytes()))
     variants = [{"id": v.id, "params": v.params, "scenario_sha256": inputs_sha256(v.scenario, file_sha256)}
                 for v in spec.variants]
-    return json.loads(json.dumps(manifest(spec.source, str(spec.base), variants, spec.replications, spec.seed,
+    return json.loads(json.dumps(manifest(spec.source, str(Path(spec.base).absolute()), variants, spec.replications, spec.seed,
                                           __version__, code_identity()), default=str))  # as it reads back
 
 
@@ -255,11 +256,12 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
     shas = {v["id"]: v["scenario_sha256"] for v in manifest_["variants"]}
     todo = tasks(spec, shas)
     folder = SweepFolder(out, manifest_, label, sweep_inputs(spec)) if out is not None else None
+    swept = {v["id"]: v["params"] or {} for v in manifest_["variants"]}  # as the manifest records them
     frames: dict[int, pd.DataFrame] = {}
     with contextlib.ExitStack() as stack:
         if folder is not None:
             folder.check()  # read only: a refused folder is left untouched
-            frames = _saved(folder, todo, notify)  # read only too: each saved file checked
+            frames = _saved(folder, todo, swept, notify)  # read only too: each saved file checked
         # Workers start before the folder is written, so an unusable executor (no Dask, a scheduler
         # that does not answer) writes nothing; not at all when every task is already saved.
         pending = [i for i in range(len(todo)) if i not in frames]
@@ -272,7 +274,7 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
         for done, (k, frame) in enumerate(run(run_task, [todo[i] for i in pending]) if pending else (), start=1):
             if folder is not None:
                 task = todo[pending[k]]
-                folder.write_task(frame, _task_id(task), _task_meta(spec.source, params, task))
+                folder.write_task(frame, _task_id(task, swept), _task_meta(spec.source, params, task))
             frames[pending[k]] = frame
             if progress is not None:
                 progress(done, len(pending))
@@ -285,20 +287,22 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
     return results
 
 
-def _task_id(task: Task) -> TaskId:
-    return TaskId(task.variant, task.replication, task.seed, task.inputs_sha256)
+def _task_id(task: Task, swept: dict[str, dict]) -> TaskId:
+    """The task's identity; ``swept``: each variant's params as the manifest records them."""
+    return TaskId(task.variant, task.replication, task.seed, task.inputs_sha256, swept[task.variant])
 
 
-def _saved(folder: SweepFolder, todo: list[Task], notify: Callable[[str], None]) -> dict[int, pd.DataFrame]:
+def _saved(folder: SweepFolder, todo: list[Task], swept: dict[str, dict],
+           notify: Callable[[str], None]) -> dict[int, pd.DataFrame]:
     """The tables of the tasks already in the folder that pass their checks, by task index; each
     file that fails is named to ``notify`` (its task runs again and replaces it)."""
     frames = {}
     for i, t in enumerate(todo):
-        frame, why = folder.read_task(_task_id(t))
+        frame, why = folder.read_task(_task_id(t, swept))
         if frame is not None:
             frames[i] = frame
         elif why is not None:
-            notify(f"{folder.shown}/{_task_id(t).name} {why}: running that task again")
+            notify(f"{folder.shown}/{_task_id(t, swept).name} {why}: running that task again")
     return frames
 
 

@@ -3,7 +3,7 @@ verified against the manifest and that checksum before a resume or a report trus
 
 Each file's metadata (key ``costsim.sweep``) holds the sweep's source, the variant's id and swept
 values, the replication, its seed, the variant's ``scenario_sha256`` and ``task_sha256``: the
-SHA-256 of the task's identity (variant, replication, seed, scenario_sha256) and of its table
+SHA-256 of the task's identity (variant, replication, seed, scenario_sha256, params) and of its table
 (every column's name, Arrow type and values: numbers as their bytes, text as JSON). A file is
 trusted only when it is a regular file at its task's path, its metadata names that task and its
 checksum is that of its identity and table: a value edited by hand, one flipped bit anywhere, a
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +39,16 @@ _MAX_REASON = 200  # characters of a library's error message quoted about a dama
 
 @dataclass(frozen=True)
 class TaskId:
-    """What a task file must say about itself: its variant, replication, seed and the variant's
-    inputs fingerprint (``scenario_sha256`` in the manifest)."""
+    """What a task file must say about itself: its variant, replication, seed, the variant's
+    inputs fingerprint (``scenario_sha256`` in the manifest) and its swept values (``params`` in
+    the manifest, JSON data; None only to recognise the checksums of an older costsim, which did
+    not cover them), so that a report never labels a task's runs with values it was not run with."""
 
     variant: str
     replication: int
     seed: int
     scenario_sha256: str
+    params: dict | None = None
 
     @property
     def name(self) -> str:
@@ -53,8 +56,9 @@ class TaskId:
         return task_name(self.variant, self.replication)
 
     def fields(self) -> dict:
-        return {"variant": self.variant, "replication": self.replication, "seed": self.seed,
-                "scenario_sha256": self.scenario_sha256}
+        out = {"variant": self.variant, "replication": self.replication, "seed": self.seed,
+               "scenario_sha256": self.scenario_sha256}
+        return out if self.params is None else {**out, "params": self.params}
 
 
 def task_name(variant: str, replication: int) -> str:
@@ -111,6 +115,9 @@ def read_task_file(path: Path, task: TaskId) -> tuple[pd.DataFrame | None, str |
         if "task_sha256" not in meta:
             return None, "has no checksum (an older costsim wrote it)"
         if meta["task_sha256"] != task_sha256(task, table):
+            if task.params is not None and meta["task_sha256"] == task_sha256(replace(task, params=None), table):
+                return None, ("has a checksum that does not cover its swept values (an older costsim wrote it): "
+                              "run the sweep again into a new folder")
             return None, "its contents differ from the checksum written with them: it changed after the sweep wrote it"
         frame = table.to_pandas(ignore_metadata=True)
     except Exception as err:  # noqa: BLE001 — a damaged file can fail anywhere in a reader; never trusted
