@@ -299,7 +299,7 @@ def test_base_naming_a_sweep_file_says_so_once(here):
 def test_a_folder_or_fifo_as_base_or_import_input_is_not_called_missing(here):
     (here / "folder").mkdir()
     os.mkfifo(here / "pipe")
-    for name, says in (("folder", "is a folder, not a file"), ("pipe", "is not a regular file (a FIFO")):
+    for name, says in (("folder", "is a folder, not a file"), ("pipe", "is a FIFO, not a regular file")):
         (here / "b.yaml").write_text(f"base: {name}\n")
         with pytest.raises(ScenarioError, match=rf"b.yaml:1:1: base: .*{name} {re.escape(says)}"):
             load_sweep(here / "b.yaml")
