@@ -259,19 +259,19 @@ def _manifest(where: str, data: bytes) -> tuple[list[tuple[str, dict]], int, dic
         replications = 1
     if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
         raise _refused(where, f"is not a sweep manifest: replications must be a whole number ≥ 1 (got {replications!r:.40})")
-    listed = []
+    ids = []
     for i, v in enumerate(variants):
         if not isinstance(v, dict) or not _is_id(v.get("id")) or not isinstance(v.get("params") or {}, dict):
             raise _refused(where, f"is not a sweep manifest: variants.{i} is not an id with params")
         if not isinstance(v.get("scenario_sha256"), str):
             raise _refused(where, f"is not a sweep manifest: variants.{i}.scenario_sha256 is missing")
-        listed.append((str(v["id"]), v.get("params") or {}))
+        ids.append((str(v["id"]), v.get("params") or {}))
     seed = manifest.get("seed")
-    if listed and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
+    if ids and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
         raise _refused(where, "is not a sweep manifest: seed is missing or not a whole number")
     tasks = {(str(v["id"]), r): TaskId(str(v["id"]), r, replication_seed(seed, r), v["scenario_sha256"])
-             for v in variants for r in range(replications)} if listed else {}
-    return listed, replications, tasks
+             for v in variants for r in range(replications)} if ids else {}
+    return ids, replications, tasks
 
 
 def _required() -> list[str]:
