@@ -51,7 +51,7 @@ workload: {trace: TRACE}
 options:
   - {name: cloud, kind: cloud, gpu_type: H100, provisioning_delay_h: 0, startup_h: 0}
 """
-JOBS = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n"
+JOBS = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n2,8,1\n"  # three submit times: fit-workload fits it
 SWEEP = "base: s.yaml\nseed: 3\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n"
 
 
