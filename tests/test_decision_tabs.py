@@ -220,6 +220,55 @@ def test_not_a_sweep_is_refused_naming_the_file():
         read_sweep_uploads([Upload("empty.zip", zipped({"readme.txt": b"hi"}))])
 
 
+def edited(path: Path, column: str = "total_cost_usd", value: float = 1.0) -> bytes:
+    """A task file with one column's values set to ``value``, its metadata (and checksum) kept."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    i = table.schema.get_field_index(column)
+    table = table.set_column(i, table.schema.field(i), pa.array([value] * table.num_rows, table.schema.field(i).type))
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def test_an_edited_value_in_a_zipped_sweep_is_refused_naming_the_file(swept):
+    """``costsim report`` refuses a folder whose task file was edited; the upload of the same
+    folder zipped is refused too, naming the member, and so is the file uploaded alone."""
+    out, _ = swept
+    task = "runs/variant=v000/replication=1.parquet"
+    members = {f"out/{p.relative_to(out).as_posix()}": p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    members[f"out/{task}"] = edited(out / task)
+    with pytest.raises(ScenarioError) as err:
+        read_sweep_uploads([Upload("out.zip", zipped(members))])
+    assert str(err.value).startswith(f"out.zip: out/{task}: its contents differ from the checksum")
+    with pytest.raises(ScenarioError, match="replication=1.parquet: its contents differ from the checksum"):
+        read_sweep_uploads([Upload("replication=1.parquet", edited(out / task))])
+
+
+def test_a_second_copy_a_stray_or_a_renamed_task_file_is_refused_by_name(swept):
+    out, _ = swept
+    members = {f"out/{p.relative_to(out).as_posix()}": p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    first, other = "out/runs/variant=v000/replication=0.parquet", "out/runs/variant=v001/replication=0.parquet"
+    twice = [Upload("out.zip", zipped(members)), Upload("replication=0.parquet", members[first])]
+    with pytest.raises(ScenarioError, match=r"replication=0.parquet: is a second copy of variant v000, replication 0 "
+                                            r"\(also in out.zip: out/runs/variant=v000/replication=0.parquet\)"):
+        read_sweep_uploads(twice)
+    stray = {**members, "out/runs/variant=v000/replication=0 (copy).parquet": members[first]}
+    with pytest.raises(ScenarioError, match=r"out.zip: holds files in runs/ that are not a sweep's tasks "
+                                            r"\(out/runs/variant=v000/replication=0 \(copy\).parquet\)"):
+        read_sweep_uploads([Upload("out.zip", zipped(stray))])
+    renamed = {**members, first: members[other]}
+    with pytest.raises(ScenarioError, match=rf"out.zip: {first}: holds variant v001, replication 0: not the task"):
+        read_sweep_uploads([Upload("out.zip", zipped(renamed))])
+    manifest = json.loads(members["out/sweep.json"])
+    manifest["variants"] = manifest["variants"][:1]  # a manifest that lists v000 only: v001's files are strays
+    with pytest.raises(ScenarioError, match=r"out.zip: out/runs/variant=v001/replication=[01].parquet: "
+                                            r"is not a task of this sweep \(its manifest lists no variant v001"):
+        read_sweep_uploads([Upload("out.zip", zipped({**members, "out/sweep.json": json.dumps(manifest).encode()}))])
+
+
 # ------------------------------------------------------------------ the grid's fields and limits
 
 

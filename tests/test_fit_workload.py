@@ -465,3 +465,72 @@ def test_import_says_when_times_have_no_clock(tmp_path, fmt, rows, hour0):
     else:
         assert f"hour 0 is {hour0} (fit-workload --start {hour0}" in result.output
         assert "relative" not in result.output
+
+
+def test_cli_names_a_folder_fifo_or_device_given_as_the_trace_and_never_opens_it(tmp_path):
+    """A folder, a FIFO or /dev/zero is not a missing file: each is called what it is, and the
+    FIFO is never opened (opening it would block until someone writes)."""
+    import os
+    import time
+
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "pipe")
+    for path, says in ((tmp_path / "folder", "is a folder, not a file"),
+                       (tmp_path / "pipe", "is a FIFO, not a regular file"),
+                       (Path("/dev/zero"), "is a character device, not a regular file")):
+        start = time.perf_counter()
+        result = run(path, "--out", tmp_path / "c.yaml")
+        assert time.perf_counter() - start < 10
+        message = " ".join(result.output.split())
+        assert result.exit_code == 2 and f"{path}: {says}" in message and "not found" not in message, message
+    assert not (tmp_path / "c.yaml").exists()
+
+
+def test_a_scenario_whose_trace_is_a_fifo_or_a_folder_says_so(tmp_path):
+    import os
+
+    from helpers import cloud
+
+    os.mkfifo(tmp_path / "pipe.csv")
+    (tmp_path / "dir.csv").mkdir()
+    for name, says in (("pipe.csv", "is a FIFO, not a regular file"), ("dir.csv", "is a folder, not a file")):
+        with pytest.raises(ScenarioError) as err:  # the scenario is checked as it is built
+            api.scenario_from_data({"name": "t", "horizon_days": 1.0, "workload": {"trace": name},
+                                    "options": [cloud()]}, "test", tmp_path)
+        assert f"workload.trace: the trace file {tmp_path / name} {says}" in str(err.value)
+        assert "not found" not in str(err.value)
+        with pytest.raises(ScenarioError, match=f"{name}: {says}"):  # the reader on its own says the same
+            read_trace(tmp_path / name)
+
+
+def test_arrivals_within_less_than_the_minimum_span_are_refused(tmp_path):
+    """100 jobs at hour 0 and one 0.36 s later span 0.0001 h: the 'rate' would be 101 jobs over the
+    1-hour floor, 2,424 a day, which the trace does not hold."""
+    src = trace_file(tmp_path, pd.DataFrame({"submit_h": [0.0] * 100 + [0.0001], "gpus": 8, "duration_h": 1.0}))
+    result = run(src, "--out", tmp_path / "c.yaml")
+    message = " ".join(result.output.split())
+    assert result.exit_code == 2 and not (tmp_path / "c.yaml").exists()
+    assert "less than the 1-hour minimum span" in message and f"{101 / 1 * 24:,.0f} a day" in message
+    assert "2424" not in message and "nan" not in message
+
+
+def test_fewer_than_three_distinct_submit_times_are_refused(tmp_path):
+    """Half the jobs at hour 0 and half at hour 5: one gap between arrivals, no process to fit."""
+    src = trace_file(tmp_path, pd.DataFrame({"submit_h": [0.0] * 50 + [5.0] * 50, "gpus": 8, "duration_h": 1.0}))
+    result = run(src, "--out", tmp_path / "c.yaml")
+    message = " ".join(result.output.split())
+    assert result.exit_code == 2 and not (tmp_path / "c.yaml").exists()
+    assert "only 2 distinct times (fewer than 3)" in message
+    with pytest.raises(ValueError, match="only 2 distinct times"):
+        fit_trace(read_trace(src))
+
+
+def test_a_ks_statistic_that_is_not_a_number_is_said_not_measurable(tmp_path):
+    """Every run time equal (1 h): no spread, so the duration KS check is not a number; the summary
+    and the file's header say so rather than print nan."""
+    src = trace_file(tmp_path, pd.DataFrame({"submit_h": np.arange(40.0), "gpus": 8, "duration_h": 1.0}))
+    result = run(src, "--out", tmp_path / "c.yaml")
+    assert result.exit_code == 0, result.output
+    assert "duration KS not measurable" in result.output and "nan" not in result.output.lower()
+    header = (tmp_path / "c.yaml").read_text()
+    assert "duration KS not measurable" in header and "nan" not in header

@@ -51,7 +51,7 @@ workload: {trace: TRACE}
 options:
   - {name: cloud, kind: cloud, gpu_type: H100, provisioning_delay_h: 0, startup_h: 0}
 """
-JOBS = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n"
+JOBS = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n2,8,1\n"  # three submit times: fit-workload fits it
 SWEEP = "base: s.yaml\nseed: 3\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n"
 
 
@@ -302,7 +302,7 @@ def test_base_naming_a_sweep_file_says_so_once(here):
 def test_a_folder_or_fifo_as_base_or_import_input_is_not_called_missing(here):
     (here / "folder").mkdir()
     os.mkfifo(here / "pipe")
-    for name, says in (("folder", "is a folder, not a file"), ("pipe", "is not a regular file (a FIFO")):
+    for name, says in (("folder", "is a folder, not a file"), ("pipe", "is a FIFO, not a regular file")):
         (here / "b.yaml").write_text(f"base: {name}\n")
         with pytest.raises(ScenarioError, match=rf"b.yaml:1:1: base: .*{name} {re.escape(says)}"):
             load_sweep(here / "b.yaml")

@@ -205,16 +205,23 @@ def test_fit_workload_refuses_a_trace_that_spans_no_time(tmp_path, submit_h, wor
         fit_trace(read_trace(path))
 
 
-def test_fit_workload_warns_about_few_jobs_and_arrivals_within_minutes(tmp_path):
-    path = _trace(tmp_path / "t.csv", [0.0, 0.1, 0.3])
+def test_fit_workload_warns_about_few_jobs(tmp_path):
+    path = _trace(tmp_path / "t.csv", [0.0, 1.5, 3.0])
     result = invoke("fit-workload", str(path), "--out", str(tmp_path / "c.yaml"))
     assert result.exit_code == 0, result.output
     message = " ".join(result.stderr.split())
     assert (f"warning: {path}: only 3 jobs (fewer than 30): the rate, the profiles and the KS checks rest on few "
             "arrivals") in message
-    assert f"warning: {path}: every job arrives within 18 minutes: the rate is taken over 1 hour" in message
     header = (tmp_path / "c.yaml").read_text()
     assert "# warning: only 3 jobs (fewer than 30)" in header
+
+
+def test_fit_workload_refuses_arrivals_within_minutes(tmp_path):
+    path = _trace(tmp_path / "t.csv", [0.0, 0.1, 0.3])
+    result = invoke("fit-workload", str(path), "--out", str(tmp_path / "c.yaml"))
+    assert result.exit_code == 2 and not (tmp_path / "c.yaml").exists()
+    message = " ".join(result.stderr.split())
+    assert f"error: {path}: submit_h: the 3 jobs arrive within 18 minutes (hours 0 to 0.3)" in message
 
 
 def test_fit_workload_warns_about_a_small_class_of_a_large_trace(tmp_path):

@@ -164,3 +164,14 @@ def test_the_figure_draws_largest_swing_on_top_and_marks_the_flip(result):
         for label, dx, (_, diff) in zip(bar.y, bar.x, bar.customdata, strict=True):
             assert dx == pytest.approx(diff - result.base_difference_usd)
     assert "spot discount" in fig.layout.title.text  # not applicable, named
+
+
+def test_a_scenario_object_that_skipped_validation_is_a_scenario_error_naming_the_field():
+    """``Scenario.model_construct`` skips validation: the tornado validates it again and names the
+    missing fields, rather than failing on an attribute the object lacks."""
+    from costsim.scenario import Scenario
+
+    with pytest.raises(ScenarioError) as err:
+        tornado(Scenario.model_construct(name="x"))
+    assert "options: required field is missing" in str(err.value)
+    assert "workload: required field is missing" in str(err.value)

@@ -346,7 +346,9 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     "dask"); ``targets``: as ``decide``'s (None: the scenario's ``decision.targets``).
     ``progress(done, total)`` after each run. Raises ScenarioError for bad arguments or a
     scenario without both a build and a rent option."""
-    if not isinstance(scenario, Scenario):
+    if isinstance(scenario, Scenario):
+        scenario = api.revalidated(scenario)[0]  # a Scenario.model_construct may lack any field
+    else:
         scenario = api.load_scenario(arguments.path(scenario, "scenario", "tornado"))
     if isinstance(replications, bool) or not isinstance(replications, int) or not 1 <= replications <= 1000:
         raise arguments.error("tornado", "replications", f"must be a whole number from 1 to 1,000 (got {replications!r})")

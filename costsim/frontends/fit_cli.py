@@ -13,6 +13,8 @@ reader, and only then are all of them renamed into place.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -72,6 +74,14 @@ def yaml_text(config: dict, header: str) -> str:
         config, width=120, inline_leaves=True)
 
 
+def ks_text(ks: float, p: float) -> str:
+    """``KS 0.123 (p 0.45)``; "KS not measurable" when the statistic or its p-value is not a
+    number (e.g. every run time equal: no spread to compare a law with)."""
+    if not (math.isfinite(ks) and math.isfinite(p)):
+        return "KS not measurable"
+    return f"KS {ks:.3f} (p {p:.2g})"
+
+
 def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, generated: int, days: float) -> list[str]:
     """One line per class (rate, GPUs, duration law, KS) and what was written."""
     lines = []
@@ -80,8 +90,8 @@ def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, 
         gpus = ", ".join(f"{g}:{p:.0%}" for g, p in f.gpus_pmf.items())
         law = (f"lognormal mean {d.mean_h:.3g} h cv {d.cv:.2f}" if d.law == "lognormal"
                else f"{d.law} mean {d.mean_h:.3g} h median {d.median_h:.3g} h")
-        lines.append(f"{f.name}: {f.jobs} jobs, {f.per_day:.3g}/day, GPUs {gpus}; {law}; duration KS {d.ks:.3f} "
-                     f"(p {d.ks_p:.2g}); arrival KS {f.arrival_ks:.3f} (p {f.arrival_ks_p:.2g})")
+        lines.append(f"{f.name}: {f.jobs} jobs, {f.per_day:.3g}/day, GPUs {gpus}; {law}; duration "
+                     f"{ks_text(d.ks, d.ks_p)}; arrival {ks_text(f.arrival_ks, f.arrival_ks_p)}")
     wrote = f"wrote {out} ({len(fits)} job class(es) for a scenario's workload)"
     if trace_out is not None:
         wrote += f", {trace_out} ({generated:,} jobs drawn over {days:,.1f} days)"
@@ -109,8 +119,8 @@ def header_of(fits, source: str, jobs: int, start_h: float, by: str, distributio
              f"Profiles are by the source's clock; the scenario's hour 0 is hour {start_h:g} of the week "
              "(0: Monday 00:00)" + ("" if start_h else ", as no --start was given") + "."]
     for f in fits:
-        lines.append(f"{f.name}: {f.jobs} jobs; duration KS {f.duration.ks:.3f} (p {f.duration.ks_p:.2g}), "
-                     f"arrival KS {f.arrival_ks:.3f} (p {f.arrival_ks_p:.2g})")
+        lines.append(f"{f.name}: {f.jobs} jobs; duration {ks_text(f.duration.ks, f.duration.ks_p)}, "
+                     f"arrival {ks_text(f.arrival_ks, f.arrival_ks_p)}")
         lines.extend(f"  note: {n}" for n in f.notes)
     return "\n".join(lines)
 

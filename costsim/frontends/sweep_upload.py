@@ -15,6 +15,12 @@ their decoded size counted exactly before any is decoded, so a few kilobytes of 
 repeated millions of times are refused, not inflated. JSON metadata (the manifest, ``costsim.sweep``,
 ``pandas``) nesting deeper than ``MAX_JSON_DEPTH`` or of the wrong shape is refused by name; any
 other damage is a refusal naming the upload, never an error page.
+
+A task file is trusted as ``costsim report`` trusts it (``costsim.runs.taskfiles``): its checksum
+must match its contents and the task its metadata names, that task must be the one its name says and
+the manifest lists (when one came), and no task may come twice. A zip member under ``runs/`` that is
+not a task file (another name, a second copy) is a stray, and the zip is refused naming it. Only a
+plain table with a ``variant`` column, which has no checksum, is read as it is.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import pandas as pd
 from costsim.frontends.dashboard import Limits, Upload
 from costsim.frontends.workers import WorkStopped, run_child, serve_child
 from costsim.runs.dataset import MANIFEST, META_KEY
+from costsim.runs.taskfiles import HIDDEN, TaskId, claimed_task, frame_problem, listed, table_problem
 from costsim.scenario import Problem, ScenarioError
 
 UNPACKED_FACTOR = 4  # a zip may unpack (and its tables decode) to this many times the upload limit
@@ -70,6 +77,15 @@ def _member_problem(info: zipfile.ZipInfo) -> str:
     return ""
 
 
+def _is_stray(name: str) -> bool:
+    """Whether a zip member is under a ``runs/`` folder without being a task file there (names
+    starting with ``.`` or ``_`` skipped, as the report and Parquet readers skip them)."""
+    parts = PurePosixPath(name).parts
+    if "runs" not in parts[:-1] or any(p.startswith(HIDDEN) for p in parts):
+        return False
+    return not _TASK.search(name)
+
+
 def _zip_members(upload: Upload, unpacked_cap: int) -> dict[str, bytes]:
     """The task files and manifest of a zipped sweep folder, read into memory within the caps."""
     try:
@@ -83,6 +99,10 @@ def _zip_members(upload: Upload, unpacked_cap: int) -> dict[str, bytes]:
         why = _member_problem(info)
         if why:
             raise _refused(upload.name, f"member {info.filename!r} {why}: the zip is refused")
+    stray = [i.filename for i in infos if not i.is_dir() and _is_stray(i.filename)]
+    if stray:
+        raise _refused(upload.name, f"holds files in runs/ that are not a sweep's tasks ({listed(stray)}): another "
+                                    "sweep's, or a second copy of a task; zip the folder without them")
     wanted = [i for i in infos if not i.is_dir() and (_TASK.search(i.filename) or PurePosixPath(i.filename).name == MANIFEST)]
     declared = sum(i.file_size for i in wanted)
     if declared > unpacked_cap:
@@ -157,10 +177,12 @@ def _decoded_bytes(table) -> int:
     return total
 
 
-def _parquet(name: str, data: bytes, rows_left: int, bytes_left: int) -> tuple[pd.DataFrame, dict, int]:
-    """A Parquet file's table, its ``costsim.sweep`` metadata and the bytes it decodes to, refused
-    from its footer when it declares more rows, columns or bytes than are left, and before decoding
-    its text columns when they would decode to more (see the module)."""
+def _parquet(name: str, data: bytes, rows_left: int,
+             bytes_left: int) -> tuple[pd.DataFrame, dict, int, TaskId | None]:
+    """A Parquet file's table, its ``costsim.sweep`` metadata, the bytes it decodes to and the task
+    it holds (None for a file without that metadata), refused from its footer when it declares more
+    rows, columns or bytes than are left, before decoding its text columns when they would decode
+    to more, and when it has that metadata but its checksum does not match (see the module)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -188,19 +210,41 @@ def _parquet(name: str, data: bytes, rows_left: int, bytes_left: int) -> tuple[p
         for i, field in enumerate(table.schema):  # decode what was read encoded only to count it
             if field.name in text and pa.types.is_dictionary(field.type):
                 table = table.set_column(i, schema.field(i), table.column(i).cast(schema.field(i).type))
+        task = _verified(name, table, info)
         frame = table.to_pandas()
+        why = frame_problem(frame, task) if task is not None else None
+        if why is not None:
+            raise _refused(name, f"{why}: not as the sweep wrote it")
     except (ScenarioError, MemoryError):  # our own refusal (a ValueError too); Arrow's MemoryError: the limit
         raise
     except (pa.ArrowException, OSError, ValueError) as err:
         raise _refused(name, f"is not a readable Parquet file ({err})") from None
     except (KeyError, TypeError, IndexError, AttributeError) as err:  # pandas metadata of the wrong shape
         raise _refused(name, f"has damaged pandas metadata ({type(err).__name__}: {err})") from None
-    return frame, info, decoded
+    return frame, info, decoded, task
 
 
-def _manifest(where: str, data: bytes) -> tuple[list[tuple[str, dict]], int]:
-    """A sweep manifest's (variant id, params) in order and its replications; refused naming the
-    field when it is not the shape ``costsim sweep`` writes."""
+def _verified(name: str, table, info: dict) -> TaskId | None:
+    """The task a file with ``costsim.sweep`` metadata holds, once its checksum is checked against
+    its contents and that task; None for a file without that metadata."""
+    if not info:
+        return None
+    task = claimed_task(info)
+    if task is None:
+        raise _refused(name, "has costsim.sweep metadata that names no task (variant, replication, seed and "
+                             "scenario_sha256): not a task file a sweep wrote")
+    why = table_problem(table, task)
+    if why is not None:
+        raise _refused(name, f"{why}; the upload is refused (run the sweep again, or leave that file out)")
+    return task
+
+
+def _manifest(where: str, data: bytes) -> tuple[list[tuple[str, dict]], int, dict[tuple[str, int], TaskId]]:
+    """A sweep manifest's (variant id, params) in order, its replications and every task it lists
+    by (variant, replication); refused naming the field when it is not the shape ``costsim sweep``
+    writes."""
+    from costsim.runs.sweepfile import replication_seed
+
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -215,12 +259,19 @@ def _manifest(where: str, data: bytes) -> tuple[list[tuple[str, dict]], int]:
         replications = 1
     if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
         raise _refused(where, f"is not a sweep manifest: replications must be a whole number ≥ 1 (got {replications!r:.40})")
-    listed = []
+    ids = []
     for i, v in enumerate(variants):
         if not isinstance(v, dict) or not _is_id(v.get("id")) or not isinstance(v.get("params") or {}, dict):
             raise _refused(where, f"is not a sweep manifest: variants.{i} is not an id with params")
-        listed.append((str(v["id"]), v.get("params") or {}))
-    return listed, replications
+        if not isinstance(v.get("scenario_sha256"), str):
+            raise _refused(where, f"is not a sweep manifest: variants.{i}.scenario_sha256 is missing")
+        ids.append((str(v["id"]), v.get("params") or {}))
+    seed = manifest.get("seed")
+    if ids and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
+        raise _refused(where, "is not a sweep manifest: seed is missing or not a whole number")
+    tasks = {(str(v["id"]), r): TaskId(str(v["id"]), r, replication_seed(seed, r), v["scenario_sha256"])
+             for v in variants for r in range(replications)} if ids else {}
+    return ids, replications, tasks
 
 
 def _required() -> list[str]:
@@ -251,16 +302,33 @@ def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.D
     _check_sizes(uploads, limits)
     _, unpacked_cap = _caps(limits)
     frames, manifest, params, rows, decoded = [], None, {}, 0, 0
+    tasks: dict[tuple[str, int], str] = {}  # each task file's (variant, replication): where it came from
+    claimed: list[tuple[str, TaskId]] = []
     for up in uploads:
         members = _zip_members(up, unpacked_cap) if up.name.lower().endswith(".zip") else {up.name: up.data}
         for name, data in members.items():
             where = f"{up.name}: {name}" if name != up.name else up.name
             if PurePosixPath(name).name == MANIFEST:
-                manifest = _manifest(where, data)
+                got = _manifest(where, data)
+                if manifest is not None and got != manifest:
+                    raise _refused(where, "is a second sweep's manifest: upload one sweep's output at a time")
+                manifest = got
                 continue
-            frame, info, size = _parquet(where, data, MAX_ROWS - rows, unpacked_cap - decoded)
+            frame, info, size, claim = _parquet(where, data, MAX_ROWS - rows, unpacked_cap - decoded)
             rows, decoded = rows + len(frame), decoded + size
             task = _TASK.search(name)
+            if task and claim is None:
+                raise _refused(where, "has no costsim sweep metadata: it was not written by a sweep, or is damaged")
+            if claim is not None:
+                key = (claim.variant, claim.replication)
+                if task and (task.group(1), int(task.group(2))) != key:
+                    raise _refused(where, f"holds variant {claim.variant}, replication {claim.replication}: not the "
+                                          "task its name says (a file renamed or moved)")
+                if key in tasks:
+                    raise _refused(where, f"is a second copy of variant {claim.variant}, replication "
+                                          f"{claim.replication} (also in {tasks[key]})")
+                tasks[key] = where
+                claimed.append((where, claim))
             if "variant" not in frame:
                 variant = task.group(1) if task else info.get("variant")
                 if variant is None:
@@ -270,6 +338,14 @@ def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.D
                 if isinstance(info.get("params"), dict):
                     params.setdefault(str(variant), info["params"])
             frames.append((where, frame))
+    for where, claim in claimed if manifest is not None and manifest[2] else ():
+        expected = manifest[2].get((claim.variant, claim.replication))
+        if expected is None:
+            raise _refused(where, f"is not a task of this sweep (its manifest lists no variant {claim.variant}, "
+                                  f"replication {claim.replication}): another sweep's file; leave it out")
+        if expected != claim:
+            wrong = [k for k, v in expected.fields().items() if claim.fields()[k] != v]
+            raise _refused(where, f"is not this task's file (its {', '.join(wrong)} differ from the manifest's)")
     return frames, manifest, params
 
 
@@ -342,7 +418,7 @@ def read_uploads_here(uploads: list[Upload], limits: Limits = Limits()):
     if twice.any():
         r = runs[twice].iloc[0]
         raise _refused("sweep upload", f"variant {r['variant']}, replication {r['replication']} was uploaded twice")
-    listed, replications = manifest if manifest is not None else ([], 1)
+    listed, replications, _ = manifest if manifest is not None else ([], 1, {})
     order = [vid for vid, _ in listed] or sorted(set(runs["variant"]))
     params = {**params, **dict(listed)}
     rank = {v: i for i, v in enumerate(order)}

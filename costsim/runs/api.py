@@ -26,6 +26,7 @@ from costsim.scenario import dump_scenario as schema_dump
 from costsim.scenario import scenario_from_data as schema_from_data
 from costsim.scenario.units import HOURS_PER_DAY, HOURS_PER_YEAR
 from costsim.scenario.errors import Loc
+from costsim.scenario.filekind import input_file_problem
 
 
 def _limit(plan: OwnedPlan | CloudPlan) -> tuple[int, str, str] | None:
@@ -197,8 +198,11 @@ def _checked(scenario: Scenario, source: str,
         trace = None
         if scenario.workload.trace is not None:
             trace_path = scenario.base_dir / scenario.workload.trace
-            if not trace_path.is_file():
-                raise ScenarioError(source, [Problem(("workload", "trace"), f"trace file not found: {trace_path}")])
+            problem = input_file_problem(trace_path)  # a stat only: a FIFO is never opened
+            if problem is not None:
+                shown = (f"trace file not found: {trace_path}" if problem == "file not found"
+                         else f"the trace file {trace_path} {problem}")
+                raise ScenarioError(source, [Problem(("workload", "trace"), shown)])
             trace = read_trace(trace_path)
             clashes = workload.reserved_id_problems(scenario, trace.job_id)  # job ids unique by construction
             if clashes:

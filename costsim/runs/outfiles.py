@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
+from costsim.scenario.filekind import input_file_problem  # noqa: F401  (the readers' check, here too)
 
 # Errors saying the disk, not costsim, is the problem (the advice is then to free some space).
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
@@ -93,22 +94,6 @@ def kind_of(path: Path) -> str | None:
         if test(mode):
             return name
     return "not a regular file"
-
-
-def input_file_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be read as an input file (missing, a folder, a FIFO, a device); None
-    when it is a regular file (symlinks followed: a link to a file is that file)."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return "file not found"
-    except OSError as err:
-        return f"cannot be read: {err.strerror or err}"
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "is a folder, not a file: name a file in it"
-    return "is not a regular file (a FIFO, socket or device), which could block or never end: name a file"
 
 
 def scenario_inputs(scenario, path: str | os.PathLike[str] | None = None) -> list[Path]:

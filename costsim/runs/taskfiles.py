@@ -96,6 +96,50 @@ def _differs(meta: dict, task: TaskId) -> list[str]:
     return [k for k, v in task.fields().items() if type(meta.get(k)) is not type(v) or meta.get(k) != v]
 
 
+def claimed_task(meta) -> TaskId | None:
+    """The task a file's ``costsim.sweep`` metadata (parsed JSON) says it holds; None when the
+    metadata lacks any identity field or gives one of the wrong type."""
+    if not isinstance(meta, dict):
+        return None
+    fields = {"variant": str, "replication": int, "seed": int, "scenario_sha256": str}
+    if any(type(meta.get(k)) is not t for k, t in fields.items()):
+        return None
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else None  # covered by its checksum
+    return TaskId(meta["variant"], meta["replication"], meta["seed"], meta["scenario_sha256"], params)
+
+
+def table_problem(table: pa.Table, task: TaskId) -> str | None:
+    """Why ``table`` (a task file as read, its metadata included) is not ``task``'s runs as the
+    sweep wrote them: no costsim metadata, another task's identity, no checksum or a checksum its
+    contents do not match; None when it is. A few words, for ``PATH why``."""
+    raw = (table.schema.metadata or {}).get(META_KEY)
+    meta = json.loads(raw) if raw is not None else None
+    if not isinstance(meta, dict):
+        return "has no costsim sweep metadata: it was not written by a sweep, or is damaged"
+    wrong = _differs(meta, task)
+    if wrong:
+        verb = "differs" if len(wrong) == 1 else "differ"
+        return f"is not this task's file (its {', '.join(wrong)} {verb} from the manifest's)"
+    if "task_sha256" not in meta:
+        return "has no checksum (an older costsim wrote it)"
+    if meta["task_sha256"] != task_sha256(task, table):
+        if task.params is not None and meta["task_sha256"] == task_sha256(replace(task, params=None), table):
+            return ("has a checksum that does not cover its swept values (an older costsim wrote it): "
+                    "run the sweep again into a new folder")
+        return "its contents differ from the checksum written with them: it changed after the sweep wrote it"
+    return None
+
+
+def frame_problem(frame: pd.DataFrame, task: TaskId) -> str | None:
+    """Why a task file's rows (checksum verified) are not ``task``'s runs: none, or another
+    replication's seed or number; None when they are."""
+    if len(frame) == 0 or not {"replication", "seed"} <= set(frame.columns):
+        return "holds no runs"
+    if not ((frame["seed"] == task.seed).all() and (frame["replication"] == task.replication).all()):
+        return "holds runs of another replication"
+    return None
+
+
 def read_task_file(path: Path, task: TaskId) -> tuple[pd.DataFrame | None, str | None]:
     """``(table, None)`` when ``path`` holds ``task``'s runs as the sweep wrote them (``variant``
     not included); ``(None, why)`` otherwise, ``why`` saying what is wrong in a few words."""
@@ -104,30 +148,15 @@ def read_task_file(path: Path, task: TaskId) -> tuple[pd.DataFrame | None, str |
         return None, f"is {kind}, not a task file"
     try:
         table = pq.read_table(path)
-        raw = (table.schema.metadata or {}).get(META_KEY)
-        meta = json.loads(raw) if raw is not None else None
-        if not isinstance(meta, dict):
-            return None, "has no costsim sweep metadata: it was not written by a sweep, or is damaged"
-        wrong = _differs(meta, task)
-        if wrong:
-            verb = "differs" if len(wrong) == 1 else "differ"
-            return None, f"is not this task's file (its {', '.join(wrong)} {verb} from the manifest's)"
-        if "task_sha256" not in meta:
-            return None, "has no checksum (an older costsim wrote it)"
-        if meta["task_sha256"] != task_sha256(task, table):
-            if task.params is not None and meta["task_sha256"] == task_sha256(replace(task, params=None), table):
-                return None, ("has a checksum that does not cover its swept values (an older costsim wrote it): "
-                              "run the sweep again into a new folder")
-            return None, "its contents differ from the checksum written with them: it changed after the sweep wrote it"
+        why = table_problem(table, task)
+        if why is not None:
+            return None, why
         frame = table.to_pandas(ignore_metadata=True)
     except Exception as err:  # noqa: BLE001 — a damaged file can fail anywhere in a reader; never trusted
         text = " ".join(str(err).split())[:_MAX_REASON]
         return None, f"cannot be read ({type(err).__name__}: {text})"
-    if len(frame) == 0 or not {"replication", "seed"} <= set(frame.columns):
-        return None, "holds no runs"
-    if not ((frame["seed"] == task.seed).all() and (frame["replication"] == task.replication).all()):
-        return None, "holds runs of another replication"
-    return frame, None
+    why = frame_problem(frame, task)
+    return (None, why) if why is not None else (frame, None)
 
 
 def strays(folder: Path, variants: list[str], replications: int) -> list[str]:
@@ -160,5 +189,5 @@ def listed(names: list[str]) -> str:
     return ", ".join(names[:SHOWN]) + (f", ... ({len(names)} in all)" if len(names) > SHOWN else "")
 
 
-__all__ = ["META_KEY", "RUNS", "TaskId", "listed", "read_task_file", "strays", "task_name", "task_sha256",
-           "write_task_file"]
+__all__ = ["META_KEY", "RUNS", "TaskId", "claimed_task", "frame_problem", "listed", "read_task_file", "strays",
+           "table_problem", "task_name", "task_sha256", "write_task_file"]

@@ -27,6 +27,7 @@ import pyarrow.csv as pacsv
 from costsim.scenario.units import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, show
 
 from .errors import Problem, ScenarioError
+from .filekind import input_file_problem
 from .limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
 from .textfile import not_utf8, ragged_row
 
@@ -91,8 +92,9 @@ def read_trace(path: Path | str) -> TraceTable:
     The arrays of the table returned are read-only, as they may be shared."""
     path = Path(path)
     source = str(path)
-    if not path.is_file():
-        raise ScenarioError(source, [Problem((), "trace file not found")])
+    problem = input_file_problem(path)  # a stat only: a FIFO is never opened
+    if problem is not None:
+        raise ScenarioError(source, [Problem((), "trace file not found" if problem == "file not found" else problem)])
     limit = max_trace_bytes()
     try:
         st = path.stat()

@@ -135,27 +135,43 @@ def window_of(submit_h: np.ndarray) -> float:
     return max(float(np.max(submit_h)), MIN_WINDOW_H)
 
 
+MIN_SPAN_H = 1.0  # arrivals over less than this are refused: their rate would be the window's floor's
+# Fewer distinct submit times than this leave at most one gap between arrivals: a rate from a single
+# interval, and an arrival KS check with nothing to compare.
+MIN_INSTANTS = 3
+
+
 def unfittable(submit_h: np.ndarray) -> str | None:
     """Why a trace's submit times (hours) hold no arrival rate, or None when they hold one: no job,
-    or every job submitted at the same time (one job, or a batch at hour 0). Any rate fitted to
-    such a trace would come from the window's floor (100 jobs at hour 0 over ``MIN_WINDOW_H``:
-    2,400 a day), not from the trace."""
+    every job submitted at the same time, arrivals spanning less than ``MIN_SPAN_H`` hours (first to
+    last submit), or fewer than ``MIN_INSTANTS`` distinct submit times. Any rate fitted to such a
+    trace would come from the window's floor (100 jobs at hour 0 over ``MIN_WINDOW_H``: 2,400 a
+    day) or from a single gap, not from the trace."""
     t = np.asarray(submit_h, dtype=float)
     if len(t) == 0:
         return "the trace has no job"
-    if t.min() < t.max():
-        return None
     floor = len(t) / window_of(t) * HOURS_PER_DAY
-    what = "its one job is" if len(t) == 1 else f"all {len(t):,} jobs are"
-    return (f"{what} submitted at hour {t[0]:g}: the trace spans no time, so it holds no arrival rate (fitting "
-            f"it would make one up from the {MIN_WINDOW_H:g}-hour floor on the window: {floor:,.0f} a day); "
-            "fit a trace whose jobs arrive over time")
+    made_up = f"(fitting it would make one up from the {MIN_WINDOW_H:g}-hour floor on the window: {floor:,.0f} a day)"
+    if t.min() == t.max():
+        what = "its one job is" if len(t) == 1 else f"all {len(t):,} jobs are"
+        return (f"{what} submitted at hour {t[0]:g}: the trace spans no time, so it holds no arrival rate "
+                f"{made_up}; fit a trace whose jobs arrive over time")
+    span = float(t.max() - t.min())
+    if span < MIN_SPAN_H:
+        return (f"the {len(t):,} jobs arrive within {span * 60:.3g} minutes (hours {t.min():g} to {t.max():g}), "
+                f"less than the {MIN_SPAN_H:g}-hour minimum span, so the trace holds no arrival rate {made_up}; "
+                f"fit a trace whose jobs arrive over at least {MIN_SPAN_H:g} hour")
+    instants = len(np.unique(t))
+    if instants < MIN_INSTANTS:
+        return (f"the {len(t):,} jobs are submitted at only {instants} distinct times (fewer than {MIN_INSTANTS}): "
+                "at most one gap between arrivals, so the rate would rest on a single interval and the arrival "
+                f"check would have nothing to compare; fit a trace with at least {MIN_INSTANTS} distinct submit times")
+    return None
 
 
 def weak_spots(submit_h: np.ndarray) -> list[str]:
-    """What makes a fit of these submit times (hours) rest on little: fewer than ``FEW_JOBS`` jobs,
-    or every arrival within less than ``MIN_WINDOW_H`` (the rate is then over the floor, not the
-    span). Empty for a trace with enough jobs over enough time (or one ``unfittable`` refuses)."""
+    """What makes a fit of these submit times (hours) rest on little: fewer than ``FEW_JOBS`` jobs.
+    Empty for a trace with enough jobs (or one ``unfittable`` refuses)."""
     t = np.asarray(submit_h, dtype=float)
     if unfittable(t) is not None:
         return []
@@ -163,9 +179,6 @@ def weak_spots(submit_h: np.ndarray) -> list[str]:
     if len(t) < FEW_JOBS:
         out.append(f"only {len(t)} jobs (fewer than {FEW_JOBS}): the rate, the profiles and the KS checks rest "
                    "on few arrivals; fit a longer trace for figures that mean something")
-    if t.max() < MIN_WINDOW_H:
-        out.append(f"every job arrives within {t.max() * 60:.3g} minutes: the rate is taken over "
-                   f"{MIN_WINDOW_H:g} hour, not over that span")
     return out
 
 
