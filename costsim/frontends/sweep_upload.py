@@ -269,7 +269,8 @@ def _manifest(where: str, data: bytes) -> tuple[list[tuple[str, dict]], int, dic
     seed = manifest.get("seed")
     if ids and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
         raise _refused(where, "is not a sweep manifest: seed is missing or not a whole number")
-    tasks = {(str(v["id"]), r): TaskId(str(v["id"]), r, replication_seed(seed, r), v["scenario_sha256"])
+    tasks = {(str(v["id"]), r): TaskId(str(v["id"]), r, replication_seed(seed, r), v["scenario_sha256"],
+                                       v.get("params") or {})
              for v in variants for r in range(replications)} if ids else {}
     return ids, replications, tasks
 
@@ -344,7 +345,7 @@ def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.D
             raise _refused(where, f"is not a task of this sweep (its manifest lists no variant {claim.variant}, "
                                   f"replication {claim.replication}): another sweep's file; leave it out")
         if expected != claim:
-            wrong = [k for k, v in expected.fields().items() if claim.fields()[k] != v]
+            wrong = [k for k, v in expected.fields().items() if claim.fields().get(k) != v]
             raise _refused(where, f"is not this task's file (its {', '.join(wrong)} differ from the manifest's)")
     return frames, manifest, params
 
