@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 import costsim
 from costsim.frontends.dashboard import SCENARIO_DIR, Upload, encode_scenario, load_upload, make_upload_root
-from costsim.frontends.uploads import check_file_fields, file_fields
+from costsim.frontends import uploads
 from costsim.scenario import scenario_from_yaml
 from test_app import key, short
 from test_app_hostile import _clear_caches, page_strings  # noqa: F401 (_clear_caches: autouse fixture)
@@ -63,7 +63,7 @@ def secrets_of(target: str, control: str) -> list[str]:
 def test_file_fields_are_the_trace_and_every_fit():
     sc, _ = scenario_from_yaml(with_fit("traces/lab-year.csv").replace(  # schema only: reads no file
         "workload:\n", "workload:\n  trace: traces/slurm-lab.csv\n", 1), "x.yaml", SCENARIO_DIR)
-    assert file_fields(sc) == [(("workload", "trace"), "traces/slurm-lab.csv"),
+    assert uploads.file_fields(sc) == [(("workload", "trace"), "traces/slurm-lab.csv"),
                                (("workload", "classes", 0, "scaling", "fit"), "traces/lab-year.csv")]
 
 
@@ -98,14 +98,14 @@ def test_an_uploaded_file_and_shipped_traces_may_be_named(tmp_path):
     base = costsim.load_scenario_text(short(), "s.yaml", SCENARIO_DIR).model_dump(mode="json")
     # a shipped trace by name is read from the shipped folder, whatever folder the scenario had
     named = costsim.scenario.scenario_from_data({**base, "workload": {"trace": "traces/lab-year.csv"}}, "s", tmp_path)
-    assert check_file_fields(named, "s", root).base_dir == SCENARIO_DIR.resolve()
+    assert uploads.check_file_fields(named, "s", root).base_dir == SCENARIO_DIR.resolve()
     # the session's upload by its name, from its folder in the upload root; elsewhere it is refused
     folder = root / ("0" * 32)
     upload = costsim.scenario.scenario_from_data({**base, "workload": {"trace": "mine.csv"}}, "s", tmp_path)
-    assert check_file_fields(upload, "s", root, folder / "mine.csv").base_dir == folder.resolve()
+    assert uploads.check_file_fields(upload, "s", root, folder / "mine.csv").base_dir == folder.resolve()
     for uploaded in (tmp_path / "x" / "mine.csv", None):  # not a folder of the root; no upload this session
         with pytest.raises(costsim.ScenarioError) as err:
-            check_file_fields(upload, "s", root, uploaded)
+            uploads.check_file_fields(upload, "s", root, uploaded)
         assert [p.loc for p in err.value.problems] == [("workload", "trace")]
 
 
@@ -120,9 +120,11 @@ def opened_on_link(text: str) -> AppTest:
 
 def test_a_link_with_a_fit_naming_a_server_file_is_refused_unread():
     control = "\n".join(page_strings(opened_on_link(with_fit("/nonexistent-costsim-dir/points.csv"))))
+    control += "\n" + unescaped(control)
     secrets = secrets_of("/etc/passwd", control)
     at = opened_on_link(with_fit("/etc/passwd"))
     page = "\n".join(page_strings(at))
+    page += "\n" + unescaped(page)  # escaped Markdown shows its text
     assert not at.exception
     assert not [line for line in secrets if line in page], "a line of /etc/passwd on the page"
     assert at.error and "link cannot be used" in at.error[0].value
@@ -154,9 +156,11 @@ def typed_trace(path: str) -> AppTest:
 @pytest.mark.parametrize("target", ["/proc/self/environ", "/etc/hostname"])
 def test_the_editor_refuses_a_server_file_as_trace_unread(target):
     control = "\n".join(page_strings(typed_trace("/nonexistent-costsim-dir/x.csv")))
+    control += "\n" + unescaped(control)
     secrets = secrets_of(target, control)
     at = typed_trace(target)
     page = "\n".join(page_strings(at))
+    page += "\n" + unescaped(page)  # escaped Markdown shows its text
     assert not at.exception
     assert not [line for line in secrets if line in page], f"a line of {target} on the page"
     shown = unescaped("\n".join(e.value for e in at.error))
@@ -171,6 +175,7 @@ def test_the_editor_refuses_another_uploads_path(tmp_path):
     other.write_text("submit_h,gpus,duration_h,THEIR-SECRET-COLUMN\n1,8,2,x\n")
     at = typed_trace(str(other))
     page = "\n".join(page_strings(at))
+    page += "\n" + unescaped(page)  # escaped Markdown shows its text
     assert not at.exception and "THEIR-SECRET-COLUMN" not in page
     assert "reads only the file uploaded with the scenario" in unescaped("\n".join(e.value for e in at.error))
 
@@ -200,5 +205,6 @@ def test_decision_tab_errors_show_no_server_path(monkeypatch):
     shown = "\n".join(c.value for c in at.code)
     assert "trace.csv" in shown and "j~1" in shown  # the problem, naming the file as the user knows it
     page = "\n".join(page_strings(at))
+    page += "\n" + unescaped(page)  # escaped Markdown shows its text
     for spelling in (str(root), str(root.resolve()), "costsim-uploads-"):
         assert spelling not in page
