@@ -18,7 +18,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard import SCENARIO_DIR, Upload, encode_scenario, load_upload, make_upload_root
+from costsim.frontends.dashboard import (
+    SCENARIO_DIR, Upload, content_key, encode_scenario, load_upload, make_upload_root,
+)
 from costsim.frontends import uploads
 from costsim.scenario import scenario_from_yaml
 from test_app import key, short
@@ -208,3 +210,22 @@ def test_decision_tab_errors_show_no_server_path(monkeypatch):
     page += "\n" + unescaped(page)  # escaped Markdown shows its text
     for spelling in (str(root), str(root.resolve()), "costsim-uploads-"):
         assert spelling not in page
+
+
+def test_the_editor_still_reads_the_sessions_uploaded_trace():
+    """The rule lets through what the session uploaded: an edit of a scenario reading its uploaded
+    trace runs on the same jobs as the upload did. Passes before the rule too: it guards the rule."""
+    trace = b"submit_h,gpus,duration_h\n1,8,2\n5,16,3\n30,8,1\n"
+    text = short().replace("workload:\n", "workload:\n  trace: mine.csv\n", 1)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["s"] = encode_scenario(short())
+    at.run()
+    at.sidebar.file_uploader(key="trace_upload").upload("mine.csv", trace, "text/csv")
+    at.sidebar.file_uploader(key="upload").upload("short.yaml", text.encode(), "application/yaml").run()
+    prefix = f"ed-{content_key(text.encode() + bytes(1) + trace)}.0:0"
+    assert not at.exception and not at.error
+    jobs = at.subheader[0].value.split(", ")[1]  # "N jobs — build or rent GPUs?"
+    at = at.radio(key="tab").set_value("Edit scenario").run()
+    at.text_input(key=f"{prefix}:name").set_value("renamed").run()
+    assert not at.exception and not at.error
+    assert at.subheader[0].value == f"renamed: 30 days, {jobs}"
