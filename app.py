@@ -77,7 +77,7 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
             return None
         except RunStopped as err:
             status.empty()
-            st.error(str(err))  # our own words only
+            st.error(public_text(str(err), upload_root()))  # our own words only
             return None
         status.empty()
         for s, blob in zip(missing, blobs, strict=True):
@@ -155,11 +155,11 @@ def knob_errors(err: ScenarioError, base: costsim.Scenario, form) -> None:
     by_knob, other = knob_problems(err, knob_paths(base), changed_knobs(base, form.knobs))
     lines = []
     for knob, messages in by_knob.items():
-        text = "; ".join(messages)
+        text = public_text("; ".join(messages), upload_root())  # no server path
         form.slots[knob].error(literal_markdown(text))
         lines.append(f"{form.labels.get(knob, knob)}: {text}")
     st.error("**These settings cannot be used.** The knob at fault is marked in the sidebar.")
-    st.code("\n".join(lines + other), language=None, wrap_lines=True)
+    st.code(public_text("\n".join(lines + other), upload_root()), language=None, wrap_lines=True)
 
 
 def main() -> None:
@@ -181,9 +181,9 @@ def main() -> None:
     ekey = edit.editor_key(base.key, generation)
     if tab == edit.EDIT_TAB:
         with body:
-            working = edit.draw(ekey, base.scenario)
+            working = edit.draw(ekey, base.scenario, upload_root())
     else:
-        working = edit.peek(ekey, base.scenario)
+        working = edit.peek(ekey, base.scenario, upload_root())
     if working.ok:
         st.session_state["last_good_edit"] = (ekey, working.scenario)
     knob_base = working.scenario

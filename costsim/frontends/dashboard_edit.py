@@ -13,6 +13,7 @@ held by F2's editor (``editor.scenario_editor``), which both the editor and the 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import streamlit as st
 from costsim.frontends import editor_ops
 from costsim.frontends.editor import editor_state, scenario_editor
 from costsim.frontends.sharing import content_key
+from costsim.frontends.uploads import dashboard_scenario
 from costsim.scenario import Scenario
 
 EDIT_TAB = "Edit scenario"
@@ -50,21 +52,30 @@ def data_key(data: dict) -> str:
     return content_key(json.dumps(data, sort_keys=True, default=str).encode())
 
 
-def peek(key: str, base: Scenario) -> Edit:
-    """The working copy without drawing the editor: ``base`` itself until anything was edited."""
+def checker(base: Scenario, root: Path) -> Callable[[dict], Scenario]:
+    """How the working copy is checked: as ``costsim.scenario_from_data``, but reading only the
+    files the dashboard may read (``uploads.check_file_fields``: ``base``'s upload and shipped
+    files) and with no server path in a message (``uploads.dashboard_scenario``)."""
+    return lambda data: dashboard_scenario(data, base, root)
+
+
+def peek(key: str, base: Scenario, root: Path) -> Edit:
+    """The working copy without drawing the editor: ``base`` itself until anything was edited.
+    ``root``: the server's upload folder."""
     state = st.session_state.get(f"{key}:editor")
     if state is None or state["data"] == state["loaded"]:
         return Edit(base.model_dump(mode="json"), base, {})
-    scenario, errors = editor_ops.validate(state["data"], base.base_dir or Path.cwd())
+    scenario, errors = editor_ops.validate(state["data"], base.base_dir, checker(base, root))
     return Edit(state["data"], scenario, errors)
 
 
-def draw(key: str, base: Scenario) -> Edit:
-    """The editor, drawn where this is called, and its working copy after this run."""
+def draw(key: str, base: Scenario, root: Path) -> Edit:
+    """The editor, drawn where this is called, and its working copy after this run. ``root``: the
+    server's upload folder."""
     st.caption("Every field of the scenario, with the schema's help. What you change here is what runs; "
                "the sidebar knobs change the same copy. While a field has a problem the results above stay, "
                "marked stale.")
-    result = scenario_editor(base.model_dump(mode="json"), key, base_dir=base.base_dir)
+    result = scenario_editor(base.model_dump(mode="json"), key, base_dir=base.base_dir, load=checker(base, root))
     return Edit(result.data, result.scenario, result.errors)
 
 

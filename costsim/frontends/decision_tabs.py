@@ -23,7 +23,7 @@ import streamlit as st
 
 from costsim import plots
 from costsim.decisions import decide, frontier, sweep_table
-from costsim.frontends.dashboard import Limits, RunStopped, Upload, run_key
+from costsim.frontends.dashboard import Limits, RunStopped, Upload, public_text, run_key
 from costsim.frontends.decision_runs import (MAX_AXES, MAX_REPLICATIONS, MAX_VARIANTS, Job, grid_sweep, numeric_paths,
                                              run_bounded)
 from costsim.frontends.sweep_upload import read_sweep_uploads
@@ -59,7 +59,7 @@ def _keep(key: str, cache_key, value) -> None:
 def _show_error(title: str, err: Exception) -> None:
     """Our words in red, the problems verbatim in ``st.code`` (user text never renders as Markdown)."""
     st.error(f"**{title}**")
-    st.code(str(err), language=None, wrap_lines=True)
+    st.code(public_text(str(err)), language=None, wrap_lines=True)  # no server path (every upload folder)
 
 
 def _bar(what: str) -> Callable[[int, int, float], None]:
@@ -80,7 +80,7 @@ def _run(job: Job, limits: Limits, what: str):
     except ScenarioError as err:
         _show_error(f"The {what.lower()} cannot be run.", err)
     except RunStopped as err:
-        st.error(str(err))  # our own words only
+        st.error(public_text(str(err)))  # our own words only
     return None
 
 

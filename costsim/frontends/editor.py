@@ -267,12 +267,14 @@ def _job_classes_text(ui: Ui) -> None:
     ui.data["workload"]["job_classes"] = [] if parsed is None else parsed
 
 
-def scenario_editor(data: dict, key: str, base_dir: Path | str | None = None) -> EditorResult:
+def scenario_editor(data: dict, key: str, base_dir: Path | str | None = None,
+                    load: Callable[[dict], Scenario] | None = None) -> EditorResult:
     """Render the editor for ``data`` (``scenario.model_dump(mode="json")``) and return the result.
 
     ``key``: a prefix for every widget and the session state, different for each loaded scenario
     (a hash of its content), the same across reruns. ``base_dir``: where a relative trace path is
-    read from (the loaded scenario's ``base_dir``; default the working folder)."""
+    read from (the loaded scenario's ``base_dir``; default the working folder). ``load``: how the
+    data is checked, in place of ``costsim.scenario_from_data`` (``editor_ops.validate``)."""
     state = editor_state(data, key)
     ui = Ui(f"{key}:{state['gen']}", state["data"])
     top = st.container()
@@ -300,6 +302,6 @@ def scenario_editor(data: dict, key: str, base_dir: Path | str | None = None) ->
         field_widget(ui, ui.data, serving, ())
     st.button("Reset to the loaded scenario", key=f"{key}:reset", on_click=_restructure,
               args=(state, lambda d: (copy.deepcopy(state["loaded"]), None), None, "Reset to the loaded scenario."))
-    scenario, errors = ops.validate(ui.data, base_dir if base_dir is not None else Path.cwd())
+    scenario, errors = ops.validate(ui.data, base_dir if base_dir is not None else Path.cwd(), load)
     _show_errors(ui, errors, top)
     return EditorResult(copy.deepcopy(ui.data), scenario, errors)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import costsim
@@ -171,10 +172,15 @@ def rename_class(data: dict, k: int, new: str) -> dict:
     return out
 
 
-def validate(data: dict, base_dir: Path | str) -> tuple[costsim.Scenario | None, dict[Loc, str]]:
+def validate(data: dict, base_dir: Path | str,
+             load: Callable[[dict], costsim.Scenario] | None = None) -> tuple[costsim.Scenario | None, dict[Loc, str]]:
     """The checked Scenario (schema, catalog, trace, fit: ``costsim.scenario_from_data``) or None,
-    and every problem as field path -> message (several at one path joined by "; ")."""
+    and every problem as field path -> message (several at one path joined by "; "). ``load``:
+    checks the data in place of ``costsim.scenario_from_data`` (the dashboard's limits which
+    files may be read: ``uploads.dashboard_scenario``)."""
     try:
+        if load is not None:
+            return load(copy.deepcopy(data)), {}
         return costsim.scenario_from_data(copy.deepcopy(data), "scenario", base_dir), {}
     except ScenarioError as err:
         errors: dict[Loc, str] = {}

@@ -1,9 +1,11 @@
 """Scenarios a dashboard user brings: the shipped ones, uploads and their traces, and the limits
 on what one session may ask of the server.
 
-What an upload may read: its own YAML, a trace CSV uploaded beside it (kept in a private
-temporary folder) and the shipped traces by name (``traces/<file>.csv``); any other ``trace``
-path is refused before anything is opened, so no error can show a server file's contents.
+What a dashboard scenario may read (``check_file_fields``, the one rule for uploads, ``?s=`` links
+and the editor): its own YAML, a trace CSV uploaded beside it (kept in a private temporary
+folder) and the shipped traces by name (``traces/<file>.csv``); any other path in a file field
+(``workload.trace``, a class's ``scaling.fit``) is refused before anything is opened, so no error
+can show a server file's contents.
 
 What an upload may write: only its trace, under the last component of the name the browser sent
 (``safe_upload_name``: ``../../x.csv`` and ``C:\\x.csv`` are ``x.csv``), in a folder of its own
@@ -30,6 +32,7 @@ from typing import Any
 
 from costsim.runs import api
 from costsim.scenario import Problem, Scenario, ScenarioError, scenario_from_yaml
+from costsim.scenario import scenario_from_data as schema_from_data  # schema only: reads no file
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -116,10 +119,14 @@ def shipped_traces(folder: Path = SCENARIO_DIR) -> dict[str, Path]:
             if p.is_file() and p.resolve().parent == traces}
 
 
+_ROOTS: list[Path] = []  # every upload folder this process made: ``public_text`` takes them out of any text
+
+
 def make_upload_root() -> Path:
     """A private folder (mode 0700) for this server's uploaded traces, removed at exit."""
     root = Path(tempfile.mkdtemp(prefix="costsim-uploads-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
+    _ROOTS.append(root)
     return root
 
 
@@ -155,11 +162,13 @@ def safe_upload_name(raw: str, what: str = "trace upload") -> str:
     return name
 
 
-def public_text(text: str, root: Path) -> str:
+def public_text(text: str, root: Path | None = None) -> str:
     """``text`` without this server's paths: a stored upload's folder (``root/<hash>/``) and the
     shipped scenarios' folder are dropped from the names after them, any other mention of
-    ``root`` becomes ``<uploads>``."""
-    for spelling in dict.fromkeys([str(root), str(root.resolve())]):  # as given and with links followed
+    ``root`` becomes ``<uploads>``. ``root`` None: every upload folder ``make_upload_root`` made in
+    this process (for code that does not hold the root, such as the decision tabs)."""
+    roots = [root] if root is not None else list(_ROOTS)
+    for spelling in dict.fromkeys(s for r in roots for s in (str(r), str(r.resolve()))):  # as given, links followed
         text = re.sub(re.escape(spelling) + r"[/\\][0-9a-f]{32}[/\\]", "", text)
         text = text.replace(spelling, "<uploads>")
     return text.replace(str(SCENARIO_DIR) + os.sep, "").replace(str(SCENARIO_DIR), "scenarios")
@@ -171,12 +180,17 @@ def public_error(err: ScenarioError, root: Path) -> ScenarioError:
                          [replace(p, message=public_text(p.message, root)) for p in err.problems])
 
 
+def _trace_folder(data: bytes, root: Path) -> Path:
+    """The folder of ``root`` an uploaded trace with these bytes is stored in (named by their hash)."""
+    return root / hashlib.sha256(data).hexdigest()[:32]
+
+
 def _store_trace(name: str, data: bytes, root: Path) -> Path:
     """The uploaded trace saved as ``name`` (from ``safe_upload_name``) in a folder under ``root``
     named by its content's hash: the same upload reuses the folder (and the cached run), a
     different one never shares it. Nothing is written anywhere else: the path is checked to be
     directly in that folder before writing."""
-    folder = root / hashlib.sha256(data).hexdigest()[:32]
+    folder = _trace_folder(data, root)
     path = folder / name
     if path.parent != folder or folder.parent != root or name != path.name:  # belt and braces
         raise ScenarioError("trace upload", [Problem((), f"the file name {name!r} is not usable")])
@@ -204,12 +218,76 @@ def _nonfinite(value: Any, loc: tuple[str | int, ...]) -> Iterator[Problem]:
             yield from _nonfinite(sub, (*loc, i))
 
 
+# --- What a scenario may read --------------------------------------------------------------------
+
+Loc = tuple[str | int, ...]
+_HASH_FOLDER = re.compile(r"[0-9a-f]{32}")
+
+
+def file_fields(scenario: Scenario) -> list[tuple[Loc, str]]:
+    """Every file a scenario names, by field path: ``workload.trace`` and each RL class's
+    ``scaling.fit`` (the schema's only path fields); fields left null are not listed."""
+    named: list[tuple[Loc, str | None]] = [(("workload", "trace"), scenario.workload.trace)]
+    named += [(("workload", "classes", k, "scaling", "fit"), c.scaling.fit if c.scaling is not None else None)
+              for k, c in enumerate(scenario.workload.classes)]
+    return [(loc, value) for loc, value in named if value is not None]
+
+
+def session_upload(scenario: Scenario, root: Path) -> Path | None:
+    """The uploaded file a scenario from ``load_upload`` reads (its trace, in its folder of
+    ``root``), None when the scenario reads no upload (shipped, a link, an upload without trace)."""
+    folder = scenario.base_dir
+    if scenario.workload.trace is None or folder.parent != root.resolve() or not _HASH_FOLDER.fullmatch(folder.name):
+        return None
+    return folder / scenario.workload.trace
+
+
+def check_file_fields(scenario: Scenario, source: str, root: Path, uploaded: Path | None = None) -> Scenario:
+    """The dashboard's one rule on files: every file field (``file_fields``) names the session's
+    ``uploaded`` file by its name (read from its folder, which must be in ``root``) or a shipped
+    trace by name (``traces/<file>.csv``, read from the shipped scenarios' folder). Returns the
+    scenario reading its files from that folder (as it is when it names none). Anything else is a
+    ScenarioError naming each field, raised from the names alone: no file is opened or looked up,
+    so no message can say what a server file holds or whether it exists."""
+    shipped = shipped_traces()
+    mine = uploaded is not None and uploaded.parent.parent in (root, root.resolve())
+    upload_name = uploaded.name if mine else None  # type: ignore[union-attr]
+    named = file_fields(scenario)
+    kinds = {loc: "upload" if value == upload_name else "shipped" if value in shipped else None for loc, value in named}
+    readable = ", ".join([*([repr(upload_name)] if upload_name else []), *shipped]) or "none"
+    problems = [Problem(loc, f"{value!r} is not read: the dashboard reads only the file uploaded with the scenario "
+                             f"(by its name) and shipped files by name ({readable})")
+                for loc, value in named if kinds[loc] is None]
+    if "upload" in kinds.values():  # one folder per scenario: the upload's holds no shipped file
+        problems += [Problem(loc, f"{value!r}: a scenario that reads an uploaded file reads no shipped file beside it; "
+                                  "upload this one too, or name only shipped files")
+                     for loc, value in named if kinds[loc] == "shipped"]
+    if problems:
+        raise ScenarioError(source, problems)
+    if "upload" in kinds.values():
+        return scenario.with_base_dir(uploaded.parent)  # type: ignore[union-attr]
+    return scenario.with_base_dir(SCENARIO_DIR) if kinds else scenario
+
+
+def dashboard_scenario(data: dict, base: Scenario, root: Path) -> Scenario:
+    """An edited copy of ``base`` (plain data) validated and checked (``costsim.scenario_from_data``),
+    its file fields checked by ``check_file_fields`` before any file is read (the session's upload
+    being ``base``'s); every message without server paths (``public_error``)."""
+    source = "scenario"
+    try:
+        edited = check_file_fields(schema_from_data(data, source, base.base_dir), source, root, session_upload(base, root))
+        return api.check(edited, source)
+    except ScenarioError as err:
+        raise public_error(err, root) from None
+
+
 def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits = Limits()) -> Scenario:
     """An uploaded scenario, validated and checked like a file (ScenarioError), reading only the
-    uploaded ``trace`` (saved under ``root``) or a shipped trace named ``traces/<file>.csv``.
+    uploaded ``trace`` (saved under ``root``) or shipped traces named ``traces/<file>.csv``.
 
-    Any other ``workload.trace`` (absolute, ``../``, a folder of the server) is refused before
-    anything is opened, so no message can carry a server file's contents."""
+    Any other file (``workload.trace`` or a class's ``scaling.fit``: absolute, ``../``, a folder of
+    the server) is refused by ``check_file_fields`` before anything is opened, so no message can
+    carry a server file's contents. A link (``?s=``) is loaded the same way."""
     for up, limit, what in ((upload, limits.upload_mb, "the scenario"), (trace, limits.trace_upload_mb, "the trace")):
         err = _too_big(up, limit, what) if up is not None else None
         if err is not None:
@@ -220,22 +298,17 @@ def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits
     problems = list(_nonfinite(scenario.model_dump(mode="python"), ()))
     if problems:
         raise ScenarioError(source, problems).with_lines(lines)
-    wanted, shipped = scenario.workload.trace, shipped_traces()
     trace_name = safe_upload_name(trace.name) if trace is not None else None
-    where = ("workload", "trace")
-    if trace is not None and wanted != trace_name:
-        raise ScenarioError(source, [Problem(where, f"the uploaded trace {trace_name!r} is not used: set "
-                                                    f"`workload.trace: {trace_name}` to use it, or remove it")]).with_lines(lines)
-    if wanted is None or wanted in shipped:
-        base = SCENARIO_DIR
-    elif wanted == trace_name:
-        base = _store_trace(trace_name, trace.data, root)  # type: ignore[arg-type, union-attr]
-    else:
-        allowed = ", ".join(shipped) or "none"
-        raise ScenarioError(source, [Problem(where, f"{wanted!r}: an uploaded scenario reads only a trace uploaded "
-                                                    "beside it (set `trace:` to that file's name) or a shipped trace "
-                                                    f"({allowed})")]).with_lines(lines)
-    scenario = scenario.with_base_dir(base)
+    if trace is not None and scenario.workload.trace != trace_name:
+        raise ScenarioError(source, [Problem(("workload", "trace"), f"the uploaded trace {trace_name!r} is not used: set "
+                                             f"`workload.trace: {trace_name}` to use it, or remove it")]).with_lines(lines)
+    folder = _trace_folder(trace.data, root) if trace is not None else None
+    try:
+        scenario = check_file_fields(scenario, source, root, folder / trace_name if folder is not None else None)
+    except ScenarioError as err:
+        raise public_error(err, root).with_lines(lines) from None
+    if trace is not None:
+        _store_trace(trace_name, trace.data, root)  # type: ignore[arg-type]
     try:
         return api.check(scenario, source, lines)
     except ScenarioError as err:  # name the trace as the user knows it, not by its temporary path
