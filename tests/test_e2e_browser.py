@@ -327,14 +327,14 @@ def test_hostile_upload_names_write_only_in_the_private_folder(browser, tmp_path
                                                          "buffer": text.encode()}])
                 page.wait_for_timeout(500)
                 settled(page)
+            jobs = trace.count(b"\n") - 1  # the run read the copy it stored: waited for before the files are counted
+            expect(page.get_by_text(f"{jobs} jobs", exact=False).first).to_be_visible(timeout=120_000)
             new = {p for p in tmp_path.rglob("*") if p.is_file()} - before
             assert all(p.name == "x.csv" and p.parent.parent.parent == server_tmp
                        and p.parent.parent.name.startswith("costsim-uploads-") for p in new), new
             assert len(new) == n + 1  # one stored copy per upload, under the private folder only
             body = page.locator("body").inner_text()
             assert str(tmp_path) not in body and "costsim-uploads" not in body
-            jobs = trace.count(b"\n") - 1  # the run read the copy it stored
-            expect(page.get_by_text(f"{jobs} jobs", exact=False).first).to_be_visible(timeout=120_000)
             assert page.get_by_test_id("stException").count() == 0
         assert not any(elsewhere.iterdir()) and not any(p.is_file() for p in server_tmp.iterdir())
         caption = page.get_by_test_id("stCaptionContainer").filter(has_text="example.com")
