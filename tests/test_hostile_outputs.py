@@ -393,7 +393,8 @@ def test_ctrl_c_mid_sweep_counts_the_saved_tasks(here, monkeypatch):
     monkeypatch.setattr(dataset.SweepFolder, "write_task", stop_after_three)
     result = cli("sweep", "sw.yaml", "--out", "o", "--executor", "local")
     assert result.exit_code == 130
-    assert "interrupted: 3 finished task(s) are saved in o/runs; run the same command again to resume" in result.output
+    said = " ".join(result.output.split())  # the console wraps at its width
+    assert "interrupted: 3 finished task(s) are saved in o/runs; run the same command again to resume" in said
 
 
 def test_a_full_disk_names_out_and_the_file_not_the_staging_folder(here, monkeypatch):
