@@ -13,6 +13,38 @@ import costsim
 from costsim.scenario import scenario_from_data
 
 
+TINY_RL = """\
+name: tiny
+horizon_days: 3
+seed: 1
+workload:
+  classes:
+    - name: grpo
+      arrivals_per_day: 6
+      gpus: 8
+      iterations: {mean: 40, cv: 0.5}
+      model_params_b: 7
+options:
+  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}
+  - {name: cloud, kind: cloud, gpu_type: H100}
+"""
+"""A three-day RL scenario of a few jobs on an owned cluster and on-demand: the smallest that sweeps."""
+TWO_SIZES_SWEEP = "base: s.yaml\nseed: 3\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n"
+"""A sweep of ``TINY_RL`` saved as s.yaml: two owned sizes, two replications."""
+
+
+def invoke_cli(*args, columns: str | None = None):
+    """``costsim ARGS`` in this process (``COLUMNS`` set when given); fails on any traceback."""
+    from typer.testing import CliRunner
+
+    from costsim.frontends.cli import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": columns} if columns else None)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    return result
+
+
 def scenario(folder: Path, rows, options: list[dict[str, Any]], horizon_days: float = 10.0,
              columns=("submit_h", "gpus", "duration_h"), **top: Any) -> costsim.Scenario:
     """A checked scenario over ``rows`` (written as a trace CSV in ``folder``)."""

@@ -9,10 +9,9 @@ import json
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
 
 from costsim.frontends import cli
-from costsim.frontends.cli import app
+from helpers import invoke_cli
 
 TRACE = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n"
 SCENARIO = """\
@@ -51,10 +50,7 @@ def here(tmp_path, monkeypatch):
 
 
 def invoke(*args: str):
-    result = CliRunner().invoke(app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    return result
+    return invoke_cli(*args)
 
 
 def test_scenario_name_with_markup_prints_literally(here):

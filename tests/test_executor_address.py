@@ -19,41 +19,27 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.cli import app
 from costsim.runs import executors
 from costsim.runs import sweep as sweep_mod
 from costsim.runs.scheduler import SchedulerProblem, is_greeting, parse_address
 from costsim.scenario import ScenarioError
+from helpers import TINY_RL, TWO_SIZES_SWEEP, invoke_cli
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = """\
-name: tiny
-horizon_days: 3
-seed: 1
-workload:
-  classes:
-    - {name: grpo, arrivals_per_day: 6, gpus: 8, iterations: {mean: 40, cv: 0.5}, model_params_b: 7}
-options:
-  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}
-  - {name: cloud, kind: cloud, gpu_type: H100}
-"""
+SCENARIO = TINY_RL
 
 
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
     (tmp_path / "s.yaml").write_text(SCENARIO)
-    (tmp_path / "sw.yaml").write_text("base: s.yaml\nseed: 3\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n")
+    (tmp_path / "sw.yaml").write_text(TWO_SIZES_SWEEP)
     return tmp_path
 
 
 def invoke(*args: str):
-    result = CliRunner().invoke(app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    return result
+    return invoke_cli(*args)
 
 
 # -- the address ------------------------------------------------------------------------------------

@@ -16,34 +16,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import costsim
 from costsim.frontends import cli as cli_mod
-from costsim.frontends.cli import app
 from costsim.frontends.export import OUTPUT_NAMES
 from costsim.runs import dataset, outdir
 from costsim.runs.outdir import OutputFolder
 from costsim.runs.sweepfile import load_sweep
 from costsim.scenario import ScenarioError
+from helpers import TINY_RL, TWO_SIZES_SWEEP, invoke_cli
 
 SLURM = Path(__file__).parent / "data" / "traces" / "slurm_sacct.txt"
 
-RL = """\
-name: tiny
-horizon_days: 3
-seed: 1
-workload:
-  classes:
-    - name: grpo
-      arrivals_per_day: 6
-      gpus: 8
-      iterations: {mean: 40, cv: 0.5}
-      model_params_b: 7
-options:
-  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}
-  - {name: cloud, kind: cloud, gpu_type: H100}
-"""
+RL = TINY_RL
 TRACED = """\
 name: traced
 horizon_days: 3
@@ -52,7 +37,7 @@ options:
   - {name: cloud, kind: cloud, gpu_type: H100, provisioning_delay_h: 0, startup_h: 0}
 """
 JOBS = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n2,8,1\n"  # three submit times: fit-workload fits it
-SWEEP = "base: s.yaml\nseed: 3\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n"
+SWEEP = TWO_SIZES_SWEEP
 
 
 @pytest.fixture
@@ -67,11 +52,8 @@ def here(tmp_path: Path, monkeypatch) -> Path:
 
 
 def cli(*args) -> object:
-    """The CLI in this process; no traceback, whatever happens."""
-    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    return result
+    """The CLI in this process, 200 columns wide; no traceback, whatever happens."""
+    return invoke_cli(*args, columns="200")
 
 
 def sha(path: Path) -> str:

@@ -11,10 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from costsim.frontends.cli import app
 from costsim.runs import executors
+from helpers import invoke_cli
 
 TRACED = """\
 name: traced
@@ -41,10 +40,7 @@ def here(tmp_path: Path, monkeypatch) -> Path:
 
 
 def cli(*args) -> object:
-    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    return result
+    return invoke_cli(*args, columns="200")
 
 
 def sha(path: Path) -> str:

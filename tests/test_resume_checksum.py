@@ -26,23 +26,10 @@ import costsim
 from costsim.frontends.cli import app
 from costsim.runs.sweepfile import load_sweep
 from costsim.scenario import ScenarioError
+from helpers import TINY_RL, TWO_SIZES_SWEEP
 
-SCENARIO = """\
-name: tiny
-horizon_days: 3
-seed: 1
-workload:
-  classes:
-    - name: grpo
-      arrivals_per_day: 6
-      gpus: 8
-      iterations: {mean: 40, cv: 0.5}
-      model_params_b: 7
-options:
-  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}
-  - {name: cloud, kind: cloud, gpu_type: H100}
-"""
-SWEEP = "base: s.yaml\nseed: 3\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n"
+SCENARIO = TINY_RL
+SWEEP = TWO_SIZES_SWEEP
 TASK = "runs/variant=v000/replication=0.parquet"
 
 

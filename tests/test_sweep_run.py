@@ -23,22 +23,9 @@ from costsim.runs.sweep import METRICS, Task, run_task, run_sweep, tasks
 from costsim.runs.sweepfile import load_sweep, replication_seed
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario import scenario_from_data as schema_from_data
+from helpers import TINY_RL
 
-SCENARIO = """\
-name: tiny
-horizon_days: 3
-seed: 1
-workload:
-  classes:
-    - name: grpo
-      arrivals_per_day: 6
-      gpus: 8
-      iterations: {mean: 40, cv: 0.5}
-      model_params_b: 7
-options:
-  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}
-  - {name: cloud, kind: cloud, gpu_type: H100}
-"""
+SCENARIO = TINY_RL
 # Two sizes (they change the schedule) × two cloud prices (they must not), three replications.
 SWEEP = """\
 base: s.yaml
