@@ -1,0 +1,144 @@
+"""One formatter for every number a user reads: hours, money, percent and counts.
+
+The CLI, the dashboard and the report all print through these functions, so the same quantity
+reads the same everywhere: thousands separators, a unit, and never scientific notation. Missing
+values (NaN, None) read as "–"; infinities in words ("never", "unbounded"). Pure functions of
+plain floats.
+"""
+from __future__ import annotations
+
+import math
+
+MISSING = "–"
+MINUTES_BELOW_H = 1.0      # delays shorter than an hour read in minutes
+HOURS_BELOW_H = 48.0       # ... shorter than two days in hours, longer in days
+
+
+def missing(x: object) -> bool:
+    """True for None and NaN: a value the run did not measure."""
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def number(x: float | None, digits: int = 0, unit: str = "") -> str:
+    """``x`` with ``digits`` decimals, thousands separators and ``unit`` after a space
+    ("2,620 h", "0.32 %"); "–" when missing; "∞"/"−∞" for infinities. Never scientific."""
+    if missing(x):
+        return MISSING
+    assert x is not None
+    if math.isinf(x):
+        text = "∞" if x > 0 else "−∞"
+    else:
+        text = f"{x:,.{digits}f}"
+        if text.startswith("-"):
+            text = "−" + text[1:]
+        if text in ("−0", "−0." + "0" * digits):
+            text = text[1:]
+    return f"{text} {unit}" if unit else text
+
+
+def significant(x: float | None, figures: int = 3, unit: str = "") -> str:
+    """``x`` to ``figures`` significant figures, never in scientific notation: 0.000317 →
+    "0.000317", 12345.6 → "12,346", 2.5 → "2.5"."""
+    if missing(x) or (x is not None and math.isinf(x)):
+        return number(x, 0, unit)
+    assert x is not None
+    if x == 0:
+        return number(0.0, 0, unit)
+    magnitude = math.floor(math.log10(abs(x)))
+    digits = max(figures - 1 - magnitude, 0)
+    text = number(round(x, digits), digits, "")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{text} {unit}" if unit else text
+
+
+def hours(h: float | None, digits: int = 1) -> str:
+    """A duration in hours, as a table cell: "2,620.0 h"; infinite reads "never"."""
+    if h is not None and not missing(h) and math.isinf(h):
+        return "never"
+    return number(h, digits, "h")
+
+
+def duration(h: float | None) -> str:
+    """A delay in words: "12 minutes", "3.2 h", "12 days", "2,620 days"; "no time" for 0,
+    "never" for infinity, "–" when missing."""
+    if missing(h):
+        return MISSING
+    assert h is not None
+    if math.isinf(h):
+        return "never"
+    if h <= 0:
+        return "no time"
+    if h < MINUTES_BELOW_H:
+        minutes = max(round(h * 60), 1)
+        return "1 minute" if minutes == 1 else f"{minutes} minutes"
+    if h < HOURS_BELOW_H:
+        return f"{h:.1f} h" if h < 10 else f"{h:.0f} h"
+    days = h / 24
+    return f"{days:.1f} days" if days < 10 else f"{days:,.0f} days"
+
+
+def money(usd: float | None) -> str:
+    """Money in words, three significant figures: "$6.41 M", "$312 k", "$950", "−$1.34 M";
+    "–" when missing."""
+    if missing(usd):
+        return MISSING
+    assert usd is not None
+    if math.isinf(usd):
+        return "unbounded" if usd > 0 else "−unbounded"
+    sign = "−" if usd < 0 else ""
+    a = abs(usd)
+    for scale, unit in ((1e9, " B"), (1e6, " M"), (1e3, " k")):
+        if round(a / scale, 2) >= 1 or a >= scale:
+            return f"{sign}${significant(a / scale, 3)}{unit}"
+    return f"{sign}${a:,.0f}"
+
+
+def money_exact(usd: float | None) -> str:
+    """Money to the dollar, for tables and bills: "$1,234,567", "−$12"; "–" when missing."""
+    if missing(usd):
+        return MISSING
+    assert usd is not None
+    if math.isinf(usd):
+        return money(usd)
+    return f"−${-usd:,.0f}" if round(usd) < 0 else f"${abs(usd):,.0f}"
+
+
+def percent(share: float | None, digits: int | None = None) -> str:
+    """A share (0…1) as a percentage: whole percents, one decimal below 10 % unless ``digits``
+    says otherwise ("97 %", "3.2 %"); "–" when missing."""
+    if missing(share):
+        return MISSING
+    assert share is not None
+    if digits is None:
+        digits = 1 if abs(share) < 0.1 else 0
+    return number(share * 100, digits, "%")
+
+
+def count(n: float | None, unit: str = "") -> str:
+    """A count with thousands separators: "6,203 jobs"; "–" when missing."""
+    return number(n, 0, unit)
+
+
+def per_gpu_hour(usd: float | None) -> str:
+    """A price per GPU-hour: "$2.99/GPU-h"; "–" when missing."""
+    if missing(usd):
+        return MISSING
+    assert usd is not None
+    return f"−${-usd:,.2f}/GPU-h" if usd < 0 else f"${usd:,.2f}/GPU-h"
+
+
+def who_pays_more(name_a: str, name_b: str, a_minus_b_usd: float) -> str:
+    """A money difference that says in whose favour it is: "own-512 costs $1.34 M more than
+    cloud-od" (positive: ``a`` pays more), "... less than ...", "the same as" when it rounds to
+    zero dollars."""
+    if missing(a_minus_b_usd):
+        return f"the difference between {name_a} and {name_b} is unknown"
+    if round(a_minus_b_usd) == 0:
+        return f"{name_a} costs the same as {name_b}"
+    word = "more" if a_minus_b_usd > 0 else "less"
+    return f"{name_a} costs {money(abs(a_minus_b_usd))} {word} than {name_b}"
+
+
+__all__ = ["MISSING", "count", "duration", "hours", "missing", "money", "money_exact", "number",
+           "per_gpu_hour", "percent", "significant", "who_pays_more"]
