@@ -56,7 +56,8 @@ def show_error(title: str, err: Exception) -> None:
 
 
 def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[costsim.Results] | None:
-    """The replications' results (seed ``replication_seed(scenario.seed, r)``, as ``costsim sweep``),
+    """The replications' results (seed ``replication_seed(scenario.seed, r)``, as ``costsim sweep``:
+    replication 0 is ``costsim run`` on the scenario's seed),
     from the cache or bounded runs side by side; None (with a message) if they did not finish."""
     seeds = [replication_seed(scenario.seed, r) for r in range(replications)]
     found = {s: result_cache().get(run_key(scenario, s)) for s in seeds}

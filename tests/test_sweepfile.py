@@ -254,10 +254,11 @@ def test_replication_seeds_are_common_distinct_and_in_range(tmp_path, base):
     a = load_sweep(sweep_file(tmp_path, "grid:\n  options.own-a.gpus: [16, 24]\n", "a.yaml"))
     b = load_sweep(sweep_file(tmp_path, "grid:\n  economics.pue: [1.1, 1.3]\n", "b.yaml"))
     assert a.seed == b.seed == 3
+    # Replication 0 is the root seed itself: the run `costsim run` makes with that seed.
+    assert [replication_seed(0, 0), replication_seed(3, 0), replication_seed(2**63 - 1, 0)] == [0, 3, 2**63 - 1]
     # Pinned: a seed must never change between versions, or old sweeps would not resume identically.
-    # (Computed once from SeedSequence([root, r]).generate_state(1, uint64)[0] >> 1.)
-    assert [replication_seed(0, 0), replication_seed(3, 1), replication_seed(12345, 7)] == [
-        7896617691693857887, 5712964121383671236, 6507740548082236446]
+    # (Computed once from SeedSequence([root, r]).generate_state(1, uint64)[0] >> 1, for r >= 1.)
+    assert [replication_seed(3, 1), replication_seed(12345, 7)] == [5712964121383671236, 6507740548082236446]
     assert replication_seed(2**63 - 1, 999) < 2**63
     for bad in [(-1, 0), (0, -1), (2**63, 0), (0, 1.0), (True, 0)]:
         with pytest.raises(costsim.ScenarioError):

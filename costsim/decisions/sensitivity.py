@@ -11,8 +11,8 @@ one):
   unfinished work and unmet serving at the cheapest rent, and waiting at the scenario's
   ``decision.waiting_usd_per_gpu_hour``), USD, the mean over replications (negative: building is
   cheaper);
-- the break-even month of the pair and its extrapolation (cash view), as each run's break-even
-  table has them (``costsim.results.finance.breakeven``), the mean over the replications.
+- the break-even month of the pair and its extrapolation (cash view) over the replications, as
+  every surface has them (``costsim.results.finance.breakeven_over``).
 
 It is a sweep of 1 + 2k variants of the scenario, each built and checked like a sweep's variants
 (dotted paths, ``costsim.runs.paths``), run as the sweep's tasks (``costsim.runs.sweep.tasks``:
@@ -45,6 +45,7 @@ from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
 from costsim.decisions.verdict import decide, held_to, option_table
 from costsim.decisions.wording import describe
+from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor
 from costsim.runs.paths import resolve as resolve_path, set_loc
@@ -312,15 +313,17 @@ def _difference(runs: pd.DataFrame, variant: str, build: str, rent: str, price: 
 
 
 def _breakeven(breakeven: pd.DataFrame, variant: str, build: str, rent: str) -> tuple[float, float]:
-    """The pair's break-even month and its extrapolation, as each run's break-even table has them
-    (``finance.breakeven``), the mean over the replications that have one (NaN when none does, or
-    when the pair is not one that table compares: a reservation against a rental)."""
+    """The pair's break-even month and its extrapolation over the variant's replications, as every
+    surface has them (``finance.breakeven_over`` of each run's ``finance.breakeven`` table): the
+    mean month over the replications that break even within the horizon, and the mean
+    extrapolated month of those that do not (NaN when none has one, or when the pair is not one
+    that table compares: a reservation against a rental)."""
     rows = breakeven[(breakeven["variant"] == variant) & (breakeven["option"] == build) & (breakeven["versus"] == rent)]
     if rows.empty:
         return math.nan, math.nan
-    month, extra = rows["breakeven_month"].dropna(), rows["breakeven_month_extrapolated"].dropna()
-    return (float(month.mean()) if len(month) == len(rows) else math.nan,
-            float(extra.mean()) if len(extra) else math.nan)
+    over = breakeven_over([g for _, g in rows.groupby("replication", sort=True)]).iloc[0]
+    month, extra = float(over["breakeven_month"]), float(over["breakeven_month_extrapolated"])
+    return month, extra if extra == extra else month  # every replication broke even: its month
 
 
 def _eligibility_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: str, price: float,

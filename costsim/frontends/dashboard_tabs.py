@@ -16,7 +16,7 @@ from costsim.catalog import default_catalog
 from costsim.csvcells import csv_text
 from costsim.frontends.bounded import run_key
 from costsim.frontends.dashboard_views import show_table
-from costsim.frontends.headline import literal_markdown
+from costsim.frontends.headline import breakeven_view, literal_markdown, npv_sentence
 
 TABS = ["Overview", "Cost", "Capacity", "Iteration speed", "Time to target", "Failures", "Sensitivity", "Sweep",
         "Edit scenario", "Data"]
@@ -112,22 +112,25 @@ def overview(res, runs, scenario) -> None:
 
 def cost(res, runs, scenario) -> None:
     one = [res]
+    reps = len(runs)
+    first = " (replication 1)" if reps > 1 else ""
     plot(one, plots.cumulative_cash, "fig_cash_cum")
     if len(res.breakeven):
-        st.caption("Break-even: the first month from which owning or committing stays at or below the rental "
-                   "in cumulative cash out (0: cheaper from the start; – : dearer at the horizon's end, with "
-                   "the extrapolated month beside it; cheaper until month: cheaper first, dearer later), and the "
-                   "utilisation above which owning or committing beats the rental price per used GPU-hour. "
-                   "First replication; the sentence at the top averages every replication.")
-        show_table(res.breakeven, "breakeven_table")
-    if len(runs) > 1:  # the mean over replications with its 95 % band
+        st.caption(f"Cumulative cash above{first}. Break-even: the first month from which owning or committing stays "
+                   "at or below the rental in cumulative cash out (months counted from 1; \"from the start\": "
+                   "cheaper from the first month; not within the horizon: the extrapolated month, or cheaper first "
+                   "and dearer later), and the utilisation above which owning or committing beats the rental price "
+                   "per used GPU-hour. "
+                   + (f"The mean over the {reps} replications, as the sentence at the top." if reps > 1 else ""))
+        show_table(breakeven_view([r.breakeven for r in runs]), "breakeven_table")
+    if reps > 1:  # the mean over replications with its 95 % band
         plot(runs, plots.cumulative_cost_band, "fig_cum")
     else:
         plot(one, plots.cumulative_cost, "fig_cum")
     plot(one, plots.cost_breakdown, "fig_breakdown")
     plot(one, plots.cash_flow, "fig_cashflow")
-    npv = ", ".join(f"{literal_markdown(r.option)} \\${r.npv_usd:,.0f}" for r in res.summary.itertuples())
-    st.caption(f"Net present value of each option's cash flow: {npv}.")
+    st.caption(literal_markdown((f"Cost breakdown and cash flow above: replication 1 of {reps}. " if reps > 1 else "")
+                                + npv_sentence([r.summary for r in runs])))
     if (res.summary["kind"] == "hybrid").any():
         plot(one, plots.hybrid_parts, "fig_hybrid")
 

@@ -11,9 +11,10 @@ import pandas as pd
 import streamlit as st
 
 from costsim.frontends.headline import (
-    CANNOT_KEEP_UP, CARD_METRICS, best_options, breakeven_over, breakeven_sentence, breakeven_versus, card_delta,
+    CANNOT_KEEP_UP, CARD_METRICS, best_options, breakeven_sentence, breakeven_versus, card_delta,
     card_table, card_value, flip_words, headline_markdown, literal_markdown, recommended_first, searchable_flip,
 )
+from costsim.results.finance import breakeven_over
 
 CARDS_PER_ROW = 6  # six options in one row of narrower cards: all of them above the fold at 1600 × 1000
 

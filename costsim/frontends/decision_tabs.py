@@ -27,7 +27,9 @@ from costsim.frontends.dashboard import Limits, RunStopped, Upload, public_text,
 from costsim.frontends.decision_runs import (MAX_AXES, MAX_REPLICATIONS, MAX_VARIANTS, Job, grid_sweep, numeric_paths,
                                              run_bounded)
 from costsim.frontends.sweep_upload import read_sweep_uploads
+from costsim.formats import who_pays_more
 from costsim.frontends.headline import CANNOT_KEEP_UP, FAIR
+from costsim.results.finance import month_number
 from costsim.frontends.tables import MEANS_TABLE_COLUMNS, _with_interval
 from costsim.scenario import Scenario, ScenarioError
 
@@ -92,9 +94,11 @@ def _usd(x: float) -> str:
 
 
 def _month(x: float, extrapolated: float) -> str:
+    """A break-even month index in words, counted from 1 as on the first screen (``finance.month_number``)."""
     if x == x:
-        return f"month {x:.0f}"
-    return f"not within the horizon (≈ month {extrapolated:.0f})" if extrapolated == extrapolated else "not within the horizon"
+        return f"month {month_number(x)}"
+    return (f"not within the horizon (≈ month {month_number(extrapolated)})" if extrapolated == extrapolated
+            else "not within the horizon")
 
 
 def tornado_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -204,7 +208,9 @@ def verdict_rows(results) -> pd.DataFrame:
         verdict = decide(results, variant=v, flips=False)
         low, high = verdict.difference_low_usd, verdict.difference_high_usd
         rows.append({"variant": v, "recommended": verdict.option or "none keeps up",
-                     "versus": verdict.versus or "—", "difference": _usd(verdict.difference_usd),
+                     "versus": verdict.versus or "—",
+                     "difference": "—" if verdict.versus is None or verdict.option is None
+                     else who_pays_more(verdict.option, verdict.versus, verdict.difference_usd),
                      "interval": "—" if low != low else f"{_usd(low)} … {_usd(high)}",
                      "close": "the same cost" if verdict.same_cost else "",
                      "sentence": verdict.sentence})
@@ -214,8 +220,10 @@ def verdict_rows(results) -> pd.DataFrame:
 VERDICT_COLUMNS = {
     "variant": Col.TextColumn("Variant"), "recommended": Col.TextColumn("Recommended"),
     "versus": Col.TextColumn("Against"),
-    "difference": Col.TextColumn("Difference (USD)", help="Recommended − against, fair totals; mean of paired runs"),
-    "interval": Col.TextColumn("95 % interval (USD)"), "close": Col.TextColumn("Close call?"),
+    "difference": Col.TextColumn("Difference (fair totals)", help="Who pays more, recommended against the "
+                                 "option it is compared with; mean of paired runs"),
+    "interval": Col.TextColumn("95 % interval of recommended − against (USD)"),
+    "close": Col.TextColumn("Close call?"),
     "sentence": Col.TextColumn("Verdict", width="large"),
 }
 FRONTIER_COLUMNS = {

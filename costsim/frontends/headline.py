@@ -14,6 +14,8 @@ import pandas as pd
 
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.wording import misses
+from costsim.formats import money_exact
+from costsim.results.finance import breakeven_over, month_number
 
 FLAG = "⚠"
 NBSP = "\u00a0"
@@ -207,32 +209,6 @@ def card_delta(col: str, x: float, ref: float) -> str | None:
     return None if text.lstrip("+-$").strip("0., hp") == "" else text  # rounds to nothing: no delta
 
 
-def breakeven_over(tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """The break-even tables of several replications as one, per (option, versus): the mean month
-    over the replications where it falls within the horizon (NaN in none) with ``found`` of ``n``;
-    among the replications without one, the mean "cheaper until" month (``cheaper_found`` had one)
-    and the mean extrapolated month (``extrapolated_found`` had one); ``*_varies``: whether those
-    replications' months differ (then the month shown is a mean)."""
-    both = pd.concat([t.assign(replication=i) for i, t in enumerate(tables)], ignore_index=True)
-    if both.empty:
-        return tables[0]
-    if "cheaper_until_month" not in both:
-        both = both.assign(cheaper_until_month=math.nan)
-    rows = []
-    for (option, versus), g in both.groupby(["option", "versus"], sort=False):
-        beyond = g[g["breakeven_month"].isna()]  # the extrapolation of a found month is that month: not an estimate
-        row = {"option": option, "versus": versus, "n": len(g), "life_months": g["life_months"].iloc[0]
-               if "life_months" in g else math.nan}
-        for col, name in (("breakeven_month", "found"), ("cheaper_until_month", "cheaper_found"),
-                          ("breakeven_month_extrapolated", "extrapolated_found")):
-            months = (g if col == "breakeven_month" else beyond)[col].dropna()
-            row[col] = months.mean() if len(months) else math.nan
-            row[name] = len(months)
-            row[f"{col}_varies"] = months.nunique() > 1
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def breakeven_versus(breakeven: pd.DataFrame, cards: pd.DataFrame, recommended: str | None) -> str | None:
     """The rental the first screen's break-even sentence is against: the recommended option if it
     is a rental, else the rental with the least cash spent among those that keep up (among all
@@ -259,16 +235,19 @@ def _listed(names: list[str]) -> str:
 
 
 def _month(m: float) -> str:
-    return "the first month" if round(m) == 0 else f"month {m:.0f}"
+    """A 0-based month index in words, counted from 1 (``finance.month_number``)."""
+    n = month_number(m)
+    return "the first month" if n == 1 else f"month {n}"
 
 
 def breakeven_when(r) -> str:
     """One pair's cash break-even in words, from a row of ``finance.breakeven`` (one run) or of
-    ``breakeven_over`` (with the replication counts)."""
+    ``finance.breakeven_over`` (with the replication counts); months counted from 1 (month 1 is
+    the first). The dashboard's sentence and Cost tab and the report all say it this way."""
     n = getattr(r, "n", 1)
     found = getattr(r, "found", int(r.breakeven_month == r.breakeven_month))
     if found:
-        when = "from the start" if round(r.breakeven_month) == 0 else f"from month {r.breakeven_month:.0f}"
+        when = "from the start" if month_number(r.breakeven_month) == 1 else f"from {_month(r.breakeven_month)}"
         counted = _in_replications(found, n, getattr(r, "breakeven_month_varies", False))
         return when + (f" ({counted[2:]})" if counted else "")
     cheaper = r.cheaper_until_month
@@ -280,7 +259,7 @@ def breakeven_when(r) -> str:
     e = r.breakeven_month_extrapolated
     k = getattr(r, "extrapolated_found", int(e == e))
     if k:
-        parts.append(f"about month {e:.0f} if it went on"
+        parts.append(f"about {_month(e)} if it went on"
                      + _in_replications(k, n, getattr(r, "breakeven_month_extrapolated_varies", False)))
     # neither in any replication: dearer at every month's end (no estimate: the gap is not
     # closing, it closes only after the hardware's life, or the horizon is too short to tell)
@@ -306,3 +285,35 @@ def breakeven_sentence(breakeven: pd.DataFrame, versus: str | None = None) -> st
     others = [v for v in dict.fromkeys(breakeven["versus"]) if v != versus] if versus is not None else []
     tail = f" Against {_listed(others)}: see the Cost tab." if others else ""
     return "Cash break-even: " + "; ".join(parts) + "." + tail
+
+
+# The break-even table of the Cost tab and the report: the sentence's words per pair, then the means.
+BREAKEVEN_VIEW = ["option", "versus", "cash break-even", "breakeven_utilization", "own_usd_per_gpu_hour",
+                  "rent_usd_per_gpu_hour"]
+
+
+def breakeven_view(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """The break-even table the Cost tab and the report show, one row per (option, versus) of
+    ``finance.breakeven_over`` over the replications' ``breakeven`` tables: ``cash break-even`` in
+    the words of ``breakeven_when`` (the month the first screen's sentence gives, counted from 1),
+    then the mean break-even utilisation and USD per GPU-hour owned and rented."""
+    pairs = breakeven_over(tables)
+    words = [breakeven_when(r) for r in pairs.itertuples()]
+    return pairs.assign(**{"cash break-even": words})[BREAKEVEN_VIEW].reset_index(drop=True)
+
+
+def npv_sentence(summaries: list[pd.DataFrame]) -> str:
+    """Each option's net present value of its cash flow (``npv_usd``), to the dollar: the mean over
+    the replications with ± the half-width of its 95 % interval when there are several, as the
+    first screen's cards give their totals."""
+    from costsim.runs import stats
+
+    runs = pd.concat([s[["option", "npv_usd"]] for s in summaries], ignore_index=True)
+    parts = []
+    for option, group in runs.groupby("option", sort=False):
+        mean, low, high = stats.t_interval(group["npv_usd"].to_numpy(dtype=float))
+        pm = (high - low) / 2
+        parts.append(f"{option} {money_exact(mean)}" + (f" ± {money_exact(pm)}" if pm == pm else ""))
+    n = len(summaries)
+    which = (f" (means of {n} replications, ± half-width of the 95 % interval)" if n > 1 else "")
+    return f"Net present value of each option's cash flow{which}: {', '.join(parts)}."

@@ -91,9 +91,8 @@ def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None) -
     v = verdict if verdict is not None else decide(src.runs, wanted)
     seeds = ", ".join(str(r.seed) for r in src.runs[:5]) + (", …" if reps > 5 else "")
     label = f"{reps} replication{'s' if reps > 1 else ''} (seed{'s' if reps > 1 else ''} {seeds})"
-    which = "" if reps == 1 else f" (replication 1 of {reps}, seed {first.seed})"
     mean = "Means over the replications." if reps > 1 else ""
-    be, _ = breakeven_section(first, which)
+    be, _ = breakeven_section(src.runs)
     pareto, _ = pareto_section(v.options, given_frontier, "Options on the frontier")
     tor, _ = tornado_section(tornado)
     figures, _ = run_figures(first, reps)
@@ -212,8 +211,9 @@ def check_out(path: Path, label: str = "--out") -> None:
 # ------------------------------------------------------------------ the command
 
 
-def _replications(sc, n: int, seed: int):
-    """``n`` runs of ``sc`` with seeds ``replication_seed(seed, r)``, with a progress bar on stderr."""
+def replication_runs(sc, n: int, seed: int):
+    """``n`` runs of ``sc`` with seeds ``replication_seed(seed, r)`` (the first is ``costsim run``'s
+    run on ``seed``), with a progress bar on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from costsim.frontends.cli import err_console
@@ -230,8 +230,10 @@ def _replications(sc, n: int, seed: int):
     return runs
 
 
-def _tornado(sc, seed: int, targets=None):
-    """The tornado (one run per input value, with a progress bar), or a note saying why there is none."""
+def _tornado(sc, seed: int, targets=None, replications: int = 1):
+    """The tornado with a progress bar, or a note saying why there is none. ``replications`` and
+    ``seed`` as the verdict's (``replication_runs``): its base variant is then the verdict's runs, the
+    same seeds averaged, so its base difference is the verdict's."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from costsim.frontends.cli import err_console
@@ -244,7 +246,7 @@ def _tornado(sc, seed: int, targets=None):
                   TimeElapsedColumn(), console=err_console, transient=True) as bar:
         task = bar.add_task("sensitivity tornado", total=None)
         try:
-            return tornado(sc, replications=1, seed=seed, targets=targets, progress=lambda done, total: bar.update(
+            return tornado(sc, replications=replications, seed=seed, targets=targets, progress=lambda done, total: bar.update(
                 task, completed=done, total=total))
         except ScenarioError as err:  # e.g. no owned or no rented option to set against each other
             return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)

@@ -35,7 +35,7 @@ def report_command(
 
     from costsim.decisions.targets import targets as as_targets
     from costsim.frontends.cli import _fail, _load, err_console, out_console
-    from costsim.frontends.report import _replications, _tornado, check_out, write_report
+    from costsim.frontends.report import replication_runs, _tornado, check_out, write_report
     from costsim.frontends.report_sweep import is_sweep_folder, sweep_inputs
     from costsim.runs.outfiles import FolderLock, check_out_file, scenario_inputs
 
@@ -60,8 +60,9 @@ def report_command(
             sc = _load(source)
             check_out_file("--out", out, scenario_inputs(sc, source))  # before the runs: they take a while
             root = sc.seed if seed is None else seed
-            data = _replications(sc, 3 if replications is None else replications, root)
-        shown = _tornado(sc, root, wanted) if not source.is_dir() and tornado is not False else None
+            data = replication_runs(sc, 3 if replications is None else replications, root)
+        # The tornado on the verdict's replications (its seeds, averaged): one base difference on the page.
+        shown = _tornado(sc, root, wanted, len(data)) if not source.is_dir() and tornado is not False else None
         # The lock of the folder written into: a run swapping that folder into place meanwhile would
         # otherwise take the report away with the folder's previous contents.
         with FolderLock(out.parent.resolve(), "--out", str(out), required=False):

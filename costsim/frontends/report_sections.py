@@ -8,8 +8,10 @@ from __future__ import annotations
 import pandas as pd
 
 from costsim import plots
+from costsim.formats import who_pays_more
 from costsim.frontends import report_html as h
 from costsim.results import Results
+from costsim.results.finance import month_number
 
 FRONTIER_ROWS = 200  # rows of a sweep's frontier table shown; the figure shows them all
 
@@ -49,18 +51,17 @@ def verdict_parts(v, reps_label: str) -> list[str]:
     if v.same_cost:
         parts.append('<p><span class="badge">the same cost</span></p>')
     if v.versus is not None:
+        fair = who_pays_more(v.option, v.versus, v.difference_usd)
         if v.replications >= 2:
-            facts.append(f"Fair total of {v.option} minus {v.versus}: {h.money(v.difference_usd)} per replication on "
-                         f"average, 95 % interval {h.money(v.difference_low_usd)} to {h.money(v.difference_high_usd)} "
-                         f"(paired over {v.replications} replications with common random numbers)"
+            facts.append(f"Fair totals: {fair} per replication on average (the mean over {v.replications} "
+                         f"replications, paired with common random numbers); 95 % interval of {v.option} minus "
+                         f"{v.versus}: {h.money(v.difference_low_usd)} to {h.money(v.difference_high_usd)}"
                          + ("; the interval spans zero." if v.close_call else "."))
         else:
-            facts.append(f"Fair total of {v.option} minus {v.versus}: {h.money(v.difference_usd)} from a single run: "
-                         "no confidence interval (run replications for one).")
-        cash = v.cash_difference_usd
-        payer = v.option if cash > 0 else v.versus
-        facts.append(f"In cash spent within the horizon (capex when paid), {payer} spends "
-                     f"{h.money(abs(cash))} more." if cash else "In cash spent within the horizon the two are equal.")
+            facts.append(f"Fair totals: {fair}, from a single run: no confidence interval (run replications for one).")
+        over = f" (the mean over {v.replications} replications)" if v.replications >= 2 else ""
+        facts.append(f"In cash spent within the horizon (capex when paid){over}, "
+                     f"{who_pays_more(v.option, v.versus, v.cash_difference_usd)}.")
         if v.utilization_flip == v.utilization_flip:
             facts.append(f"The fair totals are equal at {v.utilization_flip * 100:.0f} % utilisation of the owned "
                          "option (the work scaled, re-simulated on both sides of that point).")
@@ -164,24 +165,30 @@ def time_to_target_section(runs: list[Results], v) -> tuple[str, int]:
 
 BREAKEVEN_COLUMNS: list[h.Column] = [
     ("owned or committed", "option", str, None), ("versus renting", "versus", str, None),
-    ("break-even (cash)", "breakeven_month", h.month, None),
-    ("extrapolated break-even month", "breakeven_month_extrapolated", h.fixed(1), None),
-    ("cheaper until", "cheaper_until_month", lambda x: "–" if x != x else h.month(x), None),
+    ("cash break-even", "cash break-even", str, None),
     ("break-even utilisation", "breakeven_utilization", h.share, None),
     ("owned USD per GPU-hour", "own_usd_per_gpu_hour", h.fixed(2), None),
     ("rented USD per GPU-hour", "rent_usd_per_gpu_hour", h.fixed(2), None),
 ]
 
 
-def breakeven_section(first: Results, which: str) -> tuple[str, int]:
-    be = first.breakeven
-    if be.empty:
+def breakeven_section(runs: list[Results]) -> tuple[str, int]:
+    """The break-even of every pair over the replications (``headline.breakeven_view``: the words
+    and month the dashboard gives) and the cumulative cash of the first replication."""
+    from costsim.frontends.headline import breakeven_view
+
+    first, reps = runs[0], len(runs)
+    if first.breakeven.empty:
         return h.section("Break-even", h.para("No owned or committed option to set against a rented one."),
                          anchor="breakeven"), 0
+    over = f" The months are the mean over the {reps} replications; the figure is replication 1 (seed {first.seed})." \
+        if reps > 1 else ""
     note = h.para("The first month from which the owned or committed option's cumulative cash stays at or below the "
-                  "rental's; the break-even utilisation is where both cost the same per GPU-hour.", "note")
+                  "rental's (months counted from 1); the break-even utilisation is where both cost the same per "
+                  "GPU-hour." + over, "note")
     fig = h.figure(plots.cumulative_cash(first))
-    return h.section("Break-even" + which, note, h.table(be, BREAKEVEN_COLUMNS), fig, anchor="breakeven"), 1
+    table = h.table(breakeven_view([r.breakeven for r in runs]), BREAKEVEN_COLUMNS, wrap=("cash break-even",))
+    return h.section("Break-even", note, table, fig, anchor="breakeven"), 1
 
 
 def pareto_section(table, given: pd.DataFrame | None, label: str) -> tuple[str, int]:
@@ -214,6 +221,11 @@ def pareto_section(table, given: pd.DataFrame | None, label: str) -> tuple[str, 
                      note, *figs, h.table(shown, cols), more, anchor="pareto"), len(figs)
 
 
+def _be_month(x) -> str:
+    """A break-even month index as the dashboard says it: "month N", counted from 1."""
+    return "never within the horizon" if x != x else f"month {month_number(x)}"
+
+
 def _flag(x) -> str:
     return "⚑ flips" if x is True or x == 1 else ""
 
@@ -224,8 +236,8 @@ TORNADO_COLUMNS: list[h.Column] = [
     ("difference at low (USD)", "low_difference_usd", h.money, None),
     ("difference at high (USD)", "high_difference_usd", h.money, None),
     ("swing (USD)", "swing_usd", h.money, None), ("verdict", "flips", _flag, None),
-    ("break-even at low", "low_breakeven_month", h.month, None),
-    ("break-even at high", "high_breakeven_month", h.month, None),
+    ("break-even at low", "low_breakeven_month", lambda x: _be_month(x), None),
+    ("break-even at high", "high_breakeven_month", lambda x: _be_month(x), None),
     ("note", "note", str, None),
 ]
 
@@ -237,11 +249,13 @@ def tornado_section(tornado) -> tuple[str, int]:
     if isinstance(tornado, str):
         return h.section("Sensitivity (tornado)", h.para(tornado, "note"), anchor="tornado"), 0
     runs = getattr(tornado, "replications", 1)
+    seeds = (f"the verdict's {runs} replications, the same seeds, averaged" if runs > 1
+             else "one run, the verdict's")
     note = h.para(f"Each uncertain input at the low and the high end of its catalog range, all else at the base "
-                  f"({runs} run{'s' if runs != 1 else ''} per value, common random numbers): the fair-total "
-                  f"difference {tornado.build} − {tornado.rent} (base {h.money(tornado.base_difference_usd)}; "
-                  f"negative: building is cheaper) and the break-even month. ⚑: the verdict flips within the "
-                  f"range.", "note")
+                  f"({seeds}; common random numbers): the fair-total difference {tornado.build} − {tornado.rent} "
+                  f"(base: {who_pays_more(tornado.build, tornado.rent, tornado.base_difference_usd)}; negative: "
+                  f"building is cheaper) and the break-even month (counted from 1). ⚑: the verdict flips within "
+                  f"the range.", "note")
     try:
         from costsim.plots import tornado_figure
     except ImportError:

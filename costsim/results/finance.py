@@ -18,6 +18,9 @@ it exceeds capex − book value by that interest; the cash view leaves interest 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -149,3 +152,52 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
                 "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": b.price_per_gpu_hour, "life_months": life,
             })
     return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
+
+
+# The per-pair prices and utilisation of ``breakeven``: the mean over replications is shown beside the months.
+_PAIR_MEANS = ("breakeven_utilization", "own_usd_per_gpu_hour", "rent_usd_per_gpu_hour")
+
+
+def breakeven_over(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The one break-even of several replications (``breakeven`` tables, one per run), per
+    (option, versus), that every surface shows (the dashboard's sentence and Cost tab, the report,
+    the tornado):
+
+    - ``breakeven_month``: the mean month over the replications where it falls within the horizon
+      (NaN in none), ``found`` of ``n`` replications;
+    - ``cheaper_until_month``, ``breakeven_month_extrapolated``: among the replications without a
+      break-even month, the mean of those that have one (``cheaper_found``, ``extrapolated_found``);
+    - ``*_varies``: whether those replications' months differ (then the month is a mean);
+    - ``breakeven_utilization``, ``own_usd_per_gpu_hour``, ``rent_usd_per_gpu_hour``: means;
+      ``life_months`` as in ``breakeven``.
+
+    One table gives that run's own months (``n`` 1), so one replication reads the same everywhere
+    as ``costsim run``'s ``breakeven`` table. Months are 0-based (``month_number`` says them)."""
+    tables = list(tables)
+    both = pd.concat([t.assign(replication=i) for i, t in enumerate(tables)], ignore_index=True)
+    if both.empty:
+        return tables[0]
+    if "cheaper_until_month" not in both:
+        both = both.assign(cheaper_until_month=math.nan)
+    rows = []
+    for (option, versus), g in both.groupby(["option", "versus"], sort=False):
+        beyond = g[g["breakeven_month"].isna()]  # the extrapolation of a found month is that month: not an estimate
+        row = {"option": option, "versus": versus, "n": len(g), "life_months": g["life_months"].iloc[0]
+               if "life_months" in g else math.nan}
+        for col, name in (("breakeven_month", "found"), ("cheaper_until_month", "cheaper_found"),
+                          ("breakeven_month_extrapolated", "extrapolated_found")):
+            months = (g if col == "breakeven_month" else beyond)[col].dropna()
+            row[col] = months.mean() if len(months) else math.nan
+            row[name] = len(months)
+            row[f"{col}_varies"] = months.nunique() > 1
+        for col in _PAIR_MEANS:
+            row[col] = g[col].mean() if col in g else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def month_number(m: float) -> int:
+    """A 0-based month index (or a mean of them) as a user counts months: 1 is the first month
+    (month index m ends m + 1 whole 730-h months in); a mean rounds half up. Every sentence and
+    table that names a break-even month says this number."""
+    return math.floor(m + 0.5) + 1

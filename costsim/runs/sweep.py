@@ -1,7 +1,7 @@
 """Running a sweep: one task per (variant, replication), on an executor, into a Parquet dataset.
 
-Replication r of every variant simulates with the same seed, ``replication_seed(sweep.seed, r)``:
-common random numbers, so the variants and options of a replication see the same jobs and every
+Replication r of every variant simulates with the same seed, ``replication_seed(sweep.seed, r)``
+(replication 0 on the sweep's seed itself: the run ``costsim run`` makes with it): common random numbers, so the variants and options of a replication see the same jobs and every
 difference between them is paired. A task is a small picklable ``Task`` (the variant's scenario as
 JSON data, not a live object) run by ``run_task`` in whichever process the executor chooses
 (``costsim.runs.executors``); results come back to the calling process, which writes each one as

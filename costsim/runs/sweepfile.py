@@ -60,7 +60,7 @@ class Variant:
 @dataclass(frozen=True)
 class Sweep:
     """Variants to run ``replications`` times each; replication r simulates with
-    ``replication_seed(seed, r)`` in every variant."""
+    ``replication_seed(seed, r)`` in every variant (replication 0: ``seed`` itself)."""
 
     source: str
     base: Path
@@ -70,15 +70,22 @@ class Sweep:
 
 
 def replication_seed(root: int, r: int) -> int:
-    """The seed replication ``r`` passes to ``simulate()``: the first 64-bit word of
+    """The seed replication ``r`` passes to ``simulate()``.
+
+    Replication 0 runs on ``root`` itself, so replication 0 of a sweep, of the dashboard and of
+    ``costsim report`` is exactly the run ``costsim run`` makes with that seed (one seed scheme
+    on every surface). Replication r >= 1 runs on the first 64-bit word of
     ``SeedSequence([root, r])``, shifted right one bit so it fits ``MAX_SEED`` (2^63 - 1, a signed
-    64-bit integer, as scenario files allow). The same r gives the same seed in every variant
-    (common random numbers: differences between variants are paired); distinct r give distinct,
-    statistically independent streams. Pure integers: the same on every machine and process."""
+    64-bit integer, as scenario files allow): statistically independent of ``root``'s streams
+    (``simulate`` hashes its seed through ``SeedSequence`` again) and of each other. The same r
+    gives the same seed in every variant (common random numbers: differences between variants
+    are paired). Pure integers: the same on every machine and process."""
     if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or not 0 <= root <= MAX_SEED:
         raise arguments.error("replication_seed", "root", f"must be a whole number from 0 to 2^63 - 1 (got {root!r})")
     if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 0:
         raise arguments.error("replication_seed", "r", f"must be a whole number >= 0 (got {r!r})")
+    if r == 0:
+        return int(root)
     return int(np.random.SeedSequence([int(root), int(r)]).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
