@@ -90,7 +90,8 @@ def test_a_knob_edits_the_editors_copy():
 def test_breakeven_month_is_the_mean_over_replications_that_reach_it():
     import pandas as pd
 
-    from costsim.frontends.headline import breakeven_over, breakeven_sentence
+    from costsim.frontends.headline import breakeven_sentence
+    from costsim.results.finance import breakeven_over
 
     one = pd.DataFrame({"option": ["own"], "versus": ["od"], "breakeven_month": [4.0],
                         "breakeven_month_extrapolated": [4.0], "cheaper_until_month": [float("nan")]})
@@ -98,8 +99,9 @@ def test_breakeven_month_is_the_mean_over_replications_that_reach_it():
     later = one.assign(breakeven_month=[7.0], breakeven_month_extrapolated=[7.0])
     table = breakeven_over([one, never, later])
     assert table.breakeven_month.iloc[0] == 5.5 and (table.found.iloc[0], table.n.iloc[0]) == (2, 3)
-    assert "from month 6 (mean of 2 of 3 replications)" in breakeven_sentence(table)  # 5.5 shown rounded
-    assert "not within the horizon (about month 20" in breakeven_sentence(breakeven_over([never]))
+    # indices from 0 said counted from 1: the mean index 5.5 is month 6.5, rounded half up
+    assert "from month 7 (mean of 2 of 3 replications)" in breakeven_sentence(table)
+    assert "not within the horizon (about month 21" in breakeven_sentence(breakeven_over([never]))
 
 
 def test_missing_phase_numbers_show_a_dash():

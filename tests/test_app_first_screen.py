@@ -22,7 +22,8 @@ from streamlit.testing.v1 import AppTest
 import costsim
 from costsim.frontends.dashboard import SCENARIO_DIR, encode_scenario
 from costsim.frontends.headline import CARD_METRICS
-from costsim.frontends.headline import breakeven_over, breakeven_sentence, breakeven_versus
+from costsim.frontends.headline import breakeven_sentence, breakeven_versus
+from costsim.results.finance import breakeven_over
 from costsim.runs.sweepfile import replication_seed
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -77,10 +78,11 @@ def test_breakeven_names_each_pair_and_counts_the_replications():
     assert said == {
         ("res", "od"): "not within the horizon (cheaper through the first month, then dearer, in 2 of 3 replications)",
         ("res", "spot"): "not within the horizon (dearer every month)",
-        ("own", "od"): "from month 3 (in 2 of 3 replications)",
-        # months 2 and 4 (mean 3) cheaper first; 14, 16, 15 (mean 15) as estimates
-        ("own", "spot"): "not within the horizon (cheaper through month 3, then dearer, mean of 2 of 3 replications; "
-                         "about month 15 if it went on, mean of 3 of 3 replications)",
+        # month indices from 0, said counted from 1: index 3 is month 4
+        ("own", "od"): "from month 4 (in 2 of 3 replications)",
+        # indices 2 and 4 (mean 3: month 4) cheaper first; 14, 16, 15 (mean 15: month 16) as estimates
+        ("own", "spot"): "not within the horizon (cheaper through month 4, then dearer, mean of 2 of 3 replications; "
+                         "about month 16 if it went on, mean of 3 of 3 replications)",
     }
     assert "never" not in both and "only until" not in both
     only_od = breakeven_sentence(breakeven_over(reps), "od")
@@ -89,9 +91,9 @@ def test_breakeven_names_each_pair_and_counts_the_replications():
     # one run (a plain finance.breakeven table): no counts, the same words
     one = clauses(breakeven_sentence(reps[1]))
     assert one["res", "od"] == "not within the horizon (cheaper through the first month, then dearer)"
-    assert one["own", "spot"] == ("not within the horizon (cheaper through month 4, then dearer; "
-                                  "about month 16 if it went on)")
-    assert one["own", "od"] == "from month 3"
+    assert one["own", "spot"] == ("not within the horizon (cheaper through month 5, then dearer; "
+                                  "about month 17 if it went on)")
+    assert one["own", "od"] == "from month 4"
 
 
 def test_the_sentence_is_against_the_recommended_rental_or_the_cheapest_that_keeps_up():
