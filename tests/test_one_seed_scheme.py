@@ -88,6 +88,18 @@ def test_replication_zero_is_the_run_costsim_run_makes(lab, cli_run):
     assert [r.seed for r in dashboard_runs][:1] == [sc.seed]
     _same(dashboard_runs[0].summary, cli)
 
+    # Its Cost tab: the break-even the first screen's sentence gives, and NPV means over the 3 runs.
+    from costsim.frontends.headline import breakeven_view, npv_sentence
+
+    (sentence,) = [c.value for c in at.caption if c.value.startswith("Cash break")]
+    at = at.radio(key="tab").set_value("Cost").run()
+    assert not at.exception and not at.error
+    (table,) = [d.value for d in at.dataframe if "cash break-even" in d.value.columns]
+    words = breakeven_view([r.breakeven for r in dashboard_runs])["cash break-even"].iloc[0]
+    assert list(table["cash break-even"]) == [words] and f"own vs cloud: {words}" in sentence.replace("\\", "")
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert npv_sentence([r.summary for r in dashboard_runs]) in captions and "means of 3 replications" in captions
+
     # costsim report's runs (2 replications: the first is the CLI's run, the second another).
     report_runs = replication_runs(sc, 2, sc.seed)
     _same(report_runs[0].summary, cli)
