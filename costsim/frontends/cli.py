@@ -25,12 +25,14 @@ from costsim.catalog import default_catalog
 from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
 from costsim.frontends.optimize_cli import optimize_command
 from costsim.frontends.report_cli import report_command
-from costsim.frontends.console import err_console, fail, interrupted, out_console, print_data_table, print_wide  # noqa: F401
+from costsim.frontends.console import (data_table_width, err_console, fail, interrupted, out_console,  # noqa: F401
+                                       print_data_table, print_wide)
 from costsim.frontends.fit_cli import fit_workload_command
 from costsim.frontends.import_cli import import_trace_command
 from costsim.frontends.headline import with_verdict
 # _money, _or_dash, phase_table, summary_table, means_table: also imported from here by other front ends and tests
-from costsim.frontends.tables import (MEANS_TABLE_ROWS, NARROW_PHASE_COLUMNS, _money, _or_dash, means_table,  # noqa: F401
+from costsim.frontends.tables import (MEANS_TABLE_ROWS, NARROW_PHASE_COLUMNS, _money, _or_dash,  # noqa: F401
+                                      fitted_means_table, means_table,
                                       narrow_table, phase_table, summary_table, table_notes)
 from costsim.runs.outdir import OutputFolder, safe_folder_name
 from costsim.runs.outfiles import scenario_inputs
@@ -298,9 +300,14 @@ def sweep_command(
         err_console.print(Text(_sweep_interrupted(target, started)), highlight=False)
         raise typer.Exit(130) from None
     n = sweep.replications
-    table = means_table(results, f"{sweep.source}: {len(sweep.variants)} variant(s) × {n} replication(s), "
-                                 f"seed {sweep.seed}: means ± half-width of the 95 % t-interval")
+    width = data_table_width()
+    table, left_out = fitted_means_table(results, f"{sweep.source}: {len(sweep.variants)} variant(s) × {n} "
+                                         f"replication(s), seed {sweep.seed}: means ± half-width of the 95 % "
+                                         "t-interval", width)
     print_data_table(table)
+    if left_out:
+        out_console.print(Text(f"Not shown in {width} columns: {', '.join(left_out)} (every column is in "
+                               f"{target}/means.csv; COLUMNS sets the width)."), highlight=False)
     if len(results.means) > MEANS_TABLE_ROWS:
         out_console.print(Text(f"... {len(results.means) - MEANS_TABLE_ROWS} more rows in {target}/means.csv"),
                           highlight=False)
