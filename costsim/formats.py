@@ -164,6 +164,15 @@ def decimals_for(values, figures: int = 3, most: int = 8) -> int:
     return min(max(figures - 1 - magnitude, 0), most)
 
 
+def p_value(p: float | None) -> str:
+    """A test's p-value: two significant figures, "< 0.001" below that (a smaller one says no more,
+    and would need a run of zeros); "–" when missing."""
+    if missing(p):
+        return MISSING
+    assert p is not None
+    return "< 0.001" if p < 0.001 else significant(p, 2)
+
+
 def who_pays_more(name_a: str, name_b: str, a_minus_b_usd: float) -> str:
     """A money difference that says in whose favour it is: "own-512 costs $1.34 M more than
     cloud-od" (positive: ``a`` pays more), "... less than ...", "the same as" when it rounds to
@@ -177,4 +186,4 @@ def who_pays_more(name_a: str, name_b: str, a_minus_b_usd: float) -> str:
 
 
 __all__ = ["MISSING", "count", "decimals_for", "duration", "hours", "millions", "missing", "money", "money_exact",
-           "number", "per_gpu_hour", "percent", "plain", "seconds", "significant", "who_pays_more"]
+           "number", "p_value", "per_gpu_hour", "percent", "plain", "seconds", "significant", "who_pays_more"]

@@ -22,6 +22,7 @@ from rich.text import Text
 from costsim.runs import api
 from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog import default_catalog
+from costsim.formats import plain
 from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
 from costsim.frontends.optimize_cli import optimize_command
 from costsim.frontends.report_cli import report_command
@@ -159,7 +160,7 @@ def print_run(res, verdict, wide: bool = False) -> None:
                           highlight=False)
     out_console.print()
     sc = res.scenario
-    title = f"{sc.name}: {sc.horizon_days:g} days, seed {res.seed}"
+    title = f"{sc.name}: {plain(sc.horizon_days)} days, seed {res.seed}"
     rows = with_verdict(res.summary, verdict)
     if wide:
         print_wide(summary_table(rows, title))
@@ -329,7 +330,7 @@ def catalog() -> None:
     for col in ("field", "value", "date", "source"):
         table.add_column(col, overflow="fold")
     for e in cat.entries:
-        table.add_row(e.path, f"{e.value:g}" if isinstance(e.value, float) else str(e.value), e.date, e.source)
+        table.add_row(e.path, plain(e.value) if isinstance(e.value, float) else str(e.value), e.date, e.source)
     out_console.print(table)
 
 
