@@ -18,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 import costsim
+from costsim.formats import plain
 from costsim.frontends import dashboard_edit as edit
 from costsim.frontends import dashboard_tabs as tabs
 from costsim.frontends.dashboard import (
