@@ -76,7 +76,6 @@ def test_sweep_means_fit_COLUMNS(tiny):
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
-    assert "$153,919" in result.stdout or "amortised" in result.stdout  # the first metric is there
     assert "Not shown in 80 columns:" in " ".join(result.stdout.split())
     assert "…" not in result.stdout  # no number cut short
     means = pd.read_csv(folder / "sw80" / "means.csv")
