@@ -18,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 import costsim
+from costsim.formats import plain
 from costsim.frontends import dashboard_edit as edit
 from costsim.frontends import dashboard_tabs as tabs
 from costsim.frontends.dashboard import (
@@ -236,7 +237,7 @@ def main() -> None:
     verdict = costsim.decide(runs, flips=False)
     with head:
         # The scenario's name first, as typed (escaped), so a user sees at once which scenario this is.
-        st.subheader(f"{literal_markdown(scenario.name)}: {scenario.horizon_days:g} days, "
+        st.subheader(f"{literal_markdown(scenario.name)}: {plain(scenario.horizon_days)} days, "
                      f"{runs[0].summary.jobs_submitted.iloc[0]:,} jobs — build or rent GPUs?")
         first_screen(verdict, runs, why)
         flip_control(verdict, runs, lambda sc, seed: pickle.loads(simulate_bounded(sc, limits, seed=seed, warm=True)),

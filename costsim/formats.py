@@ -86,8 +86,8 @@ def money(usd: float | None) -> str:
     assert usd is not None
     if math.isinf(usd):
         return "unbounded" if usd > 0 else "−unbounded"
-    sign = "−" if usd < 0 else ""
     a = abs(usd)
+    sign = "−" if usd < 0 and a >= 0.5 else ""  # "−$0" would read as a loss of nothing
     for scale, unit in ((1e9, " B"), (1e6, " M"), (1e3, " k")):
         if round(a / scale, 2) >= 1 or a >= scale:
             return f"{sign}${significant(a / scale, 3)}{unit}"
@@ -128,6 +128,51 @@ def per_gpu_hour(usd: float | None) -> str:
     return f"−${-usd:,.2f}/GPU-h" if usd < 0 else f"${usd:,.2f}/GPU-h"
 
 
+def plain(x: float | None) -> str:
+    """A value as a person would type it (a setting, a target, a catalog price): up to six
+    significant figures, trailing zeros dropped, never scientific: 0.085 → "0.085", 1e6 →
+    "1,000,000", 24.0 → "24"."""
+    return significant(x, 6)
+
+
+def seconds(s: float | None) -> str:
+    """Seconds as a table cell, without the unit (the header carries it): one decimal, two below
+    0.1 s so a short phase does not read as zero ("12.3", "0.04"); "–" when missing."""
+    if missing(s):
+        return MISSING
+    assert s is not None
+    return number(s, 2 if 0 < abs(s) < 0.1 else 1)
+
+
+def millions(usd: float | None, digits: int = 2) -> str:
+    """Dollars in millions as a bare number for a "$M" column: 12,345,678 → "12.35"; "–" when
+    missing."""
+    if missing(usd):
+        return MISSING
+    assert usd is not None
+    return number(usd / 1e6, digits)
+
+
+def decimals_for(values, figures: int = 3, most: int = 8) -> int:
+    """Decimals a column of numbers needs so its smallest non-zero magnitude keeps ``figures``
+    significant figures (0.000317 → 6; 12.5 → 0; at most ``most``): one format per column that
+    never rounds a small rate to "0.00"."""
+    finite = [abs(float(v)) for v in values if not missing(v) and not math.isinf(float(v)) and float(v) != 0]
+    if not finite:
+        return 0
+    magnitude = math.floor(math.log10(min(finite)))
+    return min(max(figures - 1 - magnitude, 0), most)
+
+
+def p_value(p: float | None) -> str:
+    """A test's p-value: two significant figures, "< 0.001" below that (a smaller one says no more,
+    and would need a run of zeros); "–" when missing."""
+    if missing(p):
+        return MISSING
+    assert p is not None
+    return "< 0.001" if p < 0.001 else significant(p, 2)
+
+
 def who_pays_more(name_a: str, name_b: str, a_minus_b_usd: float) -> str:
     """A money difference that says in whose favour it is: "own-512 costs $1.34 M more than
     cloud-od" (positive: ``a`` pays more), "... less than ...", "the same as" when it rounds to
@@ -140,5 +185,5 @@ def who_pays_more(name_a: str, name_b: str, a_minus_b_usd: float) -> str:
     return f"{name_a} costs {money(abs(a_minus_b_usd))} {word} than {name_b}"
 
 
-__all__ = ["MISSING", "count", "duration", "hours", "missing", "money", "money_exact", "number",
-           "per_gpu_hour", "percent", "significant", "who_pays_more"]
+__all__ = ["MISSING", "count", "decimals_for", "duration", "hours", "millions", "missing", "money", "money_exact",
+           "number", "p_value", "per_gpu_hour", "percent", "plain", "seconds", "significant", "who_pays_more"]

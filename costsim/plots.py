@@ -22,11 +22,12 @@ from costsim.charts.layout import (LAYOUT, finish, legend_entries, literal, lite
                                     title_layout, widths)
 from costsim.charts.styles import BLACK, OKABE_ITO, Style, category_styles, option_styles
 from costsim.charts.to_target import time_to_target
+from costsim.formats import money
 from costsim.results import Results
 from costsim.results.costing import ALL_ITEMS
 from costsim.results.finance import cash_paid
 
-__all__ = ["ALL_FIGURES", "PHASE_LABELS", "Style", "capacity_over_time", "cash_flow", "class_looks", "cost_breakdown",
+__all__ = ["ALL_FIGURES", "BOOK_VALUE_CREDIT", "PHASE_LABELS", "Style", "book_value_note", "capacity_over_time", "cash_flow", "class_looks", "cost_breakdown",
            "cumulative_cash", "cumulative_cost", "cumulative_cost_band", "delay_distribution", "gantt", "hybrid_parts",
            "iterations_per_day", "lost_work", "option_styles", "pareto_figure", "phase_breakdown", "queue_over_time",
            "rollout_throughput", "time_to_target", "tornado_figure", "utilization_over_time"]
@@ -295,15 +296,49 @@ def cumulative_cash(results: Results) -> go.Figure:
                   "cumulative cash out (USD)", yaxis=_USD_AXIS)
 
 
+BOOK_VALUE_CREDIT = "book value credit (not cash)"
+
+
 def cash_flow(results: Results) -> go.Figure:
-    """Cash per option and month: capex when bought, opex and bills as paid, in the last month the
-    rest of a reservation's term owed and the book value of owned hardware credited (negative)."""
-    parts = ["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd", "book_value_usd"]
-    fig = _option_bars(results.cashflow, results, "month", "cash_usd",
-                       _NAME + " · month %{x} · $%{y:,.0f} net cash<br>capex $%{customdata[0]:,.0f} · opex "
+    """Cash paid per option and month (capex when bought, opex and bills as paid, in the last month
+    the rest of a reservation's term owed), and apart from it, as its own labelled markers below
+    zero, the book value of owned hardware credited at the horizon's end: an estimate of what the
+    kept hardware is still worth, not cash received (nothing is sold), so it never nets into a
+    month's bar."""
+    cf = results.cashflow.assign(paid=cash_paid)
+    parts = ["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]
+    fig = _option_bars(cf, results, "month", "paid",
+                       _NAME + " · month %{x} · $%{y:,.0f} cash paid<br>capex $%{customdata[0]:,.0f} · opex "
                        "$%{customdata[1]:,.0f} · rent $%{customdata[2]:,.0f}<br>commitment owed $%{customdata[3]:,.0f}"
-                       " · book value credited $%{customdata[4]:,.0f}<extra></extra>", parts)
-    return finish(fig, "Monthly cash flow", "month", "cash paid in the month (USD)", yaxis=_USD_AXIS)
+                       "<extra></extra>", parts)
+    styles = option_styles(results)
+    credited = cf[cf["book_value_usd"] > 0]
+    # The words once, under the lowest marker (the legend names each); stacked copies would overlap.
+    lowest = credited.loc[credited["book_value_usd"].idxmax(), "option"] if len(credited) else None
+    for _, _, option, g in _groups(credited, styles):
+        st = styles[option]
+        fig.add_scatter(x=g["month"], y=-g["book_value_usd"], mode="markers+text", name=f"{literal(option)}: "
+                        f"{BOOK_VALUE_CREDIT}", legendgroup=literal(option),
+                        text=[BOOK_VALUE_CREDIT if option == lowest else ""] * len(g),
+                        textposition="bottom center", cliponaxis=False,
+                        marker=dict(color=st.color, symbol="triangle-down", size=12, line=dict(color=BLACK, width=1)),
+                        hovertemplate=_NAME + " · month %{x} · book value $%{customdata:,.0f} credited at the "
+                        "horizon's end: the hardware is kept, not sold; an estimate, not cash<extra></extra>",
+                        customdata=g["book_value_usd"])
+    return finish(fig, "Monthly cash paid; ▼ the book value credited at the horizon's end (not cash)", "month",
+                  "cash paid in the month (USD); ▼ credit", yaxis=_USD_AXIS)
+
+
+def book_value_note(summary: pd.DataFrame) -> str:
+    """The book value credit in words, for under the cash-flow figure: each owned option's value
+    credited at the horizon's end, and that it is not cash; "" when no option has one."""
+    held = summary[summary["book_value_usd"] > 0]
+    if not len(held):
+        return ""
+    each = ", ".join(f"{r.option} {money(r.book_value_usd)}" for r in held.itertuples())
+    return (f"Book value credit at the horizon's end ({each}): what the owned hardware is still worth on the books "
+            "(straight-line depreciation to its residual value). It is credited in the net cash flow and the NPV, "
+            "never as cash paid or received: nothing is sold. The break-even and the cumulative cash leave it out.")
 
 
 def hybrid_parts(results: Results) -> go.Figure:

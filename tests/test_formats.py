@@ -62,3 +62,33 @@ def test_who_pays_more_names_the_side():
     assert f.who_pays_more("own-512", "cloud-od", 1_340_000) == "own-512 costs $1.34 M more than cloud-od"
     assert f.who_pays_more("own-512", "cloud-od", -7_463_187) == "own-512 costs $7.46 M less than cloud-od"
     assert f.who_pays_more("a", "b", 0.3) == "a costs the same as b"
+
+
+def test_money_never_reads_minus_zero_and_rounds_up_a_scale():
+    assert f.money(-0.4) == "$0"
+    assert f.money(-0.6) == "−$1"
+    assert f.money(999.6) == "$1 k"  # not "$1,000" beside "$1 k"
+    assert f.money(1_234) == "$1.23 k"
+
+
+def test_plain_is_a_value_as_typed():
+    assert f.plain(0.085) == "0.085"
+    assert f.plain(24.0) == "24"
+    assert f.plain(1e6) == "1,000,000"  # f"{1e6:g}" is "1e+06"
+    assert f.plain(0.99 * 100) == "99"  # 98.99999999999999 as typed
+    assert f.plain(2.5e-5) == "0.000025"
+
+
+def test_seconds_millions_and_p_values():
+    assert f.seconds(12.345) == "12.3" and f.seconds(0.04) == "0.04" and f.seconds(0) == "0.0"
+    assert f.seconds(math.nan) == "–"
+    assert f.millions(12_345_678) == "12.35" and f.millions(-2_500_000) == "−2.50"
+    assert f.p_value(0.4567) == "0.46" and f.p_value(3e-12) == "< 0.001" and f.p_value(math.nan) == "–"
+
+
+def test_decimals_for_a_column_keep_its_smallest_value():
+    assert f.decimals_for([0.00031666666666666665, 0.5]) == 6  # 0.000317
+    assert f.decimals_for([12.5, 300.0]) == 1  # 12.5 to three figures
+    assert f.decimals_for([1500.0, 2620.0]) == 0
+    assert f.decimals_for([1e-12]) == 8  # at most ``most``
+    assert f.decimals_for([0.0, math.nan, math.inf]) == 0  # nothing to measure

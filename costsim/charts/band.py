@@ -72,7 +72,7 @@ def cumulative_cost_band(results_list: Sequence, level: float = 0.95) -> go.Figu
                             name=literal(f"{option} {level:.0%} interval"), legendgroup=literal(option), showlegend=False,
                             hoverinfo="skip")
         option_line(fig, st, option, g["month_end"], g["mean_usd"], k, len(options),
-                    "<b>%{fullData.name}</b> · end of month %{x:.3g} · mean $%{y:,.0f}"
+                    "<b>%{fullData.name}</b> · end of month %{x:,.4~r} · mean $%{y:,.0f}"
                     + (f" ({level:.0%} CI $%{{customdata[0]:,.0f}} – $%{{customdata[1]:,.0f}}, {n_runs} runs)"
                        if n_runs > 1 else " (1 run)") + "<extra></extra>",
                     customdata=g[["low_usd", "high_usd"]].to_numpy())

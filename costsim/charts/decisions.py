@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from costsim.charts.layout import LAYOUT, literal
 from costsim.charts.styles import BLUE, ORANGE, SKY_BLUE, VERMILLION
+from costsim.formats import plain
 
 _LAYOUT = LAYOUT
 
@@ -30,7 +31,9 @@ def pareto_figure(frontier: pd.DataFrame, y: str = "queue_delay_p95_h") -> go.Fi
     y_title = {"h": f"{words} (hours)", "": f"{words} (share)", "USD": f"{words} (USD)"}.get(unit, words)
     x_title = {"fair_total_usd": "fair total cost (USD; unfinished work at the cheapest rent)",
                "total_cost_usd": "amortised total cost (USD)"}.get(cost, f"{cost} (USD)")
-    y_hover = {"h": "%{y:,.3g} h", "": "%{y:.1%}", "USD": "$%{y:,.0f}", "/day": "%{y:,.3g} per day"}.get(unit, "%{y:,.3g}")
+    # d3's "r": significant figures in decimal notation (its "g" would print 2.62e+3)
+    y_hover = {"h": "%{y:,.3~r} h", "": "%{y:.1%}", "USD": "$%{y:,.0f}", "/day": "%{y:,.3~r} per day"}.get(unit,
+                                                                                                     "%{y:,.3~r}")
     hover = [c for c in ("option", "variant") if c in frontier] + [c for c in frontier.columns if "." in str(c)]
     on = frontier[frontier["on_frontier"]]
     off = frontier[~frontier["on_frontier"]]
@@ -63,7 +66,7 @@ def tornado_figure(table: pd.DataFrame) -> go.Figure:
     ran = table[table["swing_usd"].notna()].sort_values("swing_usd", ascending=False, kind="stable")
     skipped = table.loc[table["swing_usd"].isna(), "input"].tolist()
     def at(v: float, unit: str) -> str:
-        return f"×{v:g}" if unit.startswith("×") else f"{v:g} {unit}".strip()
+        return f"×{plain(v)}" if unit.startswith("×") else f"{plain(v)} {unit}".strip()
 
     labels = [literal(f"{'⚑ flips: ' if r.flips else ''}{r.input} ({at(r.low, r.unit)} … {at(r.high, r.unit)})")
               for r in ran.itertuples()]

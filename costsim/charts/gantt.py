@@ -15,6 +15,8 @@ from costsim.charts.styles import category_styles
 WAITING = "#8C8C8C"  # grey (3.4:1 on white): queued, not yet holding GPUs
 WAITING_WIDTH, HELD_WIDTH = 0.4, 0.8  # waiting bars thinner: told from held ones without colour
 UNFINISHED = dict(color="#000000", width=2)  # outline of a job still running at the horizon
+Y_TITLE = "jobs (packed rows)"
+SMALLEST_PANEL = 0.15  # of the panels' summed heights: room for a panel's title above its bars
 
 
 def lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -88,8 +90,12 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
         lane = lanes(g["submit_h"].to_numpy(dtype=float), shown_end) if len(g) else np.array([], dtype=int)
         frames[o] = g.assign(lane=lane, ran=ran, shown_end=shown_end)
         rows_per[o] = max(int(lane.max()) + 1 if len(lane) else 1, 1)
-    fig = make_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.04,
-                        row_heights=[rows_per[o] + 2 for o in options], subplot_titles=literals(options))
+    # A panel's height follows its rows, but never so thin that its title (the option) runs into
+    # the panel above.
+    heights = [rows_per[o] + 2.0 for o in options]
+    heights = [max(x, SMALLEST_PANEL * sum(heights)) for x in heights] if len(options) > 1 else heights
+    fig = make_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        row_heights=heights, subplot_titles=literals(options))
     shown_classes: set[str] = set()
     for r, o in enumerate(options, start=1):
         g = frames[o]
@@ -113,7 +119,10 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
                         hovertemplate="%{customdata[0]} · %{customdata[1]} GPUs · ran from day %{customdata[4]:.1f} "
                         "for %{customdata[2]:,.1f} h · %{customdata[3]}<extra>" + literal(o) + "</extra>", row=r, col=1)
             shown_classes.add(job_class)
-    fig.update_yaxes(showticklabels=False, showgrid=False, title_text="jobs (packed rows)", autorange="reversed")
+    # One y title, on the tallest panel: one per panel overlaps its neighbours' wherever a panel
+    # is shorter than the words. Bars carry no text: what a job is shows on hover only.
+    fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
+    fig.update_yaxes(title_text=Y_TITLE, row=int(np.argmax(heights)) + 1, col=1)
     fig.update_xaxes(range=[lo / 24, hi / 24])
     fig.update_xaxes(title_text="day of the horizon", row=len(options), col=1)
     left_out = total - len(jobs)

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from costsim.charts.layout import finish, literal, literals, option_line
 from costsim.charts.styles import BLACK, option_styles
+from costsim.formats import plain
 
 _NAME = "<b>%{fullData.name}</b>"
 
@@ -75,7 +76,7 @@ def time_to_target(source, job_class: str | None = None) -> go.Figure:
                     customdata=g[["gpu_hours"]].to_numpy())
     target = float(summary["target"].iloc[0])
     last_day = float(band["day"].max())
-    fig.add_scatter(x=[0.0, last_day], y=[target, target], mode="lines", name=f"target {target:g}",
+    fig.add_scatter(x=[0.0, last_day], y=[target, target], mode="lines", name=f"target {plain(target)}",
                     line=dict(color=BLACK, dash="dot", width=1.5), hoverinfo="skip")
     hit = summary[(summary["reached_share"] >= 0.5) & summary["option"].isin(options)]
     if len(hit):
@@ -98,7 +99,7 @@ def time_to_target(source, job_class: str | None = None) -> go.Figure:
              + (f"projected day {r.projected_day_mean:.0f})" if r.projected_day_mean < float("inf") else "not at its pace)")
              for r in missed.itertuples()]
     sub = (f"mean of {n_runs} replications, shaded: 95 % interval; " if n_runs > 1 else "") + \
-        f"dotted: target {target:g}; marker: the day reached and the cost by then"
+        f"dotted: target {plain(target)}; marker: the day reached and the cost by then"
     if notes:
         sub += "<br>not reached within the horizon: " + ", ".join(notes)
     return finish(fig, f"Time to target: score of {literal(job_class)}'s leading run<br><sup>{sub}</sup>",

@@ -42,6 +42,7 @@ from costsim.decisions.space import Dimension, parse_space
 from costsim.decisions.targets import METRICS, Target, value
 from costsim.decisions.verdict import MAJORITY, MEANS, held_to
 from costsim.decisions.wording import misses
+from costsim.formats import missing, money, plain, significant
 from costsim.runs import api, arguments
 from costsim.runs.stats import t_interval
 from costsim.runs.sweepfile import MAX_REPLICATIONS, sweep_from_sets
@@ -225,7 +226,7 @@ def _edges(dims: list[Dimension], point: Point, uses: list[int]) -> list[str]:
     for i in uses:
         d, k = dims[i], point[i]
         if d.kind != "list" and d.count > 1 and k in (0, d.count - 1):
-            notes.append(f"{d.path}={d.value(k):g} is the {'lowest' if k == 0 else 'highest'} value tried: "
+            notes.append(f"{d.path}={plain(d.value(k))} is the {'lowest' if k == 0 else 'highest'} value tried: "
                          "the answer may lie beyond the range")
     return notes
 
@@ -236,19 +237,16 @@ def _unsure(wanted: tuple[Target, ...], intervals: dict[str, tuple[float, float]
     for t in wanted:
         low, high = intervals[METRICS[t.metric][0]]
         if low < t.value < high:
-            notes.append(f"the 95 % interval of {METRICS[t.metric][2].split(' (')[0]} ({low:,.3g} to {high:,.3g}) "
+            notes.append(f"the 95 % interval of {METRICS[t.metric][2].split(' (')[0]} ({significant(low)} to {significant(high)}) "
                          f"spans the target {t}: more replications would say whether it is met")
     return notes
 
 
 def _short_usd(x: float, half: float | None = None) -> str:
-    """``$6.41M`` (3 significant digits, k/M/B), with ``± 0.1M`` in the same unit when given."""
-    if math.isnan(x):
-        return "-"
-    scale, suffix = next(((s, u) for s, u in ((1e9, "B"), (1e6, "M"), (1e3, "k")) if abs(x) >= s), (1.0, ""))
-    text = f"${x / scale:.3g}{suffix}"
-    if half is not None and not math.isnan(half):
-        text += f" ± {half / scale:.2g}{suffix}"
+    """``$6.41 M`` (``formats.money``), with ``± $102 k`` when a half-width is given."""
+    text = money(x)
+    if half is not None and not missing(half) and not missing(x):
+        text += f" ± {money(half)}"
     return text
 
 
@@ -258,15 +256,15 @@ def _shown(row, t: Target, interval: tuple[float, float] = (math.nan, math.nan))
     x, half = value(row, t.metric), (interval[1] - interval[0]) / 2
     if unit == "":
         x, half, unit = x * 100, half * 100, "%"
-    pm = f" ± {half:.2g}" if not math.isnan(half) else ""
-    return f"{words} {x:,.3g}{pm} {unit}".replace(" /day", "/day")
+    pm = f" ± {significant(half, 2)}" if not math.isnan(half) else ""
+    return f"{words} {significant(x)}{pm} {unit}".replace(" /day", "/day")
 
 
 def _configuration(values: dict[str, Any], option: str, several: bool) -> str:
     """The configuration in words; an option none of the varied fields applies to, by its name."""
     if not values:
         return f"{option} (as the scenario has it: no varied field applies to it)"
-    text = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+    text = ", ".join(f"{k}={plain(v)}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
     return f"{text} ({option})" if several else text
 
 
@@ -340,10 +338,10 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
                            option, several)
     if meets:
         low, high = intervals["fair_total_usd"]
-        money = _short_usd(row["fair_total_usd"], (high - low) / 2 if not math.isnan(low) else None)
+        total = _short_usd(row["fair_total_usd"], (high - low) / 2 if not math.isnan(low) else None)
         shown = (", ".join(_shown(row, t, intervals[METRICS[t.metric][0]]) for t in wanted)
                  or f"offered load {row['offered_load'] * 100:.0f} %")
-        sentence = f"Cheapest meeting {which}: {where} at {money} fair total ({shown})."
+        sentence = f"Cheapest meeting {which}: {where} at {total} fair total ({shown})."
     else:
         missed, _ = misses(row, wanted)
         sentence = (f"Nothing tried meets {which}: the closest is {where} at {_short_usd(row['fair_total_usd'])} fair "

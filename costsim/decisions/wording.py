@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 
 from costsim.decisions.targets import METRICS, Target, value
+from costsim.formats import duration, money, percent, plain, significant
 from costsim.scenario import Scenario
 
-MINUTES_BELOW_H = 1.0  # a delay under an hour reads in minutes
-HOURS_BELOW_H = 48.0  # under two days in hours; from two days on, in days
+# duration and money are the one formatter's (costsim.formats), named here for the verdict's modules.
+__all__ = ["capitalised", "delay_trade", "describe", "duration", "horizon", "met_clause", "metric_name", "misses",
+           "money", "pct", "shown", "target_text", "targets_text"]
 
 
 def describe(name: str, scenario: Scenario | None) -> str:
@@ -47,37 +49,12 @@ def horizon(scenario: Scenario | None) -> str:
     years = round(days / 365)
     if years >= 1 and abs(days / 365 - years) < 0.01:
         return "1 year" if years == 1 else f"{years} years"
-    return f"{days:g} days"
+    return f"{plain(days)} days"
 
 
 def pct(x: float) -> str:
-    """A share as a percentage: whole percents, one decimal below 10 %."""
-    return f"{x * 100:.1f} %" if abs(x) < 0.1 else f"{x * 100:.0f} %"
-
-
-def duration(hours: float) -> str:
-    """A delay in words: "12 minutes", "3.2 h", "12 days"; "no time" for 0, "-" when unknown."""
-    if math.isnan(hours):
-        return "-"
-    if hours <= 0:
-        return "no time"
-    if hours < MINUTES_BELOW_H:
-        minutes = max(round(hours * 60), 1)
-        return "1 minute" if minutes == 1 else f"{minutes} minutes"
-    if hours < HOURS_BELOW_H:
-        return f"{hours:.1f} h" if hours < 10 else f"{hours:.0f} h"
-    days = hours / 24
-    return f"{days:.1f} days" if days < 10 else f"{days:,.0f} days"
-
-
-def money(usd: float) -> str:
-    """``$6.41 M``, ``$312 k``, ``$950``: three significant figures."""
-    if math.isnan(usd):
-        return "-"
-    for scale, unit in ((1e9, " B"), (1e6, " M"), (1e3, " k")):
-        if abs(usd) >= scale:
-            return f"${usd / scale:.3g}{unit}"
-    return f"${usd:,.0f}"
+    """A share as a percentage: whole percents, one decimal below 10 % (``formats.percent``)."""
+    return percent(x)
 
 
 def metric_name(metric: str) -> str:
@@ -89,14 +66,14 @@ def shown(metric: str, x: float) -> str:
     """A metric's value with its unit: "12 days", "97.5 %", "2,400/day"."""
     unit = METRICS[metric][1]
     if math.isnan(x):
-        return "-"
+        return duration(x)
     if unit == "h":
         return duration(x) if x > 0 else "0 h"
     if unit == "":
-        return f"{x * 100:.1f} %"
+        return percent(x, 1)
     if unit == "USD":
         return money(x)
-    return f"{x:,.3g}{unit}" if unit.startswith("/") else f"{x:,.3g} {unit}"
+    return significant(x, 3) + (unit if unit.startswith("/") else f" {unit}")
 
 
 def target_text(t: Target) -> str:
@@ -104,13 +81,13 @@ def target_text(t: Target) -> str:
     op = t.op.replace("<=", "≤").replace(">=", "≥")
     unit = METRICS[t.metric][1]
     if unit == "":
-        limit = f"{t.value * 100:g} %"
+        limit = f"{plain(t.value * 100)} %"
     elif unit == "USD":
         limit = money(t.value)
     elif unit.startswith("/"):
-        limit = f"{t.value:g}{unit}"
+        limit = f"{plain(t.value)}{unit}"
     else:
-        limit = f"{t.value:g} {unit}"
+        limit = f"{plain(t.value)} {unit}"
     return f"{metric_name(t.metric)} {op} {limit}"
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import simpy
 
+from costsim.formats import number
+
 FIRST_CHUNK = 1 / 1024  # of the horizon: the first look at the event rate comes early
 MIN_CHUNK = 1 / 65536  # of the horizon: at most this many chunks, so the chunking itself stays cheap
 CHUNK_SHARE = 1 / 16  # of the remaining budget each later chunk is sized to spend at the rate so far
@@ -21,7 +23,7 @@ class EventLimitExceeded(RuntimeError):
 
     def __init__(self, events: int, limit: int, now_h: float, until_h: float):
         self.events, self.limit, self.now_h, self.until_h = events, limit, now_h, until_h
-        super().__init__(f"{events:,} simulation events by hour {now_h:,.6g} of {until_h:,.6g}, "
+        super().__init__(f"{events:,} simulation events by hour {number(now_h, 1)} of {number(until_h, 1)}, "
                          f"above the limit of {limit:,}")
 
 

@@ -22,15 +22,18 @@ from rich.text import Text
 from costsim.runs import api
 from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog import default_catalog
+from costsim.formats import plain
 from costsim.frontends.export import OUTPUT_NAMES, run_info, write_tables
 from costsim.frontends.optimize_cli import optimize_command
 from costsim.frontends.report_cli import report_command
-from costsim.frontends.console import err_console, fail, interrupted, out_console, print_data_table, print_wide  # noqa: F401
+from costsim.frontends.console import (data_table_width, err_console, fail, interrupted, out_console,  # noqa: F401
+                                       print_data_table, print_wide)
 from costsim.frontends.fit_cli import fit_workload_command
 from costsim.frontends.import_cli import import_trace_command
 from costsim.frontends.headline import with_verdict
 # _money, _or_dash, phase_table, summary_table, means_table: also imported from here by other front ends and tests
-from costsim.frontends.tables import (MEANS_TABLE_ROWS, NARROW_PHASE_COLUMNS, _money, _or_dash, means_table,  # noqa: F401
+from costsim.frontends.tables import (MEANS_TABLE_ROWS, NARROW_PHASE_COLUMNS, _money, _or_dash,  # noqa: F401
+                                      fitted_means_table, means_table,
                                       narrow_table, phase_table, summary_table, table_notes)
 from costsim.runs.outdir import OutputFolder, safe_folder_name
 from costsim.runs.outfiles import scenario_inputs
@@ -157,7 +160,7 @@ def print_run(res, verdict, wide: bool = False) -> None:
                           highlight=False)
     out_console.print()
     sc = res.scenario
-    title = f"{sc.name}: {sc.horizon_days:g} days, seed {res.seed}"
+    title = f"{sc.name}: {plain(sc.horizon_days)} days, seed {res.seed}"
     rows = with_verdict(res.summary, verdict)
     if wide:
         print_wide(summary_table(rows, title))
@@ -298,9 +301,14 @@ def sweep_command(
         err_console.print(Text(_sweep_interrupted(target, started)), highlight=False)
         raise typer.Exit(130) from None
     n = sweep.replications
-    table = means_table(results, f"{sweep.source}: {len(sweep.variants)} variant(s) × {n} replication(s), "
-                                 f"seed {sweep.seed}: means ± half-width of the 95 % t-interval")
+    width = data_table_width()
+    table, left_out = fitted_means_table(results, f"{sweep.source}: {len(sweep.variants)} variant(s) × {n} "
+                                         f"replication(s), seed {sweep.seed}: means ± half-width of the 95 % "
+                                         "t-interval", width)
     print_data_table(table)
+    if left_out:
+        out_console.print(Text(f"Not shown in {width} columns: {', '.join(left_out)} (every column is in "
+                               f"{target}/means.csv; COLUMNS sets the width)."), highlight=False)
     if len(results.means) > MEANS_TABLE_ROWS:
         out_console.print(Text(f"... {len(results.means) - MEANS_TABLE_ROWS} more rows in {target}/means.csv"),
                           highlight=False)
@@ -322,7 +330,7 @@ def catalog() -> None:
     for col in ("field", "value", "date", "source"):
         table.add_column(col, overflow="fold")
     for e in cat.entries:
-        table.add_row(e.path, f"{e.value:g}" if isinstance(e.value, float) else str(e.value), e.date, e.source)
+        table.add_row(e.path, plain(e.value) if isinstance(e.value, float) else str(e.value), e.date, e.source)
     out_console.print(table)
 
 

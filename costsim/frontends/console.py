@@ -1,6 +1,6 @@
 """The CLI's stdout: printed in ``COLUMNS`` columns when set, else the terminal's width, or 80
 when piped; tables that must not be cropped print as wide as they need (``--wide``, a sweep's
-means when piped).
+means when piped with no ``COLUMNS``) or are laid out to fit the width asked for.
 
 Every console here is a :class:`SafeConsole`: control characters in what it prints (a scenario
 name, a trace's class, a path) are shown escaped (``\\x1b``), so user text can neither send the
@@ -91,14 +91,27 @@ def print_wide(table: Table) -> None:
     SafeConsole(file=out_console.file, width=max(out_console.width, needed)).print(table)
 
 
-def print_data_table(table: Table) -> None:
-    """A table too wide for 80 columns that must stay readable (a sweep's means ± intervals): on a
-    terminal, in its width; piped, whole (``print_wide``), since cropped numbers would be wrong numbers."""
+def data_table_width() -> int | None:
+    """The columns a table that must stay readable (a sweep's means ± intervals) is laid out for:
+    ``COLUMNS`` when set, else the terminal's; None when piped with no ``COLUMNS`` (printed whole,
+    ``print_wide``: nobody asked for a width, and a log or a file has room)."""
     isatty = getattr(out_console.file, "isatty", None)
-    if isatty and isatty():
-        out_console.print(table)
-    else:
+    tty = bool(isatty and isatty())
+    width = stdout_width(os.environ, tty)
+    if tty and width is None:
+        return out_console.width
+    return width if tty or os.environ.get("COLUMNS", "").isdigit() else None
+
+
+def print_data_table(table: Table) -> None:
+    """Print a table laid out for ``data_table_width()``: in that width (the table was built to
+    fit it, by stacking or leaving out columns rather than cropping numbers), or whole when it is
+    None."""
+    width = data_table_width()
+    if width is None:
         print_wide(table)
+    else:
+        SafeConsole(file=out_console.file, width=width).print(table)
 
 
 err_console = SafeConsole(stderr=True)

@@ -11,12 +11,13 @@ from collections import OrderedDict
 import streamlit as st
 
 import costsim
-from costsim import plots
+from costsim import formats, plots
 from costsim.catalog import default_catalog
 from costsim.csvcells import csv_text
 from costsim.frontends.bounded import run_key
 from costsim.frontends.dashboard_views import show_table
 from costsim.frontends.headline import breakeven_view, literal_markdown, npv_sentence
+from costsim.plots import book_value_note
 
 TABS = ["Overview", "Cost", "Capacity", "Iteration speed", "Time to target", "Failures", "Sensitivity", "Sweep",
         "Edit scenario", "Data"]
@@ -129,6 +130,7 @@ def cost(res, runs, scenario) -> None:
         plot(one, plots.cumulative_cost, "fig_cum")
     plot(one, plots.cost_breakdown, "fig_breakdown")
     plot(one, plots.cash_flow, "fig_cashflow")
+    st.caption(literal_markdown(book_value_note(res.summary)))
     st.caption(literal_markdown((f"Cost breakdown and cash flow above: replication 1 of {reps}. " if reps > 1 else "")
                                 + npv_sentence([r.summary for r in runs])))
     if (res.summary["kind"] == "hybrid").any():
@@ -169,13 +171,13 @@ NO_SCALING = ("No job class has a compute-performance curve, so there is no targ
 
 
 def _small(x: float) -> str:
-    """A score or a marginal gain, 3 significant digits (the tables' two decimals would show 0.00)."""
-    return "–" if x != x else f"{x:.3g}"
+    """A score or a marginal gain, 3 significant figures (the tables' two decimals would show 0.00)."""
+    return formats.significant(x, 3)
 
 
 def _never(x: float) -> str:
     """A day from the start, one decimal; "never" for inf, "–" for NaN."""
-    return "–" if x != x else ("never" if x == float("inf") else f"{x:,.1f}")
+    return "never" if x == float("inf") else formats.number(x, 1)
 
 
 def to_target(res, runs, scenario) -> None:

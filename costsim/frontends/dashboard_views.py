@@ -7,9 +7,11 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
+from costsim import formats
 from costsim.frontends.headline import (
     CANNOT_KEEP_UP, CARD_METRICS, best_options, breakeven_sentence, breakeven_versus, card_delta,
     card_table, card_value, flip_words, headline_markdown, literal_markdown, recommended_first, searchable_flip,
@@ -104,23 +106,33 @@ def option_card(row, best: dict, ref, recommended: bool) -> None:
 
 _WORDS = {"usd": "$", "h": "h", "gpu": "GPU", "gpus": "GPUs", "npv": "NPV", "jct": "JCT", "p50": "p50", "p95": "p95",
           "p99": "p99", "rl": "RL", "kwh": "kWh"}
-PERCENT = re.compile(r"(utilization|utilisation|goodput|share|completion|frac|offered_load)")
+PERCENT = re.compile(r"(utilization|utilisation|goodput|share|completion|frac|offered_load|^excess$)")
+# A column's name ends in its unit: (suffix, unit shown), the longest first.
+UNITS = (("_usd_per_gpu_hour", "$/GPU-h"), ("_per_1000_gpu_h", "per 1,000 GPU-h"), ("_gpu_hours", "GPU-h"),
+         ("_per_h", "per h"), ("_per_day", "per day"), ("_usd", "$"), ("_h", "h"), ("_s", "s"))
 
 
-# Columns whose generic label would mislead: the cards call these totals amortised and cash.
-LABELS = {"total_cost_usd": "amortised total ($)", "cash_spent_usd": "cash spent ($)"}
+# Columns whose generic label would mislead or say too little: the cards call these totals
+# amortised and cash; the checkpoint advice counts iterations and a share.
+LABELS = {"total_cost_usd": "amortised total ($)", "cash_spent_usd": "cash spent ($)",
+          "book_value_usd": "book value at the end ($, a credit, not cash)",
+          "every_iterations": "checkpoint every (iterations)",
+          "optimal_every_iterations": "optimal checkpoint every (iterations)",
+          "excess": "job time over the optimal (%)"}
 
 
 def readable(column: str) -> str:
-    """``queue_delay_p95_h`` -> ``queue delay p95 (h)``; ``total_cost_usd`` -> ``amortised total ($)``
-    (``LABELS``)."""
+    """``queue_delay_p95_h`` -> ``queue delay p95 (h)``; ``interruptions_per_h`` ->
+    ``interruptions (per h)``; ``total_cost_usd`` -> ``amortised total ($)`` (``LABELS``)."""
     if column in LABELS:
         return LABELS[column]
-    parts = column.split("_")
     unit = None
-    if parts[-1] in ("usd", "h", "s") and len(parts) > 1:
-        unit = {"usd": "$", "h": "h", "s": "s"}[parts.pop()]
-    words = " ".join(_WORDS.get(p, p) for p in parts)
+    stem = column
+    for suffix, shown in UNITS:
+        if column.endswith(suffix) and len(column) > len(suffix):
+            stem, unit = column[:-len(suffix)], shown
+            break
+    words = " ".join(_WORDS.get(p, p) for p in stem.split("_"))
     if PERCENT.search(column):
         unit = "%"
     return f"{words} ({unit})" if unit else words
@@ -128,7 +140,9 @@ def readable(column: str) -> str:
 
 def show_table(df: pd.DataFrame, key: str, pinned: str = "option") -> None:
     """``df`` with readable headers, units, few decimals and no "None": shares in per cent, money
-    whole dollars; a column with missing values shows them as "–" (text, so no "None" cell)."""
+    whole dollars, small rates with enough decimals to keep three significant figures
+    (``formats.decimals_for``: 0.000317, never 0.00); a column with missing values shows them as
+    "–" (text, so no "None" cell)."""
     view = df.copy()
     config = {}
     for col in view.columns:
@@ -143,9 +157,9 @@ def show_table(df: pd.DataFrame, key: str, pinned: str = "option") -> None:
             config[col] = st.column_config.TextColumn(label, pinned=col == pinned)
             continue
         x = series.astype(float) * (100 if PERCENT.search(col) else 1)
-        fmt = _format(col, x)
-        if x.isna().any():
-            view[col] = [("–" if math.isnan(v) else _text(fmt, v)) for v in x]
+        fmt = column_format(col, x)
+        if x.isna().any() or np.isinf(x).any():
+            view[col] = [cell_text(fmt, v) for v in x]
             config[col] = st.column_config.TextColumn(label)
         else:
             view[col] = x
@@ -153,18 +167,28 @@ def show_table(df: pd.DataFrame, key: str, pinned: str = "option") -> None:
     st.dataframe(view, hide_index=True, key=key, column_config=config)
 
 
-def _format(col: str, x: pd.Series) -> str:
+def column_format(col: str, x: pd.Series) -> str:
+    """The printf format (Streamlit's ``NumberColumn`` subset) of a column of numbers: whole
+    dollars (cents below $100), per cent to 0.1, whole counts, else two decimals (one from 100 on)
+    or as many as three significant figures of the smallest value need."""
+    finite = x[np.isfinite(x)]
     if col.endswith("_usd"):
-        return "$%,.0f" if x.abs().max(skipna=True) >= 100 else "$%,.2f"
+        return "$%,.0f" if finite.abs().max() >= 100 else "$%,.2f"
     if PERCENT.search(col):
         return "%.1f%%"
-    if (x.dropna() == x.dropna().round()).all():
-        return "%,d" if x.notna().any() else "%.0f"
-    return "%,.2f" if x.abs().max(skipna=True) < 100 else "%,.1f"
+    if (finite == finite.round()).all():
+        return "%,.0f"
+    usual = 2 if finite.abs().max() < 100 else 1
+    return f"%,.{max(usual, formats.decimals_for(finite, 3, 6))}f"
 
 
-def _text(fmt: str, v: float) -> str:
-    """A number as ``fmt`` (the column_config printf subset used above) would show it."""
-    py = fmt.replace("%,d", "{:,.0f}").replace("%,.0f", "{:,.0f}").replace("%,.2f", "{:,.2f}").replace(
-        "%,.1f", "{:,.1f}").replace("%.1f%%", "{:.1f}%").replace("%.0f", "{:.0f}")
-    return py.format(v)
+def cell_text(fmt: str, v: float) -> str:
+    """A number as ``fmt`` (``column_format``'s) would show it, through ``costsim.formats``;
+    "–" when missing, "∞" when infinite."""
+    if formats.missing(v) or np.isinf(v):
+        return formats.number(v)
+    digits = int(re.search(r"\.(\d+)f", fmt).group(1))
+    text = formats.number(v, digits)
+    if fmt.startswith("$"):
+        return text.replace("−", "−$", 1) if text.startswith("−") else "$" + text
+    return text + "%" if fmt.endswith("%%") else text

@@ -22,6 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from costsim import plots
+from costsim.formats import plain
 from costsim.decisions import decide, frontier, sweep_table
 from costsim.frontends.dashboard import Limits, RunStopped, Upload, public_text, run_key
 from costsim.frontends.decision_runs import (MAX_AXES, MAX_REPLICATIONS, MAX_VARIANTS, Job, grid_sweep, numeric_paths,
@@ -106,8 +107,8 @@ def tornado_rows(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "input": table["input"],
         "flips": ["⚑ flips" if f else "" for f in table["flips"]],
-        "low": [f"{v:g} {u}".strip() for v, u in zip(table["low"], table["unit"], strict=True)],
-        "high": [f"{v:g} {u}".strip() for v, u in zip(table["high"], table["unit"], strict=True)],
+        "low": [f"{plain(v)} {u}".strip() for v, u in zip(table["low"], table["unit"], strict=True)],
+        "high": [f"{plain(v)} {u}".strip() for v, u in zip(table["high"], table["unit"], strict=True)],
         "low_difference": table["low_difference_usd"].map(_usd),
         "high_difference": table["high_difference_usd"].map(_usd),
         "swing": table["swing_usd"].map(_usd),
@@ -181,21 +182,24 @@ def means_rows(results) -> pd.DataFrame:
     swept = [c for c in results.variants.columns if c != "variant"]
     m = results.means.merge(results.variants, on="variant", how="left")
     out = m[["variant", *swept, "option"]].copy()
-    for header, metric, fmt in MEANS_TABLE_COLUMNS:
+    for _, metric, fmt in MEANS_TABLE_COLUMNS:
         if metric in m:
-            out[header] = [_with_interval(fmt, r[metric], r[f"{metric}_low"], r[f"{metric}_high"])
+            out[MEANS_KEYS[metric]] = [_with_interval(fmt, r[metric], r[f"{metric}_low"], r[f"{metric}_high"])
                            for _, r in m.iterrows()]
     out["n"] = m["n"]
     return out
 
 
+# The means frame's column per metric; MEANS_COLUMNS gives each its header with the unit.
+MEANS_KEYS = {"total_cost_usd": "amortised total", "cash_spent_usd": "cash spent", "queue_delay_mean_h": "delay mean h",
+              "queue_delay_p95_h": "delay p95 h", "utilization": "utilisation", "iterations_per_day": "RL iter/day"}
 MEANS_COLUMNS = {
     "variant": Col.TextColumn("Variant"), "option": Col.TextColumn("Option"),
     "amortised total": Col.TextColumn("Amortised total (USD)", help="Mean ± half-width of the 95 % interval over "
                                       "replications. Amortised: capital spread over the depreciation life"),
     "cash spent": Col.TextColumn("Cash spent (USD)", help="Capex when paid, running costs, rent, commitments"),
     "delay mean h": Col.TextColumn("Mean queue delay (h)"), "delay p95 h": Col.TextColumn("p95 queue delay (h)"),
-    "utilisation": Col.TextColumn("Utilisation"), "RL iter/day": Col.TextColumn("RL iterations per day"),
+    "utilisation": Col.TextColumn("Utilisation (%)"), "RL iter/day": Col.TextColumn("RL iterations per day"),
     "n": Col.NumberColumn("Replications", format="%d"),
 }
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import streamlit as st
 
+from costsim.formats import plain
 from costsim.scenario import model as _model_mod
 from costsim.scenario import options as _options_mod
 from costsim.scenario.classes import (
@@ -68,7 +69,7 @@ def fmt(value: Any) -> str:
         return str(value)
     if isinstance(value, int) or float(value).is_integer():
         return f"{int(value):,}"
-    return f"{value:g}"
+    return plain(value)
 
 
 def _step(value: float, lo: float | None) -> float:

@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from costsim import formats
 from costsim.frontends.console import err_console, fail as _fail
 from costsim.scenario import Problem, ScenarioError
 from costsim.traces.fit import BY, DISTRIBUTIONS
@@ -79,7 +80,7 @@ def ks_text(ks: float, p: float) -> str:
     number (e.g. every run time equal: no spread to compare a law with)."""
     if not (math.isfinite(ks) and math.isfinite(p)):
         return "KS not measurable"
-    return f"KS {ks:.3f} (p {p:.2g})"
+    return f"KS {ks:.3f} (p {formats.p_value(p)})"
 
 
 def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, generated: int, days: float) -> list[str]:
@@ -88,9 +89,9 @@ def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, 
     for f in fits:
         d = f.duration
         gpus = ", ".join(f"{g}:{p:.0%}" for g, p in f.gpus_pmf.items())
-        law = (f"lognormal mean {d.mean_h:.3g} h cv {d.cv:.2f}" if d.law == "lognormal"
-               else f"{d.law} mean {d.mean_h:.3g} h median {d.median_h:.3g} h")
-        lines.append(f"{f.name}: {f.jobs} jobs, {f.per_day:.3g}/day, GPUs {gpus}; {law}; duration "
+        law = (f"lognormal mean {formats.significant(d.mean_h)} h cv {d.cv:.2f}" if d.law == "lognormal"
+               else f"{d.law} mean {formats.significant(d.mean_h)} h median {formats.significant(d.median_h)} h")
+        lines.append(f"{f.name}: {formats.count(f.jobs)} jobs, {formats.significant(f.per_day)}/day, GPUs {gpus}; {law}; duration "
                      f"{ks_text(d.ks, d.ks_p)}; arrival {ks_text(f.arrival_ks, f.arrival_ks_p)}")
     wrote = f"wrote {out} ({len(fits)} job class(es) for a scenario's workload)"
     if trace_out is not None:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from costsim import formats
 from costsim.charts.layout import literal
 from costsim.frontends.report_html import bullets, esc, figure, fixed, page, para, section, table
 from costsim.traces.fit import ARRIVAL_TEST, ClassFit, window_note
@@ -71,8 +72,7 @@ def parameters_frame(fits: Sequence[ClassFit]) -> pd.DataFrame:
     } for f in fits])
 
 
-def _p(x: float) -> str:
-    return "–" if x != x else f"{x:.3g}"
+_p = formats.p_value
 
 
 COLUMNS = [

@@ -27,20 +27,21 @@ FRONTIER_ROWS = 30  # frontier rows printed; all of them are in frontier.csv
 def frontier_table(optimum, title: str) -> Table:
     """The frontier's points: varied values, option, fair, amortised and cash totals (each named),
     p95 delay, completion, whether it meets the targets."""
-    from costsim.frontends.cli import _money
+    from costsim import formats
 
     paths = list(optimum.values)
     table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
     for header in (*paths, "option"):
         table.add_column(header, overflow="fold")
-    for header in ("fair total", "amortised", "cash", "p95 delay h", "completion", "meets"):
+    for header in ("fair total ($)", "amortised ($)", "cash ($)", "p95 delay (h)", "completion (%)", "meets"):
         table.add_column(header, justify="right", no_wrap=True)
     rows = optimum.frontier[optimum.frontier["on_frontier"]]
     for r in rows.head(FRONTIER_ROWS).to_dict("records"):
-        values = [Text(f"{r[p]:g}" if isinstance(r[p], float) else str(r[p])) for p in paths]
-        table.add_row(*values, Text(str(r["option"])), _money(r["fair_total_usd"]), _money(r["total_cost_usd"]),
-                      _money(r["cash_spent_usd"]), f"{r['queue_delay_p95_h']:,.2f}",
-                      f"{r['completion']:.1%}", "yes" if r["meets"] else "no")
+        values = [Text(formats.plain(r[p]) if isinstance(r[p], float) else str(r[p])) for p in paths]
+        table.add_row(*values, Text(str(r["option"])), formats.money_exact(r["fair_total_usd"]),
+                      formats.money_exact(r["total_cost_usd"]), formats.money_exact(r["cash_spent_usd"]),
+                      formats.number(r["queue_delay_p95_h"], 2), formats.number(r["completion"] * 100, 1),
+                      "yes" if r["meets"] else "no")
     return table
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from costsim import plots
+from costsim.formats import plain
 from costsim.frontends import report_html as h
 from costsim.frontends.report_sections import (FRONTIER_ROWS, breakeven_section, footer, options_section,
                                               pareto_section, run_figures, time_to_target_section, tornado_section,
@@ -97,7 +98,7 @@ def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None) -
     tor, _ = tornado_section(tornado)
     figures, _ = run_figures(first, reps)
     target, _ = time_to_target_section(src.runs, v)  # "" unless a class has a scaling curve
-    sub = f"{sc.horizon_days:g} days, {len(sc.options)} options, {label}."
+    sub = f"{plain(sc.horizon_days)} days, {len(sc.options)} options, {label}."
     body = [h.section("Verdict", *verdict_parts(v, label), anchor="verdict"), options_section(v, mean),
             target, be, pareto, tor, *figures, footer(sc)]
     return sc.name, _header(sc.name, sub, src.notes) + "".join(body)

@@ -1,5 +1,5 @@
 """HTML pieces of the one-file report (``costsim.frontends.report``): the page, its CSS, tables,
-figures and number formats.
+figures and number formats (``costsim.formats``, the one formatter, under the names the sections use).
 
 Everything a user wrote (scenario and option names, swept values, the scenario's YAML) passes
 through ``esc`` before it reaches the page. Figures are plotly ``div``s drawn by the one copy of
@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 
 import html
-import math
 from collections.abc import Callable, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.offline
+
+from costsim import formats
 
 # No logo (a link to plotly.com; plotly shows no "edit in Chart Studio" link by default): nothing points
 # to the network. Responsive: figures follow the page's width from a laptop to 1600 px and more.
@@ -59,25 +60,24 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _nan(x: object) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
+_nan = formats.missing
 
 
 def money(x: float) -> str:
-    """USD, whole dollars with thousands separators ("$1,234,567"; "−$12" below zero); "–" for NaN."""
-    if _nan(x):
-        return "–"
-    return f"−${-x:,.0f}" if x < 0 else f"${x:,.0f}"
+    """USD, whole dollars with thousands separators ("$1,234,567"; "−$12" below zero); "–" for
+    NaN (``formats.money_exact``)."""
+    return formats.money_exact(x)
 
 
 def fixed(digits: int, unit: str = "") -> Callable[[float], str]:
-    """A number with ``digits`` decimals and thousands separators, then ``unit``; "–" for NaN."""
-    return lambda x: "–" if _nan(x) else f"{x:,.{digits}f}{unit}"
+    """A number with ``digits`` decimals and thousands separators, then ``unit``; "–" for NaN
+    (``formats.number``)."""
+    return lambda x: formats.number(x, digits, unit)
 
 
 def share(x: float) -> str:
-    """A share (0…1) in percent, one decimal; "–" for NaN."""
-    return "–" if _nan(x) else f"{x * 100:.1f} %"
+    """A share (0…1) in percent, one decimal; "–" for NaN (``formats.percent``)."""
+    return formats.percent(x, 1)
 
 
 def month(x: float) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from costsim import plots
-from costsim.formats import who_pays_more
+from costsim.formats import plain, significant, who_pays_more
 from costsim.frontends import report_html as h
 from costsim.results import Results
 from costsim.results.finance import month_number
@@ -22,7 +22,7 @@ OPTION_COLUMNS: list[h.Column] = [
     ("fair total (USD) ¹", "fair_total_usd", h.money, "low"),
     ("amortised total (USD)", "total_cost_usd", h.money, "low"),
     ("cash spent (USD)", "cash_spent_usd", h.money, "low"),
-    ("book value at the end (USD)", "book_value_usd", h.money, None),
+    ("book value at the end (USD; a credit, not cash)", "book_value_usd", h.money, None),
     ("unfinished work at the cheapest rent (USD)", "unfinished_rent_usd", h.money, "low"),
     ("unmet serving at the cheapest rent (USD)", "serving_unmet_rent_usd", h.money, "low"),
     ("waiting: queued GPU-hours × its price (USD)", "waiting_cost_usd", h.money, "low"),
@@ -71,7 +71,7 @@ def verdict_parts(v, reps_label: str) -> list[str]:
             facts.append(f"The difference is zero at an electricity price of ${v.electricity_flip_usd_per_kwh:.3f} per kWh.")
     facts.append(f"Based on {reps_label}.")
     facts.append("Targets: " + (", ".join(str(t) for t in v.targets) if v.targets else "none (cost alone decides)")
-                 + f"; waiting priced at ${v.waiting_usd_per_gpu_hour:g} per queued GPU-hour.")
+                 + f"; waiting priced at ${plain(v.waiting_usd_per_gpu_hour)} per queued GPU-hour.")
     parts.append(h.bullets(facts))
     behind = v.options[~v.options["keeps_up"]]
     partly = v.options[v.options["keeps_up"] & (v.options["why"] != "")]
@@ -90,7 +90,7 @@ def options_section(v, mean_note: str) -> str:
                   "Cash spent: capex when paid, opex, rent and commitments owed within the horizon. ¹ Fair total: "
                   "the amortised total plus the work left unfinished at the end and the serving left unmet, "
                   "each priced at the cheapest rental price available, plus the queued GPU-hours at the "
-                  f"decision's price of waiting (${v.waiting_usd_per_gpu_hour:g} per GPU-hour), so every option "
+                  f"decision's price of waiting (${plain(v.waiting_usd_per_gpu_hour)} per GPU-hour), so every option "
                   f"pays for the same work. {mean_note} Bold: the best value "
                   "among the options that keep up and meet the targets; ★ the recommendation.", "note")
     body = h.table(rows, OPTION_COLUMNS, best_among=rows["eligible"],
@@ -116,8 +116,7 @@ TARGET_COLUMNS: list[h.Column] = [
     ("95 % interval of the cost", "cost_interval", str, None),
     ("projected day (not reached)", "projected_day_mean", _day, None),
     ("score at the horizon", "reward_at_horizon", h.fixed(3), None),
-    ("gain per 1,000 GPU-hours at the horizon", "marginal_gain_per_1000_gpu_h", lambda x: "–" if x != x else f"{x:.3g}",
-     None),
+    ("gain per 1,000 GPU-hours at the horizon", "marginal_gain_per_1000_gpu_h", significant, None),
     ("distance to the asymptote", "distance_to_asymptote", h.fixed(3), None),
 ]
 
@@ -232,7 +231,7 @@ def _flag(x) -> str:
 
 TORNADO_COLUMNS: list[h.Column] = [
     ("input", "input", str, None), ("scenario path", "path", str, None), ("unit", "unit", str, None),
-    ("low", "low", h.fixed(3), None), ("high", "high", h.fixed(3), None),
+    ("low", "low", plain, None), ("high", "high", plain, None),
     ("difference at low (USD)", "low_difference_usd", h.money, None),
     ("difference at high (USD)", "high_difference_usd", h.money, None),
     ("swing (USD)", "swing_usd", h.money, None), ("verdict", "flips", _flag, None),
@@ -294,7 +293,7 @@ def run_figures(first: Results, reps: int) -> tuple[list[str], int]:
     out.append(h.section("Reliability" + which, h.figure(plots.lost_work(first)), anchor="reliability"))
     lo, hi = gantt_window(first.scenario.horizon_h)
     timeline = plots.gantt(first, start_h=lo, end_h=hi, max_jobs=GANTT_JOBS)
-    out.append(h.section(f"Jobs over time, days {lo / 24:g}–{hi / 24:g}" + which,
+    out.append(h.section(f"Jobs over time, days {plain(lo / 24)}–{plain(hi / 24)}" + which,
                          h.figure(timeline, height=max(460, 220 * len(first.summary))), anchor="timeline"))
     return out, n + 2
 

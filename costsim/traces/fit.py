@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from costsim.formats import plain, significant
 from costsim.models.profiles import week_integral, week_rates
 from costsim.models.sampling import lognormal_params
 from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, MAX_QUANTILES
@@ -154,11 +155,11 @@ def unfittable(submit_h: np.ndarray) -> str | None:
     made_up = f"(fitting it would make one up from the {MIN_WINDOW_H:g}-hour floor on the window: {floor:,.0f} a day)"
     if t.min() == t.max():
         what = "its one job is" if len(t) == 1 else f"all {len(t):,} jobs are"
-        return (f"{what} submitted at hour {t[0]:g}: the trace spans no time, so it holds no arrival rate "
+        return (f"{what} submitted at hour {plain(t[0])}: the trace spans no time, so it holds no arrival rate "
                 f"{made_up}; fit a trace whose jobs arrive over time")
     span = float(t.max() - t.min())
     if span < MIN_SPAN_H:
-        return (f"the {len(t):,} jobs arrive within {span * 60:.3g} minutes (hours {t.min():g} to {t.max():g}), "
+        return (f"the {len(t):,} jobs arrive within {significant(span * 60)} minutes (hours {plain(t.min())} to {plain(t.max())}), "
                 f"less than the {MIN_SPAN_H:g}-hour minimum span, so the trace holds no arrival rate {made_up}; "
                 f"fit a trace whose jobs arrive over at least {MIN_SPAN_H:g} hour")
     instants = len(np.unique(t))
