@@ -8,6 +8,8 @@ import copy
 
 import pytest
 
+import costsim
+
 from costsim.decisions.optimize import optimize
 from costsim.frontends.knobs import apply_knobs, current_knobs
 from costsim.runs.sweepfile import sweep_from_sets
@@ -58,6 +60,12 @@ def test_the_size_of_each_kind():
     assert option_size({"kind": "cloud", "pricing": "on_demand", "max_gpus": 256}) == 256
     assert option_size({"kind": "cloud", "pricing": "spot", "max_gpus": None}) is None  # unlimited
     assert option_size({"kind": "hybrid", "base": "a", "burst": "b"}) is None
+    assert option_size({"kind": "owned", "gpus": -8}) is option_size({"kind": "owned", "gpus": 8.5}) is None
+
+
+def test_a_refused_size_names_the_option_as_written(sized):
+    with pytest.raises(costsim.ScenarioError, match=r"options\.own-16\.gpus: Input should be greater"):
+        sweep_from_sets(sized, ["options.own-16.gpus=-8"])
 
 
 def _data(*options, classes=()):

@@ -45,10 +45,11 @@ def size_field(option: Mapping[str, Any]) -> str | None:
 
 def option_size(option: Mapping[str, Any]) -> int | None:
     """An option's size in GPUs (see the module), None when it has none (a hybrid, an unlimited
-    on-demand option) or the value is not a whole number."""
+    on-demand option) or the value is no GPU count (not a whole number >= 1: the schema refuses
+    it, and its message names the option as written)."""
     field = size_field(option)
     value = option.get(field) if field is not None else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def resize_renames(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, str]:
