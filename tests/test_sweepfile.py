@@ -139,7 +139,9 @@ def test_latin_hypercube_is_stratified_seeded_and_crossed_with_the_grid(tmp_path
 def test_shipped_sweeps_expand(tmp_path):
     size = load_sweep(REPO / "scenarios/sweeps/cluster-size.yaml")
     assert (len(size.variants), size.replications, size.seed) == (6, 5, 0)
-    assert [option(v.scenario, "own-384").gpus for v in size.variants] == [320, 320, 384, 384, 448, 448]
+    # the middle option is named after its size in every variant (costsim.scenario.naming)
+    middle = [v.scenario.options[1] for v in size.variants]
+    assert [(o.name, o.gpus) for o in middle] == [("own-320", 320)] * 2 + [("own-384", 384)] * 2 + [("own-448", 448)] * 2
     assert [v.scenario.workload.arrival_scale for v in size.variants] == [1.0, 1.5] * 3
     prices = load_sweep(REPO / "scenarios/sweeps/prices.yaml")
     assert len(prices.variants) == 18

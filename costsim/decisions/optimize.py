@@ -60,7 +60,8 @@ def _key(p: Point) -> str:
 @dataclass(frozen=True)
 class Optimum:
     """What ``optimize`` returns. ``meets``: whether ``values``/``option`` meet every target (when
-    not, they are the closest configuration evaluated). ``values``: varied path -> value (every
+    not, they are the closest configuration evaluated); ``option`` is the name it ran as (a resized
+    option follows ``costsim.scenario.naming``: own-256 at 320 GPUs is own-320). ``values``: varied path -> value (every
     varied path; the sentence names those the option uses);
     ``metrics``: its means (``verdict.MEANS``: USD, hours, shares); ``intervals``: metric -> (low,
     high), the 95 % t-interval over the replications (NaN with one); ``evaluated``: one row per
@@ -130,7 +131,11 @@ class _Search:
 
         results = run_sweep(spec, None, self.executor, self.workers, None, progress=step, label="--out")
         ids = {v.id: product[k] for k, v in enumerate(spec.variants)}
-        runs = results.runs[results.runs["option"].isin(self.candidates)]
+        # A resized option runs under the name the sweep gave it (own-256 at 320 GPUs: own-320); the
+        # search follows each option of the scenario by its place, the table shows the name it ran as.
+        origin = {(v.id, o.name): self.candidates[i] for v in spec.variants for i, o in enumerate(v.scenario.options)}
+        runs = results.runs.assign(_option=[origin[key] for key in zip(results.runs["variant"], results.runs["option"],
+                                                                            strict=True)])
         rows = fair_rows(runs.reset_index(drop=True), self.waiting_usd_per_gpu_hour)
         rows["_point"] = [_key(ids[v]) for v in rows["variant"]]
         self.frames.append(rows)
@@ -140,8 +145,9 @@ class _Search:
     def table(self) -> pd.DataFrame:
         """Per (configuration, option): the varied values, means, keep-up and target flags."""
         rows = pd.concat(self.frames, ignore_index=True)
-        groups = rows.groupby(["_point", "option"], sort=False)
+        groups = rows.groupby(["_point", "_option"], sort=False)
         t = groups[self.columns].mean()
+        t["option"] = groups["option"].first()
         t["n"] = groups.size()
         t["keeps_up"] = groups["keeps_up"].mean() >= MAJORITY
         t["why"] = groups["why"].agg(lambda w: next((x for x in w if x), ""))
@@ -153,11 +159,12 @@ class _Search:
         for i, d in enumerate(self.dims):
             t.insert(i, d.path, [d.value(p[i]) for p in levels])
         return t[[*(d.path for d in self.dims), "option", "n", *self.columns, "keeps_up", "why", "meets_targets",
-                  "meets", "stage", "_point"]]
+                  "meets", "stage", "_point", "_option"]]
 
     def runs_of(self, p: Point, option: str) -> pd.DataFrame:
+        """The runs at ``p`` of the scenario's option ``option`` (by its name in the scenario)."""
         rows = pd.concat(self.frames, ignore_index=True)
-        return rows[(rows["_point"] == _key(p)) & (rows["option"] == option)]
+        return rows[(rows["_point"] == _key(p)) & (rows["_option"] == option)]
 
 
 def _point(row) -> Point:
@@ -186,8 +193,8 @@ def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]], notes:
     ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
     if ok.empty:
         return
-    best, option = _point(ok.iloc[0]), ok.iloc[0]["option"]
-    mine = table[table["option"] == option]
+    best, option = _point(ok.iloc[0]), ok.iloc[0]["_option"]
+    mine = table[table["_option"] == option]
     meets = {_point(r): bool(r["meets"]) for _, r in mine.iterrows()}
     for d, dim in enumerate(search.dims):
         direction = _monotone(meets, d)
@@ -212,7 +219,7 @@ def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]], notes:
             mid = (good + fail) // 2
             search.run([at(mid)], "bisection")
             t = search.table()
-            hit = t[(t["_point"] == _key(at(mid))) & (t["option"] == option)]
+            hit = t[(t["_point"] == _key(at(mid))) & (t["_option"] == option)]
             if bool(hit["meets"].iloc[0]):
                 good = mid
             else:
@@ -328,14 +335,14 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
                for (missed, how_far), (_, r) in zip((misses(r, wanted) for _, r in table.iterrows()), table.iterrows(),
                                                     strict=True)]
         row = table.iloc[min(range(len(far)), key=far.__getitem__)]
-    point, option = _point(row), row["option"]
+    point, option, shown_as = _point(row), row["_option"], row["option"]
     values = search.values(point)
     runs = search.runs_of(point, option)
     intervals = {m: t_interval(runs[m].to_numpy(dtype=float))[1:] for m in search.columns}
     metrics = {m: float(row[m]) for m in search.columns}
     which = " and ".join(map(str, wanted)) if wanted else "(keeping up)"
     where = _configuration({d.path: values[d.path] for d in map(search.dims.__getitem__, search.uses[option])},
-                           option, several)
+                           shown_as, several)
     if meets:
         low, high = intervals["fair_total_usd"]
         total = _short_usd(row["fair_total_usd"], (high - low) / 2 if not math.isnan(low) else None)
@@ -346,15 +353,15 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
         missed, _ = misses(row, wanted)
         sentence = (f"Nothing tried meets {which}: the closest is {where} at {_short_usd(row['fair_total_usd'])} fair "
                     f"total, which misses {'; '.join(missed)}.")
-    evaluated = table.drop(columns="_point")
+    evaluated = table.drop(columns=["_point", "_option"])
     # An option appears once per setting of the fields it uses: a field of another option (a
     # hybrid's wait, for the owned option) gives the same runs again, not another configuration.
     own = [tuple(p.split(",")[i] for i in search.uses[o])
-           for p, o in zip(table["_point"], table["option"], strict=True)]
-    distinct = ~pd.Series(list(zip(table["option"], own, strict=True))).duplicated().to_numpy()
+           for p, o in zip(table["_point"], table["_option"], strict=True)]
+    distinct = ~pd.Series(list(zip(table["_option"], own, strict=True))).duplicated().to_numpy()
     front = pareto_frontier(evaluated[evaluated["keeps_up"].to_numpy() & distinct].reset_index(drop=True))
     notes = [*notes, *_edges(search.dims, point, search.uses[option]), *_unsure(wanted, intervals)]
-    return Optimum(values, option, metrics, intervals, evaluated, front, sentence, meets, wanted, tuple(notes),
+    return Optimum(values, shown_as, metrics, intervals, evaluated, front, sentence, meets, wanted, tuple(notes),
                    search.done)
 
 

@@ -64,8 +64,15 @@ def _load(path: Path):
 
 @app.command()
 def validate(scenario: ScenarioArg) -> None:
-    """Check a scenario and its trace without simulating."""
-    sc = _load(scenario)
+    """Check a scenario and its trace without simulating: every problem found, in one pass."""
+    from costsim.runs.diagnose import diagnose
+
+    found = diagnose(scenario)
+    if found.scenario is None:  # schema, catalog, trace and fit problems together, each once
+        for line in found.lines:
+            err_console.print(Text.assemble(("error", "bold red"), ": ", line), highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    sc = found.scenario
     out_console.print(Text.assemble(("ok", "green"), f": {scenario}: scenario {sc.name!r}, {len(sc.options)} option(s)"),
                       highlight=False)
 

@@ -17,7 +17,7 @@ from costsim.frontends.bounded import (
 )
 from costsim.frontends.headline import literal_markdown
 from costsim.frontends.knobs import (
-    ECONOMY, SETUPS, ClassKnobs, Knobs, apply_knobs, changed_knobs, current_knobs, knob_paths, knob_problems, sized_name,
+    ECONOMY, SETUPS, ClassKnobs, Knobs, apply_knobs, changed_knobs, current_knobs, knob_paths, knob_problems,
 )
 from costsim.frontends.sharing import LINK, content_key, decode_scenario, encode_scenario
 from costsim.frontends.uploads import (
@@ -25,6 +25,7 @@ from costsim.frontends.uploads import (
     shipped_traces,
 )
 from costsim.frontends.workers import waiting_note
+from costsim.scenario.naming import sized_name
 
 __all__ = [
     "ECONOMY", "LINK", "SCENARIO_DIR", "SETUPS", "ClassKnobs", "Knobs", "Limits", "ResultCache", "RunStopped",

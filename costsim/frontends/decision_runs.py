@@ -34,6 +34,7 @@ from costsim.runs import api
 from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_loc
 from costsim.runs.sweepfile import Sweep, Variant, parse_set
 from costsim.scenario import Problem, Scenario, ScenarioError
+from costsim.scenario.naming import apply_resize
 
 MAX_VARIANTS = 24  # a grid the dashboard runs: more belongs to `costsim sweep`
 MAX_REPLICATIONS = 5
@@ -124,6 +125,7 @@ def grid_sweep(scenario: Scenario, axes: dict[str, str], replications: int = 1, 
         copy = json.loads(base)
         for path, value in params.items():
             set_loc(copy, locs[path], value)
+        copy, _ = apply_resize(data, copy)  # the sweep files' and the knobs' naming rule
         vid = f"v{k:03d}"
         shown = ", ".join(f"{p}={v}" for p, v in params.items())
         try:

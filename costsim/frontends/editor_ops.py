@@ -20,6 +20,12 @@ KINDS = ("owned", "on_demand", "reserved", "spot", "hybrid")
 """What "add option" offers: an owned cluster, cloud capacity by pricing, or a hybrid."""
 
 NEW_OPTION_GPUS = 256  # a new owned cluster or reservation: the shipped baseline's size
+NEW_QUEUE = {"scheduler": "backfill", "placement": "best_fit"}
+"""How a new owned cluster or reservation queues when the scenario has no owned or reserved option
+to match: EASY backfill (every shipped reservation and the shipped baseline's clusters use it, as
+SLURM schedules by default), best-fit placement (the schema's default, which every shipped option
+keeps). The schema's own default scheduler stays fifo: scenarios that leave it out keep their
+results."""
 
 
 def unique_name(wanted: str, taken: set[str]) -> str:
@@ -41,6 +47,18 @@ def _gpu_type(data: dict) -> str:
     return next((o["gpu_type"] for o in data.get("options", []) if o.get("gpu_type")), "H100")
 
 
+def queue_settings(data: dict) -> dict[str, str]:
+    """``scheduler`` and ``placement`` for a new owned or reserved option of ``data``: those its
+    owned and reserved options all share (a new option is compared like with like: one added to
+    a FIFO replay queues FIFO), else ``NEW_QUEUE``. A reservation's null means fifo and best_fit."""
+    queued = [o for o in data.get("options", []) if is_base(o)]
+    out = {}
+    for field, null in (("scheduler", "fifo"), ("placement", "best_fit")):
+        seen = {o.get(field) or null for o in queued}
+        out[field] = seen.pop() if len(seen) == 1 else NEW_QUEUE[field]
+    return out
+
+
 def _dump(cls, raw: dict) -> dict:
     """``raw`` with every default written out, as ``model_dump(mode="json")`` gives it."""
     return cls.model_validate(raw).model_dump(mode="json")
@@ -48,12 +66,15 @@ def _dump(cls, raw: dict) -> dict:
 
 def new_option(data: dict, kind: str) -> tuple[dict, list[dict]]:
     """A valid new option of ``kind`` (one of ``KINDS``) for ``data``, and any options a hybrid
-    needs that ``data`` lacks (an owned base, an on-demand burst), added before it."""
+    needs that ``data`` lacks (an owned base, an on-demand burst), added before it. Every field
+    not named here takes the schema's default; an owned or reserved one queues as
+    ``queue_settings`` says."""
     options = data.get("options", [])
     taken = _names(options)
     gpu = _gpu_type(data)
     if kind == "owned":
-        return _dump(OwnedOption, {"name": unique_name("owned", taken), "gpu_type": gpu, "gpus": NEW_OPTION_GPUS}), []
+        return _dump(OwnedOption, {"name": unique_name("owned", taken), "gpu_type": gpu, "gpus": NEW_OPTION_GPUS,
+                                   **queue_settings(data)}), []
     if kind in ("on_demand", "spot"):
         name = unique_name(kind.replace("_", "-"), taken)
         return _dump(CloudOption, {"name": name, "gpu_type": gpu, "pricing": kind}), []
@@ -61,7 +82,7 @@ def new_option(data: dict, kind: str) -> tuple[dict, list[dict]]:
         # A horizon beyond the one-year term needs renew (a commitment never renews silently).
         renew = float(data.get("horizon_days", 0)) > 365
         return _dump(CloudOption, {"name": unique_name("reserved", taken), "gpu_type": gpu, "pricing": "reserved",
-                                   "reserved_gpus": NEW_OPTION_GPUS, "renew": renew}), []
+                                   "reserved_gpus": NEW_OPTION_GPUS, "renew": renew, **queue_settings(data)}), []
     if kind != "hybrid":
         raise ValueError(f"unknown option kind {kind!r}; one of {', '.join(KINDS)}")
     extra: list[dict] = []

@@ -5,19 +5,21 @@ its label, not under a field path.
 
 A knob left at the scenario's effective value changes nothing: a field the scenario leaves to the
 catalog (null) stays null, so an untouched scenario downloads exactly as it was loaded. Owned
-options named after their size follow it: ``own-256`` resized to 320 GPUs becomes ``own-320``
-everywhere (cards, charts, hybrids that use it, the downloaded YAML), unless that name is taken.
+options named after their size follow it by the rule sweeps and the optimiser use
+(``costsim.scenario.naming``): ``own-256`` resized to 320 GPUs becomes ``own-320`` everywhere
+(cards, charts, hybrids that use it, the downloaded YAML), unless that name is taken.
 """
 
 from __future__ import annotations
 
-import re
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from costsim.catalog import economics_values, resolve
 from costsim.runs import api
 from costsim.scenario import Scenario, ScenarioError, scenario_from_data
+from costsim.scenario.naming import apply_resize
 from costsim.scenario.targets import parse_target
 
 SETUPS = ("colocated sync", "disaggregated sync", "disaggregated async")
@@ -127,45 +129,18 @@ def _edit_class(cls: dict[str, Any], k: ClassKnobs, was: ClassKnobs) -> None:
             cls["max_staleness"] = None
 
 
-def sized_name(name: str, old_gpus: int, new_gpus: int) -> str:
-    """``name`` with a trailing GPU count that equals ``old_gpus`` replaced by ``new_gpus``
-    (``own-256`` -> ``own-320``); any other name unchanged."""
-    m = re.fullmatch(r"(.*\D)?(\d+)", name)
-    if m is None or int(m.group(2)) != old_gpus or new_gpus == old_gpus:
-        return name
-    return f"{m.group(1) or ''}{new_gpus}"
-
-
-def _rename(data: dict[str, Any], renames: dict[str, str]) -> None:
-    """Apply option renames, keeping names unique (a taken name keeps the old one) and hybrids'
-    ``base``/``burst`` pointing at the renamed options."""
-    taken = {o["name"] for o in data["options"]}
-    done = {}
-    for old, new in renames.items():
-        if new != old and new not in taken:
-            taken.discard(old)
-            taken.add(new)
-            done[old] = new
-    for opt in data["options"]:
-        opt["name"] = done.get(opt["name"], opt["name"])
-        for ref in ("base", "burst"):
-            if opt.get(ref) in done:
-                opt[ref] = done[opt[ref]]
-
-
 def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> Scenario:
     """The scenario with the knobs applied, validated and checked like a file (ScenarioError).
     Only knobs that differ from ``current_knobs(scenario)`` write a field."""
     was = current_knobs(scenario)
-    data: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=False)
-    renames = {}
+    before: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=False)
+    data = copy.deepcopy(before)
     for opt in data["options"]:
         name = opt["name"]
         if opt["kind"] == "owned":
             gpus = knobs.owned_gpus.get(name)
             if _changed(gpus, was.owned_gpus[name]):
                 opt["gpus"] = int(gpus)
-                renames[name] = sized_name(name, was.owned_gpus[name], int(gpus))
             if _changed(knobs.capex_per_gpu.get(name), was.capex_per_gpu[name]):
                 opt["capex_usd_per_gpu"] = float(knobs.capex_per_gpu[name])
             if _changed(knobs.lead_time_days.get(name), was.lead_time_days[name]):
@@ -189,7 +164,7 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
         _edit_targets(data, scenario, service)
     if _changed(knobs.waiting_usd_per_gpu_hour, was.waiting_usd_per_gpu_hour):
         data["decision"]["waiting_usd_per_gpu_hour"] = float(knobs.waiting_usd_per_gpu_hour)  # type: ignore[arg-type]
-    _rename(data, renames)
+    data, _ = apply_resize(before, data)  # own-256 at 320 GPUs: own-320, as sweeps and optimize name it
     edited = scenario_from_data(data, source, scenario.base_dir)
     return api.check(edited, source)
 

@@ -11,6 +11,8 @@ sample:                         # dotted path -> {low, high, n}: one Latin-hyper
   economics.electricity_usd_per_kwh: {low: 0.06, high: 0.12, n: 8}
 ```
 
+A variant that resizes an option named after its size renames it (``costsim.scenario.naming``:
+``options.own-384.gpus: 320`` runs as ``own-320``, hybrids using it follow), as the dashboard does.
 Every variant is built and checked (``costsim.runs.api``) before anything runs: a path that does
 not exist or a value that does not validate is a ScenarioError naming the sweep file, the line of
 the key and the path. ``costsim.runs.sweep`` runs the variants.
@@ -38,6 +40,7 @@ from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.errors import Loc
 from costsim.scenario.io import parse_yaml, read_text_bounded
 from costsim.scenario.limits import MAX_SCENARIO_BYTES_ENV, max_scenario_bytes
+from costsim.scenario.naming import apply_resize
 from costsim.scenario.units import MAX_SEED
 from costsim.workload.rng import name_key
 
@@ -195,12 +198,14 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
     """Build and check every variant; every distinct problem reported at once, at its path's key.
     ``progress(built, total)`` is told every ``PROGRESS_EVERY``-th of the way (and at the end)."""
     base_json = json.dumps(base.model_dump(mode="json"))
+    base_data = json.loads(base_json)
     width = max(3, len(str(len(points) - 1)))
 
     def build(vid: str, params: dict[str, Any]) -> tuple[Scenario | None, dict, ScenarioError | None]:
         data = json.loads(base_json)  # a fresh copy, faster than deepcopy
         for path, value in params.items():
             set_loc(data, locs[path], value)
+        data, _ = apply_resize(base_data, data)  # own-256 at 320 GPUs: own-320, as the dashboard names it
         try:
             return api.scenario_from_data(data, f"{axes.source} variant {vid}", base.base_dir), data, None
         except ScenarioError as err:
