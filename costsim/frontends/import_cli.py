@@ -16,11 +16,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from costsim import formats
 from costsim.scenario import Problem, ScenarioError
 from costsim.traces import FORMATS, GPU_TYPED
 from costsim.traces.common import FRACTIONAL, BadCell, ImportOptions, ImportResult, parse_time, write_csv, zone
-from costsim.traces.shape import shape_lines
+from costsim.traces.shape import jobs_text, shape_lines
 
 SHOWN_SKIPPED = 5  # skipped rows listed as warnings; the count of all is printed
 # Times before 1990 are not a clock: anonymised traces count seconds from their own start (the k8s
@@ -97,8 +96,8 @@ def mixed_types(result: ImportResult) -> str | None:
     facts = result.facts
     if facts is None or len(facts.gpu_types) < 2:
         return None
-    counts = ", ".join(f"{name}: {formats.count(n, 'jobs')}" for name, n in facts.gpu_types.items())
-    untyped = f"; {formats.count(facts.untyped_jobs, 'jobs')} record none" if facts.untyped_jobs else ""
+    counts = ", ".join(f"{name}: {jobs_text(n)}" for name, n in facts.gpu_types.items())
+    untyped = f"; no type recorded for {jobs_text(facts.untyped_jobs)}" if facts.untyped_jobs else ""
     first = next(iter(facts.gpu_types))
     return (f"the record holds {len(facts.gpu_types)} GPU types ({counts}{untyped}), which one table would "
             f"replay as one pool of alike GPUs; pass --gpu-type {first} (or another) to import one type, once per "
@@ -127,7 +126,7 @@ def summary_lines(result: ImportResult, out: Path, tz: tzinfo = dt_timezone.utc,
         lines.extend(shape_lines(result.shape, fractional))
     if result.facts is not None and len(result.facts.gpu_types) > 1:
         lines.append("GPU types mixed in one table (--mixed-gpu-types): " + ", ".join(
-            f"{name}: {formats.count(n, 'jobs')}" for name, n in result.facts.gpu_types.items()))
+            f"{name}: {jobs_text(n)}" for name, n in result.facts.gpu_types.items()))
     if len(delay):
         lines.append(f"observed queueing delay in the source: mean {delay.mean():.2f} h, "
                      f"p95 {delay.quantile(0.95):.2f} h")

@@ -34,7 +34,7 @@ def active_window(submit_h: np.ndarray, share: float = ACTIVE_SHARE) -> tuple[fl
     n = len(t)
     if n == 0:
         return float("nan"), float("nan"), 0
-    k = min(max(math.ceil(share * n - 1e-9), 1), n)  # 0.9 × 10 is 9.000000000000002 in floats: 9 jobs
+    k = min(max(math.ceil(share * n), 1), n)
     widths = t[k - 1:] - t[: n - k + 1]
     i = int(np.argmin(widths))
     start, end = float(t[i]), float(t[i + k - 1])
@@ -92,7 +92,7 @@ def record_shape(frame: pd.DataFrame, dropped: dict[str, int], used_gpu_hours: f
     n = len(frame)
     total = float(held.sum())
     start, end, active = active_window(submit)
-    k = min(max(math.ceil(LONGEST_SHARE * n - 1e-9), 1), n) if n else 0
+    k = min(max(math.ceil(LONGEST_SHARE * n), 1), n) if n else 0
     longest = np.argsort(-duration, kind="stable")[:k]
     status = frame["status"].astype(str).str.lower() if "status" in frame else pd.Series([], dtype=str)
     return RecordShape(
@@ -105,7 +105,8 @@ def record_shape(frame: pd.DataFrame, dropped: dict[str, int], used_gpu_hours: f
         used_gpu_hours=float(used_gpu_hours), rounded_jobs=int(rounded_jobs))
 
 
-def _jobs(n: int) -> str:
+def jobs_text(n: int) -> str:
+    """``n`` jobs in words: "1 job", "6,203 jobs"."""
     return formats.count(n, "job" if n == 1 else "jobs")
 
 
@@ -121,19 +122,19 @@ def shape_lines(shape: RecordShape, fractional: str = "round-up") -> list[str]:
              f"{_days(shape.active_h)} (hours {formats.number(shape.active_start_h, 1)} to "
              f"{formats.number(shape.active_end_h, 1)}), {formats.percent(shape.active_span_share)} of the record's "
              f"{_days(shape.span_h)}",
-             f"longest jobs: the longest {formats.percent(LONGEST_SHARE, 0)} ({_jobs(shape.longest_jobs)}, "
+             f"longest jobs: the longest {formats.percent(LONGEST_SHARE, 0)} ({jobs_text(shape.longest_jobs)}, "
              f"each {formats.hours(shape.longest_min_h)} or more) hold {formats.percent(shape.longest_gpu_hours_share)} "
              "of the GPU-hours"]
     if shape.cut_at_end or shape.running_dropped:
-        lines.append(f"still running at the record's end: {_jobs(shape.cut_at_end)} replayed for "
-                     f"their time so far (durations are lower bounds), {_jobs(shape.running_dropped)} "
+        lines.append(f"still running at the record's end: {jobs_text(shape.cut_at_end)} replayed for "
+                     f"their time so far (durations are lower bounds), {jobs_text(shape.running_dropped)} "
                      "with no end (not replayed)")
     else:
         lines.append("still running at the record's end: none")
     if shape.rounded_jobs:
         verb = ("rounded up to whole GPUs for the same time" if fractional == "round-up"
                 else "pooled: whole GPUs for that share of the time")
-        lines.append(f"fractional GPUs: {_jobs(shape.rounded_jobs)} use part of a GPU, {verb}: "
+        lines.append(f"fractional GPUs: {jobs_text(shape.rounded_jobs)} use part of a GPU, {verb}: "
                      f"{formats.number(shape.used_gpu_hours, 0, 'GPU-hours')} used, "
                      f"{formats.number(shape.gpu_hours, 0, 'GPU-hours')} replayed "
                      f"({'+' if shape.added_gpu_hours >= 0 else ''}{formats.percent(shape.added_share, 1)})")
