@@ -24,6 +24,7 @@ from rich.text import Text
 
 from costsim.frontends.console import err_console, fail as _fail
 from costsim.scenario import Problem, ScenarioError
+from costsim.scenario.jobclass import HOURS_PER_WEEK
 from costsim.traces.fit import BY, DISTRIBUTIONS
 from costsim.traces.fit_window import WINDOWS
 
@@ -180,7 +181,7 @@ def fit_workload_command(
             raise ScenarioError(str(trace), [Problem(("submit_h",), why)])
         span = choose_window(table.submit_h, window)
         fitted = window_trace(table, span) if span.active else table
-        fit_start_h = start_h + span.start_h  # the window's first hour is the model's hour 0
+        fit_start_h = (start_h + span.start_h) % HOURS_PER_WEEK  # the window's first hour is the model's hour 0
         fits = fit_trace(fitted, by=by, distribution=distribution, start_h=fit_start_h)
         warnings = fit_warnings(fitted, fits)
         try:

@@ -176,8 +176,8 @@ def check_warnings(check: FitCheck, fits: list[ClassFit]) -> list[str]:
     rule = f"KS above {formats.number(KS_WARN, 2)} with p below {formats.significant(P_WARN, 2)}"
     if misses(check.arrival_ks, check.arrival_p):
         out.append(f"arrivals: the gaps between the drawn trace's arrivals differ from the record's "
-                   f"({ks_words(check.arrival_ks, check.arrival_p)}; {rule}): arrivals come in bursts or lulls "
-                   "the fitted rate and profiles do not reproduce")
+                   f"({ks_words(check.arrival_ks, check.arrival_p)}; {rule}): the record's arrivals are burstier or more "
+                   "regular than Poisson arrivals at the fitted rate and profiles")
     if misses(check.duration_ks, check.duration_p):
         out.append(f"durations: the drawn trace's run times differ from the record's "
                    f"({ks_words(check.duration_ks, check.duration_p)}; {rule}); try --distribution empirical")
