@@ -456,7 +456,8 @@ def test_import_says_when_times_have_no_clock(tmp_path, fmt, rows, hour0):
     else:
         src = tmp_path / "pods.csv"
         src.write_text(POD_LIST + rows)
-    result = CliRunner().invoke(app, ["import-trace", fmt, str(src), "--out", str(tmp_path / "t.csv")],
+    result = CliRunner().invoke(app, ["import-trace", fmt, str(src), "--out", str(tmp_path / "t.csv"),
+                                       "--mixed-gpu-types"],
                                 env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
     if hour0 is None:

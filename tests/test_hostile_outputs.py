@@ -242,7 +242,7 @@ def read_only(tmp_path: Path):
 
 
 def test_read_only_file_system_is_a_clear_exit_2(here, read_only):
-    for command in (["import-trace", "slurm", str(SLURM), "--out", read_only / "t.csv"],
+    for command in (["import-trace", "slurm", str(SLURM), "--out", read_only / "t.csv", "--mixed-gpu-types"],
                     ["fit-workload", "jobs.csv", "--out", read_only / "c.yaml"]):
         result = cli(*command)
         assert result.exit_code == 2, result.output
@@ -263,7 +263,7 @@ def test_a_write_error_and_a_cleanup_error_give_one_message_not_a_traceback(here
 
     monkeypatch.setattr(import_cli, "write_csv", lambda frame, temp: refused(temp))
     monkeypatch.setattr(Path, "unlink", refused)
-    result = cli("import-trace", "slurm", str(SLURM), "--out", "t.csv")
+    result = cli("import-trace", "slurm", str(SLURM), "--out", "t.csv", "--mixed-gpu-types")
     assert result.exit_code == 2
     assert "--out t.csv: could not be written (Read-only file system" in result.output
     assert ".t.csv.tmp-" not in result.output
@@ -394,7 +394,7 @@ def test_a_full_disk_names_out_and_the_file_not_the_staging_folder(here, monkeyp
             "(or write elsewhere) and run again); res is unchanged") in result.output
     assert ".res.tmp-" not in result.output and digest(here / "res") == before
     monkeypatch.setattr(import_cli, "write_csv", lambda frame, temp: full(temp))
-    result = cli("import-trace", "slurm", str(SLURM), "--out", "t.csv")
+    result = cli("import-trace", "slurm", str(SLURM), "--out", "t.csv", "--mixed-gpu-types")
     assert result.exit_code == 2 and "--out t.csv: could not be written (No space left on device" in result.output
     assert ".t.csv.tmp-" not in result.output
     monkeypatch.setattr(dataset, "write_task_file", lambda frame, path, task, meta: full(path))

@@ -31,7 +31,7 @@ def run(*args: str):
     ("helios", "helios_cluster_log.csv", None)])
 def test_import_writes_a_trace_both_readers_accept(tmp_path, fmt, name, jobs):
     out = tmp_path / "trace.csv"
-    result = run(fmt, DATA / name, "--out", out)
+    result = run(fmt, DATA / name, "--out", out, "--mixed-gpu-types")  # the samples hold several GPU types
     assert result.exit_code == 0, result.output
     assert f"wrote {out}" in result.output
     fast, slow = T._read_columnar(out), T._read_strings(out, str(out))
@@ -108,7 +108,7 @@ options:
 
 def test_round_trip_import_validate_simulate(tmp_path):
     out = tmp_path / "trace.csv"
-    assert run("slurm", DATA / "slurm_sacct.txt", "--out", out).exit_code == 0
+    assert run("slurm", DATA / "slurm_sacct.txt", "--out", out, "--mixed-gpu-types").exit_code == 0
     (tmp_path / "s.yaml").write_text(SCENARIO)
     sc = api.load_scenario(tmp_path / "s.yaml")  # what `costsim validate` does
     res = costsim.simulate(sc)

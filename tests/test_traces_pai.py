@@ -206,7 +206,7 @@ def test_a_launched_task_without_end_ends_with_its_job(tmp_path):
 
 
 def test_round_trip_import_validate_simulate(sample, tmp_path):
-    assert_round_trip("alibaba-pai", JOBS, sample.frame, tmp_path)
+    assert_round_trip("alibaba-pai", JOBS, sample.frame, tmp_path, flags=("--mixed-gpu-types",))  # 5 GPU types
 
 
 def test_cli_bad_task_row_exits_2_and_writes_nothing(tmp_path):

@@ -25,10 +25,11 @@ def cli(*args: str):
     return CliRunner().invoke(app, ["import-trace", *args])
 
 
-def assert_round_trip(fmt: str, source: Path, frame: pd.DataFrame, folder: Path, gpus: int = 64) -> None:
+def assert_round_trip(fmt: str, source: Path, frame: pd.DataFrame, folder: Path, gpus: int = 64,
+                      flags: tuple[str, ...] = ()) -> None:
     """``import-trace`` writes ``frame`` as a trace costsim reads back; replayed on an owned pool of
     ``gpus`` with no failures over 30 days, every job runs once, for its GPUs × duration."""
-    out = cli(fmt, str(source), "--out", str(folder / "trace.csv"))
+    out = cli(fmt, str(source), "--out", str(folder / "trace.csv"), *flags)
     assert out.exit_code == 0, out.output
     assert f"wrote {folder / 'trace.csv'}: {len(frame)} jobs" in out.output
     written = pd.read_csv(folder / "trace.csv")

@@ -25,14 +25,18 @@ from rich.text import Text
 from costsim import formats
 from costsim.frontends.console import err_console, fail as _fail
 from costsim.scenario import Problem, ScenarioError
+from costsim.scenario.jobclass import HOURS_PER_WEEK
 from costsim.traces.fit import BY, DISTRIBUTIONS
+from costsim.traces.fit_window import WINDOWS
 
 MAX_GENERATED_DAYS = 3650.0  # --days: ten years of generated jobs at most
 
 
 def check_flags(trace: Path, out: Path, report: Path | None, trace_out: Path | None, by: str, distribution: str,
-                days: float | None) -> None:
+                days: float | None, window: str = "auto") -> None:
     """ScenarioError naming the flag when one is wrong (before anything is read)."""
+    if window not in WINDOWS:
+        raise ScenarioError("--window", [Problem((), f"{window!r}: one of {', '.join(WINDOWS)}")])
     if by not in BY:
         raise ScenarioError("--by", [Problem((), f"{by!r}: one of {', '.join(BY)}")])
     if distribution not in DISTRIBUTIONS:
@@ -83,9 +87,13 @@ def ks_text(ks: float, p: float) -> str:
     return f"KS {ks:.3f} (p {formats.p_value(p)})"
 
 
-def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, generated: int, days: float) -> list[str]:
-    """One line per class (rate, GPUs, duration law, KS) and what was written."""
-    lines = []
+def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, generated: int, days: float,
+                  window=None, check=None) -> list[str]:
+    """The window fitted (a ``FitWindow``: which and why), one line per class (rate, GPUs,
+    duration law, KS), the drawn trace against the record (a ``FitCheck``) and what was written."""
+    from costsim.traces.fit_window import check_line
+
+    lines = [window.reason] if window is not None else []
     for f in fits:
         d = f.duration
         gpus = ", ".join(f"{g}:{p:.0%}" for g, p in f.gpus_pmf.items())
@@ -93,6 +101,8 @@ def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, 
                else f"{d.law} mean {formats.significant(d.mean_h)} h median {formats.significant(d.median_h)} h")
         lines.append(f"{f.name}: {formats.count(f.jobs)} jobs, {formats.significant(f.per_day)}/day, GPUs {gpus}; {law}; duration "
                      f"{ks_text(d.ks, d.ks_p)}; arrival {ks_text(f.arrival_ks, f.arrival_ks_p)}")
+    if check is not None:
+        lines.append(check_line(check))
     wrote = f"wrote {out} ({len(fits)} job class(es) for a scenario's workload)"
     if trace_out is not None:
         wrote += f", {trace_out} ({generated:,} jobs drawn over {days:,.1f} days)"
@@ -112,13 +122,16 @@ def fit_warnings(table, fits) -> list[str]:
                     "little" for f in fits if f.jobs < FEW_JOBS]
 
 
-def header_of(fits, source: str, jobs: int, start_h: float, by: str, distribution: str) -> str:
-    """The comment above the classes: where they come from, how to use them, each fit's KS."""
+def header_of(fits, source: str, jobs: int, start_h: float, by: str, distribution: str, window=None) -> str:
+    """The comment above the classes: where they come from, the window fitted (a ``FitWindow``),
+    how to use them, each fit's KS."""
     lines = [f"Fitted by `costsim fit-workload` from {source}: {jobs:,} jobs, {len(fits)} class(es), by {by}, "
              f"{distribution} run times.",
              "Use: paste job_classes under a scenario's workload: (see scenarios/fitted-lab.yaml).",
              f"Profiles are by the source's clock; the scenario's hour 0 is hour {start_h:g} of the week "
              "(0: Monday 00:00)" + ("" if start_h else ", as no --start was given") + "."]
+    if window is not None:
+        lines.append(window.reason[:1].upper() + window.reason[1:] + ".")
     for f in fits:
         lines.append(f"{f.name}: {f.jobs} jobs; duration {ks_text(f.duration.ks, f.duration.ks_p)}, "
                      f"arrival {ks_text(f.arrival_ks, f.arrival_ks_p)}")
@@ -145,6 +158,9 @@ def fit_workload_command(
     start: Annotated[str | None, typer.Option(help="Date and time of the trace's hour 0 on the source's clock "
                                               "(`costsim import-trace` prints it), e.g. 2024-03-01T08:00:00: the "
                                               "daily and weekly profiles are then by clock hour and weekday.")] = None,
+    window: Annotated[str, typer.Option(help="Stretch of the trace to fit: auto (its active window, the shortest "
+                                        "holding 90 % of the jobs, when that is under half the record; else the "
+                                        "whole record), active or record.")] = "auto",
 ) -> None:
     """Fit a workload model per class of a trace: arrivals (rate, daily and weekly profile), GPUs per
     job, run times; with goodness of fit. Writes workload.job_classes for a scenario."""
@@ -153,25 +169,31 @@ def fit_workload_command(
     from costsim.runs.outfiles import publish_files
     from costsim.scenario.trace import read_trace
     from costsim.traces.fit import fit_trace, groups_of, unfittable
+    from costsim.traces.fit_window import check_fit, check_warnings, choose_window, window_trace
     from costsim.traces.fit_classes import job_classes_of, trace_of
 
     generated, horizon_days = None, 0.0
     try:
-        check_flags(trace, out, report, trace_out, by, distribution, days)
+        check_flags(trace, out, report, trace_out, by, distribution, days, window)
         start_h = start_hour(start)
         table = read_trace(trace)
         why = unfittable(table.submit_h)  # one job, or a batch at one instant: no rate to fit
         if why is not None:
             raise ScenarioError(str(trace), [Problem(("submit_h",), why)])
-        fits = fit_trace(table, by=by, distribution=distribution, start_h=start_h)
-        warnings = fit_warnings(table, fits)
+        span = choose_window(table.submit_h, window)
+        fitted = window_trace(table, span) if span.active else table
+        fit_start_h = (start_h + span.start_h) % HOURS_PER_WEEK  # the window's first hour is the model's hour 0
+        fits = fit_trace(fitted, by=by, distribution=distribution, start_h=fit_start_h)
+        warnings = fit_warnings(fitted, fits)
         try:
-            classes = job_classes_of(fits, start_h)
+            classes = job_classes_of(fits, fit_start_h)
         except ValueError as exc:  # a fit no job class can hold: say which and why
             raise ScenarioError(str(trace), [Problem((), str(exc))]) from None
         horizon_days = days if days is not None else fits[0].window_h / 24
         generated = trace_of(classes, horizon_days, seed)  # also validates every class
-        header = header_of(fits, trace.name, len(table), start_h, by, distribution)
+        check = check_fit(fitted, fits[0].window_h, generated, horizon_days)
+        warnings += check_warnings(check, fits)
+        header = header_of(fits, trace.name, len(fitted), fit_start_h, by, distribution, span)
         header += "".join(f"\nwarning: {w}" for w in warnings)
         writers: dict[Path, Callable[[Path], object]] = {
             out: lambda temp: temp.write_text(yaml_text({"job_classes": classes}, header), encoding="utf-8")}
@@ -188,7 +210,8 @@ def fit_workload_command(
         if report is not None:
             from costsim.frontends.fit_report import fit_page
 
-            html = fit_page(fits, [table.duration_h[mask] for _, mask in groups_of(table, by)], trace.name)
+            html = fit_page(fits, [fitted.duration_h[mask] for _, mask in groups_of(fitted, by)], trace.name,
+                            span, check, warnings)
             writers[report] = lambda temp: temp.write_text(html, encoding="utf-8")
         flags = {path: flag for path, flag in ((out, "--out"), (trace_out, "--trace-out"), (report, "--report"))
                  if path is not None}
@@ -200,5 +223,5 @@ def fit_workload_command(
         raise typer.Exit(130) from None
     for w in warnings:  # stderr: what the figures rest on too little for
         err_console.print(Text.assemble(("warning", "bold yellow"), f": {trace}: {w}"), highlight=False, soft_wrap=True)
-    for line in summary_lines(fits, out, report, trace_out, len(generated), horizon_days):
+    for line in summary_lines(fits, out, report, trace_out, len(generated), horizon_days, span, check):
         out_console.print(Text(line), highlight=False, soft_wrap=True)

@@ -16,6 +16,7 @@ from costsim import formats
 from costsim.charts.layout import literal
 from costsim.frontends.report_html import bullets, esc, figure, fixed, page, para, section, table
 from costsim.traces.fit import ARRIVAL_TEST, ClassFit, window_note
+from costsim.traces.fit_window import FitCheck, FitWindow, check_line
 
 QQ_POINTS = 200  # at most this many quantiles per QQ plot (a large class would bloat the page)
 
@@ -85,9 +86,11 @@ COLUMNS = [
 ]
 
 
-def fit_page(fits: Sequence[ClassFit], durations: Sequence[np.ndarray], source: str) -> str:
+def fit_page(fits: Sequence[ClassFit], durations: Sequence[np.ndarray], source: str, span: FitWindow | None = None,
+             check: FitCheck | None = None, warnings: Sequence[str] = ()) -> str:
     """The whole HTML document for the fitted ``fits`` of ``source`` (``durations[i]``: the run
-    times, hours, ``fits[i]`` was fitted to)."""
+    times, hours, ``fits[i]`` was fitted to), with the window fitted, the drawn trace's check
+    against the record and the warnings, when given."""
     window = window_note(fits[0].window_h)
     notes = ([window] if window else []) + [f"{f.name}: {n}" for f in fits for n in f.notes]
     body = [
@@ -101,6 +104,10 @@ def fit_page(fits: Sequence[ClassFit], durations: Sequence[np.ndarray], source: 
              "sub"),
         section("Fitted parameters", table(parameters_frame(fits), COLUMNS), anchor="parameters"),
     ]
+    against = ([span.reason] if span is not None else []) + ([check_line(check)] if check is not None else [])
+    if against or warnings:
+        body.append(section("The fit against the record", bullets(against + [f"warning: {w}" for w in warnings]),
+                            anchor="record"))
     if notes:
         body.append(section("Notes", bullets(notes), anchor="notes"))
     body.append(section("Arrival profiles", figure(profile_figure(fits, weekly=False), 380),

@@ -19,6 +19,7 @@ from rich.text import Text
 from costsim.scenario import Problem, ScenarioError
 from costsim.traces import FORMATS, GPU_TYPED
 from costsim.traces.common import FRACTIONAL, BadCell, ImportOptions, ImportResult, parse_time, write_csv, zone
+from costsim.traces.shape import jobs_text, shape_lines
 
 SHOWN_SKIPPED = 5  # skipped rows listed as warnings; the count of all is printed
 # Times before 1990 are not a clock: anonymised traces count seconds from their own start (the k8s
@@ -87,10 +88,29 @@ def write_trace(result: ImportResult, out: Path, source: Path | list[Path]) -> N
     publish_files({out: write}, inputs)
 
 
-def summary_lines(result: ImportResult, out: Path, tz: tzinfo = dt_timezone.utc, fmt: str = "") -> list[str]:
+def mixed_types(result: ImportResult) -> str | None:
+    """Why a table of several GPU types must not be written as one (the types and their jobs,
+    and what to pass instead), or None when the kept jobs name at most one GPU model. A job
+    whose model is not recorded names none; a job naming two (a pod that may run on either)
+    counts for both."""
+    facts = result.facts
+    if facts is None or len(facts.gpu_types) < 2:
+        return None
+    counts = ", ".join(f"{name}: {jobs_text(n)}" for name, n in facts.gpu_types.items())
+    untyped = f"; no type recorded for {jobs_text(facts.untyped_jobs)}" if facts.untyped_jobs else ""
+    first = next(iter(facts.gpu_types))
+    return (f"the record holds {len(facts.gpu_types)} GPU types ({counts}{untyped}), which one table would "
+            f"replay as one pool of alike GPUs; pass --gpu-type {first} (or another) to import one type, once per "
+            "type to split them into one trace each, or --mixed-gpu-types to mix them on purpose")
+
+
+def summary_lines(result: ImportResult, out: Path, tz: tzinfo = dt_timezone.utc, fmt: str = "",
+                  fractional: str = "round-up") -> list[str]:
     """What was imported, in a few lines: jobs, span, GPU-hours, the clock time of hour 0 (in
     ``tz``; or that the times are relative, for format ``fmt`` or a first submit before 1990),
-    what was left out and why."""
+    the record's shape (``costsim.traces.shape.shape_lines``: the active window, the longest
+    jobs, jobs cut at its end, what ``fractional`` handling added), GPU types mixed, what was
+    left out and why."""
     f = result.frame
     span_d = float((f["submit_h"] + f["duration_h"]).max()) / 24
     gpu_h = float((f["gpus"] * f["duration_h"]).sum())
@@ -102,6 +122,11 @@ def summary_lines(result: ImportResult, out: Path, tz: tzinfo = dt_timezone.utc,
     elif result.first_submit_s is not None:
         hour0 = datetime.fromtimestamp(result.first_submit_s, tz).isoformat()
         lines.append(f"hour 0 is {hour0} (fit-workload --start {hour0} fits daily and weekly profiles by the clock)")
+    if result.shape is not None:
+        lines.extend(shape_lines(result.shape, fractional))
+    if result.facts is not None and len(result.facts.gpu_types) > 1:
+        lines.append("GPU types mixed in one table (--mixed-gpu-types): " + ", ".join(
+            f"{name}: {jobs_text(n)}" for name, n in result.facts.gpu_types.items()))
     if len(delay):
         lines.append(f"observed queueing delay in the source: mean {delay.mean():.2f} h, "
                      f"p95 {delay.quantile(0.95):.2f} h")
@@ -122,7 +147,11 @@ def import_trace_command(
                                               "(ISO 8601 or epoch seconds).")] = None,
     until: Annotated[str | None, typer.Option(help="Keep jobs submitted before this date.")] = None,
     gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="Keep only jobs on this GPU type "
-                                                 "(slurm gres/gpu:TYPE, k8s gpu_spec, PAI gpu_type).")] = None,
+                                                 "(slurm gres/gpu:TYPE, k8s gpu_spec, PAI gpu_type). A record "
+                                                 "of several types is refused without it.")] = None,
+    mixed_gpu_types: Annotated[bool, typer.Option("--mixed-gpu-types", help="Keep jobs of every GPU type in one "
+                                                  "table (replayed as alike GPUs) instead of refusing the mix.")]
+    = False,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip malformed rows (counted and listed) "
                                            "instead of failing.")] = False,
     fractional: Annotated[str, typer.Option(help="Jobs using part of a GPU: round-up (a whole GPU, same time) "
@@ -146,6 +175,9 @@ def import_trace_command(
             raise ScenarioError(str(file), [Problem((), problem)])
         check_out_file("--out", out, input_paths(format, file))  # before the import, which may take a while
         result = import_trace(format, file, options)
+        mixed = None if (mixed_gpu_types or options.gpu_type is not None) else mixed_types(result)
+        if mixed is not None:
+            raise ScenarioError("--gpu-type", [Problem((), mixed)])
         write_trace(result, out, input_paths(format, file))
     except ScenarioError as err:
         _fail(err)
@@ -155,5 +187,5 @@ def import_trace_command(
     for p in result.problems[:SHOWN_SKIPPED]:
         err_console.print(Text.assemble(("skipped", "yellow"), ": ", p.render(str(file))), highlight=False,
                           soft_wrap=True)
-    for line in summary_lines(result, out, options.tz, format):
+    for line in summary_lines(result, out, options.tz, format, options.fractional):
         out_console.print(Text(line), highlight=False, soft_wrap=True)

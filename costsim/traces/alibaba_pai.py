@@ -43,7 +43,7 @@ from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
 
-from .common import BadCell, ImportOptions, Job, Report, is_missing, iter_csv, iter_lines, parse_number, parse_time
+from .common import TYPE_SEP, BadCell, ImportOptions, Job, Report, is_missing, iter_csv, iter_lines, parse_number, parse_time
 
 JOB_COLUMNS = ["job_name", "inst_id", "user", "status", "start_time", "end_time"]
 TASK_COLUMNS = ["job_name", "task_name", "inst_num", "status", "start_time", "end_time",
@@ -191,8 +191,10 @@ def to_job(name: str, row: dict[str, str], line: int, tasks: list[Task], options
         return None
     if last < first:
         raise _Bad("end_time", "is before its first task's launch")
+    models = dict.fromkeys(t.gpu_type.strip() for t in gpu_tasks if not is_missing(t.gpu_type))
     return Job(source_id=name, submit_s=submit, gpus=gpus, run_s=last - first, status=status,
-               job_class=row.get("user", "").strip() or "trace", start_s=first, line=line)
+               job_class=row.get("user", "").strip() or "trace", start_s=first, line=line,
+               gpu_types=TYPE_SEP.join(models))
 
 
 def jobs(path: Path, options: ImportOptions, report: Report) -> Iterator[Job]:

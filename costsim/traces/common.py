@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
@@ -41,10 +42,17 @@ import pandas as pd
 from costsim.scenario.errors import Problem, ScenarioError
 from costsim.scenario.textfile import csv_field_limit, field_too_long
 
+if TYPE_CHECKING:
+    from .shape import RecordShape
+
 COLUMNS = ("submit_h", "gpus", "duration_h", "job_id", "job_class", "priority", "status", "observed_delay_h")
 SOURCE_ID = "source_id"  # added only when a job id had to change (duplicates in the source)
 FRACTIONAL = ("round-up", "pool")  # what to do with a job asking for part of a GPU (or 1.5 GPUs)
 MISSING = frozenset({"", "unknown", "none", "null", "nan", "nat", "n/a", "-", "--"})  # no time given
+TYPE_SEP = "|"  # between the GPU models of one job (a pod's gpu_spec "A100|H100", a SLURM job on two types)
+# Drop reasons of jobs still running when the record was taken (no end: their duration is unknown);
+# every format counts them under one of these.
+STILL_RUNNING = ("running (not replayed)", "running (no end yet)")
 MAX_REPORTED = 8  # bad rows listed in an error; the count of the rest is given
 _DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d*)?)$")  # [D-][HH:]MM:SS[.fff]
 _EPOCH_MIN, _EPOCH_MAX = 0.0, 32503680000.0  # 1970 .. 3000: numbers outside are not epoch seconds
@@ -80,6 +88,7 @@ class Job:
     line: int = 0  # line of the file (for messages)
     priority: int = 0
     share: float = 1.0  # the part of each of its GPUs it uses (k8s gpu_milli / 1000): "pool" shortens the run by it
+    gpu_types: str = ""  # the GPU models it ran on (or may run on), joined by TYPE_SEP; "": not recorded
 
 
 @dataclass
@@ -128,6 +137,19 @@ class ImportResult:
     dropped: dict[str, int]  # reason -> valid rows not replayed
     problems: list[Problem]  # the skipped rows' problems
     first_submit_s: float | None  # epoch seconds of hour 0 (None when no job is kept)
+    facts: ImportFacts | None = None  # what the GPU handling did to the kept jobs
+    shape: RecordShape | None = None  # where the jobs and GPU-hours sit (costsim.traces.shape)
+
+
+@dataclass(frozen=True)
+class ImportFacts:
+    """What whole-GPU handling and GPU types look like over the jobs kept (before costsim's own
+    MIN_JOB_H floor on a run). GPU-hours: GPUs × hours."""
+
+    used_gpu_hours: float  # Σ GPUs (fractional) × share of each GPU × run hours: what the source says was used
+    rounded_jobs: int  # jobs asking for part of a GPU (a fractional count or a share below 1)
+    gpu_types: dict[str, int] = field(default_factory=dict)  # GPU model -> jobs naming it (a job on two counts for both)
+    untyped_jobs: int = 0  # jobs whose GPU model is not recorded
 
 
 # -- cells -------------------------------------------------------------------------------------

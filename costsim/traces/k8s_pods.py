@@ -70,8 +70,9 @@ def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report)
     if gpus == 0:
         report.drop("no GPUs")
         return None
+    named = [s.strip() for s in row.get("gpu_spec", "").split("|") if s.strip()]
     if options.gpu_type is not None:
-        specs = [s.strip().lower() for s in row.get("gpu_spec", "").split("|") if s.strip()]
+        specs = [s.lower() for s in named]
         if not specs:
             report.drop("GPU type not recorded")
             return None
@@ -80,7 +81,7 @@ def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report)
             return None
     return Job(source_id=row["name"].strip(), submit_s=created, gpus=gpus, run_s=deleted - scheduled,
                status=PHASES[phase], job_class=row.get("qos", "").strip() or "trace", start_s=scheduled, line=line,
-               share=share)
+               share=share, gpu_types="|".join(named))
 
 
 def jobs(path: Path, options: ImportOptions, report: Report) -> Iterator[Job]:

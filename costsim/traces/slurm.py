@@ -55,8 +55,8 @@ from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
 
-from .common import (BadCell, ImportOptions, Job, Report, check_order, is_missing, iter_csv, parse_duration,
-                     parse_time)
+from .common import (TYPE_SEP, BadCell, ImportOptions, Job, Report, check_order, is_missing, iter_csv,
+                     parse_duration, parse_time)
 from .table import JobColumns
 
 STATES = {  # SLURM base state -> (status, replayed when it started)
@@ -122,6 +122,18 @@ def parse_tres(text: str, gpu_type: str | None) -> tuple[int, str | None]:
     return n, None if n else "another GPU type"
 
 
+def tres_types(text: str) -> str:
+    """The GPU models a TRES cell names (``gres/gpu:TYPE=N`` with N > 0), lower-case as
+    ``parse_tres`` matches them, joined by ``|`` in the order they appear; "" when none is named
+    (an untyped ``gres/gpu=N``). Cells that are not GPU counts are ``parse_tres``'s to refuse."""
+    models: list[str] = []
+    for item in text.split(","):
+        m = _GRES.match(item.strip())
+        if m and m.group(1) is not None and int(m.group(2)) > 0 and m.group(1).lower() not in models:
+            models.append(m.group(1).lower())
+    return TYPE_SEP.join(models)
+
+
 def parse_elapsed(text: str) -> float | None:
     """Seconds of an Elapsed cell; None when missing."""
     text = text.strip()
@@ -171,8 +183,9 @@ def _row(line: int, row: dict[str, str], options: ImportOptions, report: Report,
         report.drop(why)
         return None
     job_class = next((row[c].strip() for c in CLASS_COLUMNS if row.get(c, "").strip()), "trace")
+    types = options.gpu_type.lower() if options.gpu_type is not None else tres_types(row.get(tres_col, ""))
     return Job(source_id="", submit_s=times["Submit"], gpus=gpus, run_s=run_s, status=status,
-               job_class=job_class, start_s=times["Start"], line=line)
+               job_class=job_class, start_s=times["Start"], line=line, gpu_types=types)
 
 
 def read(path: Path, options: ImportOptions, report: Report) -> JobColumns | Iterator[Job]:
@@ -243,5 +256,7 @@ def _fold(parts: list[Job]) -> Job:
     gpus = sum(p.gpus for p in parts)
     run_s = sum(p.gpus * p.run_s for p in parts) / gpus if gpus else max(p.run_s for p in parts)
     status = max((p.status for p in parts), key=lambda st: _STATUS_RANK.get(st, 0))
+    models = list(dict.fromkeys(m for p in parts if p.gpus > 0 for m in p.gpu_types.split(TYPE_SEP) if m))
     return Job(source_id=first.source_id, submit_s=min(p.submit_s for p in parts), gpus=gpus, run_s=run_s,
-               status=status, job_class=first.job_class, start_s=min(starts) if starts else None, line=first.line)
+               status=status, job_class=first.job_class, start_s=min(starts) if starts else None, line=first.line,
+               gpu_types=TYPE_SEP.join(models))

@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from .common import BadCell, ImportOptions, Report, parse_time
-from .slurm import CLASS_COLUMNS, PENDING_RANGE, REQUIRED, fold_rows, parse_elapsed, parse_state, parse_tres
+from .slurm import (CLASS_COLUMNS, PENDING_RANGE, REQUIRED, fold_rows, parse_elapsed, parse_state, parse_tres,
+                    tres_types)
 from .table import JobColumns, columns_of
 
 # sacct's timestamps, years 1900-2999 (where Arrow's and Python's ISO parsers agree)
@@ -199,6 +200,9 @@ def _plain(t, lines: np.ndarray, options: ImportOptions, report: Report) -> JobC
     use_alloc = _per_value(alloc, lambda v: bool(v.strip())).astype(bool)
     tres = _per_value(pc.if_else(use_alloc, alloc, req),
                       lambda v: parse_tres(v, options.gpu_type))
+    # as slurm._row: with --gpu-type the GPUs kept are of that type only
+    types = (np.full(t.num_rows, options.gpu_type.lower(), dtype=object) if options.gpu_type is not None
+             else _per_value(pc.if_else(use_alloc, alloc, req), tres_types))
     gpus = np.array([g for g, _ in tres], dtype=float)
     why = np.array([w for _, w in tres], dtype=object)
     elapsed = _floats(_per_value(text("Elapsed"), parse_elapsed))
@@ -223,7 +227,8 @@ def _plain(t, lines: np.ndarray, options: ImportOptions, report: Report) -> JobC
     n = int(keep.sum())
     return JobColumns(source_id=np.asarray(ids, dtype=object), submit_s=submit[keep], gpus=gpus[keep],
                       run_s=run[keep], status=status[keep], job_class=cls[keep], start_s=start[keep],
-                      line=lines[keep], priority=np.zeros(n, dtype=np.int64), share=np.ones(n))
+                      line=lines[keep], priority=np.zeros(n, dtype=np.int64), share=np.ones(n),
+                      gpu_types=types[keep])
 
 
 def _empty(n: int):

@@ -19,7 +19,7 @@ from costsim.scenario.errors import Problem, ScenarioError
 from costsim.scenario.textfile import not_utf8
 from costsim.scenario.units import MAX_GPUS, MAX_HOURS, MIN_JOB_H
 
-from .common import COLUMNS, FRACTIONAL, SOURCE_ID, ImportOptions, ImportResult, Job, Report
+from .common import COLUMNS, FRACTIONAL, SOURCE_ID, TYPE_SEP, ImportFacts, ImportOptions, ImportResult, Job, Report
 
 
 @dataclass
@@ -37,6 +37,7 @@ class JobColumns:
     line: np.ndarray  # int64
     priority: np.ndarray  # int64
     share: np.ndarray  # float64: the part of each GPU used (1: whole GPUs)
+    gpu_types: np.ndarray  # object (str): GPU models joined by TYPE_SEP, "" when not recorded
 
     def __len__(self) -> int:
         return len(self.submit_s)
@@ -68,7 +69,8 @@ def columns_of(jobs: list[Job]) -> JobColumns:
         start_s=np.array([np.nan if j.start_s is None else j.start_s for j in jobs], dtype=float),
         line=np.array([j.line for j in jobs], dtype=np.int64),
         priority=np.array([j.priority for j in jobs], dtype=np.int64),
-        share=np.array([j.share for j in jobs], dtype=float))
+        share=np.array([j.share for j in jobs], dtype=float),
+        gpu_types=obj([j.gpu_types for j in jobs]))
 
 
 Reader = Callable[[Path, ImportOptions, Report], "Iterable[Job] | JobColumns"]
@@ -91,13 +93,36 @@ def import_jobs(jobs: Reader, path: Path | str, options: ImportOptions) -> Impor
         raise ScenarioError(source, [Problem((), f"cannot read the file: {exc.strerror or exc}")]) from None
     # One pass: the rows' own problems and build_frame's (too many GPUs, too long) are reported
     # together, in line order, by build_frame's check.
-    frame, first = build_frame(found, options, report)
+    frame, first, facts = build_table(found, options, report)
     report.check()
     if frame.empty:
         why = ", ".join(f"{n} {r}" for r, n in sorted(report.dropped.items())) or "the file has no jobs"
         raise ScenarioError(source, [Problem((), f"no job to replay ({why})")])
     problems = sorted(report.problems, key=lambda p: (p.line is None, p.line or 0))
-    return ImportResult(frame, report.skipped, dict(report.dropped), problems, first)
+    from .shape import record_shape
+
+    dropped = dict(report.dropped)
+    shape = record_shape(frame, dropped, facts.used_gpu_hours, facts.rounded_jobs)
+    return ImportResult(frame, report.skipped, dropped, problems, first, facts, shape)
+
+
+def type_counts(gpu_types: np.ndarray) -> tuple[dict[str, int], int]:
+    """(GPU model -> jobs naming it, jobs naming none) of per-job ``gpu_types`` cells (models
+    joined by TYPE_SEP). Models are matched case-insensitively, as ``--gpu-type`` matches them,
+    and shown as first spelled; a job naming two models counts for both."""
+    codes, cells = pd.factorize(pd.Series(gpu_types, dtype=object).fillna(""))
+    per_cell = np.bincount(codes[codes >= 0], minlength=len(cells))
+    counts: dict[str, int] = {}
+    spelling: dict[str, str] = {}
+    untyped = 0
+    for cell, n in zip(cells, per_cell, strict=True):
+        models = {m.strip().lower(): m.strip() for m in str(cell).split(TYPE_SEP) if m.strip()}
+        if not models:
+            untyped += int(n)
+        for key, name in models.items():
+            spelling.setdefault(key, name)
+            counts[spelling[key]] = counts.get(spelling[key], 0) + int(n)
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].lower()))), untyped
 
 
 def _gpus(gpus: np.ndarray, share: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
@@ -176,7 +201,15 @@ def _limits(jobs: JobColumns, whole: np.ndarray, report: Report) -> np.ndarray:
 
 def build_frame(jobs: JobColumns | list[Job], options: ImportOptions,
                 report: Report) -> tuple[pd.DataFrame, float | None]:
-    """The trace table of ``jobs`` and the epoch seconds of hour 0 (the first submit kept).
+    """The trace table of ``jobs`` and the epoch seconds of hour 0 (``build_table`` without its facts)."""
+    frame, first, _ = build_table(jobs, options, report)
+    return frame, first
+
+
+def build_table(jobs: JobColumns | list[Job], options: ImportOptions,
+                report: Report) -> tuple[pd.DataFrame, float | None, ImportFacts]:
+    """The trace table of ``jobs``, the epoch seconds of hour 0 (the first submit kept) and the
+    facts of the GPU handling (:class:`~costsim.traces.common.ImportFacts`) over the jobs kept.
 
     Jobs submitted outside [since, until) are dropped; rows are sorted by submit time, ties in file
     order. Replayed duration: ``run_s`` hours (at least MIN_JOB_H, so a zero-second job is still a
@@ -194,14 +227,14 @@ def build_frame(jobs: JobColumns | list[Job], options: ImportOptions,
     if options.fractional not in FRACTIONAL:
         raise ScenarioError("--fractional", [Problem((), f"must be one of {', '.join(FRACTIONAL)}")])
     if not len(jobs):
-        return pd.DataFrame(columns=list(COLUMNS)), None
+        return pd.DataFrame(columns=list(COLUMNS)), None, ImportFacts(0.0, 0)
     jobs = jobs.take(np.lexsort((jobs.line, jobs.submit_s)))  # by submit, ties in file order
     whole, factor = _gpus(jobs.gpus, jobs.share, options.fractional)
     keep = _limits(jobs, whole, report)
     report.check()
     jobs, whole, factor = jobs.take(keep), whole[keep], factor[keep]
     if not len(jobs):
-        return pd.DataFrame(columns=list(COLUMNS)), None
+        return pd.DataFrame(columns=list(COLUMNS)), None, ImportFacts(0.0, 0)
     first = float(jobs.submit_s[0])
     ids, changed = _unique_ids_fast(jobs.source_id)
     frame = pd.DataFrame({
@@ -216,4 +249,8 @@ def build_frame(jobs: JobColumns | list[Job], options: ImportOptions,
     })
     if changed:
         frame[SOURCE_ID] = jobs.source_id
-    return frame, first
+    used = float(np.sum(jobs.gpus * jobs.share * jobs.run_s) / 3600)
+    # A job asks for part of a GPU when its count is not whole or it uses a share of each GPU.
+    rounded = int(np.count_nonzero((np.abs(jobs.gpus - whole) > 1e-9) | (jobs.share < 1.0)))
+    types, untyped = type_counts(jobs.gpu_types)
+    return frame, first, ImportFacts(used, rounded, types, untyped)
