@@ -1,5 +1,5 @@
 """costsim: should we build (own) GPUs or rent them for RL training, and what does each choice
-do to cost, queue delay and iteration speed? See README.md and DESIGN.md.
+do to cost, queue delay and iteration speed? See README.md and docs/ (docs/architecture.md: the layers).
 
 Every function here checks its arguments and its scenario in full and raises ``ScenarioError``
 (file or function, field, message) on bad input: ``simulate`` re-validates and re-checks a

@@ -4,7 +4,9 @@ AppTest covers the wiring; this covers what only a browser shows: the verdict an
 cards above the fold, a file chosen in the uploader reaching the app (the same-name round trip),
 the scenario in the URL surviving a reload, every tab's figures drawn, and how long a rerun after
 one knob takes to settle (printed; issue 13 asks ≤ 1.5 s on the baseline). Screenshots of each
-tab go to out/screenshots/. Skipped where no chromium is installed (CI installs it: see .ci/run).
+tab go to out/screenshots/; the two the docs show (the first screen, the Time to target tab) are
+also written to docs/screenshots/ on every run, so they cannot go stale. Skipped where no chromium
+is installed (CI installs it: see .ci/run).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -29,6 +32,7 @@ expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "out" / "screenshots"
+DOC_SHOTS = ROOT / "docs" / "screenshots"  # the screenshots README.md and docs/dashboard.md show
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -101,6 +105,18 @@ def open_app(browser, url: str):
     return page
 
 
+def publish(png: bytes, name: str) -> None:
+    """Write a viewport screenshot the docs show to docs/screenshots/``name``: whole or not at all
+    (a temporary file renamed over the old one), and always the viewport's size, so a stale or
+    half-written picture cannot reach the docs."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    assert struct.unpack(">II", png[16:24]) == (VIEW["width"], VIEW["height"])
+    DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+    tmp = DOC_SHOTS / f".{name}.{os.getpid()}.tmp"
+    tmp.write_bytes(png)
+    os.replace(tmp, DOC_SHOTS / name)
+
+
 def in_view(page, locator) -> bool:
     box = locator.bounding_box()
     return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= VIEW["height"]
@@ -115,8 +131,8 @@ def test_first_screen_tabs_and_rerun_time(browser, app_url):
     # waited for, not counted at once (as the six-options test): a full run once counted 0 here
     expect(metrics).to_have_count(4 * len(CARD_METRICS), timeout=120_000)
     settled(page)
-    page.screenshot(path=str(SHOTS / "first-screen.png"))
     assert all(in_view(page, metrics.nth(i)) for i in range(metrics.count()))
+    publish(page.screenshot(path=str(SHOTS / "first-screen.png")), "first-screen.png")
     # Replications = 1 (issue 13's speed target is one run of the baseline), then a rerun after one
     # knob (the results of this setting are not cached yet)
     side = page.get_by_test_id("stSidebar")
@@ -298,6 +314,7 @@ def test_flagship_cards_above_the_fold_and_the_time_to_target_tab(browser, own_a
     figure = page.locator(".js-plotly-plot").first
     figure.scroll_into_view_if_needed()
     figure.screenshot(path=str(SHOTS / "tab-time-to-target.png"))
+    publish(page.screenshot(), "time-to-target.png")  # the viewport: the tab bar, the figure's legend
 
 
 def test_hostile_upload_names_write_only_in_the_private_folder(browser, tmp_path):

@@ -230,7 +230,7 @@ def default_rows(cat: Catalog) -> list[Row]:
     fails = float(cat.reliability["node_failures_per_1000_node_days"])
     return [
         Row("mfu_default", "training MFU (RL class default update.mfu)", "H100/H800 bf16, dense",
-            "AReaL 388–455 TFLOP/s on H800 (0.39–0.46); Llama 3 38–43 %; band from DESIGN.md §13 (35–46 %), "
+            "AReaL 388–455 TFLOP/s on H800 (0.39–0.46); Llama 3 38–43 %; band 35–46 %, "
             "the default at its conservative end", "38–46 %", 0.42, 0.35, 0.46,
             float(Update.model_fields["mfu"].default), "{:.0%}"),
         Row("node_failures", "node interruptions per 1,000 node-days (catalog default)",
@@ -264,7 +264,7 @@ def cost_rows(cat: Catalog) -> list[Row]:
     own = owned_usd_per_gpu_hour(cat)
     neo, hyper = (cat.gpus["H100"].price[t]["on_demand"] for t in ("neocloud", "hyperscaler"))
     setting = (f"{OWNED_GPUS:,} H100 on InfiniBand, catalog economics (5-year life, 8 % annuity), a fully busy year")
-    hand = "hand calculation (DESIGN.md section 13)"
+    hand = "hand calculation from the catalog's economics"
     return [
         Row("owned_usd_per_gpu_hour", "owned H100 cost per GPU-hour at full use ($)", setting, hand, "≈ 1.6–1.9",
             1.75, 1.6, 1.95, own, "{:.3f}"),
