@@ -250,10 +250,10 @@ def test_npv_is_the_mean_over_the_replications_with_its_interval():
     # By hand: own's mean 1,100,000; s = 141,421.36, half-width t(0.975, 1) · s / √2 = 12.7062 × 100,000.
     half = scipy_stats.t.ppf(0.975, 1) * 100_000
     assert round(half) == 1_270_620
-    assert npv_sentence([a, b]) == ("Net present value of each option's cash flow (means of 2 replications, ± "
+    assert npv_sentence([a, b]) == ("Net present value of each option's cash flow, the book value credit included (means of 2 replications, ± "
                                     f"half-width of the 95 % interval): own $1,100,000 ± ${half:,.0f}, "
                                     "cloud $600,000 ± $0.")
-    assert npv_sentence([a]) == "Net present value of each option's cash flow: own $1,000,000, cloud $600,000."
+    assert npv_sentence([a]) == "Net present value of each option's cash flow, the book value credit included: own $1,000,000, cloud $600,000."
 
 
 def test_the_breakeven_table_says_the_sentence_month_for_the_same_replications():

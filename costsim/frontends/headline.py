@@ -316,4 +316,4 @@ def npv_sentence(summaries: list[pd.DataFrame]) -> str:
         parts.append(f"{option} {money_exact(mean)}" + (f" ± {money_exact(pm)}" if pm == pm else ""))
     n = len(summaries)
     which = (f" (means of {n} replications, ± half-width of the 95 % interval)" if n > 1 else "")
-    return f"Net present value of each option's cash flow (the book value credit included){which}: {', '.join(parts)}."
+    return f"Net present value of each option's cash flow, the book value credit included{which}: {', '.join(parts)}."
