@@ -203,9 +203,9 @@ def _decision_rows(out: _Rows, scenario: Scenario) -> None:
     targets = decision.stated_targets
     out.add("service-level targets", "; ".join(targets) if targets else "none", "", decision.targets, None,
             "the targets a lab would hold (schema default)")
-    waiting = "waiting_usd_per_gpu_hour" in decision.model_fields_set
-    out.add("price of waiting", decision.waiting_usd_per_gpu_hour, "USD per queued GPU-hour",
-            decision.waiting_usd_per_gpu_hour if waiting else None, None, "schema default: waiting unpriced")
+    price = decision.waiting_usd_per_gpu_hour
+    out.add("price of waiting", price, "USD per queued GPU-hour", price or None, None,
+            "schema default: waiting unpriced")
 
 
 def shown(frame: pd.DataFrame) -> pd.DataFrame:

@@ -5,7 +5,8 @@ fills from the catalog or a schema default set to the value it used — economic
 capex per GPU, price, lead time, node size, billing, failure and preemption rates, rollout link —
 and, in its ``catalog:`` section, the GPU specs, fabric efficiencies, RL constants and fallback
 on-demand prices the model reads, with ``catalog_version`` set to the catalog's. Run again under
-any catalog, it gives the same numbers (``tests/test_resolved_scenario.py``). Values the scenario
+any catalog, it gives the same numbers (``tests/test_resolved_scenario.py``); the decision targets in
+force are written out too. Values the scenario
 does not use (the specs of a GPU type no option has, RL constants without RL classes) stay blank.
 """
 
@@ -104,6 +105,7 @@ def resolve_scenario(scenario: Scenario, catalog: Catalog | None = None) -> Scen
             _cloud(opt, plan, cat)
         if opt.get("rollout_pool") is not None and opt.get("rollout_link_gb_s") is None:
             opt["rollout_link_gb_s"] = link
+    data["decision"]["targets"] = list(scenario.decision.stated_targets)  # the defaults in force, written out
     data["catalog"] = _merge(data.get("catalog"), _pins(scenario, plans, cat))
     data["catalog_version"] = installed.version
     return scenario_from_data(data, f"scenario {scenario.name!r} resolved", scenario.base_dir)
