@@ -15,6 +15,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from costsim.catalog_pins import effective_catalog, warn_version
 from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
 from costsim.scenario.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
@@ -183,6 +184,7 @@ class OwnedPlan:
     kind: str = "owned"
     rollout: CloudPlan | None = None  # the rented pool its disaggregated RL classes sample on (rollout_pool)
     rollout_link_gb_s: float = 0.0  # GB/s of the link to it
+    rl: dict[str, float] | None = None  # the RL model's constants (catalog rl.*); None: the shipped catalog's
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,7 @@ class CloudPlan:
     kind: str = "cloud"
     rollout: CloudPlan | None = None  # reserved: the rented pool its disaggregated RL classes sample on
     rollout_link_gb_s: float = 0.0  # GB/s of the link to it
+    rl: dict[str, float] | None = None  # the RL model's constants (catalog rl.*); None: the shipped catalog's
 
     @property
     def reserved(self) -> bool:
@@ -313,6 +316,7 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
         scheduler=opt.scheduler,
         placement=opt.placement,
         capex_usd=float(capex),
+        rl=dict(cat.rl),
         **_failures(opt.failures, cat),
     )
 
@@ -381,12 +385,17 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float
         term_h=term_years * HOURS_PER_YEAR,
         renew=bool(opt.renew),
         placement=opt.placement or "best_fit",
+        rl=dict(cat.rl),
     )
 
 
 def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<scenario>") -> list[Plan]:
-    """Every option of the scenario in concrete numbers (catalog defaults applied)."""
+    """Every option of the scenario in concrete numbers (catalog defaults applied, the values the
+    scenario's ``catalog:`` section pins in their place). A scenario filled in from another catalog
+    version warns (``costsim.catalog_pins.CatalogVersionWarning``)."""
     cat = catalog or default_catalog()
+    warn_version(scenario, cat)
+    cat = effective_catalog(scenario, cat)
     econ = economics_values(scenario, cat)
     plans: list[Plan] = []
     for i, opt in enumerate(scenario.options):

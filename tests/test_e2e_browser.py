@@ -358,3 +358,59 @@ def test_hostile_upload_names_write_only_in_the_private_folder(browser, tmp_path
         expect(caption).to_have_count(1)
         assert caption.locator("a").count() == 0  # shown as text
         assert "https://example.com/lab" in caption.inner_text().replace("\u2060", "")
+
+
+def _catalog_leaves(node, out: list[dict]) -> list[dict]:
+    """Every {value, source, date} leaf of the catalog file, read here as plain YAML."""
+    if isinstance(node, dict) and "value" in node and "source" in node:
+        out.append(node)
+    elif isinstance(node, dict):
+        for child in node.values():
+            _catalog_leaves(child, out)
+    return out
+
+
+def test_report_assumptions_table_shows_every_catalog_value_used(browser, tmp_path):
+    """``costsim report`` on a tiny scenario, opened from the file: its Assumptions table has a row
+    for every value assumptions() lists, as shown, and each catalog value in it is a leaf of the
+    catalog file with that value, source and date."""
+    from importlib import resources
+
+    from ruamel.yaml import YAML
+
+    import costsim
+    from costsim.results.assumptions import assumptions, shown
+    from tests.helpers import TINY_RL, invoke_cli
+
+    (tmp_path / "s.yaml").write_text(TINY_RL.replace("{name: cloud, kind: cloud, gpu_type: H100}",
+                                                     "{name: cloud, kind: cloud, gpu_type: H100, pricing: spot}"))
+    report = tmp_path / "report.html"
+    result = invoke_cli("report", tmp_path / "s.yaml", "--out", report, "--replications", "1", "--no-tornado")
+    assert result.exit_code == 0, result.output
+    page = browser.new_page(viewport=VIEW)
+    page.goto(report.as_uri())
+    section = page.locator("section#assumptions")
+    expect(section.locator("h2")).to_have_text("Assumptions")
+    heads = section.locator("thead th").all_inner_texts()
+    rows = [dict(zip(heads, r.locator("td").all_inner_texts(), strict=True)) for r in section.locator("tbody tr").all()]
+    page.close()
+    by_name = {r["assumption"]: r for r in rows}
+    want = shown(assumptions(costsim.load_scenario(tmp_path / "s.yaml")))
+    assert len(rows) == len(want) == len(by_name)
+    for w in want.to_dict("records"):
+        assert by_name[w["assumption"]] == {k: w[k] for k in heads}, w["assumption"]
+    raw = YAML(typ="safe").load(resources.files("costsim").joinpath("data/catalog.yaml").read_text(encoding="utf-8"))
+    leaves = _catalog_leaves(raw, [])
+    from_catalog = [r for r in rows if r["from"] == f"catalog {raw['catalog_version']}"]
+    assert len(from_catalog) >= 30  # economics, power, price, billing, spot, RL specs and constants
+    for r in from_catalog:
+        shown_value = float(r["value"].replace(",", ""))
+        if r["assumption"].startswith("capex per GPU"):  # derived: server price ÷ 8 × (1 + 0.12 + 0.05 + 0.03)
+            assert shown_value == 45_000
+            continue
+        assert any(leaf["value"] == shown_value and leaf["source"] == r["source"] and str(leaf["date"]) == r["date"]
+                   for leaf in leaves), r
+    for what, value in [("electricity price", "0.085"), ("PUE", "1.3"), ("depreciation", "5"),
+                        ("price, cloud (H100, neocloud, spot)", "1.6"), ("cost of capital", "0.08"),
+                        ("staff cost", "225,000"), ("spot preemptions, cloud", "0.12")]:
+        assert by_name[what]["value"] == value, what

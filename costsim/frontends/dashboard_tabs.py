@@ -239,3 +239,17 @@ def data(res, runs, scenario) -> None:
                        key="dl_jobs", on_click="ignore")
     st.caption(f"Tables of the first replication. Catalog {default_catalog().version}; `costsim catalog` lists every "
                "default with its source.")
+    assumptions_table(res.scenario)
+
+
+def assumptions_table(scenario) -> None:
+    """Every value the run's numbers rest on, with its source and date (costsim.results.assumptions)."""
+    from costsim.results.assumptions import assumptions, shown
+
+    table = assumptions(scenario, default_catalog())
+    st.subheader("Assumptions")
+    st.caption("What the numbers rest on: set by the scenario, from the catalog (with its source and date) or a "
+               "costsim default. Each value is in the unit beside it.")
+    st.dataframe(shown(table).rename(columns={"value": "value (in unit)"}), hide_index=True, key="assumptions_table")
+    st.download_button("Assumptions (CSV)", csv_text(table), "assumptions.csv", "text/csv",
+                       key="dl_assumptions", on_click="ignore")

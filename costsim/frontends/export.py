@@ -9,21 +9,26 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from costsim.catalog import default_catalog
 from costsim.csvcells import write_csv
 from costsim.runs.outdir import MANIFEST, OutputFolder
 from costsim.results import Results
+from costsim.results.assumptions import assumptions
 from costsim.scenario import dump_scenario
+from costsim.scenario.resolve import resolve_scenario
 
 TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target", "reward_by_day")
 RESOLVED_SCENARIO = "scenario.resolved.yaml"
+ASSUMPTIONS = "assumptions.csv"  # every value the numbers rest on, with source and date (costsim.results.assumptions)
 # Every name costsim writes into an output folder (a folder holding others is not replaced).
 REPORT = "report.html"  # costsim run --out writes it beside the tables (costsim.frontends.report)
-OUTPUT_NAMES = frozenset({f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet")} | {RESOLVED_SCENARIO, MANIFEST, REPORT})
+OUTPUT_NAMES = frozenset({f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet")} | {RESOLVED_SCENARIO, ASSUMPTIONS, MANIFEST, REPORT})
 
 
 def resolved_scenario_yaml(results: Results) -> str:
     """The scenario as run: seed filled in, the trace and scaling points files as absolute paths so
-    it loads from anywhere."""
+    it loads from anywhere, and every value the run took from the catalog written in with the
+    catalog's version (``costsim.scenario.resolve``), so a later catalog does not change a rerun."""
     sc = results.scenario
     trace = str((sc.base_dir / sc.workload.trace).resolve()) if sc.workload.trace else None
     classes = tuple(
@@ -34,13 +39,13 @@ def resolved_scenario_yaml(results: Results) -> str:
         "seed": results.seed,
         "workload": sc.workload.model_copy(update={"trace": trace, "classes": classes}),
     })
-    return dump_scenario(resolved)
+    return dump_scenario(resolve_scenario(resolved, default_catalog()))
 
 
 def write_tables(results: Results, folder: Path | str,
                  on_table: Callable[[str, int, int], None] | None = None) -> list[Path]:
-    """Write every table as ``<name>.csv`` and ``<name>.parquet`` and ``scenario.resolved.yaml``
-    into an existing ``folder`` (no atomicity: ``write_results`` and the CLI give it a staging folder).
+    """Write every table as ``<name>.csv`` and ``<name>.parquet``, ``scenario.resolved.yaml`` and
+    ``assumptions.csv`` into an existing ``folder`` (no atomicity: ``write_results`` and the CLI give it a staging folder).
     ``on_table(name, done, total)`` is called before each table (for a progress bar)."""
     out = Path(folder)
     meta = json.dumps({
@@ -63,6 +68,9 @@ def write_tables(results: Results, folder: Path | str,
     scenario_path = out / RESOLVED_SCENARIO
     scenario_path.write_text(resolved_scenario_yaml(results), encoding="utf-8")
     written.append(scenario_path)
+    assumptions_path = out / ASSUMPTIONS
+    write_csv(assumptions(results.scenario, default_catalog()), assumptions_path)
+    written.append(assumptions_path)
     return written
 
 

@@ -5,8 +5,9 @@ drawn by it, no external URL (it opens with no network). It leads with the verdi
 (``costsim.decide``) and its confidence, then the options side by side (amortised total and cash
 spent, the fair total with unfinished work priced at the cheapest rent), time to target (when a
 class has a ``scaling`` curve), break-even, the Pareto
-frontier, the sensitivity tornado, cost breakdown, delays, iteration speed and reliability, and
-ends with the scenario as YAML and the catalog and costsim versions.
+frontier, the sensitivity tornado, cost breakdown, delays, iteration speed and reliability, the
+assumptions (every value the numbers rest on, with its source and date), and ends with the scenario
+as YAML and the catalog and costsim versions.
 
 ``source``: a Results, a list of Results (replications of one scenario), a SweepResults, or a
 sweep's output folder. Figures drawn from one run's detail (delays, iterations, reliability) use
@@ -28,6 +29,7 @@ from costsim.frontends import report_html as h
 from costsim.frontends.report_sections import (FRONTIER_ROWS, breakeven_section, footer, options_section,
                                               pareto_section, run_figures, time_to_target_section, tornado_section,
                                               verdict_parts)
+from costsim.frontends.report_assumptions import assumptions_section
 from costsim.frontends.report_sweep import read_sweep_folder
 from costsim.results import Results
 from costsim.runs.outdir import OutputError
@@ -100,7 +102,7 @@ def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None) -
     target, _ = time_to_target_section(src.runs, v)  # "" unless a class has a scaling curve
     sub = f"{plain(sc.horizon_days)} days, {len(sc.options)} options, {label}."
     body = [h.section("Verdict", *verdict_parts(v, label), anchor="verdict"), options_section(v, mean),
-            target, be, pareto, tor, *figures, footer(sc)]
+            target, be, pareto, tor, *figures, assumptions_section(sc), footer(sc)]
     return sc.name, _header(sc.name, sub, src.notes) + "".join(body)
 
 

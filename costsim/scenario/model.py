@@ -33,6 +33,7 @@ from .base import StrictModel
 from .classes import RLClass
 from .jobclass import JobClass
 from .options import CloudOption, HybridOption, Option, OwnedOption
+from .pinned import CatalogValues
 from .targets import DEFAULT_TARGETS, target_problem
 
 MAX_CLASSES = 500
@@ -230,6 +231,12 @@ class Scenario(StrictModel):
         "less than horizon_days).",
     )
     economics: Economics = Field(default_factory=Economics, description="Catalog overrides.")
+    catalog: CatalogValues | None = Field(
+        None, description="Catalog values no other field holds (GPU specs, fabric efficiency, RL constants), "
+        "pinned; null: catalog.")
+    catalog_version: Annotated[str, Field(min_length=1, max_length=100)] | None = Field(
+        None, description="The catalog version the scenario's values were filled in from (scenario.resolved.yaml "
+        "records it); a run under another installed catalog warns; null: none recorded.")
     workload: Workload = Field(description="The jobs.")
     serving: Serving | None = Field(None, description="Inference load on the same compute; null: none.")
     decision: Decision = Field(default_factory=Decision,

@@ -152,7 +152,8 @@ def iteration_rows(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def hardware(plan: OwnedPlan | CloudPlan, catalog: Catalog | None = None) -> rl.Hardware:
     """What an option's GPUs and fabric mean for an iteration (NVLink domain: node or instance)."""
     gpu = plan.gpu
-    consts = (catalog or default_catalog()).rl
+    # The plan's own constants (resolved with the scenario's pins); a plan built by hand has none.
+    consts = plan.rl if plan.rl is not None else (catalog or default_catalog()).rl
     domain = plan.gpus_per_instance if isinstance(plan, CloudPlan) else plan.gpus_per_node
     # A node or instance of fewer GPUs than the catalog's node has its share of the node's NICs.
     nics = gpu.nics_per_node * domain / gpu.gpus_per_node
