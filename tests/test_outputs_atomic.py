@@ -321,9 +321,10 @@ def test_write_results_from_python_is_atomic_too(small):
 
     res = costsim.simulate(small / "s.yaml", seed=3)
     written = write_results(res, small / "res")
-    # Every table as CSV and Parquet, the resolved scenario and the manifest, nothing else.
+    # Every table as CSV and Parquet, the resolved scenario, the assumptions and the manifest, nothing else.
     assert sorted(p.name for p in written) == sorted(p.name for p in (small / "res").iterdir())
-    assert len(written) == 2 * len(TABLES) + 2  # each table as CSV and Parquet, the resolved scenario, the manifest
+    assert len(written) == 2 * len(TABLES) + 3
+    assert "assumptions.csv" in {p.name for p in written}
     assert json.loads((small / "res" / MANIFEST).read_text())["seed"] == 3
     (small / "res" / "notes.txt").write_text("mine")
     with pytest.raises(costsim.ScenarioError, match="notes.txt"):
