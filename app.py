@@ -25,7 +25,8 @@ from costsim.frontends.dashboard import (
     knob_problems, literal_markdown, load_upload, make_upload_root, public_text, run_key, shipped_scenarios,
     shipped_traces, simulate_bounded, simulate_many, waiting_note, warm_up,
 )
-from costsim.frontends.dashboard_sidebar import knob_form
+from costsim.frontends.bounded import RunTimedOut
+from costsim.frontends.dashboard_sidebar import knob_form, timed_out
 from costsim.frontends.dashboard_views import first_screen, flip_control
 from costsim.runs.sweepfile import replication_seed
 from costsim.scenario import ScenarioError
@@ -74,6 +75,10 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
         except ScenarioError as err:
             status.empty()
             show_error("This scenario cannot be run.", err)
+            return None
+        except RunTimedOut:
+            status.empty()
+            timed_out(scenario, replications, limits.run_seconds, Limits.ENV["run_seconds"])
             return None
         except RunStopped as err:
             status.empty()
@@ -201,7 +206,7 @@ def main() -> None:
             knob_key = pushed[2]
         else:
             knob_key += "." + edit.data_key(data)
-    form = knob_form(knob_base, knob_key, f"{base.key}.{generation}")
+    form = knob_form(knob_base, knob_key)
     runs = scenario = None
     why = None
     if not working.ok:
