@@ -26,7 +26,7 @@ from costsim.frontends.dashboard import (
     shipped_traces, simulate_bounded, simulate_many, waiting_note, warm_up,
 )
 from costsim.frontends.bounded import RunTimedOut
-from costsim.frontends.dashboard_sidebar import knob_form, timed_out
+from costsim.frontends.dashboard_sidebar import knob_form, sidebar_slot, timed_out
 from costsim.frontends.dashboard_views import first_screen, flip_control
 from costsim.runs.sweepfile import replication_seed
 from costsim.scenario import ScenarioError
@@ -121,13 +121,14 @@ def load_base(limits: Limits) -> Base | None:
     st.sidebar.header("Scenario")
     uploaded = st.session_state.get("upload")
     linked = None if uploaded is not None else from_link(limits)
-    if uploaded is not None:
-        st.sidebar.selectbox("Scenario", [f"uploaded: {uploaded.name}"], disabled=True, key="scenario_uploaded",
-                             help="Remove the uploaded file (×) to choose a shipped scenario again.")
-        choice = None
-    else:
-        names = ([f"{LINK}: {linked.name}"] if linked is not None else []) + list(shipped)
-        choice = st.sidebar.selectbox("Scenario", names, key="scenario_choice")
+    with sidebar_slot("scenario", "uploaded" if uploaded is not None else "choice"):
+        if uploaded is not None:
+            st.selectbox("Scenario", [f"uploaded: {uploaded.name}"], disabled=True, key="scenario_uploaded",
+                         help="Remove the uploaded file (×) to choose a shipped scenario again.")
+            choice = None
+        else:
+            names = ([f"{LINK}: {linked.name}"] if linked is not None else []) + list(shipped)
+            choice = st.selectbox("Scenario", names, key="scenario_choice")
     upload = st.sidebar.file_uploader(
         "...or upload a scenario (YAML)", type=["yaml", "yml"], key="upload",
         max_upload_size=max(1, int(limits.upload_mb)),

@@ -50,9 +50,29 @@ def _widget(form: KnobForm, knob: str, label: str, make):
     return value
 
 
+def sidebar_slot(name: str, identity: str):
+    """A place in the sidebar (a container, to draw in with ``with``) for widgets keyed by
+    ``identity``: one of two places, the other one when the previous run drew ``name`` with
+    another identity (that one is left empty).
+
+    Why: while a script runs, the browser keeps a widget of the previous run whose key changed
+    beside its successor at the same place, greyed and inert, until the run ends; during a run
+    of several seconds every knob showed twice. A block drawn where the previous run had an
+    empty element starts with no children, and an element that replaces a block takes the
+    block's widgets with it, so no old widget stays. (Emptying the same place first does not
+    work: Streamlit merges the two changes of one place before they reach the browser.)"""
+    places = st.sidebar.empty(), st.sidebar.empty()
+    drawn, place = st.session_state.get(f"sidebar_slot:{name}", (identity, 0))
+    if drawn != identity:
+        place = 1 - place
+    st.session_state[f"sidebar_slot:{name}"] = (identity, place)
+    return places[place].container()
+
+
 def knob_form(scenario: Scenario, key: str) -> KnobForm:
-    """The sidebar's knobs for ``scenario``; ``key`` prefixes every widget key (the content key).
-    The replications, a setting of the session, are kept under ``REPLICATIONS_KEY``."""
+    """The sidebar's knobs for ``scenario``, in a ``sidebar_slot`` of their own; ``key`` prefixes
+    every widget key (the content key). The replications, a setting of the session, are kept
+    under ``REPLICATIONS_KEY``."""
     # Set once, then the widget's own: no ``value=`` below, which would also reset it whenever
     # the widget changed. Kept while a run draws no form (a scenario that cannot be loaded).
     st.session_state.setdefault(REPLICATIONS_KEY, DEFAULT_REPLICATIONS)
@@ -60,7 +80,7 @@ def knob_form(scenario: Scenario, key: str) -> KnobForm:
     plans = {p.name: p for p in resolve(scenario)}
     out = KnobForm(k, DEFAULT_REPLICATIONS, {}, {})
     owned, capex, lead, prices = {}, {}, {}, {}
-    with st.sidebar.form("knobs"):
+    with sidebar_slot("knobs", key), st.form("knobs"):
         st.subheader("Service level")
         service = {
             "p95_delay_h": _widget(out, "target:p95", "Target: p95 queue delay (h)", lambda label: st.number_input(
