@@ -212,40 +212,27 @@ def check_out(path: Path, label: str = "--out") -> None:
 # ------------------------------------------------------------------ the command
 
 
-def _replications(sc, n: int, seed: int):
-    """``n`` runs of ``sc`` with seeds ``replication_seed(seed, r)``, with a progress bar on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from costsim.frontends.cli import err_console
+def replications_of(sc, n: int, seed: int, step=None):
+    """``n`` runs of ``sc`` with seeds ``replication_seed(seed, r)``; ``step(done)`` after each."""
     from costsim.runs import api
     from costsim.runs.sweepfile import replication_seed
 
     runs = []
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task("simulating replications", total=n)
-        for r in range(n):
-            runs.append(api.simulate(sc, seed=replication_seed(seed, r)))
-            bar.update(task, completed=r + 1)
+    for r in range(n):
+        runs.append(api.simulate(sc, seed=replication_seed(seed, r)))
+        if step is not None:
+            step(r + 1)
     return runs
 
 
-def _tornado(sc, seed: int, targets=None):
-    """The tornado (one run per input value, with a progress bar), or a note saying why there is none."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from costsim.frontends.cli import err_console
-
+def tornado_or_note(sc, seed: int, targets=None, step=None):
+    """The tornado (one run per input at each end of its range; ``step(done, total)`` after each),
+    or a note saying why there is none."""
     try:
         from costsim.decisions.sensitivity import tornado
     except ImportError:
         return "The sensitivity tornado is not available in this version of costsim."
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task("sensitivity tornado", total=None)
-        try:
-            return tornado(sc, replications=1, seed=seed, targets=targets, progress=lambda done, total: bar.update(
-                task, completed=done, total=total))
-        except ScenarioError as err:  # e.g. no owned or no rented option to set against each other
-            return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)
-
+    try:
+        return tornado(sc, replications=1, seed=seed, targets=targets, progress=step)
+    except ScenarioError as err:  # e.g. no owned or no rented option to set against each other
+        return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)
