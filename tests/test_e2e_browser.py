@@ -227,6 +227,10 @@ def test_each_sidebar_widget_shows_once_while_a_run_goes(browser, app_url, tmp_p
     def counts() -> tuple[int, ...]:
         return tuple(side.get_by_test_id(kind).count() for kind in kinds)
 
+    # a new page draws its widgets as placeholders until their code has loaded: wait for the real ones
+    expect(side.get_by_test_id("stFileUploader")).to_have_count(2, timeout=60_000)
+    expect(side.locator("input[aria-label='own-256: owned GPUs']")).to_be_visible(timeout=60_000)
+    page.wait_for_timeout(500)
     settled_counts = counts()
     path = tmp_path / "own-seed.yaml"
     path.write_text(BASELINE.replace("seed: 0\n", "seed: 424242\n"))

@@ -1,5 +1,5 @@
 """``costsim optimize``: the cheapest configuration that meets every target
-(``costsim.decisions.optimize``), with a progress bar, the answer in one sentence and the Pareto
+(``costsim.decisions.optimize``), with its progress on stderr, the answer in one sentence and the Pareto
 frontier it found; ``--out`` writes ``evaluated.csv`` and ``frontier.csv`` all at once.
 
 Registered by ``cli.py`` as ``app.command("optimize")(optimize_command)``; the CLI's consoles and
