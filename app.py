@@ -26,7 +26,8 @@ from costsim.frontends.dashboard import (
     knob_problems, literal_markdown, load_upload, make_upload_root, public_text, run_key, shipped_scenarios,
     shipped_traces, simulate_bounded, simulate_many, waiting_note, warm_up,
 )
-from costsim.frontends.dashboard_sidebar import knob_form
+from costsim.frontends.bounded import RunTimedOut
+from costsim.frontends.dashboard_sidebar import knob_form, sidebar_slot, timed_out
 from costsim.frontends.dashboard_views import first_screen, flip_control
 from costsim.runs.sweepfile import replication_seed
 from costsim.scenario import ScenarioError
@@ -77,6 +78,10 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
             status.empty()
             show_error("This scenario cannot be run.", err)
             return None
+        except RunTimedOut:
+            status.empty()
+            timed_out(scenario, replications, limits.run_seconds, Limits.ENV["run_seconds"])
+            return None
         except RunStopped as err:
             status.empty()
             st.error(public_text(str(err), upload_root()))  # our own words only
@@ -118,13 +123,14 @@ def load_base(limits: Limits) -> Base | None:
     st.sidebar.header("Scenario")
     uploaded = st.session_state.get("upload")
     linked = None if uploaded is not None else from_link(limits)
-    if uploaded is not None:
-        st.sidebar.selectbox("Scenario", [f"uploaded: {uploaded.name}"], disabled=True, key="scenario_uploaded",
-                             help="Remove the uploaded file (×) to choose a shipped scenario again.")
-        choice = None
-    else:
-        names = ([f"{LINK}: {linked.name}"] if linked is not None else []) + list(shipped)
-        choice = st.sidebar.selectbox("Scenario", names, key="scenario_choice")
+    with sidebar_slot("scenario", "uploaded" if uploaded is not None else "choice"):
+        if uploaded is not None:
+            st.selectbox("Scenario", [f"uploaded: {uploaded.name}"], disabled=True, key="scenario_uploaded",
+                         help="Remove the uploaded file (×) to choose a shipped scenario again.")
+            choice = None
+        else:
+            names = ([f"{LINK}: {linked.name}"] if linked is not None else []) + list(shipped)
+            choice = st.selectbox("Scenario", names, key="scenario_choice")
     upload = st.sidebar.file_uploader(
         "...or upload a scenario (YAML)", type=["yaml", "yml"], key="upload",
         max_upload_size=max(1, int(limits.upload_mb)),
@@ -203,7 +209,7 @@ def main() -> None:
             knob_key = pushed[2]
         else:
             knob_key += "." + edit.data_key(data)
-    form = knob_form(knob_base, knob_key, f"{base.key}.{generation}")
+    form = knob_form(knob_base, knob_key)
     runs = scenario = None
     why = None
     if not working.ok:

@@ -15,6 +15,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 import costsim
+from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
 from costsim.frontends.dashboard import (
     LINK, SCENARIO_DIR, apply_knobs, content_key, current_knobs, decode_scenario, encode_scenario, sized_name,
 )
@@ -172,7 +173,7 @@ def test_new_knobs_reach_the_scenario():
     k = key(short())
     at.number_input(key=f"{k}:econ:electricity_usd_per_kwh").set_value(0.5)
     at.number_input(key=f"{k}:horizon").set_value(20.0)
-    at.number_input(key=f"{k}:replications").set_value(1)
+    at.number_input(key=REPLICATIONS_KEY).set_value(1)
     at.button(key="FormSubmitter:knobs-Run").click().run()
     assert not at.exception and not at.error
     shared = costsim.load_scenario_text(decode_scenario(at.query_params["s"][0] if isinstance(at.query_params["s"], list)
@@ -225,7 +226,7 @@ def test_uploaded_file_is_named_in_the_selector():
 
 def test_every_tab_renders_and_download_round_trips():
     at = upload(start(), short())
-    at.number_input(key=f"{key(short())}:replications").set_value(1)
+    at.number_input(key=REPLICATIONS_KEY).set_value(1)
     at.button(key="FormSubmitter:knobs-Run").click().run()
     for tab in TABS:
         if tab in ("Sensitivity", "Sweep"):

@@ -11,6 +11,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 import costsim
+from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
 from costsim.frontends.dashboard import SCENARIO_DIR, decode_scenario, encode_scenario
 from costsim.runs.sweepfile import replication_seed
 from test_app import _clear_caches, cards, key, short, upload  # noqa: F401 (_clear_caches: autouse fixture)
@@ -23,7 +24,7 @@ def opened() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["s"] = encode_scenario(short())
     at = upload(at.run(), short())
-    at.number_input(key=f"{key(short())}:replications").set_value(1)
+    at.number_input(key=REPLICATIONS_KEY).set_value(1)
     at.button(key="FormSubmitter:knobs-Run").click().run()
     return at.radio(key="tab").set_value("Edit scenario").run()
 

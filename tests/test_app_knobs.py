@@ -50,8 +50,9 @@ from streamlit.testing.v1.element_tree import Error
 
 import costsim
 from costsim.catalog import economics_values, resolve
+from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
 from costsim.frontends.dashboard import (
-    LINK, SCENARIO_DIR, SETUPS, apply_knobs, content_key, current_knobs, encode_scenario, knob_paths,
+    LINK, SCENARIO_DIR, SETUPS, apply_knobs, current_knobs, encode_scenario, knob_paths,
 )
 from costsim.frontends.headline import CARD_METRICS
 
@@ -149,10 +150,10 @@ def submit(at: AppTest) -> AppTest:
 
 def opened() -> AppTest:
     """The app on a link to ``TINY`` with Replications at 1 from the first run (set through the
-    session state under the widget's key: a link's widgets are keyed by its YAML's content)."""
+    session state under the widget's key, one for the whole session)."""
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["s"] = encode_scenario(TINY)
-    at.session_state[f"{content_key(costsim.dump_scenario(SC).encode())}.0:replications"] = 1
+    at.session_state[REPLICATIONS_KEY] = 1
     at.run()
     assert not at.exception and not at.error
     assert knob_widget(at, "replications").value == 1, "the link's widget keys changed: update opened()"

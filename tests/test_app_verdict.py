@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
+from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
 from costsim.frontends.dashboard import (
     SCENARIO_DIR, apply_knobs, content_key, current_knobs, encode_scenario, literal_markdown,
 )
@@ -43,7 +44,7 @@ def test_headline_is_the_verdict_and_never_a_flagged_option():
     linked = costsim.load_scenario_text(short_baseline(), "short.yaml", SCENARIO_DIR)
     k = f"{content_key(costsim.dump_scenario(linked).encode())}.0"  # a link's widgets: keyed by its YAML
     at.number_input(key=f"{k}:scale").set_value(3.0)  # the dashboard's own knob: arrivals × 3
-    at.number_input(key=f"{k}:replications").set_value(1)  # one run: the cards are its numbers
+    at.number_input(key=REPLICATIONS_KEY).set_value(1)  # one run: the cards are its numbers
     at.button(key="FormSubmitter:knobs-Run").click().run()
     assert not at.exception and not at.error
 

@@ -18,6 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
+from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
 from costsim.frontends.dashboard import (
     SCENARIO_DIR, Upload, content_key, encode_scenario, load_upload, make_upload_root,
 )
@@ -143,7 +144,7 @@ def on_the_editor() -> AppTest:
     at.query_params["s"] = encode_scenario(short())
     at.run()
     at.sidebar.file_uploader(key="upload").upload("short.yaml", short().encode(), "application/yaml").run()
-    at.number_input(key=f"{key(short())}:replications").set_value(1)
+    at.number_input(key=REPLICATIONS_KEY).set_value(1)
     at.button(key="FormSubmitter:knobs-Run").click().run()
     return at.radio(key="tab").set_value("Edit scenario").run()
 

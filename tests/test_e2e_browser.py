@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from operator import le
 from pathlib import Path
 
 import pytest
@@ -229,6 +230,41 @@ def test_bad_upload_shows_error_in_the_browser(browser, own_app_url, tmp_path):
     details.wait_for(timeout=30_000)
     assert "YAML syntax error" in details.inner_text()
     assert page.get_by_test_id("stException").count() == 0
+
+
+def test_each_sidebar_widget_shows_once_while_a_run_goes(browser, app_url, tmp_path):
+    """An upload changes every knob's key; while the upload's run (three replications of a year
+    no other test runs: its own seed) goes on, the sidebar shows each widget once, as settled,
+    not the previous run's widgets greyed beside the new ones."""
+    page = open_app(browser, app_url)
+    side = page.get_by_test_id("stSidebar")
+    kinds = ("stNumberInput", "stSelectbox", "stFileUploader", "stButton", "stFormSubmitButton")
+
+    def counts() -> tuple[int, ...]:
+        return tuple(side.get_by_test_id(kind).count() for kind in kinds)
+
+    # a new page draws its widgets as placeholders until their code has loaded: wait for the real ones
+    expect(side.get_by_test_id("stFileUploader")).to_have_count(2, timeout=60_000)
+    expect(side.locator("input[aria-label='own-256: owned GPUs']")).to_be_visible(timeout=60_000)
+    page.wait_for_timeout(500)
+    settled_counts = counts()
+    path = tmp_path / "own-seed.yaml"
+    path.write_text(BASELINE.replace("seed: 0\n", "seed: 424242\n"))
+    side.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(path))
+    app, during = page.get_by_test_id("stApp"), []
+    for _ in range(1200):  # 0.1 s apart: until the run has been seen and has ended
+        running = app.get_attribute("data-test-script-state") == "running"
+        if running:  # the new widgets are drawn within milliseconds, then the run takes seconds
+            during.append(counts())
+        elif during:
+            break
+        page.wait_for_timeout(100)
+    assert len(during) >= 5, "the upload's run was not seen going on for half a second"
+    # never more than settled (a widget may be missing for the moment its place is redrawn)
+    assert all(all(map(le, sample, settled_counts)) for sample in during), (settled_counts, sorted(set(during)))
+    assert settled_counts in during
+    settled(page)
+    assert counts() == settled_counts
 
 
 def test_six_options_fit_above_the_fold_and_the_decision_tabs_draw(browser, own_app_url):

@@ -70,7 +70,7 @@ def test_replication_zero_is_the_run_costsim_run_makes(lab, cli_run):
     from streamlit.testing.v1 import AppTest
 
     from costsim.frontends.dashboard import encode_scenario
-    from costsim.frontends.report import replication_runs
+    from costsim.frontends.report import replications_of
     from costsim.runs.sweep import sweep
     from costsim.runs.sweepfile import sweep_from_sets
 
@@ -101,7 +101,7 @@ def test_replication_zero_is_the_run_costsim_run_makes(lab, cli_run):
     assert npv_sentence([r.summary for r in dashboard_runs]) in captions and "means of 3 replications" in captions
 
     # costsim report's runs (2 replications: the first is the CLI's run, the second another).
-    report_runs = replication_runs(sc, 2, sc.seed)
+    report_runs = replications_of(sc, 2, sc.seed)
     _same(report_runs[0].summary, cli)
     assert report_runs[1].seed != sc.seed
     assert not report_runs[1].summary["total_cost_usd"].equals(cli["total_cost_usd"])
@@ -278,12 +278,12 @@ def test_the_breakeven_table_says_the_sentence_month_for_the_same_replications()
 def test_the_report_tornado_runs_on_the_verdicts_replications(tmp_path):
     from costsim.decisions.sensitivity import tornado
     from costsim.formats import who_pays_more
-    from costsim.frontends.report import replication_runs
+    from costsim.frontends.report import replications_of
     from costsim.results.finance import breakeven_over
 
     (tmp_path / "s.yaml").write_text(TINY_RL)
     sc = costsim.load_scenario(tmp_path / "s.yaml")
-    runs = replication_runs(sc, 2, sc.seed)
+    runs = replications_of(sc, 2, sc.seed)
     verdict = costsim.decide(runs, flips=False)
     t = tornado(sc, replications=2, seed=sc.seed, inputs=["electricity_usd_per_kwh"])
     # The base variant is the verdict's two runs: the same paired differences, averaged.

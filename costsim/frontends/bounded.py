@@ -96,6 +96,11 @@ class RunStopped(WorkStopped):
     user text and no traceback: it is safe to show as Markdown."""
 
 
+class RunTimedOut(RunStopped):
+    """A run stopped at the dashboard's time limit (``Limits.run_seconds``): the app then says
+    what to lower and offers a quicker retry."""
+
+
 _log = logging.getLogger(__name__)
 
 
@@ -348,7 +353,7 @@ def _simulate_batch(scenario: Scenario, seeds: list[int | None], limits: Limits,
             time.sleep(min(poll_s, 0.02))
             elapsed = time.monotonic() - start
             if elapsed > limits.run_seconds:
-                raise RunStopped(
+                raise RunTimedOut(
                     f"The simulation did not finish within the dashboard's limit of {limits.run_seconds:g} s "
                     "and was stopped. Shorten the horizon or lower the arrival scale, run it with the command "
                     f"line (`costsim run`), or raise the limit ({Limits.ENV['run_seconds']}).")

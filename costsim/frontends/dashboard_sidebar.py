@@ -10,12 +10,17 @@ from dataclasses import dataclass
 import streamlit as st
 
 from costsim.catalog import resolve
+from costsim.formats import count, number, significant
 from costsim.frontends.editor_widgets import whole_number
 from costsim.frontends.knobs import ECONOMY, SETUPS, ClassKnobs, Knobs, current_knobs
 from costsim.scenario import Scenario
 
 DEFAULT_REPLICATIONS = 3
 MAX_REPLICATIONS = 10
+REPLICATIONS_KEY = "run:replications"
+"""The replications widget's key: one for the whole session, not keyed by the scenario's content
+as the knobs are, so the count a user chose stays through an upload, a scenario switch, an edit
+and a reset of the knobs (it is a setting of the session, not of the scenario)."""
 
 ECONOMY_WIDGETS = {  # field -> (label, step, format, help)
     "depreciation_years": ("Depreciation (years)", 0.5, "%.1f", "Straight-line life of owned hardware; the "
@@ -45,16 +50,37 @@ def _widget(form: KnobForm, knob: str, label: str, make):
     return value
 
 
-def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> KnobForm:
-    """The sidebar's knobs for ``scenario``; ``key`` prefixes every widget key (the content key).
-    ``session_key`` (default ``key``) prefixes the settings that are not in the scenario
-    (replications), so an edit of the scenario does not reset them."""
-    session_key = session_key or key
+def sidebar_slot(name: str, identity: str):
+    """A place in the sidebar (a container, to draw in with ``with``) for widgets keyed by
+    ``identity``: one of two places, the other one when the previous run drew ``name`` with
+    another identity (that one is left empty).
+
+    Why: while a script runs, the browser keeps a widget of the previous run whose key changed
+    beside its successor at the same place, greyed and inert, until the run ends; during a run
+    of several seconds every knob showed twice. A block drawn where the previous run had an
+    empty element starts with no children, and an element that replaces a block takes the
+    block's widgets with it, so no old widget stays. (Emptying the same place first does not
+    work: Streamlit merges the two changes of one place before they reach the browser.)"""
+    places = st.sidebar.empty(), st.sidebar.empty()
+    drawn, place = st.session_state.get(f"sidebar_slot:{name}", (identity, 0))
+    if drawn != identity:
+        place = 1 - place
+    st.session_state[f"sidebar_slot:{name}"] = (identity, place)
+    return places[place].container()
+
+
+def knob_form(scenario: Scenario, key: str) -> KnobForm:
+    """The sidebar's knobs for ``scenario``, in a ``sidebar_slot`` of their own; ``key`` prefixes
+    every widget key (the content key). The replications, a setting of the session, are kept
+    under ``REPLICATIONS_KEY``."""
+    # Set once, then the widget's own: no ``value=`` below, which would also reset it whenever
+    # the widget changed. Kept while a run draws no form (a scenario that cannot be loaded).
+    st.session_state.setdefault(REPLICATIONS_KEY, DEFAULT_REPLICATIONS)
     k = current_knobs(scenario)
     plans = {p.name: p for p in resolve(scenario)}
     out = KnobForm(k, DEFAULT_REPLICATIONS, {}, {})
     owned, capex, lead, prices = {}, {}, {}, {}
-    with st.sidebar.form("knobs"):
+    with sidebar_slot("knobs", key), st.form("knobs"):
         st.subheader("Service level")
         service = {
             "p95_delay_h": _widget(out, "target:p95", "Target: p95 queue delay (h)", lambda label: st.number_input(
@@ -128,14 +154,40 @@ def knob_form(scenario: Scenario, key: str, session_key: str | None = None) -> K
                 label, int(k.seed), key=f"{key}:seed",
                 help="Root seed; replication r runs with a seed derived from it (as `costsim sweep --replications`)."))
             out.replications = int(_widget(out, "replications", "Replications", lambda label: st.number_input(
-                label, min_value=1, max_value=MAX_REPLICATIONS, value=DEFAULT_REPLICATIONS, step=1,
-                key=f"{session_key}:replications",
+                label, min_value=1, max_value=MAX_REPLICATIONS, step=1, key=REPLICATIONS_KEY, persist_state="session",
                 help="Runs with different random jobs; the verdict's interval and the ± on the cards come from them.")))
         st.form_submit_button("Run", type="primary")
     service = {m: (v if v else None) for m, v in service.items()}  # 0: no such target
     service = {m: (k.service[m] if _same(v, k.service[m]) else v) for m, v in service.items()}
     out.knobs = Knobs(owned, prices, scale, classes, capex, lead, economy, horizon, seed, service, waiting)
     return out
+
+
+def timeout_advice(scenario: Scenario, replications: int, limit_s: float, variable: str) -> str:
+    """What to say when a run of ``replications`` of ``scenario`` passed the time limit
+    (``limit_s`` seconds, raised with the environment ``variable``): what to lower in the sidebar,
+    each with the value that ran. Markdown with no user text."""
+    runs = "1 replication" if replications == 1 else f"{count(replications)} replications"
+    return (f"**The simulation did not finish within the dashboard's limit of {limit_s:g} s and was stopped** "
+            f"({runs} of {significant(scenario.horizon_days, 6, 'days')}). To make it quicker, lower in the "
+            f"sidebar the replications (now {count(replications)}), the horizon (now "
+            f"{significant(scenario.horizon_days, 6, 'days')}) or the arrival scale (now "
+            f"{number(scenario.workload.arrival_scale, 2)} ×); or run it with the command line (`costsim run`), or "
+            f"raise the limit (`{variable}`).")
+
+
+def _retry_with_one() -> None:
+    """The retry button's callback: runs before the next script run, so the widget shows 1."""
+    st.session_state[REPLICATIONS_KEY] = 1
+
+
+def timed_out(scenario: Scenario, replications: int, limit_s: float, variable: str) -> None:
+    """The red box of a run stopped at the time limit (``timeout_advice``) and, when it ran more
+    than one replication, a button that runs it again with one."""
+    st.error(timeout_advice(scenario, replications, limit_s, variable))
+    if replications > 1:
+        st.button("Retry with 1 replication", key="retry_one", on_click=_retry_with_one,
+                  help="Sets Replications in the sidebar to 1 and runs again: one run of every option, no intervals.")
 
 
 def _or(x: float | None, default: float) -> float:

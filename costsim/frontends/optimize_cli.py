@@ -1,5 +1,5 @@
 """``costsim optimize``: the cheapest configuration that meets every target
-(``costsim.decisions.optimize``), with a progress bar, the answer in one sentence and the Pareto
+(``costsim.decisions.optimize``), with its progress on stderr, the answer in one sentence and the Pareto
 frontier it found; ``--out`` writes ``evaluated.csv`` and ``frontier.csv`` all at once.
 
 Registered by ``cli.py`` as ``app.command("optimize")(optimize_command)``; the CLI's consoles and
@@ -64,6 +64,8 @@ def optimize_command(
                                           "replications).")] = 200,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv and frontier.csv, "
                                              "replaced whole at the end (default: nothing written).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (by default: a bar on a "
+                                        "terminal, a line when the search starts and ends elsewhere).")] = False,
 ) -> None:
     """Find the cheapest configuration that meets every --target, with its confidence.
 
@@ -88,7 +90,7 @@ def optimize_command(
                     err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
             if out is not None:  # checked and locked before searching: an unusable --out costs no simulation
                 folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES, inputs=_inputs(scenario, vary)))
-            _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder)
+            _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder, quiet)
     except ScenarioError as err:  # bad flags or scenario, an unusable --out, a lost worker
         _fail(err)
     except KeyboardInterrupt:
@@ -113,28 +115,23 @@ def _inputs(scenario: Path, vary: list[str]) -> list[Path]:
 
 
 def _search(scenario: Path, target: list[str] | None, vary: list[str], replications: int, seed: int | None, executor: str,
-            workers: int | None, max_runs: int, folder) -> None:
-    """Search with a progress bar, print the answer and the frontier, publish into ``folder``."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
+            workers: int | None, max_runs: int, folder, quiet: bool = False) -> None:
+    """Search with its progress on stderr, print the answer and the frontier, publish into ``folder``."""
     from costsim.decisions.optimize import optimize
     from costsim.frontends.cli import err_console, out_console
+    from costsim.frontends.stages import Stages
 
-    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    bar = Progress(*columns, console=err_console, transient=True)
-    task = bar.add_task(f"optimizing ({executor})", total=None)
+    stages = Stages(err_console, quiet)
+    with contextlib.ExitStack() as stack:
+        shown = []  # the stage's step, once the checks have passed and the runs begin
 
-    def step(done: int, total: int) -> None:
-        if not bar.live.is_started:  # shown once the checks have passed and the runs begin
-            bar.start()
-        bar.update(task, completed=done, total=total)
+        def step(done: int, total: int) -> None:
+            if not shown:
+                shown.append(stack.enter_context(stages.stage(
+                    f"simulating candidate configurations ({executor})", total)))
+            shown[0](done, total)
 
-    try:
         optimum = optimize(scenario, target, vary, replications, seed, executor, workers, max_runs, progress=step)
-    finally:
-        if bar.live.is_started:
-            bar.stop()
     out_console.print(Text(optimum.sentence), highlight=False, soft_wrap=True)
     for note in optimum.notes:
         out_console.print(Text(f"note: {note}"), highlight=False, soft_wrap=True)

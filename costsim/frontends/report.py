@@ -214,43 +214,30 @@ def check_out(path: Path, label: str = "--out") -> None:
 # ------------------------------------------------------------------ the command
 
 
-def replication_runs(sc, n: int, seed: int):
+def replications_of(sc, n: int, seed: int, step=None):
     """``n`` runs of ``sc`` with seeds ``replication_seed(seed, r)`` (the first is ``costsim run``'s
-    run on ``seed``), with a progress bar on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from costsim.frontends.cli import err_console
+    run on ``seed``); ``step(done)`` after each."""
     from costsim.runs import api
     from costsim.runs.sweepfile import replication_seed
 
     runs = []
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task("simulating replications", total=n)
-        for r in range(n):
-            runs.append(api.simulate(sc, seed=replication_seed(seed, r)))
-            bar.update(task, completed=r + 1)
+    for r in range(n):
+        runs.append(api.simulate(sc, seed=replication_seed(seed, r)))
+        if step is not None:
+            step(r + 1)
     return runs
 
 
-def _tornado(sc, seed: int, targets=None, replications: int = 1):
-    """The tornado with a progress bar, or a note saying why there is none. ``replications`` and
-    ``seed`` as the verdict's (``replication_runs``): its base variant is then the verdict's runs, the
-    same seeds averaged, so its base difference is the verdict's."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from costsim.frontends.cli import err_console
-
+def tornado_or_note(sc, seed: int, targets=None, step=None, replications: int = 1):
+    """The tornado (one variant per input at each end of its range; ``step(done, total)`` after
+    each run), or a note saying why there is none. ``replications`` and ``seed`` as the verdict's
+    (``replications_of``): its base variant is then the verdict's runs, the same seeds averaged, so
+    its base difference is the verdict's."""
     try:
         from costsim.decisions.sensitivity import tornado
     except ImportError:
         return "The sensitivity tornado is not available in this version of costsim."
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task("sensitivity tornado", total=None)
-        try:
-            return tornado(sc, replications=replications, seed=seed, targets=targets, progress=lambda done, total: bar.update(
-                task, completed=done, total=total))
-        except ScenarioError as err:  # e.g. no owned or no rented option to set against each other
-            return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)
-
+    try:
+        return tornado(sc, replications=replications, seed=seed, targets=targets, progress=step)
+    except ScenarioError as err:  # e.g. no owned or no rented option to set against each other
+        return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)

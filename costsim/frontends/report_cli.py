@@ -26,19 +26,27 @@ def report_command(
     tornado: Annotated[bool | None, typer.Option("--tornado/--no-tornado", help="Include the sensitivity "
                                                  "tornado (a scenario only; default on).")] = None,
     variant: Annotated[str | None, typer.Option(help="Of a sweep: the variant to lead with, e.g. v000.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (by default each stage: "
+                                        "a bar on a terminal, a line when it starts and ends elsewhere).")] = False,
 ) -> None:
     """Write one self-contained HTML report that opens offline, led by the verdict.
 
     The verdict and its confidence, the options side by side, break-even, the Pareto frontier, the
-    tornado and the figures; the scenario as YAML at the end."""
+    tornado and the figures; the scenario as YAML at the end. Each stage (the replications, the
+    utilisation flip search, the tornado, the page) is shown on stderr as it goes."""
     from rich.text import Text
 
+    from costsim.decisions import decide
     from costsim.decisions.targets import targets as as_targets
     from costsim.frontends.cli import _fail, _load, err_console, out_console
-    from costsim.frontends.report import replication_runs, _tornado, check_out, write_report
+    from costsim.frontends.report import check_out, replications_of, tornado_or_note, write_report
     from costsim.frontends.report_sweep import is_sweep_folder, sweep_inputs
+    from costsim.frontends.stages import Stages, counting
+    from costsim.runs import api
     from costsim.runs.outfiles import FolderLock, check_out_file, scenario_inputs
 
+    stages = Stages(err_console, quiet)
+    verdict = None
     try:
         # A FIFO, a device or a symlink is refused, never replaced; the scenario itself even before it is read.
         check_out_file("--out", out, [source / "sweep.json" if source.is_dir() else source])
@@ -60,14 +68,23 @@ def report_command(
             sc = _load(source)
             check_out_file("--out", out, scenario_inputs(sc, source))  # before the runs: they take a while
             root = sc.seed if seed is None else seed
-            data = replication_runs(sc, 3 if replications is None else replications, root)
-        # The tornado on the verdict's replications (its seeds, averaged): one base difference on the page.
-        shown = _tornado(sc, root, wanted, len(data)) if not source.is_dir() and tornado is not False else None
+            n = 3 if replications is None else replications
+            with stages.stage(f"simulating {n} replication{'s' if n > 1 else ''}", n, "runs") as step:
+                data = replications_of(sc, n, root, step)
+            # Decided here, not by the page: the flip search re-simulates and is told as it goes.
+            with stages.stage("searching the utilisation flip") as step:
+                verdict = decide(data, wanted, simulate=counting(lambda s, r: api.simulate(s, seed=r), step))
+        shown = None
+        if not source.is_dir() and tornado is not False:
+            # The tornado on the verdict's replications (its seeds, averaged): one base difference on the page.
+            with stages.stage("sensitivity tornado (inputs at both ends)") as step:
+                shown = tornado_or_note(sc, root, wanted, step, replications=len(data))
         # The lock of the folder written into: a run swapping that folder into place meanwhile would
         # otherwise take the report away with the folder's previous contents.
         with FolderLock(out.parent.resolve(), "--out", str(out), required=False):
             check_out_file("--out", out, sweep_inputs(source) if source.is_dir() else scenario_inputs(sc, source))
-            path = write_report(data, out, wanted, shown, variant=variant)
+            with stages.stage("writing the report", counted=False):
+                path = write_report(data, out, wanted, shown, variant=variant, verdict=verdict)
     except ScenarioError as err:
         _fail(err)
     except KeyboardInterrupt:
