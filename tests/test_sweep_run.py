@@ -269,7 +269,8 @@ def _means_cell(res, variant: str, option: str) -> str:
 
 def test_cli_sweep_writes_the_dataset_and_prints_the_means(files, monkeypatch):
     monkeypatch.chdir(files)
-    result = runner.invoke(app, ["sweep", "sw.yaml", "--executor", "local"])
+    # Piped with no COLUMNS (whatever this process's environment holds): the table prints whole.
+    result = runner.invoke(app, ["sweep", "sw.yaml", "--executor", "local"], env={"COLUMNS": None})
     assert result.exit_code == 0, result.output
     out = files / "out" / "sw"  # the default: out/<sweep file stem>
     assert (out / "runs" / "variant=v003" / "replication=2.parquet").is_file()
