@@ -287,10 +287,9 @@ def cumulative_cash(results: Results) -> go.Figure:
              for _, b in be.dropna(subset=["breakeven_month"]).iterrows()]
     marks += [(b["cheaper_until_month"], f"{literal(b['option'])} &lt; {literal(b['versus'])} until here", "#D55E00")
               for _, b in be.dropna(subset=["cheaper_until_month"]).iterrows()]
-    for month, text, colour in marks:
-        m = month + 1  # the end of that month
-        fig.add_vline(x=m, line_dash="dot", line_color=colour)
-        fig.add_annotation(x=m, y=1, yref="paper", text=text, showarrow=False,
+    for month, text, colour in marks:  # month number N ends N months in: x = N on the month-end axis
+        fig.add_vline(x=month, line_dash="dot", line_color=colour)
+        fig.add_annotation(x=month, y=1, yref="paper", text=text, showarrow=False,
                            textangle=-90, xanchor="right", yanchor="top", font_size=11)
     return finish(fig, "Cumulative cash out (capex paid up front) and break-even months", "month (end of)",
                   "cumulative cash out (USD)", yaxis=_USD_AXIS)

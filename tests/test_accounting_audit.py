@@ -48,73 +48,82 @@ def test_rented_serving_is_cash(tmp_path):
 def test_rented_serving_counts_in_the_breakeven(tmp_path):
     # Owned $1,000 capex per GPU, 16 GPUs, no other cost: $16,000 in month 0. Renting serving's 16
     # GPUs at $1 costs 16 × 730 = $11,680 a month: the cumulative $11,680, $23,360 passes $16,000
-    # in month 1. Without serving in the rental's cash it would never break even.
+    # by the second month's end: month 2 (month numbers count from 1). Without serving in the
+    # rental's cash it would never break even.
     econ = {**ECON, "electricity_usd_per_kwh": 0.0, "colo_usd_per_kw_month": 0.0, "maintenance_frac_per_year": 0.0,
             "staff_usd_per_fte_year": 0.0, "setup_usd": 0.0}
     sc = scenario(tmp_path, NOTHING, [owned(gpus=16, capex_usd_per_gpu=1000), cloud(price_per_gpu_hour=1.0)],
                   horizon_days=3 * 730 / 24, serving={"gpus": {"base": 16}}, economics=econ)
     b = costsim.simulate(sc).breakeven.iloc[0]
-    assert (b.option, b.versus, b.breakeven_month) == ("own", "cloud", 1)
+    assert (b.option, b.versus, b.breakeven_month) == ("own", "cloud", 2)
 
 
-# 2. Break-even: 0 when cheaper from the start; cheaper first and dearer later is not a break-even.
+# 2. Break-even: month 1 when cheaper from the first month; cheaper first and dearer later is not
+# a break-even. Months are numbered from 1: entry k of a cumulative is month k + 1's end.
 
 def test_breakeven_month_by_hand():
-    assert eco.breakeven_month([1, 2, 3, 4], [2, 4, 6, 8]) == 0
+    assert eco.breakeven_month([1, 2, 3, 4], [2, 4, 6, 8]) == 1
     assert np.isnan(eco.cheaper_until_month([1, 2, 3, 4], [2, 4, 6, 8]))
-    # Crosses at month 2 and stays below: 2.
-    assert eco.breakeven_month([5, 6, 7, 8], [2, 4, 7, 10]) == 2
-    # Below, then above, then below again for good: the last crossing, month 3.
-    assert eco.breakeven_month([1, 5, 6, 7, 8], [2, 4, 5, 8, 10]) == 3
-    # Cheaper in months 0 and 1, dearer from month 2 to the end: no break-even, cheaper until month 1.
+    # At or below from the third entry (7 <= 7) and stays: month 2 + 1 = 3.
+    assert eco.breakeven_month([5, 6, 7, 8], [2, 4, 7, 10]) == 3
+    # Below, then above, then below again for good from the fourth entry: the last crossing, month 4.
+    assert eco.breakeven_month([1, 5, 6, 7, 8], [2, 4, 5, 8, 10]) == 4
+    # Cheaper by the ends of months 1 and 2, dearer from month 3 to the end: no break-even,
+    # cheaper until month 2.
     own, rent = [1, 2, 10, 20], [2, 4, 6, 8]
-    assert np.isnan(eco.breakeven_month(own, rent)) and eco.cheaper_until_month(own, rent) == 1
+    assert np.isnan(eco.breakeven_month(own, rent)) and eco.cheaper_until_month(own, rent) == 2
     assert np.isnan(eco.breakeven_month_extrapolated(own, rent))  # the gap is widening
-    # Never cheaper within the horizon: blank, extrapolated beside it (gap 12, closing 2 a month: +6).
+    # Never cheaper within the horizon: blank, extrapolated beside it (gap 12 after 4 months,
+    # closing 2 a month: 6 more, 10 months in, month 10).
     own, rent = [20, 21, 22, 23], [3, 6, 9, 12]
     assert np.isnan(eco.breakeven_month(own, rent)) and np.isnan(eco.cheaper_until_month(own, rent))
-    assert eco.breakeven_month_extrapolated(own, rent) == 3 + 6
+    assert eco.breakeven_month_extrapolated(own, rent) == 4 + 6
 
 
-def test_reservation_cheaper_every_month_breaks_even_at_0(tmp_path):
+def test_reservation_cheaper_every_month_breaks_even_in_month_1(tmp_path):
     # 16 reserved GPUs at $2.20 vs on-demand at $2.99, one 16-GPU job all horizon (the whole 1-year
     # term, so nothing is owed after it): the reservation is cheaper from the first month on.
     sc = scenario(tmp_path, [(0, 16, 10_000)], [reserved(), cloud(price_per_gpu_hour=2.99)], horizon_days=365)
     res = costsim.simulate(sc)
     b = res.breakeven.iloc[0]
-    assert (b.option, b.versus, b.breakeven_month, b.breakeven_month_extrapolated) == ("res", "cloud", 0, 0)
+    assert (b.option, b.versus, b.breakeven_month, b.breakeven_month_extrapolated) == ("res", "cloud", 1, 1)
     assert np.isnan(b.cheaper_until_month)
     fig = plots.cumulative_cash(res)  # the figure marks it
     assert any("res = cloud" in a.text for a in fig.layout.annotations)
+    # at the end of month 1: x = 1 on the figure's axis of month ends (1 … 12)
+    assert list(fig.data[0].x) == list(range(1, 13)) and [v.x0 for v in fig.layout.shapes] == [1]
 
 
 def test_commitment_owed_counts_in_the_break_even(tmp_path):
     # A 3-year term of 16 GPUs at $1.85 over a 1-year horizon: $21,608 a month (16 × 730 × 1.85) and
     # 16 × 17,520 × 1.85 = $518,592 owed for the two years after it, in month 11. On-demand at $2.99
-    # for one 16-GPU job all year: $34,923.20 a month. Cumulative at month 10: 237,688 ≤ 384,155;
-    # at month 11: 259,296 + 518,592 = 777,888 > 419,078. Dearer at the end: no break-even, cheaper
-    # until month 10 (leaving the owed years out would call it cheaper from month 0).
+    # for one 16-GPU job all year: $34,923.20 a month. Cumulative by the end of month 11 (months
+    # count from 1): 237,688 ≤ 384,155; by month 12's: 259,296 + 518,592 = 777,888 > 419,078.
+    # Dearer at the end: no break-even, cheaper until month 11 (leaving the owed years out would
+    # call it cheaper from month 1).
     sc = scenario(tmp_path, [(0, 16, 10_000)], [reserved(term_years=3, price_per_gpu_hour=1.85),
                                                 cloud(price_per_gpu_hour=2.99)], horizon_days=365)
     res = costsim.simulate(sc)
     s = res.summary.set_index("option")
     assert s.loc["res", "cost_commitment_owed_usd"] == pytest.approx(518_592, abs=0.01)
     b = res.breakeven.iloc[0]
-    assert np.isnan(b.breakeven_month) and b.cheaper_until_month == 10
+    assert np.isnan(b.breakeven_month) and b.cheaper_until_month == 11
     cum = res.cashflow[res.cashflow.option == "res"].cumulative_usd.to_numpy()
     assert cum[-1] == pytest.approx(777_888, abs=0.01)
 
 
 def test_cheaper_first_dearer_later_is_flagged(tmp_path):
     # 16 reserved GPUs at $2.20 = $25,696 a month. On-demand at $2.99: a 16-GPU job in month 0
-    # ($34,923), nothing after. Cumulative: reserved 25,696, 51,392, 77,088; on-demand 34,923 flat.
+    # ($34,923), nothing after. Cumulative: reserved 25,696, 51,392, 77,088; on-demand 34,923 flat:
+    # at or below by the end of month 1 only.
     sc = scenario(tmp_path, [(0, 16, 730)], [reserved(), cloud(price_per_gpu_hour=2.99)], horizon_days=3 * 730 / 24)
     res = costsim.simulate(sc)
     b = res.breakeven.iloc[0]
-    assert np.isnan(b.breakeven_month) and b.cheaper_until_month == 0
+    assert np.isnan(b.breakeven_month) and b.cheaper_until_month == 1
     fig = plots.cumulative_cash(res)
     # plotly shows the annotation's entities as characters (user names in figures are escaped)
     assert any("res < cloud until" in html.unescape(a.text) for a in fig.layout.annotations)
+    assert [v.x0 for v in fig.layout.shapes] == [1]  # the end of month 1 on the month-end axis
 
 
 # 10. A commitment is owed for its whole term; renewal only when the scenario says so.

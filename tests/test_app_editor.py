@@ -94,13 +94,14 @@ def test_breakeven_month_is_the_mean_over_replications_that_reach_it():
     from costsim.frontends.headline import breakeven_sentence
     from costsim.results.finance import breakeven_over
 
-    one = pd.DataFrame({"option": ["own"], "versus": ["od"], "breakeven_month": [4.0],
-                        "breakeven_month_extrapolated": [4.0], "cheaper_until_month": [float("nan")]})
-    never = one.assign(breakeven_month=[float("nan")], breakeven_month_extrapolated=[20.0])
-    later = one.assign(breakeven_month=[7.0], breakeven_month_extrapolated=[7.0])
+    # month numbers as finance.breakeven writes them (counted from 1)
+    one = pd.DataFrame({"option": ["own"], "versus": ["od"], "breakeven_month": [5.0],
+                        "breakeven_month_extrapolated": [5.0], "cheaper_until_month": [float("nan")]})
+    never = one.assign(breakeven_month=[float("nan")], breakeven_month_extrapolated=[21.0])
+    later = one.assign(breakeven_month=[8.0], breakeven_month_extrapolated=[8.0])
     table = breakeven_over([one, never, later])
-    assert table.breakeven_month.iloc[0] == 5.5 and (table.found.iloc[0], table.n.iloc[0]) == (2, 3)
-    # indices from 0 said counted from 1: the mean index 5.5 is month 6.5, rounded half up
+    assert table.breakeven_month.iloc[0] == 6.5 and (table.found.iloc[0], table.n.iloc[0]) == (2, 3)
+    # the mean of months 5 and 8 is 6.5, said rounded half up
     assert "from month 7 (mean of 2 of 3 replications)" in breakeven_sentence(table)
     assert "not within the horizon (about month 21" in breakeven_sentence(breakeven_over([never]))
 

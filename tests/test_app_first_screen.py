@@ -66,21 +66,22 @@ def table(rows: list[tuple]) -> pd.DataFrame:
 # --- 4: the break-even sentence -------------------------------------------------------------------
 
 def test_breakeven_names_each_pair_and_counts_the_replications():
-    # Three replications of two options against two rentals, each outcome written out by hand.
+    # Three replications of two options against two rentals, each outcome written out by hand
+    # (month numbers as finance.breakeven writes them, counted from 1).
     reps = [table([("res", "od", NAN, NAN, NAN), ("res", "spot", NAN, NAN, NAN),
-                   ("own", "od", 3.0, 3.0, NAN), ("own", "spot", NAN, 14.0, 2.0)]),
-            table([("res", "od", NAN, NAN, 0.0), ("res", "spot", NAN, NAN, NAN),
-                   ("own", "od", 3.0, 3.0, NAN), ("own", "spot", NAN, 16.0, 4.0)]),
-            table([("res", "od", NAN, NAN, 0.0), ("res", "spot", NAN, NAN, NAN),
-                   ("own", "od", NAN, NAN, 5.0), ("own", "spot", NAN, 15.0, NAN)])]
+                   ("own", "od", 4.0, 4.0, NAN), ("own", "spot", NAN, 15.0, 3.0)]),
+            table([("res", "od", NAN, NAN, 1.0), ("res", "spot", NAN, NAN, NAN),
+                   ("own", "od", 4.0, 4.0, NAN), ("own", "spot", NAN, 17.0, 5.0)]),
+            table([("res", "od", NAN, NAN, 1.0), ("res", "spot", NAN, NAN, NAN),
+                   ("own", "od", NAN, NAN, 6.0), ("own", "spot", NAN, 16.0, NAN)])]
     both = breakeven_sentence(breakeven_over(reps))
     said = clauses(both)
     assert said == {
         ("res", "od"): "not within the horizon (cheaper through the first month, then dearer, in 2 of 3 replications)",
         ("res", "spot"): "not within the horizon (dearer every month)",
-        # month indices from 0, said counted from 1: index 3 is month 4
+        # the month numbers as written: 4 and 4 are month 4
         ("own", "od"): "from month 4 (in 2 of 3 replications)",
-        # indices 2 and 4 (mean 3: month 4) cheaper first; 14, 16, 15 (mean 15: month 16) as estimates
+        # 3 and 5 (mean 4) cheaper first; 15, 17, 16 (mean 16) as estimates
         ("own", "spot"): "not within the horizon (cheaper through month 4, then dearer, mean of 2 of 3 replications; "
                          "about month 16 if it went on, mean of 3 of 3 replications)",
     }
@@ -97,7 +98,7 @@ def test_breakeven_names_each_pair_and_counts_the_replications():
 
 
 def test_the_sentence_is_against_the_recommended_rental_or_the_cheapest_that_keeps_up():
-    pairs = breakeven_over([table([("own", "od", 3.0, 3.0, NAN), ("own", "spot", NAN, NAN, NAN)])])
+    pairs = breakeven_over([table([("own", "od", 4.0, 4.0, NAN), ("own", "spot", NAN, NAN, NAN)])])
     cards = pd.DataFrame({"option": ["own", "od", "spot"], "keeps_up": [True, True, False],
                           "cash_spent_usd": [5.0, 9.0, 1.0]})
     assert breakeven_versus(pairs, cards, "spot") == "spot"  # the recommendation itself

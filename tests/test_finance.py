@@ -18,28 +18,31 @@ def test_npv_by_hand():
 
 
 def test_breakeven_month_by_hand():
-    # Own: $1,200 up front then $10 a month; rent: $300 a month. Cumulative: own 1200, 1210, 1220,
-    # 1230, 1240; rent 300, 600, 900, 1200, 1500 -> rent catches up in month 4 (0-based).
+    # Own: $1,200 up front then $10 a month; rent: $300 a month. Cumulative by each month's end:
+    # own 1200, 1210, 1220, 1230, 1240; rent 300, 600, 900, 1200, 1500 -> rent first passes own at
+    # the fifth entry: month 4 + 1 = 5, because month numbers count from 1 (month N ends N months in).
     own = np.cumsum([1200, 10, 10, 10, 10])
     rent = np.cumsum([300] * 5)
-    assert eco.breakeven_month(own, rent) == 4
-    # Seen from the rental's side it is cheaper until month 3 and dearer after: no break-even.
-    assert np.isnan(eco.breakeven_month(rent, own)) and eco.cheaper_until_month(rent, own) == 3
+    assert eco.breakeven_month(own, rent) == 5
+    # Seen from the rental's side it is cheaper through the fourth month's end (1200 <= 1230) and
+    # dearer after: no break-even, cheaper until month 4.
+    assert np.isnan(eco.breakeven_month(rent, own)) and eco.cheaper_until_month(rent, own) == 4
     assert np.isnan(eco.breakeven_month(own[:3], rent[:3]))
 
 
 def test_breakeven_extrapolated_by_hand():
     # Own: $1,200 then $10/month; rent $100/month. After 6 months: own 1,250, rent 600; the gap of
-    # 650 closes by 90 a month -> ceil(650 / 90) = 8 more months: month 5 + 8 = 13.
+    # 650 closes by 90 a month -> ceil(650 / 90) = 8 more months: 6 + 8 = 14 months in, month 14
+    # (month numbers count from 1; below, entry k of a cumulative is month k + 1's end).
     own = np.cumsum([1200] + [10] * 5)
     rent = np.cumsum([100] * 6)
     assert np.isnan(eco.breakeven_month(own, rent))
-    assert eco.breakeven_month_extrapolated(own, rent) == 13
+    assert eco.breakeven_month_extrapolated(own, rent) == 14
     assert np.cumsum([1200] + [10] * 13)[13] <= np.cumsum([100] * 14)[13]
     assert np.cumsum([1200] + [10] * 12)[12] > np.cumsum([100] * 13)[12]
     # Not closing: NaN; crossed within the horizon: the same month as without extrapolation.
     assert np.isnan(eco.breakeven_month_extrapolated(own, np.cumsum([5] * 6)))
-    assert eco.breakeven_month_extrapolated(np.cumsum([1200, 10, 10, 10, 10]), np.cumsum([300] * 5)) == 4
+    assert eco.breakeven_month_extrapolated(np.cumsum([1200, 10, 10, 10, 10]), np.cumsum([300] * 5)) == 5
 
 
 def test_book_value():
@@ -94,8 +97,8 @@ def test_breakeven_month_on_a_long_horizon(tmp_path):
     out = cf.assign(o=cf.cash_usd + cf.book_value_usd)
     own = np.cumsum(out[out.option == "own"].o.to_numpy())
     rent = np.cumsum(out[out.option == "cloud"].o.to_numpy())
-    m = int(res.breakeven.breakeven_month.iloc[0])
-    assert rent[m] >= own[m] and rent[m - 1] < own[m - 1]
+    m = int(res.breakeven.breakeven_month.iloc[0])  # month m ends at entry m - 1 of the cumulatives
+    assert rent[m - 1] >= own[m - 1] and rent[m - 2] < own[m - 2]
 
 
 @given(st.lists(st.floats(0, 1e6), min_size=2, max_size=60), st.floats(0, 0.5), st.floats(0, 0.5))

@@ -226,17 +226,42 @@ def test_every_number_on_the_first_screen_is_the_cli_and_the_report_number(lab, 
         assert _number(shown[headers["completion"]]) == pytest.approx(card.completion * 100, abs=0.05)
         assert card_value("completion", card.completion).replace(" ", "") == shown[headers["completion"]].replace(" ", "")
 
-    # The cash break-even: one month everywhere. The CLI's table holds the 0-based month index
-    # (docs/decisions.md); every sentence says it counted from 1.
-    (index,) = cli_breakeven["breakeven_month"]
-    assert index == index and index > 0, "the scenario must break even within the horizon"
-    month = int(index) + 1
+    # The cash break-even: one month everywhere. The CLI's table holds the month number counted
+    # from 1 (docs/decisions.md), the number every sentence says.
+    (month,) = cli_breakeven["breakeven_month"]
+    assert month == month and month > 1, "the scenario must break even within the horizon"
+    month = int(month)
     sentence = breakeven_sentence(breakeven_over([res.breakeven]),
                                   breakeven_versus(res.breakeven, cards.reset_index(), verdict.option))
     assert sentence == f"Cash break-even: own vs cloud: from month {month}."
     table = _rows(report.tables["breakeven"])
     assert table["own"]["cash break-even"] == f"from month {month}"
     assert table["own"]["break-even utilisation"] == f"{cli_breakeven['breakeven_utilization'].iloc[0] * 100:.1f} %"
+
+
+def test_the_breakeven_csv_holds_the_month_the_first_screen_and_the_report_say(lab, cli_run):
+    # costsim run --out writes breakeven.csv, cashflow.csv and report.html from one run; the first
+    # screen's sentence is the dashboard's replication 0, that same run (test 1).
+    from costsim.frontends.headline import breakeven_sentence
+    from costsim.results.finance import breakeven_over
+
+    _, out = cli_run
+    (month,) = pd.read_csv(out / "breakeven.csv").query("option == 'own' and versus == 'cloud'")["breakeven_month"]
+    # By hand from cashflow.csv: cash paid (book value credit left out) summed to each month's end;
+    # the break-even is the first month N from whose end on own's is at or below cloud's; entry k
+    # of the sums is the end of month k + 1, because month numbers count from 1.
+    cf = pd.read_csv(out / "cashflow.csv")
+    paid = {o: np.cumsum((g.capex_usd + g.opex_usd + g.rent_usd + g.commitment_owed_usd).to_numpy())
+            for o, g in cf.groupby("option")}
+    below = paid["own"] <= paid["cloud"]
+    assert below[-1] and not below[0], "the scenario must break even inside the horizon, after month 1"
+    by_hand = len(below) - int(np.argmin(below[::-1])) + 1  # the entry after the last dearer one, + 1
+    assert month == by_hand
+    sc = costsim.load_scenario(lab / "s.yaml")
+    res = costsim.simulate(sc, seed=replication_seed(sc.seed, 0))
+    assert breakeven_sentence(breakeven_over([res.breakeven]), "cloud") == f"Cash break-even: own vs cloud: from month {by_hand}."
+    report = _report(out / "report.html")
+    assert _rows(report.tables["breakeven"])["own"]["cash break-even"] == f"from month {by_hand}"
 
 
 # --- 2 (b, c, d): NPV means, the tornado on the verdict's replications, who pays more --------------
@@ -258,7 +283,7 @@ def test_npv_is_the_mean_over_the_replications_with_its_interval():
 
 def test_the_breakeven_table_says_the_sentence_month_for_the_same_replications():
     from costsim.frontends.headline import breakeven_sentence, breakeven_view
-    from costsim.results.finance import breakeven_over, month_number
+    from costsim.results.finance import breakeven_over, round_month
 
     def one(month, extra):
         return pd.DataFrame({"option": ["own"], "versus": ["od"], "breakeven_month": [month],
@@ -266,9 +291,9 @@ def test_the_breakeven_table_says_the_sentence_month_for_the_same_replications()
                              "breakeven_utilization": [0.5], "own_usd_per_gpu_hour": [2.0],
                              "rent_usd_per_gpu_hour": [4.0], "life_months": [60.0]})
 
-    reps = [one(4.0, 4.0), one(math.nan, 20.0), one(7.0, 7.0)]
-    # By hand: found in 2 of 3 at 0-based months 4 and 7, mean 5.5, month number 6.5 rounded half up: 7.
-    assert month_number(5.5) == 7 and month_number(0.0) == 1 and month_number(4.49) == 5
+    reps = [one(5.0, 5.0), one(math.nan, 21.0), one(8.0, 8.0)]
+    # By hand: found in 2 of 3 at months 5 and 8 (counted from 1), mean 6.5, rounded half up: 7.
+    assert round_month(6.5) == 7 and round_month(1.0) == 1 and round_month(5.49) == 5
     view = breakeven_view(reps)
     assert view["cash break-even"].iloc[0] == "from month 7 (mean of 2 of 3 replications)"
     assert breakeven_sentence(breakeven_over(reps)) == "Cash break-even: own vs od: " + view["cash break-even"].iloc[0] + "."

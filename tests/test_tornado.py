@@ -11,7 +11,8 @@ electricity e, PUE u, depreciation n years and cost of capital r:
     energy = 12 × (idle_kw × 730 + (max_kw − idle_kw) / 8 × 2,920) × u × e
     owned  = capital(C, n, r) + energy,  capital = C / n × 1 year (r = 0) or the annuity C·r/(1 − (1+r)^−n)
 
-and the cash break-even month is the first m with C ≤ (m + 1)(monthly rent − monthly energy).
+and the cash break-even month is the first month number N (counted from 1: month N ends N months
+in) with C ≤ N (monthly rent − monthly energy), if N ≤ 12.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def _by_hand(x: dict) -> tuple[float, float]:
     n, r = x["years"], x["rate"]
     capital = capex / n if r == 0 else capex * r / (1 - (1 + r) ** -n)  # one year of an n-year life
     difference = capital + 12 * energy_month - 12 * rent_month
-    months = math.ceil(capex / (rent_month - energy_month)) - 1  # first m: capex ≤ (m+1)(rent − energy)
-    return difference, float(months) if months < 12 else math.nan
+    months = math.ceil(capex / (rent_month - energy_month))  # first N: capex ≤ N (rent − energy)
+    return difference, float(months) if months <= 12 else math.nan
 
 
 BASE = {"price": PRICE, "capex_per_gpu": CAPEX_PER_GPU, "electricity": ELECTRICITY, "pue": PUE, "years": 1.0,
@@ -87,7 +88,7 @@ def test_the_pair_and_the_base_difference_by_hand(result):
     diff, month = _by_hand(BASE)
     assert result.base_difference_usd == pytest.approx(diff, rel=1e-6)
     assert diff < 0  # owning is cheaper at base: 80,000 + 7,402 against 104,770
-    assert result.base_breakeven_month == month == 9.0
+    assert result.base_breakeven_month == month == 10.0
 
 
 def test_each_inputs_low_and_high_difference_and_break_even_by_hand(result):

@@ -65,7 +65,8 @@ class Tornado:
     """What ``tornado`` returns. ``table``: one row per input (``COLUMNS``), sorted by ``swing_usd``
     (|high − low| of the difference) descending, inputs that do not apply last with a ``note``;
     differences are build − rent fair totals in USD. ``build``/``rent``: the pair's option names;
-    ``base_breakeven_month``: the pair's break-even month at base (NaN: not within the horizon;
+    ``base_breakeven_month``: the pair's break-even month at base, a month number counted from 1
+    as ``finance.breakeven`` writes it, or a mean of them (NaN: not within the horizon;
     ``base_breakeven_month_extrapolated``: where the last three months' spending would bring it);
     ``sentence``: what flips the verdict and what swings it most."""
 

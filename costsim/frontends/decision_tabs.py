@@ -30,7 +30,7 @@ from costsim.frontends.decision_runs import (MAX_AXES, MAX_REPLICATIONS, MAX_VAR
 from costsim.frontends.sweep_upload import read_sweep_uploads
 from costsim.formats import who_pays_more
 from costsim.frontends.headline import CANNOT_KEEP_UP, FAIR
-from costsim.results.finance import month_number
+from costsim.results.finance import round_month
 from costsim.frontends.tables import MEANS_TABLE_COLUMNS, _with_interval
 from costsim.scenario import Scenario, ScenarioError
 
@@ -95,10 +95,10 @@ def _usd(x: float) -> str:
 
 
 def _month(x: float, extrapolated: float) -> str:
-    """A break-even month index in words, counted from 1 as on the first screen (``finance.month_number``)."""
+    """A break-even month number (counted from 1) in words, as on the first screen (``finance.round_month``)."""
     if x == x:
-        return f"month {month_number(x)}"
-    return (f"not within the horizon (≈ month {month_number(extrapolated)})" if extrapolated == extrapolated
+        return f"month {round_month(x)}"
+    return (f"not within the horizon (≈ month {round_month(extrapolated)})" if extrapolated == extrapolated
             else "not within the horizon")
 
 

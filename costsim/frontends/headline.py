@@ -15,7 +15,7 @@ import pandas as pd
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.wording import misses
 from costsim.formats import money_exact
-from costsim.results.finance import breakeven_over, month_number
+from costsim.results.finance import breakeven_over, round_month
 
 FLAG = "⚠"
 NBSP = "\u00a0"
@@ -235,8 +235,8 @@ def _listed(names: list[str]) -> str:
 
 
 def _month(m: float) -> str:
-    """A 0-based month index in words, counted from 1 (``finance.month_number``)."""
-    n = month_number(m)
+    """A month number (counted from 1, or a mean of them) in words (``finance.round_month``)."""
+    n = round_month(m)
     return "the first month" if n == 1 else f"month {n}"
 
 
@@ -247,7 +247,7 @@ def breakeven_when(r) -> str:
     n = getattr(r, "n", 1)
     found = getattr(r, "found", int(r.breakeven_month == r.breakeven_month))
     if found:
-        when = "from the start" if month_number(r.breakeven_month) == 1 else f"from {_month(r.breakeven_month)}"
+        when = "from the start" if round_month(r.breakeven_month) == 1 else f"from {_month(r.breakeven_month)}"
         counted = _in_replications(found, n, getattr(r, "breakeven_month_varies", False))
         return when + (f" ({counted[2:]})" if counted else "")
     cheaper = r.cheaper_until_month

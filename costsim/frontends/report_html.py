@@ -80,11 +80,6 @@ def share(x: float) -> str:
     return formats.percent(x, 1)
 
 
-def month(x: float) -> str:
-    """A month index from the start (0: the first month) as "month N"; "never" for NaN."""
-    return "never within the horizon" if _nan(x) else f"month {int(x) + 1}"
-
-
 # A column of an HTML table: (header, column of the frame, formatter, "low"/"high" best or None).
 Column = tuple[str, str, Callable[[object], str], str | None]
 

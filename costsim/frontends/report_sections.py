@@ -11,7 +11,7 @@ from costsim import plots
 from costsim.formats import plain, significant, who_pays_more
 from costsim.frontends import report_html as h
 from costsim.results import Results
-from costsim.results.finance import month_number
+from costsim.results.finance import round_month
 
 FRONTIER_ROWS = 200  # rows of a sweep's frontier table shown; the figure shows them all
 
@@ -221,8 +221,8 @@ def pareto_section(table, given: pd.DataFrame | None, label: str) -> tuple[str, 
 
 
 def _be_month(x) -> str:
-    """A break-even month index as the dashboard says it: "month N", counted from 1."""
-    return "never within the horizon" if x != x else f"month {month_number(x)}"
+    """A break-even month number as the dashboard says it: "month N", counted from 1."""
+    return "never within the horizon" if x != x else f"month {round_month(x)}"
 
 
 def _flag(x) -> str:

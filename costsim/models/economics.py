@@ -153,31 +153,34 @@ def _at_or_below(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def breakeven_month(cumulative_own: np.ndarray, cumulative_rent: np.ndarray) -> float:
-    """First month (0-based) from which the owned or committed option's cumulative cash stays at
-    or below the rental's to the end of the horizon: 0 when it is cheaper from the start; NaN when
-    it is dearer at the horizon's end (never broke even, or cheaper first and dearer later: see
-    ``cheaper_until_month``)."""
+    """The break-even month NUMBER, counted from 1 as users count months: ``cumulative_*[k]`` is
+    each option's cash paid by the end of month k + 1 (month N ends N whole 730-h months in), and
+    the break-even is the first month N by whose end, and every later month's end to the horizon,
+    the owned or committed option's cumulative cash is at or below the rental's. 1: cheaper from
+    the first month on; NaN when it is dearer at the horizon's end (never broke even, or cheaper
+    first and dearer later: see ``cheaper_until_month``)."""
     a = np.asarray(cumulative_own, dtype=float)
     b = np.asarray(cumulative_rent, dtype=float)
     if len(a) == 0:
         return float("nan")
     dearer = np.flatnonzero(~_at_or_below(a, b))
     if len(dearer) == 0:
-        return 0.0
-    last = int(dearer[-1])
-    return float(last + 1) if last + 1 < len(a) else float("nan")
+        return 1.0
+    last = int(dearer[-1])  # entry ``last`` is the end of month last + 1, the last one dearer
+    return float(last + 2) if last + 1 < len(a) else float("nan")  # the month after it
 
 
 def cheaper_until_month(cumulative_own: np.ndarray, cumulative_rent: np.ndarray) -> float:
-    """When the owned or committed option was at or below the rental at some month but is dearer
-    at the horizon's end (cheaper first, dearer later): the last month it was at or below; NaN
-    otherwise. This is the case a break-even month must not be read into."""
+    """When the owned or committed option was at or below the rental at some month's end but is
+    dearer at the horizon's end (cheaper first, dearer later): the number (counted from 1, as in
+    ``breakeven_month``) of the last month by whose end it was at or below; NaN otherwise. This is
+    the case a break-even month must not be read into."""
     a = np.asarray(cumulative_own, dtype=float)
     b = np.asarray(cumulative_rent, dtype=float)
     if len(a) == 0 or _at_or_below(a[-1:], b[-1:])[0]:
         return float("nan")
     below = np.flatnonzero(_at_or_below(a, b))
-    return float(below[-1]) if len(below) else float("nan")
+    return float(below[-1] + 1) if len(below) else float("nan")
 
 
 def month_shares(months: int, horizon_h: float | None = None) -> np.ndarray:
@@ -245,9 +248,9 @@ def _months_to_close(gap_usd: float, own: Pace, rent: Pace) -> float:
 def breakeven_month_extrapolated(cumulative_own: np.ndarray, cumulative_rent: np.ndarray, window: int = 3, *,
                                  horizon_h: float | None = None, own: Pace | None = None,
                                  rent: Pace | None = None) -> float:
-    """``breakeven_month``, or if the owned option is dearer at the horizon's end, the first month
-    by whose end the rental would catch up if each went on at its ``Pace`` (NaN if the gap never
-    closes). An estimate beyond the simulated horizon: label it so.
+    """``breakeven_month``, or if the owned option is dearer at the horizon's end, the number
+    (counted from 1) of the first month by whose end the rental would catch up if each went on at
+    its ``Pace`` (NaN if the gap never closes). An estimate beyond the simulated horizon: label it so.
 
     Months are whole 730-h months from hour 0: the horizon ends ``horizon_h`` / 730 months in
     (None: ``len`` whole months), part-way through the last month when it is not a whole number.
@@ -264,6 +267,7 @@ def breakeven_month_extrapolated(cumulative_own: np.ndarray, cumulative_rent: np
     if after != after:
         return math.nan
     end_months = len(a) if horizon_h is None else horizon_h / HOURS_PER_MONTH
-    # Month k ends k + 1 months in: the first whose end is at or after the catch-up (float noise
-    # on a catch-up exactly at a month's end must not push it a month later).
-    return float(max(math.ceil(end_months + after - 1e-9) - 1, len(a) - 1))
+    # Month N ends N months in: the first whose end is at or after the catch-up, and never before
+    # the horizon's last month (float noise on a catch-up exactly at a month's end must not push
+    # it a month later).
+    return float(max(math.ceil(end_months + after - 1e-9), len(a)))

@@ -113,17 +113,20 @@ def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
 def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, horizon_h: float,
               depreciation_years: float | None = None) -> pd.DataFrame:
     """Each owned, reserved or hybrid option against each on-demand or spot option, on cumulative
-    cash paid by each month's end (``cash_paid``; months of 730 h, the last cut at ``horizon_h``):
-    - ``breakeven_month``: the first month from which the owned or committed option stays at or
-      below the rental to the horizon's end (0: cheaper from the start; NaN: dearer at the end);
+    cash paid by each month's end (``cash_paid``; months of 730 h, the last cut at ``horizon_h``).
+    Months are month NUMBERS as users count them, from 1 (month N ends N whole months in; the
+    ``economics`` functions return them so), the number every page says:
+    - ``breakeven_month``: the first month by whose end, and every later one's, the owned or
+      committed option is at or below the rental to the horizon's end (1: cheaper from the first
+      month; NaN: dearer at the end);
     - ``breakeven_month_extrapolated``: that month, or when it lies beyond the horizon, the first
       month by whose end the rental would catch up with each going on at its ``pace`` (the last
       three months' spending per whole month, lumps left out; a reservation costs nothing more for
       the rest of the term its commitment owed pays for): an estimate, NaN if the gap never closes
-      or closes only after an owned option's ``life_months`` (its depreciation life in 730-h
-      months: going on at the same pace past it would need new hardware);
+      or the month ends after an owned option's ``life_months`` (its life from hour 0 to the end of
+      its depreciation, in 730-h months: going on at the same pace past it would need new hardware);
     - ``cheaper_until_month``: when it was cheaper first and is dearer at the horizon's end, the
-      last month it was at or below the rental (NaN otherwise): not a break-even;
+      last month by whose end it was at or below the rental (NaN otherwise): not a break-even;
     - ``breakeven_utilization``: the utilisation above which owning is cheaper per used GPU-hour
       (own cost per capacity GPU-hour ÷ rent price; not for hybrids)."""
     s = summary.set_index("option")
@@ -146,7 +149,7 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
             rows.append({
                 "option": a.name, "versus": b.name,
                 "breakeven_month": eco.breakeven_month(cum[a.name], cum[b.name]),
-                "breakeven_month_extrapolated": later if not later >= life else np.nan,
+                "breakeven_month_extrapolated": later if not _ends_after(later, life) else np.nan,
                 "cheaper_until_month": eco.cheaper_until_month(cum[a.name], cum[b.name]),
                 "breakeven_utilization": eco.breakeven_utilization(own, b.price_per_gpu_hour) if own == own else np.nan,
                 "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": b.price_per_gpu_hour, "life_months": life,
@@ -172,7 +175,8 @@ def breakeven_over(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
       ``life_months`` as in ``breakeven``.
 
     One table gives that run's own months (``n`` 1), so one replication reads the same everywhere
-    as ``costsim run``'s ``breakeven`` table. Months are 0-based (``month_number`` says them)."""
+    as ``costsim run``'s ``breakeven`` table. Months are month numbers, counted from 1, as in
+    ``breakeven``; a mean of them is said rounded (``round_month``)."""
     tables = list(tables)
     both = pd.concat([t.assign(replication=i) for i, t in enumerate(tables)], ignore_index=True)
     if both.empty:
@@ -196,8 +200,14 @@ def breakeven_over(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def month_number(m: float) -> int:
-    """A 0-based month index (or a mean of them) as a user counts months: 1 is the first month
-    (month index m ends m + 1 whole 730-h months in); a mean rounds half up. Every sentence and
-    table that names a break-even month says this number."""
-    return math.floor(m + 0.5) + 1
+def _ends_after(month: float, life_months: float) -> bool:
+    """Whether month number ``month`` ends after ``life_months`` months from hour 0 (month N ends N
+    whole months in; a life of exactly N months covers month N). False when either is NaN; a life
+    within float noise of a month's end covers that month (it is a quotient of hours)."""
+    return month > life_months + 1e-9
+
+
+def round_month(m: float) -> int:
+    """A break-even month number (counted from 1, as ``breakeven`` writes it), or a mean of them
+    over replications, as every sentence and table says it: a mean rounds half up (5.5 reads 6)."""
+    return math.floor(m + 0.5)
