@@ -79,7 +79,7 @@ def duration(h: float | None) -> str:
 
 
 def money(usd: float | None) -> str:
-    """Money in words, three significant figures: "$6.41 M", "$312 k", "$950", "−$1.34 M";
+    """Money in words, three significant figures: "$6.41 M", "$8.30 M", "$312 k", "$950", "−$1.34 M";
     "–" when missing."""
     if missing(usd):
         return MISSING
@@ -90,8 +90,17 @@ def money(usd: float | None) -> str:
     sign = "−" if usd < 0 and a >= 0.5 else ""  # "−$0" would read as a loss of nothing
     for scale, unit in ((1e9, " B"), (1e6, " M"), (1e3, " k")):
         if round(a / scale, 2) >= 1 or a >= scale:
-            return f"{sign}${significant(a / scale, 3)}{unit}"
+            return f"{sign}${three_figures(a / scale)}{unit}"
     return f"{sign}${a:,.0f}"
+
+
+def three_figures(x: float) -> str:
+    """``x`` (0.995 ≤ x < 1,000 or so) to three significant figures, trailing zeros kept so
+    amounts side by side read alike: 8.3 → "8.30", 9.996 → "10.0", 312.4 → "312"."""
+    for digits in (2, 1):
+        if round(x, digits) < 10 ** (3 - digits):
+            return f"{round(x, digits):,.{digits}f}"
+    return f"{round(x):,.0f}"
 
 
 def money_exact(usd: float | None) -> str:
@@ -186,4 +195,4 @@ def who_pays_more(name_a: str, name_b: str, a_minus_b_usd: float) -> str:
 
 
 __all__ = ["MISSING", "count", "decimals_for", "duration", "hours", "millions", "missing", "money", "money_exact",
-           "number", "p_value", "per_gpu_hour", "percent", "plain", "seconds", "significant", "who_pays_more"]
+           "number", "p_value", "per_gpu_hour", "percent", "three_figures", "plain", "seconds", "significant", "who_pays_more"]

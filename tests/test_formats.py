@@ -25,8 +25,8 @@ def test_money_in_millions_and_thousands():
     assert f.money(-1_340_000) == "−$1.34 M"
     assert f.money(312_400) == "$312 k"
     assert f.money(950) == "$950"
-    assert f.money(2.5e9) == "$2.5 B"
-    assert f.money(999_999) == "$1 M"
+    assert f.money(2.5e9) == "$2.50 B"
+    assert f.money(999_999) == "$1.00 M"
     assert f.money_exact(7_463_187) == "$7,463,187"
     assert f.money_exact(-12.2) == "−$12"
     assert f.money_exact(-0.4) == "$0"
@@ -67,7 +67,7 @@ def test_who_pays_more_names_the_side():
 def test_money_never_reads_minus_zero_and_rounds_up_a_scale():
     assert f.money(-0.4) == "$0"
     assert f.money(-0.6) == "−$1"
-    assert f.money(999.6) == "$1 k"  # not "$1,000" beside "$1 k"
+    assert f.money(999.6) == "$1.00 k"  # not "$1,000" beside "$1 k"
     assert f.money(1_234) == "$1.23 k"
 
 
@@ -92,3 +92,12 @@ def test_decimals_for_a_column_keep_its_smallest_value():
     assert f.decimals_for([1500.0, 2620.0]) == 0
     assert f.decimals_for([1e-12]) == 8  # at most ``most``
     assert f.decimals_for([0.0, math.nan, math.inf]) == 0  # nothing to measure
+
+
+def test_money_keeps_three_figures_so_amounts_side_by_side_read_alike():
+    assert f.money(8_300_000) == "$8.30 M"
+    assert f.money(9_030_000) == "$9.03 M"
+    assert f.money(9_996_000) == "$10.0 M"
+    assert f.money(1_000_000) == "$1.00 M"
+    assert f.money(312_400) == "$312 k"
+    assert f.money(45_000) == "$45.0 k"

@@ -129,7 +129,7 @@ def test_wording_has_no_exponent():
     from costsim.decisions.targets import parse_target
     from costsim.decisions.wording import money, pct, shown, target_text
 
-    assert money(999_999) == "$1 M"  # "$1e+03 k" before
+    assert money(999_999) == "$1.00 M"  # "$1e+03 k" before
     assert money(-1_340_000) == "−$1.34 M"
     assert shown("rl_iterations_per_day", 2400.0) == "2,400/day"  # "2.4e+03/day" before
     assert target_text(parse_target("rl_iterations_per_day>=2000000")).endswith("≥ 2,000,000/day")
