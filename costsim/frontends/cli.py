@@ -132,7 +132,7 @@ def run(
         _interrupted(folder, out)
     for note in folder.notes:
         err_console.print(Text(f"note: {note}"), highlight=False)
-    out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False)
+    out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False, soft_wrap=True)
 
 
 def _write_with_progress(folder: OutputFolder, res, report) -> list[Path]:

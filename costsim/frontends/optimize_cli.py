@@ -140,7 +140,7 @@ def _search(scenario: Path, target: list[str] | None, vary: list[str], replicati
     if folder is not None:
         written = folder.publish(lambda staging: _write(optimum, staging),
                                  {"scenario": str(scenario), "sentence": optimum.sentence})
-        out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False)
+        out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False, soft_wrap=True)
 
 
 def _write(optimum, staging: Path) -> None:

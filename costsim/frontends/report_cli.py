@@ -90,7 +90,7 @@ def report_command(
     except KeyboardInterrupt:
         err_console.print(Text(f"interrupted: {out} is unchanged"), highlight=False)
         raise typer.Exit(130) from None
-    out_console.print(Text(f"wrote {path}"), highlight=False)
+    out_console.print(Text(f"wrote {path}"), highlight=False, soft_wrap=True)  # a path is copied whole, never wrapped
 
 
 def _not_in_runs(out: Path, folder: Path) -> None:
