@@ -89,7 +89,7 @@ def money(usd: float | None) -> str:
     a = abs(usd)
     sign = "−" if usd < 0 and a >= 0.5 else ""  # "−$0" would read as a loss of nothing
     for scale, unit in ((1e9, " B"), (1e6, " M"), (1e3, " k")):
-        if round(a / scale, 2) >= 1 or a >= scale:
+        if a >= scale * 0.9995:  # what rounds to 1,000 of the scale below reads as 1.00 of this one
             return f"{sign}${three_figures(a / scale)}{unit}"
     return f"{sign}${a:,.0f}"
 

@@ -141,3 +141,11 @@ def test_dashboard_data_tab_shows_the_table():
     frame = at.dataframe[0].value
     assert "value (in unit)" in frame.columns and "unit" in frame.columns
     assert "electricity price" in set(frame["assumption"])
+
+
+def test_an_explicit_zero_price_of_waiting_is_the_scenarios():
+    unstated = row(assumptions(tiny()), "price of waiting")
+    assert (unstated["value"], unstated["from"]) == (0.0, "costsim default")
+    text = TINY_RL.replace("seed: 1", "seed: 1\ndecision: {waiting_usd_per_gpu_hour: 0}")
+    stated = row(assumptions(tiny(text)), "price of waiting")
+    assert (stated["value"], stated["from"]) == (0.0, "scenario")

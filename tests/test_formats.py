@@ -101,3 +101,10 @@ def test_money_keeps_three_figures_so_amounts_side_by_side_read_alike():
     assert f.money(1_000_000) == "$1.00 M"
     assert f.money(312_400) == "$312 k"
     assert f.money(45_000) == "$45.0 k"
+
+
+def test_money_moves_to_the_next_scale_only_where_three_figures_of_this_one_round_up():
+    assert f.money(999_400) == "$999 k"
+    assert f.money(999_500) == "$1.00 M"
+    assert f.money(999.4) == "$999"
+    assert f.money(999.5) == "$1.00 k"

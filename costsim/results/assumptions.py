@@ -204,7 +204,8 @@ def _decision_rows(out: _Rows, scenario: Scenario) -> None:
     out.add("service-level targets", "; ".join(targets) if targets else "none", "", decision.targets, None,
             "the targets a lab would hold (schema default)")
     price = decision.waiting_usd_per_gpu_hour
-    out.add("price of waiting", price, "USD per queued GPU-hour", price or None, None,
+    stated = "waiting_usd_per_gpu_hour" in decision.model_fields_set  # an explicit 0 is the scenario's
+    out.add("price of waiting", price, "USD per queued GPU-hour", price if stated else None, None,
             "schema default: waiting unpriced")
 
 
