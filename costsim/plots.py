@@ -304,9 +304,11 @@ def cash_flow(results: Results) -> go.Figure:
     zero, the book value of owned hardware credited at the horizon's end: an estimate of what the
     kept hardware is still worth, not cash received (nothing is sold), so it never nets into a
     month's bar."""
-    cf = results.cashflow.assign(paid=cash_paid)
+    # Months as users count them (1 is the first), as break-even months are; the table's ``month`` is
+    # the 0-based index.
+    cf = results.cashflow.assign(paid=cash_paid, month_number=results.cashflow["month"] + 1)
     parts = ["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]
-    fig = _option_bars(cf, results, "month", "paid",
+    fig = _option_bars(cf, results, "month_number", "paid",
                        _NAME + " · month %{x} · $%{y:,.0f} cash paid<br>capex $%{customdata[0]:,.0f} · opex "
                        "$%{customdata[1]:,.0f} · rent $%{customdata[2]:,.0f}<br>commitment owed $%{customdata[3]:,.0f}"
                        "<extra></extra>", parts)
@@ -316,7 +318,7 @@ def cash_flow(results: Results) -> go.Figure:
     lowest = credited.loc[credited["book_value_usd"].idxmax(), "option"] if len(credited) else None
     for _, _, option, g in _groups(credited, styles):
         st = styles[option]
-        fig.add_scatter(x=g["month"], y=-g["book_value_usd"], mode="markers+text", name=f"{literal(option)}: "
+        fig.add_scatter(x=g["month_number"], y=-g["book_value_usd"], mode="markers+text", name=f"{literal(option)}: "
                         f"{BOOK_VALUE_CREDIT}", legendgroup=literal(option),
                         text=[BOOK_VALUE_CREDIT if option == lowest else ""] * len(g),
                         textposition="bottom center", cliponaxis=False,
@@ -324,7 +326,7 @@ def cash_flow(results: Results) -> go.Figure:
                         hovertemplate=_NAME + " · month %{x} · book value $%{customdata:,.0f} credited at the "
                         "horizon's end: the hardware is kept, not sold; an estimate, not cash<extra></extra>",
                         customdata=g["book_value_usd"])
-    return finish(fig, "Monthly cash paid; ▼ the book value credited at the horizon's end (not cash)", "month",
+    return finish(fig, "Monthly cash paid; ▼ the book value credited at the horizon's end (not cash)", "month (1 is the first)",
                   "cash paid in the month (USD); ▼ credit", yaxis=_USD_AXIS)
 
 
