@@ -215,7 +215,7 @@ def test_phases_report_the_share_of_responses_that_hit_the_cap(tmp_path):
     # ... and, over ~3,000 iterations × 64 responses, close to P(L ≥ cap).
     p, _, _ = capped_moments(MEAN, CV, CAP)
     assert row.capped_share == pytest.approx(p, abs=5 * math.sqrt(p * (1 - p) / (len(rows) * 64)))
-    assert "capped" in [c.header for c in phase_table(res.phases).columns]
+    assert "capped\n%" in [c.header for c in phase_table(res.phases).columns]
 
 
 def test_fixed_lengths_are_never_capped(tmp_path):

@@ -75,6 +75,11 @@ def fixed(digits: int, unit: str = "") -> Callable[[float], str]:
     return lambda x: formats.number(x, digits, unit)
 
 
+def percent_number(x: float) -> str:
+    """A share (0…1) as a bare percentage with one decimal, for a column headed "%"; "–" for NaN."""
+    return formats.number(x * 100 if not formats.missing(x) else x, 1)
+
+
 def share(x: float) -> str:
     """A share (0…1) in percent, one decimal; "–" for NaN (``formats.percent``)."""
     return formats.percent(x, 1)

@@ -28,9 +28,9 @@ OPTION_COLUMNS: list[h.Column] = [
     ("waiting: queued GPU-hours × its price (USD)", "waiting_cost_usd", h.money, "low"),
     ("USD per GPU-hour of work done", "cost_per_work_gpu_hour_usd", h.fixed(2), "low"),
     ("p95 queue delay (h)", "queue_delay_p95_h", h.fixed(2), "low"),
-    ("completion (jobs)", "completion", h.share, "high"),
+    ("completion (% of finishable jobs)", "completion", h.percent_number, "high"),
     ("RL iterations per day", "iterations_per_day", h.fixed(0), "high"),
-    ("utilisation", "utilization", h.share, None),
+    ("utilisation (%)", "utilization", h.percent_number, None),
     ("meets targets", "meets", str, None),
 ]
 

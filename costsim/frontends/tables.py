@@ -148,8 +148,8 @@ def summary_table(summary, title: str) -> Table:
 _seconds = formats.seconds  # 0.1 s; two decimals below that, so a short weight sync does not read as zero
 
 
-# The phases table's columns: (header with its unit, phases column, formatter); shares print with
-# their "%". Short headers of at most two lines keep the table within 160 columns with option and
+# The phases table's columns: (header with its unit, phases column, formatter); shares print as
+# bare percentages under a "%" header. Short headers of at most two lines keep the table within 160 columns with option and
 # class names of up to about 20 characters each; longer names wrap, numbers never do.
 PHASE_TABLE_COLUMNS = [
     ("rollout\ns", "rollout_s", _seconds),
@@ -159,10 +159,10 @@ PHASE_TABLE_COLUMNS = [
     ("sync/ s\nreshard", "sync_s", _seconds),
     ("async s\noverhead", "overhead_s", _seconds),
     ("iteration\ns", "iteration_s", _seconds),
-    ("rollout\nshare", "rollout_share", _or_dash(".0%")),
-    ("straggler\nshare", "straggler_share", _or_dash(".0%")),
+    ("rollout\nshare %", "rollout_share", _share(0)),
+    ("straggler\nshare %", "straggler_share", _share(0)),
     ("tok/s\nper GPU", "rollout_tokens_per_s_per_gpu", _fixed(0)),
-    ("capped", "capped_share", _or_dash(".1%")),
+    ("capped\n%", "capped_share", _share(1)),
     ("iter/\nday", "iterations_per_day", _fixed(0)),
     ("$/iter", "cost_per_iteration_usd", _fixed(2)),
 ]
