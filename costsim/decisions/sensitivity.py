@@ -46,6 +46,7 @@ from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
 from costsim.decisions.verdict import decide, held_to, option_table
 from costsim.decisions.wording import describe
+from costsim.formats import money, plain
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor
@@ -462,17 +463,12 @@ def _recommended(runs: pd.DataFrame, vid: str, pair: _Pair) -> str | None:
 def _at(row, end: str) -> str:
     v = row[end]
     if row["unit"].startswith("×"):
-        return f"×{v:g}"
+        return f"×{plain(v)}"
     if row["unit"] == "USD/kWh":
         return f"${v:.3f}/kWh"
     if row["unit"].startswith("share"):
         return f"{v * 100:.0f} % off"
-    return f"{v:g}{' ' + row['unit'] if row['unit'] else ''}"
-
-
-def _usd(x: float) -> str:
-    a = abs(x)
-    return f"${a / 1e6:,.2f}M" if a >= 1e6 else f"${a / 1e3:,.0f}k" if a >= 1e3 else f"${a:,.0f}"
+    return f"{plain(v)}{' ' + row['unit'] if row['unit'] else ''}"
 
 
 def _listed(items: list[str]) -> str:
@@ -481,14 +477,14 @@ def _listed(items: list[str]) -> str:
 
 def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: float,
              scenario: Scenario | None = None) -> str:
-    """"Owning 256 H100s (own-256) costs $1.63M less than renting on-demand H100s (cloud-od); the
+    """"Owning 256 H100s (own-256) costs $1.63 M less than renting on-demand H100s (cloud-od); the
     verdict flips if cloud price is ×0.67 or lead time 364 days; the largest swing is arrival scale
-    ($3.56M)." Each flipping input is named at the end(s) where the difference changes sign or
+    ($3.56 M)." Each flipping input is named at the end(s) where the difference changes sign or
     where the recommendation changes (``flips_at``)."""
     a, b = describe(build, scenario), describe(rent, scenario)
     if base_difference_usd > 0:
         a, b = b, a
-    head = f"{a[0].upper()}{a[1:]} costs {_usd(base_difference_usd)} less than {b} (fair totals)"
+    head = f"{a[0].upper()}{a[1:]} costs {money(abs(base_difference_usd))} less than {b} (fair totals)"
     flips = []
     for _, row in table[table["flips"]].iterrows():
         ends = [e for e in str(row.get("flips_at") or "").split(",") if e] or \
@@ -499,7 +495,7 @@ def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: fl
                 "; no single input flips the verdict within its range")
     if not ran.empty:
         top = ran.iloc[0]
-        s += f"; the largest swing is {top['input']} ({_usd(top['swing_usd'])})"
+        s += f"; the largest swing is {top['input']} ({money(top['swing_usd'])})"
     return s + "."
 
 
