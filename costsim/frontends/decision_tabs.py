@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from costsim import plots
-from costsim.formats import plain
+from costsim.formats import money_exact, plain
 from costsim.decisions import decide, frontier, sweep_table
 from costsim.frontends.dashboard import Limits, RunStopped, Upload, public_text, run_key
 from costsim.frontends.decision_runs import (MAX_AXES, MAX_REPLICATIONS, MAX_VARIANTS, Job, grid_sweep, numeric_paths,
@@ -89,10 +89,6 @@ def _run(job: Job, limits: Limits, what: str):
 # ------------------------------------------------------------------ Sensitivity
 
 
-def _usd(x: float) -> str:
-    return "—" if x != x else f"{'−' if x < 0 else ''}${abs(x):,.0f}"
-
-
 def tornado_rows(table: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     """``Tornado.table`` in words: money as $, flips marked ⚑ (not by colour), break-even in the
     first screen's words (``headline.tornado_breakeven`` of ``pairs``, the Tornado's ``breakeven``)."""
@@ -101,9 +97,9 @@ def tornado_rows(table: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
         "flips": ["⚑ flips" if f else "" for f in table["flips"]],
         "low": [f"{plain(v)} {u}".strip() for v, u in zip(table["low"], table["unit"], strict=True)],
         "high": [f"{plain(v)} {u}".strip() for v, u in zip(table["high"], table["unit"], strict=True)],
-        "low_difference": table["low_difference_usd"].map(_usd),
-        "high_difference": table["high_difference_usd"].map(_usd),
-        "swing": table["swing_usd"].map(_usd),
+        "low_difference": table["low_difference_usd"].map(money_exact),
+        "high_difference": table["high_difference_usd"].map(money_exact),
+        "swing": table["swing_usd"].map(money_exact),
         **{f"{end}_breakeven": [tornado_breakeven(pairs, label, end) for label in table["input"]]
            for end in ("low", "high")},
         "path": table["path"],
@@ -203,7 +199,7 @@ def verdict_rows(results) -> pd.DataFrame:
                      "versus": verdict.versus or "—",
                      "difference": "—" if verdict.versus is None or verdict.option is None
                      else who_pays_more(verdict.option, verdict.versus, verdict.difference_usd),
-                     "interval": "—" if low != low else f"{_usd(low)} … {_usd(high)}",
+                     "interval": "—" if low != low else f"{money_exact(low)} … {money_exact(high)}",
                      "close": "the same cost" if verdict.same_cost else "",
                      "sentence": verdict.sentence})
     return results.variants.merge(pd.DataFrame(rows), on="variant")
