@@ -3,6 +3,8 @@ no "-0.000000" in a dashboard table, no "−$0", no minus on a price that rounds
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 import costsim
@@ -47,7 +49,7 @@ def test_noise_reads_zero_in_words():
     assert formats.per_gpu_hour(-0.001) == "$0.00/GPU-h"
     assert formats.per_gpu_hour(-0.004) == "$0.00/GPU-h"
     assert formats.per_gpu_hour(-0.006) == "−$0.01/GPU-h"  # rounds to a cent: a real negative
-    assert formats.per_gpu_hour(2.995) == "$3.00/GPU-h"  # Python rounds the binary 2.99499…: to the cent
+    assert formats.per_gpu_hour(2.99) == "$2.99/GPU-h"
 
 
 def test_a_tornado_difference_that_rounds_to_nothing_reads_zero_dollars():
@@ -57,3 +59,18 @@ def test_a_tornado_difference_that_rounds_to_nothing_reads_zero_dollars():
     row = tornado_rows(table, pd.DataFrame()).iloc[0]
     assert (row["low_difference"], row["high_difference"], row["swing"]) == ("$0", "−$1,235", "$1,234")
     assert row["low_breakeven"] == row["high_breakeven"] == "–"
+
+
+def test_a_price_per_unit_keeps_its_cents_beside_a_large_one():
+    """cloud's $2.99 per GPU-hour used beside own's $373 (the column's maximum ≥ $100): cents
+    for both, where a total would be whole dollars."""
+    frame = pd.DataFrame({"option": ["own", "cloud"], "cost_per_gpu_hour_used_usd": [373.2, 2.99],
+                          "own_usd_per_gpu_hour": [2.4123, math.nan], "electricity_usd_per_kwh": [0.085, 0.085],
+                          "total_cost_usd": [1_234_567.4, 345.6]})
+    view, config = table_view(frame)
+    fmt = config["cost_per_gpu_hour_used_usd"]["type_config"]["format"]
+    assert [_printf(fmt, v) for v in view["cost_per_gpu_hour_used_usd"]] == ["$373.20", "$2.99"]  # not "$3"
+    assert _printf(config["electricity_usd_per_kwh"]["type_config"]["format"], 0.085) == "$0.09"
+    assert list(view["own_usd_per_gpu_hour"]) == ["$2.41", "–"]  # a missing value: text cells, same format
+    total = config["total_cost_usd"]["type_config"]["format"]
+    assert [_printf(total, v) for v in view["total_cost_usd"]] == ["$1234567", "$346"]  # totals: whole dollars

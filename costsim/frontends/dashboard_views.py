@@ -176,10 +176,13 @@ def table_view(df: pd.DataFrame, pinned: str = "option") -> tuple[pd.DataFrame, 
 
 
 def column_format(col: str, x: pd.Series) -> str:
-    """The printf format (Streamlit's ``NumberColumn`` subset) of a column of numbers: whole
-    dollars (cents below $100), per cent to 0.1, whole counts, else two decimals (one from 100 on)
-    or as many as three significant figures of the smallest value need."""
+    """The printf format (Streamlit's ``NumberColumn`` subset) of a column of numbers: a price per
+    unit (``per_unit_price``: cloud's $2.99 per GPU-hour beside own's $373.20) always to the cent,
+    other money whole dollars (cents below $100), per cent to 0.1, whole counts, else two decimals
+    (one from 100 on) or as many as three significant figures of the smallest value need."""
     finite = x[np.isfinite(x)]
+    if per_unit_price(col):
+        return "$%,.2f"
     if col.endswith("_usd"):
         return "$%,.0f" if finite.abs().max() >= 100 else "$%,.2f"
     if PERCENT.search(col):
@@ -188,6 +191,13 @@ def column_format(col: str, x: pd.Series) -> str:
         return "%,.0f"
     usual = 2 if finite.abs().max() < 100 else 1
     return f"%,.{max(usual, formats.decimals_for(finite, 3, 6))}f"
+
+
+def per_unit_price(col: str) -> bool:
+    """Whether a column is a price per unit (USD per GPU-hour, per kWh, per iteration, ...): its
+    name's words hold both "usd" and "per" (``cost_per_gpu_hour_used_usd``, ``own_usd_per_gpu_hour``)."""
+    words = col.split("_")
+    return "usd" in words and "per" in words
 
 
 def cell_text(fmt: str, v: float) -> str:
