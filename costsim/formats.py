@@ -12,6 +12,7 @@ import math
 MISSING = "–"
 MINUTES_BELOW_H = 1.0      # delays shorter than an hour read in minutes
 HOURS_BELOW_H = 48.0       # ... shorter than two days in hours, longer in days
+NOISE = 1e-9               # |x| below this is float noise of a sum that should be 0: it reads 0
 
 
 def missing(x: object) -> bool:
@@ -38,11 +39,12 @@ def number(x: float | None, digits: int = 0, unit: str = "") -> str:
 
 def significant(x: float | None, figures: int = 3, unit: str = "") -> str:
     """``x`` to ``figures`` significant figures, never in scientific notation: 0.000317 →
-    "0.000317", 12345.6 → "12,346", 2.5 → "2.5"."""
+    "0.000317", 12345.6 → "12,346", 2.5 → "2.5"; below ``NOISE`` (−2.8e-16, a sum of zeros'
+    rounding) "0"."""
     if missing(x) or (x is not None and math.isinf(x)):
         return number(x, 0, unit)
     assert x is not None
-    if x == 0:
+    if abs(x) < NOISE:
         return number(0.0, 0, unit)
     magnitude = math.floor(math.log10(abs(x)))
     digits = max(figures - 1 - magnitude, 0)
@@ -130,11 +132,12 @@ def count(n: float | None, unit: str = "") -> str:
 
 
 def per_gpu_hour(usd: float | None) -> str:
-    """A price per GPU-hour: "$2.99/GPU-h"; "–" when missing."""
+    """A price per GPU-hour, to the cent: "$2.99/GPU-h"; no minus on one that rounds to $0.00
+    (−0.001 reads "$0.00/GPU-h"); "–" when missing."""
     if missing(usd):
         return MISSING
     assert usd is not None
-    return f"−${-usd:,.2f}/GPU-h" if usd < 0 else f"${usd:,.2f}/GPU-h"
+    return f"−${-usd:,.2f}/GPU-h" if round(usd, 2) < 0 else f"${abs(usd):,.2f}/GPU-h"
 
 
 def plain(x: float | None) -> str:
@@ -164,9 +167,10 @@ def millions(usd: float | None, digits: int = 2) -> str:
 
 def decimals_for(values, figures: int = 3, most: int = 8) -> int:
     """Decimals a column of numbers needs so its smallest non-zero magnitude keeps ``figures``
-    significant figures (0.000317 → 6; 12.5 → 0; at most ``most``): one format per column that
-    never rounds a small rate to "0.00"."""
-    finite = [abs(float(v)) for v in values if not missing(v) and not math.isinf(float(v)) and float(v) != 0]
+    significant figures (0.000317 → 6; 12.5 → 1; 312 → 0; at most ``most``): one format per column that
+    never rounds a small rate to "0.00". Values below ``NOISE`` count as 0 (float noise such as
+    −2.8e-16 would otherwise ask for every decimal there is)."""
+    finite = [abs(float(v)) for v in values if not missing(v) and not math.isinf(float(v)) and abs(float(v)) >= NOISE]
     if not finite:
         return 0
     magnitude = math.floor(math.log10(min(finite)))

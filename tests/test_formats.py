@@ -90,7 +90,7 @@ def test_decimals_for_a_column_keep_its_smallest_value():
     assert f.decimals_for([0.00031666666666666665, 0.5]) == 6  # 0.000317
     assert f.decimals_for([12.5, 300.0]) == 1  # 12.5 to three figures
     assert f.decimals_for([1500.0, 2620.0]) == 0
-    assert f.decimals_for([1e-12]) == 8  # at most ``most``
+    assert f.decimals_for([1e-8]) == 8  # at most ``most`` (1e-12 would be float noise: 0)
     assert f.decimals_for([0.0, math.nan, math.inf]) == 0  # nothing to measure
 
 

@@ -68,6 +68,44 @@ def test_a_refused_size_names_the_option_as_written(sized):
         sweep_from_sets(sized, ["options.own-16.gpus=-8"])
 
 
+def test_a_size_the_catalog_refuses_names_the_option_as_written_not_as_renamed(sized):
+    """own-16 at 12 GPUs passes the schema but not the catalog (8-GPU nodes): the problem is about
+    own-16, the option the user wrote, never an own-12 the rename would have made, in a --set
+    sweep (alone or beside a size that renames) and in the dashboard's grid."""
+    from costsim.frontends.decision_runs import grid_sweep
+
+    for sets in (["options.own-16.gpus=12"], ["options.own-16.gpus=24,12"]):
+        with pytest.raises(costsim.ScenarioError) as err:
+            sweep_from_sets(sized, sets)
+        assert "options.own-16.gpus: 12 GPUs is not a whole number of 8-GPU H100 nodes" in str(err.value)
+        assert "own-12" not in str(err.value)
+    with pytest.raises(costsim.ScenarioError) as err:
+        grid_sweep(api.load_scenario(sized), {"options.own-16.gpus": "12"})
+    assert "options.own-16.gpus: 12 GPUs is not a whole number" in str(err.value) and "own-12" not in str(err.value)
+
+
+def test_build_resized_raises_the_problems_as_written_and_the_renamed_one_only_if_that_builds():
+    from costsim.scenario import Problem
+    from costsim.scenario.naming import build_resized
+
+    before = _data({"name": "own-16", "kind": "owned", "gpus": 16})
+    after = _data({"name": "own-16", "kind": "owned", "gpus": 24})
+
+    def refuse(names):  # refuses data holding an option of one of ``names``
+        def build(data):
+            bad = [o["name"] for o in data["options"] if o["name"] in names]
+            if bad:
+                raise costsim.ScenarioError("t", [Problem(("options", 0), f"refused {bad[0]}")])
+            return [o["name"] for o in data["options"]]
+        return build
+
+    assert build_resized(before, after, refuse(set()))[0] == ["own-24"]
+    with pytest.raises(costsim.ScenarioError, match="refused own-16"):  # both refused: as written
+        build_resized(before, after, refuse({"own-16", "own-24"}))
+    with pytest.raises(costsim.ScenarioError, match="refused own-24"):  # only the rename is: that one
+        build_resized(before, after, refuse({"own-24"}))
+
+
 def _data(*options, classes=()):
     return {"options": [dict(o) for o in options], "workload": {"classes": [dict(c) for c in classes]}}
 

@@ -176,3 +176,87 @@ def test_a_scenario_object_that_skipped_validation_is_a_scenario_error_naming_th
         tornado(Scenario.model_construct(name="x"))
     assert "options: required field is missing" in str(err.value)
     assert "workload: required field is missing" in str(err.value)
+
+
+# ------------------------------------------------------------------ break-even cells in the first screen's words
+
+def _three_replications():
+    """One pair over three hand-made replications: only the second breaks even (month 5); the
+    other two would catch up at months 14 and 16 if they went on (an 18-month life)."""
+    import pandas as pd
+
+    from costsim.results.finance import BREAKEVEN_COLUMNS
+
+    def one(month, extrapolated):
+        return pd.DataFrame([["own", "cloud", month, extrapolated, math.nan, 0.8, 2.4, 2.99, 18.0]],
+                            columns=BREAKEVEN_COLUMNS)
+    return [one(math.nan, 14.0), one(5.0, 5.0), one(math.nan, 16.0)]
+
+
+def _with_pairs(result, over_by_end):
+    """``result`` with its break-even rows replaced: ``over_by_end`` maps (input label, end) to a
+    ``breakeven_over`` frame, as ``tornado`` keeps them."""
+    import dataclasses
+
+    import pandas as pd
+
+    rows = [over.assign(variant=f"{label}-{end}", input=label, end=end) for (label, end), over in over_by_end.items()]
+    return dataclasses.replace(result, breakeven=pd.concat(rows, ignore_index=True))
+
+
+def _cells(result) -> tuple[dict, dict, str]:
+    """(dashboard cells, report cells, the dashboard's base month) per (input, end)."""
+    import re
+    from html import unescape
+
+    from costsim.frontends.decision_tabs import tornado_rows
+    from costsim.frontends.headline import tornado_breakeven
+    from costsim.frontends.report_sections import tornado_section
+
+    rows = tornado_rows(result.table, result.breakeven).set_index("input")
+    dash = {(i, e): rows.loc[i, f"{e}_breakeven"] for i in rows.index for e in ("low", "high")}
+    html, _ = tornado_section(result)
+    body = [[unescape(td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+            for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", html.split("<tbody>")[1])]
+    report = {(r[0], e): r[9 + k] for r in body for k, e in enumerate(("low", "high"))}  # after the "verdict" cell
+    return dash, report, tornado_breakeven(result.breakeven, "", "base")
+
+
+def test_a_tornado_break_even_cell_reads_as_the_first_screen_says_the_same_row(result):
+    """The same ``breakeven_over`` row, said by the first screen's sentence and by the tornado's
+    cells (dashboard and report): the same words, the count of replications and the
+    extrapolated month."""
+    from costsim.frontends.headline import breakeven_sentence
+    from costsim.results.finance import breakeven_over
+
+    tables = _three_replications()
+    over = breakeven_over(tables)
+    shown = _with_pairs(result, {("cloud price", "low"): over,
+                                 ("cloud price", "high"): breakeven_over([tables[0], tables[2]])})
+    dash, report, _ = _cells(shown)
+    # By hand: 1 of 3 break even, in month 5; the other two (2 of 3) not within the horizon.
+    assert dash["cloud price", "low"] == report["cloud price", "low"] == "from month 5 (in 1 of 3 replications)"
+    assert breakeven_sentence(over) == f"Cash break-even: own vs cloud: {dash['cloud price', 'low']}."
+    # Neither of two breaks even; the mean of 14 and 16 is month 15, said as a mean of 2 of 2.
+    high = "not within the horizon (about month 15 if it went on, mean of 2 of 2 replications)"
+    assert dash["cloud price", "high"] == report["cloud price", "high"] == high
+    assert breakeven_sentence(breakeven_over([tables[0], tables[2]])) == f"Cash break-even: own vs cloud: {high}."
+    # A pair the break-even table does not compare, or an input skipped: "–", never "never".
+    for key in [("capex per GPU", "low"), ("spot discount", "high")]:
+        assert dash[key] == report[key] == "–"
+    assert "never" not in " ".join(report.values()) + " ".join(dash.values())
+
+
+def test_the_tornados_base_break_even_is_the_first_screens_for_the_base_run(result, tmp_path):
+    """The base variant's cell and the first screen's break-even table of the base run itself
+    (``breakeven_view``): one text (month 10 by hand, the module docstring), at each end too."""
+    import costsim
+    from costsim.frontends.headline import breakeven_view
+
+    first_screen = breakeven_view([costsim.simulate(_scenario(tmp_path)).breakeven])
+    pair = first_screen[(first_screen["option"] == "own") & (first_screen["versus"] == "cloud")]
+    dash, report, base = _cells(result)
+    assert base == pair["cash break-even"].iloc[0] == "from month 10"
+    assert dash == report
+    assert dash["spot discount", "low"] == "–"  # skipped: no spot option
+    assert all(dash["PUE", e].startswith("from month ") for e in ("low", "high"))  # by hand: both within 12 months

@@ -34,6 +34,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from costsim.formats import plain
 from costsim.results.backlog import STALE_FACTOR, STALE_FLOOR_H
 
 LOAD_LIMIT = 1.0  # offered load at which a queue (when there is one at the end) cannot drain
@@ -63,7 +64,7 @@ def why_not(offered_load: float, stale_share: float, jobs_waiting: float = math.
                        "still waiting: the queue cannot drain")
     if stale_share > STALE_LIMIT:
         reasons.append(f"{stale_share * 100:.0f} % of the jobs never started and are stale (waiting past "
-                       f"{STALE_FACTOR:g} × its p95 delay, their own run and {STALE_FLOOR_H:g} h)")
+                       f"{plain(STALE_FACTOR)} × its p95 delay, their own run and {plain(STALE_FLOOR_H)} h)")
     return "; ".join(reasons)
 
 

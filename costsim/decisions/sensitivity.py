@@ -29,6 +29,7 @@ p95 target flips the verdict even when waiting is not priced.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -45,6 +46,7 @@ from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
 from costsim.decisions.verdict import decide, held_to, option_table
 from costsim.decisions.wording import describe
+from costsim.formats import money, plain
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor
@@ -68,7 +70,12 @@ class Tornado:
     ``base_breakeven_month``: the pair's break-even month at base, a month number counted from 1
     as ``finance.breakeven`` writes it, or a mean of them (NaN: not within the horizon;
     ``base_breakeven_month_extrapolated``: where the last three months' spending would bring it);
-    ``sentence``: what flips the verdict and what swings it most."""
+    ``sentence``: what flips the verdict and what swings it most; ``breakeven``: the pair's
+    ``finance.breakeven_over`` row per variant that compares it (``variant``, ``input`` — the
+    table's label, "" at base — and ``end``: "base", "low" or "high"; then that row's columns,
+    replication counts included), from which every surface words a break-even cell
+    (``headline.tornado_breakeven``); no row where the input was skipped or the pair is not one
+    the break-even table compares (a reservation against a rental)."""
 
     table: pd.DataFrame
     build: str
@@ -78,6 +85,7 @@ class Tornado:
     base_breakeven_month_extrapolated: float
     sentence: str
     replications: int
+    breakeven: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
 
 # ------------------------------------------------------------------ inputs: where each one goes
@@ -313,18 +321,25 @@ def _difference(runs: pd.DataFrame, variant: str, build: str, rent: str, price: 
     return float((by[build] - by[rent]).mean())
 
 
-def _breakeven(breakeven: pd.DataFrame, variant: str, build: str, rent: str) -> tuple[float, float]:
-    """The pair's break-even month and its extrapolation over the variant's replications, as every
-    surface has them (``finance.breakeven_over`` of each run's ``finance.breakeven`` table): the
-    mean month over the replications that break even within the horizon, and the mean
-    extrapolated month of those that do not (NaN when none has one, or when the pair is not one
-    that table compares: a reservation against a rental)."""
+def _pair_breakeven(breakeven: pd.DataFrame, variant: str, build: str, rent: str) -> pd.DataFrame:
+    """The pair's ``finance.breakeven_over`` row over the variant's replications (each run's
+    ``finance.breakeven`` table), with its counts; empty when the pair is not one that table
+    compares (a reservation against a rental)."""
     rows = breakeven[(breakeven["variant"] == variant) & (breakeven["option"] == build) & (breakeven["versus"] == rent)]
     if rows.empty:
+        return pd.DataFrame()
+    return breakeven_over([g.drop(columns=["variant", "replication"]) for _, g in rows.groupby("replication", sort=True)])
+
+
+def _months(over: pd.DataFrame) -> tuple[float, float]:
+    """(break-even month, extrapolated month) of a ``_pair_breakeven`` row, as the table's numbers:
+    the mean month over the replications that break even within the horizon (how many of them:
+    the row's ``found`` of ``n``), and the mean extrapolated month of those that do not (the month
+    itself when every one breaks even); NaN when none has one or there is no row."""
+    if over.empty:
         return math.nan, math.nan
-    over = breakeven_over([g for _, g in rows.groupby("replication", sort=True)]).iloc[0]
-    month, extra = float(over["breakeven_month"]), float(over["breakeven_month_extrapolated"])
-    return month, extra if extra == extra else month  # every replication broke even: its month
+    month, extra = float(over["breakeven_month"].iloc[0]), float(over["breakeven_month_extrapolated"].iloc[0])
+    return month, extra if extra == extra else month
 
 
 def _eligibility_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: str, price: float,
@@ -372,12 +387,17 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     base_diff = _difference(runs, BASE, build, rent, price)
     ran = {v.id for v in variants}
     pair = _Pair(build, rent, base_diff, price, wanted, chosen)
-    table = pd.DataFrame([_measured(name, row, runs, breakeven, ran, pair) for name, row in rows.items()],
-                         columns=COLUMNS)
+    ends = [(BASE, "", "base")] + [(f"{n}-{e}", row["input"], e) for n, row in rows.items() for e in ("low", "high")]
+    over = {vid: _pair_breakeven(breakeven, vid, build, rent).assign(variant=vid, input=label, end=end)
+            for vid, label, end in ends if vid in ran}
+    table = pd.DataFrame([_measured(name, row, runs, over, ran, pair) for name, row in rows.items()], columns=COLUMNS)
     table = table.sort_values("swing_usd", ascending=False, kind="stable", na_position="last").reset_index(drop=True)
-    month, extrapolated = _breakeven(breakeven, BASE, build, rent)
+    month, extrapolated = _months(over[BASE])
+    found = [f for f in over.values() if len(f)]
+    pairs = pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=["variant", "input", "end"])
+    pairs = pairs[["variant", "input", "end", *[c for c in pairs.columns if c not in ("variant", "input", "end")]]]
     return Tornado(table, build, rent, base_diff, month, extrapolated,
-                   sentence(table, build, rent, base_diff, base), replications)
+                   sentence(table, build, rent, base_diff, base), replications, pairs)
 
 
 def _check_sides(sc: Scenario) -> None:
@@ -403,8 +423,10 @@ class _Pair:
     chosen: str | None  # what the base verdict recommends (None: nothing qualifies)
 
 
-def _measured(name: str, row: dict, runs: pd.DataFrame, breakeven: pd.DataFrame, ran: set[str], pair: _Pair) -> dict:
-    """An input's row completed: differences, break-even months, swing, flips, eligibility notes."""
+def _measured(name: str, row: dict, runs: pd.DataFrame, over: dict[str, pd.DataFrame], ran: set[str],
+              pair: _Pair) -> dict:
+    """An input's row completed: differences, break-even months (from ``over``: each variant's
+    ``_pair_breakeven``), swing, flips, eligibility notes."""
     build, rent, base_diff = pair.build, pair.rent, pair.base_diff
     row = {**row, "base_difference_usd": base_diff}
     for end in ("low", "high"):
@@ -414,7 +436,7 @@ def _measured(name: str, row: dict, runs: pd.DataFrame, breakeven: pd.DataFrame,
                         f"{end}_breakeven_month_extrapolated": math.nan})
             continue
         row[f"{end}_difference_usd"] = _difference(runs, vid, build, rent, pair.price)
-        row[f"{end}_breakeven_month"], row[f"{end}_breakeven_month_extrapolated"] = _breakeven(breakeven, vid, build, rent)
+        row[f"{end}_breakeven_month"], row[f"{end}_breakeven_month_extrapolated"] = _months(over[vid])
         note = _eligibility_note(runs, vid, end, build, rent, pair.price, pair.wanted)
         row["note"] = "; ".join(x for x in (row["note"], note) if x)
     row["swing_usd"] = abs(row["high_difference_usd"] - row["low_difference_usd"])  # NaN when skipped
@@ -441,17 +463,12 @@ def _recommended(runs: pd.DataFrame, vid: str, pair: _Pair) -> str | None:
 def _at(row, end: str) -> str:
     v = row[end]
     if row["unit"].startswith("×"):
-        return f"×{v:g}"
+        return f"×{plain(v)}"
     if row["unit"] == "USD/kWh":
         return f"${v:.3f}/kWh"
     if row["unit"].startswith("share"):
         return f"{v * 100:.0f} % off"
-    return f"{v:g}{' ' + row['unit'] if row['unit'] else ''}"
-
-
-def _usd(x: float) -> str:
-    a = abs(x)
-    return f"${a / 1e6:,.2f}M" if a >= 1e6 else f"${a / 1e3:,.0f}k" if a >= 1e3 else f"${a:,.0f}"
+    return f"{plain(v)}{' ' + row['unit'] if row['unit'] else ''}"
 
 
 def _listed(items: list[str]) -> str:
@@ -460,14 +477,14 @@ def _listed(items: list[str]) -> str:
 
 def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: float,
              scenario: Scenario | None = None) -> str:
-    """"Owning 256 H100s (own-256) costs $1.63M less than renting on-demand H100s (cloud-od); the
+    """"Owning 256 H100s (own-256) costs $1.63 M less than renting on-demand H100s (cloud-od); the
     verdict flips if cloud price is ×0.67 or lead time 364 days; the largest swing is arrival scale
-    ($3.56M)." Each flipping input is named at the end(s) where the difference changes sign or
+    ($3.56 M)." Each flipping input is named at the end(s) where the difference changes sign or
     where the recommendation changes (``flips_at``)."""
     a, b = describe(build, scenario), describe(rent, scenario)
     if base_difference_usd > 0:
         a, b = b, a
-    head = f"{a[0].upper()}{a[1:]} costs {_usd(base_difference_usd)} less than {b} (fair totals)"
+    head = f"{a[0].upper()}{a[1:]} costs {money(abs(base_difference_usd))} less than {b} (fair totals)"
     flips = []
     for _, row in table[table["flips"]].iterrows():
         ends = [e for e in str(row.get("flips_at") or "").split(",") if e] or \
@@ -478,7 +495,7 @@ def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: fl
                 "; no single input flips the verdict within its range")
     if not ran.empty:
         top = ran.iloc[0]
-        s += f"; the largest swing is {top['input']} ({_usd(top['swing_usd'])})"
+        s += f"; the largest swing is {top['input']} ({money(top['swing_usd'])})"
     return s + "."
 
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from costsim.formats import plain
 from costsim.runs.stats import LEVEL, means_table, t_interval
 
 SUMMARY_COLUMNS = [
@@ -127,7 +128,7 @@ def _partly(row) -> str:
 
 
 def _one_class(ra, rb, a: str, b: str) -> str:
-    goal = f"the target score {ra.target:g} ({ra.job_class})"
+    goal = f"the target score {plain(ra.target)} ({ra.job_class})"
     if _reaches(ra) and _reaches(rb):
         days, cost = rb.day_mean - ra.day_mean, ra.cost_mean_usd - rb.cost_mean_usd
         when = (f"{days:.1f} days earlier than {b}" if round(days, 1) > 0

@@ -44,6 +44,7 @@ from costsim.decisions.fair import fair_rows
 from costsim.decisions.targets import DEFAULT_TARGETS, METRICS, Target, targets as as_targets, value
 from costsim.decisions.wording import (capitalised, delay_trade, describe, duration, horizon, met_clause, misses,
                                        money, pct, targets_text)
+from costsim.formats import per_gpu_hour, plain
 from costsim.results import Results
 from costsim.runs.stats import t_interval
 from costsim.scenario import Problem, Scenario, ScenarioError
@@ -288,7 +289,7 @@ def _size(v: dict, alt) -> str:
 
 def _fair_words(v: dict) -> str:
     price = v["waiting_usd_per_gpu_hour"]
-    waiting = f", waiting at ${price:g} per GPU-hour" if price > 0 else ""
+    waiting = f", waiting at {per_gpu_hour(price)}" if price > 0 else ""
     return f"fair totals: amortised cost, with unfinished work and unmet serving at the cheapest rent{waiting}"
 
 
@@ -297,7 +298,7 @@ def _sentence(best, alt, v: dict, scenario: Scenario | None, binding: tuple[str,
     when = met_clause(best, v["targets"])
     if v["same_cost"]:
         why = ("the 95 % interval of the paired difference spans zero" if v["close_call"]
-               else f"within {TIE_TOLERANCE * 100:g} %")
+               else f"within {plain(TIE_TOLERANCE * 100)} %")
         s = (f"{capitalised(a)} and {b} cost the same over {horizon(scenario)} ({why}; {_fair_words(v)}: "
              f"{money(best.fair_total_usd)} against {money(alt.fair_total_usd)}); {best.option} is listed first")
     else:

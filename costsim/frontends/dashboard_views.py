@@ -139,10 +139,17 @@ def readable(column: str) -> str:
 
 
 def show_table(df: pd.DataFrame, key: str, pinned: str = "option") -> None:
-    """``df`` with readable headers, units, few decimals and no "None": shares in per cent, money
-    whole dollars, small rates with enough decimals to keep three significant figures
-    (``formats.decimals_for``: 0.000317, never 0.00); a column with missing values shows them as
-    "–" (text, so no "None" cell)."""
+    """``df`` as ``table_view`` makes it readable, in a Streamlit table."""
+    view, config = table_view(df, pinned)
+    st.dataframe(view, hide_index=True, key=key, column_config=config)
+
+
+def table_view(df: pd.DataFrame, pinned: str = "option") -> tuple[pd.DataFrame, dict]:
+    """``df`` with readable headers, units, few decimals and no "None", and its column config:
+    shares in per cent, money whole dollars, small rates with enough decimals to keep three
+    significant figures (``formats.decimals_for``: 0.000317, never 0.00); float noise below
+    ``formats.NOISE`` shown as 0 (a printf format prints −2.8e-16 as "-0.00"); a column with
+    missing values shows them as "–" (text, so no "None" cell)."""
     view = df.copy()
     config = {}
     for col in view.columns:
@@ -157,6 +164,7 @@ def show_table(df: pd.DataFrame, key: str, pinned: str = "option") -> None:
             config[col] = st.column_config.TextColumn(label, pinned=col == pinned)
             continue
         x = series.astype(float) * (100 if PERCENT.search(col) else 1)
+        x = x.mask(x.abs() < formats.NOISE, 0.0)  # NaN stays NaN (its comparison is False)
         fmt = column_format(col, x)
         if x.isna().any() or np.isinf(x).any():
             view[col] = [cell_text(fmt, v) for v in x]
@@ -164,14 +172,17 @@ def show_table(df: pd.DataFrame, key: str, pinned: str = "option") -> None:
         else:
             view[col] = x
             config[col] = st.column_config.NumberColumn(label, format=fmt)
-    st.dataframe(view, hide_index=True, key=key, column_config=config)
+    return view, config
 
 
 def column_format(col: str, x: pd.Series) -> str:
-    """The printf format (Streamlit's ``NumberColumn`` subset) of a column of numbers: whole
-    dollars (cents below $100), per cent to 0.1, whole counts, else two decimals (one from 100 on)
-    or as many as three significant figures of the smallest value need."""
+    """The printf format (Streamlit's ``NumberColumn`` subset) of a column of numbers: a price per
+    unit (``per_unit_price``: cloud's $2.99 per GPU-hour beside own's $373.20) always to the cent,
+    other money whole dollars (cents below $100), per cent to 0.1, whole counts, else two decimals
+    (one from 100 on) or as many as three significant figures of the smallest value need."""
     finite = x[np.isfinite(x)]
+    if per_unit_price(col):
+        return "$%,.2f"
     if col.endswith("_usd"):
         return "$%,.0f" if finite.abs().max() >= 100 else "$%,.2f"
     if PERCENT.search(col):
@@ -180,6 +191,13 @@ def column_format(col: str, x: pd.Series) -> str:
         return "%,.0f"
     usual = 2 if finite.abs().max() < 100 else 1
     return f"%,.{max(usual, formats.decimals_for(finite, 3, 6))}f"
+
+
+def per_unit_price(col: str) -> bool:
+    """Whether a column is a price per unit (USD per GPU-hour, per kWh, per iteration, ...): its
+    name's words hold both "usd" and "per" (``cost_per_gpu_hour_used_usd``, ``own_usd_per_gpu_hour``)."""
+    words = col.split("_")
+    return "usd" in words and "per" in words
 
 
 def cell_text(fmt: str, v: float) -> str:

@@ -34,7 +34,7 @@ from costsim.runs import api
 from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_loc
 from costsim.runs.sweepfile import Sweep, Variant, parse_set
 from costsim.scenario import Problem, Scenario, ScenarioError
-from costsim.scenario.naming import apply_resize
+from costsim.scenario.naming import build_resized
 
 MAX_VARIANTS = 24  # a grid the dashboard runs: more belongs to `costsim sweep`
 MAX_REPLICATIONS = 5
@@ -125,11 +125,11 @@ def grid_sweep(scenario: Scenario, axes: dict[str, str], replications: int = 1, 
         copy = json.loads(base)
         for path, value in params.items():
             set_loc(copy, locs[path], value)
-        copy, _ = apply_resize(data, copy)  # the sweep files' and the knobs' naming rule
         vid = f"v{k:03d}"
         shown = ", ".join(f"{p}={v}" for p, v in params.items())
-        try:
-            built = api.scenario_from_data(copy, f"{source} variant {vid} ({shown})", scenario.base_dir)
+        try:  # the sweep files' and the knobs' naming rule; a refused variant as written
+            built, _ = build_resized(data, copy, lambda d: api.scenario_from_data(
+                d, f"{source} variant {vid} ({shown})", scenario.base_dir))
         except ScenarioError as err:  # options.0.gpus -> options.own-256.gpus: the name the user chose
             raise ScenarioError(err.source, [Problem((named(copy, p.loc),) if p.loc else (), p.message)
                                              for p in err.problems]) from None

@@ -22,15 +22,14 @@ import pandas as pd
 import streamlit as st
 
 from costsim import plots
-from costsim.formats import plain
+from costsim.formats import money_exact, plain
 from costsim.decisions import decide, frontier, sweep_table
 from costsim.frontends.dashboard import Limits, RunStopped, Upload, public_text, run_key
 from costsim.frontends.decision_runs import (MAX_AXES, MAX_REPLICATIONS, MAX_VARIANTS, Job, grid_sweep, numeric_paths,
                                              run_bounded)
 from costsim.frontends.sweep_upload import read_sweep_uploads
 from costsim.formats import who_pays_more
-from costsim.frontends.headline import CANNOT_KEEP_UP, FAIR
-from costsim.results.finance import round_month
+from costsim.frontends.headline import CANNOT_KEEP_UP, FAIR, tornado_breakeven
 from costsim.frontends.tables import MEANS_TABLE_COLUMNS, _with_interval
 from costsim.scenario import Scenario, ScenarioError
 
@@ -90,34 +89,19 @@ def _run(job: Job, limits: Limits, what: str):
 # ------------------------------------------------------------------ Sensitivity
 
 
-def _usd(x: float) -> str:
-    return "—" if x != x else f"{'−' if x < 0 else ''}${abs(x):,.0f}"
-
-
-def _month(x: float, extrapolated: float) -> str:
-    """A break-even month number (counted from 1) in words, as on the first screen (``finance.round_month``)."""
-    if x == x:
-        return f"month {round_month(x)}"
-    return (f"not within the horizon (≈ month {round_month(extrapolated)})" if extrapolated == extrapolated
-            else "not within the horizon")
-
-
-def tornado_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """``Tornado.table`` in words: money as $, break-even as months, flips marked ⚑ (not by colour)."""
+def tornado_rows(table: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """``Tornado.table`` in words: money as $, flips marked ⚑ (not by colour), break-even in the
+    first screen's words (``headline.tornado_breakeven`` of ``pairs``, the Tornado's ``breakeven``)."""
     return pd.DataFrame({
         "input": table["input"],
         "flips": ["⚑ flips" if f else "" for f in table["flips"]],
         "low": [f"{plain(v)} {u}".strip() for v, u in zip(table["low"], table["unit"], strict=True)],
         "high": [f"{plain(v)} {u}".strip() for v, u in zip(table["high"], table["unit"], strict=True)],
-        "low_difference": table["low_difference_usd"].map(_usd),
-        "high_difference": table["high_difference_usd"].map(_usd),
-        "swing": table["swing_usd"].map(_usd),
-        "low_breakeven": [_month(a, b) if d == d else "—" for a, b, d in
-                          zip(table["low_breakeven_month"], table["low_breakeven_month_extrapolated"],
-                              table["low_difference_usd"], strict=True)],
-        "high_breakeven": [_month(a, b) if d == d else "—" for a, b, d in
-                           zip(table["high_breakeven_month"], table["high_breakeven_month_extrapolated"],
-                               table["high_difference_usd"], strict=True)],
+        "low_difference": table["low_difference_usd"].map(money_exact),
+        "high_difference": table["high_difference_usd"].map(money_exact),
+        "swing": table["swing_usd"].map(money_exact),
+        **{f"{end}_breakeven": [tornado_breakeven(pairs, label, end) for label in table["input"]]
+           for end in ("low", "high")},
         "path": table["path"],
         "note": table["note"],
     })
@@ -159,11 +143,11 @@ def sensitivity_tab(scenario: Scenario, key: str, replications: int = 1, limits:
         st.info("Press the button to run the scenario once per input end (about twice the number of inputs).")
         return None
     st.markdown(f"**{_literal(result.sentence)}**")
-    month = _month(result.base_breakeven_month, result.base_breakeven_month_extrapolated)
+    month = tornado_breakeven(result.breakeven, "", "base")
     st.caption(f"Pair compared: {_literal(result.build)} (build) against {_literal(result.rent)} (rent); "
                f"break-even in cash at base: {month}; {result.replications} replication(s) per variant.")
     st.plotly_chart(plots.tornado_figure(result.table), key=f"{key}:sensitivity:figure")
-    st.dataframe(tornado_rows(result.table), column_config=TORNADO_COLUMNS, hide_index=True,
+    st.dataframe(tornado_rows(result.table, result.breakeven), column_config=TORNADO_COLUMNS, hide_index=True,
                  key=f"{key}:sensitivity:table")
     return result
 
@@ -215,7 +199,7 @@ def verdict_rows(results) -> pd.DataFrame:
                      "versus": verdict.versus or "—",
                      "difference": "—" if verdict.versus is None or verdict.option is None
                      else who_pays_more(verdict.option, verdict.versus, verdict.difference_usd),
-                     "interval": "—" if low != low else f"{_usd(low)} … {_usd(high)}",
+                     "interval": "—" if low != low else f"{money_exact(low)} … {money_exact(high)}",
                      "close": "the same cost" if verdict.same_cost else "",
                      "sentence": verdict.sentence})
     return results.variants.merge(pd.DataFrame(rows), on="variant")

@@ -128,7 +128,7 @@ def header_of(fits, source: str, jobs: int, start_h: float, by: str, distributio
     lines = [f"Fitted by `costsim fit-workload` from {source}: {jobs:,} jobs, {len(fits)} class(es), by {by}, "
              f"{distribution} run times.",
              "Use: paste job_classes under a scenario's workload: (see scenarios/fitted-lab.yaml).",
-             f"Profiles are by the source's clock; the scenario's hour 0 is hour {start_h:g} of the week "
+             f"Profiles are by the source's clock; the scenario's hour 0 is hour {formats.plain(start_h)} of the week "
              "(0: Monday 00:00)" + ("" if start_h else ", as no --start was given") + "."]
     if window is not None:
         lines.append(window.reason[:1].upper() + window.reason[1:] + ".")

@@ -14,7 +14,7 @@ import pandas as pd
 
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.wording import misses
-from costsim.formats import money_exact
+from costsim.formats import MISSING, money_exact
 from costsim.results.finance import breakeven_over, round_month
 
 FLAG = "⚠"
@@ -267,6 +267,17 @@ def breakeven_when(r) -> str:
     if not k and life == life:
         parts.append(f"no catch-up within its {life:.0f}-month life at this pace")
     return f"not within the horizon ({'; '.join(parts) or 'dearer every month'})"
+
+
+def tornado_breakeven(pairs: pd.DataFrame, input_label: str, end: str) -> str:
+    """A tornado break-even cell in the words of ``breakeven_when``: ``pairs`` is a ``Tornado``'s
+    ``breakeven`` (the pair's ``finance.breakeven_over`` row per variant), ``input_label`` the
+    table's ``input`` ("" at base) and ``end`` "low", "high" or "base". "–" where there is no
+    row: the input was skipped, or the pair is not one the break-even table compares."""
+    if not len(pairs):
+        return MISSING
+    rows = pairs[(pairs["input"] == input_label) & (pairs["end"] == end)]
+    return breakeven_when(next(rows.itertuples())) if len(rows) else MISSING
 
 
 def breakeven_sentence(breakeven: pd.DataFrame, versus: str | None = None) -> str:

@@ -11,7 +11,6 @@ from costsim import plots
 from costsim.formats import plain, significant, who_pays_more
 from costsim.frontends import report_html as h
 from costsim.results import Results
-from costsim.results.finance import round_month
 
 FRONTIER_ROWS = 200  # rows of a sweep's frontier table shown; the figure shows them all
 
@@ -220,11 +219,6 @@ def pareto_section(table, given: pd.DataFrame | None, label: str) -> tuple[str, 
                      note, *figs, h.table(shown, cols), more, anchor="pareto"), len(figs)
 
 
-def _be_month(x) -> str:
-    """A break-even month number as the dashboard says it: "month N", counted from 1."""
-    return "never within the horizon" if x != x else f"month {round_month(x)}"
-
-
 def _flag(x) -> str:
     return "⚑ flips" if x is True or x == 1 else ""
 
@@ -235,8 +229,7 @@ TORNADO_COLUMNS: list[h.Column] = [
     ("difference at low (USD)", "low_difference_usd", h.money, None),
     ("difference at high (USD)", "high_difference_usd", h.money, None),
     ("swing (USD)", "swing_usd", h.money, None), ("verdict", "flips", _flag, None),
-    ("break-even at low", "low_breakeven_month", lambda x: _be_month(x), None),
-    ("break-even at high", "high_breakeven_month", lambda x: _be_month(x), None),
+    ("break-even at low", "low_breakeven", str, None), ("break-even at high", "high_breakeven", str, None),
     ("note", "note", str, None),
 ]
 
@@ -261,7 +254,12 @@ def tornado_section(tornado) -> tuple[str, int]:
         fig, n = "", 0
     else:
         fig, n = h.figure(tornado_figure(tornado.table), height=max(420, 80 + 36 * len(tornado.table))), 1
-    parts = [h.para(tornado.sentence), note, fig, h.table(tornado.table, TORNADO_COLUMNS, wrap=("path", "note"))]
+    from costsim.frontends.headline import tornado_breakeven
+
+    shown = tornado.table.assign(**{f"{end}_breakeven": [tornado_breakeven(tornado.breakeven, label, end) for label
+                                                         in tornado.table["input"]] for end in ("low", "high")})
+    parts = [h.para(tornado.sentence), note, fig,
+             h.table(shown, TORNADO_COLUMNS, wrap=("path", "note", "low_breakeven", "high_breakeven"))]
     return h.section("Sensitivity (tornado)", *parts, anchor="tornado"), n
 
 

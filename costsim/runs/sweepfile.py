@@ -40,7 +40,7 @@ from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.errors import Loc
 from costsim.scenario.io import parse_yaml, read_text_bounded
 from costsim.scenario.limits import MAX_SCENARIO_BYTES_ENV, max_scenario_bytes
-from costsim.scenario.naming import apply_resize
+from costsim.scenario.naming import build_resized
 from costsim.scenario.units import MAX_SEED
 from costsim.workload.rng import name_key
 
@@ -205,9 +205,10 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
         data = json.loads(base_json)  # a fresh copy, faster than deepcopy
         for path, value in params.items():
             set_loc(data, locs[path], value)
-        data, _ = apply_resize(base_data, data)  # own-256 at 320 GPUs: own-320, as the dashboard names it
-        try:
-            return api.scenario_from_data(data, f"{axes.source} variant {vid}", base.base_dir), data, None
+        try:  # own-256 at 320 GPUs: own-320, as the dashboard names it; refused: as written
+            scenario, data = build_resized(base_data, data, lambda d: api.scenario_from_data(
+                d, f"{axes.source} variant {vid}", base.base_dir))
+            return scenario, data, None
         except ScenarioError as err:
             return None, data, err
 

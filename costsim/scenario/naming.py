@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from .errors import ScenarioError
+
+T = TypeVar("T")
 
 MAX_NAME_CHARS = 80  # the schema's limit on an option name (base.Name)
 _SIZE_FIELD = {"owned": "gpus", "reserved": "reserved_gpus", "on_demand": "max_gpus", "spot": "max_gpus"}
@@ -103,4 +107,22 @@ def apply_resize(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[d
     return rename_options(after, renames), renames
 
 
-__all__ = ["apply_resize", "option_size", "rename_options", "resize_renames", "size_field", "sized_name"]
+def build_resized(before: Mapping[str, Any], after: Mapping[str, Any],
+                  build: Callable[[dict[str, Any]], T]) -> tuple[T, dict[str, Any]]:
+    """``build`` (a validating constructor, raising ScenarioError) of ``after`` renamed by
+    ``apply_resize``, and the renamed data. A refused variant is reported as the user wrote it:
+    ``build`` of ``after`` itself is raised (own-16 at 12 GPUs refused as ``own-16``, not as an
+    ``own-12`` nobody wrote); its problems' locations index the same options, so the caller names
+    them from ``after``. Only when ``after`` as written builds (the rename alone is refused, not
+    expected) is the renamed one's error raised."""
+    renamed, renames = apply_resize(before, after)
+    try:
+        return build(renamed), renamed
+    except ScenarioError as err:
+        if not renames:
+            raise
+        build(copy.deepcopy(dict(after)))  # raises the problems as written
+        raise err from None
+
+
+__all__ = ["apply_resize", "build_resized", "option_size", "rename_options", "resize_renames", "size_field", "sized_name"]

@@ -41,7 +41,6 @@ WINDOWS = ("auto", "active", "record")  # --window
 CONCENTRATED = 0.5  # auto fits the active window when it is shorter than this share of the record's
 KS_WARN = 0.1  # a KS statistic above this ...
 P_WARN = 0.01  # ... with a p-value below this warns
-P_SHOWN = 1e-4  # smaller p-values read "p < 0.0001"
 GPU_HOURS_WARN = 0.2  # drawn GPU-hours per day off the record's by more than this share warns
 
 
@@ -154,8 +153,7 @@ def ks_words(ks: float, p: float) -> str:
     """``KS 0.123 (p 0.0045)``; "not measurable" for NaN."""
     if not (np.isfinite(ks) and np.isfinite(p)):
         return "not measurable"
-    shown = f"< {formats.significant(P_SHOWN, 1)}" if p < P_SHOWN else formats.significant(p, 2)  # not 60 zeros
-    return f"KS {formats.number(ks, 3)} (p {shown})"
+    return f"KS {formats.number(ks, 3)} (p {formats.p_value(p)})"
 
 
 def check_line(check: FitCheck) -> str:
