@@ -14,6 +14,7 @@ import pandas as pd
 
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.wording import misses
+from costsim import formats
 from costsim.formats import MISSING, money_exact
 from costsim.results.finance import breakeven_over, round_month
 
@@ -179,15 +180,15 @@ def best_options(table: pd.DataFrame) -> dict[str, set[str]]:
 def card_value(col: str, x: float, pm: float = math.nan) -> str:
     """A card's number with its unit, and ± its interval's half-width when there is one."""
     if x != x:
-        return "-"
+        return formats.MISSING
     if col.endswith("_usd"):
-        main, extra = f"${x:,.0f}", f"${pm:,.0f}"
+        main, extra = formats.money_exact(x), formats.money_exact(pm)
     elif col.endswith("_h"):
-        main, extra = f"{x:,.1f} h" if x < 100 else f"{x:,.0f} h", f"{pm:,.1f} h"
+        main, extra = formats.number(x, 1 if abs(x) < 100 else 0, "h"), formats.number(pm, 1, "h")
     elif col == "completion":
-        main, extra = f"{x:.1%}", f"{pm:.1%}"
+        main, extra = formats.percent(x, 1), formats.percent(pm, 1)
     else:
-        main, extra = f"{x:,.0f}", f"{pm:,.0f}"
+        main, extra = formats.number(x, 0), formats.number(pm, 0)
     # no-break spaces inside "± half-width": a narrow card wraps the value only before the "±"
     return main if pm != pm else f"{main} ±{NBSP}{extra.replace(' ', NBSP)}"
 
