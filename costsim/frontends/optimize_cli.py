@@ -30,12 +30,16 @@ def frontier_table(optimum, title: str) -> Table:
     from costsim import formats
 
     paths = list(optimum.values)
-    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
-    for header in (*paths, "option"):
-        table.add_column(header, overflow="fold")
-    for header in ("fair total ($)", "amortised ($)", "cash ($)", "p95 delay (h)", "completion (%)", "meets"):
-        table.add_column(header, justify="right", no_wrap=True)
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     rows = optimum.frontier[optimum.frontier["on_frontier"]]
+    # A varied path's header breaks at its dots and an option name is never cut: in a narrow
+    # terminal the numbers' columns give way, not the names that say what each row is.
+    for p in paths:
+        table.add_column(p.replace(".", ".\n"), overflow="fold", min_width=max(len(s) + 1 for s in p.split(".")))
+    longest = max((len(str(o)) for o in rows["option"]), default=6)
+    table.add_column("option", overflow="fold", min_width=min(longest, 24))
+    for header in ("fair\ntotal ($)", "amortised\n($)", "cash\n($)", "p95\ndelay (h)", "done\n(%)", "meets"):
+        table.add_column(header, justify="right", no_wrap=True)
     for r in rows.head(FRONTIER_ROWS).to_dict("records"):
         values = [Text(formats.plain(r[p]) if isinstance(r[p], float) else str(r[p])) for p in paths]
         table.add_row(*values, Text(str(r["option"])), formats.money_exact(r["fair_total_usd"]),
