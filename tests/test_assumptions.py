@@ -149,3 +149,9 @@ def test_an_explicit_zero_price_of_waiting_is_the_scenarios():
     text = TINY_RL.replace("seed: 1", "seed: 1\ndecision: {waiting_usd_per_gpu_hour: 0}")
     stated = row(assumptions(tiny(text)), "price of waiting")
     assert (stated["value"], stated["from"]) == (0.0, "scenario")
+
+
+def test_the_price_of_waiting_reads_the_same_from_a_file_and_from_a_run(tmp_path):
+    (tmp_path / "s.yaml").write_text(TINY_RL)
+    run = costsim.simulate(costsim.load_scenario(tmp_path / "s.yaml"), seed=1)  # a Scenario object, checked again
+    assert row(assumptions(run.scenario), "price of waiting")["from"] == "costsim default"

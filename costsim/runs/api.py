@@ -254,7 +254,7 @@ def revalidated(scenario: Scenario) -> tuple[Scenario, str]:
     name = getattr(scenario, "__dict__", {}).get("name")  # model_construct may leave it out
     source = f"scenario {name!r}" if isinstance(name, str) else "scenario"
     try:
-        data = scenario.model_dump(warnings=False)  # validation below says what is wrong
+        data = scenario.model_dump(warnings=False, exclude_unset=True)  # unset fields stay unset (defaults refill); validation says what is wrong
         base_dir = scenario.base_dir
     except Exception as exc:
         raise ScenarioError(source, [Problem((), f"cannot be read back: {exc}".splitlines()[0])]) from None
