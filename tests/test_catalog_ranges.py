@@ -8,7 +8,7 @@ from importlib import resources
 import pytest
 
 from costsim.catalog import default_catalog, load_catalog
-from costsim.decisions.sensitivity import INPUTS
+from costsim.decisions.tornado_inputs import INPUTS
 from costsim.scenario import ScenarioError
 
 # Inputs whose range is the value itself, against the catalog default it must contain.
