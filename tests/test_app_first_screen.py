@@ -248,3 +248,31 @@ def test_no_star_for_an_option_the_verdict_rules_out():
                           "eligible": [False, True], **{col: [1.0, 2.0] for col, *_ in CARD_METRICS}})
     best = best_options(table)
     assert all(best[col] == {"rent"} for col, *_ in CARD_METRICS)
+
+
+def test_a_cheaper_option_the_verdict_rules_out_shows_its_differences_in_grey():
+    def script():
+        import pandas as pd
+
+        from costsim.frontends.dashboard_views import option_card
+        from costsim.frontends.headline import CARD_METRICS
+
+        def row(name, eligible, value):
+            data = {"option": name, "subtitle": "owned", "keeps_up": True, "why": "", "eligible": eligible}
+            for col, *_ in CARD_METRICS:
+                data[col], data[f"{col}_pm"] = value, float("nan")
+            return pd.Series(data)
+
+        ref = row("rent", True, 2.0)
+        option_card(row("cheap-but-slow", False, 1.0), {}, ref, recommended=False)
+        option_card(row("cheap-and-fine", True, 1.0), {}, ref, recommended=False)
+
+    at = AppTest.from_function(script).run(timeout=30)
+    metrics = at.metric
+    n = len(CARD_METRICS)
+    assert len(metrics) == 2 * n
+    off = [m.proto.color for m in metrics[:n]]
+    shown = [m.proto.color for m in metrics[n:]]
+    assert len(set(off)) == 1 and off[0] not in shown  # one grey for the ruled-out option
+    from costsim.frontends.dashboard_views import delta_color
+    assert (delta_color(True, False), delta_color(True, True), delta_color(False, True)) == ("off", "inverse", "normal")

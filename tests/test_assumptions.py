@@ -155,3 +155,15 @@ def test_the_price_of_waiting_reads_the_same_from_a_file_and_from_a_run(tmp_path
     (tmp_path / "s.yaml").write_text(TINY_RL)
     run = costsim.simulate(costsim.load_scenario(tmp_path / "s.yaml"), seed=1)  # a Scenario object, checked again
     assert row(assumptions(run.scenario), "price of waiting")["from"] == "costsim default"
+
+
+def test_renting_says_what_capacity_it_assumed():
+    table = assumptions(tiny())
+    assert (row(table, "quota, cloud")["value"], row(table, "quota, cloud")["from"]) == ("unlimited", "costsim default")
+    assert row(table, "stockouts, cloud")["value"] == "none"
+    text = TINY_RL.replace("{name: cloud, kind: cloud, gpu_type: H100}",
+                           "{name: cloud, kind: cloud, gpu_type: H100, max_gpus: 64, "
+                           "stockout: {probability: 0.2, min_gpus: 32, retry_h: 2}}")
+    table = assumptions(tiny(text))
+    assert (row(table, "quota, cloud")["value"], row(table, "quota, cloud")["from"]) == (64, "scenario")
+    assert row(table, "stockouts, cloud")["value"] == "20 % of requests of 32 GPUs or more, retried after 2 h"

@@ -123,7 +123,7 @@ def test_an_extrapolated_break_even_past_the_hardwares_life_is_not_reported(tmp_
     assert long["life_months"] == pytest.approx(360)
     short = run(max(month - 6, 1) / 12)  # a life that ends half a year before the catch-up
     assert math.isnan(short["breakeven_month_extrapolated"])
-    assert f"no catch-up within its {short['life_months']:.0f}-month life" in breakeven_when(short)
+    assert f"no catch-up by month {short['life_months']:.0f}, the end of its depreciation life" in breakeven_when(short)
     assert run((month + 6) / 12)["breakeven_month_extrapolated"] == month
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import costsim
+from costsim.formats import percent as pct
 from costsim.decisions import decide, fair_rows
 from costsim.decisions.flips import utilization_flip
 from costsim.decisions.targets import DEFAULT_TARGETS, parse_target
@@ -136,7 +137,11 @@ def test_the_utilisation_flip_is_a_flip(tmp_path, price):
     chosen = {end: decide(costsim.simulate(steady_scenario(tmp_path, price, scale=end)), flips=False).option
               for end in (f.low, f.high)}
     assert chosen[f.low] != chosen[f.high]
-    assert "utilisation" in v.sentence
+    # The clause names the option that stops being cheaper and the owned option's utilisation now,
+    # 3,680 GPU-hours of work on 32 GPUs over 240 h ≈ 48 %, beside the flip.
+    now = res.summary.set_index("option").loc["own", "utilization"]
+    assert f"{v.option} stops being cheaper" in v.sentence
+    assert f"utilisation of own ({pct(now)} now)" in v.sentence and pct(now) in ("47 %", "48 %")
 
 
 def test_no_flip_with_free_rent_and_a_reason_instead_of_inf(tmp_path):

@@ -316,16 +316,16 @@ def _sentence(best, alt, v: dict, scenario: Scenario | None, binding: tuple[str,
     u, e = v["utilization_flip"], v["electricity_flip_usd_per_kwh"]
     if best.side == "build" and alt.side == "rent":
         if not math.isnan(u):
-            flips.append(f"below {pct(u)} utilisation of {best.option}")
+            flips.append(f"below {pct(u)} utilisation of {best.option} ({pct(best.utilization)} now)")
         if not math.isnan(e) and best.cost_energy_usd > alt.cost_energy_usd:
             flips.append(f"above ${e:.2f} per kWh")
     elif best.side == "rent" and alt.side == "build":
         if not math.isnan(u):
-            flips.append(f"above {pct(u)} utilisation of {alt.option}")
+            flips.append(f"above {pct(u)} utilisation of {alt.option} ({pct(alt.utilization)} now)")
         if not math.isnan(e) and best.cost_energy_usd < alt.cost_energy_usd:
             flips.append(f"below ${e:.2f} per kWh")
     if flips and not v["same_cost"]:
-        s += f"; it stops being cheaper {' or '.join(flips)}"
+        s += f"; {best.option} stops being cheaper {' or '.join(flips)}"
     return s + "."
 
 

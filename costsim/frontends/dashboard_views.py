@@ -95,11 +95,22 @@ def option_card(row, best: dict, ref, recommended: bool) -> None:
     st.markdown(f"**{literal_markdown(row.option)}**{tag}  \n{literal_markdown(row.subtitle)}")
     if not row.keeps_up:
         st.markdown(f"**{CANNOT_KEEP_UP}**", help=literal_markdown(row.why or ""))
+    # An option that misses a target or cannot keep up is not a better choice where it is cheaper:
+    # its differences are shown in grey, not in the green of a gain.
+    eligible = bool(getattr(row, "eligible", row.keeps_up))
     for col, label, lower, hint in CARD_METRICS:
         star = " ★" if row.option in best.get(col, ()) else ""
         delta = None if ref is None or recommended else card_delta(col, row[col], ref[col])
         st.metric(f"{label}{star}", card_value(col, row[col], row[f"{col}_pm"]), delta, help=hint,
-                  delta_color="inverse" if lower else "normal")
+                  delta_color=delta_color(lower, eligible))
+
+
+def delta_color(lower_is_better: bool, eligible: bool) -> str:
+    """Streamlit's colour rule for a card's difference: green where it is better, red where worse
+    (``inverse`` when lower is better), grey (``off``) for an option the verdict cannot choose."""
+    if not eligible:
+        return "off"
+    return "inverse" if lower_is_better else "normal"
 
 
 # --- Readable tables ------------------------------------------------------------------------------

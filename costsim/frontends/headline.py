@@ -266,7 +266,7 @@ def breakeven_when(r) -> str:
     # closing, it closes only after the hardware's life, or the horizon is too short to tell)
     life = getattr(r, "life_months", math.nan)
     if not k and life == life:
-        parts.append(f"no catch-up within its {life:.0f}-month life at this pace")
+        parts.append(f"no catch-up by month {life:.0f}, the end of its depreciation life counted from the order, at this pace")
     return f"not within the horizon ({'; '.join(parts) or 'dearer every month'})"
 
 

@@ -173,6 +173,14 @@ def _cloud_rows(out: _Rows, opt: CloudOption, done: CloudOption) -> None:
         out.add(f"provisioning delay, {opt.name}", done.provisioning_delay_h, "h", opt.provisioning_delay_h, None,
                 "schema default")
         out.add(f"startup, {opt.name}", done.startup_h, "h, billed", opt.startup_h, None, "schema default")
+        # Renting is only as good as the capacity behind it: say when the run assumed it unlimited.
+        quota = "unlimited" if done.max_gpus is None else done.max_gpus
+        out.add(f"quota, {opt.name}", quota, "GPUs" if done.max_gpus is not None else "",
+                opt.max_gpus, None, "schema default: no quota, capacity always there")
+        s = done.stockout
+        stock = ("none" if s is None
+                 else f"{formats.plain(s.probability * 100)} % of requests of {s.min_gpus:,} GPUs or more, retried after {formats.plain(s.retry_h)} h")
+        out.add(f"stockouts, {opt.name}", stock, "", opt.stockout, None, "schema default: requests never stock out")
     if opt.pricing == "spot":
         out.add(f"spot preemptions, {opt.name}", done.preemptions_per_instance_day, "per instance-day",
                 opt.preemptions_per_instance_day, "reliability.spot_preemptions_per_instance_day")
