@@ -124,3 +124,18 @@ def test_ended_counts_in_words():
     assert ended("simulating", 1, "runs", 0.04) == "simulating: 1 run in 0.0 s"
     assert ended("tornado", 1234, "simulations", 87.26) == "tornado: 1,234 simulations in 87.3 s"
     assert ended("writing", None, "simulations", 1234.5) == "writing: 1,234.5 s"
+
+
+def test_a_long_piped_stage_says_now_and_then_how_far_it_is(monkeypatch):
+    import costsim.frontends.stages as stages_module
+
+    clock = iter([0.0, 10.0, 31.0, 40.0, 70.0, 75.0])  # start, then one reading per step, then the end
+    monkeypatch.setattr(stages_module.time, "monotonic", lambda: next(clock))
+    buffer = io.StringIO()
+    with Stages(Console(file=buffer, width=100)).stage("tornado", 63) as step:
+        for done in (1, 2, 3, 4):
+            step(done)
+    lines = buffer.getvalue().splitlines()
+    # 30 s after the start (step 2, at 31 s) and 30 s after that (step 4, at 70 s): two lines.
+    assert lines == ["tornado …", "tornado: 2 of 63 simulations so far, 31 s",
+                     "tornado: 4 of 63 simulations so far, 70 s", "tornado: 4 simulations in 75.0 s"]

@@ -3,7 +3,8 @@ no stage of a minute or more passes in silence; stdout keeps only the command's 
 
 On a terminal each stage shows a live bar (what it does, done of total, elapsed, time left) that
 gives way, when the stage ends, to one line saying what it did and how long it took. Elsewhere
-(piped, a log, CI) there is no bar: one line when a stage starts and one when it ends. ``quiet``:
+(piped, a log, CI) there is no bar: one line when a stage starts, one every ``PIPED_EVERY_S`` while it
+runs, and one when it ends. ``quiet``:
 nothing at all.
 """
 
@@ -19,6 +20,8 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
 from rich.text import Text
 
 from costsim.formats import count, number
+
+PIPED_EVERY_S = 30.0  # seconds between the lines a piped stage prints while it runs
 
 Step = Callable[..., None]
 """``step(done, total=None)``: ``done`` items of the stage finished, of ``total`` (None: unchanged)."""
@@ -57,7 +60,7 @@ class Stages:
         known yet, told by ``step``); yields ``step(done, total=None)``. When it ends normally,
         one line says how many ``unit`` it did (leave out with ``counted=False``) and how long it
         took; an error or Ctrl-C ends it without that line."""
-        state = {"done": 0}
+        state: dict = {"done": 0, "total": total}
         if self.quiet:
             yield lambda done, total=None: None
             return
@@ -72,8 +75,16 @@ class Stages:
 
         def step(done: int, total: int | None = None) -> None:
             state["done"] = done
+            if total is not None:
+                state["total"] = total
             if bar is not None:
                 bar.update(task, completed=done, **({} if total is None else {"total": total}))
+            elif (now := time.monotonic()) - state.get("said", start) >= PIPED_EVERY_S:
+                # Piped: a line now and then, so a log shows a long stage moving.
+                state["said"] = now
+                of = state.get("total")
+                self._say(f"{what}: {count(done)}{'' if of is None else ' of ' + count(of)} {unit} so far, "
+                          f"{number(now - start, 0, 's')}")
 
         try:
             yield step
