@@ -171,6 +171,15 @@ def _rows(tables: list[list[list[str]]]) -> dict[str, dict[str, str]]:
     return out
 
 
+def _columns(tables: list[list[list[str]]]) -> dict[str, dict[str, str]]:
+    """A table with one column per option (the report's options table for a few options) as
+    {option (★ and notes removed): {row header: cell}}."""
+    (table,) = tables
+    (corner, *options), *body = table
+    return {re.sub(r"^★ | \(recommended\)$", "", option): {corner: option, **{row[0]: row[1 + i] for row in body}}
+            for i, option in enumerate(options)}
+
+
 def _number(text: str) -> float:
     return float(text.replace("$", "").replace(",", "").replace("%", "").replace("h", "").strip().replace("−", "-"))
 
@@ -202,7 +211,7 @@ def test_every_number_on_the_first_screen_is_the_cli_and_the_report_number(lab, 
     assert said.startswith(first.removesuffix(".")), (first, said)
 
     # The cards against the CLI's summary (the same floats) and the report's options table (the same text).
-    options = _rows(report.tables["options"])
+    options = _columns(report.tables["options"])
     headers = {"fair_total_usd": "fair total (USD) ¹", "total_cost_usd": "amortised total (USD)",
                "cash_spent_usd": "cash spent (USD)", "queue_delay_p95_h": "p95 queue delay (h)",
                "completion": "completion (% of finishable jobs)", "iterations_per_day": "RL iterations per day"}

@@ -22,5 +22,6 @@ def assumptions_section(scenario) -> str:
                   f"catalog {cat.version} (each with its source and date), or a costsim default. "
                   "scenario.resolved.yaml (costsim run --out) writes them all, so a rerun under a later catalog "
                   "gives these numbers again.", "note")
-    return h.section("Assumptions", note, h.table(shown(assumptions(scenario, cat)), COLUMNS, wrap=("source",)),
+    return h.section("Assumptions", note, h.table(shown(assumptions(scenario, cat)), COLUMNS, wrap=("source",),
+                                                 nowrap=("date",)),
                      anchor="assumptions")

@@ -40,18 +40,35 @@ p, li { max-width: 75rem; }
 .badge { display: inline-block; padding: 0.05rem 0.5rem; border-radius: 0.7rem; font-size: 0.85rem;
          font-weight: 600; background: #fde8c8; color: #7a4a00; }
 .warn { color: var(--bad); font-weight: 600; }
-.table-wrap { overflow-x: auto; margin: 0.5rem 0 1rem; }
+/* Tables fit the page column: headers and text wrap at word boundaries, numbers stay on one
+   line; a table wider than the column anyway scrolls inside its own box, not the page. */
+.table-wrap { overflow-x: auto; max-width: 100%; margin: 0.5rem 0 1rem; }
 table { border-collapse: collapse; font-size: 0.9rem; }
-th, td { padding: 0.3rem 0.7rem; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
-th { background: var(--band); vertical-align: bottom; white-space: normal; min-width: 6.5rem; max-width: 11rem; }
-td.text, th.text { text-align: left; }
-td.wrap { white-space: normal; min-width: 16rem; }
+th, td { padding: 0.3rem 0.6rem; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
+th { background: var(--band); vertical-align: bottom; white-space: normal; overflow-wrap: normal; }
+thead th { max-width: 11rem; }
+tbody th { text-align: left; font-weight: 600; vertical-align: top; max-width: 18rem; }
+td.text, th.text { text-align: left; white-space: normal; overflow-wrap: normal; }
+td.text { max-width: 24rem; }
+td.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 7rem; max-width: 32rem; }
+td.keep { white-space: nowrap; }
 td.best { font-weight: 700; color: var(--good); }
-tr.pick td:first-child { font-weight: 700; }
-tr.behind td { background: #fff4f4; }
+tr.pick td:first-child, th.pick { font-weight: 700; }
+tr.behind td, td.behind, th.behind { background: #fff4f4; }
 .figure { width: 100%; min-height: 420px; margin: 0.5rem 0 1.5rem; }
 pre { background: var(--band); padding: 0.8rem 1rem; overflow-x: auto; font-size: 0.85rem; line-height: 1.4; }
 footer { margin-top: 2.5rem; color: var(--muted); font-size: 0.85rem; }
+@media print {
+  main { max-width: none; padding: 0; }
+  .table-wrap { overflow: visible; }
+  table { font-size: 0.7rem; width: 100%; }
+  th, td, td.text, td.wrap { padding: 0.15rem 0.3rem; white-space: normal; overflow-wrap: anywhere;
+                             min-width: 0; max-width: none; }
+  thead { display: table-header-group; }
+  tr, .figure { break-inside: avoid; }
+  .figure { overflow: hidden; }  /* plotly redraws at the paper's width only after a resize event */
+  pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+}
 """
 
 
@@ -89,33 +106,73 @@ def share(x: float) -> str:
 Column = tuple[str, str, Callable[[object], str], str | None]
 
 
-def table(frame: pd.DataFrame, columns: Sequence[Column], *, best_among: pd.Series | None = None,
-          row_class: Callable[[pd.Series], str] | None = None, wrap: Sequence[str] = ()) -> str:
-    """``frame`` as an HTML table with ``columns`` (missing columns left out). Where a column has a
-    best direction, its best value among the rows ``best_among`` selects (default all) is marked
-    (class ``best``): the lowest cost or delay, the highest completion or speed."""
-    columns = [c for c in columns if c[1] in frame.columns]
+def _best(frame: pd.DataFrame, columns: Sequence[Column], best_among: pd.Series | None) -> dict[str, float]:
+    """Per column with a best direction, its best value among the rows ``best_among`` selects."""
     among = frame if best_among is None else frame[best_among.to_numpy(dtype=bool)]
     best: dict[str, float] = {}
     for _, key, _, direction in columns:
         values = pd.to_numeric(among[key], errors="coerce").dropna() if direction else pd.Series(dtype=float)
         if len(values):
             best[key] = values.min() if direction == "low" else values.max()
+    return best
+
+
+def _cell(r: pd.Series, key: str, fmt: Callable[[object], str], best: dict[str, float],
+          best_among: pd.Series | None, extra: Sequence[str] = ()) -> str:
+    """One ``<td>``: text left-aligned (and free to wrap), numbers right-aligned on one line."""
+    v = r[key]
+    classes = ["text"] if fmt is str else []
+    classes += [c for c in extra if c]
+    if key in best and not _nan(v) and v == best[key] and (best_among is None or bool(best_among.loc[r.name])):
+        classes.append("best")
+    return f'<td class="{" ".join(classes)}">{esc(fmt(v))}</td>'
+
+
+def _wrapped(head: str, rows: Sequence[str]) -> str:
+    """A table in its own scroll box (``table-wrap``): too wide for the column, it scrolls there."""
+    return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+
+
+def table(frame: pd.DataFrame, columns: Sequence[Column], *, best_among: pd.Series | None = None,
+          row_class: Callable[[pd.Series], str] | None = None, wrap: Sequence[str] = (),
+          nowrap: Sequence[str] = ()) -> str:
+    """``frame`` as an HTML table with ``columns`` (missing columns left out). Where a column has a
+    best direction, its best value among the rows ``best_among`` selects (default all) is marked
+    (class ``best``): the lowest cost or delay, the highest completion or speed. Text wraps at
+    word boundaries; the columns in ``wrap`` (long text: sources, notes) get room and break a
+    word longer than their width, those in ``nowrap`` (dates) stay on one line as numbers do."""
+    columns = [c for c in columns if c[1] in frame.columns]
+    best = _best(frame, columns, best_among)
     head = "".join(f'<th class="{"text" if fmt is str else ""}">{esc(h)}</th>' for h, _, fmt, _ in columns)
     rows = []
     for _, r in frame.iterrows():
-        cells = []
-        for _, key, fmt, _ in columns:
-            v = r[key]
-            classes = ["text"] if fmt is str else []
-            if key in wrap:
-                classes.append("wrap")
-            if key in best and not _nan(v) and v == best[key] and (best_among is None or bool(best_among.loc[r.name])):
-                classes.append("best")
-            cells.append(f'<td class="{" ".join(classes)}">{esc(fmt(v))}</td>')
+        cells = "".join(_cell(r, key, fmt, best, best_among,
+                              ["wrap" if key in wrap else "", "keep" if key in nowrap else ""])
+                        for _, key, fmt, _ in columns)
         cls = row_class(r) if row_class else ""
-        rows.append(f'<tr class="{cls}">{"".join(cells)}</tr>')
-    return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        rows.append(f'<tr class="{cls}">{cells}</tr>')
+    return _wrapped(head, rows)
+
+
+def transposed_table(frame: pd.DataFrame, columns: Sequence[Column], *, best_among: pd.Series | None = None,
+                     column_class: Callable[[pd.Series], str] | None = None) -> str:
+    """``frame`` turned a quarter: each row of ``frame`` a column, headed by its value of the first
+    of ``columns``; each other column a row, headed by its header. The same cells and best marks
+    as ``table`` (best among the rows, now along each line); ``column_class`` gives a row of
+    ``frame`` the class of its header and cells. Few long-named rows with many metrics read
+    better so, and fit the page."""
+    columns = [c for c in columns if c[1] in frame.columns]
+    (label, key0, fmt0, _), rest = columns[0], columns[1:]
+    best = _best(frame, rest, best_among)
+    classes = [column_class(r) if column_class else "" for _, r in frame.iterrows()]
+    head = f'<th class="text">{esc(label)}</th>' + "".join(
+        f'<th class="{c}">{esc(fmt0(r[key0]))}</th>' for c, (_, r) in zip(classes, frame.iterrows(), strict=True))
+    rows = []
+    for header, key, fmt, _ in rest:
+        cells = "".join(_cell(r, key, fmt, best, best_among, [c])
+                        for c, (_, r) in zip(classes, frame.iterrows(), strict=True))
+        rows.append(f'<tr><th scope="row">{esc(header)}</th>{cells}</tr>')
+    return _wrapped(head, rows)
 
 
 def figure(fig: go.Figure, height: int = 460) -> str:

@@ -12,6 +12,7 @@ from costsim.formats import plain, significant, who_pays_more
 from costsim.frontends import report_html as h
 from costsim.results import Results
 
+TRANSPOSE_OPTIONS = 6  # up to this many options, the options table has one column per option
 FRONTIER_ROWS = 200  # rows of a sweep's frontier table shown; the figure shows them all
 
 OPTION_COLUMNS: list[h.Column] = [
@@ -92,8 +93,13 @@ def options_section(v, mean_note: str) -> str:
                   f"decision's price of waiting (${plain(v.waiting_usd_per_gpu_hour)} per GPU-hour), so every option "
                   f"pays for the same work. {mean_note} Bold: the best value "
                   "among the options that keep up and meet the targets; ★ the recommendation.", "note")
-    body = h.table(rows, OPTION_COLUMNS, best_among=rows["eligible"],
-                   row_class=lambda r: "pick" if r["option"] == v.option else ("behind" if not r["keeps_up"] else ""))
+    def mark(r) -> str:
+        return "pick" if r["option"] == v.option else ("behind" if not r["keeps_up"] else "")
+
+    # Few options: one column each and the metrics down the side, so sixteen long headers do not
+    # push the table past the page; many options: one row each (rows grow downwards, not across).
+    body = h.transposed_table(rows, OPTION_COLUMNS, best_among=rows["eligible"], column_class=mark) \
+        if len(rows) <= TRANSPOSE_OPTIONS else h.table(rows, OPTION_COLUMNS, best_among=rows["eligible"], row_class=mark)
     return h.section("Options side by side", note, body, anchor="options")
 
 
