@@ -18,3 +18,16 @@ def _fresh_trace_cache():
 
     trace._read_once.cache_clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _main_module_restored():
+    """Streamlit's AppTest runs its script as ``__main__`` and leaves it there; a process pool
+    started later with "spawn" would then re-run that script in each worker (and an
+    ``AppTest.from_function`` script dies there). Each test starts with this process's own."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main

@@ -250,29 +250,28 @@ def test_no_star_for_an_option_the_verdict_rules_out():
     assert all(best[col] == {"rent"} for col, *_ in CARD_METRICS)
 
 
-def test_a_cheaper_option_the_verdict_rules_out_shows_its_differences_in_grey():
-    def script():
-        import pandas as pd
+def test_a_cheaper_option_the_verdict_rules_out_shows_its_differences_in_grey(monkeypatch):
+    # option_card's st.metric calls recorded (no script run: AppTest.from_function would leave its
+    # temporary script as this process's __main__, which spawned worker processes then re-run).
+    from costsim.frontends import dashboard_views
+    from costsim.frontends.dashboard_views import delta_color, option_card
 
-        from costsim.frontends.dashboard_views import option_card
-        from costsim.frontends.headline import CARD_METRICS
+    shown: list[tuple[str, str | None, str]] = []
+    monkeypatch.setattr(dashboard_views.st, "metric",
+                        lambda label, value, delta=None, help=None, delta_color="normal": shown.append((label, delta, delta_color)))
+    monkeypatch.setattr(dashboard_views.st, "markdown", lambda *a, **k: None)
 
-        def row(name, eligible, value):
-            data = {"option": name, "subtitle": "owned", "keeps_up": True, "why": "", "eligible": eligible}
-            for col, *_ in CARD_METRICS:
-                data[col], data[f"{col}_pm"] = value, float("nan")
-            return pd.Series(data)
+    def row(name, eligible, value):
+        data = {"option": name, "subtitle": "owned", "keeps_up": True, "why": "", "eligible": eligible}
+        for col, *_ in CARD_METRICS:
+            data[col], data[f"{col}_pm"] = value, float("nan")
+        return pd.Series(data)
 
-        ref = row("rent", True, 2.0)
-        option_card(row("cheap-but-slow", False, 1.0), {}, ref, recommended=False)
-        option_card(row("cheap-and-fine", True, 1.0), {}, ref, recommended=False)
-
-    at = AppTest.from_function(script).run(timeout=30)
-    metrics = at.metric
+    ref = row("rent", True, 2.0)
+    option_card(row("cheap-but-slow", False, 1.0), {}, ref, recommended=False)
+    option_card(row("cheap-and-fine", True, 1.0), {}, ref, recommended=False)
     n = len(CARD_METRICS)
-    assert len(metrics) == 2 * n
-    off = [m.proto.color for m in metrics[:n]]
-    shown = [m.proto.color for m in metrics[n:]]
-    assert len(set(off)) == 1 and off[0] not in shown  # one grey for the ruled-out option
-    from costsim.frontends.dashboard_views import delta_color
+    assert len(shown) == 2 * n and all(delta is not None for _, delta, _ in shown)
+    assert {c for _, _, c in shown[:n]} == {"off"}  # grey: the verdict cannot choose it
+    assert [c for _, _, c in shown[n:]] == ["inverse" if lower else "normal" for _, _, lower, _ in CARD_METRICS]
     assert (delta_color(True, False), delta_color(True, True), delta_color(False, True)) == ("off", "inverse", "normal")

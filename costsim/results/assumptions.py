@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from costsim import formats
-from costsim.catalog import Catalog, CloudPlan, OwnedPlan, default_catalog, is_pool, pools, resolve
+from costsim.catalog import Catalog, OwnedPlan, default_catalog, is_pool, pools, resolve
 from costsim.catalog_pins import effective_catalog
 from costsim.scenario import CloudOption, OwnedOption, Scenario
 from costsim.scenario.resolve import RL_CONSTANTS, RL_SPECS, resolve_scenario
