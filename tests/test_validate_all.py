@@ -88,3 +88,18 @@ def test_a_sound_scenario_is_still_ok(tmp_path):
     result = invoke_cli("validate", path)
     assert result.exit_code == 0 and "ok:" in result.output and "error" not in result.output
     assert diagnose(path).scenario is not None and diagnose(path).lines == ()
+
+
+def test_a_refused_option_still_meets_the_catalog_with_its_other_values(tmp_path):
+    # One option, two mistakes: a scheduler the schema does not know and 100 GPUs, no whole number
+    # of 8-GPU nodes. The schema refuses the option; with the scheduler left out it still
+    # validates, so the catalog's problem with its size is found in the same pass.
+    path = tmp_path / "one.yaml"
+    path.write_text(TINY_RL.replace("{name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}",
+                                    "{name: own, kind: owned, gpu_type: H100, gpus: 100, scheduler: fancy}"))
+    result = invoke_cli("validate", path, columns="300")
+    assert result.exit_code == 2
+    found = errors(result.output)
+    assert len(found) == 2, found
+    assert any("options.0.scheduler" in line for line in found)
+    assert any("options.0.gpus: 100 GPUs is not a whole number of 8-GPU H100 nodes" in line for line in found)

@@ -83,9 +83,10 @@ def _after_schema(data: Any, err: ScenarioError, source: str, base_dir: Path,
     if not isinstance(data, dict):
         return []
     salvaged = _without_bad_options(data, err, base_dir)
+    repaired = _catalog_errors(_repaired_options(data, err), _economics(data), _horizon(data), source, lines)[0]
     if salvaged is not None:
-        return _stages(*salvaged, source, lines)
-    found = []
+        return _stages(*salvaged, source, lines) + repaired
+    found = repaired
     work = data.get("workload")
     trace = work.get("trace") if isinstance(work, dict) else None
     if isinstance(trace, str) and trace:
@@ -99,6 +100,29 @@ def _after_schema(data: Any, err: ScenarioError, source: str, base_dir: Path,
             continue  # its problems are among the schema's
     found += _catalog_errors(singles, _economics(data), _horizon(data), source, lines)[0]
     return found
+
+
+def _repaired_options(data: dict, err: ScenarioError) -> list[tuple[int, Any]]:
+    """Each option the schema refused, with the fields it refused left out (their defaults in
+    their place), when that validates: its other values can still meet the catalog (a GPU count
+    that is no whole number of nodes beside a misspelt scheduler)."""
+    options = data.get("options")
+    if not isinstance(options, list):
+        return []
+    bad: dict[int, set] = {}
+    for p in err.problems:
+        if p.loc[:1] == ("options",) and len(p.loc) > 2 and isinstance(p.loc[1], int):
+            bad.setdefault(p.loc[1], set()).add(p.loc[2])
+    out = []
+    for i, fields in sorted(bad.items()):
+        raw = options[i] if i < len(options) else None
+        if not isinstance(raw, dict) or fields & {"name", "kind"}:
+            continue
+        try:
+            out.append((i, _OPTION.validate_python({k: v for k, v in raw.items() if k not in fields})))
+        except ValidationError:
+            continue
+    return out
 
 
 def _without_bad_options(data: dict, err: ScenarioError, base_dir: Path) -> tuple[Scenario, list[int]] | None:
