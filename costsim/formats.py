@@ -126,6 +126,12 @@ def percent(share: float | None, digits: int | None = None) -> str:
     return number(share * 100, digits, "%")
 
 
+def percent_number(share: float | None, digits: int = 1) -> str:
+    """A share (0…1) as a bare percentage, for a column whose header says "%": 0.975 → "97.5";
+    "–" when missing."""
+    return number(share * 100 if not missing(share) else share, digits)
+
+
 def count(n: float | None, unit: str = "") -> str:
     """A count with thousands separators: "6,203 jobs"; "–" when missing."""
     return number(n, 0, unit)
@@ -199,4 +205,4 @@ def who_pays_more(name_a: str, name_b: str, a_minus_b_usd: float) -> str:
 
 
 __all__ = ["MISSING", "count", "decimals_for", "duration", "hours", "millions", "missing", "money", "money_exact",
-           "number", "p_value", "per_gpu_hour", "percent", "three_figures", "plain", "seconds", "significant", "who_pays_more"]
+           "number", "p_value", "per_gpu_hour", "percent", "percent_number", "three_figures", "plain", "seconds", "significant", "who_pays_more"]

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -31,6 +30,7 @@ from costsim.frontends.console import (data_table_width, err_console, fail, inte
 from costsim.frontends.fit_cli import fit_workload_command
 from costsim.frontends.import_cli import import_trace_command
 from costsim.frontends.headline import with_verdict
+from costsim.frontends.stages import progress_columns
 # _money, _or_dash, phase_table, summary_table, means_table: also imported from here by other front ends and tests
 from costsim.frontends.tables import (MEANS_TABLE_ROWS, NARROW_PHASE_COLUMNS, _money, _or_dash,  # noqa: F401
                                       fitted_means_table, means_table,
@@ -195,14 +195,12 @@ class Executor(str, enum.Enum):
     dask = "dask"
 
 
-_SWEEP_COLUMNS = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
 
 
 def _build_with_progress(build):
     """``build(progress)`` (``load_sweep`` or ``sweep_from_sets``) with a bar over the variants
     built and checked on stderr: a sweep of 100,000 variants takes minutes."""
-    with Progress(*_SWEEP_COLUMNS, console=err_console, transient=True) as bar:
+    with Progress(*progress_columns(), console=err_console, transient=True) as bar:
         task = bar.add_task("building variants", total=None)
         return build(lambda done, total: bar.update(task, completed=done, total=total))
 
@@ -218,7 +216,7 @@ def _sweep_with_progress(spec, out: Path, executor: str, workers: int | None, ad
 
     every = len(spec.variants) * spec.replications
     saved = {"before": 0, "now": 0}
-    with Progress(*_SWEEP_COLUMNS, console=err_console, transient=True) as bar:
+    with Progress(*progress_columns(), console=err_console, transient=True) as bar:
         task = bar.add_task(f"sweep ({executor})", total=None)
 
         def step(done: int, total: int) -> None:

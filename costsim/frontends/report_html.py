@@ -94,7 +94,7 @@ def fixed(digits: int, unit: str = "") -> Callable[[float], str]:
 
 def percent_number(x: float) -> str:
     """A share (0…1) as a bare percentage with one decimal, for a column headed "%"; "–" for NaN."""
-    return formats.number(x * 100 if not formats.missing(x) else x, 1)
+    return formats.percent_number(x, 1)
 
 
 def share(x: float) -> str:

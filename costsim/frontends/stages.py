@@ -27,7 +27,7 @@ Step = Callable[..., None]
 """``step(done, total=None)``: ``done`` items of the stage finished, of ``total`` (None: unchanged)."""
 
 
-def _columns(counted: bool) -> tuple:
+def progress_columns(counted: bool = True) -> tuple:
     """The sweep's bar (``costsim sweep``): spinner, description, bar, done/total, elapsed, ETA;
     a stage with nothing to count: spinner, description, elapsed."""
     if not counted:
@@ -66,7 +66,7 @@ class Stages:
             return
         start = time.monotonic()
         live = self.console.is_terminal
-        bar = Progress(*_columns(counted), console=self.console, transient=True) if live else None
+        bar = Progress(*progress_columns(counted), console=self.console, transient=True) if live else None
         task = bar.add_task(what, total=total) if bar is not None else None
         if bar is None:
             self._say(f"{what} …")
@@ -108,4 +108,4 @@ def counting(simulate: Callable, step: Step) -> Callable:
     return counted
 
 
-__all__ = ["Stages", "Step", "counting", "ended"]
+__all__ = ["Stages", "Step", "counting", "ended", "progress_columns"]

@@ -36,7 +36,7 @@ def _fixed(digits: int):
 
 def _share(digits: int):
     """A share (0…1) as a bare percentage, for a column headed "%"."""
-    return lambda v: formats.number(v * 100 if not formats.missing(v) else v, digits)
+    return lambda v: formats.percent_number(v, digits)
 
 
 def _money(x: float) -> str:

@@ -102,6 +102,16 @@ def _after_schema(data: Any, err: ScenarioError, source: str, base_dir: Path,
     return found
 
 
+def _refused(err: ScenarioError) -> dict[int, set]:
+    """The options the schema refused (by index in the file) and the fields it refused in each
+    (empty: the option as a whole)."""
+    bad: dict[int, set] = {}
+    for p in err.problems:
+        if p.loc[:1] == ("options",) and len(p.loc) > 1 and isinstance(p.loc[1], int):
+            bad.setdefault(p.loc[1], set()).update(p.loc[2:3])
+    return bad
+
+
 def _repaired_options(data: dict, err: ScenarioError) -> list[tuple[int, Any]]:
     """Each option the schema refused, with the fields it refused left out (their defaults in
     their place), when that validates: its other values can still meet the catalog (a GPU count
@@ -109,12 +119,8 @@ def _repaired_options(data: dict, err: ScenarioError) -> list[tuple[int, Any]]:
     options = data.get("options")
     if not isinstance(options, list):
         return []
-    bad: dict[int, set] = {}
-    for p in err.problems:
-        if p.loc[:1] == ("options",) and len(p.loc) > 2 and isinstance(p.loc[1], int):
-            bad.setdefault(p.loc[1], set()).add(p.loc[2])
     out = []
-    for i, fields in sorted(bad.items()):
+    for i, fields in sorted(_refused(err).items()):
         raw = options[i] if i < len(options) else None
         if not isinstance(raw, dict) or fields & {"name", "kind"}:
             continue
@@ -130,7 +136,7 @@ def _without_bad_options(data: dict, err: ScenarioError, base_dir: Path) -> tupl
     base or burst, a rollout pool), with the original index of each option kept; None when
     problems outside the options remain (or no option is left)."""
     options = data.get("options")
-    bad = {p.loc[1] for p in err.problems if p.loc[:1] == ("options",) and len(p.loc) > 1 and isinstance(p.loc[1], int)}
+    bad = set(_refused(err))
     if not isinstance(options, list) or not bad:
         return None
     gone = {o.get("name") for i, o in enumerate(options) if i in bad and isinstance(o, dict)}
