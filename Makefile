@@ -37,7 +37,7 @@ bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/dashboard_rerun.py
 
 validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)
-	$(PY) -m costsim.runs.validation
+	$(PY) -m costsim.calibration.validation
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

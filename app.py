@@ -3,7 +3,7 @@
 Thin by design: scenarios are loaded (uploads read no server file but shipped traces), edited
 with knobs keyed by the scenario's content, and simulated (replications side by side in child
 processes with a time and memory limit, cached on every exact value) by
-``costsim.frontends.dashboard``; the first screen and tabs are drawn by ``dashboard_views`` and
+``costsim.dashboard``; the first screen and tabs are drawn by ``dashboard_views`` and
 ``dashboard_tabs``. Text a user wrote is shown literally: in ``st.code`` or escaped Markdown.
 The edited scenario lives in the URL (``?s=``), so a reload or a shared link restores it.
 """
@@ -18,17 +18,37 @@ from pathlib import Path
 import streamlit as st
 
 import costsim
-from costsim.formats import plain
-from costsim.frontends import dashboard_edit as edit
-from costsim.frontends import dashboard_tabs as tabs
-from costsim.frontends.dashboard import (
-    LINK, Limits, ResultCache, RunStopped, Upload, apply_knobs, changed_knobs, content_key, decode_scenario, encode_scenario, knob_paths,
-    knob_problems, literal_markdown, load_upload, make_upload_root, public_text, run_key, shipped_scenarios,
-    shipped_traces, simulate_bounded, simulate_many, waiting_note, warm_up,
+from costsim.present.formats import plain
+from costsim.dashboard import edit
+from costsim.dashboard import tabs
+from costsim.dashboard import (
+    LINK,
+    Limits,
+    ResultCache,
+    RunStopped,
+    Upload,
+    apply_knobs,
+    changed_knobs,
+    content_key,
+    decode_scenario,
+    encode_scenario,
+    knob_paths,
+    knob_problems,
+    literal_markdown,
+    load_upload,
+    make_upload_root,
+    public_text,
+    run_key,
+    shipped_scenarios,
+    shipped_traces,
+    simulate_bounded,
+    simulate_many,
+    waiting_note,
+    warm_up,
 )
-from costsim.frontends.bounded import RunTimedOut
-from costsim.frontends.dashboard_sidebar import knob_form, sidebar_slot, timed_out
-from costsim.frontends.dashboard_views import first_screen, flip_control
+from costsim.dashboard.bounded import RunTimedOut
+from costsim.dashboard.sidebar import knob_form, sidebar_slot, timed_out
+from costsim.dashboard.views import first_screen, flip_control
 from costsim.runs.sweepfile import replication_seed
 from costsim.scenario import ScenarioError
 

@@ -14,8 +14,10 @@ import argparse
 from pathlib import Path
 
 import costsim
-from costsim import engine, results, workload
-from costsim.catalog import economics_values, resolve
+from costsim.engine import run as engine
+from costsim.results import tables as results
+from costsim.workload import jobs as workload
+from costsim.plan.resolve import economics_values, resolve
 from costsim.workload.plan import plan_work
 from timing import best
 

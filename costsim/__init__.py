@@ -3,45 +3,72 @@ do to cost, queue delay and iteration speed? See README.md and docs/ (docs/archi
 
 Every function here checks its arguments and its scenario in full and raises ``ScenarioError``
 (file or function, field, message) on bad input: ``simulate`` re-validates and re-checks a
-``Scenario`` object however it was built.
+``Scenario`` object however it was built. Every error costsim raises on purpose is a
+``CostsimError``: ``ScenarioError`` (bad input), ``ArgumentError`` (a bad argument to a function),
+``ExecutorError`` (a worker or cluster failed) and ``OutputError`` (an output folder cannot be written).
+
+The façade imports nothing itself: each name is imported on first use, so ``import costsim`` (and
+``import costsim.models.rl``) costs nothing beyond what is used.
 """
 
-from costsim.runs.api import dump_scenario, load_scenario, load_scenario_text, scenario_from_data, simulate
-from costsim.runs.budget import DEFAULT_MAX_EVENTS
-from costsim.runs.memo import RunMemo
-from costsim.results import Results
-from costsim.scenario import Scenario, ScenarioError
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "DEFAULT_MAX_EVENTS",
-    "Results",
-    "RunMemo",
-    "Scenario",
-    "ScenarioError",
-    "__version__",
-    "decide",
-    "dump_scenario",
-    "load_scenario",
-    "load_scenario_text",
-    "optimize",
-    "scenario_from_data",
-    "simulate",
-    "sweep",
-]
+from costsim._version import __version__
+
+if TYPE_CHECKING:
+    from costsim import plots as plots
+    from costsim.decisions.optimize import optimize as optimize
+    from costsim.decisions.verdict import decide as decide
+    from costsim.errors import ArgumentError as ArgumentError
+    from costsim.errors import CostsimError as CostsimError
+    from costsim.errors import ExecutorError as ExecutorError
+    from costsim.errors import OutputError as OutputError
+    from costsim.results.tables import Results as Results
+    from costsim.runs.api import dump_scenario as dump_scenario
+    from costsim.runs.api import load_scenario as load_scenario
+    from costsim.runs.api import load_scenario_text as load_scenario_text
+    from costsim.runs.api import scenario_from_data as scenario_from_data
+    from costsim.runs.api import simulate as simulate
+    from costsim.runs.budget import DEFAULT_MAX_EVENTS as DEFAULT_MAX_EVENTS
+    from costsim.runs.memo import RunMemo as RunMemo
+    from costsim.runs.sweep import sweep as sweep
+    from costsim.scenario import Scenario as Scenario
+    from costsim.scenario import ScenarioError as ScenarioError
+
+# public name -> the module that defines it
+_WHERE = {
+    "ArgumentError": "costsim.errors",
+    "CostsimError": "costsim.errors",
+    "DEFAULT_MAX_EVENTS": "costsim.runs.budget",
+    "ExecutorError": "costsim.errors",
+    "OutputError": "costsim.errors",
+    "Results": "costsim.results.tables",
+    "RunMemo": "costsim.runs.memo",
+    "Scenario": "costsim.scenario",
+    "ScenarioError": "costsim.scenario",
+    "decide": "costsim.decisions.verdict",
+    "dump_scenario": "costsim.runs.api",
+    "load_scenario": "costsim.runs.api",
+    "load_scenario_text": "costsim.runs.api",
+    "optimize": "costsim.decisions.optimize",
+    "scenario_from_data": "costsim.runs.api",
+    "simulate": "costsim.runs.api",
+    "sweep": "costsim.runs.sweep",
+}
+
+__all__ = sorted([*_WHERE, "__version__"])
 
 
-def __getattr__(name: str):
-    """``costsim.sweep`` (``costsim.runs.sweep.sweep``), ``costsim.decide`` and ``costsim.optimize``
-    (``costsim.decisions``), imported on first use: they bring scipy.stats and the
-    executors, which a single run does not need (half a second at every import)."""
-    if name == "sweep":
-        from costsim.runs.sweep import sweep
-
-        return sweep
-    if name in ("decide", "optimize"):
-        from costsim import decisions
-
-        return getattr(decisions, name)
-    raise AttributeError(f"module 'costsim' has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    """Each public name from its module, on first use (then kept here)."""
+    if name == "plots":
+        value: Any = importlib.import_module("costsim.plots")
+    elif name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+    else:
+        raise AttributeError(f"module 'costsim' has no attribute {name!r}")
+    globals()[name] = value
+    return value

@@ -37,7 +37,7 @@ def invoke_cli(*args, columns: str | None = None):
     """``costsim ARGS`` in this process (``COLUMNS`` set when given); fails on any traceback."""
     from typer.testing import CliRunner
 
-    from costsim.frontends.cli import app
+    from costsim.cli.commands import app
 
     result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": columns} if columns else None)
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)

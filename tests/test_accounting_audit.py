@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 import costsim
 from costsim.models import economics as eco
-from costsim import plots
-from costsim.frontends.cli import app
+from costsim.plots import figures as plots
+from costsim.cli.commands import app
 from costsim.scenario import ScenarioError
 from helpers import cloud, jobs_of, owned, scenario
 

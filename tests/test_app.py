@@ -15,11 +15,18 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
-from costsim.frontends.dashboard import (
-    LINK, SCENARIO_DIR, apply_knobs, content_key, current_knobs, decode_scenario, encode_scenario, sized_name,
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
+from costsim.dashboard import (
+    LINK,
+    SCENARIO_DIR,
+    apply_knobs,
+    content_key,
+    current_knobs,
+    decode_scenario,
+    encode_scenario,
+    sized_name,
 )
-from costsim.frontends.dashboard_tabs import TABS
+from costsim.dashboard.tabs import TABS
 from costsim.runs.sweepfile import replication_seed
 from costsim.scenario import scenario_from_yaml
 
@@ -260,7 +267,7 @@ def test_bad_upload_shows_an_inline_error():
 def test_figures_are_built_once_per_scenario_seed_and_figure():
     from types import SimpleNamespace
 
-    from costsim.frontends.dashboard_tabs import cached_figure
+    from costsim.dashboard.tabs import cached_figure
 
     sc = costsim.load_scenario_text(short(), "short.yaml", SCENARIO_DIR)
     built = []

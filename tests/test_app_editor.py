@@ -11,8 +11,8 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
-from costsim.frontends.dashboard import SCENARIO_DIR, decode_scenario, encode_scenario
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
+from costsim.dashboard import SCENARIO_DIR, decode_scenario, encode_scenario
 from costsim.runs.sweepfile import replication_seed
 from test_app import _clear_caches, cards, key, short, upload  # noqa: F401 (_clear_caches: autouse fixture)
 
@@ -91,7 +91,7 @@ def test_a_knob_edits_the_editors_copy():
 def test_breakeven_month_is_the_mean_over_replications_that_reach_it():
     import pandas as pd
 
-    from costsim.frontends.headline import breakeven_sentence
+    from costsim.present.headline import breakeven_sentence
     from costsim.results.finance import breakeven_over
 
     # month numbers as finance.breakeven writes them (counted from 1)
@@ -107,7 +107,7 @@ def test_breakeven_month_is_the_mean_over_replications_that_reach_it():
 
 
 def test_missing_phase_numbers_show_a_dash():
-    from costsim.frontends.dashboard_phases import PHASE_VIEW, dash_or
+    from costsim.dashboard.phases import PHASE_VIEW, dash_or
 
     assert all(dash_or(fmt, 1234.5) for _, _, fmt, _ in PHASE_VIEW if fmt)  # every format is known
     assert dash_or("%,.0f", float("nan")) == "–" and dash_or("%,.0f", 12345.6) == "12,346"

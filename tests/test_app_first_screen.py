@@ -20,9 +20,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard import SCENARIO_DIR, encode_scenario
-from costsim.frontends.headline import CARD_METRICS
-from costsim.frontends.headline import breakeven_sentence, breakeven_versus
+from costsim.dashboard import SCENARIO_DIR, encode_scenario
+from costsim.present.headline import CARD_METRICS
+from costsim.present.headline import breakeven_sentence, breakeven_versus
 from costsim.results.finance import breakeven_over
 from costsim.runs.sweepfile import replication_seed
 
@@ -172,7 +172,7 @@ def test_six_cards_in_one_row_the_recommended_first(reserved):
 
 
 def test_cards_per_row():
-    from costsim.frontends.dashboard_views import cards_per_row
+    from costsim.dashboard.views import cards_per_row
 
     assert [cards_per_row(n) for n in (1, 4, 6, 7, 8, 12, 13)] == [1, 4, 6, 4, 4, 6, 5]
 
@@ -180,7 +180,7 @@ def test_cards_per_row():
 # --- 5: the tables name their totals and say which replication they show -------------------------
 
 def test_totals_are_named_as_on_the_cards():
-    from costsim.frontends.dashboard_views import readable
+    from costsim.dashboard.views import readable
 
     assert readable("total_cost_usd") == "amortised total ($)"
     assert readable("cash_spent_usd") == "cash spent ($)"
@@ -189,7 +189,7 @@ def test_totals_are_named_as_on_the_cards():
 
 @pytest.mark.parametrize("tab", ["Overview", "Failures", "Iteration speed"])
 def test_first_replication_tables_say_so(reserved, tab):
-    from costsim.frontends.dashboard_tabs import FIRST_REPLICATION
+    from costsim.dashboard.tabs import FIRST_REPLICATION
 
     at, _ = reserved
     at = at.radio(key="tab").set_value(tab).run()
@@ -206,7 +206,7 @@ def baseline():
 
 
 def test_gantt_classes_have_their_own_pattern_and_unfinished_jobs_an_outline(baseline):
-    from costsim.plots import gantt
+    from costsim.plots.figures import gantt
 
     fig = gantt(baseline, option="own-256")
     held = [t for t in fig.data if t.name != "waiting"]
@@ -229,7 +229,7 @@ def test_gantt_classes_have_their_own_pattern_and_unfinished_jobs_an_outline(bas
 
 
 def test_a_narrow_card_wraps_a_value_only_before_its_interval():
-    from costsim.frontends.headline import card_value
+    from costsim.present.headline import card_value
 
     # the half-width's spaces are no-break: "23.2 h ±" / "45.5 h" cannot be split apart
     assert card_value("queue_delay_p95_h", 23.2, 45.5) == "23.2 h ±\u00a045.5\u00a0h"
@@ -242,7 +242,7 @@ def test_no_star_for_an_option_the_verdict_rules_out():
     # marks the best value among those that could be, so it gets none.
     import pandas as pd
 
-    from costsim.frontends.headline import best_options
+    from costsim.present.headline import best_options
 
     table = pd.DataFrame({"option": ["cheap-but-slow", "rent"], "keeps_up": [True, True],
                           "eligible": [False, True], **{col: [1.0, 2.0] for col, *_ in CARD_METRICS}})
@@ -253,8 +253,8 @@ def test_no_star_for_an_option_the_verdict_rules_out():
 def test_a_cheaper_option_the_verdict_rules_out_shows_its_differences_in_grey(monkeypatch):
     # option_card's st.metric calls recorded (no script run: AppTest.from_function would leave its
     # temporary script as this process's __main__, which spawned worker processes then re-run).
-    from costsim.frontends import dashboard_views
-    from costsim.frontends.dashboard_views import delta_color, option_card
+    from costsim.dashboard import views as dashboard_views
+    from costsim.dashboard.views import delta_color, option_card
 
     shown: list[tuple[str, str | None, str]] = []
     monkeypatch.setattr(dashboard_views.st, "metric",

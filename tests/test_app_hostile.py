@@ -25,9 +25,10 @@ from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends import bounded, dashboard
-from costsim.frontends.dashboard import SCENARIO_DIR, Limits, Upload, literal_markdown, load_upload, run_key
-from costsim.frontends.headline import WORD_JOINER
+from costsim.dashboard import bounded
+from costsim import dashboard
+from costsim.dashboard import SCENARIO_DIR, Limits, Upload, literal_markdown, load_upload, run_key
+from costsim.present.headline import WORD_JOINER
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 BASELINE = (SCENARIO_DIR / "baseline.yaml").read_text()

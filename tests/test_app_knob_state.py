@@ -11,9 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends import bounded
-from costsim.frontends.dashboard import SCENARIO_DIR, decode_scenario
-from costsim.frontends.dashboard_edit import EDIT_TAB
+from costsim.dashboard import bounded
+from costsim.dashboard import SCENARIO_DIR, decode_scenario
+from costsim.dashboard.edit import EDIT_TAB
 from costsim.runs.memo import RunMemo
 from costsim.runs.sweepfile import replication_seed
 from test_app import APP, _clear_caches, cards, short, upload  # noqa: F401 (_clear_caches: autouse fixture)

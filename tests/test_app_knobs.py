@@ -49,12 +49,10 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Error
 
 import costsim
-from costsim.catalog import economics_values, resolve
-from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
-from costsim.frontends.dashboard import (
-    LINK, SCENARIO_DIR, SETUPS, apply_knobs, current_knobs, encode_scenario, knob_paths,
-)
-from costsim.frontends.headline import CARD_METRICS
+from costsim.plan.resolve import economics_values, resolve
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
+from costsim.dashboard import LINK, SCENARIO_DIR, SETUPS, apply_knobs, current_knobs, encode_scenario, knob_paths
+from costsim.present.headline import CARD_METRICS
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TINY = """\

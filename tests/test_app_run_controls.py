@@ -9,8 +9,8 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard import encode_scenario
-from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
+from costsim.dashboard import encode_scenario
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.runs.sweepfile import replication_seed
 from test_app import APP, _clear_caches, cards, short, start, upload  # noqa: F401 (_clear_caches: autouse fixture)
 from test_app_knob_state import knob, ran, submit

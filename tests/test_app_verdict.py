@@ -12,10 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
-from costsim.frontends.dashboard import (
-    SCENARIO_DIR, apply_knobs, content_key, current_knobs, encode_scenario, literal_markdown,
-)
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
+from costsim.dashboard import SCENARIO_DIR, apply_knobs, content_key, current_knobs, encode_scenario, literal_markdown
 from costsim.runs.sweepfile import replication_seed
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

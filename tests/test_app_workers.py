@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 import costsim
-from costsim.frontends import bounded
-from costsim.frontends.dashboard import SCENARIO_DIR, Limits, RunStopped
+from costsim.dashboard import bounded
+from costsim.dashboard import SCENARIO_DIR, Limits, RunStopped
 
 
 def short(days: float = 30, **economics: float) -> costsim.Scenario:

@@ -10,18 +10,18 @@ import pytest
 from ruamel.yaml import YAML
 
 import costsim
-from costsim.frontends.dashboard import SCENARIO_DIR
-from costsim.frontends.export import ASSUMPTIONS, write_results
+from costsim.dashboard import SCENARIO_DIR
+from costsim.runs.export import ASSUMPTIONS, write_results
 from costsim.results.assumptions import COLUMNS, assumptions, shown
 from costsim.scenario import scenario_from_yaml
-from costsim.scenario.resolve import resolve_scenario
+from costsim.plan.resolved import resolve_scenario
 from tests.helpers import TINY_RL
 
 
 @pytest.fixture(scope="module")
 def catalog_file() -> dict:
     """The shipped catalog as plain YAML (not through costsim.catalog)."""
-    return YAML(typ="safe").load(resources.files("costsim").joinpath("data/catalog.yaml").read_text(encoding="utf-8"))
+    return YAML(typ="safe").load(resources.files("costsim.catalog").joinpath("catalog.yaml").read_text(encoding="utf-8"))
 
 
 def leaf(catalog: dict, dotted: str) -> dict:
@@ -130,7 +130,7 @@ def test_dashboard_data_tab_shows_the_table():
     from streamlit.testing.v1 import AppTest
 
     def app():
-        from costsim.frontends.dashboard_tabs import assumptions_table
+        from costsim.dashboard.tabs import assumptions_table
         from costsim.scenario import scenario_from_yaml
         from tests.helpers import TINY_RL
 

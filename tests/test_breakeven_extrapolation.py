@@ -106,7 +106,7 @@ def test_an_extrapolated_break_even_past_the_hardwares_life_is_not_reported(tmp_
     # rental would catch up is the same whatever the life; it is reported only within the life
     # (12 months a year of 730 h each, from delivery): past it the same pace needs new hardware.
     import costsim
-    from costsim.frontends.headline import breakeven_when
+    from costsim.present.headline import breakeven_when
     from helpers import cloud, owned, scenario
 
     # 8-GPU jobs of 9 h every 10 h for 150 days: the rental bills about 8 × 730 × 0.9 × $4 = $21k a

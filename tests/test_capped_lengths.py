@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim import workload
-from costsim.frontends.cli import phase_table
+from costsim.workload import jobs as workload
+from costsim.cli.commands import phase_table
 from costsim.scenario import scenario_from_data
 from helpers import owned
 

@@ -1,4 +1,4 @@
-"""The catalog's sensitivity ranges (``ranges:`` in costsim/data/catalog.yaml, ``Catalog.ranges``):
+"""The catalog's sensitivity ranges (``ranges:`` in costsim/catalog/catalog.yaml, ``Catalog.ranges``):
 every tornado input has one, sourced and dated, that contains today's default."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from importlib import resources
 
 import pytest
 
-from costsim.catalog import default_catalog, load_catalog
+from costsim.catalog.load import default_catalog, load_catalog
 from costsim.decisions.tornado_inputs import INPUTS
 from costsim.scenario import ScenarioError
 
@@ -52,7 +52,7 @@ def test_ranges_are_not_default_values():
 
 
 def test_a_reversed_range_is_refused_naming_it(tmp_path):
-    text = resources.files("costsim").joinpath("data/catalog.yaml").read_text(encoding="utf-8")
+    text = resources.files("costsim.catalog").joinpath("catalog.yaml").read_text(encoding="utf-8")
     bad = text.replace("pue:\n    {low: 1.10, high: 1.80", "pue:\n    {low: 1.80, high: 1.10")
     assert bad != text
     path = tmp_path / "catalog.yaml"

@@ -10,7 +10,7 @@ import json
 import pytest
 from rich.console import Console
 
-from costsim.frontends import cli
+from costsim.cli import commands as cli
 from helpers import invoke_cli
 
 TRACE = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n"

@@ -10,7 +10,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.cli import app, phase_table
+from costsim.cli.commands import app, phase_table
 from test_phases_table import SCENARIO, closed_form_scenario
 
 # Headers as printed, two lines at most: each word must appear in the table.

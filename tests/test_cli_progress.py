@@ -12,7 +12,7 @@ from rich.console import Console
 
 import costsim
 from costsim.decisions.sensitivity import tornado
-from costsim.frontends.stages import Stages, counting, ended
+from costsim.cli.stages import Stages, counting, ended
 from costsim.runs.sweepfile import replication_seed
 from helpers import TINY_RL, invoke_cli
 
@@ -127,7 +127,7 @@ def test_ended_counts_in_words():
 
 
 def test_a_long_piped_stage_says_now_and_then_how_far_it_is(monkeypatch):
-    import costsim.frontends.stages as stages_module
+    import costsim.cli.stages as stages_module
 
     clock = iter([0.0, 10.0, 31.0, 40.0, 70.0, 75.0])  # start, then one reading per step, then the end
     monkeypatch.setattr(stages_module.time, "monotonic", lambda: next(clock))

@@ -17,12 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.cli import app
-from costsim.frontends.console import PIPED_WIDTH, stdout_width
+from costsim.cli.commands import app
+from costsim.cli.console import PIPED_WIDTH, stdout_width
 
 BASELINE = Path(__file__).resolve().parent.parent / "scenarios" / "baseline.yaml"
 DAYS = 60
-CLI = [sys.executable, "-m", "costsim.frontends.cli"]
+CLI = [sys.executable, "-m", "costsim.cli.commands"]
 
 
 def baseline_copy(folder: Path, arrival_scale: float = 1.0) -> Path:
@@ -190,8 +190,8 @@ def test_long_option_names_fold_and_numbers_stay_whole(overloaded):
     number stays whole on its row and the table stays within 80 columns."""
     from rich.console import Console
 
-    from costsim.frontends.headline import with_verdict
-    from costsim.frontends.tables import narrow_table
+    from costsim.present.headline import with_verdict
+    from costsim.cli.tables import narrow_table
 
     _, res = overloaded
     rows = with_verdict(res.summary, costsim.decide(res))
@@ -214,7 +214,7 @@ def test_starting_the_cli_imports_neither_plotly_nor_scipy():
     import subprocess
     import sys
 
-    code = ("import sys, costsim.frontends.cli; "
+    code = ("import sys, costsim.cli.commands; "
             "print(sorted(m for m in ('plotly', 'scipy', 'streamlit') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

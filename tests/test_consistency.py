@@ -5,7 +5,7 @@ import pytest
 
 import costsim
 from costsim.results.costing import ALL_ITEMS
-from costsim.frontends.dashboard import shipped_scenarios
+from costsim.dashboard import shipped_scenarios
 
 
 @pytest.fixture(scope="module", params=list(shipped_scenarios()))

@@ -20,7 +20,7 @@ import pytest
 from scipy import stats
 
 import costsim
-from costsim import workload
+from costsim.workload import jobs as workload
 from costsim.models.profiles import week_integral, week_integral_inverse
 from costsim.scenario import scenario_from_data
 from costsim.workload.arrivals import ARRIVAL_BLOCK, ITERATION_BLOCK, SHAPE_BLOCK

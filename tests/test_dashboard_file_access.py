@@ -18,11 +18,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard_sidebar import REPLICATIONS_KEY
-from costsim.frontends.dashboard import (
-    SCENARIO_DIR, Upload, content_key, encode_scenario, load_upload, make_upload_root,
-)
-from costsim.frontends import uploads
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
+from costsim.dashboard import SCENARIO_DIR, Upload, content_key, encode_scenario, load_upload, make_upload_root
+from costsim.dashboard import uploads
 from costsim.scenario import scenario_from_yaml
 from test_app import key, short
 from test_app_hostile import _clear_caches, page_strings  # noqa: F401 (_clear_caches: autouse fixture)

@@ -26,10 +26,17 @@ from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends.dashboard import (
-    LINK, SCENARIO_DIR, Upload, decode_scenario, encode_scenario, literal_markdown, load_upload, safe_upload_name,
+from costsim.dashboard import (
+    LINK,
+    SCENARIO_DIR,
+    Upload,
+    decode_scenario,
+    encode_scenario,
+    literal_markdown,
+    load_upload,
+    safe_upload_name,
 )
-from costsim.frontends.sweep_upload import MAX_JSON_DEPTH, read_uploads_here
+from costsim.dashboard.sweep_upload import MAX_JSON_DEPTH, read_uploads_here
 from costsim.scenario import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,11 +24,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import costsim
-from costsim.frontends import bounded
-from costsim.frontends.bounded import ResultCache
-from costsim.frontends.dashboard import SCENARIO_DIR, Limits, Upload
-from costsim.frontends.sweep_upload import read_sweep_uploads, read_uploads_here
-from costsim.frontends.workers import SLOTS
+from costsim.dashboard import bounded
+from costsim.dashboard.bounded import ResultCache
+from costsim.dashboard import SCENARIO_DIR, Limits, Upload
+from costsim.dashboard.sweep_upload import read_sweep_uploads, read_uploads_here
+from costsim.dashboard.workers import SLOTS
 from costsim.scenario import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +94,7 @@ def test_the_reading_child_stays_small_under_the_bomb(rows, length, words):
     documented per-process limit."""
     data = bomb(rows, length)
     limits = Limits()
-    code = ("import sys; from costsim.frontends.sweep_upload import upload_child_main; upload_child_main(); "
+    code = ("import sys; from costsim.dashboard.sweep_upload import upload_child_main; upload_child_main(); "
             "sys.stderr.write(open('/proc/self/status').read())")
     payload = ([Upload("runs.parquet", data)], limits)  # what run_child sends, as it sends it
     request = pickle.dumps((payload, int(limits.process_memory_gb * 2**30), limits.run_seconds))

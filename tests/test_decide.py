@@ -105,7 +105,7 @@ def test_the_electricity_flip_price_zeroes_the_difference(tmp_path):
     base = costsim.simulate(_flip_scenario(tmp_path, 3.0)).summary.set_index("option").loc["own"]
     sc = _flip_scenario(tmp_path, (base.total_cost_usd + 0.5 * base.cost_energy_usd) / 960)
     v = decide(costsim.simulate(sc))
-    p0 = costsim.catalog.economics_values(sc).electricity_usd_per_kwh
+    p0 = costsim.plan.resolve.economics_values(sc).electricity_usd_per_kwh
     assert v.electricity_flip_usd_per_kwh == pytest.approx(1.5 * p0, rel=1e-9)
     assert v.option == "own" and not math.isnan(v.electricity_flip_usd_per_kwh)
     data = sc.model_dump(mode="json")

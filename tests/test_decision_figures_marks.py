@@ -1,4 +1,4 @@
-"""What the decision figures mark (costsim.charts.decisions): the tornado hatches only the end of
+"""What the decision figures mark (costsim.plots.decisions): the tornado hatches only the end of
 an input's bar where the verdict flips (``flips_at``), and the Pareto figure's value axis does not
 magnify a spread of a fraction of a percent into the whole plot."""
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from costsim.decisions.pareto import frontier
-from costsim.plots import pareto_figure, tornado_figure
+from costsim.plots.figures import pareto_figure, tornado_figure
 
 BASE = -1_000.0  # build − rent at base, USD: building is cheaper
 

@@ -1,4 +1,4 @@
-"""The dashboard's Sensitivity and Sweep tabs (costsim.frontends.decision_tabs) through AppTest
+"""The dashboard's Sensitivity and Sweep tabs (costsim.dashboard.decision_tabs) through AppTest
 (harness tests/apps/decision_tabs_app.py), and the safe reading of uploaded sweep output.
 
 The scenario is tiny: one owned node of 8 H100s against on-demand H100s over 120 days, an 8-GPU
@@ -22,10 +22,10 @@ from streamlit.testing.v1 import AppTest
 
 import costsim
 from costsim.decisions import decide, sweep_table, tornado
-from costsim.frontends.dashboard import Upload, literal_markdown
-from costsim.frontends.decision_runs import grid_sweep, numeric_paths
-from costsim.frontends.sweep_upload import read_sweep_uploads
-from costsim.frontends.report_sweep import read_sweep_folder
+from costsim.dashboard import Upload, literal_markdown
+from costsim.dashboard.decision_runs import grid_sweep, numeric_paths
+from costsim.dashboard.sweep_upload import read_sweep_uploads
+from costsim.report.sweep import read_sweep_folder
 from costsim.runs.sweepfile import sweep_from_sets
 from costsim.scenario import ScenarioError
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from costsim.frontends.headline import CARD_METRICS
+from costsim.present.headline import CARD_METRICS
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -272,7 +272,7 @@ def test_six_options_fit_above_the_fold_and_the_decision_tabs_draw(browser, own_
     fold at 1600 × 1000, one row of six cards with the recommended one first, no value running
     past its card; then, on the baseline over 30 days, the Sensitivity tab (the tornado, run on
     request) and the Sweep tab (a small grid of own-256's size) draw their figures."""
-    from costsim.frontends.sharing import encode_scenario
+    from costsim.dashboard.sharing import encode_scenario
 
     text = (ROOT / "scenarios" / "reserved-vs-on-demand.yaml").read_text()
     assert "horizon_days: 365\n" in text
@@ -326,7 +326,7 @@ def test_flagship_cards_above_the_fold_and_the_time_to_target_tab(browser, own_a
     sentence and all five options' cards still fit above the fold; the Time to target tab draws the
     score against the calendar day with the target line, names the reference option, and shows the
     interval table over the replications."""
-    from costsim.frontends.sharing import encode_scenario
+    from costsim.dashboard.sharing import encode_scenario
 
     text = (ROOT / "scenarios" / "flagship-scaling.yaml").read_text()
     page = browser.new_page(viewport=VIEW)
@@ -435,7 +435,7 @@ def test_report_assumptions_table_shows_every_catalog_value_used(browser, tmp_pa
     assert len(rows) == len(want) == len(by_name)
     for w in want.to_dict("records"):
         assert by_name[w["assumption"]] == {k: w[k] for k in heads}, w["assumption"]
-    raw = YAML(typ="safe").load(resources.files("costsim").joinpath("data/catalog.yaml").read_text(encoding="utf-8"))
+    raw = YAML(typ="safe").load(resources.files("costsim.catalog").joinpath("catalog.yaml").read_text(encoding="utf-8"))
     leaves = _catalog_leaves(raw, [])
     from_catalog = [r for r in rows if r["from"] == f"catalog {raw['catalog_version']}"]
     assert len(from_catalog) >= 30  # economics, power, price, billing, spot, RL specs and constants

@@ -1,4 +1,4 @@
-"""The scenario editor (costsim.frontends.editor) through Streamlit's AppTest, on the harness
+"""The scenario editor (costsim.dashboard.editor) through Streamlit's AppTest, on the harness
 tests/apps/editor_app.py, plus its pure operations on plain data.
 
 Truth is independent of the editor's code: help texts are compared with the pydantic models'
@@ -15,8 +15,8 @@ from ruamel.yaml import YAML
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.frontends import editor_ops as ops
-from costsim.frontends.dashboard import SCENARIO_DIR
+from costsim.dashboard import editor_ops as ops
+from costsim.dashboard import SCENARIO_DIR
 from costsim.scenario import Scenario
 
 HARNESS = str(Path(__file__).resolve().parent / "apps" / "editor_app.py")
@@ -248,7 +248,7 @@ def test_switching_pricing_keeps_the_option_valid():
 
 
 def _catalog_yaml() -> dict:
-    path = Path(costsim.__file__).parent / "data" / "catalog.yaml"
+    path = Path(costsim.__file__).parent / "catalog" / "catalog.yaml"
     return YAML(typ="safe").load(path.read_text())
 
 

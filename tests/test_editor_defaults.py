@@ -1,4 +1,4 @@
-"""The editor's new options follow the shipped scenarios' conventions (costsim.frontends.editor_ops):
+"""The editor's new options follow the shipped scenarios' conventions (costsim.dashboard.editor_ops):
 every kind added to every shipped scenario validates; a new owned cluster or reservation queues
 as that scenario's owned and reserved options do (backfill in the baseline, FIFO in the SLURM
 replay), and as every shipped reservation does (backfill) where there is none to match; rented and
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import costsim
-from costsim.frontends import editor_ops as ops
+from costsim.dashboard import editor_ops as ops
 from costsim.scenario import parse_yaml
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))

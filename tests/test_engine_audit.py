@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 import costsim
-from costsim import engine, workload
-from costsim.catalog import resolve
+from costsim.engine import run as engine
+from costsim.workload import jobs as workload
+from costsim.plan.resolve import resolve
 from costsim.engine.pool import NodePool
 from costsim.scenario import ScenarioError, scenario_from_data
 from costsim.models.serving import RangeMax

@@ -67,9 +67,9 @@ def test_repairs_take_capacity_and_jobs_never_use_it(tmp_path):
     opt = owned(gpus=128, failures={"node_failures_per_1000_node_days": 2000, "repair_hours": 6}, scheduler="backfill")
     sc = scenario(tmp_path, rows, [opt], horizon_days=20, workload={"checkpoint": {"every_hours": 1, "restart_minutes": 5}})
     res = costsim.simulate(sc)
-    from costsim import engine
-    from costsim.catalog import resolve
-    from costsim.workload import generate
+    from costsim.engine import run as engine
+    from costsim.plan.resolve import resolve
+    from costsim.workload.jobs import generate
     from costsim.workload.plan import plan_work
 
     plan = resolve(sc)[0]
@@ -179,8 +179,9 @@ def test_a_cut_job_counts_only_the_work_it_kept(tmp_path):
     # One 8-GPU job of 400 iterations on spot that is preempted often: by the horizon it has done
     # the iterations up to its last checkpoint plus what its current attempt got through, never
     # more than its held time would suggest, and exactly what the recorded progress says.
-    from costsim import engine, workload
-    from costsim.catalog import resolve
+    from costsim.engine import run as engine
+    from costsim.workload import jobs as workload
+    from costsim.plan.resolve import resolve
     from costsim.workload.rng import stream
     from costsim.scenario import scenario_from_data
     from costsim.workload.plan import plan_work

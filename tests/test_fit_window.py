@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from costsim.scenario.trace import read_trace
-from costsim.traces.fit_classes import trace_of
-from costsim.traces.fit_window import choose_window, misses, window_trace
+from costsim.calibration.fit_classes import trace_of
+from costsim.calibration.fit_window import choose_window, misses, window_trace
 from helpers import invoke_cli
 
 

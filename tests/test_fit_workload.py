@@ -17,14 +17,14 @@ from ruamel.yaml import YAML
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.fit_cli import fit_workload_command
-from costsim.frontends.import_cli import import_trace_command
+from costsim.cli.fit_workload import fit_workload_command
+from costsim.cli.import_trace import import_trace_command
 from costsim.runs import api
 from costsim.runs.outdir import publish_files as publish
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario.trace import read_trace
 from costsim.scenario.jobclass import JobClass
-from costsim.traces.fit import (
+from costsim.calibration.fit import (
     EMPIRICAL_BINS,
     arrival_check,
     exposure,
@@ -35,7 +35,7 @@ from costsim.traces.fit import (
     profile,
     split_by_gpus,
 )
-from costsim.traces.fit_classes import job_classes_of, trace_of
+from costsim.calibration.fit_classes import job_classes_of, trace_of
 from costsim.workload.jobclass import draw_durations
 from costsim.workload.rng import stream
 from costsim.workload.synth import JobGroup, make_trace

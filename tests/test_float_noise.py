@@ -8,9 +8,9 @@ import math
 import pandas as pd
 
 import costsim
-from costsim import formats
-from costsim.frontends.dashboard_views import table_view
-from costsim.frontends.decision_tabs import tornado_rows
+from costsim.present import formats
+from costsim.dashboard.views import table_view
+from costsim.dashboard.decision_tabs import tornado_rows
 from helpers import TINY_RL
 
 

@@ -1,7 +1,7 @@
 """The one formatter: hand-written expectations for each kind of number a user reads."""
 import math
 
-from costsim import formats as f
+from costsim.present import formats as f
 
 
 def test_hours_beyond_a_thousand_have_separators_not_exponents():

@@ -341,7 +341,7 @@ def test_an_alias_inside_its_own_anchor_is_refused(text):
 
 def test_anchors_and_merges_of_real_scenarios_still_load():
     """The shipped scenarios use `&anchor` / `<<: *anchor` for class variants: still accepted."""
-    from costsim.frontends.dashboard import SCENARIO_DIR
+    from costsim.dashboard import SCENARIO_DIR
 
     sc = costsim.load_scenario(SCENARIO_DIR / "async-vs-sync.yaml")
     assert [c.name for c in sc.workload.classes] == ["sync-colocated", "sync-disaggregated", "async-staleness-1"]
@@ -497,7 +497,7 @@ def test_cli_validate_exits_2_naming_the_field(tmp_path, case, text, trace, expe
     (tmp_path / "s.yaml").write_text(text, encoding="utf-8")
     (tmp_path / "jobs.csv").write_text(trace, encoding="utf-8")
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "costsim.frontends.cli", "validate", "s.yaml"], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "costsim.cli.commands", "validate", "s.yaml"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(Path(costsim.__file__).parent.parent)})
     assert proc.returncode == 2, proc.stderr

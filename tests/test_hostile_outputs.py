@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import costsim
-from costsim.frontends import cli as cli_mod
-from costsim.frontends.export import OUTPUT_NAMES
+from costsim.cli import commands as cli_mod
+from costsim.runs.export import OUTPUT_NAMES
 from costsim.runs import dataset, outdir
 from costsim.runs.outdir import OutputFolder
 from costsim.runs.sweepfile import load_sweep
@@ -256,7 +256,7 @@ def test_read_only_file_system_is_a_clear_exit_2(here, read_only):
 
 def test_a_write_error_and_a_cleanup_error_give_one_message_not_a_traceback(here, monkeypatch):
     # What a read-only folder does: the write fails, and so does removing the temporary file.
-    import costsim.frontends.import_cli as import_cli
+    import costsim.cli.import_trace as import_cli
 
     def refused(path, *args, **kw):
         raise OSError(errno.EROFS, "Read-only file system", str(path))
@@ -380,7 +380,7 @@ def test_ctrl_c_mid_sweep_counts_the_saved_tasks(here, monkeypatch):
 
 
 def test_a_full_disk_names_out_and_the_file_not_the_staging_folder(here, monkeypatch):
-    import costsim.frontends.import_cli as import_cli
+    import costsim.cli.import_trace as import_cli
 
     def full(path, *args, **kw):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))

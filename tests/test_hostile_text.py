@@ -20,14 +20,14 @@ from rich.text import Text
 from typer.testing import CliRunner
 
 import costsim
-from costsim import plots
-from costsim.csvcells import csv_text, guarded
-from costsim.frontends import cli
-from costsim.frontends.cli import app
-from costsim.frontends.console import SafeConsole, visible
-from costsim.frontends.fit_report import profile_figure, qq_figure
+from costsim.plots import figures as plots
+from costsim.traces.csvcells import csv_text, guarded
+from costsim.cli import commands as cli
+from costsim.cli.commands import app
+from costsim.cli.console import SafeConsole, visible
+from costsim.report.fit import profile_figure, qq_figure
 from costsim.scenario.trace import read_trace
-from costsim.traces.fit import fit_trace
+from costsim.calibration.fit import fit_trace
 from helpers import cloud, owned, scenario
 
 # What a trace's job_class or job_id may hold: plotly would render the link and the bold text.
@@ -87,7 +87,7 @@ def test_every_run_figure_holds_no_user_html(hostile_run):
 
 
 def test_literal_escapes_once_and_plotly_shows_the_text():
-    from costsim.charts.layout import literal
+    from costsim.plots.layout import literal
 
     text = 'a<b>&amp;"%{x}'
     shown = literal(text)
@@ -206,7 +206,7 @@ def test_sweep_tables_guard_swept_text_and_keep_negative_numbers(tmp_path):
 
 
 def test_optimize_tables_are_guarded(tmp_path):
-    from costsim.frontends.optimize_cli import _write
+    from costsim.cli.optimize import _write
 
     frame = pd.DataFrame({"option": ["=cmd"], "note": ["@x"], "total_cost_usd": [-5.0]})
     _write(SimpleNamespace(evaluated=frame, frontier=frame), tmp_path)
@@ -234,7 +234,7 @@ def test_imported_trace_is_guarded_and_reads_back_with_the_guard(tmp_path):
 def test_fit_workload_trace_out_is_guarded(tmp_path, monkeypatch):
     """Fitted class names are made safe names (letters first), so a drawn trace has no formula of
     its own; the writer guards whatever the generator gives it all the same."""
-    from costsim.traces import fit_classes
+    from costsim.calibration import fit_classes
 
     trace = tmp_path / "t.csv"
     pd.DataFrame({"submit_h": np.arange(40.0), "gpus": 8, "duration_h": np.linspace(1, 3, 40),

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.import_cli import import_trace_command
+from costsim.cli.import_trace import import_trace_command
 from costsim.runs import api
 from costsim.scenario import trace as T
 

@@ -12,13 +12,13 @@ import pytest
 from scipy import stats
 
 import costsim
-from costsim import workload
+from costsim.workload import jobs as workload
 from costsim.runs import budget
 from costsim.runs.api import load_scenario_text
 from costsim.scenario import read_trace, scenario_from_data
 from costsim.scenario.jobclass import JobClass
-from costsim.traces.fit import fit_trace
-from costsim.traces.fit_classes import job_classes_of
+from costsim.calibration.fit import fit_trace
+from costsim.calibration.fit_classes import job_classes_of
 from costsim.workload.jobclass import draw_durations
 from costsim.workload.rng import stream
 from costsim.workload.synth import JobGroup, make_trace

@@ -15,10 +15,11 @@ import pandas as pd
 import pytest
 
 import costsim
-from costsim.catalog import default_catalog, resolve
+from costsim.catalog.load import default_catalog
+from costsim.plan.resolve import resolve
 from costsim.decisions import fair_rows
 from costsim.decisions.fair import why_not
-from costsim.engine import UsageRecord
+from costsim.engine.run import UsageRecord
 from costsim.results.backlog import keep_up_measures, stale_jobs
 from helpers import cloud, owned, scenario
 

@@ -11,7 +11,7 @@ import pytest
 import costsim
 
 from costsim.decisions.optimize import optimize
-from costsim.frontends.knobs import apply_knobs, current_knobs
+from costsim.dashboard.knobs import apply_knobs, current_knobs
 from costsim.runs.sweepfile import sweep_from_sets
 from costsim.runs import api
 from costsim.scenario.naming import apply_resize, option_size, rename_options, resize_renames, sized_name
@@ -72,7 +72,7 @@ def test_a_size_the_catalog_refuses_names_the_option_as_written_not_as_renamed(s
     """own-16 at 12 GPUs passes the schema but not the catalog (8-GPU nodes): the problem is about
     own-16, the option the user wrote, never an own-12 the rename would have made, in a --set
     sweep (alone or beside a size that renames) and in the dashboard's grid."""
-    from costsim.frontends.decision_runs import grid_sweep
+    from costsim.dashboard.decision_runs import grid_sweep
 
     for sets in (["options.own-16.gpus=12"], ["options.own-16.gpus=24,12"]):
         with pytest.raises(costsim.ScenarioError) as err:
@@ -145,7 +145,7 @@ def test_references_follow_and_taken_names_are_kept():
 def test_one_resize_one_name_on_every_surface(sized):
     """own-16 at 24 GPUs is own-24 in a --set sweep, in the optimiser's answer and table, after the
     dashboard's GPU knob and in the dashboard's grid sweep; the hybrid's base follows each time."""
-    from costsim.frontends.decision_runs import grid_sweep
+    from costsim.dashboard.decision_runs import grid_sweep
 
     base = api.load_scenario(sized)
     expected = ["own-24", "own-32", "cloud", "own-16-burst"]

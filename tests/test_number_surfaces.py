@@ -58,8 +58,8 @@ def test_run_prints_no_scientific_notation_and_units_in_headers(tiny):
 def test_tables_print_big_and_small_numbers_in_plain_decimals(tiny):
     """A delay beyond 1,000 hours and a total of tens of millions: separators, no exponent."""
     from costsim.decisions import decide
-    from costsim.frontends.headline import with_verdict
-    from costsim.frontends.tables import narrow_table, summary_table
+    from costsim.present.headline import with_verdict
+    from costsim.cli.tables import narrow_table, summary_table
 
     _, res = tiny
     rows = with_verdict(res.summary, decide(res)).assign(queue_delay_p95_h=2620.44, queue_delay_mean_h=1234.5,
@@ -90,7 +90,7 @@ def test_sweep_means_fit_COLUMNS(tiny):
 # --- the dashboard's tables ------------------------------------------------------------------------
 
 def test_dashboard_headers_name_units():
-    from costsim.frontends.dashboard_views import readable
+    from costsim.dashboard.views import readable
 
     assert readable("interruptions_per_h") == "interruptions (per h)"
     assert readable("interval_h") == "interval (h)"
@@ -102,7 +102,7 @@ def test_dashboard_headers_name_units():
 
 
 def test_dashboard_small_rates_keep_three_significant_figures():
-    from costsim.frontends.dashboard_views import cell_text, column_format
+    from costsim.dashboard.views import cell_text, column_format
 
     rate = pd.Series([0.00031666666666666665, 0.0125])
     fmt = column_format("interruptions_per_h", rate)
@@ -118,7 +118,7 @@ def test_dashboard_small_rates_keep_three_significant_figures():
 # --- the report's cells and the verdict's words ----------------------------------------------------
 
 def test_report_cells_are_the_one_formatter():
-    from costsim.frontends import report_html as h
+    from costsim.report import html as h
 
     assert h.money(7_463_187.4) == "$7,463,187" and h.money(-0.4) == "$0" and h.money(math.nan) == "–"
     assert h.fixed(1)(2620.44) == "2,620.4" and h.fixed(2)(-3.14159) == "−3.14"
@@ -152,8 +152,8 @@ def crowded():
 
 
 def test_gantt_labels_do_not_overlap(crowded):
-    from costsim.charts.gantt import Y_TITLE
-    from costsim.plots import gantt
+    from costsim.plots.timeline import Y_TITLE
+    from costsim.plots.figures import gantt
 
     fig = gantt(crowded)
     layout = fig.layout.to_plotly_json()
@@ -171,7 +171,7 @@ def test_gantt_labels_do_not_overlap(crowded):
 
 
 def test_cash_flow_shows_the_book_value_as_a_credit_not_as_cash_paid(tiny):
-    from costsim.plots import BOOK_VALUE_CREDIT, book_value_note, cash_flow
+    from costsim.plots.figures import BOOK_VALUE_CREDIT, book_value_note, cash_flow
 
     _, res = tiny
     cf = res.cashflow
@@ -189,5 +189,5 @@ def test_cash_flow_shows_the_book_value_as_a_credit_not_as_cash_paid(tiny):
     assert credit.y[0] == pytest.approx(-own["book_value_usd"].iloc[-1])
     assert "not cash" in fig.layout.title.text and "cash paid" in fig.layout.yaxis.title.text
     note = book_value_note(res.summary)
-    assert "own" in note and costsim.formats.money(own["book_value_usd"].iloc[-1]) in note and "not" in note
+    assert "own" in note and costsim.present.formats.money(own["book_value_usd"].iloc[-1]) in note and "not" in note
     assert book_value_note(res.summary[res.summary["option"] == "cloud"]) == ""

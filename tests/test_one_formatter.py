@@ -1,4 +1,4 @@
-"""Numbers a user reads go through ``costsim.formats``: the tornado's sentence, the KS p-values of
+"""Numbers a user reads go through ``costsim.present.formats``: the tornado's sentence, the KS p-values of
 a workload fit and the verdict's price of waiting read as every other surface writes them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import costsim
 from costsim.decisions import decide
 from costsim.decisions.sensitivity import sentence
-from costsim.traces.fit_window import ks_words
+from costsim.calibration.fit_window import ks_words
 from helpers import cloud, owned, scenario
 
 

@@ -69,8 +69,8 @@ def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 def test_replication_zero_is_the_run_costsim_run_makes(lab, cli_run):
     from streamlit.testing.v1 import AppTest
 
-    from costsim.frontends.dashboard import encode_scenario
-    from costsim.frontends.report import replications_of
+    from costsim.dashboard import encode_scenario
+    from costsim.report.build import replications_of
     from costsim.runs.sweep import sweep
     from costsim.runs.sweepfile import sweep_from_sets
 
@@ -89,7 +89,7 @@ def test_replication_zero_is_the_run_costsim_run_makes(lab, cli_run):
     _same(dashboard_runs[0].summary, cli)
 
     # Its Cost tab: the break-even the first screen's sentence gives, and NPV means over the 3 runs.
-    from costsim.frontends.headline import breakeven_view, npv_sentence
+    from costsim.present.headline import breakeven_view, npv_sentence
 
     (sentence,) = [c.value for c in at.caption if c.value.startswith("Cash break")]
     at = at.radio(key="tab").set_value("Cost").run()
@@ -185,8 +185,14 @@ def _number(text: str) -> float:
 
 
 def test_every_number_on_the_first_screen_is_the_cli_and_the_report_number(lab, cli_run):
-    from costsim.frontends.headline import (CARD_METRICS, breakeven_sentence, breakeven_versus, card_table,
-                                            card_value, headline_markdown)
+    from costsim.present.headline import (
+        CARD_METRICS,
+        breakeven_sentence,
+        breakeven_versus,
+        card_table,
+        card_value,
+        headline_markdown,
+    )
     from costsim.results.finance import breakeven_over
 
     stdout, out = cli_run
@@ -251,7 +257,7 @@ def test_every_number_on_the_first_screen_is_the_cli_and_the_report_number(lab, 
 def test_the_breakeven_csv_holds_the_month_the_first_screen_and_the_report_say(lab, cli_run):
     # costsim run --out writes breakeven.csv, cashflow.csv and report.html from one run; the first
     # screen's sentence is the dashboard's replication 0, that same run (test 1).
-    from costsim.frontends.headline import breakeven_sentence
+    from costsim.present.headline import breakeven_sentence
     from costsim.results.finance import breakeven_over
 
     _, out = cli_run
@@ -277,7 +283,7 @@ def test_the_breakeven_csv_holds_the_month_the_first_screen_and_the_report_say(l
 
 
 def test_npv_is_the_mean_over_the_replications_with_its_interval():
-    from costsim.frontends.headline import npv_sentence
+    from costsim.present.headline import npv_sentence
 
     a = pd.DataFrame({"option": ["own", "cloud"], "npv_usd": [1_000_000.0, 600_000.0]})
     b = pd.DataFrame({"option": ["own", "cloud"], "npv_usd": [1_200_000.0, 600_000.0]})
@@ -291,7 +297,7 @@ def test_npv_is_the_mean_over_the_replications_with_its_interval():
 
 
 def test_the_breakeven_table_says_the_sentence_month_for_the_same_replications():
-    from costsim.frontends.headline import breakeven_sentence, breakeven_view
+    from costsim.present.headline import breakeven_sentence, breakeven_view
     from costsim.results.finance import breakeven_over, round_month
 
     def one(month, extra):
@@ -311,8 +317,8 @@ def test_the_breakeven_table_says_the_sentence_month_for_the_same_replications()
 
 def test_the_report_tornado_runs_on_the_verdicts_replications(tmp_path):
     from costsim.decisions.sensitivity import tornado
-    from costsim.formats import who_pays_more
-    from costsim.frontends.report import replications_of
+    from costsim.present.formats import who_pays_more
+    from costsim.report.build import replications_of
     from costsim.results.finance import breakeven_over
 
     (tmp_path / "s.yaml").write_text(TINY_RL)

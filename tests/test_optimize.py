@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from costsim.decisions.optimize import _monotone, _unsure, optimize
 from costsim.decisions.targets import parse_target
 from costsim.decisions.space import parse_space, parse_vary
-from costsim.frontends.optimize_cli import optimize_command
+from costsim.cli.optimize import optimize_command
 from costsim.scenario import ScenarioError, dump_scenario
 from costsim.workload.synth import JobGroup, make_trace
 from helpers import cloud, owned, scenario

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pandas as pd
 from rich.console import Console
 
-from costsim.frontends.optimize_cli import frontier_table
+from costsim.cli.optimize import frontier_table
 
 
 def test_a_narrow_terminal_never_cuts_an_option_name_or_a_path_part():

@@ -25,11 +25,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from costsim.frontends.cli import app
-from costsim.frontends.export import TABLES
+from costsim.cli.commands import app
+from costsim.runs.export import TABLES
 from costsim.runs.outdir import MANIFEST, OutputFolder, safe_folder_name
 
-CLI = [sys.executable, "-m", "costsim.frontends.cli"]
+CLI = [sys.executable, "-m", "costsim.cli.commands"]
 JOBS = 30_000  # enough for the tables to take a good fraction of a second to write
 
 SMALL = """\
@@ -317,7 +317,7 @@ def test_out_through_a_symlink_replaces_the_folder_it_points_to(small):
 
 def test_write_results_from_python_is_atomic_too(small):
     import costsim
-    from costsim.frontends.export import write_results
+    from costsim.runs.export import write_results
 
     res = costsim.simulate(small / "s.yaml", seed=3)
     written = write_results(res, small / "res")
@@ -335,7 +335,7 @@ def test_write_results_from_python_is_atomic_too(small):
 def test_a_ctrl_c_before_the_folder_is_opened_names_it_unchanged(small, monkeypatch):
     """A Ctrl-C that lands while the scenario is still being read (on a loaded machine, the first
     seconds) says the --out folder asked for is unchanged, as one landing later does."""
-    import costsim.frontends.cli as cli
+    import costsim.cli.commands as cli
 
     def interrupted_read(path):
         raise KeyboardInterrupt

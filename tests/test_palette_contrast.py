@@ -3,7 +3,7 @@ WCAG 2.1 computed here by hand: relative luminance of sRGB, contrast (L1 + 0.05)
 
 - every colour the charts draw marks in has at least 3:1 against the plot background (success
   criterion 1.4.11, non-text contrast): the Okabe–Ito option palette, the category colours and
-  every other colour literal in costsim/charts and costsim/plots.py; and every colour drawn in
+  every other colour literal in costsim/plots; and every colour drawn in
   the figures of two runs is one of those, so nothing drawn escapes the check;
 - no two options are told apart by colour alone: each has its own (line dash, marker symbol),
   in the style rule and in every figure drawn;
@@ -11,7 +11,7 @@ WCAG 2.1 computed here by hand: relative luminance of sRGB, contrast (L1 + 0.05)
   4.5:1 against what is behind it, 3:1 if large, and the delta arrows 3:1 (1.4.3, 1.4.11):
   measured in Chromium on the running app (skipped without it, as tests/test_e2e_browser.py).
 
-Orange, sky blue and yellow are Okabe–Ito's, darkened to 3:1 (costsim/charts/styles.py); a colour
+Orange, sky blue and yellow are Okabe–Ito's, darkened to 3:1 (costsim/plots/styles.py); a colour
 that fails is kept as a strict xfail naming the proposed replacement (``PROPOSED``).
 """
 
@@ -24,15 +24,24 @@ from pathlib import Path
 import pytest
 
 import costsim
-from costsim.charts import gantt as gantt_module
-from costsim.charts.styles import (
-    BLACK, BLUE, BLUISH_GREEN, CATEGORY_COLOURS, OKABE_ITO, ORANGE, REDDISH_PURPLE, SKY_BLUE, VERMILLION, YELLOW,
+from costsim.plots import timeline as gantt_module
+from costsim.plots.styles import (
+    BLACK,
+    BLUE,
+    BLUISH_GREEN,
+    CATEGORY_COLOURS,
+    OKABE_ITO,
+    ORANGE,
+    REDDISH_PURPLE,
+    SKY_BLUE,
+    VERMILLION,
+    YELLOW,
     option_styles,
 )
 from test_plots import every_figure, short
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted((ROOT / "costsim" / "charts").glob("*.py")) + [ROOT / "costsim" / "plots.py"]
+SOURCES = sorted((ROOT / "costsim" / "plots").glob("*.py"))
 NAMED = {"white": "#FFFFFF", "black": "#000000", "gray": "#808080", "grey": "#808080"}  # CSS names used
 
 
@@ -253,7 +262,7 @@ def test_first_screen_text_contrast(tmp_path):
     pytest.importorskip("playwright.sync_api")
     from test_e2e_browser import ARGS, CHROMIUM, VIEW, _served, settled
 
-    from costsim.frontends.dashboard import encode_scenario
+    from costsim.dashboard import encode_scenario
     from test_app_knobs import TINY
 
     if CHROMIUM is None:

@@ -15,7 +15,7 @@ import costsim
 from costsim.decisions import decide
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.pareto import frontier, sweep_table
-from costsim.plots import pareto_figure
+from costsim.plots.figures import pareto_figure
 from costsim.runs.sweepfile import sweep_from_sets
 from costsim.scenario import ScenarioError, dump_scenario
 from helpers import cloud, owned, scenario

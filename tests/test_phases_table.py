@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim import plots, workload
+from costsim.plots import figures as plots
+from costsim.workload import jobs as workload
 from costsim.models import rl
-from costsim.catalog import default_catalog, resolve
+from costsim.catalog.load import default_catalog
+from costsim.plan.resolve import resolve
 from costsim.workload.plan import hardware, shape
 
 LENGTHS = {"mean": 800, "cv": 1.0, "max": 4096}

@@ -16,9 +16,9 @@ import pytest
 from scipy import stats
 
 import costsim
-from costsim import plots
-from costsim.charts.gantt import lanes
-from costsim.charts.styles import FAMILIES, OKABE_ITO, option_styles
+from costsim.plots import figures as plots
+from costsim.plots.timeline import lanes
+from costsim.plots.styles import FAMILIES, OKABE_ITO, option_styles
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))

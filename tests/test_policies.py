@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.engine import sjf_durations
+from costsim.engine.run import sjf_durations
 from costsim.engine.pool import NodePool
 from costsim.scenario import ScenarioError
 from helpers import cloud, jobs_of, owned, scenario

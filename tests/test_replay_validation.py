@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.cli import app
+from costsim.cli.commands import app
 from costsim.traces import import_trace
 from costsim.traces.common import write_csv
 

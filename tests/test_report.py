@@ -1,4 +1,4 @@
-"""The one-file HTML report (costsim.frontends.report): it opens in headless Chromium with the
+"""The one-file HTML report (costsim.report.build): it opens in headless Chromium with the
 network cut off and draws every figure it holds, it leads with the verdict sentence costsim.decide
 gives for the same runs, it names no external URL, user text is escaped, and the command writes
 it atomically or exits 2 with nothing written."""
@@ -15,8 +15,8 @@ import typer
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.report import build_report, write_report
-from costsim.frontends.report_cli import report_command
+from costsim.report.build import build_report, write_report
+from costsim.cli.report import report_command
 from costsim.runs.sweepfile import replication_seed, sweep_from_sets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +107,7 @@ def test_sections_in_order_and_both_totals_named(page_html, tiny):
     for r in v.options.itertuples():
         assert f"${r.total_cost_usd:,.0f}" in page_html and f"${r.cash_spent_usd:,.0f}" in page_html
     assert f"★ {v.option} (recommended)" in page_html
-    from costsim.catalog import default_catalog
+    from costsim.catalog.load import default_catalog
 
     assert f"catalog {default_catalog().version}" in page_html and f"costsim {costsim.__version__}" in page_html
     assert html.escape(costsim.dump_scenario(sc)) in page_html
@@ -140,7 +140,7 @@ def test_report_opens_offline_in_chromium_and_draws_every_figure(tiny, tmp_path)
     tornado = None
     try:  # the tornado section too, where that module is there
         from costsim.decisions.sensitivity import tornado as make_tornado
-        from costsim.plots import tornado_figure  # noqa: F401
+        from costsim.plots.figures import tornado_figure  # noqa: F401
 
         tornado = make_tornado(sc, replications=1, seed=SEED)
     except ImportError:
@@ -281,12 +281,12 @@ def test_the_report_shows_the_jobs_over_time(page_html):
 
 
 def test_the_timeline_window_and_the_cap_per_option():
-    from costsim.frontends.report_sections import gantt_window
+    from costsim.report.sections import gantt_window
 
     assert gantt_window(100.0) == (0.0, 100.0)  # shorter than two weeks: all of it
     assert gantt_window(365 * 24.0) == (182 * 24.0, 196 * 24.0)  # two weeks from mid-year
     # The cap is per option: with 3 options and max_jobs=5, each panel gets its 5 earliest jobs.
-    from costsim.plots import gantt
+    from costsim.plots.figures import gantt
 
     res = costsim.simulate(ROOT / "scenarios" / "slurm-lab.yaml")
     fig = gantt(res, max_jobs=5)

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 import costsim
-from costsim.frontends.dashboard import SCENARIO_DIR
+from costsim.dashboard import SCENARIO_DIR
 from costsim.scenario import scenario_from_data
 
 

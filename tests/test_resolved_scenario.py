@@ -12,11 +12,11 @@ import pytest
 from ruamel.yaml import YAML
 
 import costsim
-import costsim.catalog as catalog_module
-from costsim.catalog_pins import CatalogVersionWarning
-from costsim.frontends.export import RESOLVED_SCENARIO, write_results
+import costsim.catalog.load as catalog_module
+from costsim.catalog.pins import CatalogVersionWarning
+from costsim.runs.export import RESOLVED_SCENARIO, write_results
 from costsim.scenario import dump_scenario, scenario_from_yaml
-from costsim.scenario.resolve import resolve_scenario
+from costsim.plan.resolved import resolve_scenario
 from tests.helpers import TINY_RL
 
 # TINY_RL with every kind of option: failures and capex from the catalog, on-demand, spot, a
@@ -80,7 +80,7 @@ def moved_catalog(tmp_path, monkeypatch):
     """Point costsim at a copy of the shipped catalog with every leaf of CHANGES moved and a new
     version (``load_catalog``'s default path patched, the cached default cleared both ways)."""
     yaml = YAML()
-    data = yaml.load(resources.files("costsim").joinpath("data/catalog.yaml").read_text(encoding="utf-8"))
+    data = yaml.load(resources.files("costsim.catalog").joinpath("catalog.yaml").read_text(encoding="utf-8"))
     for path, value in CHANGES:
         node = data
         for key in path:
@@ -142,7 +142,7 @@ def test_owned_only_scenario_pins_the_fallback_price(tmp_path, moved_catalog):
 def test_resolve_fills_every_blank_with_the_catalog_value(tmp_path):
     sc, _ = scenario_from_yaml(MIXED, "s.yaml", tmp_path)
     r = resolve_scenario(sc)
-    # Hand-checked against costsim/data/catalog.yaml (2026-11-30).
+    # Hand-checked against costsim/catalog/catalog.yaml (2026-11-30).
     assert r.catalog_version == "2026-11-30"
     assert r.economics.electricity_usd_per_kwh == 0.085 and r.economics.pue == 1.3
     assert r.economics.depreciation_years == 5.0 and r.economics.staff_min_fte == 1

@@ -23,7 +23,7 @@ from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.cli import app
+from costsim.cli.commands import app
 from costsim.runs.sweepfile import load_sweep
 from costsim.scenario import ScenarioError
 from helpers import TINY_RL, TWO_SIZES_SWEEP
@@ -217,7 +217,7 @@ def test_a_damaged_manifest_is_refused_by_name(copy):
 
 
 def test_the_report_of_an_intact_sweep_has_the_means_of_the_truth(whole, copy):
-    from costsim.frontends.report_sweep import read_sweep_folder
+    from costsim.report.sweep import read_sweep_folder
 
     res, notes = read_sweep_folder(copy / "out")
     assert notes == [] and bits(res.means) == bits(truth(whole).means)

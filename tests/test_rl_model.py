@@ -41,7 +41,8 @@ def times(sh, hw=H100, draws=CONST):
 
 
 def test_hardware_comes_from_the_catalog():
-    from costsim.catalog import default_catalog, resolve
+    from costsim.catalog.load import default_catalog
+    from costsim.plan.resolve import resolve
     from costsim.scenario import Scenario
     from costsim.workload.plan import hardware
 
@@ -392,7 +393,7 @@ def test_a_replica_beyond_a_node_is_pipelined():
 
 def test_a_smaller_instance_has_its_share_of_the_nodes_nics():
     # An H100 node has 8 NICs of 47 GB/s; a 2-GPU instance has 2 of them: 94 GB/s, a 1-GPU one 47.
-    from costsim.catalog import resolve
+    from costsim.plan.resolve import resolve
     from costsim.scenario import Scenario
     from costsim.workload.plan import hardware
 

@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 import costsim
-from costsim import workload
-from costsim.catalog import resolve
+from costsim.workload import jobs as workload
+from costsim.plan.resolve import resolve
 from costsim.models.sampling import EXACT_BELOW, length_draws, lognormal_params
 from costsim.scenario import scenario_from_data
 from costsim.workload.plan import plan_work

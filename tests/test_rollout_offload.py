@@ -264,7 +264,7 @@ def test_lost_samples_and_billed_hours_match_a_monte_carlo_within_its_interval()
 
 
 def test_the_editor_shows_the_fields_only_where_they_apply():
-    from costsim.frontends import editor_schema
+    from costsim.dashboard import editor_schema
 
     pool = next(f for f in editor_schema.fields("CloudOption") if f.name == "rollout_pool")
     assert pool.nullable and "on_demand or spot" in pool.help
@@ -275,7 +275,7 @@ def test_the_editor_shows_the_fields_only_where_they_apply():
 
 
 def test_a_hybrid_naming_a_pool_offloads_from_its_base_only():
-    from costsim.catalog import resolve
+    from costsim.plan.resolve import resolve
 
     text = SCENARIO.replace("burst: od}}", "burst: od, rollout_pool: spot, rollout_link_gb_s: 5}}")
     plans = {p.name: p for p in resolve(load(pool="null", text=text))}

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.catalog import resolve
+from costsim.plan.resolve import resolve
 from costsim.models import network, rl
 from costsim.results.costing import ALL_ITEMS
 from costsim.scenario import ScenarioError
@@ -182,7 +182,7 @@ def test_a_hybrid_offloads_from_its_base_only_and_home_energy_counts_training_gp
     home_jobs = res.jobs[(res.jobs.option == "home") & res.jobs.start_h.notna()]
     hold = (np.minimum(home_jobs.end_h.fillna(sc.horizon_h), sc.horizon_h) - home_jobs.start_h).sum()
     plan = next(p for p in resolve(sc) if p.name == "home")
-    econ = costsim.catalog.economics_values(sc)
+    econ = costsim.plan.resolve.economics_values(sc)
     gpu = plan.gpu
     idle_kw = plan.nodes * gpu.node_idle_kw
     per_gpu_kw = (gpu.node_max_kw - gpu.node_idle_kw) / plan.gpus_per_node
@@ -200,8 +200,8 @@ def test_a_home_failure_keeps_the_rollout_instances_beside_each_hold():
     assert res.jobs[res.jobs.option == "home"]["cost_usd"].sum() == pytest.approx(s["total_cost_usd"], rel=1e-9)
     # Each hold at home has its rollout instances beside it, from its own delivery (0.25 h in).
     plans = {p.name: p for p in resolve(sc)}
-    from costsim import workload
-    from costsim.engine import BASE, ROLLOUT, run_option
+    from costsim.workload import jobs as workload
+    from costsim.engine.run import BASE, ROLLOUT, run_option
     from costsim.workload.plan import plan_work
     work = plan_work(sc, workload.generate(sc), plans["home"])
     from costsim.workload.rng import stream

@@ -126,7 +126,8 @@ def test_a_price_edit_simulates_nothing_again():
 def test_work_plans_and_runs_are_given_no_prices():
     """What plan_work and the engine receive has NaN prices: were one read there, the chain test
     above would see NaN (or other) numbers against plain runs."""
-    from costsim.catalog import default_catalog, resolve
+    from costsim.catalog.load import default_catalog
+    from costsim.plan.resolve import resolve
 
     for path in SHIPPED:
         for plan in resolve(costsim.load_scenario(path), default_catalog()):

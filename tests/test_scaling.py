@@ -1,4 +1,4 @@
-"""Compute-performance curves (costsim.scaling) and time and cost to a target (the to_target table).
+"""Compute-performance curves (costsim.models.scaling) and time and cost to a target (the to_target table).
 
 Independent truths: the curve's closed forms worked by hand, a numerical derivative, parameters
 known because the points were drawn from them, hand-computed days and costs for a run that receives
@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import costsim
-from costsim import scaling
-from costsim.catalog import resolve
+from costsim.models import scaling
+from costsim.plan.resolve import resolve
 from costsim.results import to_target
 from costsim.scenario import ScenarioError, scenario_from_data, scenario_from_yaml
 

@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.cli import app
-from costsim.frontends.dashboard import SCENARIO_DIR, shipped_scenarios
+from costsim.cli.commands import app
+from costsim.dashboard import SCENARIO_DIR, shipped_scenarios
 
 
 def test_there_are_shipped_scenarios():

@@ -7,9 +7,10 @@ import pytest
 from pydantic import ValidationError
 
 import costsim
-from costsim.catalog import default_catalog, resolve
+from costsim.catalog.load import default_catalog
+from costsim.plan.resolve import resolve
 from costsim.scenario import Scenario, dump_scenario, json_schema, scenario_from_yaml
-from costsim.scenario.units import GPUType
+from costsim.scenario.bounds import GPUType
 
 BASE = """\
 name: s
@@ -45,7 +46,7 @@ def test_errors_carry_field_path_and_line():
 
 
 def test_dump_loads_back_unchanged(tmp_path):
-    from costsim.frontends.dashboard import SCENARIO_DIR
+    from costsim.dashboard import SCENARIO_DIR
     sc = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
     again, _ = scenario_from_yaml(dump_scenario(sc), "dumped.yaml", SCENARIO_DIR)
     assert again == sc

@@ -4,7 +4,7 @@ catalog's (or the scenario's) ``staff_min_fte``; rented capacity carries none. W
 import pytest
 
 import costsim
-from costsim.catalog import default_catalog
+from costsim.catalog.load import default_catalog
 from costsim.models import economics as eco
 from costsim.scenario import ScenarioError
 from helpers import cloud, owned, scenario

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import costsim
-from costsim import workload
+from costsim.workload import jobs as workload
 from costsim.workload.rng import name_key, stream
 from helpers import jobs_of
 

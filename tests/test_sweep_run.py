@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.cli import app
+from costsim.cli.commands import app
 from costsim.runs import dataset, executors
 from costsim.runs import sweep as sweep_mod
 from costsim.runs.sweep import METRICS, Task, run_task, run_sweep, tasks

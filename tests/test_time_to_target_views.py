@@ -17,10 +17,11 @@ import pytest
 from scipy import stats
 
 import costsim
-from costsim import plots, scaling
+from costsim.plots import figures as plots
+from costsim.models import scaling
 from costsim.decisions import time_to_target as T
-from costsim.frontends.export import TABLES, write_tables
-from costsim.frontends.report import build_report
+from costsim.runs.export import TABLES, write_tables
+from costsim.report.build import build_report
 from costsim.results import to_target
 from costsim.scenario import scenario_from_data
 
@@ -248,8 +249,8 @@ def test_dashboard_tab_shows_the_figure_and_the_numbers_of_the_run():
 
     from streamlit.testing.v1 import AppTest
 
-    from costsim.frontends.dashboard import SCENARIO_DIR, encode_scenario
-    from costsim.frontends.dashboard_tabs import TABS
+    from costsim.dashboard import SCENARIO_DIR, encode_scenario
+    from costsim.dashboard.tabs import TABS
     from costsim.runs.sweepfile import replication_seed
 
     assert "Time to target" in TABS
@@ -276,7 +277,7 @@ def test_dashboard_tab_shows_the_figure_and_the_numbers_of_the_run():
     assert spans.loc["spot", "day_mean"] == pytest.approx(days.mean())
     assert spans.loc["spot", "day_high"] == pytest.approx(days.mean() + half)
     # the verdict at the top carries the sentence decide() gives on the same replications
-    from costsim.frontends.headline import literal_markdown
+    from costsim.present.headline import literal_markdown
 
     sentence = costsim.decide(mine).time_to_target
     assert sentence.startswith("Time to target: spot reaches") and literal_markdown(sentence) in at.markdown[0].value
@@ -287,7 +288,7 @@ def test_dashboard_tab_without_scaling_says_how_to_add_it():
 
     from streamlit.testing.v1 import AppTest
 
-    from costsim.frontends.dashboard import encode_scenario
+    from costsim.dashboard import encode_scenario
 
     plain = APP_YAML.replace("      scaling:\n        curve: {a: 0.72, b: 1.4, c_mid_gpu_hours: 24000, r0: 0.31}\n"
                              "        target: 0.65\n", "").replace("horizon_days: 60", "horizon_days: 5")

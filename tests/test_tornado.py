@@ -21,7 +21,7 @@ import math
 
 import pytest
 
-from costsim.catalog import default_catalog
+from costsim.catalog.load import default_catalog
 from costsim.decisions.sensitivity import COLUMNS, Tornado, tornado
 from costsim.scenario import ScenarioError
 from helpers import cloud, owned, scenario
@@ -152,7 +152,7 @@ def test_bad_arguments_are_refused_before_anything_runs(tmp_path):
 
 
 def test_the_figure_draws_largest_swing_on_top_and_marks_the_flip(result):
-    from costsim.plots import tornado_figure
+    from costsim.plots.figures import tornado_figure
 
     fig = tornado_figure(result.table)
     top_down = list(fig.layout.yaxis.categoryarray)[::-1]  # plotly lists categories bottom-up
@@ -209,9 +209,9 @@ def _cells(result) -> tuple[dict, dict, str]:
     import re
     from html import unescape
 
-    from costsim.frontends.decision_tabs import tornado_rows
-    from costsim.frontends.headline import tornado_breakeven
-    from costsim.frontends.report_sections import tornado_section
+    from costsim.dashboard.decision_tabs import tornado_rows
+    from costsim.present.headline import tornado_breakeven
+    from costsim.report.sections import tornado_section
 
     rows = tornado_rows(result.table, result.breakeven).set_index("input")
     dash = {(i, e): rows.loc[i, f"{e}_breakeven"] for i in rows.index for e in ("low", "high")}
@@ -226,7 +226,7 @@ def test_a_tornado_break_even_cell_reads_as_the_first_screen_says_the_same_row(r
     """The same ``breakeven_over`` row, said by the first screen's sentence and by the tornado's
     cells (dashboard and report): the same words, the count of replications and the
     extrapolated month."""
-    from costsim.frontends.headline import breakeven_sentence
+    from costsim.present.headline import breakeven_sentence
     from costsim.results.finance import breakeven_over
 
     tables = _three_replications()
@@ -251,7 +251,7 @@ def test_the_tornados_base_break_even_is_the_first_screens_for_the_base_run(resu
     """The base variant's cell and the first screen's break-even table of the base run itself
     (``breakeven_view``): one text (month 10 by hand, the module docstring), at each end too."""
     import costsim
-    from costsim.frontends.headline import breakeven_view
+    from costsim.present.headline import breakeven_view
 
     first_screen = breakeven_view([costsim.simulate(_scenario(tmp_path)).breakeven])
     pair = first_screen[(first_screen["option"] == "own") & (first_screen["versus"] == "cloud")]

@@ -291,8 +291,9 @@ def test_an_unsorted_trace_runs_as_its_sorted_copy(tmp_path):
 def test_a_large_run_leaves_no_garbage_behind(tmp_path):
     # A finished run is a web of reference cycles (environment, pools, per-job state) that only the
     # cyclic collector frees; from COLLECT_ABOVE_JOBS jobs on, run_option frees it before returning.
-    from costsim import engine, workload
-    from costsim.catalog import resolve
+    from costsim.engine import run as engine
+    from costsim.workload import jobs as workload
+    from costsim.plan.resolve import resolve
     from costsim.workload.plan import plan_work
 
     n = engine.COLLECT_ABOVE_JOBS

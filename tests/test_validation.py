@@ -1,14 +1,14 @@
 """docs/validation.md: every published figure of DESIGN.md section 13 against costsim.
 
 The bands are written out here from the published figures (not read back from
-``costsim.runs.validation``), so a band widened in the generator still fails here."""
+``costsim.calibration.validation``), so a band widened in the generator still fails here."""
 
 import math
 
 import pytest
 
-from costsim.runs import validation as v
-from costsim.catalog import default_catalog
+from costsim.calibration import validation as v
+from costsim.catalog.load import default_catalog
 
 # key -> (low, high), from the published figure and the tolerance the issue sets.
 BANDS = {

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.formats import percent as pct
+from costsim.present.formats import percent as pct
 from costsim.decisions import decide, fair_rows
 from costsim.decisions.flips import utilization_flip
 from costsim.decisions.targets import DEFAULT_TARGETS, parse_target

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 import costsim
-from costsim.frontends.import_cli import import_trace_command
+from costsim.cli.import_trace import import_trace_command
 from costsim.scenario import scenario_from_data
 from costsim.scenario.trace import read_trace
 from costsim.traces.common import COLUMNS

@@ -34,7 +34,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from costsim.formats import plain
+from costsim.present.formats import plain
 from costsim.results.backlog import STALE_FACTOR, STALE_FLOOR_H
 
 LOAD_LIMIT = 1.0  # offered load at which a queue (when there is one at the end) cannot drain

@@ -42,7 +42,7 @@ from costsim.decisions.space import Dimension, parse_space
 from costsim.decisions.targets import METRICS, Target, value
 from costsim.decisions.verdict import MAJORITY, MEANS, held_to
 from costsim.decisions.wording import misses
-from costsim.formats import missing, money, plain, significant
+from costsim.present.formats import missing, money, plain, significant
 from costsim.runs import api, arguments
 from costsim.runs.stats import t_interval
 from costsim.runs.sweepfile import MAX_REPLICATIONS, sweep_from_sets

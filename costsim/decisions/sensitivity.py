@@ -40,14 +40,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from costsim.catalog import (Catalog, InputRange, default_catalog, resolve)
+from costsim.catalog.load import Catalog, InputRange, default_catalog
+from costsim.plan.resolve import resolve
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.tornado_inputs import INPUTS, Edits, chosen_inputs
 from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
 from costsim.decisions.verdict import decide, held_to, option_table
 from costsim.decisions.wording import describe
-from costsim.formats import money, plain
+from costsim.present.formats import money, plain
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from costsim.catalog import default_catalog
+from costsim.catalog.load import default_catalog
 from costsim.runs.paths import PathError, resolve, scalar_kinds
 from costsim.runs.sweepfile import parse_set
 from costsim.scenario import Problem, ScenarioError

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from costsim.formats import plain
+from costsim.present.formats import plain
 from costsim.runs.stats import LEVEL, means_table, t_interval
 
 SUMMARY_COLUMNS = [

@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from costsim.catalog import Catalog, InputRange, economics_values
+from costsim.catalog.load import Catalog, InputRange
+from costsim.plan.resolve import economics_values
 from costsim.runs import arguments
 from costsim.scenario import Scenario
 

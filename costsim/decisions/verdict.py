@@ -37,15 +37,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from costsim.catalog import economics_values
+from costsim.plan.resolve import economics_values
 from costsim.decisions import flips as flip_points
 from costsim.decisions import time_to_target
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.targets import DEFAULT_TARGETS, METRICS, Target, targets as as_targets, value
 from costsim.decisions.wording import (capitalised, delay_trade, describe, duration, horizon, met_clause, misses,
                                        money, pct, targets_text)
-from costsim.formats import per_gpu_hour, plain
-from costsim.results import Results
+from costsim.present.formats import per_gpu_hour, plain
+from costsim.results.tables import Results
 from costsim.runs.stats import t_interval
 from costsim.scenario import Problem, Scenario, ScenarioError
 

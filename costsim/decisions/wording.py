@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 
 from costsim.decisions.targets import METRICS, Target, value
-from costsim.formats import duration, money, percent, plain, significant
+from costsim.present.formats import duration, money, percent, plain, significant
 from costsim.scenario import Scenario
 
-# duration and money are the one formatter's (costsim.formats), named here for the verdict's modules.
+# duration and money are the one formatter's (costsim.present.formats), named here for the verdict's modules.
 __all__ = ["capitalised", "delay_trade", "describe", "duration", "horizon", "met_clause", "metric_name", "misses",
            "money", "pct", "shown", "target_text", "targets_text"]
 

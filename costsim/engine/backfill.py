@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import islice
 
-from .pool import Allocation, held_gpus, nodes_needed
-from .reservation import INF, reserve
+from costsim.engine.pool import Allocation, held_gpus, nodes_needed
+from costsim.engine.reservation import INF, reserve
 
 BACKFILL_DEPTH = 500  # queued jobs examined per pass (Slurm's bf_max_job_test default)
 

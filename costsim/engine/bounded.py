@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import simpy
 
-from costsim.formats import number
+from costsim.present.formats import number
 
 FIRST_CHUNK = 1 / 1024  # of the horizon: the first look at the event rate comes early
 MIN_CHUNK = 1 / 65536  # of the horizon: at most this many chunks, so the chunking itself stays cheap

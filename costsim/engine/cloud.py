@@ -25,12 +25,12 @@ from collections.abc import Sequence
 import numpy as np
 import simpy
 
-from costsim.catalog import CloudPlan
+from costsim.plan.options import CloudPlan
 
-from .events import RELEASE, At, Decider
-from .pool import nodes_needed
-from .progress import Progress
-from .records import Recorder
+from costsim.engine.events import RELEASE, At, Decider
+from costsim.engine.pool import nodes_needed
+from costsim.engine.progress import Progress
+from costsim.engine.records import Recorder
 
 
 class CloudPool:

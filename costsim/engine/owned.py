@@ -52,12 +52,12 @@ import simpy
 
 from costsim.models.serving import RangeMax
 
-from .events import ARRIVAL, RELEASE, At, Decider
-from .backfill import BACKFILL_DEPTH, EasyBackfill
-from .pool import Allocation, NodePool, held_gpus
-from .progress import Progress
-from .records import Recorder, integers
-from .reservation import INF, serving_slack
+from costsim.engine.events import ARRIVAL, RELEASE, At, Decider
+from costsim.engine.backfill import BACKFILL_DEPTH, EasyBackfill
+from costsim.engine.pool import Allocation, NodePool, held_gpus
+from costsim.engine.progress import Progress
+from costsim.engine.records import Recorder, integers
+from costsim.engine.reservation import INF, serving_slack
 
 __all__ = ["BACKFILL_DEPTH", "OwnedCluster"]
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .records import Recorder
+from costsim.engine.records import Recorder
 
 
 class Progress:

@@ -18,7 +18,7 @@ import numpy as np
 
 from costsim.workload.plan import Offloads
 
-from .records import BASE, ROLLOUT, UsageRecord
+from costsim.engine.records import BASE, ROLLOUT, UsageRecord
 
 
 def with_rollouts(rec: UsageRecord, off: Offloads) -> UsageRecord:

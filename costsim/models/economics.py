@@ -1,7 +1,7 @@
 """Cost math (DESIGN.md section 7): pure functions of numbers and numpy arrays.
 
 Units are in the names: ``_usd``, ``_h`` (hours), ``_s`` (seconds), ``_kw``, ``_kwh``. A year is
-8,760 h and a month 730 h (``costsim.scenario.units``).
+8,760 h and a month 730 h (``costsim.scenario.bounds``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from costsim.scenario.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
+from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
 
 # Billing rounds up to whole increments; a duration within this many seconds of an increment
 # boundary is on it (so 3600.0000000001 s is not billed as 3601 s).

@@ -78,7 +78,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costsim.models import network, rl
-from costsim.scenario.units import SECONDS_PER_HOUR
+from costsim.units import SECONDS_PER_HOUR
 
 SECONDS_PER_DAY = 24 * SECONDS_PER_HOUR
 

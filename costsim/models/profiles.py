@@ -1,5 +1,5 @@
 """Arrival rates that follow a daily and a weekly profile: the rate of each hour of a week, its
-integral and the integral's inverse. Shared by the workload fit (``costsim.traces.fit``) and the
+integral and the integral's inverse. Shared by the workload fit (``costsim.calibration.fit``) and the
 job classes that replay a fit (``costsim.workload.jobclass``, which draws arrivals by the time
 change t = Λ⁻¹(S)), so both count expected arrivals the same way."""
 

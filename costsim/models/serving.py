@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from costsim.scenario.units import HOURS_PER_DAY, HOURS_PER_YEAR
+from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
 
 def hourly_demand(base_gpus: float, diurnal_amplitude: float, growth_per_year: float, hours: int) -> np.ndarray:

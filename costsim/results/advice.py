@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from costsim.models import reliability as rel
-from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
 from costsim.engine.pool import nodes_needed
 from costsim.scenario import Scenario
 from costsim.workload.plan import PHASES, WorkPlan

@@ -6,7 +6,7 @@ assumptions table, and ``assumptions.csv`` of ``costsim run --out``.
 failure rates, each GPU type's node power, each rented option's price, billing and preemption
 rates, and, with RL classes, the GPU specs, fabric efficiencies and RL constants the iteration model
 reads — then the decision's targets and price of waiting. The values are those of
-``costsim.scenario.resolve.resolve_scenario`` (the scenario as run), so the table and
+``costsim.plan.resolved.resolve_scenario`` (the scenario as run), so the table and
 ``scenario.resolved.yaml`` cannot disagree.
 
 Columns: ``assumption`` (what, and for which option or GPU type), ``value`` (a number, or the
@@ -21,11 +21,13 @@ from typing import Any
 
 import pandas as pd
 
-from costsim import formats
-from costsim.catalog import Catalog, OwnedPlan, default_catalog, is_pool, pools, resolve
-from costsim.catalog_pins import effective_catalog
+from costsim.present import formats
+from costsim.catalog.load import Catalog, default_catalog
+from costsim.plan.options import OwnedPlan, is_pool, pools
+from costsim.plan.resolve import resolve
+from costsim.catalog.pins import effective_catalog
 from costsim.scenario import CloudOption, OwnedOption, Scenario
-from costsim.scenario.resolve import RL_CONSTANTS, RL_SPECS, resolve_scenario
+from costsim.plan.resolved import RL_CONSTANTS, RL_SPECS, resolve_scenario
 
 COLUMNS = ("assumption", "value", "unit", "source", "date", "from")
 DEFAULT = "costsim default"
@@ -218,7 +220,7 @@ def _decision_rows(out: _Rows, scenario: Scenario) -> None:
 
 
 def shown(frame: pd.DataFrame) -> pd.DataFrame:
-    """The table with its values as text (``costsim.formats``: separators, no scientific notation,
+    """The table with its values as text (``costsim.present.formats``: separators, no scientific notation,
     up to 10 significant figures so a catalog value reads as written)."""
     def text(v: Any) -> str:
         if isinstance(v, str):

@@ -55,8 +55,8 @@ import math
 
 import numpy as np
 
-from costsim.catalog import HybridPlan, OwnedPlan, Plan, is_pool, pools
-from costsim.engine import UsageRecord
+from costsim.plan.options import HybridPlan, OwnedPlan, Plan, is_pool, pools
+from costsim.engine.run import UsageRecord
 from costsim.engine.pool import nodes_needed
 
 STALE_FACTOR = 4.0  # a job never started is stale past this many times the option's p95 delay ...

@@ -17,12 +17,12 @@ from dataclasses import replace
 import numpy as np
 
 from costsim.models import economics as eco
-from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
-from costsim.engine import BASE, BURST, ROLLOUT, UsageRecord
+from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
+from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.engine.pool import nodes_needed
 from costsim.models.intervals import binned, hours_in_bins
-from costsim.scenario.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
-from costsim.workload import JobTable
+from costsim.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
+from costsim.workload.jobs import JobTable
 
 OWNED_ITEMS = ("capital", "energy", "facility", "maintenance", "staff", "setup")
 CLOUD_ITEMS = ("reserved", "cloud", "serving", "commitment_owed", "rollout")  # rollout: offloaded rollout instances

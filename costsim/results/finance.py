@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from costsim.models import economics as eco
-from costsim.catalog import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
-from costsim.scenario.units import HOURS_PER_MONTH, HOURS_PER_YEAR
+from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
+from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [
     "option", "month", "capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd", "book_value_usd", "cash_usd",

@@ -42,11 +42,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from costsim import scaling
-from costsim.catalog import HybridPlan
-from costsim.engine import ROLLOUT
+from costsim.models import scaling
+from costsim.plan.options import HybridPlan
+from costsim.engine.run import ROLLOUT
 from costsim.results.costing import held_intervals
-from costsim.scenario.units import HOURS_PER_DAY
+from costsim.units import HOURS_PER_DAY
 
 TO_TARGET_COLUMNS = [
     "option", "job_class", "target", "needed_gpu_hours", "reached", "day", "projected_day", "cost_usd",

@@ -9,22 +9,26 @@ from pathlib import Path
 
 import numpy as np
 
-from costsim import engine, results, workload
+from costsim.engine import run as engine
+from costsim.results import tables as results
+from costsim.workload import jobs as workload
 from costsim.runs import arguments
 from costsim.runs import budget
 from costsim.runs.memo import RunMemo, cached, file_identity
-from costsim.scaling import scaling_problems
+from costsim.models.scaling import scaling_problems
 from costsim.models import rl
 from costsim.workload.rng import stream
 from costsim.models.serving import RangeMax, can_ever_start, hourly_demand
 from costsim.workload.plan import checkpoint_writes, hardware, plan_work
 from costsim.workload.plan import shape as workplan_shape
-from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, default_catalog, economics_values, is_pool, pools, resolve
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, pools
+from costsim.catalog.load import default_catalog
+from costsim.plan.resolve import economics_values, resolve
 from costsim.engine.pool import nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, read_trace, scenario_from_yaml
 from costsim.scenario import dump_scenario as schema_dump
 from costsim.scenario import scenario_from_data as schema_from_data
-from costsim.scenario.units import HOURS_PER_DAY, HOURS_PER_YEAR
+from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 from costsim.scenario.errors import Loc
 from costsim.scenario.filekind import input_file_problem
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from costsim.scenario import Problem, ScenarioError
-from costsim.scenario.units import MAX_SEED
+from costsim.scenario.bounds import MAX_SEED
 
 
 def error(function: str, argument: str, message: str) -> ScenarioError:

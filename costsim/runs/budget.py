@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from costsim.catalog import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, pools
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, pools
 from costsim.engine.pool import nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import Spread

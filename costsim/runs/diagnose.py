@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from costsim import workload
-from costsim.catalog import resolve
+from costsim.workload import jobs as workload
+from costsim.plan.resolve import resolve
 from costsim.runs import api, arguments
 from costsim.scenario import Economics, Option, Problem, Scenario, ScenarioError, parse_yaml, read_trace
 from costsim.scenario import scenario_from_data as schema_from_data

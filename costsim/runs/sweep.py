@@ -149,7 +149,7 @@ def inputs_sha256(scenario, file_sha256: Callable[[Path], str] | None = None) ->
     ``file_sha256``: how a file is hashed (``sweep_manifest`` passes one that hashes each file once)."""
     file_sha256 = file_sha256 or (lambda path: _bytes_sha256(path.read_bytes()))
     inputs = {"scenario": scenario.model_dump(mode="json"),
-              "catalog": _bytes_sha256(resources.files("costsim").joinpath("data/catalog.yaml").read_bytes())}
+              "catalog": _bytes_sha256(resources.files("costsim.catalog").joinpath("catalog.yaml").read_bytes())}
     if scenario.workload.trace is not None:
         inputs["trace"] = file_sha256(Path(scenario.base_dir) / scenario.workload.trace)
     return fingerprint(inputs)

@@ -41,7 +41,7 @@ from costsim.scenario.errors import Loc
 from costsim.scenario.io import parse_yaml, read_text_bounded
 from costsim.scenario.limits import MAX_SCENARIO_BYTES_ENV, max_scenario_bytes
 from costsim.scenario.naming import build_resized
-from costsim.scenario.units import MAX_SEED
+from costsim.scenario.bounds import MAX_SEED
 from costsim.workload.rng import name_key
 
 MAX_PROBLEMS = 20

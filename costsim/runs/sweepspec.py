@@ -8,7 +8,7 @@ from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from costsim.scenario import Problem
 from costsim.scenario.base import StrictModel
-from costsim.scenario.units import MAX_SEED, bounded_float, bounded_int
+from costsim.scenario.bounds import MAX_SEED, bounded_float, bounded_int
 
 MAX_TASKS = 100_000
 """Variants × replications in one sweep: each is a whole simulation."""

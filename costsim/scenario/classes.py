@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from costsim.scenario.units import (
+from costsim.scenario.bounds import (
     CV,
     MAX_GPUS,
     MAX_HOURS,
@@ -29,7 +29,7 @@ from costsim.scenario.units import (
     span,
 )
 
-from .base import Name, StrictModel
+from costsim.scenario.base import Name, StrictModel
 
 DEFAULT_ROLLOUT_GPU_FRACTION = 0.5
 DEFAULT_MAX_STALENESS = 1
@@ -175,7 +175,7 @@ class ClassCheckpoint(StrictModel):
 
 class ScalingCurve(StrictModel):
     """R(C) = r0 + (a − r0) / (1 + (c_mid / C)^b), C in GPU-hours: ScaleRL's A, B, C_mid and R0
-    ("The Art of Scaling Reinforcement Learning Compute for LLMs", 2025; ``costsim.scaling``)."""
+    ("The Art of Scaling Reinforcement Learning Compute for LLMs", 2025; ``costsim.models.scaling``)."""
 
     a: Score = Field(description=f"Asymptote A: the score with unlimited compute, score units ({span(Score)}).")
     b: Steepness = Field(description=f"Steepness B: the curve's slope against ln C ({span(Steepness)}).")

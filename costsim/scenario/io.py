@@ -18,15 +18,15 @@ from ruamel.yaml.composer import Composer, MaxDepthExceededError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent
 
-from .errors import Loc, Problem, ScenarioError
-from .limits import (
+from costsim.scenario.errors import Loc, Problem, ScenarioError
+from costsim.scenario.limits import (
     MAX_SCENARIO_BYTES_ENV,
     MAX_YAML_DEPTH,
     MAX_YAML_NODES,
     max_scenario_bytes,
     too_large,
 )
-from .model import Scenario
+from costsim.scenario.model import Scenario
 
 
 class _Unbounded(Exception):

@@ -1,7 +1,7 @@
 """Plain job classes (``workload.job_classes``): generated jobs that are like a trace's rows.
 
 A job class says "jobs of d hours on g GPUs arriving at this rate, with this daily and weekly
-profile": what ``costsim fit-workload`` fits to a trace (``costsim.traces.fit_classes``). Its jobs
+profile": what ``costsim fit-workload`` fits to a trace (``costsim.calibration.fit_classes``). Its jobs
 have a duration and no iterations, as trace jobs do, so ``workload.checkpoint`` applies to them
 too. The RL classes (``costsim.scenario.classes.RLClass``) are the other kind of generated job.
 
@@ -17,18 +17,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Discriminator, Field, Tag
 
-from costsim.scenario.units import (
-    MAX_HOURS,
-    MIN_JOB_H,
-    Days,
-    GPUCount,
-    Priority,
-    bounded_float,
-    show,
-    span,
-)
+from costsim.scenario.bounds import MAX_HOURS, MIN_JOB_H, Days, GPUCount, Priority, bounded_float, show, span
 
-from .base import Name, StrictModel
+from costsim.scenario.base import Name, StrictModel
 
 HOURS_PER_DAY = 24
 DAYS_PER_WEEK = 7

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import Problem, ScenarioError
+from costsim.scenario.errors import Problem, ScenarioError
 
 DEFAULT_MAX_SCENARIO_BYTES = 5_000_000
 DEFAULT_MAX_TRACE_BYTES = 1_000_000_000

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from costsim.scenario.units import (
+from costsim.scenario.bounds import (
     MAX_GPUS,
     USD,
     Days,
@@ -29,12 +29,12 @@ from costsim.scenario.units import (
     span,
 )
 
-from .base import StrictModel
-from .classes import RLClass
-from .jobclass import JobClass
-from .options import CloudOption, HybridOption, Option, OwnedOption
-from .pinned import CatalogValues
-from .targets import DEFAULT_TARGETS, target_problem
+from costsim.scenario.base import StrictModel
+from costsim.scenario.classes import RLClass
+from costsim.scenario.jobclass import JobClass
+from costsim.scenario.options import CloudOption, HybridOption, Option, OwnedOption
+from costsim.scenario.pinned import CatalogValues
+from costsim.scenario.targets import DEFAULT_TARGETS, target_problem
 
 MAX_CLASSES = 500
 """RL job classes per scenario: far more than any lab runs, few enough to validate at once."""

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from .errors import ScenarioError
+from costsim.scenario.errors import ScenarioError
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_serializer, model_validator
 
-from costsim.scenario.units import (
+from costsim.scenario.bounds import (
     TermYears,
     CV,
     MAX_BILLING_S,
@@ -31,7 +31,7 @@ from costsim.scenario.units import (
     span,
 )
 
-from .base import Name, StrictModel
+from costsim.scenario.base import Name, StrictModel
 
 DEFAULT_PROVISIONING_DELAY_H = 0.25
 DEFAULT_STARTUP_H = 0.1

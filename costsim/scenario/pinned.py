@@ -3,7 +3,7 @@
 Most catalog defaults have a field of their own (``economics.*``, an option's price, capex, lead
 time, billing, failures). What is left — a GPU type's specs, a fabric's efficiency, the RL model's
 constants, and the on-demand prices unfinished work is priced at when no option rents — is pinned
-here. Every null keeps the installed catalog's value. ``costsim.scenario.resolve`` writes every value
+here. Every null keeps the installed catalog's value. ``costsim.plan.resolved`` writes every value
 a run used into these fields, so the written scenario gives the same numbers under any later catalog.
 """
 
@@ -11,16 +11,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from costsim.scenario.units import (
-    MAX_GPUS_PER_NODE,
-    NodeGPUs,
-    PricePerGPUHour,
-    bounded_float,
-    bounded_int,
-    span,
-)
+from costsim.scenario.bounds import MAX_GPUS_PER_NODE, NodeGPUs, PricePerGPUHour, bounded_float, bounded_int, span
 
-from .base import StrictModel
+from costsim.scenario.base import StrictModel
 
 Spec = bounded_float(gt=0, le=1e9)  # a hardware figure (GB, TFLOP/s, TB/s, GB/s, kW): positive and finite
 IdleKW = bounded_float(ge=0, le=1e9)

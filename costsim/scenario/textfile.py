@@ -12,8 +12,8 @@ import codecs
 import csv
 from pathlib import Path
 
-from .errors import Problem
-from .limits import MAX_TRACE_BYTES_ENV, max_trace_bytes
+from costsim.scenario.errors import Problem
+from costsim.scenario.limits import MAX_TRACE_BYTES_ENV, max_trace_bytes
 
 CHUNK_BYTES = 1 << 20
 

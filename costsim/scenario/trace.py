@@ -24,12 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from costsim.scenario.units import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, show
+from costsim.scenario.bounds import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, show
 
-from .errors import Problem, ScenarioError
-from .filekind import input_file_problem
-from .limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
-from .textfile import not_utf8, ragged_row
+from costsim.scenario.errors import Problem, ScenarioError
+from costsim.scenario.filekind import input_file_problem
+from costsim.scenario.limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
+from costsim.scenario.textfile import not_utf8, ragged_row
 
 REQUIRED = ("submit_h", "gpus", "duration_h")
 OPTIONAL = ("job_id", "job_class", "priority")
@@ -168,7 +168,7 @@ def _read_strings(path: Path, source: str) -> TraceTable:
     gpus = numbers("gpus", True)
     duration = numbers("duration_h", False)
     priority = numbers("priority", True) if "priority" in cols else np.zeros(len(df))
-    # The scenario's physical bounds (costsim.scenario.units); beyond them a count would not fit an
+    # The scenario's physical bounds (costsim.scenario.bounds); beyond them a count would not fit an
     # int64 (gpus 1e20, priority 1e30) or a time would outlast any horizon.
     for col, values, low, high, rule in _ranges(submit, gpus, duration, priority):
         for i in _bad_rows((low | high) & np.isfinite(values)):  # non-finite cells are reported above

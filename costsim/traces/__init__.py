@@ -11,8 +11,8 @@ from __future__ import annotations
 from importlib import import_module
 from pathlib import Path
 
-from .common import ImportOptions, ImportResult
-from .table import import_jobs
+from costsim.traces.common import ImportOptions, ImportResult
+from costsim.traces.table import import_jobs
 
 FORMATS = {  # format name -> "module:function" under costsim.traces
     "slurm": "slurm:read",

@@ -43,7 +43,18 @@ from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
 
-from .common import TYPE_SEP, BadCell, ImportOptions, Job, Report, is_missing, iter_csv, iter_lines, parse_number, parse_time
+from costsim.traces.common import (
+    TYPE_SEP,
+    BadCell,
+    ImportOptions,
+    Job,
+    Report,
+    is_missing,
+    iter_csv,
+    iter_lines,
+    parse_number,
+    parse_time,
+)
 
 JOB_COLUMNS = ["job_name", "inst_id", "user", "status", "start_time", "end_time"]
 TASK_COLUMNS = ["job_name", "task_name", "inst_num", "status", "start_time", "end_time",

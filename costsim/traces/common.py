@@ -43,7 +43,7 @@ from costsim.scenario.errors import Problem, ScenarioError
 from costsim.scenario.textfile import csv_field_limit, field_too_long
 
 if TYPE_CHECKING:
-    from .shape import RecordShape
+    from costsim.traces.shape import RecordShape
 
 COLUMNS = ("submit_h", "gpus", "duration_h", "job_id", "job_class", "priority", "status", "observed_delay_h")
 SOURCE_ID = "source_id"  # added only when a job id had to change (duplicates in the source)
@@ -263,8 +263,8 @@ def check_order(report: Report, line: int, times: list[tuple[str, float | None]]
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
     """The trace CSV as costsim reads it (``%.10g`` keeps hours to well under a millisecond), text
     cells that a spreadsheet would take for a formula guarded with a leading ``'``
-    (``costsim.csvcells``: the guard is part of the value the trace then holds)."""
-    from costsim.csvcells import write_csv as guarded_csv
+    (``costsim.traces.csvcells``: the guard is part of the value the trace then holds)."""
+    from costsim.traces.csvcells import write_csv as guarded_csv
 
     guarded_csv(frame, path, float_format="%.10g")
 

@@ -21,9 +21,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from .common import (BadCell, ImportOptions, Job, Report, check_order, is_missing, iter_csv, parse_duration,
-                     parse_number, parse_time)
-from .slurm import parse_state
+from costsim.traces.common import (
+    BadCell,
+    ImportOptions,
+    Job,
+    Report,
+    check_order,
+    is_missing,
+    iter_csv,
+    parse_duration,
+    parse_number,
+    parse_time,
+)
+from costsim.traces.slurm import parse_state
 
 REQUIRED = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time")
 

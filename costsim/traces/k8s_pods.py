@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from .common import BadCell, ImportOptions, Job, Report, check_order, iter_csv, parse_number, parse_time
+from costsim.traces.common import BadCell, ImportOptions, Job, Report, check_order, iter_csv, parse_number, parse_time
 
 REQUIRED = ("name", "num_gpu", "gpu_milli", "creation_time", "scheduled_time", "deletion_time", "pod_phase")
 PHASES = {"succeeded": "completed", "failed": "failed", "running": "running", "pending": "pending",

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
 
-from .common import BadCell, ImportOptions, Job, Report, parse_time
+from costsim.traces.common import BadCell, ImportOptions, Job, Report, parse_time
 
 STATUSES = {"pass": "completed", "killed": "cancelled", "failed": "failed", "running": "running"}
 RUNNING = "running (not replayed)"  # the reason SLURM's importer gives for RUNNING jobs too

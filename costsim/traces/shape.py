@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from costsim import formats
-from costsim.scenario.units import HOURS_PER_DAY
+from costsim.present import formats
+from costsim.units import HOURS_PER_DAY
 
-from .common import STILL_RUNNING
+from costsim.traces.common import STILL_RUNNING
 
 ACTIVE_SHARE = 0.9  # the active window holds this share of the arrivals
 LONGEST_SHARE = 0.01  # the longest jobs whose GPU-hours are reported: this share of the jobs

@@ -55,9 +55,19 @@ from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
 
-from .common import (TYPE_SEP, BadCell, ImportOptions, Job, Report, check_order, is_missing, iter_csv,
-                     parse_duration, parse_time)
-from .table import JobColumns
+from costsim.traces.common import (
+    TYPE_SEP,
+    BadCell,
+    ImportOptions,
+    Job,
+    Report,
+    check_order,
+    is_missing,
+    iter_csv,
+    parse_duration,
+    parse_time,
+)
+from costsim.traces.table import JobColumns
 
 STATES = {  # SLURM base state -> (status, replayed when it started)
     "COMPLETED": ("completed", True),
@@ -192,7 +202,7 @@ def read(path: Path, options: ImportOptions, report: Report) -> JobColumns | Ite
     """The GPU jobs of an ``sacct --parsable2`` file: read by columns when the columnar reader is
     sure of every row (:mod:`costsim.traces.slurm_columnar`, the same jobs much faster), else row
     by row (:func:`jobs`, which names every bad row by file:line)."""
-    from .slurm_columnar import read_columns
+    from costsim.traces.slurm_columnar import read_columns
 
     found = read_columns(path, options, report)
     return found if found is not None else jobs(path, options, report)

@@ -33,10 +33,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import BadCell, ImportOptions, Report, parse_time
-from .slurm import (CLASS_COLUMNS, PENDING_RANGE, REQUIRED, fold_rows, parse_elapsed, parse_state, parse_tres,
-                    tres_types)
-from .table import JobColumns, columns_of
+from costsim.traces.common import BadCell, ImportOptions, Report, parse_time
+from costsim.traces.slurm import (
+    CLASS_COLUMNS,
+    PENDING_RANGE,
+    REQUIRED,
+    fold_rows,
+    parse_elapsed,
+    parse_state,
+    parse_tres,
+    tres_types,
+)
+from costsim.traces.table import JobColumns, columns_of
 
 # sacct's timestamps, years 1900-2999 (where Arrow's and Python's ISO parsers agree)
 _ISO = r"^(19|2[0-9])[0-9]{2}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}$"

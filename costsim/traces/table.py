@@ -17,9 +17,19 @@ import pandas as pd
 
 from costsim.scenario.errors import Problem, ScenarioError
 from costsim.scenario.textfile import not_utf8
-from costsim.scenario.units import MAX_GPUS, MAX_HOURS, MIN_JOB_H
+from costsim.scenario.bounds import MAX_GPUS, MAX_HOURS, MIN_JOB_H
 
-from .common import COLUMNS, FRACTIONAL, SOURCE_ID, TYPE_SEP, ImportFacts, ImportOptions, ImportResult, Job, Report
+from costsim.traces.common import (
+    COLUMNS,
+    FRACTIONAL,
+    SOURCE_ID,
+    TYPE_SEP,
+    ImportFacts,
+    ImportOptions,
+    ImportResult,
+    Job,
+    Report,
+)
 
 
 @dataclass
@@ -99,7 +109,7 @@ def import_jobs(jobs: Reader, path: Path | str, options: ImportOptions) -> Impor
         why = ", ".join(f"{n} {r}" for r, n in sorted(report.dropped.items())) or "the file has no jobs"
         raise ScenarioError(source, [Problem((), f"no job to replay ({why})")])
     problems = sorted(report.problems, key=lambda p: (p.line is None, p.line or 0))
-    from .shape import record_shape
+    from costsim.traces.shape import record_shape
 
     dropped = dict(report.dropped)
     shape = record_shape(frame, dropped, facts.used_gpu_hours, facts.rounded_jobs)

@@ -14,11 +14,12 @@ import numpy as np
 
 from costsim.models import network, offload
 from costsim.models import rl
-from costsim.catalog import Catalog, CloudPlan, OwnedPlan, default_catalog, is_pool
+from costsim.catalog.load import Catalog, default_catalog
+from costsim.plan.options import CloudPlan, OwnedPlan, is_pool
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import RLClass
-from costsim.scenario.units import SECONDS_PER_HOUR
-from costsim.workload import JobTable
+from costsim.units import SECONDS_PER_HOUR
+from costsim.workload.jobs import JobTable
 
 PHASES = ("rollout", "logprobs", "scoring", "update", "sync", "overhead", "total", "straggler")
 

@@ -1,4 +1,4 @@
-"""AppTest harness for costsim.frontends.editor: edits the scenario named by
+"""AppTest harness for costsim.dashboard.editor: edits the scenario named by
 ``st.session_state["scenario"]`` (a shipped scenario's stem; default baseline) and keeps the
 EditorResult in ``st.session_state["result"]`` for the test to read."""
 
@@ -8,8 +8,8 @@ import json
 import streamlit as st
 
 import costsim
-from costsim.frontends.dashboard import SCENARIO_DIR
-from costsim.frontends.editor import scenario_editor
+from costsim.dashboard import SCENARIO_DIR
+from costsim.dashboard.editor import scenario_editor
 
 name = st.session_state.get("scenario", "baseline")
 scenario = costsim.load_scenario(SCENARIO_DIR / f"{name}.yaml")

@@ -1,0 +1,103 @@
+"""`costsim report`: the command, apart from the report's modules so that loading the CLI stays
+light (plotly and the decisions are imported when a report is written, not at every command: a
+slow import is also a window in which Ctrl-C would interrupt Python before the CLI can handle it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from costsim.runs.outdir import OutputError
+from costsim.scenario import Problem, ScenarioError
+
+
+def report_command(
+    source: Annotated[Path, typer.Argument(metavar="SCENARIO|SWEEP_DIR", show_default=False,
+                                           help="A scenario file, or the --out folder of costsim sweep.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (replaced atomically).")]
+    = Path("report.html"),
+    replications: Annotated[int | None, typer.Option(min=1, max=1000, help="Runs of the scenario, seeds from "
+                                                     "--seed (default 3).")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")] = None,
+    target: Annotated[list[str] | None, typer.Option("--target", help="METRIC<=N or METRIC>=N, e.g. "
+                                                     "p95_delay_h<=4 (repeatable).")] = None,
+    tornado: Annotated[bool | None, typer.Option("--tornado/--no-tornado", help="Include the sensitivity "
+                                                 "tornado (a scenario only; default on).")] = None,
+    variant: Annotated[str | None, typer.Option(help="Of a sweep: the variant to lead with, e.g. v000.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (by default each stage: "
+                                        "a bar on a terminal, a line when it starts and ends elsewhere).")] = False,
+) -> None:
+    """Write one self-contained HTML report that opens offline, led by the verdict.
+
+    The verdict and its confidence, the options side by side, break-even, the Pareto frontier, the
+    tornado and the figures; the scenario as YAML at the end. Each stage (the replications, the
+    utilisation flip search, the tornado, the page) is shown on stderr as it goes."""
+    from rich.text import Text
+
+    from costsim.decisions import decide
+    from costsim.decisions.targets import targets as as_targets
+    from costsim.cli.commands import _fail, _load, err_console, out_console
+    from costsim.report.build import check_out, replications_of, tornado_or_note, write_report
+    from costsim.report.sweep import is_sweep_folder, sweep_inputs
+    from costsim.cli.stages import Stages, counting
+    from costsim.runs import api
+    from costsim.runs.outfiles import FolderLock, check_out_file, scenario_inputs
+
+    stages = Stages(err_console, quiet)
+    verdict = None
+    try:
+        # A FIFO, a device or a symlink is refused, never replaced; the scenario itself even before it is read.
+        check_out_file("--out", out, [source / "sweep.json" if source.is_dir() else source])
+        check_out(out)
+        wanted = as_targets(list(target), "--target") if target else None  # none: the scenario's
+        if source.is_dir():
+            for flag, given in (("--replications", replications), ("--seed", seed), ("--tornado", tornado)):
+                if given:
+                    raise ScenarioError(flag, [Problem((), "applies to a scenario, not a sweep folder (its "
+                                                           "replications and seed are the sweep's)")])
+            if not is_sweep_folder(source):
+                raise OutputError("SWEEP_DIR", str(source), "is a folder but not a costsim sweep's (no sweep.json)")
+            check_out_file("--out", out, sweep_inputs(source))
+            _not_in_runs(out, source)
+            data = source
+        else:
+            if variant is not None:
+                raise ScenarioError("--variant", [Problem((), "applies to a sweep folder only")])
+            sc = _load(source)
+            check_out_file("--out", out, scenario_inputs(sc, source))  # before the runs: they take a while
+            root = sc.seed if seed is None else seed
+            n = 3 if replications is None else replications
+            with stages.stage(f"simulating {n} replication{'s' if n > 1 else ''}", n, "runs") as step:
+                data = replications_of(sc, n, root, step)
+            # Decided here, not by the page: the flip search re-simulates and is told as it goes.
+            with stages.stage("searching the utilisation flip") as step:
+                verdict = decide(data, wanted, simulate=counting(lambda s, r: api.simulate(s, seed=r), step))
+        shown = None
+        if not source.is_dir() and tornado is not False:
+            # The tornado on the verdict's replications (its seeds, averaged): one base difference on the page.
+            with stages.stage("sensitivity tornado (inputs at both ends)") as step:
+                shown = tornado_or_note(sc, root, wanted, step, replications=len(data))
+        # The lock of the folder written into: a run swapping that folder into place meanwhile would
+        # otherwise take the report away with the folder's previous contents.
+        with FolderLock(out.parent.resolve(), "--out", str(out), required=False):
+            check_out_file("--out", out, sweep_inputs(source) if source.is_dir() else scenario_inputs(sc, source))
+            with stages.stage("writing the report", counted=False):
+                path = write_report(data, out, wanted, shown, variant=variant, verdict=verdict)
+    except ScenarioError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        err_console.print(Text(f"interrupted: {out} is unchanged"), highlight=False)
+        raise typer.Exit(130) from None
+    out_console.print(Text(f"wrote {path}"), highlight=False, soft_wrap=True)  # a path is copied whole, never wrapped
+
+
+def _not_in_runs(out: Path, folder: Path) -> None:
+    """A report is never written among a sweep's task files (it would be read as one of them)."""
+    from costsim.runs.dataset import RUNS
+
+    runs = (folder / RUNS).resolve()
+    if runs == out.resolve() or runs in out.resolve().parents:
+        raise OutputError("--out", str(out), f"is inside {folder / RUNS}, which holds the sweep's task files only; "
+                          "write the report elsewhere (e.g. beside it)")

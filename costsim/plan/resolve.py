@@ -1,0 +1,164 @@
+"""Resolve a scenario against the catalog: every ``null`` takes its catalog value here, so the
+models and the engine never look anything up."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from costsim.catalog.load import Catalog, GPUSpec, default_catalog
+from costsim.catalog.pins import effective_catalog, warn_version
+from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
+from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
+from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
+
+def _offloading(plan, option, rented: dict, link_gb_s: float):
+    """``plan`` (an owned or reserved option, or a hybrid's base) with the rented pool its option names
+    as ``rollout_pool`` and the link to it (``rollout_link_gb_s``, else the catalog's ``link_gb_s``);
+    ``plan`` itself when the option names none. A hybrid naming none keeps its base's."""
+    if option.rollout_pool is None:
+        return plan
+    link = option.rollout_link_gb_s if option.rollout_link_gb_s is not None else link_gb_s
+    return replace(plan, rollout=rented[option.rollout_pool], rollout_link_gb_s=link)
+
+
+def economics_values(scenario: Scenario, catalog: Catalog | None = None) -> EconomicsValues:
+    cat = catalog or default_catalog()
+    given = scenario.economics.model_dump()
+    return EconomicsValues(**{k: float(given[k] if given[k] is not None else cat.economics[k]) for k in given})
+
+
+def default_capex_per_gpu(gpu: GPUSpec, fabric_capex_frac: float, storage_capex_frac: float,
+                          install_capex_frac: float) -> float:
+    """Capex per owned GPU when the scenario gives none, USD: the catalog server's price per GPU
+    (per GPU, so custom node sizes price the same) plus the fabric, storage and installation
+    shares of it."""
+    return gpu.server_price_usd / gpu.gpus_per_node * (1 + fabric_capex_frac + storage_capex_frac + install_capex_frac)
+
+
+def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source: str) -> OwnedPlan:
+    gpu = cat.gpus[opt.gpu_type]
+    gpn = opt.gpus_per_node or gpu.gpus_per_node
+    if opt.gpus % gpn:
+        raise ScenarioError(
+            source,
+            [Problem(("options", i, "gpus"), f"{opt.gpus} GPUs is not a whole number of {gpn}-GPU {opt.gpu_type} nodes")],
+        )
+    nodes = opt.gpus // gpn
+    fabric = cat.fabrics[opt.network]
+    if opt.capex_usd_per_gpu is not None:
+        capex = opt.capex_usd_per_gpu * opt.gpus
+    else:
+        capex = default_capex_per_gpu(gpu, fabric["capex_frac"], econ.storage_capex_frac, econ.install_capex_frac) * opt.gpus
+    lead_days = opt.lead_time_days if opt.lead_time_days is not None else cat.economics["lead_time_days"]
+    return OwnedPlan(
+        name=opt.name,
+        gpu=gpu,
+        gpus=opt.gpus,
+        gpus_per_node=gpn,
+        nodes=nodes,
+        network=opt.network,
+        fabric_efficiency=float(fabric["efficiency"]),
+        lead_time_h=float(lead_days) * HOURS_PER_DAY,
+        scheduler=opt.scheduler,
+        placement=opt.placement,
+        capex_usd=float(capex),
+        rl=dict(cat.rl),
+        **_failures(opt.failures, cat),
+    )
+
+
+def _failures(failures, cat: Catalog) -> dict[str, float]:
+    """Failure rate per node-hour and repair hours: none, the catalog's, or the scenario's."""
+    if failures is None:
+        return {"failures_per_node_h": 0.0, "repair_h": 0.0}
+    if failures == "catalog":
+        rel = cat.reliability
+        return {"failures_per_node_h": rel["node_failures_per_1000_node_days"] / 1000 / 24, "repair_h": rel["repair_hours"]}
+    return {"failures_per_node_h": failures.node_failures_per_1000_node_days / 1000 / 24,
+            "repair_h": failures.repair_hours}
+
+
+def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float) -> CloudPlan:
+    gpu = cat.gpus[opt.gpu_type]
+    term_years = opt.term_years or 1
+    if opt.pricing == "reserved" and horizon_h > term_years * HOURS_PER_YEAR + 1e-6 and not opt.renew:
+        # A commitment does not silently renew: the scenario must say so (and pays whole terms).
+        raise ScenarioError(source, [Problem(("options", i, "renew"), (
+            f"the horizon ({horizon_h / HOURS_PER_DAY:g} days) is longer than the {term_years}-year term: set "
+            "renew: true to renew the commitment for further whole terms, or choose a longer term_years"))])
+    gpi = opt.gpus_per_instance or gpu.gpus_per_node
+    if opt.max_gpus is not None and opt.max_gpus < gpi:
+        raise ScenarioError(
+            source,
+            [Problem(("options", i, "max_gpus"), f"{opt.max_gpus} is smaller than one {gpi}-GPU instance")],
+        )
+    if opt.reserved_gpus is not None and opt.reserved_gpus % gpi:
+        raise ScenarioError(source, [Problem(("options", i, "reserved_gpus"),
+                                             f"{opt.reserved_gpus} GPUs is not a whole number of {gpi}-GPU instances")])
+    billing = cat.billing[opt.price_tier]
+    price = opt.price_per_gpu_hour
+    if price is None:
+        key = f"reserved_{term_years}y" if opt.pricing == "reserved" else opt.pricing
+        price = gpu.price[opt.price_tier][key]
+    return CloudPlan(
+        name=opt.name,
+        gpu=gpu,
+        pricing=opt.pricing,
+        price_per_gpu_hour=float(price),
+        gpus_per_instance=gpi,
+        billing_granularity_s=float(opt.billing_granularity_s or billing["granularity_s"]),
+        minimum_billing_s=float(
+            opt.minimum_billing_s if opt.minimum_billing_s is not None else billing["minimum_s"]
+        ),
+        max_gpus=opt.max_gpus,
+        provisioning_delay_h=0.0 if opt.pricing == "reserved" else opt.provisioning_h,
+        startup_h=0.0 if opt.pricing == "reserved" else opt.startup,
+        network=opt.network,
+        fabric_efficiency=float(cat.fabrics[opt.network]["efficiency"]),
+        reserved_gpus=opt.reserved_gpus,
+        scheduler=opt.scheduler or "fifo",
+        failures_per_node_h=_failures(opt.failures, cat)["failures_per_node_h"],
+        preemptions_per_instance_h=(
+            (opt.preemptions_per_instance_day if opt.preemptions_per_instance_day is not None
+             else cat.reliability["spot_preemptions_per_instance_day"]) / 24.0 if opt.pricing == "spot" else 0.0),
+        reacquire_delay_h=(
+            (opt.reacquire_delay_h if opt.reacquire_delay_h is not None else cat.reliability["spot_reacquire_delay_h"])
+            if opt.pricing == "spot" else 0.0),
+        provisioning_cv=opt.provisioning_delay_cv or 0.0,
+        stockout_probability=opt.stockout.probability if opt.stockout else 0.0,
+        stockout_min_gpus=opt.stockout.min_gpus if opt.stockout else 0,
+        stockout_retry_h=opt.stockout.retry_h if opt.stockout else 0.0,
+        term_h=term_years * HOURS_PER_YEAR,
+        renew=bool(opt.renew),
+        placement=opt.placement or "best_fit",
+        rl=dict(cat.rl),
+    )
+
+
+def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<scenario>") -> list[Plan]:
+    """Every option of the scenario in concrete numbers (catalog defaults applied, the values the
+    scenario's ``catalog:`` section pins in their place). A scenario filled in from another catalog
+    version warns (``costsim.catalog.pins.CatalogVersionWarning``)."""
+    cat = catalog or default_catalog()
+    warn_version(scenario, cat)
+    cat = effective_catalog(scenario, cat)
+    econ = economics_values(scenario, cat)
+    plans: list[Plan] = []
+    for i, opt in enumerate(scenario.options):
+        if isinstance(opt, OwnedOption):
+            plans.append(_owned(opt, i, econ, cat, source))
+        elif isinstance(opt, CloudOption):
+            plans.append(_cloud(opt, i, cat, source, scenario.horizon_h))
+    rented = {p.name: p for p in plans}  # as the options name them, before any takes a rollout pool
+    link = float(cat.rl["rollout_link_gb_s"])
+    singles = [o for o in scenario.options if not isinstance(o, HybridOption)]
+    plans = [_offloading(p, opt, rented, link) for p, opt in zip(plans, singles, strict=True)]
+    by_name = {p.name: p for p in plans}
+    for i, opt in enumerate(scenario.options):
+        if isinstance(opt, HybridOption):
+            base, burst = _offloading(by_name[opt.base], opt, rented, link), by_name[opt.burst]
+            assert isinstance(burst, CloudPlan) and not isinstance(base, HybridPlan)  # checked by the schema
+            plans.insert(i, HybridPlan(opt.name, base, burst, opt.max_wait_h, opt.bridge_until_ready,
+                                       opt.wait_policy, opt.wait_per_hour_h or 0.0, opt.wait_per_gpu_h or 0.0,
+                                       opt.wait_per_gpu_hour_h or 0.0))
+    return plans

@@ -1,0 +1,1 @@
+"""The self-contained HTML report (``costsim report``): ``build.py`` writes it from runs and their verdict."""

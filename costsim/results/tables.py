@@ -1,0 +1,459 @@
+"""Records -> tidy pandas tables (DESIGN.md section 8), built once, after the runs.
+
+Definitions (also in the README):
+- ``start_h``: the job first holds GPUs; ``queue_delay_h = start_h − submit_h`` (cloud: waiting for
+  quota plus provisioning). A job never started counts with its delay so far (horizon − submit):
+  censored, so the statistics are lower bounds when jobs are left waiting.
+- ``gpu_hours``: GPU-hours the job held within the horizon (whole nodes / whole instances).
+- ``utilization``: held GPU-hours ÷ capacity GPU-hours (owned: installed GPUs from delivery;
+  cloud: rented GPUs, so 1 by construction: you pay only for what you hold).
+- ``cost_usd`` per job: cloud, the bill of its allocation; owned or reserved, its GPU-hours × the
+  pool's cost within the horizon per held GPU-hour (idle capacity included). Σ job costs +
+  ``serving_cost_usd`` + ``cost_commitment_owed_usd`` = ``total_cost_usd`` (``_job_costs``).
+- ``cost_per_iteration_usd``: RL jobs' cost ÷ RL iterations done; ``cost_per_completed_job_usd``:
+  all jobs' cost ÷ completed jobs; neither includes serving or the commitment owed, which (like
+  trace jobs, ``trace_jobs_cost_usd``) have their own columns.
+- whether an option keeps up, completion and waiting (``offered_load``, ``jobs_waiting``,
+  ``jobs_stale``, ``stale_share``, ``jobs_finishable``, ``completion``, ``queued_gpu_hours``):
+  ``costsim.results.backlog``. ``unfinished_rent_usd`` and ``serving_unmet_rent_usd``: unfinished
+  work and unmet serving (GPU-hours) at ``backlog.cheapest_rent_usd_per_gpu_hour``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool, pools as plan_pools
+from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_gpus, held_intervals,
+                              option_costs, parts, per_bin, serving_use)
+from costsim.results import backlog
+from costsim.results import finance, to_target
+from costsim.results.advice import checkpoint_advice
+from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
+from costsim.models.intervals import binned
+from costsim.scenario import Scenario
+from costsim.units import HOURS_PER_MONTH
+from costsim.workload.plan import PHASES, WorkPlan
+
+JOB_COLUMNS = [
+    "option", "job_id", "job_class", "gpus", "submit_h", "start_h", "end_h", "queue_delay_h",
+    "completed", "ran_on", "gpu_hours", "lost_gpu_hours", "restarts", "preemptions", "iterations", "cost_usd",
+]
+SUMMARY_COLUMNS = [
+    "option", "kind", "pricing", "jobs_submitted", "jobs_completed", "jobs_finishable", "completion",
+    "queue_delay_mean_h", "queue_delay_p50_h", "queue_delay_p95_h", "queue_delay_p99_h", "queued_gpu_hours",
+    "jct_mean_h", "utilization", "iterations_per_day",
+    "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
+    "rl_jobs_cost_usd", "trace_jobs_cost_usd",
+    "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst", "idle_cost_usd", "npv_usd",
+    "serving_gpu_hours", "serving_unmet_gpu_hours", "serving_unmet_rent_usd", "serving_cost_usd",
+    "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd", "interruption_delay_mean_h",
+] + [f"cost_{item}_usd" for item in ALL_ITEMS] + [
+    "cash_spent_usd", "book_value_usd", "offered_load", "work_submitted_gpu_hours", "work_unfinished_gpu_hours",
+    "unfinished_rent_usd",
+    "jobs_waiting", "jobs_stale", "stale_share",
+    "rollout_gpu_hours", "rollout_lost_samples",
+]
+TIMESERIES_COLUMNS = [
+    "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "serving_gpus",
+    "cost_cum_usd",
+]
+COST_COLUMNS = ["option", "month", "item", "cost_usd"]
+# capped_share: the share of the class's sampled responses (over its planned iterations) that
+# hit the response-length cap, realized from the draws.
+PHASE_COLUMNS = [
+    "option", "job_class", "gpu_type", "network", "jobs", "iterations_planned",
+    "rollout_s", "logprobs_s", "scoring_s", "update_s", "sync_s", "overhead_s", "iteration_s", "rollout_share",
+    "straggler_share", "rollout_tokens_per_s_per_gpu", "capped_share",
+    "iterations_done", "iterations_per_day", "cost_per_iteration_usd",
+]
+
+
+@dataclass(frozen=True)
+class Results:
+    """What ``costsim.simulate`` returns: the tables plus what produced them.
+
+    ``cashflow``: per (option, month) capex, opex, rent (serving's included), the commitment owed
+    and the book value credited at the horizon's end, cash, its cumulative and discounted value
+    (``costsim.results.finance``). ``breakeven``: each owned, reserved or
+    hybrid option against each on-demand or spot one.
+
+    ``phases``: mean seconds per iteration in each phase, per (option, RL job class), over the
+    iterations planned for the class's jobs; ``iteration_s`` is the whole iteration (async
+    overlaps rollout with training, so it is less than the sum of the phases there).
+
+    ``to_target``: per (option, RL class with ``scaling``), the day its leading run reaches the
+    target score, the option's cost by then, and the score and its marginal gain at the horizon
+    (``costsim.results.to_target``); empty when no class has ``scaling``. ``reward_by_day``: per
+    (option, RL class with ``scaling``) and whole day 0, 1, … plus the horizon, the leading run's
+    compute (GPU-hours of its reference option, for the work it got through) and its score
+    (``to_target.option_trajectories``); empty when none has it.
+    """
+
+    scenario: Scenario
+    seed: int
+    jobs: pd.DataFrame
+    summary: pd.DataFrame
+    timeseries: pd.DataFrame
+    costs: pd.DataFrame
+    phases: pd.DataFrame
+    cashflow: pd.DataFrame
+    breakeven: pd.DataFrame
+    advice: pd.DataFrame
+    to_target: pd.DataFrame
+    reward_by_day: pd.DataFrame
+
+
+def _startup_h(plan: Plan, rec: UsageRecord, work: WorkPlan) -> np.ndarray:
+    """The nominal startup each job pays before working: on rented capacity its instances'; an
+    offloaded job waits for its rollout instances (``Offloads.first_h``)."""
+    out = np.zeros(len(rec.part)) if work.offload is None else work.offload.first_h.copy()
+    for part_id, part in enumerate(plan_pools(plan)):
+        if isinstance(part, CloudPlan) and not part.reserved:
+            out[rec.part == part_id] = part.startup_h
+    return out
+
+
+def _pricing(plan: Plan) -> str:
+    """How the capacity is paid for: owned, on_demand, reserved, spot, or a hybrid's base+burst."""
+    if isinstance(plan, HybridPlan):
+        return f"{_pricing(plan.base)}+{_pricing(plan.burst)}"
+    return "owned" if isinstance(plan, OwnedPlan) else plan.pricing
+
+
+def _ran_on(plan: Plan, rec: UsageRecord, started: np.ndarray) -> np.ndarray:
+    """Where each job ran: the option, or a hybrid's base or burst option; empty if never started."""
+    # One string object per name, shared by the jobs (np.full / np.where with a str make one per job).
+    names = [plan.base.name, plan.burst.name] if isinstance(plan, HybridPlan) else [plan.name]
+    part = rec.part.astype(np.intp) if isinstance(plan, HybridPlan) else np.zeros(len(started), dtype=np.intp)
+    return np.array([*names, ""], dtype=object)[np.where(started, part, len(names))]
+
+
+def _iterations(work: WorkPlan, rec: UsageRecord, started: np.ndarray, completed: np.ndarray, horizon_h: float) -> np.ndarray:
+    """Iterations each job completed: all planned if it finished; if cut, those within the part of
+    its planned run it reached by the horizon — its last checkpoint, plus the current attempt's work
+    if it was working then (an interrupted job waiting to run again has no planned end)."""
+    done = np.where(completed, work.jobs.iterations, 0)
+    working = ~np.isnan(rec.end_h)
+    reached = rec.pos_h + np.where(working, np.maximum(horizon_h - rec.work_from_h, 0.0), 0.0)
+    for i in np.flatnonzero(started & ~completed & (work.jobs.iterations > 0)):
+        done[i] = work.iterations_done(int(i), float(reached[i]))
+    return done
+
+
+def _per_job_sum(jobs, cumulative: np.ndarray) -> np.ndarray:
+    """Per job, the sum of a per-iteration quantity over its iterations, from its prefix sums."""
+    cum = np.concatenate([[0], cumulative])
+    return cum[jobs.iter_start + jobs.iterations] - cum[jobs.iter_start]
+
+
+def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFrame) -> pd.DataFrame:
+    jobs = work.jobs
+    done = jobs_df["iterations"].to_numpy()
+    cost = jobs_df["cost_usd"].to_numpy()
+    # Responses cut at the length cap per job: prefix sums over the concatenated iterations.
+    capped = _per_job_sum(jobs, np.cumsum(jobs.length_capped, dtype=np.int64))
+    tokens = _per_job_sum(jobs, np.cumsum(jobs.length_sum))
+    rows = []
+    for k, cls in enumerate(scenario.workload.classes):
+        idx = jobs.class_index == k
+        planned = int(jobs.iterations[idx].sum())
+        per_it = work.phase_s[idx].sum(axis=0) / planned if planned else np.full(len(PHASES), np.nan)
+        means = dict(zip(PHASES, per_it, strict=True))
+        rows.append({
+            "option": plan.name, "job_class": cls.name, "gpu_type": plan.gpu.name, "network": plan.network,
+            "jobs": int(idx.sum()), "iterations_planned": planned,
+            **{f"{p}_s": means[p] for p in PHASES if p not in ("total", "straggler")}, "iteration_s": means["total"],
+            "rollout_share": means["rollout"] / means["total"] if planned else np.nan,
+            "straggler_share": means["straggler"] / means["rollout"] if planned else np.nan,
+            "rollout_tokens_per_s_per_gpu": (float(tokens[idx].sum()) / (planned * means["rollout"] * cls.rollout_gpus)
+                                             if planned else np.nan),
+            "capped_share": float(capped[idx].sum()) / (planned * cls.rollout.samples) if planned else np.nan,
+            "iterations_done": int(done[idx].sum()),
+            "iterations_per_day": float(done[idx].sum()) / scenario.horizon_days,
+            "cost_per_iteration_usd": float(cost[idx].sum() / done[idx].sum()) if done[idx].sum() else np.nan,
+        })
+    return pd.DataFrame(rows, columns=PHASE_COLUMNS)
+
+
+def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan, horizon_h: float,
+               serving: Serving, totals: dict[str, float], gpu_hours: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Each job's cost, serving's cost and the idle cost (USD).
+
+    Rented capacity (on-demand, spot, a hybrid's burst): a job costs its bills, serving its rent. A
+    pool (owned, reserved, a hybrid's base): its cost within the horizon — the commitment owed
+    beyond it left out, as it buys capacity after the horizon — is shared by the GPU-hours held on
+    it (jobs and serving), idle capacity included. A hybrid's base on which nothing was held (every
+    job burst) is shared the same way by what the hybrid held on its burst. Idle cost is the share
+    of a pool's cost that its unheld capacity accounts for (all of it if nothing was held), already
+    inside those shares. So Σ job costs + serving cost + commitment owed = total whenever the option
+    held anything; an option that held nothing leaves its cost unshared (all idle).
+    """
+    jobs = work.jobs
+    n = len(jobs)
+    whole = np.array([0.0, horizon_h])
+    hour = np.diff(bin_edges(horizon_h, 1.0))
+    job_cost = np.zeros(n)
+    idle_cost = serving_cost = unheld = 0.0
+    pools = parts(plan, rec)
+    for k, (part, sub) in enumerate(pools):
+        part_serving = [serving[k]] if serving else None
+        if not is_pool(part):
+            bill_job, bill = cloud_bills(part, sub, horizon_h)
+            job_cost += np.bincount(bill_job, weights=bill, minlength=n)
+            if part_serving:
+                serving_cost += float(per_bin(part_serving[0][1], horizon_h, whole)[0]) * part.price_per_gpu_hour
+            continue
+        part = replace(part, rollout=None)  # the pool alone: its rollout pool is a part of its own here
+        items = totals if len(pools) == 1 else {
+            item: float(v.sum()) for item, v in option_costs(part, econ, sub, jobs, horizon_h, whole, part_serving).items()}
+        pool_total = sum(items.values()) - items["commitment_owed"]
+        on_part = ~np.isnan(sub.start_h)
+        pool_serving = float((part_serving[0][0] * hour).sum()) if part_serving else 0.0
+        pj, ps, pe, pk = held_intervals(sub, horizon_h)  # GPU-hours held on this pool (not on rollout pools)
+        part_gpu_hours = np.bincount(pj, weights=(pe - ps) * sub.alloc_held[pk], minlength=n)
+        pool_used = part_gpu_hours[on_part].sum() + pool_serving
+        if pool_used > 0:
+            job_cost[on_part] = part_gpu_hours[on_part] * (pool_total / pool_used)
+            serving_cost += pool_serving * pool_total / pool_used
+        else:
+            unheld += pool_total
+        pool_capacity = float(capacity(part, sub, horizon_h, whole)[0].sum())
+        idle_cost += pool_total * (1.0 - pool_used / pool_capacity) if pool_capacity > 0 else pool_total
+    served_h = sum(float((sv * hour).sum()) for sv, _ in serving) if serving else 0.0
+    held_h = float(gpu_hours.sum()) + served_h
+    if unheld > 0 and held_h > 0:  # only a hybrid's unused base can get here with something held
+        job_cost += gpu_hours * (unheld / held_h)
+        serving_cost += served_h * unheld / held_h
+    return job_cost, serving_cost, idle_cost
+
+
+def _lost_samples(work: WorkPlan, done: np.ndarray) -> float:
+    """Samples offloaded rollouts lost to preemptions and generated again, in the iterations done
+    (each job's expected loss over its planned run, in proportion to its iterations done)."""
+    off = work.offload
+    if off is None:
+        return 0.0
+    planned = work.jobs.iterations
+    return float(np.divide(off.lost_samples * done, planned, out=np.zeros(len(done)), where=planned > 0).sum())
+
+
+def _rollout_idle_h(work: WorkPlan, rec: UsageRecord) -> np.ndarray:
+    """Per job, hours its rollout instances are held (billed) while it is not working: in each hold
+    at home, its wait (the first wait, then its restart) past the instances' delivery, within the
+    hold."""
+    off = work.offload
+    if off is None:
+        return np.zeros(len(rec.overhead_h))
+    k = np.flatnonzero((rec.alloc_part == BASE) & off.offloads[rec.alloc_job])
+    job = rec.alloc_job[k]
+    first = np.zeros(len(k), dtype=bool)
+    first[np.unique(job, return_index=True)[1]] = True  # each job's first hold (rows are in time order)
+    wait = np.where(first, off.first_h[job], work.restart_h[job])
+    length = rec.alloc_end[k] - rec.alloc_start[k]
+    idle = np.clip(np.minimum(wait, length) - off.delivery_h[job], 0.0, None)
+    return np.bincount(job, weights=idle, minlength=len(rec.overhead_h))
+
+
+def _work_gpus(work: WorkPlan, held: np.ndarray) -> np.ndarray:
+    """GPUs the work of each job takes, for the work submitted and left unfinished: what it holds on
+    the option, plus an offloaded job's rollout GPUs (whole instances), over its run without the
+    rollout pool's preemptions (``Offloads.useful``)."""
+    off = work.offload
+    if off is None:
+        return held
+    return (held + off.instances * off.gpus_per_instance) * off.useful
+
+
+def _rollout_gpus(work: WorkPlan) -> np.ndarray:
+    """Per job, the rollout GPUs it holds on average on its rollout pool while it holds its GPUs on
+    the option (0 unless it offloads): they idle through its losses and restarts too."""
+    off = work.offload
+    return 0.0 if off is None else off.instances * off.gpus_per_instance * off.share
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """``a``, or a copy where it is read-only: a sorted trace's jobs are the (shared, read-only)
+    arrays ``read_trace`` keeps, and the tables are the user's to edit."""
+    return a if a.flags.writeable else a.copy()
+
+
+def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan,
+                   demand: np.ndarray | None, rent_usd_per_gpu_hour: float, finishable: np.ndarray):
+    jobs = work.jobs
+    H = scenario.horizon_h
+    serving = serving_use(plan, rec, demand, H)
+    n = len(jobs)
+    job, s, e, k = held_intervals(rec, H)
+    started = ~np.isnan(rec.start_h) & (rec.start_h < H)
+    completed = started & (rec.end_h <= H)
+    gpu_hours = np.bincount(job, weights=(e - s) * held_gpus(rec, k), minlength=n)  # rollout instances included
+    delay = np.where(started, rec.start_h - jobs.submit_h, H - jobs.submit_h)
+
+    hourly = bin_edges(H, 1.0)
+    cap, rented = capacity(plan, rec, H, hourly)
+    busy = binned(s, e, held_gpus(rec, k), hourly)
+    width = np.diff(hourly)
+    served = sum(sv for sv, _ in serving) if serving else np.zeros(len(width))
+    serving_rented = sum(rn for _, rn in serving) if serving else np.zeros(len(width))
+    busy = busy + served * width
+    cap = cap + serving_rented * width
+    rented = rented + serving_rented * width
+    q_end = np.where(started, rec.start_h, H)
+    queued_jobs = binned(jobs.submit_h, q_end, np.ones(n), hourly)
+    queued_gpus = binned(jobs.submit_h, q_end, work.home_gpus.astype(float), hourly)  # what they ask of the option
+    cost_hourly = sum(option_costs(plan, econ, rec, jobs, H, hourly, serving).values())
+    timeseries = pd.DataFrame({
+        "option": plan.name,
+        "hour": hourly[:-1],
+        "capacity_gpus": cap / width,
+        "busy_gpus": busy / width,
+        "queued_jobs": queued_jobs / width,
+        "queued_gpus": queued_gpus / width,
+        "rented_gpus": rented / width,
+        "serving_gpus": served,
+        "cost_cum_usd": np.cumsum(cost_hourly),
+    })
+
+    monthly = bin_edges(H, HOURS_PER_MONTH)
+    month_items = option_costs(plan, econ, rec, jobs, H, monthly, serving)
+    costs = pd.DataFrame([
+        {"option": plan.name, "month": m, "item": item, "cost_usd": float(v[m])}
+        for item, v in month_items.items() if np.any(v)
+        for m in range(len(v))
+    ], columns=COST_COLUMNS)
+    totals = {item: float(v.sum()) for item, v in option_costs(plan, econ, rec, jobs, H, np.array([0.0, H]), serving).items()}
+    total = sum(totals.values())
+
+    # Interruptions: work lost since the last checkpoint, and hours held restarting or waiting for
+    # a swapped node, are not useful; goodput is the useful share of the GPU-hours held.
+    rollout_gpus = _rollout_gpus(work)
+    lost_gpu_h = rec.lost_h * (rec.held_gpus + rollout_gpus)
+    wasted_gpu_h = np.minimum(lost_gpu_h + rec.overhead_h * rec.held_gpus + _rollout_idle_h(work, rec) * rollout_gpus,
+                              gpu_hours)
+    serving_h = float((served * width).sum())
+    used = float(gpu_hours.sum()) + serving_h
+    capacity_h = float(cap.sum())
+    job_cost, serving_cost, idle_cost = _job_costs(plan, econ, rec, work, H, serving, totals, gpu_hours)
+    owed = totals["commitment_owed"]  # buys capacity after the horizon: in the total, in no job's cost
+    rl = jobs.class_index >= 0  # RL jobs; trace jobs have their own cost column
+    jobs_df = pd.DataFrame({
+        "option": plan.name,
+        "job_id": _writable(jobs.job_id),
+        "job_class": _writable(jobs.job_class),
+        "gpus": _writable(jobs.gpus),
+        "submit_h": _writable(jobs.submit_h),
+        "start_h": np.where(started, rec.start_h, np.nan),
+        "end_h": np.where(completed, rec.end_h, np.nan),
+        "queue_delay_h": delay,
+        "completed": completed,
+        "ran_on": _ran_on(plan, rec, started),
+        "gpu_hours": gpu_hours,
+        "lost_gpu_hours": lost_gpu_h,
+        "restarts": rec.restarts,
+        "preemptions": rec.preemptions,
+        "iterations": _iterations(work, rec, started, completed, H),
+        "cost_usd": job_cost,
+    }, columns=JOB_COLUMNS, copy=False)  # the arrays are this table's own: no second copy of a million rows
+
+    counted = jobs.submit_h >= scenario.warmup_h
+    d = delay[counted]
+    jct = (rec.end_h - jobs.submit_h)[completed & counted]
+    rl_iterations = float(jobs_df["iterations"][rl].sum())  # done within the horizon
+    summary = {
+        "option": plan.name,
+        "kind": plan.kind,
+        "pricing": _pricing(plan),
+        "jobs_submitted": n,
+        "jobs_completed": int(completed.sum()),
+        "jobs_finishable": int(finishable.sum()),
+        "completion": backlog.completion(completed, finishable),
+        "queue_delay_mean_h": float(d.mean()) if d.size else np.nan,
+        "queue_delay_p50_h": float(np.percentile(d, 50)) if d.size else np.nan,
+        "queue_delay_p95_h": float(np.percentile(d, 95)) if d.size else np.nan,
+        "queue_delay_p99_h": float(np.percentile(d, 99)) if d.size else np.nan,
+        "queued_gpu_hours": backlog.queued_gpu_hours(jobs.submit_h, rec.start_h, started, work.home_gpus, H),
+        "jct_mean_h": float(jct.mean()) if jct.size else np.nan,
+        "utilization": used / capacity_h if capacity_h > 0 else np.nan,
+        "iterations_per_day": rl_iterations / scenario.horizon_days,
+        "total_cost_usd": total,
+        "cost_per_gpu_hour_used_usd": (total - owed) / used if used > 0 else np.nan,
+        "cost_per_iteration_usd": float(job_cost[rl].sum()) / rl_iterations if rl_iterations > 0 else np.nan,
+        "cost_per_completed_job_usd": float(job_cost.sum()) / completed.sum() if completed.any() else np.nan,
+        "rl_jobs_cost_usd": float(job_cost[rl].sum()),
+        "trace_jobs_cost_usd": float(job_cost[~rl].sum()),
+        "gpu_hours_used": used,
+        "capacity_gpu_hours": capacity_h,
+        "jobs_burst": int((started & (rec.part == BURST)).sum()),
+        "gpu_hours_burst": float(gpu_hours[rec.part == BURST].sum()),
+        "idle_cost_usd": idle_cost,
+        "serving_gpu_hours": serving_h,
+        "serving_unmet_gpu_hours": float(((demand - served) * width).sum()) if demand is not None else 0.0,
+        "serving_cost_usd": serving_cost,
+        "restarts": int(rec.restarts.sum()),
+        "preemptions": int(rec.preemptions.sum()),
+        "lost_gpu_hours": float(lost_gpu_h.sum()),
+        "goodput": 1.0 - float(wasted_gpu_h.sum()) / float(gpu_hours.sum()) if gpu_hours.sum() > 0 else np.nan,
+        "lost_work_cost_usd": float(np.divide(job_cost * wasted_gpu_h, gpu_hours, out=np.zeros(n),
+                                              where=gpu_hours > 0).sum()),
+        "interruption_delay_mean_h": float((rec.end_h - rec.start_h - work.run_h - _startup_h(plan, rec, work))
+                                           [completed & counted].mean()) if (completed & counted).any() else np.nan,
+        **{f"cost_{item}_usd": v for item, v in totals.items()},
+    }
+    cash = finance.cashflow(plan, econ, month_items, H)
+    summary["npv_usd"] = float(cash["discounted_usd"].sum())
+    # Cash: what leaves the bank within the horizon, capex when paid; the hardware still owned at
+    # its end is its book value, shown beside it (the cash flow table credits it in the last month).
+    summary["cash_spent_usd"] = float(cash[["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]].to_numpy().sum())
+    summary["book_value_usd"] = float(cash["book_value_usd"].sum())
+    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, backlog.would_hold(plan, work.home_gpus))
+    # Serving's real use of the option's own capacity, within the window the load is measured in.
+    pool_served = sum(sv for (part, _), (sv, _) in zip(parts(plan, rec), serving, strict=True)
+                      if is_pool(part)) if serving else np.zeros(len(width))
+    serving_window_h = backlog.gpu_hours_within(hourly, pool_served, backlog.delivery_h(plan), H)
+    summary.update(backlog.keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held,
+                                            serving_window_h, _work_gpus(work, held)))
+    summary["unfinished_rent_usd"] = summary["work_unfinished_gpu_hours"] * rent_usd_per_gpu_hour
+    summary["serving_unmet_rent_usd"] = summary["serving_unmet_gpu_hours"] * rent_usd_per_gpu_hour
+    rollout = rec.alloc_part[k] >= ROLLOUT  # rented rollout instances beside the holds at home
+    summary["rollout_gpu_hours"] = float(((e - s) * held_gpus(rec, k))[rollout].sum())
+    summary["rollout_lost_samples"] = _lost_samples(work, jobs_df["iterations"].to_numpy())
+    return (jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash,
+            checkpoint_advice(scenario, plan, work))
+
+
+def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValues, records: list[UsageRecord],
+          work: list[WorkPlan], demand: np.ndarray | None = None) -> Results:
+    """All tables for all options, in option order. ``demand``: serving GPUs per hour, if any."""
+    if demand is not None:
+        demand = demand[: len(bin_edges(scenario.horizon_h, 1.0)) - 1]
+    # A job is held against an option only if it could finish somewhere: the same jobs, in the same
+    # order, in every option's work plan, so its fastest run is the least over the options.
+    fastest = np.min([w.run_h + _startup_h(p, r, w) for p, r, w in zip(plans, records, work, strict=True)], axis=0)
+    can_finish = backlog.finishable(work[0].jobs.submit_h, fastest, scenario.horizon_h)
+    tables = [_option_tables(scenario, p, econ, r, w, demand, backlog.cheapest_rent_usd_per_gpu_hour(plans, p),
+                             can_finish)
+              for p, r, w in zip(plans, records, work, strict=True)]
+    refs = to_target.references(scenario, plans, work)  # per scaling class: its curve's compute per job
+    summary = pd.DataFrame([t[1] for t in tables], columns=SUMMARY_COLUMNS)
+    cash = pd.concat([t[5] for t in tables], ignore_index=True)
+    return Results(
+        scenario=scenario,
+        seed=seed,
+        jobs=pd.concat([t[0] for t in tables], ignore_index=True),
+        summary=summary,
+        timeseries=pd.concat([t[2] for t in tables], ignore_index=True),
+        costs=pd.concat([t[3] for t in tables], ignore_index=True),
+        phases=pd.concat([t[4] for t in tables], ignore_index=True),
+        cashflow=cash,
+        breakeven=finance.breakeven(plans, summary, cash, scenario.horizon_h, econ.depreciation_years),
+        advice=pd.concat([t[6] for t in tables], ignore_index=True),
+        to_target=to_target.table([row for p, r, w, t in zip(plans, records, work, tables, strict=True)
+                                   for row in to_target.option_rows(scenario, p.name, r, w, t[2], refs)]),
+        reward_by_day=to_target.trajectory_table([f for p, r, w in zip(plans, records, work, strict=True)
+                                                  for f in to_target.option_trajectories(scenario, p.name, r, w,
+                                                                                         refs)]),
+    )
