@@ -10,6 +10,7 @@ import pandas as pd
 import simpy
 
 import costsim
+from costsim.runs import api
 from costsim.scenario import scenario_from_data
 
 
@@ -53,7 +54,7 @@ def scenario(folder: Path, rows, options: list[dict[str, Any]], horizon_days: fl
     workload = {"trace": "trace.csv", **top.pop("workload", {})}
     data = {"name": "t", "horizon_days": horizon_days, "workload": workload, "options": options, **top}
     sc = scenario_from_data(data, "test", folder)
-    return costsim.runs.api.check(sc, "test")
+    return api.check(sc, "test")
 
 
 def owned(name="own", gpus=16, **kw) -> dict[str, Any]:

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 import costsim
-from costsim.decisions import decide, fair_rows, parse_target
+from costsim.decisions.verdict import decide
+from costsim.decisions.fair import fair_rows
+from costsim.decisions.targets import parse_target
 from costsim.scenario import ScenarioError
 from helpers import cloud, owned, scenario
 

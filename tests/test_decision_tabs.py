@@ -21,7 +21,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.decisions import decide, sweep_table, tornado
+from costsim.decisions.verdict import decide
+from costsim.decisions.pareto import sweep_table
+from costsim.decisions.sensitivity import tornado
 from costsim.dashboard import Upload, literal_markdown
 from costsim.dashboard.decision_runs import grid_sweep, numeric_paths
 from costsim.dashboard.sweep_upload import read_sweep_uploads

@@ -17,7 +17,7 @@ import pytest
 import costsim
 from costsim.catalog.load import default_catalog
 from costsim.plan.resolve import resolve
-from costsim.decisions import fair_rows
+from costsim.decisions.fair import fair_rows
 from costsim.decisions.fair import why_not
 from costsim.engine.run import UsageRecord
 from costsim.results.backlog import keep_up_measures, stale_jobs

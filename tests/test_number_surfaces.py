@@ -57,7 +57,7 @@ def test_run_prints_no_scientific_notation_and_units_in_headers(tiny):
 
 def test_tables_print_big_and_small_numbers_in_plain_decimals(tiny):
     """A delay beyond 1,000 hours and a total of tens of millions: separators, no exponent."""
-    from costsim.decisions import decide
+    from costsim.decisions.verdict import decide
     from costsim.present.headline import with_verdict
     from costsim.cli.tables import narrow_table, summary_table
 

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 
 import costsim
-from costsim.decisions import decide
+from costsim.decisions.verdict import decide
 from costsim.decisions.sensitivity import sentence
 from costsim.calibration.fit_window import ks_words
 from helpers import cloud, owned, scenario

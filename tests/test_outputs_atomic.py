@@ -340,7 +340,7 @@ def test_a_ctrl_c_before_the_folder_is_opened_names_it_unchanged(small, monkeypa
     def interrupted_read(path):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_load", interrupted_read)
+    monkeypatch.setattr(cli, "load_scenario_or_exit", interrupted_read)
     result = CliRunner().invoke(app, ["run", "s.yaml", "--out", "kept"])
     assert result.exit_code == 130
     assert "interrupted: nothing written; kept is unchanged" in result.output

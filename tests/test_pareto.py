@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import costsim
-from costsim.decisions import decide
+from costsim.decisions.verdict import decide
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.pareto import frontier, sweep_table
 from costsim.plots.figures import pareto_figure

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import costsim
+import costsim._version
 from costsim.cli.commands import app
 from costsim.runs import dataset, executors
 from costsim.runs import sweep as sweep_mod
@@ -423,7 +424,7 @@ def test_a_running_dask_scheduler_gives_the_local_tables_and_refuses_other_versi
         for name in ("runs", "means", "differences", "variants"):
             assert _bits(getattr(remote, name)) == _bits(getattr(local, name)), name
         # This machine now has another costsim than the worker: refused before anything is written.
-        monkeypatch.setattr(costsim, "__version__", "0.0.0-other")
+        monkeypatch.setattr(costsim._version, "__version__", "0.0.0-other")
         with pytest.raises(ScenarioError, match=r"executor dask: workers differ from this machine \(costsim "
                                                 r"0\.0\.0-other, numpy .*\): tcp://.* has costsim "):
             costsim.sweep(files / "sw.yaml", out=files / "o", executor="dask", address=cluster.scheduler_address)

@@ -11,7 +11,8 @@ import pytest
 
 import costsim
 from costsim.present.formats import percent as pct
-from costsim.decisions import decide, fair_rows
+from costsim.decisions.verdict import decide
+from costsim.decisions.fair import fair_rows
 from costsim.decisions.flips import utilization_flip
 from costsim.decisions.targets import DEFAULT_TARGETS, parse_target
 from helpers import cloud, owned, scenario
@@ -239,7 +240,7 @@ def test_the_tornado_flags_an_end_where_the_recommended_option_misses_a_target(t
     # days (1,152 GPU-hours) wait for it and then for each other: a day and a half to clear on 32
     # GPUs, so p95 is past a day, though the cluster keeps up (3,680 GPU-hours of work against
     # 7 × 24 × 32 = 5,376). That end flips the verdict even though nothing prices waiting.
-    from costsim.decisions import tornado
+    from costsim.decisions.sensitivity import tornado
 
     t = tornado(steady_scenario(tmp_path, 6.0, decision={"targets": ["p95_delay_h<=24"]}),
                 inputs={"lead_time_days": (0.25, 3.0)})

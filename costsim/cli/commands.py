@@ -29,6 +29,7 @@ from costsim.cli.console import (
     data_table_width,
     err_console,
     fail,
+    load_scenario_or_exit,
     interrupted,
     out_console,
     print_data_table,
@@ -38,12 +39,9 @@ from costsim.cli.fit_workload import fit_workload_command
 from costsim.cli.import_trace import import_trace_command
 from costsim.present.headline import with_verdict
 from costsim.cli.stages import progress_columns
-# _money, _or_dash, phase_table, summary_table, means_table: also imported from here by other front ends and tests
 from costsim.cli.tables import (
     MEANS_TABLE_ROWS,
     NARROW_PHASE_COLUMNS,
-    _money,
-    _or_dash,
     fitted_means_table,
     means_table,
     narrow_table,
@@ -68,14 +66,6 @@ app = typer.Typer(
 ScenarioArg = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
 
 
-_fail = fail  # the name the commands in other modules import
-
-
-def _load(path: Path):
-    try:
-        return api.load_scenario(path)
-    except ScenarioError as err:
-        _fail(err)
 
 
 @app.command()
@@ -124,13 +114,14 @@ def run(
                                        "columns).")] = False,
 ) -> None:
     """Simulate every option, print the verdict and the comparison, and write the tables (CSV, Parquet)."""
-    from costsim.decisions import decide, parse_target  # brings scipy.stats: only where a verdict is given
+    from costsim.decisions.verdict import decide
+    from costsim.decisions.targets import parse_target  # brings scipy.stats: only where a verdict is given
 
     folder = None
     try:
         # Before anything runs or is written; none given: the scenario's decision.targets.
         targets = [parse_target(t) for t in target] if target else None
-        sc = _load(scenario)
+        sc = load_scenario_or_exit(scenario)
         # Checked, locked and staged before simulating, so an unusable --out costs no simulation.
         folder = OutputFolder(out if out is not None else Path("out") / safe_folder_name(sc.name), ours=OUTPUT_NAMES,
                               inputs=scenario_inputs(sc, scenario))
@@ -143,9 +134,9 @@ def run(
             written = _write_with_progress(folder, res, lambda staging: write_report(res, staging, targets,
                                                                                      verdict=verdict))
     except ScenarioError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full
-        _fail(err)
+        fail(err)
     except KeyboardInterrupt:  # a Ctrl-C before the folder is opened (during the imports) names --out too
-        _interrupted(folder, out)
+        interrupted(folder, out)
     for note in folder.notes:
         err_console.print(Text(f"note: {note}"), highlight=False)
     out_console.print(Text(f"wrote {len(written)} files to {folder.shown}/"), highlight=False, soft_wrap=True)
@@ -200,7 +191,6 @@ def print_run(res, verdict, wide: bool = False) -> None:
             out_console.print(phase_table(res.phases, NARROW_PHASE_COLUMNS))
 
 
-_interrupted = interrupted
 
 
 class Executor(str, enum.Enum):
@@ -317,7 +307,7 @@ def sweep_command(
                 err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
         results = _sweep_with_progress(sweep, target, executor.value, workers, address, started)
     except ScenarioError as err:  # bad sweep, flags or folder; a lost worker
-        _fail(err)
+        fail(err)
     except KeyboardInterrupt:
         err_console.print(Text(_sweep_interrupted(target, started)), highlight=False)
         raise typer.Exit(130) from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -23,7 +24,9 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from costsim.scenario import ScenarioError
+from costsim.errors import CostsimError
+from costsim.runs import api
+from costsim.scenario import Scenario, ScenarioError
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI on some terminals), and
 # the bidirectional embeddings, overrides and isolates (they reorder the text shown around them).
@@ -117,11 +120,19 @@ def print_data_table(table: Table) -> None:
 err_console = SafeConsole(stderr=True)
 
 
-def fail(err: ScenarioError) -> NoReturn:
+def fail(err: CostsimError) -> NoReturn:
     """Print each problem of ``err`` as ``error: file:line: field: what`` and exit 2 (bad input)."""
     for line in str(err).splitlines():  # Text, not markup: names and values may hold '[/]'
         err_console.print(Text.assemble(("error", "bold red"), ": ", line), highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def load_scenario_or_exit(path: Path) -> Scenario:
+    """The checked scenario at ``path``, or its problems printed and exit 2 (``fail``)."""
+    try:
+        return api.load_scenario(path)
+    except ScenarioError as err:
+        fail(err)
 
 
 def interrupted(folder, out: str | None = None) -> NoReturn:

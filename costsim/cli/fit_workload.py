@@ -23,7 +23,7 @@ import typer
 from rich.text import Text
 
 from costsim.present import formats
-from costsim.cli.console import err_console, fail as _fail
+from costsim.cli.console import err_console, fail
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario.jobclass import HOURS_PER_WEEK
 from costsim.calibration.fit import BY, DISTRIBUTIONS
@@ -217,7 +217,7 @@ def fit_workload_command(
                  if path is not None}
         publish_files(writers, [trace], flags)
     except ScenarioError as err:
-        _fail(err)
+        fail(err)
     except KeyboardInterrupt:
         err_console.print(Text("interrupted: nothing written"), highlight=False)
         raise typer.Exit(130) from None

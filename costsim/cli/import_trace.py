@@ -29,7 +29,7 @@ SHOWN_SKIPPED = 5  # skipped rows listed as warnings; the count of all is printe
 CLOCK_SINCE_S = datetime(1990, 1, 1, tzinfo=dt_timezone.utc).timestamp()
 RELATIVE_FORMATS = frozenset({"alibaba-pai"})
 RELATIVE_TIMES = "times are relative (no clock): fit-workload without --start"
-from costsim.cli.console import err_console, fail as _fail  # noqa: E402 — light: no plots, no reports
+from costsim.cli.console import err_console, fail  # noqa: E402 — light: no plots, no reports
 
 
 def options_from_flags(fmt: str, since: str | None, until: str | None, gpu_type: str | None, skip_bad: bool,
@@ -180,7 +180,7 @@ def import_trace_command(
             raise ScenarioError("--gpu-type", [Problem((), mixed)])
         write_trace(result, out, input_paths(format, file))
     except ScenarioError as err:
-        _fail(err)
+        fail(err)
     except KeyboardInterrupt:
         err_console.print(Text("interrupted: nothing written"), highlight=False)
         raise typer.Exit(130) from None

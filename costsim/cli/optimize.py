@@ -75,7 +75,7 @@ def optimize_command(
 
     A grid over the --vary ranges, refined by bisection along a monotone one, with replications;
     prints the answer with its 95 % interval and the cost-vs-delay Pareto frontier it found."""
-    from costsim.cli.commands import _fail, _interrupted, err_console
+    from costsim.cli.console import err_console, fail, interrupted
     from costsim.runs.outdir import OutputFolder
 
     folder = None
@@ -96,9 +96,9 @@ def optimize_command(
                 folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES, inputs=_inputs(scenario, vary)))
             _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder, quiet)
     except ScenarioError as err:  # bad flags or scenario, an unusable --out, a lost worker
-        _fail(err)
+        fail(err)
     except KeyboardInterrupt:
-        _interrupted(folder, out)
+        interrupted(folder, out)
 
 
 def _inputs(scenario: Path, vary: list[str]) -> list[Path]:

@@ -36,9 +36,9 @@ def report_command(
     utilisation flip search, the tornado, the page) is shown on stderr as it goes."""
     from rich.text import Text
 
-    from costsim.decisions import decide
+    from costsim.decisions.verdict import decide
     from costsim.decisions.targets import targets as as_targets
-    from costsim.cli.commands import _fail, _load, err_console, out_console
+    from costsim.cli.console import err_console, fail, load_scenario_or_exit, out_console
     from costsim.report.build import check_out, replications_of, tornado_or_note, write_report
     from costsim.report.sweep import is_sweep_folder, sweep_inputs
     from costsim.cli.stages import Stages, counting
@@ -65,7 +65,7 @@ def report_command(
         else:
             if variant is not None:
                 raise ScenarioError("--variant", [Problem((), "applies to a sweep folder only")])
-            sc = _load(source)
+            sc = load_scenario_or_exit(source)
             check_out_file("--out", out, scenario_inputs(sc, source))  # before the runs: they take a while
             root = sc.seed if seed is None else seed
             n = 3 if replications is None else replications
@@ -86,7 +86,7 @@ def report_command(
             with stages.stage("writing the report", counted=False):
                 path = write_report(data, out, wanted, shown, variant=variant, verdict=verdict)
     except ScenarioError as err:
-        _fail(err)
+        fail(err)
     except KeyboardInterrupt:
         err_console.print(Text(f"interrupted: {out} is unchanged"), highlight=False)
         raise typer.Exit(130) from None

@@ -208,16 +208,6 @@ MEANS_TABLE_KEPT = 1  # metrics a narrow console keeps whatever its width
 MEANS_TABLE_ROWS = 60  # more rows than this: the first ones, and where the rest are
 
 
-def _with_interval(fmt, mean: float, low: float, high: float, stacked: bool = False) -> str:
-    """``mean ± half-width`` of a symmetric t-interval (``stacked``: the ± on a second line); the
-    mean alone where there is no interval (one replication) or no such figure (NaN: "–")."""
-    if formats.missing(mean):
-        return formats.MISSING
-    if formats.missing(low) or formats.missing(high):
-        return fmt(mean)
-    return f"{fmt(mean)}{chr(10) if stacked else ' '}± {fmt((high - low) / 2).lstrip('$')}"
-
-
 def _means_layout(results: SweepResults, title: str, columns, stacked: bool, squeezed: bool = False) -> Table:
     """The means table with ``columns``; ``squeezed``: its names folded as narrow as they may be
     (to measure the least width it needs: rich's own minimum ignores ``no_wrap``)."""
@@ -235,7 +225,7 @@ def _means_layout(results: SweepResults, title: str, columns, stacked: bool, squ
         table.add_column(header.replace(" ", "\n", 1) if stacked else header, justify="right", no_wrap=True)
     table.add_column("n", justify="right")
     for r in shown.to_dict("records"):
-        cells = [_with_interval(fmt, r[m], r[f"{m}_low"], r[f"{m}_high"], stacked) for _, m, fmt in columns]
+        cells = [formats.with_interval(fmt, r[m], r[f"{m}_low"], r[f"{m}_high"], stacked) for _, m, fmt in columns]
         labels = (Text(visible(r["variant"])), Text(visible(swept.get(r["variant"], ""))), Text(visible(r["option"])))
         table.add_row(*labels, *cells, str(r["n"]))
     return table

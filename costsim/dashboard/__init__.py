@@ -15,7 +15,7 @@ from __future__ import annotations
 from costsim.dashboard.bounded import (
     ResultCache,
     RunStopped,
-    _child_main,
+    child_main,
     run_key,
     simulate_bounded,
     simulate_many,
@@ -50,7 +50,7 @@ from costsim.scenario.naming import sized_name
 
 __all__ = [
     "ECONOMY", "LINK", "SCENARIO_DIR", "SETUPS", "ClassKnobs", "Knobs", "Limits", "ResultCache", "RunStopped",
-    "Upload", "_child_main", "apply_knobs", "content_key", "current_knobs", "decode_scenario", "encode_scenario",
+    "Upload", "child_main", "apply_knobs", "content_key", "current_knobs", "decode_scenario", "encode_scenario",
     "changed_knobs", "knob_paths", "knob_problems", "literal_markdown", "load_upload", "make_upload_root", "public_text",
     "run_key", "safe_upload_name", "shipped_scenarios", "shipped_traces", "simulate_bounded", "simulate_many",
     "sized_name", "waiting_note", "warm_up",

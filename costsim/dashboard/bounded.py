@@ -169,7 +169,7 @@ def _answer(request: tuple, limited: list[int]) -> tuple[Any, ...]:
             pass
 
 
-def _child_main(warm: bool = False) -> None:
+def child_main(warm: bool = False) -> None:
     """Body of the worker process (``python -c``, see ``simulate_many``): a loop that reads pickled
     requests (scenario, seed, memory bytes, seconds) from stdin and writes each reply, pickled
     and prefixed by its length (8 bytes, big-endian), to the original stdout; anything a library
@@ -196,7 +196,7 @@ def _child_main(warm: bool = False) -> None:
         reply_out.flush()
 
 
-_CHILD = "import costsim.runs.api; from costsim.dashboard.bounded import _child_main; _child_main({warm})"
+_CHILD = "import costsim.runs.api; from costsim.dashboard.bounded import child_main; child_main({warm})"
 _SPARES: list[subprocess.Popen] = []  # warm workers (costsim imported and used once), waiting for a request
 _SPARES_LOCK = threading.Lock()
 SPARE_COUNT = 3  # the default replications run at once without waiting for an import

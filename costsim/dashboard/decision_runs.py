@@ -154,7 +154,7 @@ class Job:
 
 def _execute(job: Job, progress: Callable[[int, int], None]) -> Any:
     if job.kind == "tornado":
-        from costsim.decisions import tornado
+        from costsim.decisions.sensitivity import tornado
 
         return tornado(job.scenario, replications=job.replications, executor=job.executor, progress=progress)
     from costsim.runs.sweep import sweep
@@ -170,9 +170,9 @@ def _pool(job: Job) -> int:
     return POOL_WORKERS if job.kind == "sweep" and job.executor == "processes" else 0
 
 
-def _child_main() -> None:
+def child_main() -> None:
     """Body of the child (``python -c``): reads (Job, memory bytes), writes pickled messages
-    ("progress", done, total) as it goes, then the reply (as ``dashboard._child_main``)."""
+    ("progress", done, total) as it goes, then the reply (as ``dashboard.child_main``)."""
     reply_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a library prints goes to stderr, not into the replies
     job, memory_bytes = pickle.load(sys.stdin.buffer)
@@ -201,7 +201,7 @@ def _child_main() -> None:
     reply_out.close()
 
 
-_CHILD = "from costsim.dashboard.decision_runs import _child_main; _child_main()"
+_CHILD = "from costsim.dashboard.decision_runs import child_main; child_main()"
 
 
 def run_bounded(job: Job, limits: Limits = Limits(), on_progress: Callable[[int, int, float], None] | None = None,

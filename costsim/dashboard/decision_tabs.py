@@ -23,7 +23,8 @@ import streamlit as st
 
 from costsim.plots import figures as plots
 from costsim.present.formats import money_exact, plain
-from costsim.decisions import decide, frontier, sweep_table
+from costsim.decisions.verdict import decide
+from costsim.decisions.pareto import frontier, sweep_table
 from costsim.dashboard import Limits, RunStopped, Upload, public_text, run_key
 from costsim.dashboard.decision_runs import (
     MAX_AXES,
@@ -37,7 +38,8 @@ from costsim.dashboard.decision_runs import (
 from costsim.dashboard.sweep_upload import read_sweep_uploads
 from costsim.present.formats import who_pays_more
 from costsim.present.headline import CANNOT_KEEP_UP, FAIR, tornado_breakeven
-from costsim.cli.tables import MEANS_TABLE_COLUMNS, _with_interval
+from costsim.cli.tables import MEANS_TABLE_COLUMNS
+from costsim.present.formats import with_interval
 from costsim.scenario import Scenario, ScenarioError
 
 KEEP = 4  # results kept per tab and session (each a few tables)
@@ -175,7 +177,7 @@ def means_rows(results) -> pd.DataFrame:
     out = m[["variant", *swept, "option"]].copy()
     for _, metric, fmt in MEANS_TABLE_COLUMNS:
         if metric in m:
-            out[MEANS_KEYS[metric]] = [_with_interval(fmt, r[metric], r[f"{metric}_low"], r[f"{metric}_high"])
+            out[MEANS_KEYS[metric]] = [with_interval(fmt, r[metric], r[f"{metric}_low"], r[f"{metric}_high"])
                            for _, r in m.iterrows()]
     out["n"] = m["n"]
     return out

@@ -399,7 +399,7 @@ def _read_guarded(payload: tuple[list[Upload], Limits]):
 def read_uploads_here(uploads: list[Upload], limits: Limits = Limits()):
     """``read_sweep_uploads`` in this process (the child's work; tests call it directly)."""
     from costsim.runs.stats import differences_table, means_table
-    from costsim.runs.sweep import METRICS, SweepResults, _cell  # a swept value as a cell, as sweep() shows it
+    from costsim.runs.sweep import METRICS, SweepResults, variant_cell  # a swept value as a cell, as sweep() shows it
 
     if not uploads:
         raise _refused("sweep upload", "no file: upload the zipped folder of costsim sweep --out or its Parquet files")
@@ -427,7 +427,7 @@ def read_uploads_here(uploads: list[Upload], limits: Limits = Limits()):
     runs = runs.iloc[key.argsort(kind="stable")].reset_index(drop=True)  # stable: option order kept
     runs = runs[["variant", *[c for c in runs.columns if c != "variant"]]]
     present = list(dict.fromkeys(runs["variant"]))
-    variants = pd.DataFrame([{"variant": v, **{k: _cell(x) for k, x in params.get(v, {}).items()}} for v in present])
+    variants = pd.DataFrame([{"variant": v, **{k: variant_cell(x) for k, x in params.get(v, {}).items()}} for v in present])
     notes = []
     if manifest is not None:
         expected = len(listed) * replications

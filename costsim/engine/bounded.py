@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import simpy
 
-from costsim.present.formats import number
 
 FIRST_CHUNK = 1 / 1024  # of the horizon: the first look at the event rate comes early
 MIN_CHUNK = 1 / 65536  # of the horizon: at most this many chunks, so the chunking itself stays cheap
@@ -23,7 +22,8 @@ class EventLimitExceeded(RuntimeError):
 
     def __init__(self, events: int, limit: int, now_h: float, until_h: float):
         self.events, self.limit, self.now_h, self.until_h = events, limit, now_h, until_h
-        super().__init__(f"{events:,} simulation events by hour {number(now_h, 1)} of {number(until_h, 1)}, "
+        # Simulated hours are finite and non-negative: plain fixed-point reads as the formatter would.
+        super().__init__(f"{events:,} simulation events by hour {now_h:,.1f} of {until_h:,.1f}, "
                          f"above the limit of {limit:,}")
 
 

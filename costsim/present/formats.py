@@ -206,3 +206,13 @@ def who_pays_more(name_a: str, name_b: str, a_minus_b_usd: float) -> str:
 
 __all__ = ["MISSING", "count", "decimals_for", "duration", "hours", "millions", "missing", "money", "money_exact",
            "number", "p_value", "per_gpu_hour", "percent", "percent_number", "three_figures", "plain", "seconds", "significant", "who_pays_more"]
+
+
+def with_interval(fmt, mean: float, low: float, high: float, stacked: bool = False) -> str:
+    """``mean ± half-width`` of a symmetric t-interval (``stacked``: the ± on a second line); the
+    mean alone where there is no interval (one replication) or no such figure (NaN: "–")."""
+    if missing(mean):
+        return MISSING
+    if missing(low) or missing(high):
+        return fmt(mean)
+    return f"{fmt(mean)}{chr(10) if stacked else ' '}± {fmt((high - low) / 2).lstrip('$')}"

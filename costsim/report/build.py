@@ -95,7 +95,7 @@ def _header(title: str, sub: str, notes: list[str]) -> str:
 
 
 def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None) -> tuple[str, str]:
-    from costsim.decisions import decide
+    from costsim.decisions.verdict import decide
 
     first, reps = src.runs[0], len(src.runs)
     sc = first.scenario
@@ -124,7 +124,7 @@ VARIANT_COLUMNS: list[h.Column] = [
 def _sweep_body(src: _Input, wanted, given_frontier) -> tuple[str, str]:
     from types import SimpleNamespace
 
-    from costsim.decisions import decide
+    from costsim.decisions.verdict import decide
 
     sweep = src.sweep
     variants = list(dict.fromkeys(sweep.runs["variant"]))

@@ -312,7 +312,7 @@ def versions() -> dict[str, str]:
 
     import numpy
 
-    from costsim import __version__
+    from costsim._version import __version__
     return {"costsim": __version__, "numpy": numpy.__version__, "python": platform.python_version()}
 
 

@@ -158,7 +158,7 @@ def inputs_sha256(scenario, file_sha256: Callable[[Path], str] | None = None) ->
 def sweep_manifest(spec: Sweep) -> dict:
     """The dataset's ``sweep.json``: what identifies the sweep, for resuming. ``base`` is the base
     scenario's absolute path, so that a report run from any folder finds (and protects) it."""
-    from costsim import __version__
+    from costsim._version import __version__
 
     # Variants usually share one trace: hash each file once, not once per variant.
     file_sha256 = functools.cache(lambda path: _bytes_sha256(path.read_bytes()))
@@ -171,11 +171,11 @@ def sweep_manifest(spec: Sweep) -> dict:
 def variants_table(spec: Sweep) -> pd.DataFrame:
     """One row per variant: ``variant`` and one column per swept path, in the order they appear."""
     paths = list(dict.fromkeys(p for v in spec.variants for p in v.params))
-    rows = [{"variant": v.id, **{p: _cell(v.params.get(p)) for p in paths}} for v in spec.variants]
+    rows = [{"variant": v.id, **{p: variant_cell(v.params.get(p)) for p in paths}} for v in spec.variants]
     return pd.DataFrame(rows, columns=["variant", *paths])
 
 
-def _cell(value: Any) -> Any:
+def variant_cell(value: Any) -> Any:
     """A swept value as a table cell: scalars as they are, anything else (a list) as JSON text."""
     return value if value is None or isinstance(value, (bool, int, float, str)) else json.dumps(value, default=str)
 

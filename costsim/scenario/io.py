@@ -260,3 +260,8 @@ def yaml_dump(data: Any, width: int = 100, inline_leaves: bool = False) -> str:
 def dump_scenario(scenario: Scenario) -> str:
     """The scenario as YAML (fields in schema order, defaults written out) that loads back equal."""
     return yaml_dump(json.loads(scenario.model_dump_json()))
+
+
+def json_schema() -> dict:
+    """JSON schema of a scenario file, for editors (``costsim schema``)."""
+    return Scenario.model_json_schema()
