@@ -9,7 +9,7 @@ failures) are rejected with a message until they exist.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -23,8 +23,8 @@ from costsim.scenario.units import (
     IntervalHours,
     Minutes,
     Seed,
-    bounded_float,
-    bounded_int,
+    float_bounds,
+    int_bounds,
     show,
     span,
 )
@@ -41,19 +41,19 @@ MAX_CLASSES = 500
 MAX_OPTIONS = 100
 """Options per scenario: each is a whole simulation of the workload."""
 
-ArrivalScale = bounded_float(gt=0, le=100)
-ElectricityPrice = bounded_float(ge=0, le=10)
-ColoPrice = bounded_float(ge=0, le=10_000)
-Pue = bounded_float(ge=1.0, le=3.0)
-DepreciationYears = bounded_float(ge=0.1, le=30)
-GPUsPerFTE = bounded_float(ge=1, le=MAX_GPUS)
-StaffMinimum = bounded_int(ge=0, le=MAX_GPUS)
-StaffSalary = bounded_float(ge=0, le=10_000_000)
-CapexShare = bounded_float(ge=0, le=10)
-AnnualRate = bounded_float(ge=0, le=1)
-ServingBase = bounded_float(gt=0, le=MAX_GPUS)
-Growth = bounded_float(ge=-0.9, le=10)
-WaitingPrice = bounded_float(ge=0, le=1_000)
+ArrivalScale: TypeAlias = Annotated[float, *float_bounds(gt=0, le=100)]
+ElectricityPrice: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10)]
+ColoPrice: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10_000)]
+Pue: TypeAlias = Annotated[float, *float_bounds(ge=1.0, le=3.0)]
+DepreciationYears: TypeAlias = Annotated[float, *float_bounds(ge=0.1, le=30)]
+GPUsPerFTE: TypeAlias = Annotated[float, *float_bounds(ge=1, le=MAX_GPUS)]
+StaffMinimum: TypeAlias = Annotated[int, *int_bounds(ge=0, le=MAX_GPUS)]
+StaffSalary: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10_000_000)]
+CapexShare: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10)]
+AnnualRate: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1)]
+ServingBase: TypeAlias = Annotated[float, *float_bounds(gt=0, le=MAX_GPUS)]
+Growth: TypeAlias = Annotated[float, *float_bounds(ge=-0.9, le=10)]
+WaitingPrice: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1_000)]
 MAX_TARGETS = 20
 
 
