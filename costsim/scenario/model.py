@@ -116,7 +116,7 @@ class Workload(StrictModel):
                              "`job_classes` (generated plain jobs)")
         if self.checkpoint is not None and self.trace is None and not self.job_classes:
             raise ValueError("checkpoint applies to trace jobs and job_classes; RL classes have their own `checkpoint`")
-        names = [c.name for c in (*self.classes, *self.job_classes)]
+        names = [c.name for c in self.classes] + [c.name for c in self.job_classes]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"class name(s) {', '.join(sorted(dup))} used twice (classes and job_classes "
@@ -346,7 +346,7 @@ class Scenario(StrictModel):
         copy._base_dir = Path(base_dir).resolve()
         return copy
 
-    def option(self, name: str) -> OwnedOption | CloudOption:
+    def option(self, name: str) -> OwnedOption | CloudOption | HybridOption:
         for opt in self.options:
             if opt.name == name:
                 return opt
