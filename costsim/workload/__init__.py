@@ -222,8 +222,8 @@ def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | No
         maxes.append(draws.length_max)
         capped.append(draws.capped)
         squares.append(draws.length_sq_sum)
-    for cls in scenario.workload.job_classes:
-        parts.append(job_class_jobs(cls, seed, scenario.workload.arrival_scale, scenario.horizon_h, TRACE_CLASS))
+    for job_class in scenario.workload.job_classes:
+        parts.append(job_class_jobs(job_class, seed, scenario.workload.arrival_scale, scenario.horizon_h, TRACE_CLASS))
     cols = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in _PER_JOB}
     submit = cols["submit_h"]
     if (submit < scenario.horizon_h).all() and (submit[1:] >= submit[:-1]).all():
@@ -245,7 +245,7 @@ def reserved_id_problems(scenario: Scenario, trace_ids: np.ndarray) -> list[Prob
     — when ``arrival_scale`` > 1 makes copies — any id ending in ``~<digits>``. Refusing these
     keeps every job_id unique by construction."""
     forms = []
-    names = [c.name for c in (*scenario.workload.classes, *scenario.workload.job_classes)]
+    names = [c.name for c in scenario.workload.classes] + [c.name for c in scenario.workload.job_classes]
     if names:
         forms.append("(?:" + "|".join(re.escape(n) for n in names) + ")-[0-9]{5,}")
     if scenario.workload.arrival_scale > 1:
