@@ -113,7 +113,9 @@ COPY_MARK = "~"  # an extra copy of trace job <id> made by arrival_scale > 1 is 
 
 def _trace_jobs(scenario: Scenario, seed: int, trace: TraceTable | None = None) -> dict[str, np.ndarray]:
     if trace is None:
-        trace = read_trace(scenario.base_dir / scenario.workload.trace)  # type: ignore[operator]
+        path = scenario.workload.trace
+        assert path is not None  # trace jobs are made only for a scenario with a trace
+        trace = read_trace(scenario.base_dir / path)
     n = len(trace)
     # The same value for every trace job: one int64 seen n times (read-only, no memory per job).
     cols = {
