@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
 import pandas as pd
 
@@ -34,7 +35,10 @@ from costsim.decisions.targets import Target
 from costsim.decisions.wording import misses, pct
 from costsim.scenario import Scenario
 
-Simulate = Callable[[Scenario, int], "Results"]  # noqa: F821 - costsim.results.Results, imported lazily
+if TYPE_CHECKING:  # for the type only: costsim.results is imported lazily
+    from costsim.results import Results
+
+Simulate: TypeAlias = Callable[[Scenario, int], "Results"]
 
 FLIP_RANGE = 10.0  # an electricity flip further than this factor from today's price is not reported
 FLIP_SIMULATIONS = 8  # simulations at most to find the utilisation flip

@@ -104,7 +104,7 @@ class _Search:
         self.columns = list(dict.fromkeys([*MEANS, *(METRICS[t.metric][0] for t in wanted)]))
         self.frames: list[pd.DataFrame] = []
         self.uses: dict[str, list[int]] = {c: list(range(len(dims))) for c in candidates}
-        self.stage: dict[Point, str] = {}
+        self.stage: dict[str, str] = {}  # by configuration as a table cell (_key)
         self.done = 0
         self.planned = 0
 

@@ -59,7 +59,8 @@ def dominated(points: np.ndarray) -> np.ndarray:
         p = points[start:start + _BLOCK, None, :]  # block × 1 × k against 1 × n × k
         no_worse = (points[None, :, :] <= p).all(axis=2)
         better = (points[None, :, :] < p).any(axis=2)
-        out[start:start + _BLOCK] = (no_worse & better).any(axis=1)
+        # np.any rather than the method, which numpy's stubs type as maybe one bool here.
+        out[start:start + _BLOCK] = np.any(no_worse & better, axis=1)
     return out
 
 

@@ -10,7 +10,7 @@ import math
 
 from costsim.decisions.targets import METRICS, Target, value
 from costsim.present.formats import duration, money, percent, plain, significant
-from costsim.scenario import Scenario
+from costsim.scenario import CloudOption, Scenario
 
 # duration and money are the one formatter's (costsim.present.formats), named here for the verdict's modules.
 __all__ = ["capitalised", "delay_trade", "describe", "duration", "horizon", "met_clause", "metric_name", "misses",
@@ -20,11 +20,14 @@ __all__ = ["capitalised", "delay_trade", "describe", "duration", "horizon", "met
 def describe(name: str, scenario: Scenario | None) -> str:
     """An option in words: "owning 384 H100s (own-384)", "renting on-demand H100s (cloud-od)", "owning 256
     H100s with rollouts on spot H100s (own-spot)"."""
-    opt = next((o for o in scenario.options if o.name == name), None) if scenario is not None else None
+    if scenario is None:
+        return name
+    opt = next((o for o in scenario.options if o.name == name), None)
     if opt is None:
         return name
     # Rollout offload (docs/rollout-offload.md): name the pool by its pricing and GPU.
     pool = next((o for o in scenario.options if o.name == opt.rollout_pool), None) if opt.rollout_pool else None
+    assert pool is None or isinstance(pool, CloudOption)  # the schema: a rollout_pool names a cloud option
     sampling = f" with rollouts on {pool.pricing.replace('_', '-')} {pool.gpu_type}s" if pool is not None else ""
     if opt.kind == "owned":
         return f"owning {opt.gpus:,} {opt.gpu_type}s{sampling} ({name})"

@@ -24,11 +24,22 @@ Times in hours, sizes in GPUs.
 
 from __future__ import annotations
 
+from array import array
+from collections import deque
 from collections.abc import Mapping, Sequence
 from itertools import islice
+from typing import TYPE_CHECKING, Any
 
-from costsim.engine.pool import Allocation, held_gpus, nodes_needed
+from costsim.engine.pool import Allocation, NodePool, held_gpus, nodes_needed
 from costsim.engine.reservation import INF, reserve
+
+if TYPE_CHECKING:
+    import simpy
+
+    from costsim.models.serving import RangeMax
+
+    from .progress import Progress
+    from .records import Recorder
 
 BACKFILL_DEPTH = 500  # queued jobs examined per pass (Slurm's bf_max_job_test default)
 
@@ -74,6 +85,36 @@ class EasyBackfill:
     (where the last scan stopped) and ``changes`` (bumped by the cluster on every start, stop,
     failure, repair, delivery and withdrawal)."""
 
+    # The host's state this pass reads (annotations only: ``OwnedCluster.__init__`` sets them).
+    env: simpy.Environment
+    pool: NodePool
+    gpus: Sequence[int]  # per job
+    gpn: int  # GPUs per node
+    fifo: deque[int]
+    waiting: set[int]
+    queued_hold: array[float] | None  # per job, hours; set under backfill
+    running: dict[int, tuple[float, Allocation]]
+    ends: list[tuple[float, int, int]]  # (planned end, GPUs held, job), sorted
+    repair_end: dict[int, float]  # node under repair -> when it returns, hours
+    serving: RangeMax | None
+    lookahead_h: float  # set with serving
+    progress: Progress
+    rec: Recorder
+    changes: int
+    audit: list[tuple[float, int, float, float]] | None
+    # This pass's own state, also initialised by the host.
+    held_res: list[Any] | None  # [head, shadow_t, free GPUs per node then, spare good nodes]
+    scanned: tuple[int, int, int]  # (changes, head, position)
+
+    if TYPE_CHECKING:  # the host's methods the pass calls
+
+        @property
+        def in_service(self) -> int: ...
+
+        def _room(self, i: int) -> bool: ...
+
+        def _start(self, i: int, alloc: Allocation) -> None: ...
+
     def _backfill(self) -> None:
         queue, pool, gpus, gpn = self.fifo, self.pool, self.gpus, self.gpn
         head = queue[0]
@@ -108,6 +149,7 @@ class EasyBackfill:
         # where a job goes depends only on its size until the pool changes, so they stay refused.
         refused: set[int] = set()
         waiting, hold = self.waiting, self.queued_hold
+        assert hold is not None  # kept whenever the scheduler is backfill
         started = []
         for pos, j in enumerate(islice(queue, first, stop), first):
             g = gpus[j]
@@ -116,10 +158,11 @@ class EasyBackfill:
             past = now + hold[j] > shadow_t
             if (past and g in refused) or j not in waiting or (serving and not self._room(j)):
                 continue
+            alloc = pool.allocate(g)
+            assert alloc is not None  # g < too_big: it fits now
             if past:
                 # Still running at the reservation: it must not take nodes the head needs then, nor
                 # GPUs serving needs beside the head (counted as held over the head's whole run).
-                alloc = pool.allocate(g)
                 lost = sum(1 for node, n in alloc if shadow[node] >= good > shadow[node] - n)
                 held = held_gpus(g, gpn)
                 if lost > spare or held > slack:
@@ -130,8 +173,6 @@ class EasyBackfill:
                 slack -= held
                 for node, n in alloc:
                     shadow[node] -= n
-            else:
-                alloc = pool.allocate(g)
             started.append((pos, j, alloc, past))
             refused.clear()
             too_big = min(too_big, pool.largest_fit() + 1)

@@ -29,7 +29,7 @@ class EventLimitExceeded(RuntimeError):
 
 def events_scheduled(env: simpy.Environment) -> int:
     """Events scheduled so far: SimPy numbers every scheduled event with this counter."""
-    return next(env._eid)  # type: ignore[attr-defined]
+    return next(env._eid)
 
 
 def run_bounded(env: simpy.Environment, until_h: float, max_events: int | None) -> None:

@@ -64,7 +64,7 @@ class CloudPool:
         queue, gpi, gpus = self.queue, self.gpi, self.gpus
         while queue:
             need = nodes_needed(gpus[queue[0]], gpi) * gpi
-            if self.in_use + need > self.max_gpus:  # type: ignore[operator]
+            if self.in_use + need > self.max_gpus:
                 return
             self._request(queue.popleft())
 

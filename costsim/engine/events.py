@@ -24,18 +24,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import simpy
-from simpy.events import Event
+from simpy.events import Event, EventPriority
 
-RELEASE = 0
-ARRIVAL = 1
-DECIDE = 2
-TIMER = 3
+RELEASE = EventPriority(0)
+ARRIVAL = EventPriority(1)
+DECIDE = EventPriority(2)
+TIMER = EventPriority(3)
 
 
 class At(Event):
-    """An event ``delay`` hours from now, at ``priority``, that calls ``fn(event)``."""
+    """An event ``delay`` hours from now, at ``priority``, that calls ``fn(event)``.
 
-    def __init__(self, env: simpy.Environment, delay: float, priority: int, fn: Callable[[Any], None]):
+    ``fn`` is typed ``Callable[..., None]``, not ``Callable[[Any], None]``: callbacks bind their job
+    as lambda defaults (``lambda _e, i=i: ...``), which mypy cannot infer against the latter."""
+
+    def __init__(self, env: simpy.Environment, delay: float, priority: EventPriority, fn: Callable[..., None]):
         self.env = env
         self.callbacks = [fn]
         self._value = None

@@ -137,6 +137,7 @@ class OwnedCluster(EasyBackfill):
         self.repair_h = repair_h
         self.rng = rng
         if self.failure_rate > 0:
+            assert rng is not None, "node failures are drawn from rng"
             At(env, max(lead_time_h, 0.0) + rng.exponential(1 / self.failure_rate), RELEASE, self._fail)
 
     @property
@@ -232,7 +233,9 @@ class OwnedCluster(EasyBackfill):
 
     def _fail(self, _: Any) -> None:
         now = self.env.now
-        node = int(self.rng.integers(self.nodes))
+        rng = self.rng
+        assert rng is not None  # failures are scheduled only with an rng
+        node = int(rng.integers(self.nodes))
         if not self.pool.is_down(node):  # a node under repair cannot fail again
             self.pool.down_node(node)
             self._unplanned()
@@ -244,7 +247,7 @@ class OwnedCluster(EasyBackfill):
                 self.arrive(i, front=True)
             self.repair_end[node] = now + self.repair_h
             At(self.env, self.repair_h, RELEASE, lambda _e, n=node: self._repaired(n))
-        At(self.env, self.rng.exponential(1 / self.failure_rate), RELEASE, self._fail)
+        At(self.env, rng.exponential(1 / self.failure_rate), RELEASE, self._fail)
 
     def _repaired(self, node: int) -> None:
         del self.repair_end[node]

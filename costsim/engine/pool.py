@@ -18,6 +18,8 @@ O(GPUs per node) bit counts, never a scan of every node: what backfilling asks o
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 Allocation = tuple[tuple[int, int], ...]  # (node, GPUs taken on it)
 
 
@@ -41,9 +43,14 @@ class NodePool:
         self.masks[gpus_per_node] = (1 << nodes) - 1
         self.free_gpus = nodes * gpus_per_node
         self.down: set[int] = set()
-        if placement == "first_fit":  # chosen once here, so the per-start call has no extra branch
+        # Take GPUs for a job, or None (nothing changed) if it does not fit now. Chosen once here,
+        # so the per-start call has no extra branch.
+        self.allocate: Callable[[int], Allocation | None]
+        if placement == "first_fit":
             self.allocate = self._allocate_first_fit
-        elif placement != "best_fit":
+        elif placement == "best_fit":
+            self.allocate = self._allocate_best_fit
+        else:
             raise ValueError(f"unknown placement {placement!r}")
 
     def _allocate_first_fit(self, gpus: int) -> Allocation | None:
@@ -67,8 +74,9 @@ class NodePool:
         self.free_gpus -= gpus
         return ((node, gpus),)
 
-    def allocate(self, gpus: int) -> Allocation | None:
-        """Take GPUs for a job, or None (nothing changed) if it does not fit now."""
+    def _allocate_best_fit(self, gpus: int) -> Allocation | None:
+        """``allocate`` under best fit: a job within a node takes the fullest node that still fits
+        it, the lowest-indexed among equals."""
         if gpus > self.free_gpus:
             return None
         gpn, masks = self.gpn, self.masks

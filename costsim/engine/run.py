@@ -100,14 +100,16 @@ def _owned(env, plan: OwnedPlan | CloudPlan, work: WorkPlan, progress: Progress,
            rng: np.random.Generator, horizon_h: float) -> OwnedCluster:
     jobs = work.jobs
     g, prio = integers(work.home_gpus), integers(jobs.priority)  # offloaded jobs hold their training GPUs here
-    policy = {"placement": plan.placement,
-              "duration_h": doubles(sjf_durations(work)) if plan.scheduler == "sjf" else None}
+    duration_h = doubles(sjf_durations(work)) if plan.scheduler == "sjf" else None
     if isinstance(plan, OwnedPlan):
         return OwnedCluster(env, plan.nodes, plan.gpus_per_node, plan.lead_time_h, plan.scheduler, g, prio, progress,
-                            rec, serving, plan.failures_per_node_h, plan.repair_h, rng, horizon_h=horizon_h, **policy)
+                            rec, serving, plan.failures_per_node_h, plan.repair_h, rng, horizon_h=horizon_h,
+                            placement=plan.placement, duration_h=duration_h)
     # Reserved: a committed pool of whole instances, ready at once; the provider handles failures.
+    assert plan.reserved_gpus is not None, "a reserved option commits to reserved_gpus"
     return OwnedCluster(env, plan.reserved_gpus // plan.gpus_per_instance, plan.gpus_per_instance, 0.0,
-                        plan.scheduler, g, prio, progress, rec, serving, horizon_h=horizon_h, **policy)
+                        plan.scheduler, g, prio, progress, rec, serving, horizon_h=horizon_h,
+                        placement=plan.placement, duration_h=duration_h)
 
 
 def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | None = None,
@@ -150,6 +152,7 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | No
         cluster = _owned(env, plan, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         arrive = cluster.arrive
     else:
+        assert isinstance(plan, CloudPlan)  # not a pool: rented per use
         arrive = CloudPool(env, plan, g, _progress(work, rec), rec, rngs).arrive
     ArrivalFeed(env, doubles(jobs.submit_h), arrive)
     run_bounded(env, horizon_h, max_events)

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
+
+# Hours (and what accrues over them) as one number or one per bin: the accruing costs below are
+# elementwise and give back what they are given (``costsim.results.costing`` passes arrays).
+Span = TypeVar("Span", float, np.ndarray)
 
 # Billing rounds up to whole increments; a duration within this many seconds of an increment
 # boundary is on it (so 3600.0000000001 s is not billed as 3601 s).
@@ -46,23 +51,23 @@ def annual_capital_cost_usd(capex_usd: float, residual_frac: float, years: float
 
 
 def it_energy_kwh(
-    nodes: int, idle_kw: float, max_kw: float, gpus_per_node: int, hours: float, busy_gpu_hours: float
-) -> float:
+    nodes: int, idle_kw: float, max_kw: float, gpus_per_node: int, hours: Span, busy_gpu_hours: Span
+) -> Span:
     """IT energy: every node draws ``idle_kw`` while installed; a busy GPU adds its share of max − idle."""
     return nodes * idle_kw * hours + (max_kw - idle_kw) / gpus_per_node * busy_gpu_hours
 
 
-def energy_cost_usd(it_kwh: float, pue: float, usd_per_kwh: float) -> float:
+def energy_cost_usd(it_kwh: Span, pue: float, usd_per_kwh: float) -> Span:
     """Facility energy bill: IT energy × PUE × price."""
     return it_kwh * pue * usd_per_kwh
 
 
-def facility_cost_usd(nodes: int, node_max_kw: float, usd_per_kw_month: float, hours: float) -> float:
+def facility_cost_usd(nodes: int, node_max_kw: float, usd_per_kw_month: float, hours: Span) -> Span:
     """Colocation: provisioned kW (nodes × max power) × $/kW-month × months."""
     return nodes * node_max_kw * usd_per_kw_month * hours / HOURS_PER_MONTH
 
 
-def maintenance_cost_usd(capex_usd: float, frac_per_year: float, hours: float) -> float:
+def maintenance_cost_usd(capex_usd: float, frac_per_year: float, hours: Span) -> Span:
     """Maintenance and support: a share of capex per year."""
     return capex_usd * frac_per_year * hours / HOURS_PER_YEAR
 
@@ -74,7 +79,7 @@ def staff_fte(gpus: int, gpus_per_fte: float, min_fte: float) -> int:
     return max(math.ceil(gpus / gpus_per_fte - 1e-9), math.ceil(min_fte - 1e-9))
 
 
-def staff_cost_usd(gpus: int, gpus_per_fte: float, usd_per_fte_year: float, hours: float, *, min_fte: float) -> float:
+def staff_cost_usd(gpus: int, gpus_per_fte: float, usd_per_fte_year: float, hours: Span, *, min_fte: float) -> Span:
     """Operations staff: whole engineers (``staff_fte``) × loaded salary (USD per year) × years of ``hours``."""
     return staff_fte(gpus, gpus_per_fte, min_fte) * usd_per_fte_year * hours / HOURS_PER_YEAR
 

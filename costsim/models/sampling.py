@@ -119,9 +119,9 @@ def length_draws(
     min(mean, cap), capped when the mean exceeds the cap."""
     if cv == 0:
         length = min(float(mean), float(cap))
-        capped = n if mean > cap else 0
+        all_capped = n if mean > cap else 0
         return LengthDraws(np.full(iterations, n * length), np.full(iterations, length),
-                           np.full(iterations, capped, dtype=np.int32), np.full(iterations, n * length * length))
+                           np.full(iterations, all_capped, dtype=np.int32), np.full(iterations, n * length * length))
     mu, sigma = lognormal_params(mean, cv)
     p_cap = float(ndtr(-(np.log(cap) - mu) / sigma))  # P(L ≥ cap), without cancellation
     capped = rng.binomial(n, p_cap, iterations)

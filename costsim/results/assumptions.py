@@ -26,7 +26,7 @@ from costsim.catalog.load import Catalog, default_catalog
 from costsim.plan.options import OwnedPlan, is_pool, pools
 from costsim.plan.resolve import resolve
 from costsim.catalog.pins import effective_catalog
-from costsim.scenario import CloudOption, OwnedOption, Scenario
+from costsim.scenario import CloudOption, Failures, OwnedOption, Scenario
 from costsim.plan.resolved import RL_CONSTANTS, RL_SPECS, resolve_scenario
 
 COLUMNS = ("assumption", "value", "unit", "source", "date", "from")
@@ -80,8 +80,10 @@ class _Rows:
         else:
             origin = "scenario"
             # A resolved scenario writes the catalog's value: its source is still the catalog's.
-            cited = entry is not None and self.same_version and entry.value == given
-            source, date = (entry.source, entry.date) if cited else (SET_HERE, "")
+            if entry is not None and self.same_version and entry.value == given:
+                source, date = entry.source, entry.date
+            else:
+                source, date = SET_HERE, ""
         self.rows.append({"assumption": what, "value": value, "unit": unit, "source": source, "date": date,
                           "from": origin})
 
@@ -112,8 +114,10 @@ def assumptions(scenario: Scenario, catalog: Catalog | None = None) -> pd.DataFr
                 out.add(what, getattr(econ, key), unit, getattr(given_econ, key), f"economics.{key}")
     out.add("discount rate (net present value)", econ.discount_rate, "per year", given_econ.discount_rate,
             "economics.discount_rate")
-    for opt in owned:
-        _owned_rows(out, opt, done.option(opt.name), cat, installed)
+    for option in owned:
+        resolved = done.option(option.name)
+        assert isinstance(resolved, OwnedOption)  # resolving keeps each option's kind
+        _owned_rows(out, option, resolved, cat, installed)
     for gpu in dict.fromkeys(p.gpu.name for p in parts if isinstance(p, OwnedPlan)):
         for key in ("node_max_kw", "node_idle_kw"):
             what, unit = SPEC_UNITS[key]
@@ -121,7 +125,9 @@ def assumptions(scenario: Scenario, catalog: Catalog | None = None) -> pd.DataFr
                     f"gpus.{gpu}.{key}")
     for opt in scenario.options:
         if isinstance(opt, CloudOption):
-            _cloud_rows(out, opt, done.option(opt.name))
+            rented = done.option(opt.name)
+            assert isinstance(rented, CloudOption)  # as above
+            _cloud_rows(out, opt, rented)
     for opt, resolved in zip(scenario.options, done.options, strict=True):
         if opt.rollout_pool is not None:
             out.add(f"rollout link, {opt.name}", resolved.rollout_link_gb_s, "GB/s", opt.rollout_link_gb_s,
@@ -152,7 +158,8 @@ def _owned_rows(out: _Rows, opt: OwnedOption, done: OwnedOption, cat: Catalog, i
             opt.capex_usd_per_gpu, f"gpus.{opt.gpu_type}.server_price_usd", source, date)
     out.add(f"lead time, {opt.name}", done.lead_time_days, "days", opt.lead_time_days, "economics.lead_time_days")
     if done.failures is not None:
-        mine = None if opt.failures == "catalog" else opt.failures
+        assert isinstance(done.failures, Failures)  # resolved: "catalog" is replaced by the catalog's values
+        mine = opt.failures if isinstance(opt.failures, Failures) else None  # the scenario's own, not "catalog"
         out.add(f"node failures, {opt.name}", done.failures.node_failures_per_1000_node_days, "per 1,000 node-days",
                 mine and mine.node_failures_per_1000_node_days, "reliability.node_failures_per_1000_node_days")
         out.add(f"repair time, {opt.name}", done.failures.repair_hours, "h per failure",
@@ -189,6 +196,7 @@ def _cloud_rows(out: _Rows, opt: CloudOption, done: CloudOption) -> None:
         out.add(f"spot reacquire delay, {opt.name}", done.reacquire_delay_h, "h", opt.reacquire_delay_h,
                 "reliability.spot_reacquire_delay_h")
     if done.failures is not None:
+        assert opt.failures is not None  # rented nodes' failures are the scenario's own (no catalog default)
         out.add(f"node failures, {opt.name}", done.failures.node_failures_per_1000_node_days, "per 1,000 node-days",
                 opt.failures.node_failures_per_1000_node_days, None)
 

@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from costsim.plan.options import HybridPlan, OwnedPlan, Plan, is_pool, pools
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, pools
 from costsim.engine.run import UsageRecord
 from costsim.engine.pool import nodes_needed
 
@@ -70,6 +70,7 @@ def would_hold(plan: Plan, gpus: np.ndarray) -> np.ndarray:
     if is_pool(part):
         gpn = part.gpus_per_node if isinstance(part, OwnedPlan) else part.gpus_per_instance
         return np.where(gpus <= gpn, gpus, nodes_needed(gpus, gpn) * gpn)
+    assert isinstance(part, CloudPlan)  # not a pool: rented per use
     return nodes_needed(gpus, part.gpus_per_instance) * part.gpus_per_instance
 
 
@@ -86,16 +87,17 @@ def capacity_limit_gpu_h(plan: Plan, rec: UsageRecord, start_h: float, end_h: fl
         if is_pool(part):  # owned, reserved, a hybrid's base: its GPUs as installed over time
             t = np.clip(np.append(rec.capacity_change_h, end_h), start_h, end_h)
             total += float((np.diff(t) * np.asarray(rec.capacity_gpus, dtype=float)).sum())
-        elif part.max_gpus is None:
+            continue
+        assert isinstance(part, CloudPlan)  # not a pool: rented per use
+        if part.max_gpus is None:
             return math.inf
-        else:
-            total += part.max_gpus * (end_h - start_h)
+        total += part.max_gpus * (end_h - start_h)
     return total
 
 
-def gpu_hours_within(edges: np.ndarray, gpus: np.ndarray, start_h: float, end_h: float) -> float:
-    """GPU-hours of a level of ``gpus`` GPUs per bin (bin i is [edges[i], edges[i+1]], hours)
-    that fall within [start_h, end_h]."""
+def gpu_hours_within(edges: np.ndarray, gpus: np.ndarray | float, start_h: float, end_h: float) -> float:
+    """GPU-hours of a level of ``gpus`` GPUs per bin (bin i is [edges[i], edges[i+1]], hours; one
+    number: the same in every bin) that fall within [start_h, end_h]."""
     edges = np.asarray(edges, dtype=float)
     overlap = np.clip(edges[1:], start_h, end_h) - np.clip(edges[:-1], start_h, end_h)
     return float((overlap * np.asarray(gpus, dtype=float)).sum())
@@ -191,7 +193,7 @@ def cheapest_rent_usd_per_gpu_hour(plans: list[Plan], plan: Plan) -> float:
     """The price unfinished work (and unmet serving) is priced at: the cheapest on-demand or spot
     price among the scenario's options (hybrid bursts included), or, with none, the catalog's
     cheapest on-demand price of ``plan``'s GPU type (every tier). USD per GPU-hour."""
-    rented = [p.price_per_gpu_hour for q in plans for p in pools(q) if not is_pool(p)]
+    rented = [p.price_per_gpu_hour for q in plans for p in pools(q) if isinstance(p, CloudPlan) and not is_pool(p)]
     if rented:
         return float(min(rented))
     return float(min(tier["on_demand"] for tier in plan.gpu.price.values() if "on_demand" in tier))

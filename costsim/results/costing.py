@@ -150,6 +150,7 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
     for k, (part, sub) in enumerate(pools):
         served, rented = serving[k] if serving else (None, None)
         if k >= len(pools) - rollout_parts(plan):  # a rollout pool: its bill is the rollout line
+            assert isinstance(part, CloudPlan)  # a rollout pool is rented
             items = {"rollout": cloud_costs(part, sub, horizon_h, edges)["cloud"]}
         elif isinstance(part, OwnedPlan):
             extra = per_bin(served, horizon_h, edges) if served is not None else None
@@ -220,6 +221,7 @@ def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict
     """A commitment: reserved GPUs × price for every hour of the horizon, used or not
     (``reserved``), and the rest of the last term begun, owed at the horizon's end even though
     the simulation stops there (``commitment_owed``, in the last bin)."""
+    assert plan.reserved_gpus is not None  # a reservation commits to reserved_gpus
     hours = hours_in_bins(0.0, horizon_h, edges)
     owed = np.zeros(len(edges) - 1)
     if len(owed):

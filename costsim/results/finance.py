@@ -83,6 +83,7 @@ def committed_usd_per_month(plan: Plan) -> float:
     reserved base's); 0 for any option without a commitment."""
     part = plan.base if isinstance(plan, HybridPlan) else plan
     if isinstance(part, CloudPlan) and part.reserved:
+        assert part.reserved_gpus is not None  # a reservation commits to reserved_gpus
         return float(part.reserved_gpus) * part.price_per_gpu_hour * HOURS_PER_MONTH
     return 0.0
 

@@ -22,6 +22,7 @@ Definitions (also in the README):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -202,6 +203,7 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
     for k, (part, sub) in enumerate(pools):
         part_serving = [serving[k]] if serving else None
         if not is_pool(part):
+            assert isinstance(part, CloudPlan)  # rented per use
             bill_job, bill = cloud_bills(part, sub, horizon_h)
             job_cost += np.bincount(bill_job, weights=bill, minlength=n)
             if part_serving:
@@ -268,7 +270,7 @@ def _work_gpus(work: WorkPlan, held: np.ndarray) -> np.ndarray:
     return (held + off.instances * off.gpus_per_instance) * off.useful
 
 
-def _rollout_gpus(work: WorkPlan) -> np.ndarray:
+def _rollout_gpus(work: WorkPlan) -> np.ndarray | float:
     """Per job, the rollout GPUs it holds on average on its rollout pool while it holds its GPUs on
     the option (0 unless it offloads): they idle through its losses and restarts too."""
     off = work.offload
@@ -363,7 +365,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     d = delay[counted]
     jct = (rec.end_h - jobs.submit_h)[completed & counted]
     rl_iterations = float(jobs_df["iterations"][rl].sum())  # done within the horizon
-    summary = {
+    summary: dict[str, Any] = {
         "option": plan.name,
         "kind": plan.kind,
         "pricing": _pricing(plan),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from costsim.models.scaling import scaling_problems
 from costsim.models import rl
 from costsim.workload.rng import stream
 from costsim.models.serving import RangeMax, can_ever_start, hourly_demand
-from costsim.workload.plan import checkpoint_writes, hardware, plan_work
+from costsim.workload.plan import WorkPlan, checkpoint_writes, hardware, plan_work
 from costsim.workload.plan import shape as workplan_shape
 from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, pools
 from costsim.catalog.load import default_catalog
@@ -39,6 +41,7 @@ def _limit(plan: OwnedPlan | CloudPlan) -> tuple[int, str, str] | None:
     if isinstance(plan, OwnedPlan):
         return plan.gpus, "gpus", f"{plan.gpus} GPUs"
     if plan.reserved:
+        assert plan.reserved_gpus is not None  # a reservation commits to reserved_gpus
         return plan.reserved_gpus, "reserved_gpus", f"{plan.reserved_gpus} reserved GPUs"
     if plan.max_gpus is not None:
         return plan.max_gpus, "max_gpus", f"a quota of {plan.max_gpus} GPUs"
@@ -61,8 +64,12 @@ def _pool_verdict(pool: OwnedPlan | CloudPlan, jobs: _Jobs, demand: np.ndarray |
     limit = _limit(pool)
     if limit is None:
         return None
-    offloads = jobs.disaggregated and is_pool(pool) and pool.rollout is not None
-    held = _held(pool, jobs.home_gpus if offloads else jobs.gpus)  # an offloaded class trains here, samples there
+    gpus = jobs.gpus
+    if jobs.disaggregated and is_pool(pool) and pool.rollout is not None:
+        # An offloaded class trains here, samples there.
+        assert jobs.home_gpus is not None  # given with disaggregated
+        gpus = jobs.home_gpus
+    held = _held(pool, gpus)
     too_big = held > limit[0]
     crowded = np.zeros(len(held), dtype=bool)
     if demand is not None and is_pool(pool):
@@ -88,11 +95,12 @@ class _Jobs:
 def _never_fit(plan: Plan, jobs: _Jobs, demand: np.ndarray | None):
     """Which jobs can never run on the option (a hybrid: on neither part), the field to name and
     why; None when every job can."""
-    verdicts = [_pool_verdict(p, jobs, demand) for p in pools(plan)]
-    if any(v is None for v in verdicts):
+    found = [_pool_verdict(p, jobs, demand) for p in pools(plan)]
+    verdicts = [v for v in found if v is not None]
+    if len(verdicts) < len(found):
         return None
     bad = np.ones(len(jobs.gpus), dtype=bool)
-    for too_big, crowded, _ in verdicts:  # type: ignore[misc]
+    for too_big, crowded, _ in verdicts:
         bad &= too_big | crowded
     if not bad.any():
         return None
@@ -108,7 +116,9 @@ def _never_fit(plan: Plan, jobs: _Jobs, demand: np.ndarray | None):
     if isinstance(plan, HybridPlan):
         return bad, "", (f"neither base {plan.base.name!r} ({says(plan.base, verdicts[0])}) nor burst "
                          f"{plan.burst.name!r} ({says(plan.burst, verdicts[1])})")
-    return bad, _limit(plan)[1], f"option {plan.name!r} has {says(plan, verdicts[0])}"  # type: ignore[index]
+    limit = _limit(plan)
+    assert limit is not None  # the option has a verdict: it has a limit
+    return bad, limit[1], f"option {plan.name!r} has {says(plan, verdicts[0])}"
 
 
 def _fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | None) -> list[Problem]:
@@ -120,10 +130,12 @@ def _fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | Non
     problems = []
     demand = serving_demand(scenario)
     H = scenario.horizon_h
-    groups = [(f"class {cls.name!r} needs {cls.gpus} GPUs per job", "its jobs could never run", None,
-               _Jobs(np.array([cls.gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0]),
-                     cls.placement == "disaggregated", np.array([cls.train_gpus])))
-              for cls in scenario.workload.classes]
+    # (what, why it never runs, where: a job class's field, trace job ids or None, the jobs)
+    groups: list[tuple[str, str, Loc | np.ndarray | None, _Jobs]] = [
+        (f"class {cls.name!r} needs {cls.gpus} GPUs per job", "its jobs could never run", None,
+         _Jobs(np.array([cls.gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0]),
+               cls.placement == "disaggregated", np.array([cls.train_gpus])))
+        for cls in scenario.workload.classes]
     groups += [(f"job class {cls.name!r} needs up to {cls.max_gpus} GPUs per job", "its largest jobs could never run",
                 ("workload", "job_classes", k, "gpus"),
                 _Jobs(np.array([cls.max_gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0])))
@@ -316,22 +328,23 @@ def simulate(
     # (An RL class's scaling curve only reads the results: a target knob reruns nothing.)
     jobs_key = (seed, scenario.workload.model_dump_json(exclude={"classes": {"__all__": {"scaling"}}}),
                 repr(scenario.horizon_h), str(scenario.base_dir), trace_id)
-    jobs = cached(memo, "jobs", jobs_key, lambda t=trace: workload.generate(scenario, seed, t))
+    jobs = cached(memo, "jobs", jobs_key, functools.partial(workload.generate, scenario, seed, trace))
     trace = None  # read once, by the check above; the jobs now hold what the runs need
 
     def work_of(part: OwnedPlan | CloudPlan):
         part = unpriced(part)  # a work plan never reads prices: a price knob keeps it
         return cached(memo, "works", (jobs_key, repr(part)), lambda: plan_work(scenario, jobs, part))
 
-    works = [(work_of(plan.base), work_of(plan.burst)) if isinstance(plan, HybridPlan) else (work_of(plan),)
-             for plan in plans]
+    works: list[tuple[WorkPlan, ...]] = [(work_of(plan.base), work_of(plan.burst)) if isinstance(plan, HybridPlan)
+                                         else (work_of(plan),) for plan in plans]
     budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),
                         max_events, source)
     demand = serving_demand(scenario)
     table = RangeMax(demand) if demand is not None else None
     serving_key = None if scenario.serving is None else scenario.serving.model_dump_json()
     ceiling = None if max_events is None else budget.ENGINE_MARGIN * max_events
-    records, work = [], []
+    records: list[engine.UsageRecord] = []
+    work: list[WorkPlan] = []
     for k, (plan, parts) in enumerate(zip(plans, works, strict=True)):
         if on_option is not None:
             on_option(plan.name, k, len(plans))
@@ -360,7 +373,10 @@ def simulate(
     return results.build(scenario, seed, plans, econ, records, work, demand)
 
 
-def unpriced(plan: Plan) -> Plan:
+Priced = TypeVar("Priced", bound=Plan)
+
+
+def unpriced(plan: Priced) -> Priced:
     """The plan with its prices (capex, $/GPU-hour, billing rules) set to NaN: what work plans and
     runs are given, so a price edit finds them in a memo, and a price read there by mistake would
     turn the tables to NaN (tests/test_run_memo.py) instead of going unnoticed."""

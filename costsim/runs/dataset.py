@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -298,8 +299,8 @@ class SweepFolder:
         for name, frame in tables.items():
             csv, parquet = self.path / f"{name}.csv", self.path / f"{name}.parquet"
             try:
-                write_atomic(csv, lambda p, f=frame: write_csv(f, p))  # formula-like cells guarded
-                write_atomic(parquet, lambda p, f=frame: _write_parquet(f, p))
+                write_atomic(csv, functools.partial(write_csv, frame))  # formula-like cells guarded
+                write_atomic(parquet, functools.partial(_write_parquet, frame))
             except OSError as err:
                 self._write_failed(err, csv)
             written += [csv, parquet]

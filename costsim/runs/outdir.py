@@ -259,6 +259,7 @@ class OutputFolder:
 
     def _swap(self) -> None:
         staging = self.staging
+        assert staging is not None  # publish() checked it
         with signals_held():
             if not os.path.lexists(self.target):
                 os.rename(staging, self.target)

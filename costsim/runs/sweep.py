@@ -271,7 +271,9 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
         if progress is not None:
             progress(0, len(pending))
         params = {v.id: v.params for v in spec.variants}
-        for done, (k, frame) in enumerate(run(run_task, [todo[i] for i in pending]) if pending else (), start=1):
+        # run is None exactly when nothing is pending.
+        for done, (k, frame) in enumerate(run(run_task, [todo[i] for i in pending]) if run is not None else (),
+                                          start=1):
             if folder is not None:
                 task = todo[pending[k]]
                 folder.write_task(frame, _task_id(task, swept), _task_meta(spec.source, params, task))

@@ -154,8 +154,8 @@ def _count(axes: _Axes, replications: int) -> int:
                           for p, r in axes.sample.items() if r.n != first[1].n])
     variants = math.prod(sizes) * (ns.pop() if ns else 1)
     if variants * replications > MAX_TASKS:
-        first = next(iter(axes.grid), None)
-        loc = axes.where("grid", first) if first is not None else axes.where("sample", next(iter(axes.sample)))
+        first_key = next(iter(axes.grid), None)
+        loc = axes.where("grid", first_key) if first_key is not None else axes.where("sample", next(iter(axes.sample)))
         raise axes.error([Problem(loc, f"{variants:,} variants × {replications:,} replications = "
                                        f"{variants * replications:,} runs, more than the limit of {MAX_TASKS:,}")])
     return variants
@@ -212,7 +212,8 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
         except ScenarioError as err:
             return None, data, err
 
-    variants, found = [], {}  # found: (path, text) -> [first variant's id, its params, count]
+    variants: list[Variant] = []
+    found: dict[tuple[str, str], list[Any]] = {}  # (path, text) -> [first variant's id, its params, count]
     step = max(1, len(points) // PROGRESS_STEPS)
     for k, params in enumerate(points):
         if progress is not None and k % step == 0:
@@ -220,6 +221,7 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
         vid = f"v{k:0{width}d}"
         scenario, data, err = build(vid, params)
         if err is None:
+            assert scenario is not None  # built without an error
             variants.append(Variant(vid, params, scenario))
             continue
         if not params:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeAlias
 
 from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from costsim.scenario import Problem
 from costsim.scenario.base import StrictModel
-from costsim.scenario.bounds import MAX_SEED, bounded_float, bounded_int
+from costsim.scenario.bounds import MAX_SEED, float_bounds, int_bounds
 
 MAX_TASKS = 100_000
 """Variants × replications in one sweep: each is a whole simulation."""
@@ -47,9 +47,9 @@ def check_seed(value: Any) -> Any:
     return value
 
 
-Replications = bounded_int(ge=1, le=MAX_REPLICATIONS)
-Points = bounded_int(ge=1, le=MAX_TASKS)
-Finite = bounded_float()
+Replications: TypeAlias = Annotated[int, *int_bounds(ge=1, le=MAX_REPLICATIONS)]
+Points: TypeAlias = Annotated[int, *int_bounds(ge=1, le=MAX_TASKS)]
+Finite: TypeAlias = Annotated[float, *float_bounds()]
 Values = Annotated[tuple[Any, ...], BeforeValidator(_values)]
 
 
@@ -58,7 +58,7 @@ class Range(StrictModel):
 
     low: Finite
     high: Finite
-    n: Points  # type: ignore[valid-type]
+    n: Points
 
     @model_validator(mode="after")
     def _ordered(self) -> Range:
@@ -72,7 +72,7 @@ class SweepSpec(StrictModel):
 
     base: Annotated[str, Field(min_length=1, max_length=4096)]
     seed: Annotated[int | None, BeforeValidator(check_seed)] = None
-    replications: Replications = 1  # type: ignore[valid-type]
+    replications: Replications = 1
     grid: Annotated[dict[str, Values], BeforeValidator(_grid)] = Field(default_factory=dict)
     sample: Annotated[dict[str, Range], BeforeValidator(_sample)] = Field(default_factory=dict)
 

@@ -10,10 +10,11 @@ description prints its range with ``span`` so ``costsim schema`` shows it.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeAlias, TypedDict, Unpack, get_args
 
 from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BeforeValidator, Field
+from pydantic.fields import FieldInfo
 
 from costsim.units import HOURS_PER_DAY
 
@@ -51,13 +52,25 @@ _NUMBER = BeforeValidator(_not_bool)
 TermYears = Annotated[Literal[1, 3], _NUMBER]  # a reservation's term; true is not 1
 
 
-def bounded_float(**bounds: float) -> Any:
-    """A finite float type within ``bounds`` (pydantic's ge/gt/le/lt); true/false refused."""
-    return Annotated[float, Field(allow_inf_nan=False, **bounds), _NUMBER]
+class FloatBounds(TypedDict, total=False):
+    """The bounds ``float_bounds`` takes: pydantic's ge/gt/le/lt, in the field's unit."""
+
+    ge: float
+    gt: float
+    le: float
+    lt: float
 
 
-def bounded_int(*, ge: int, le: int) -> Any:
-    """An integer type within ge … le; true/false refused."""
+def float_bounds(**bounds: Unpack[FloatBounds]) -> tuple[FieldInfo, BeforeValidator]:
+    """The metadata of a finite float within ``bounds`` (pydantic's ge/gt/le/lt), true/false
+    refused: ``Annotated[float, *float_bounds(gt=0, le=1)]``. Spelt as ``Annotated`` at each alias
+    (not returned whole) so a type checker sees a type alias, not a value."""
+    return Field(allow_inf_nan=False, **bounds), _NUMBER
+
+
+def int_bounds(*, ge: int, le: int) -> tuple[FieldInfo, BeforeValidator]:
+    """The metadata of an integer within ge … le, true/false refused:
+    ``Annotated[int, *int_bounds(ge=1, le=10)]``."""
 
     def in_range(value: Any) -> Any:
         _not_bool(value)
@@ -69,7 +82,7 @@ def bounded_int(*, ge: int, le: int) -> Any:
                 raise ValueError(f"Input should be greater than or equal to {ge}")
         return value
 
-    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(in_range)]
+    return Field(ge=ge, le=le), BeforeValidator(in_range)
 
 
 def show(x: float) -> str:
@@ -79,6 +92,13 @@ def show(x: float) -> str:
     return f"{x:g}"
 
 
+def _number(bound: object) -> float:
+    """A bound of a bounded number type: ``float_bounds`` and ``int_bounds`` only make numbers
+    (annotated_types types a bound as anything comparable)."""
+    assert isinstance(bound, int | float), bound
+    return bound
+
+
 def span(kind: Any) -> str:
     """The range of a bounded number type, for its field's description: ``0 … 10,000``,
     ``above 0 … 1`` (lower bound excluded), ``0 … below 1`` (upper bound excluded)."""
@@ -86,48 +106,48 @@ def span(kind: Any) -> str:
     for meta in get_args(kind)[1:]:
         for m in getattr(meta, "metadata", ()):
             if isinstance(m, Ge):
-                lo = show(m.ge)
+                lo = show(_number(m.ge))
             elif isinstance(m, Gt):
-                lo = f"above {show(m.gt)}"
+                lo = f"above {show(_number(m.gt))}"
             elif isinstance(m, Le):
-                hi = show(m.le)
+                hi = show(_number(m.le))
             elif isinstance(m, Lt):
-                hi = f"below {show(m.lt)}"
+                hi = f"below {show(_number(m.lt))}"
     if not (lo and hi):
         raise TypeError(f"{kind!r} is not a bounded number type")
     return f"{lo} … {hi}"
 
 
 # Counts.
-GPUCount = bounded_int(ge=1, le=MAX_GPUS)
-NodeGPUs = bounded_int(ge=1, le=MAX_GPUS_PER_NODE)
-Count = bounded_int(ge=1, le=MAX_COUNT)
-Priority = bounded_int(ge=-MAX_PRIORITY, le=MAX_PRIORITY)
-Seed = bounded_int(ge=0, le=MAX_SEED)
+GPUCount: TypeAlias = Annotated[int, *int_bounds(ge=1, le=MAX_GPUS)]
+NodeGPUs: TypeAlias = Annotated[int, *int_bounds(ge=1, le=MAX_GPUS_PER_NODE)]
+Count: TypeAlias = Annotated[int, *int_bounds(ge=1, le=MAX_COUNT)]
+Priority: TypeAlias = Annotated[int, *int_bounds(ge=-MAX_PRIORITY, le=MAX_PRIORITY)]
+Seed: TypeAlias = Annotated[int, *int_bounds(ge=0, le=MAX_SEED)]
 
 # Time.
-HorizonDays = bounded_float(ge=MIN_HORIZON_DAYS, le=MAX_HORIZON_DAYS)
-Days = bounded_float(ge=0, le=MAX_HORIZON_DAYS)
-Hours = bounded_float(ge=0, le=MAX_HOURS)
-IntervalHours = bounded_float(ge=MIN_INTERVAL_H, le=MAX_HOURS)
-Minutes = bounded_float(ge=0, le=MAX_MINUTES)
+HorizonDays: TypeAlias = Annotated[float, *float_bounds(ge=MIN_HORIZON_DAYS, le=MAX_HORIZON_DAYS)]
+Days: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_HORIZON_DAYS)]
+Hours: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_HOURS)]
+IntervalHours: TypeAlias = Annotated[float, *float_bounds(ge=MIN_INTERVAL_H, le=MAX_HOURS)]
+Minutes: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_MINUTES)]
 
 # Shares and spreads.
-Fraction = bounded_float(ge=0, le=1)
-CV = bounded_float(ge=0, le=MAX_CV)
+Fraction: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1)]
+CV: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_CV)]
 
 # Money.
-PricePerGPUHour = bounded_float(ge=0, le=MAX_USD_PER_GPU_HOUR)
-CapexPerGPU = bounded_float(gt=0, le=MAX_USD_PER_GPU)
-USD = bounded_float(ge=0, le=MAX_USD)
+PricePerGPUHour: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_USD_PER_GPU_HOUR)]
+CapexPerGPU: TypeAlias = Annotated[float, *float_bounds(gt=0, le=MAX_USD_PER_GPU)]
+USD: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_USD)]
 
 # Models.
-ParamsB = bounded_float(ge=MIN_PARAMS_B, le=MAX_PARAMS_B)
-Tokens = bounded_float(ge=1, le=MAX_TOKENS)
+ParamsB: TypeAlias = Annotated[float, *float_bounds(ge=MIN_PARAMS_B, le=MAX_PARAMS_B)]
+Tokens: TypeAlias = Annotated[float, *float_bounds(ge=1, le=MAX_TOKENS)]
 
 # Finite but unbounded above: kept for callers outside the schema; scenario fields use the above.
-NonNegative = bounded_float(ge=0)
-Positive = bounded_float(gt=0)
+NonNegative: TypeAlias = Annotated[float, *float_bounds(ge=0)]
+Positive: TypeAlias = Annotated[float, *float_bounds(gt=0)]
 
 GPUType = Literal["H100", "H200", "B200", "A100", "L40S"]
 """GPU types the catalog knows (``costsim catalog`` lists their specs and prices)."""

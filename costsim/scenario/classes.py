@@ -8,7 +8,7 @@ they do not: a setting that would be ignored is refused.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -24,8 +24,8 @@ from costsim.scenario.bounds import (
     ParamsB,
     Priority,
     Tokens,
-    bounded_float,
-    bounded_int,
+    float_bounds,
+    int_bounds,
     span,
 )
 
@@ -37,23 +37,23 @@ DEFAULT_VERIFIER_SECONDS = 0.05
 
 # Ranges of the RL fields: wide enough for any run today, narrow enough that an iteration's time
 # stays finite (a decode rate or MFU near zero would make it infinite).
-ArrivalsPerDay = bounded_float(gt=0, le=10_000)
-Prompts = bounded_int(ge=1, le=1_000_000)
-SamplesPerPrompt = bounded_int(ge=1, le=10_000)
-PromptTokens = bounded_float(ge=0, le=MAX_TOKENS)
-TokensPerS = bounded_float(ge=1, le=10_000_000)
-VerifierSeconds = bounded_float(ge=0, le=3600)
-Epochs = bounded_int(ge=1, le=1000)
-Minibatches = bounded_int(ge=1, le=10_000)
-Mfu = bounded_float(ge=0.01, le=1)
-Staleness = bounded_int(ge=1, le=1000)
-RolloutShare = bounded_float(gt=0, lt=1)
-SpreadMean = bounded_float(ge=1, le=10_000_000)  # iterations per job or tokens per response
-KVBytes = bounded_float(ge=1, le=100_000_000)  # a 405B model has ~0.5 MB per token
-Parallel = bounded_int(ge=1, le=4096)
-Score = bounded_float(ge=-1e9, le=1e9)  # a score in the user's units: accuracy, pass rate, reward
-Steepness = bounded_float(gt=0, le=100)
-CurveGPUHours = bounded_float(gt=0, le=MAX_GPUS * MAX_HOURS)  # any GPU-hours a run could receive
+ArrivalsPerDay: TypeAlias = Annotated[float, *float_bounds(gt=0, le=10_000)]
+Prompts: TypeAlias = Annotated[int, *int_bounds(ge=1, le=1_000_000)]
+SamplesPerPrompt: TypeAlias = Annotated[int, *int_bounds(ge=1, le=10_000)]
+PromptTokens: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_TOKENS)]
+TokensPerS: TypeAlias = Annotated[float, *float_bounds(ge=1, le=10_000_000)]
+VerifierSeconds: TypeAlias = Annotated[float, *float_bounds(ge=0, le=3600)]
+Epochs: TypeAlias = Annotated[int, *int_bounds(ge=1, le=1000)]
+Minibatches: TypeAlias = Annotated[int, *int_bounds(ge=1, le=10_000)]
+Mfu: TypeAlias = Annotated[float, *float_bounds(ge=0.01, le=1)]
+Staleness: TypeAlias = Annotated[int, *int_bounds(ge=1, le=1000)]
+RolloutShare: TypeAlias = Annotated[float, *float_bounds(gt=0, lt=1)]
+SpreadMean: TypeAlias = Annotated[float, *float_bounds(ge=1, le=10_000_000)]  # iterations per job or tokens per response
+KVBytes: TypeAlias = Annotated[float, *float_bounds(ge=1, le=100_000_000)]  # a 405B model has ~0.5 MB per token
+Parallel: TypeAlias = Annotated[int, *int_bounds(ge=1, le=4096)]
+Score: TypeAlias = Annotated[float, *float_bounds(ge=-1e9, le=1e9)]  # a score in the user's units: accuracy, pass rate, reward
+Steepness: TypeAlias = Annotated[float, *float_bounds(gt=0, le=100)]
+CurveGPUHours: TypeAlias = Annotated[float, *float_bounds(gt=0, le=MAX_GPUS * MAX_HOURS)]  # any GPU-hours a run could receive
 
 
 class Spread(StrictModel):

@@ -13,11 +13,11 @@ capitalised: ``costsim.scenario.io`` drops such tags from error paths.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, Discriminator, Field, Tag
 
-from costsim.scenario.bounds import MAX_HOURS, MIN_JOB_H, Days, GPUCount, Priority, bounded_float, show, span
+from costsim.scenario.bounds import MAX_HOURS, MIN_JOB_H, Days, GPUCount, Priority, float_bounds, show, span
 
 from costsim.scenario.base import Name, StrictModel
 
@@ -36,12 +36,12 @@ MAX_JOBS_PER_DAY = 10_000_000
 MAX_DURATION_CV = 1000.0
 """A lognormal run time's cv (σ 3.7): wider than ``units.MAX_CV``, fitted run times are often heavier-tailed."""
 
-JobsPerDay = bounded_float(gt=0, le=MAX_JOBS_PER_DAY)
-Weight = bounded_float(ge=0, le=1_000_000)  # a relative weight; the generator divides by the mean
-HourOfWeek = bounded_float(ge=0, lt=HOURS_PER_WEEK)
-Share = bounded_float(gt=0, le=1)
-DurationH = bounded_float(ge=MIN_JOB_H, le=MAX_HOURS)
-DurationCV = bounded_float(ge=0, le=MAX_DURATION_CV)
+JobsPerDay: TypeAlias = Annotated[float, *float_bounds(gt=0, le=MAX_JOBS_PER_DAY)]
+Weight: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1_000_000)]  # a relative weight; the generator divides by the mean
+HourOfWeek: TypeAlias = Annotated[float, *float_bounds(ge=0, lt=HOURS_PER_WEEK)]
+Share: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1)]
+DurationH: TypeAlias = Annotated[float, *float_bounds(ge=MIN_JOB_H, le=MAX_HOURS)]
+DurationCV: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_DURATION_CV)]
 
 
 def _profile(length: int, what: str):

@@ -9,7 +9,7 @@ failures) are rejected with a message until they exist.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -23,8 +23,8 @@ from costsim.scenario.bounds import (
     IntervalHours,
     Minutes,
     Seed,
-    bounded_float,
-    bounded_int,
+    float_bounds,
+    int_bounds,
     show,
     span,
 )
@@ -41,19 +41,19 @@ MAX_CLASSES = 500
 MAX_OPTIONS = 100
 """Options per scenario: each is a whole simulation of the workload."""
 
-ArrivalScale = bounded_float(gt=0, le=100)
-ElectricityPrice = bounded_float(ge=0, le=10)
-ColoPrice = bounded_float(ge=0, le=10_000)
-Pue = bounded_float(ge=1.0, le=3.0)
-DepreciationYears = bounded_float(ge=0.1, le=30)
-GPUsPerFTE = bounded_float(ge=1, le=MAX_GPUS)
-StaffMinimum = bounded_int(ge=0, le=MAX_GPUS)
-StaffSalary = bounded_float(ge=0, le=10_000_000)
-CapexShare = bounded_float(ge=0, le=10)
-AnnualRate = bounded_float(ge=0, le=1)
-ServingBase = bounded_float(gt=0, le=MAX_GPUS)
-Growth = bounded_float(ge=-0.9, le=10)
-WaitingPrice = bounded_float(ge=0, le=1_000)
+ArrivalScale: TypeAlias = Annotated[float, *float_bounds(gt=0, le=100)]
+ElectricityPrice: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10)]
+ColoPrice: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10_000)]
+Pue: TypeAlias = Annotated[float, *float_bounds(ge=1.0, le=3.0)]
+DepreciationYears: TypeAlias = Annotated[float, *float_bounds(ge=0.1, le=30)]
+GPUsPerFTE: TypeAlias = Annotated[float, *float_bounds(ge=1, le=MAX_GPUS)]
+StaffMinimum: TypeAlias = Annotated[int, *int_bounds(ge=0, le=MAX_GPUS)]
+StaffSalary: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10_000_000)]
+CapexShare: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10)]
+AnnualRate: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1)]
+ServingBase: TypeAlias = Annotated[float, *float_bounds(gt=0, le=MAX_GPUS)]
+Growth: TypeAlias = Annotated[float, *float_bounds(ge=-0.9, le=10)]
+WaitingPrice: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1_000)]
 MAX_TARGETS = 20
 
 
@@ -116,7 +116,7 @@ class Workload(StrictModel):
                              "`job_classes` (generated plain jobs)")
         if self.checkpoint is not None and self.trace is None and not self.job_classes:
             raise ValueError("checkpoint applies to trace jobs and job_classes; RL classes have their own `checkpoint`")
-        names = [c.name for c in (*self.classes, *self.job_classes)]
+        names = [c.name for c in self.classes] + [c.name for c in self.job_classes]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"class name(s) {', '.join(sorted(dup))} used twice (classes and job_classes "
@@ -346,7 +346,7 @@ class Scenario(StrictModel):
         copy._base_dir = Path(base_dir).resolve()
         return copy
 
-    def option(self, name: str) -> OwnedOption | CloudOption:
+    def option(self, name: str) -> OwnedOption | CloudOption | HybridOption:
         for opt in self.options:
             if opt.name == name:
                 return opt

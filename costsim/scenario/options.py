@@ -7,7 +7,7 @@ spot have no commitment or scheduler.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, model_serializer, model_validator
 
@@ -27,7 +27,7 @@ from costsim.scenario.bounds import (
     Placement,
     PriceTier,
     Scheduler,
-    bounded_float,
+    float_bounds,
     span,
 )
 
@@ -39,12 +39,12 @@ DEFAULT_MAX_WAIT_H = 4.0
 
 # Rates far beyond any real fleet stay valid (tests of the engine's extremes use them); the run's
 # event budget, not the schema, refuses the ones that would take too long.
-FailureRate = bounded_float(ge=0, le=1_000_000)  # per 1,000 node-days: up to 1,000 per node-day
-PreemptionRate = bounded_float(ge=0, le=10_000)  # per instance-day: up to one every 9 s
-MaxWaitHours = bounded_float(ge=0, le=1e9)  # any wait beyond the horizon means "never burst"
-WaitPerHour = bounded_float(ge=0, le=1e6)  # hours waited per hour of planned run (linear_runtime)
-WaitPerGPU = bounded_float(ge=0, le=1e6)  # hours waited per GPU (linear_gpus)
-WaitPerGPUHour = bounded_float(ge=0, le=1e6)  # hours waited per GPU-hour of planned run (linear_cost)
+FailureRate: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1_000_000)]  # per 1,000 node-days: up to 1,000 per node-day
+PreemptionRate: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10_000)]  # per instance-day: up to one every 9 s
+MaxWaitHours: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1e9)]  # any wait beyond the horizon means "never burst"
+WaitPerHour: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1e6)]  # hours waited per hour of planned run (linear_runtime)
+WaitPerGPU: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1e6)]  # hours waited per GPU (linear_gpus)
+WaitPerGPUHour: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1e6)]  # hours waited per GPU-hour of planned run (linear_cost)
 
 # Queue orders (costsim.engine.owned) and node placements (costsim.engine.pool).
 WaitPolicy = Literal["constant", "zero", "linear_runtime", "linear_gpus", "linear_cost"]
@@ -52,10 +52,10 @@ SCHEDULER_HELP = ("fifo (strict submit order), backfill (EASY), priority (then F
                   "requested duration first: trace duration_h, RL planned run; strict) or lifo (latest first, strict).")
 PLACEMENT_HELP = ("Node for a job within one node: best_fit (the fullest node that fits) or first_fit (the "
                   "lowest-indexed node with room). Multi-node jobs take whole free nodes either way.")
-StockoutProbability = bounded_float(ge=0, le=0.99)  # 0.99: 100 tries per request on average
-BillingSeconds = bounded_float(ge=1, le=MAX_BILLING_S)
-MinimumBillingSeconds = bounded_float(ge=0, le=MAX_BILLING_S)
-LinkGBs = bounded_float(gt=0, le=100_000)  # GB/s between sites: anything from a VPN to a fabric
+StockoutProbability: TypeAlias = Annotated[float, *float_bounds(ge=0, le=0.99)]  # 0.99: 100 tries per request on average
+BillingSeconds: TypeAlias = Annotated[float, *float_bounds(ge=1, le=MAX_BILLING_S)]
+MinimumBillingSeconds: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_BILLING_S)]
+LinkGBs: TypeAlias = Annotated[float, *float_bounds(gt=0, le=100_000)]  # GB/s between sites: anything from a VPN to a fabric
 
 # Rollout offload (docs/rollout-offload.md): an owned or reserved option (or a hybrid, for its base)
 # may run the rollout GPUs of its disaggregated RL classes on a rented pool, training staying home.

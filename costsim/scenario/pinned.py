@@ -9,18 +9,20 @@ a run used into these fields, so the written scenario gives the same numbers und
 
 from __future__ import annotations
 
+from typing import Annotated, TypeAlias
+
 from pydantic import Field
 
-from costsim.scenario.bounds import MAX_GPUS_PER_NODE, NodeGPUs, PricePerGPUHour, bounded_float, bounded_int, span
+from costsim.scenario.bounds import MAX_GPUS_PER_NODE, NodeGPUs, PricePerGPUHour, float_bounds, int_bounds, span
 
 from costsim.scenario.base import StrictModel
 
-Spec = bounded_float(gt=0, le=1e9)  # a hardware figure (GB, TFLOP/s, TB/s, GB/s, kW): positive and finite
-IdleKW = bounded_float(ge=0, le=1e9)
-Efficiency = bounded_float(gt=0, le=1)
-StepFloor = bounded_float(ge=0, le=10)
-NICs = bounded_int(ge=1, le=MAX_GPUS_PER_NODE)
-Workers = bounded_int(ge=0, le=10_000)
+Spec: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1e9)]  # a hardware figure (GB, TFLOP/s, TB/s, GB/s, kW): positive and finite
+IdleKW: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1e9)]
+Efficiency: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1)]
+StepFloor: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10)]
+NICs: TypeAlias = Annotated[int, *int_bounds(ge=1, le=MAX_GPUS_PER_NODE)]
+Workers: TypeAlias = Annotated[int, *int_bounds(ge=0, le=10_000)]
 
 
 class TierPrices(StrictModel):

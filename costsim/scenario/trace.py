@@ -308,6 +308,7 @@ def _read_columnar(path: Path) -> TraceTable | None:
     del table
     if "job_id" in texts:
         ids = texts.pop("job_id")
+        assert ids is not None  # a column with a quote or control character returned above
         if pc.any(pc.equal(ids, "")).as_py() or pc.count_distinct(ids).as_py() != n:
             return None
         job_id = ids.to_numpy(zero_copy_only=False)
@@ -316,7 +317,10 @@ def _read_columnar(path: Path) -> TraceTable | None:
         job_id = np.array([f"trace-{i}" for i in range(n)], dtype=object)
     if "job_class" in texts:
         # Few distinct classes: one Python string each, shared by their jobs.
-        coded = pc.dictionary_encode(texts.pop("job_class").combine_chunks())
+        column = texts.pop("job_class")
+        assert column is not None  # as job_id
+        coded = pc.dictionary_encode(column.combine_chunks())
+        del column
         classes = np.array(["trace" if c == "" else c for c in coded.dictionary.to_pylist()], dtype=object)
         job_class = classes[coded.indices.to_numpy(zero_copy_only=False)]
     else:

@@ -194,9 +194,9 @@ def to_job(name: str, row: dict[str, str], line: int, tasks: list[Task], options
         if types != {options.gpu_type.strip().lower()}:
             report.drop("another GPU type")
             return None
-    first = min(t.start_s for t in launched)
-    ends = [t.end_s for t in launched]
-    last = max(ends) if all(e is not None for e in ends) else end
+    first = min(t.start_s for t in launched if t.start_s is not None)  # every launched task's
+    ends = [t.end_s for t in launched if t.end_s is not None]
+    last = max(ends) if len(ends) == len(launched) else end  # the job row's end unless every task has one
     if last is None:
         report.drop("no end time recorded")
         return None

@@ -67,6 +67,7 @@ def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report)
     submit, start, end = times["submit_time"], times["start_time"], times["end_time"]
     if not check_order(report, line, list(times.items())):  # end before start: bad whatever duration says
         return None
+    assert submit is not None  # check_order refuses a row without one
     if run_s is None and start is not None and end is not None:
         run_s = end - start
     if not replayed:

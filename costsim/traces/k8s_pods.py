@@ -57,6 +57,7 @@ def _job(line: int, row: dict[str, str], options: ImportOptions, report: Report)
     if not check_order(report, line, [("creation_time", created), ("scheduled_time", scheduled),
                                       ("deletion_time", deleted)]):
         return None
+    assert created is not None  # check_order refuses a row without one
     if phase in ("pending", "unknown") or scheduled is None:
         report.drop("never scheduled")
         return None

@@ -205,7 +205,8 @@ def to_job(job: object, line: int, options: ImportOptions, report: Report) -> Jo
         report.drop(NO_GPU)
         return None
     gpus = max(a.gpus for a in timed)
-    gpu_seconds = sum(a.gpus * (a.end_s - a.start_s) for a in timed)
+    gpu_seconds = sum(a.gpus * (a.end_s - a.start_s) for a in timed
+                      if a.end_s is not None and a.start_s is not None)  # all of them (timed)
     starts = [a.start_s for a in attempts if a.start_s is not None]
     job_class = _text(job, "vc") or _text(job, "user") or "trace"
     return Job(source_id=jobid, submit_s=submit, gpus=gpus, run_s=gpu_seconds / gpus, status=status,

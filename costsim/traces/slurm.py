@@ -178,6 +178,8 @@ def _row(line: int, row: dict[str, str], options: ImportOptions, report: Report,
         return None
     if not check_order(report, line, list(times.items())):  # End before Start: bad whatever Elapsed says
         return None
+    submit = times["Submit"]
+    assert submit is not None  # check_order refuses a row without one
     if run_s is None and times["Start"] is not None and times["End"] is not None:
         run_s = times["End"] - times["Start"]
     if not replayed:
@@ -194,7 +196,7 @@ def _row(line: int, row: dict[str, str], options: ImportOptions, report: Report,
         return None
     job_class = next((row[c].strip() for c in CLASS_COLUMNS if row.get(c, "").strip()), "trace")
     types = options.gpu_type.lower() if options.gpu_type is not None else tres_types(row.get(tres_col, ""))
-    return Job(source_id="", submit_s=times["Submit"], gpus=gpus, run_s=run_s, status=status,
+    return Job(source_id="", submit_s=submit, gpus=gpus, run_s=run_s, status=status,
                job_class=job_class, start_s=times["Start"], line=line, gpu_types=types)
 
 

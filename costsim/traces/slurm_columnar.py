@@ -147,7 +147,9 @@ def _offsets(naive: np.ndarray, tz: tzinfo, text) -> np.ndarray:
     unique, index = np.unique(hours, return_inverse=True)
 
     def offset(s: float) -> float:
-        return datetime.fromtimestamp(s, timezone.utc).replace(tzinfo=tz).utcoffset().total_seconds()
+        delta = datetime.fromtimestamp(s, timezone.utc).replace(tzinfo=tz).utcoffset()
+        assert delta is not None  # an aware time: tz gives every local time an offset
+        return delta.total_seconds()
 
     first = np.array([offset(h * 3600.0) for h in unique])
     last = np.array([offset(h * 3600.0 + 3599) for h in unique])

@@ -107,9 +107,9 @@ def layered_arrivals(seed: int, name: str, scale: float, total: float,
         times.append(t[k])
         layers.append(np.full(len(k), j, dtype=np.int64))
         index.append(k.astype(np.int64))
-    t, j, k = np.concatenate(times), np.concatenate(layers), np.concatenate(index)
+    t, layer, k = np.concatenate(times), np.concatenate(layers), np.concatenate(index)
     order = np.argsort(t, kind="stable")
-    return Arrivals(t[order], j[order], k[order], count)
+    return Arrivals(t[order], layer[order], k[order], count)
 
 
 def in_blocks(rng: np.random.Generator, draw: Draw, n: int, size: int) -> tuple[np.ndarray, ...]:

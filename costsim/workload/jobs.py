@@ -113,7 +113,9 @@ COPY_MARK = "~"  # an extra copy of trace job <id> made by arrival_scale > 1 is 
 
 def _trace_jobs(scenario: Scenario, seed: int, trace: TraceTable | None = None) -> dict[str, np.ndarray]:
     if trace is None:
-        trace = read_trace(scenario.base_dir / scenario.workload.trace)  # type: ignore[operator]
+        path = scenario.workload.trace
+        assert path is not None  # trace jobs are made only for a scenario with a trace
+        trace = read_trace(scenario.base_dir / path)
     n = len(trace)
     # The same value for every trace job: one int64 seen n times (read-only, no memory per job).
     cols = {
@@ -222,8 +224,8 @@ def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | No
         maxes.append(draws.length_max)
         capped.append(draws.capped)
         squares.append(draws.length_sq_sum)
-    for cls in scenario.workload.job_classes:
-        parts.append(job_class_jobs(cls, seed, scenario.workload.arrival_scale, scenario.horizon_h, TRACE_CLASS))
+    for job_class in scenario.workload.job_classes:
+        parts.append(job_class_jobs(job_class, seed, scenario.workload.arrival_scale, scenario.horizon_h, TRACE_CLASS))
     cols = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in _PER_JOB}
     submit = cols["submit_h"]
     if (submit < scenario.horizon_h).all() and (submit[1:] >= submit[:-1]).all():
@@ -245,7 +247,7 @@ def reserved_id_problems(scenario: Scenario, trace_ids: np.ndarray) -> list[Prob
     — when ``arrival_scale`` > 1 makes copies — any id ending in ``~<digits>``. Refusing these
     keeps every job_id unique by construction."""
     forms = []
-    names = [c.name for c in (*scenario.workload.classes, *scenario.workload.job_classes)]
+    names = [c.name for c in scenario.workload.classes] + [c.name for c in scenario.workload.job_classes]
     if names:
         forms.append("(?:" + "|".join(re.escape(n) for n in names) + ")-[0-9]{5,}")
     if scenario.workload.arrival_scale > 1:

@@ -220,6 +220,7 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         first = np.cumsum(counts) - counts
         lengths = (jobs.length_sum[its], jobs.length_max[its], jobs.length_sq_sum[its])
         if takes[k]:
+            assert off is not None and pool is not None  # takes[k]: a rollout pool, whose offloads are kept
             pt, lost, nominal_s = _offloaded(cls, hw, _offload_columns(off, idx, cls, pool, plan.rollout_link_gb_s),
                                              *lengths)
             if not np.isfinite(pt.total).all():
@@ -241,6 +242,7 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         if takes[k]:
             # Work done is the run without preemptions (the stretch is time lost, not compute), and a
             # restart re-acquires rollout instances while the checkpoint reloads: the longer of the two.
+            assert off is not None
             nominal_h = np.add.reduceat(nominal_s, first) / SECONDS_PER_HOUR + writes * write_h[idx]
             off.useful[idx] = nominal_h / run_h[idx]
             restart_h[idx] = np.maximum(restart_h[idx], off.first_h[idx])
