@@ -18,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 import costsim
+from costsim.errors import CostsimError
 from costsim.present.formats import plain
 from costsim.dashboard import edit
 from costsim.dashboard import tabs
@@ -94,7 +95,7 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
         try:
             blobs = simulate_many(scenario, missing, limits, on_wait=progress, warm=True,
                                   on_queue=lambda seconds: status.caption(f"{waiting_note(limits)} {seconds:.0f} s"))
-        except ScenarioError as err:
+        except CostsimError as err:
             status.empty()
             show_error("This scenario cannot be run.", err)
             return None
@@ -131,7 +132,7 @@ def from_link(limits: Limits) -> costsim.Scenario | None:
     try:
         yaml = decode_scenario(text, int(limits.upload_mb * 2**20))
         return load_upload(Upload(LINK, yaml.encode()), None, upload_root(), limits)
-    except ScenarioError as err:
+    except CostsimError as err:
         show_error("The scenario in this link cannot be used; showing a shipped scenario instead.", err)
         st.session_state["link_text"] = None
         return None
@@ -173,7 +174,7 @@ def load_base(limits: Limits) -> Base | None:
             return Base(linked, content_key(costsim.dump_scenario(linked).encode()))
         path = shipped[choice]
         return Base(costsim.load_scenario(path), content_key(path.read_bytes()))
-    except ScenarioError as err:
+    except CostsimError as err:
         show_error("This scenario cannot be used.", err)
         return None
 
@@ -193,7 +194,7 @@ def knob_errors(err: ScenarioError, base: costsim.Scenario, form) -> None:
 def main() -> None:
     try:
         limits = Limits.from_env(os.environ)
-    except ScenarioError as err:
+    except CostsimError as err:
         show_error("The dashboard's limits are misconfigured.", err)
         return
     result_cache()
@@ -237,7 +238,7 @@ def main() -> None:
     else:
         try:
             scenario = apply_knobs(working.scenario, form.knobs)
-        except ScenarioError as err:
+        except CostsimError as err:
             with head:
                 knob_errors(err, working.scenario, form)
             why = "fix the knob marked in the sidebar to update them."

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from costsim._version import __version__
+from costsim._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from costsim import plots as plots

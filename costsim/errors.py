@@ -47,12 +47,36 @@ class CostsimError(Exception):
 
 
 class ArgumentError(CostsimError, ValueError):
-    """A bad argument to a public function or a CLI flag (a seed, a replication count, a target text)."""
+    """A bad argument to a public function: ``function(): argument: what is wrong`` (a seed, a
+    replication count, an executor name, a memo of the wrong type)."""
+
+    def __init__(self, function: str, argument: str, message: str):
+        self.function, self.argument, self.message = function, argument, message
+        super().__init__(f"{function}()", [Problem((argument,), message)])
+
+    def __reduce__(self) -> tuple[type[ArgumentError], tuple[str, str, str]]:
+        return (type(self), (self.function, self.argument, self.message))
 
 
 class ExecutorError(CostsimError, RuntimeError):
-    """A worker process or a Dask cluster failed, was unreachable or was lost: the input was fine."""
+    """An executor that cannot be used or lost a worker (``executor NAME: what is wrong``): a process
+    pool or a Dask cluster failed, was unreachable or differs from this machine; the input was fine."""
+
+    def __init__(self, name: str, message: str):
+        self.name, self.message = name, message
+        super().__init__(f"executor {name}", [Problem((), message)])
+
+    def __reduce__(self) -> tuple[type[ExecutorError], tuple[str, str]]:
+        return (type(self), (self.name, self.message))
 
 
-class OutputError(CostsimError, OSError):
-    """An output folder or file that cannot be used: not ours to replace, unwritable, or in use."""
+class OutputError(CostsimError):
+    """An output folder or file that cannot be used or written (``label path: what is wrong``): not
+    ours to replace, unwritable, locked by another run, or the disk is full."""
+
+    def __init__(self, label: str, folder: str, message: str):
+        self.label, self.folder, self.message = label, folder, message
+        super().__init__(" ".join(part for part in (label, folder) if part), [Problem((), message)])
+
+    def __reduce__(self) -> tuple[type[OutputError], tuple[str, str, str]]:
+        return (type(self), (self.label, self.folder, self.message))

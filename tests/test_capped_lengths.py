@@ -8,7 +8,7 @@ import pytest
 
 import costsim
 from costsim.workload import jobs as workload
-from costsim.cli.commands import phase_table
+from costsim.cli.tables import phase_table
 from costsim.scenario import scenario_from_data
 from helpers import owned
 

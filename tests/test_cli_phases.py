@@ -10,7 +10,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import costsim
-from costsim.cli.commands import app, phase_table
+from costsim.cli.commands import app
+from costsim.cli.tables import phase_table
 from test_phases_table import SCENARIO, closed_form_scenario
 
 # Headers as printed, two lines at most: each word must appear in the table.

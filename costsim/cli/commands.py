@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 from rich.text import Text
 
+from costsim.errors import CostsimError
 from costsim.runs import api
 from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog.load import default_catalog
@@ -43,7 +44,6 @@ from costsim.cli.tables import (
     MEANS_TABLE_ROWS,
     NARROW_PHASE_COLUMNS,
     fitted_means_table,
-    means_table,
     narrow_table,
     phase_table,
     summary_table,
@@ -133,7 +133,7 @@ def run(
 
             written = _write_with_progress(folder, res, lambda staging: write_report(res, staging, targets,
                                                                                      verdict=verdict))
-    except ScenarioError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full
+    except CostsimError as err:  # bad scenario, or an OutputError: --out unusable, locked, disk full
         fail(err)
     except KeyboardInterrupt:  # a Ctrl-C before the folder is opened (during the imports) names --out too
         interrupted(folder, out)
@@ -306,7 +306,7 @@ def sweep_command(
             if warning is not None:
                 err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
         results = _sweep_with_progress(sweep, target, executor.value, workers, address, started)
-    except ScenarioError as err:  # bad sweep, flags or folder; a lost worker
+    except CostsimError as err:  # bad sweep, flags or folder; a lost worker
         fail(err)
     except KeyboardInterrupt:
         err_console.print(Text(_sweep_interrupted(target, started)), highlight=False)

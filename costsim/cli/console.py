@@ -26,7 +26,7 @@ from rich.text import Text
 
 from costsim.errors import CostsimError
 from costsim.runs import api
-from costsim.scenario import Scenario, ScenarioError
+from costsim.scenario import Scenario
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI on some terminals), and
 # the bidirectional embeddings, overrides and isolates (they reorder the text shown around them).
@@ -131,7 +131,7 @@ def load_scenario_or_exit(path: Path) -> Scenario:
     """The checked scenario at ``path``, or its problems printed and exit 2 (``fail``)."""
     try:
         return api.load_scenario(path)
-    except ScenarioError as err:
+    except CostsimError as err:
         fail(err)
 
 

@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from costsim.errors import CostsimError
 from costsim.present import formats
 from costsim.cli.console import err_console, fail
 from costsim.scenario import Problem, ScenarioError
@@ -216,7 +217,7 @@ def fit_workload_command(
         flags = {path: flag for path, flag in ((out, "--out"), (trace_out, "--trace-out"), (report, "--report"))
                  if path is not None}
         publish_files(writers, [trace], flags)
-    except ScenarioError as err:
+    except CostsimError as err:
         fail(err)
     except KeyboardInterrupt:
         err_console.print(Text("interrupted: nothing written"), highlight=False)

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from costsim.errors import CostsimError
 from costsim.scenario import Problem, ScenarioError
 from costsim.traces import FORMATS, GPU_TYPED
 from costsim.traces.common import FRACTIONAL, BadCell, ImportOptions, ImportResult, parse_time, write_csv, zone
@@ -179,7 +180,7 @@ def import_trace_command(
         if mixed is not None:
             raise ScenarioError("--gpu-type", [Problem((), mixed)])
         write_trace(result, out, input_paths(format, file))
-    except ScenarioError as err:
+    except CostsimError as err:
         fail(err)
     except KeyboardInterrupt:
         err_console.print(Text("interrupted: nothing written"), highlight=False)

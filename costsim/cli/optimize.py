@@ -17,6 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from costsim.errors import CostsimError
 from costsim.scenario import Problem, ScenarioError
 
 EXECUTORS = ("local", "processes", "dask")
@@ -95,7 +96,7 @@ def optimize_command(
             if out is not None:  # checked and locked before searching: an unusable --out costs no simulation
                 folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES, inputs=_inputs(scenario, vary)))
             _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder, quiet)
-    except ScenarioError as err:  # bad flags or scenario, an unusable --out, a lost worker
+    except CostsimError as err:  # bad flags or scenario, an unusable --out, a lost worker
         fail(err)
     except KeyboardInterrupt:
         interrupted(folder, out)

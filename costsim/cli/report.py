@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from costsim.errors import CostsimError
 from costsim.runs.outdir import OutputError
 from costsim.scenario import Problem, ScenarioError
 
@@ -85,7 +86,7 @@ def report_command(
             check_out_file("--out", out, sweep_inputs(source) if source.is_dir() else scenario_inputs(sc, source))
             with stages.stage("writing the report", counted=False):
                 path = write_report(data, out, wanted, shown, variant=variant, verdict=verdict)
-    except ScenarioError as err:
+    except CostsimError as err:
         fail(err)
     except KeyboardInterrupt:
         err_console.print(Text(f"interrupted: {out} is unchanged"), highlight=False)

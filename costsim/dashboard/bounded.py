@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from costsim.errors import CostsimError
 from costsim.dashboard.uploads import Limits
 from costsim.dashboard.workers import SLOTS, WorkStopped
 from costsim.runs import api
@@ -156,7 +157,7 @@ def _answer(request: tuple, limited: list[int]) -> tuple[Any, ...]:
         pass  # not on this platform: the parent's time limit still holds
     try:
         return ("ok", pickle.dumps(_simulate(scenario, seed), protocol=pickle.HIGHEST_PROTOCOL))
-    except ScenarioError as err:  # rebuilt in the parent (the exception's args alone cannot)
+    except CostsimError as err:  # rebuilt in the parent (the exception's args alone cannot)
         return ("scenario_error", err.source, err.problems)
     except MemoryError:
         return ("memory",)
@@ -273,7 +274,7 @@ def warm_up(limits: Limits | None = None) -> None:
     if limits is None:
         try:
             limits = Limits.from_env(os.environ)
-        except ScenarioError:  # the dashboard says so itself; no spares meanwhile
+        except CostsimError:  # the dashboard says so itself; no spares meanwhile
             return
     SLOTS.capacity = limits.worker_slots
     _top_up()

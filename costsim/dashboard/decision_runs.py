@@ -28,6 +28,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from costsim.errors import CostsimError
 from costsim.dashboard import Limits, RunStopped
 from costsim.dashboard.workers import SLOTS
 from costsim.runs import api
@@ -103,7 +104,7 @@ def grid_sweep(scenario: Scenario, axes: dict[str, str], replications: int = 1, 
             continue
         try:
             _, values = parse_set(f"{path}={text}")
-        except ScenarioError as err:
+        except CostsimError as err:
             problems.append(Problem((path,), err.problems[0].message))
             continue
         bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float))]
@@ -130,7 +131,7 @@ def grid_sweep(scenario: Scenario, axes: dict[str, str], replications: int = 1, 
         try:  # the sweep files' and the knobs' naming rule; a refused variant as written
             built, _ = build_resized(data, copy, lambda d: api.scenario_from_data(
                 d, f"{source} variant {vid} ({shown})", scenario.base_dir))
-        except ScenarioError as err:  # options.0.gpus -> options.own-256.gpus: the name the user chose
+        except CostsimError as err:  # options.0.gpus -> options.own-256.gpus: the name the user chose
             raise ScenarioError(err.source, [Problem((named(copy, p.loc),) if p.loc else (), p.message)
                                              for p in err.problems]) from None
         variants.append(Variant(vid, params, built))
@@ -189,7 +190,7 @@ def child_main() -> None:
 
     try:
         reply: tuple = ("ok", _execute(job, lambda done, total: send(("progress", done, total))))
-    except ScenarioError as err:
+    except CostsimError as err:
         reply = ("scenario_error", err.source, err.problems)
     except MemoryError:
         reply = ("memory",)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+from costsim.errors import CostsimError
 from costsim.plots import figures as plots
 from costsim.present.formats import money_exact, plain
 from costsim.decisions.verdict import decide
@@ -40,7 +41,7 @@ from costsim.present.formats import who_pays_more
 from costsim.present.headline import CANNOT_KEEP_UP, FAIR, tornado_breakeven
 from costsim.cli.tables import MEANS_TABLE_COLUMNS
 from costsim.present.formats import with_interval
-from costsim.scenario import Scenario, ScenarioError
+from costsim.scenario import Scenario
 
 KEEP = 4  # results kept per tab and session (each a few tables)
 Col = st.column_config
@@ -88,7 +89,7 @@ def _run(job: Job, limits: Limits, what: str):
     update = _bar(what)
     try:
         return run_bounded(job, limits, update)
-    except ScenarioError as err:
+    except CostsimError as err:
         _show_error(f"The {what.lower()} cannot be run.", err)
     except RunStopped as err:
         st.error(public_text(str(err)))  # our own words only
@@ -278,7 +279,7 @@ def _grid(scenario: Scenario, key: str, limits: Limits):
     if results is None and st.button(f"Run the grid (at most {MAX_VARIANTS} variants)", key=f"{key}:grid:run"):
         try:
             spec = grid_sweep(scenario, {p: v for p, v in axes.items()}, int(reps))
-        except ScenarioError as err:
+        except CostsimError as err:
             _show_error("This grid cannot be run.", err)
             return None
         results = _run(Job("sweep", executor=executor, spec=spec), limits, "Sweep")
@@ -303,7 +304,7 @@ def _uploaded(key: str, limits: Limits):
         return hit
     try:
         hit = read_sweep_uploads(uploads, limits)
-    except ScenarioError as err:
+    except CostsimError as err:
         _show_error("This upload cannot be read.", err)
         return None, []
     _keep(store, cache_key, hit)

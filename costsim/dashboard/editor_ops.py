@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import costsim
-from costsim.scenario import CloudOption, HybridOption, OwnedOption, ScenarioError
+from costsim.errors import CostsimError
+from costsim.scenario import CloudOption, HybridOption, OwnedOption
 from costsim.scenario.classes import RLClass
 
 from costsim.dashboard.editor_schema import Loc, fields, model
@@ -203,7 +204,7 @@ def validate(data: dict, base_dir: Path | str,
         if load is not None:
             return load(copy.deepcopy(data)), {}
         return costsim.scenario_from_data(copy.deepcopy(data), "scenario", base_dir), {}
-    except ScenarioError as err:
+    except CostsimError as err:
         errors: dict[Loc, str] = {}
         for p in err.problems:
             errors[p.loc] = f"{errors[p.loc]}; {p.message}" if p.loc in errors else p.message

@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from costsim.errors import CostsimError
 from costsim.dashboard import Limits, Upload
 from costsim.dashboard.workers import WorkStopped, run_child, serve_child
 from costsim.runs.dataset import MANIFEST, META_KEY
@@ -215,7 +216,7 @@ def _parquet(name: str, data: bytes, rows_left: int,
         why = frame_problem(frame, task) if task is not None else None
         if why is not None:
             raise _refused(name, f"{why}: not as the sweep wrote it")
-    except (ScenarioError, MemoryError):  # our own refusal (a ValueError too); Arrow's MemoryError: the limit
+    except (CostsimError, MemoryError):  # our own refusal (a ValueError too); Arrow's MemoryError: the limit
         raise
     except (pa.ArrowException, OSError, ValueError) as err:
         raise _refused(name, f"is not a readable Parquet file ({err})") from None
@@ -385,7 +386,7 @@ def _read_guarded(payload: tuple[list[Upload], Limits]):
     uploads, limits = payload
     try:
         return read_uploads_here(uploads, limits)
-    except (ScenarioError, MemoryError):
+    except (CostsimError, MemoryError):
         raise
     except Exception as exc:
         import traceback

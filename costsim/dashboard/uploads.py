@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from costsim.errors import CostsimError
 from costsim.runs import api
 from costsim.scenario import Problem, Scenario, ScenarioError, scenario_from_yaml
 from costsim.scenario import scenario_from_data as schema_from_data  # schema only: reads no file
@@ -277,7 +278,7 @@ def dashboard_scenario(data: dict, base: Scenario, root: Path) -> Scenario:
     try:
         edited = check_file_fields(schema_from_data(data, source, base.base_dir), source, root, session_upload(base, root))
         return api.check(edited, source)
-    except ScenarioError as err:
+    except CostsimError as err:
         raise public_error(err, root) from None
 
 
@@ -305,11 +306,11 @@ def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits
     folder = _trace_folder(trace.data, root) if trace is not None else None
     try:
         scenario = check_file_fields(scenario, source, root, folder / trace_name if folder is not None else None)
-    except ScenarioError as err:
+    except CostsimError as err:
         raise public_error(err, root).with_lines(lines) from None
     if trace is not None:
         _store_trace(trace_name, trace.data, root)  # type: ignore[arg-type]
     try:
         return api.check(scenario, source, lines)
-    except ScenarioError as err:  # name the trace as the user knows it, not by its temporary path
+    except CostsimError as err:  # name the trace as the user knows it, not by its temporary path
         raise public_error(err, root) from None

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from costsim.errors import CostsimError
 from costsim.dashboard.uploads import Limits
 from costsim.scenario import ScenarioError
 
@@ -103,7 +104,7 @@ def serve_child(fn: Callable[[Any], Any]) -> None:
         pass  # not on this platform: the parent's time limit still holds
     try:
         reply: tuple = ("ok", fn(payload))
-    except ScenarioError as err:
+    except CostsimError as err:
         reply = ("scenario_error", err.source, err.problems)
     except MemoryError:
         reply = ("memory",)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from costsim.errors import CostsimError
 from costsim.plots import figures as plots
 from costsim.present.formats import plain
 from costsim.report import html as h
@@ -247,5 +248,5 @@ def tornado_or_note(sc, seed: int, targets=None, step=None, replications: int = 
         return "The sensitivity tornado is not available in this version of costsim."
     try:
         return tornado(sc, replications=replications, seed=seed, targets=targets, progress=step)
-    except ScenarioError as err:  # e.g. no owned or no rented option to set against each other
+    except CostsimError as err:  # e.g. no owned or no rented option to set against each other
         return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)

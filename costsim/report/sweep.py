@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from costsim.errors import CostsimError
 from costsim.runs.dataset import MANIFEST, RUNS, TABLES
 from costsim.runs.outfiles import OutputError, kind_of, scenario_inputs
 from costsim.runs.taskfiles import TaskId, listed, read_task_file, strays, task_name
-from costsim.scenario import ScenarioError
 
 _ID = re.compile(r"[A-Za-z0-9][\w-]{0,99}")  # a variant id as sweeps write them (v000): a safe folder name
 _SHA = re.compile(r"[0-9a-f]{64}")
@@ -141,7 +141,7 @@ def sweep_inputs(folder: Path, label: str = "SWEEP_DIR") -> list[Path]:
     for path in base_paths(manifest, folder):
         try:
             loaded.append((path, read_scenario(path)[0]))  # the schema only: no trace is read
-        except (ScenarioError, OSError, ValueError):
+        except (CostsimError, OSError, ValueError):
             continue
     if not loaded:
         shown = manifest.get("base")
@@ -157,7 +157,7 @@ def sweep_inputs(folder: Path, label: str = "SWEEP_DIR") -> list[Path]:
             try:
                 sc = schema_from_data(_variant_data(data, v), f"{path} variant {v.get('id')}", base.base_dir)
                 found += scenario_inputs(sc)
-            except (ScenarioError, KeyError, TypeError, ValueError, AttributeError):
+            except (CostsimError, KeyError, TypeError, ValueError, AttributeError):
                 # Not a scenario any more (the base changed): any swept text may still name a file.
                 found += [Path(base.base_dir) / x for x in (v.get("params") or {}).values()
                           if isinstance(x, str) and x and "\0" not in x]
@@ -176,7 +176,7 @@ def _scenarios(manifest: dict, folder: Path, notes: list[str]) -> dict:
     for base_path in paths:
         try:
             base = api.load_scenario(base_path)
-        except (ScenarioError, TypeError, OSError):
+        except (CostsimError, TypeError, OSError):
             continue
         readable = True
         data = base.model_dump(mode="json")
@@ -184,7 +184,7 @@ def _scenarios(manifest: dict, folder: Path, notes: list[str]) -> dict:
         for v in manifest["variants"]:
             try:
                 sc = api.scenario_from_data(_variant_data(data, v), f"{base_path} variant {v['id']}", base.base_dir)
-            except (ScenarioError, KeyError, TypeError):
+            except (CostsimError, KeyError, TypeError):
                 sc = None
             if sc is None or inputs_sha256(sc) != v.get("scenario_sha256"):
                 break

@@ -1,6 +1,6 @@
 """Checks of the arguments of costsim's public functions.
 
-A wrong argument is a ``ScenarioError`` naming the function and the argument —
+A wrong argument is an ``ArgumentError`` naming the function and the argument —
 ``simulate(): seed: must be a whole number from 0 to 2^63 - 1 or None (got 'x')`` — never a
 TypeError or AttributeError from deep inside. Each check returns the argument as used.
 """
@@ -13,13 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from costsim.scenario import Problem, ScenarioError
+from costsim.errors import ArgumentError
 from costsim.scenario.bounds import MAX_SEED
 
 
-def error(function: str, argument: str, message: str) -> ScenarioError:
+def error(function: str, argument: str, message: str) -> ArgumentError:
     """``function(): argument: message``."""
-    return ScenarioError(f"{function}()", [Problem((argument,), message)])
+    return ArgumentError(function, argument, message)
 
 
 def _shown(value: Any) -> str:

@@ -28,6 +28,7 @@ from functools import partial
 from typing import Any
 
 from costsim.runs.scheduler import SchedulerProblem, parse_address, probe
+from costsim.errors import ExecutorError
 from costsim.scenario.errors import Problem, ScenarioError
 
 EXECUTORS = ("local", "processes", "dask")
@@ -41,13 +42,6 @@ LOCAL_CLUSTER_CONFIG = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHO
 Run = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[tuple[int, Any]]]
 
 
-class ExecutorError(ScenarioError):
-    """The executor cannot be used or lost a worker: ``executor NAME: what is wrong``."""
-
-    def __init__(self, name: str, message: str):
-        super().__init__(f"executor {name}", [Problem((), message)])
-
-
 class SchedulerLost(ExecutorError):
     """The Dask scheduler went away mid-sweep after ``finished`` tasks had come back (each one
     written by the caller before it asked for the next)."""
@@ -56,6 +50,9 @@ class SchedulerLost(ExecutorError):
         self.where, self.reason, self.finished = where, reason, finished
         super().__init__("dask", f"lost {where} ({reason}) after {finished} task(s) finished: with an output "
                          "folder they are saved, and running the same sweep again resumes")
+
+    def __reduce__(self):  # type: ignore[override]  # rebuilt from its own fields, not ExecutorError's
+        return (SchedulerLost, (self.where, self.reason, self.finished))
 
 
 class TaskFailed(Exception):

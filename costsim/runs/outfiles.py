@@ -11,7 +11,7 @@
   lock when its process dies.
 - ``publish_files``: several files replaced together, under their folders' locks.
 
-Problems are ``OutputError`` (a ``ScenarioError``): the CLI prints them and exits 2.
+Problems are ``OutputError`` (``costsim.errors``): the CLI prints them and exits 2.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from costsim.scenario.errors import Problem, ScenarioError
+from costsim.errors import OutputError
 from costsim.scenario.filekind import input_file_problem  # noqa: F401  (the readers' check, here too)
 
 # Errors saying the disk, not costsim, is the problem (the advice is then to free some space).
@@ -34,13 +34,6 @@ NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 # it (``required=False``): a folder whose parent we may not write is one ``costsim run`` cannot
 # replace either (it stages and locks in that parent), so there is no run to keep out.
 _UNWRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
-
-
-class OutputError(ScenarioError):
-    """The output folder or file cannot be used or written: ``label path: what is wrong``."""
-
-    def __init__(self, label: str, folder: str, message: str):
-        super().__init__(f"{label} {folder}", [Problem((), message)])
 
 
 def fsync(path: Path) -> None:
@@ -131,9 +124,9 @@ def input_at(out: Path, inputs: Iterable[Path], inside: bool = False) -> Path | 
 
 def check_out_file(flag: str, path: Path, inputs: Iterable[Path] | Path | None = None) -> None:
     """A file a command may replace (``--out``): absent or a regular file, none of ``inputs``,
-    in a folder that exists; ScenarioError ``flag: what is wrong`` naming the path otherwise."""
+    in a folder that exists; OutputError ``flag: what is wrong`` naming the path otherwise."""
     def fail(message: str):
-        raise ScenarioError(flag, [Problem((), message)])
+        raise OutputError(flag, "", message)
 
     shown = os.fspath(path)
     if shown == "":
