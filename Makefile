@@ -13,7 +13,7 @@ PORT ?= 8501
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,dask]'
+	$(PY) -m pip install --quiet -e '.[app,test,dask]'
 	touch $(STAMP)
 
 app: $(STAMP)  ## open the dashboard on the baseline scenario

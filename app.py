@@ -20,7 +20,7 @@ import streamlit as st
 import costsim
 from costsim.errors import CostsimError
 from costsim.present.formats import plain
-from costsim.dashboard import edit
+from costsim.dashboard import edit, state
 from costsim.dashboard import tabs
 from costsim.dashboard import (
     LINK,
@@ -202,34 +202,20 @@ def main() -> None:
     if base is None:
         return
     if st.sidebar.button("Reset knobs", help="Back to the scenario's own values (the editor's too)."):
-        st.session_state["generation"] = st.session_state.get("generation", 0) + 1
-    generation = st.session_state.get("generation", 0)
+        state.reset(st.session_state)
     # The first screen is drawn last (it needs the runs) but sits above the tab bar and the tab.
     head, tab = st.container(), tabs.tab_bar()
     body = st.container()
-    ekey = edit.editor_key(base.key, generation)
+    ekey = edit.editor_key(base.key, state.generation(st.session_state))
     if tab == edit.EDIT_TAB:
         with body:
             working = edit.draw(ekey, base.scenario, upload_root())
     else:
         working = edit.peek(ekey, base.scenario, upload_root())
-    if working.ok:
-        st.session_state["last_good_edit"] = (ekey, working.scenario)
-    knob_base = working.scenario
-    if knob_base is None:  # the editor's copy has problems: the knobs show the last copy that had none
-        saved = st.session_state.get("last_good_edit")
-        knob_base = saved[1] if saved is not None and saved[0] == ekey else base.scenario
-    # Knobs keyed by the loaded scenario, and by the working copy once it differs from it, so they
-    # always start from what the editor holds; but a working copy the knobs themselves wrote keeps
-    # the knobs' key, or the values typed next (in widgets drawn under that key) would be dropped.
-    knob_key = f"{base.key}.{generation}"
-    if knob_base != base.scenario:
-        data = knob_base.model_dump(mode="json")
-        pushed = st.session_state.get("knobs_pushed")
-        if pushed is not None and pushed[:2] == (ekey, data):
-            knob_key = pushed[2]
-        else:
-            knob_key += "." + edit.data_key(data)
+    # The knobs start from the editor's working copy (state.py: how the two share it).
+    knob_base = state.knob_base(st.session_state, ekey, working.scenario, base.scenario)
+    knob_key = state.knob_key(st.session_state, loaded_key=base.key, editor_key=ekey, base=knob_base,
+                              loaded=base.scenario, data_key=edit.data_key)
     form = knob_form(knob_base, knob_key)
     runs = scenario = None
     why = None
@@ -244,7 +230,7 @@ def main() -> None:
             why = "fix the knob marked in the sidebar to update them."
     if scenario is not None:
         if edit.push(ekey, base.scenario, scenario):
-            st.session_state["knobs_pushed"] = (ekey, scenario.model_dump(mode="json"), knob_key)
+            state.knobs_pushed(st.session_state, editor_key=ekey, scenario=scenario, key=knob_key)
             if tab == edit.EDIT_TAB:  # the editor was drawn before the knobs' change: draw it again with it
                 st.rerun()
         packed = encode_scenario(costsim.dump_scenario(scenario))

@@ -35,44 +35,46 @@ def small(tmp_path) -> costsim.Scenario:
 
 # -- arguments ----------------------------------------------------------------------------------
 
-# (call, words the message must contain); ``sc`` is a valid scenario, ``d`` a folder.
+# (call, words the message must contain, the error it is: a bad argument, or a file or text that is
+# not a scenario); ``sc`` is a valid scenario, ``d`` a folder.
 BAD_CALLS = [
-    (lambda sc, d: costsim.simulate(None), ["simulate()", "scenario", "NoneType"]),
-    (lambda sc, d: costsim.simulate({}), ["simulate()", "dict", "scenario_from_data"]),
-    (lambda sc, d: costsim.simulate(42), ["simulate()", "scenario", "int"]),
-    (lambda sc, d: costsim.simulate(b"s.yaml"), ["simulate()", "scenario", "bytes"]),
-    (lambda sc, d: costsim.simulate(sc, seed="x"), ["simulate()", "seed", "'x'"]),
-    (lambda sc, d: costsim.simulate(sc, seed=True), ["seed", "True"]),
-    (lambda sc, d: costsim.simulate(sc, seed=-1), ["seed", "-1"]),
-    (lambda sc, d: costsim.simulate(sc, seed=1.5), ["seed", "1.5"]),
-    (lambda sc, d: costsim.simulate(sc, seed=2**63), ["seed", "2^63 - 1"]),
-    (lambda sc, d: costsim.simulate(sc, on_option=3), ["on_option", "function"]),
-    (lambda sc, d: costsim.simulate(sc, max_events=0), ["max_events", ">= 1"]),
-    (lambda sc, d: costsim.simulate(sc, max_events=True), ["max_events", "True"]),
-    (lambda sc, d: costsim.simulate(sc, max_events="10"), ["max_events", "'10'"]),
-    (lambda sc, d: costsim.load_scenario(None), ["load_scenario()", "path", "NoneType"]),
-    (lambda sc, d: costsim.load_scenario(""), ["load_scenario()", "path", "empty"]),
-    (lambda sc, d: costsim.load_scenario("a\0b.yaml"), ["path", "NUL"]),
-    (lambda sc, d: costsim.load_scenario(3.5), ["path", "float"]),
-    (lambda sc, d: costsim.load_scenario(d / "missing.yaml"), ["missing.yaml", "not found"]),
-    (lambda sc, d: costsim.load_scenario_text(None, "u.yaml", d), ["load_scenario_text()", "text", "NoneType"]),
-    (lambda sc, d: costsim.load_scenario_text(b"name: x", "u.yaml", d), ["text", "decode"]),
-    (lambda sc, d: costsim.load_scenario_text("name: x", None, d), ["source", "NoneType"]),
-    (lambda sc, d: costsim.load_scenario_text("name: x", "u.yaml", None), ["base_dir", "NoneType"]),
-    (lambda sc, d: costsim.load_scenario_text("- 1\n- 2", "u.yaml", d), ["u.yaml", "mapping"]),
-    (lambda sc, d: costsim.scenario_from_data([1, 2], "v", d), ["v", "mapping"]),
-    (lambda sc, d: costsim.scenario_from_data(None, "v", d), ["v", "mapping"]),
-    (lambda sc, d: costsim.scenario_from_data({}, 7, d), ["scenario_from_data()", "source", "int"]),
-    (lambda sc, d: costsim.scenario_from_data({}, "v", None), ["scenario_from_data()", "base_dir"]),
-    (lambda sc, d: costsim.dump_scenario(None), ["dump_scenario()", "scenario", "NoneType"]),
-    (lambda sc, d: costsim.dump_scenario({"name": "x"}), ["dump_scenario()", "dict"]),
+    (lambda sc, d: costsim.simulate(None), ["simulate()", "scenario", "NoneType"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate({}), ["simulate()", "dict", "scenario_from_data"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(42), ["simulate()", "scenario", "int"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(b"s.yaml"), ["simulate()", "scenario", "bytes"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(sc, seed="x"), ["simulate()", "seed", "'x'"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(sc, seed=True), ["seed", "True"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(sc, seed=-1), ["seed", "-1"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(sc, seed=1.5), ["seed", "1.5"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(sc, seed=2**63), ["seed", "2^63 - 1"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(sc, on_option=3), ["on_option", "function"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(sc, max_events=0), ["max_events", ">= 1"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(sc, max_events=True), ["max_events", "True"], costsim.ArgumentError),
+    (lambda sc, d: costsim.simulate(sc, max_events="10"), ["max_events", "'10'"], costsim.ArgumentError),
+    (lambda sc, d: costsim.load_scenario(None), ["load_scenario()", "path", "NoneType"], costsim.ArgumentError),
+    (lambda sc, d: costsim.load_scenario(""), ["load_scenario()", "path", "empty"], costsim.ArgumentError),
+    (lambda sc, d: costsim.load_scenario("a\0b.yaml"), ["path", "NUL"], costsim.ArgumentError),
+    (lambda sc, d: costsim.load_scenario(3.5), ["path", "float"], costsim.ArgumentError),
+    (lambda sc, d: costsim.load_scenario(d / "missing.yaml"), ["missing.yaml", "not found"], costsim.ScenarioError),
+    (lambda sc, d: costsim.load_scenario_text(None, "u.yaml", d), ["load_scenario_text()", "text", "NoneType"], costsim.ArgumentError),
+    (lambda sc, d: costsim.load_scenario_text(b"name: x", "u.yaml", d), ["text", "decode"], costsim.ArgumentError),
+    (lambda sc, d: costsim.load_scenario_text("name: x", None, d), ["source", "NoneType"], costsim.ArgumentError),
+    (lambda sc, d: costsim.load_scenario_text("name: x", "u.yaml", None), ["base_dir", "NoneType"], costsim.ArgumentError),
+    (lambda sc, d: costsim.load_scenario_text("- 1\n- 2", "u.yaml", d), ["u.yaml", "mapping"], costsim.ScenarioError),
+    (lambda sc, d: costsim.scenario_from_data([1, 2], "v", d), ["v", "mapping"], costsim.ScenarioError),
+    (lambda sc, d: costsim.scenario_from_data(None, "v", d), ["v", "mapping"], costsim.ScenarioError),
+    (lambda sc, d: costsim.scenario_from_data({}, 7, d), ["scenario_from_data()", "source", "int"], costsim.ArgumentError),
+    (lambda sc, d: costsim.scenario_from_data({}, "v", None), ["scenario_from_data()", "base_dir"], costsim.ArgumentError),
+    (lambda sc, d: costsim.dump_scenario(None), ["dump_scenario()", "scenario", "NoneType"], costsim.ArgumentError),
+    (lambda sc, d: costsim.dump_scenario({"name": "x"}), ["dump_scenario()", "dict"], costsim.ArgumentError),
 ]
 
 
-@pytest.mark.parametrize("call, words", BAD_CALLS, ids=[f"call{i}" for i in range(len(BAD_CALLS))])
-def test_a_bad_argument_is_a_scenario_error_naming_it(small, tmp_path, call, words):
-    with pytest.raises(costsim.ScenarioError) as err:  # a TypeError or AttributeError fails the test
+@pytest.mark.parametrize("call, words, error", BAD_CALLS, ids=[f"call{i}" for i in range(len(BAD_CALLS))])
+def test_a_bad_argument_is_an_error_of_its_kind_naming_it(small, tmp_path, call, words, error):
+    with pytest.raises(error) as err:  # a TypeError or AttributeError fails the test
         call(small, tmp_path)
+    assert type(err.value) is error  # an ArgumentError is not a ScenarioError, nor the other way round
     for word in words:
         assert word in str(err.value), (word, str(err.value))
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import costsim
+from costsim.errors import ExecutorError
 from costsim.runs import executors
 from costsim.runs import sweep as sweep_mod
 from costsim.runs.scheduler import SchedulerProblem, is_greeting, parse_address
@@ -137,7 +138,7 @@ def test_a_port_nobody_listens_on_is_cannot_reach(files):
     srv = socket.create_server(("127.0.0.1", 0))
     port = srv.getsockname()[1]
     srv.close()  # the port is now closed: connection refused
-    with pytest.raises(ScenarioError, match=rf"executor dask: cannot reach the Dask scheduler at 127\.0\.0\.1:{port}: "):
+    with pytest.raises(ExecutorError, match=rf"executor dask: cannot reach the Dask scheduler at 127\.0\.0\.1:{port}: "):
         costsim.sweep(files / "sw.yaml", out=files / "o", executor="dask", address=f"127.0.0.1:{port}")
     assert not (files / "o").exists()
 

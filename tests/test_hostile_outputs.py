@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import costsim
+from costsim.errors import OutputError
 from costsim.cli import commands as cli_mod
 from costsim.runs.export import OUTPUT_NAMES
 from costsim.runs import dataset, outdir
@@ -130,7 +131,7 @@ def test_sweep_out_holding_its_trace_where_it_writes_a_table_is_refused(here):
     (here / "o" / "means.csv").write_text(JOBS)
     (here / "b.yaml").write_text(TRACED.replace("TRACE", "o/means.csv"))
     (here / "bw.yaml").write_text("base: b.yaml\ngrid:\n  options.cloud.price_per_gpu_hour: [2.0, 3.0]\n")
-    with pytest.raises(ScenarioError, match=rf"means.csv in it is {here}/o/means.csv, which this sweep reads"):
+    with pytest.raises(OutputError, match=rf"means.csv in it is {here}/o/means.csv, which this sweep reads"):
         costsim.sweep("bw.yaml", out="o", executor="local")
     assert digest(here / "o") == {"means.csv": hashlib.sha256(JOBS.encode()).hexdigest()}
 
@@ -157,7 +158,7 @@ def test_a_file_put_in_out_while_the_run_simulates_is_kept_and_the_swap_refused(
 
 def test_a_sweep_into_a_folder_a_run_is_writing_is_refused_and_the_other_way_round(here):
     with OutputFolder(here / "x", ours=OUTPUT_NAMES) as folder:
-        with pytest.raises(ScenarioError, match="another costsim run, sweep or report .*is writing"):
+        with pytest.raises(OutputError, match="another costsim run, sweep or report .*is writing"):
             costsim.sweep("sw.yaml", out="x", executor="local")
         assert not (here / "x").exists()  # nothing of the sweep's was created there
         folder.publish(lambda staging: (staging / "summary.csv").write_text("run"))
@@ -249,7 +250,7 @@ def test_read_only_file_system_is_a_clear_exit_2(here, read_only):
         assert f"--out {read_only}/" in result.output and "Read-only file system" in result.output
     result = cli("run", "s.yaml", "--out", read_only / "res")
     assert result.exit_code == 2 and "Read-only file system" in result.output and result.stdout == ""
-    with pytest.raises(ScenarioError, match="Read-only file system"):
+    with pytest.raises(OutputError, match="Read-only file system"):
         costsim.sweep("sw.yaml", out=read_only / "sw", executor="local")
     assert list(read_only.iterdir()) == []
 
@@ -315,7 +316,7 @@ def test_a_folder_where_a_task_file_goes_is_refused_by_name_before_anything_runs
     task.unlink()
     task.mkdir()
     before = digest(here / "sw")
-    with pytest.raises(ScenarioError) as caught:
+    with pytest.raises(OutputError) as caught:
         costsim.sweep("sw.yaml", out="sw", executor="local")
     assert "runs/variant=v000/replication=1.parquet (a folder)" in str(caught.value)
     assert "make room" not in str(caught.value) and digest(here / "sw") == before
@@ -329,13 +330,13 @@ def test_the_trace_edited_mid_sweep_message_promises_only_what_works(here):
         if done == 1:
             (here / "jobs.csv").write_text("submit_h,gpus,duration_h\n0,8,5\n")
 
-    with pytest.raises(ScenarioError) as caught:
+    with pytest.raises(ScenarioError) as caught:  # the input changed under the sweep
         costsim.sweep("bw.yaml", out="o", executor="local", progress=edit_after_one)
     message = str(caught.value)
     assert f"the trace {here / 'jobs.csv'} or the catalog changed while the sweep ran" in message
     assert "put the previous file back and run the same command to resume" in message
     assert "or the same one" not in message  # the new trace into the same folder is refused:
-    with pytest.raises(ScenarioError, match="holds a different sweep"):
+    with pytest.raises(OutputError, match="holds a different sweep"):
         costsim.sweep("bw.yaml", out="o", executor="local")
     costsim.sweep("bw.yaml", out="new", executor="local")  # a new folder takes the new trace
     (here / "jobs.csv").write_text(JOBS)  # and with the old bytes back, the same command resumes
@@ -398,7 +399,7 @@ def test_a_full_disk_names_out_and_the_file_not_the_staging_folder(here, monkeyp
     assert result.exit_code == 2 and "--out t.csv: could not be written (No space left on device" in result.output
     assert ".t.csv.tmp-" not in result.output
     monkeypatch.setattr(dataset, "write_task_file", lambda frame, path, task, meta: full(path))
-    with pytest.raises(ScenarioError) as caught:
+    with pytest.raises(OutputError) as caught:
         costsim.sweep("sw.yaml", out="o", executor="local")
     assert ("could not write runs/variant=v000/replication=0.parquet: No space left on device; the tasks "
             "finished before are saved: free some space and run the same sweep again") in str(caught.value)

@@ -327,7 +327,7 @@ def test_write_results_from_python_is_atomic_too(small):
     assert "assumptions.csv" in {p.name for p in written}
     assert json.loads((small / "res" / MANIFEST).read_text())["seed"] == 3
     (small / "res" / "notes.txt").write_text("mine")
-    with pytest.raises(costsim.ScenarioError, match="notes.txt"):
+    with pytest.raises(costsim.OutputError, match="notes.txt"):
         write_results(res, small / "res")
     assert (small / "res" / "notes.txt").read_text() == "mine"
 

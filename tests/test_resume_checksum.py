@@ -23,6 +23,7 @@ from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 import costsim
+from costsim.errors import OutputError
 from costsim.cli.commands import app
 from costsim.runs.sweepfile import load_sweep
 from costsim.scenario import ScenarioError
@@ -195,7 +196,7 @@ def test_files_that_are_not_this_sweeps_tasks_are_refused_by_name(copy, stray, n
     before = {str(p): p.read_bytes() for p in (copy / "out").rglob("*") if p.is_file()}
     result = report(copy)
     assert result.exit_code == 2 and f"not this sweep's tasks ({named or stray})" in result.output
-    with pytest.raises(ScenarioError, match=rf"not this sweep's tasks \({re.escape(named or stray)}\)"):
+    with pytest.raises(OutputError, match=rf"not this sweep's tasks \({re.escape(named or stray)}\)"):
         costsim.sweep(copy / "sw.yaml", out=copy / "out", executor="local")
     assert {str(p): p.read_bytes() for p in (copy / "out").rglob("*") if p.is_file()} == before
 

@@ -19,9 +19,10 @@ import pandas as pd
 import pytest
 
 import costsim
+from costsim.errors import ArgumentError
 from costsim.runs import api
 from costsim.runs.memo import RunMemo
-from costsim.scenario import ScenarioError, scenario_from_data
+from costsim.scenario import scenario_from_data
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -191,8 +192,8 @@ def test_entries_are_bounded_and_a_bad_memo_argument_is_refused():
     sc = baseline()
     api.simulate(sc, memo=memo)
     assert [len(t) for t in memo._tables.values()] == [1, 2, 2]
-    with pytest.raises(ScenarioError, match="memo"):
+    with pytest.raises(ArgumentError, match="memo"):
         api.simulate(sc, memo={})
     for bad in (0, -1, 2.5, True, "3", None):
-        with pytest.raises(ScenarioError, match="RunMemo: runs: must be a whole number"):
+        with pytest.raises(ArgumentError, match=r"RunMemo\(\): runs: must be a whole number"):
             RunMemo(runs=bad)

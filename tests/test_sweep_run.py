@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 import costsim
 import costsim._version
+from costsim.errors import ArgumentError, ExecutorError, OutputError
 from costsim.cli.commands import app
 from costsim.runs import dataset, executors
 from costsim.runs import sweep as sweep_mod
@@ -128,16 +129,20 @@ def test_task_errors_cross_processes_as_the_scenario_error_they_were():
 
 
 def test_bad_arguments_are_refused_before_anything_runs(files):
-    for kwargs, says in [({"executor": "threads"}, "executor"), ({"executor": None}, "executor"),
-                         ({"workers": 0}, "workers"), ({"workers": True}, "workers"), ({"workers": 1.5}, "workers"),
-                         ({"executor": "local", "address": "h:1"}, "address"), ({"progress": 3}, "progress"),
-                         ({"executor": "dask", "address": "h:port"}, "HOST:PORT"),
-                         ({"spec": {"base": "s.yaml"}}, "spec: must be a Sweep"), ({"spec": 3}, "spec"),
-                         ({"spec": files / "nope.yaml"}, "not found"), ({"out": 5}, "out: must be a path"),
-                         ({"out": files / "s.yaml"}, "not a folder"), ({"out": files / "s.yaml" / "o"}, "is a file")]:
+    """Each refused with the error of its kind, before anything is written."""
+    A, E, O, S = ArgumentError, ExecutorError, OutputError, ScenarioError
+    for kwargs, says, kind in [
+            ({"executor": "threads"}, "executor", A), ({"executor": None}, "executor", A),
+            ({"workers": 0}, "workers", A), ({"workers": True}, "workers", A), ({"workers": 1.5}, "workers", A),
+            ({"executor": "local", "address": "h:1"}, "address", A), ({"progress": 3}, "progress", A),
+            ({"executor": "dask", "address": "h:port"}, "HOST:PORT", E),
+            ({"spec": {"base": "s.yaml"}}, "spec: must be a Sweep", A), ({"spec": 3}, "spec", A),
+            ({"spec": files / "nope.yaml"}, "not found", S), ({"out": 5}, "out: must be a path", A),
+            ({"out": files / "s.yaml"}, "not a folder", O), ({"out": files / "s.yaml" / "o"}, "is a file", O)]:
         kwargs = {"spec": files / "sw.yaml", "out": files / "o", **kwargs}
-        with pytest.raises(ScenarioError, match=says):
+        with pytest.raises(kind, match=says) as err:
             costsim.sweep(**kwargs)
+        assert type(err.value) is kind, (says, type(err.value))
         assert sorted(p.name for p in files.iterdir()) == ["s.yaml", "sw.yaml"]
 
 
@@ -234,16 +239,16 @@ def test_a_different_sweep_into_the_same_folder_is_refused_untouched(files):
     costsim.sweep(files / "sw.yaml", out=out, executor="local")
     before = _files(out)
     (files / "other.yaml").write_text(SWEEP.replace("seed: 3", "seed: 4"))
-    with pytest.raises(ScenarioError, match="holds a different sweep .*differ in seed"):
+    with pytest.raises(OutputError, match="holds a different sweep .*differ in seed"):
         costsim.sweep(files / "other.yaml", out=out, executor="local")
     (files / "more.yaml").write_text(SWEEP.replace("[2.0, 4.0]", "[2.0, 3.0]"))
-    with pytest.raises(ScenarioError, match="differ in variants"):
+    with pytest.raises(OutputError, match="differ in variants"):
         costsim.sweep(files / "more.yaml", out=out, executor="local")
     assert _files(out) == before
     foreign = files / "notes"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("mine")
-    with pytest.raises(ScenarioError, match="not a costsim sweep's .*thesis.tex"):
+    with pytest.raises(OutputError, match="not a costsim sweep's .*thesis.tex"):
         costsim.sweep(files / "sw.yaml", out=foreign, executor="local")
     assert [p.name for p in foreign.iterdir()] == ["thesis.tex"]
 
@@ -342,7 +347,7 @@ def test_run_task_labels_come_first_and_the_summary_is_simulate_s(files):
 def test_an_unreachable_dask_scheduler_is_an_error_before_anything_is_written(files, monkeypatch):
     pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
     monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1)
-    with pytest.raises(ScenarioError, match=r"executor dask: cannot reach the Dask scheduler at 127\.0\.0\.1:9"):
+    with pytest.raises(ExecutorError, match=r"executor dask: cannot reach the Dask scheduler at 127\.0\.0\.1:9"):
         costsim.sweep(files / "sw.yaml", out=files / "o", executor="dask", address="127.0.0.1:9")
     assert not (files / "o").exists()
 
@@ -379,7 +384,7 @@ def test_an_edited_trace_is_a_different_sweep_not_a_resume(tmp_path):
     costsim.sweep(tmp_path / "sw.yaml", out=out, executor="local")
     (tmp_path / "jobs.csv").write_text("submit_h,gpus,duration_h\n0,8,20\n1,8,30\n")
     next(out.glob("runs/*/*.parquet")).unlink()  # as if interrupted
-    with pytest.raises(ScenarioError, match="holds a different sweep .*differ in variants"):
+    with pytest.raises(OutputError, match="holds a different sweep .*differ in variants"):
         costsim.sweep(tmp_path / "sw.yaml", out=out, executor="local")
 
 
@@ -390,7 +395,7 @@ def test_runs_without_their_manifest_are_never_reused(files):
     costsim.sweep(files / "sw.yaml", out=out, executor="local")
     (out / "sweep.json").unlink()
     (files / "other.yaml").write_text(SWEEP.replace("[2.0, 4.0]", "[2.5, 4.5]"))
-    with pytest.raises(ScenarioError, match="holds a runs/ folder but no sweep.json"):
+    with pytest.raises(OutputError, match="holds a runs/ folder but no sweep.json"):
         costsim.sweep(files / "other.yaml", out=out, executor="local")
 
 
@@ -425,7 +430,7 @@ def test_a_running_dask_scheduler_gives_the_local_tables_and_refuses_other_versi
             assert _bits(getattr(remote, name)) == _bits(getattr(local, name)), name
         # This machine now has another costsim than the worker: refused before anything is written.
         monkeypatch.setattr(costsim._version, "__version__", "0.0.0-other")
-        with pytest.raises(ScenarioError, match=r"executor dask: workers differ from this machine \(costsim "
+        with pytest.raises(ExecutorError, match=r"executor dask: workers differ from this machine \(costsim "
                                                 r"0\.0\.0-other, numpy .*\): tcp://.* has costsim "):
             costsim.sweep(files / "sw.yaml", out=files / "o", executor="dask", address=cluster.scheduler_address)
         assert not (files / "o").exists()
@@ -435,7 +440,7 @@ def test_a_dask_scheduler_without_workers_is_an_error(files, monkeypatch):
     distributed = pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
     monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1)
     with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=None, silence_logs=40) as cluster:
-        with pytest.raises(ScenarioError, match=r"executor dask: the Dask scheduler at .* has no worker"):
+        with pytest.raises(ExecutorError, match=r"executor dask: the Dask scheduler at .* has no worker"):
             costsim.sweep(files / "sw.yaml", executor="dask", address=cluster.scheduler_address)
 
 
@@ -463,7 +468,7 @@ def test_runs_of_other_code_are_never_resumed(files, monkeypatch):
     out = files / "out"
     costsim.sweep(files / "sw.yaml", out=out, executor="local")
     monkeypatch.setattr(sweep_mod, "code_identity", lambda: "another version of costsim")
-    with pytest.raises(ScenarioError, match="holds a different sweep .*differ in code"):
+    with pytest.raises(OutputError, match="holds a different sweep .*differ in code"):
         costsim.sweep(files / "sw.yaml", out=out, executor="local")
 
 
@@ -483,7 +488,7 @@ def test_code_identity_follows_the_source_and_the_libraries(monkeypatch):
 
 
 def test_workers_with_an_address_are_refused(files):
-    with pytest.raises(ScenarioError, match="workers.*has no effect with a Dask scheduler"):
+    with pytest.raises(ArgumentError, match="workers.*has no effect with a Dask scheduler"):
         costsim.sweep(files / "sw.yaml", executor="dask", workers=2, address="127.0.0.1:8786")
 
 

@@ -263,7 +263,7 @@ def test_replication_seeds_are_common_distinct_and_in_range(tmp_path, base):
     assert [replication_seed(3, 1), replication_seed(12345, 7)] == [5712964121383671236, 6507740548082236446]
     assert replication_seed(2**63 - 1, 999) < 2**63
     for bad in [(-1, 0), (0, -1), (2**63, 0), (0, 1.0), (True, 0)]:
-        with pytest.raises(costsim.ScenarioError):
+        with pytest.raises(costsim.ArgumentError):
             replication_seed(*bad)
 
 

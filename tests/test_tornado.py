@@ -21,6 +21,7 @@ import math
 
 import pytest
 
+from costsim.errors import ArgumentError
 from costsim.catalog.load import default_catalog
 from costsim.decisions.sensitivity import COLUMNS, Tornado, tornado
 from costsim.scenario import ScenarioError
@@ -142,9 +143,9 @@ def test_inputs_that_do_not_apply_are_listed_last_with_a_note(result):
 
 def test_bad_arguments_are_refused_before_anything_runs(tmp_path):
     sc = _scenario(tmp_path)
-    with pytest.raises(ScenarioError, match="unknown input"):
+    with pytest.raises(ArgumentError, match="unknown input"):
         tornado(sc, inputs=["electricity"])
-    with pytest.raises(ScenarioError, match="low .* must be less than high"):
+    with pytest.raises(ArgumentError, match="low .* must be less than high"):
         tornado(sc, inputs={"pue": (1.5, 1.2)})
     rent_only = scenario(tmp_path, [(0.0, 8, 5.0)], [cloud(), cloud("cloud-2")], 1.0)
     with pytest.raises(ScenarioError, match="no owned option"):

@@ -8,7 +8,7 @@ is the shortest window of submit times holding ``ACTIVE_SHARE`` (90 %) of the jo
 ``CONCENTRATED`` (half) of the record's arrival window [0, last submit): there, the record-wide
 rate would be at least 0.9 / 0.5 = 1.8× too low for 90 % of the jobs. A record of steady arrivals
 has an active window of about 90 % of its span (a Poisson process's 90 % of arrivals take about
-90 % of the time), so it is fitted whole, as before. The jobs outside the window are left out of
+90 % of the time), so it is fitted whole. The jobs outside the window are left out of
 the fit (their rate, profiles, GPUs and run times), and the window's first hour becomes the
 fitted model's hour 0 (the profiles keep the source's clock).
 

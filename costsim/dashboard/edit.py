@@ -1,5 +1,5 @@
 """The "Edit scenario" tab's state in the dashboard (Streamlit): one working copy of the scenario,
-held by F2's editor (``editor.scenario_editor``), which both the editor and the sidebar knobs edit.
+held by the scenario editor (``editor.scenario_editor``), which both the editor and the sidebar knobs edit.
 
 - The editor is keyed by the *loaded* scenario (``editor_key``: its content key and the reset
   counter), never by the edited data, so its widgets survive its own edits and a new upload, a
@@ -43,7 +43,7 @@ class Edit:
 
 
 def editor_key(base_key: str, generation: int) -> str:
-    """The editor's key: the loaded scenario's content key and the reset counter (F2's contract)."""
+    """The editor's key: the loaded scenario's content key and the reset counter (a reset draws a fresh editor)."""
     return f"ed-{base_key}.{generation}"
 
 

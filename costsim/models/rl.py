@@ -65,6 +65,9 @@ KV_REFERENCE = (
     (72.0, 327_680, "Qwen2.5-72B: 80 layers, 8 KV heads, head dim 128"),
     (405.0, 516_096, "Llama-3.1-405B: 126 layers, 8 KV heads, head dim 128"),
 )
+# Default parallel layouts [A]: the smallest tensor-parallel (TP, TP·PP) degree at which the weights
+# take at most half the memory, leaving the rest to the KV cache (rollout) or activations (training);
+# vLLM's and Megatron's own sizing guides pick TP the same way. A scenario's class fields override it.
 WEIGHT_SHARE = 0.5  # default rollout TP: the weights take at most half the replica's rollout memory
 TRAIN_BYTES_PER_PARAM = 4.0  # bf16 weights + gradients per model-parallel rank
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master weights and Adam moments, sharded over every training GPU
@@ -86,7 +89,7 @@ class Hardware:
     mem_efficiency: float  # η_mem: share of HBM bandwidth decode achieves
     step_floor_s: float  # t_floor: a decode step's latency floor
     kv_memory_fraction: float  # share of HBM a rollout engine gives weights and KV cache
-    verifier_workers: int = 8
+    verifier_workers: int  # CPU verifier workers per GPU (catalog ``verifier_workers_per_gpu``)
 
 
 @dataclass(frozen=True)
@@ -263,7 +266,7 @@ def forward_s(params_b: float, tokens, gpus: int, tflops: float, mfu: float):
     return 2.0 * params_b * 1e9 * np.asarray(tokens) / (gpus * tflops * 1e12 * mfu)
 
 
-def verifier_s(samples: int, seconds_per_sample: float, gpus: int, workers_per_gpu: int = 8) -> float:
+def verifier_s(samples: int, seconds_per_sample: float, gpus: int, workers_per_gpu: int) -> float:
     """Verifying every sample on the CPU workers beside the scoring GPUs."""
     return samples * seconds_per_sample / (gpus * workers_per_gpu)
 

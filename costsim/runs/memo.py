@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from costsim.scenario.errors import Problem, ScenarioError
+from costsim.errors import ArgumentError
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ class RunMemo:
         self._limits = {"jobs": jobs, "works": works, "runs": runs}
         for name, limit in self._limits.items():
             if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-                raise ScenarioError("RunMemo", [Problem((name,), f"must be a whole number of entries >= 1, got {limit!r}")])
+                raise ArgumentError("RunMemo", name, f"must be a whole number of entries >= 1, got {limit!r}")
         self._tables: dict[str, OrderedDict[Any, Any]] = {name: OrderedDict() for name in self._limits}
         self.hits = 0
         self.misses = 0

@@ -107,6 +107,9 @@ class JobTable:
 
 
 _PER_JOB = ("job_id", "job_class", "submit_h", "gpus", "priority", "duration_h", "class_index", "iterations", "iter_start")
+# A copied trace job moves by up to half a day either way: a copy on the same hour as its original
+# would double the burst it came in, while a day's spread keeps the record's daily rhythm. A modelling
+# choice [A], not a measured value; documented with ``workload.arrival_scale`` in docs/scenarios.md.
 SCALE_JITTER_H = 12.0
 COPY_MARK = "~"  # an extra copy of trace job <id> made by arrival_scale > 1 is <id>~<k>
 
