@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from costsim.catalog.load import Catalog, default_catalog
-from costsim.plan.options import CloudPlan, OwnedPlan, Plan, is_pool, pools
-from costsim.plan.resolve import default_capex_per_gpu, economics_values, resolve
 from costsim.catalog.pins import effective_catalog
+from costsim.plan.options import CloudPlan, OwnedPlan, Plan, pools
+from costsim.plan.resolve import default_capex_per_gpu, economics_values, resolve
 from costsim.scenario.io import scenario_from_data
 from costsim.scenario.model import Scenario
 
@@ -73,7 +73,7 @@ def _pins(scenario: Scenario, plans: list[Plan], cat: Catalog) -> dict | None:
     for part in parts:
         spec, wanted = part.gpu, (RL_SPECS if with_rl else ()) + (POWER_SPECS if isinstance(part, OwnedPlan) else ())
         gpus.setdefault(spec.name, {}).update({k: _whole(getattr(spec, k)) for k in wanted})
-    if not any(not is_pool(p) for p in parts):  # unfinished work is then priced at the catalog's on-demand
+    if not any(not p.is_pool for p in parts):  # unfinished work is then priced at the catalog's on-demand
         for part in parts:
             tiers = part.gpu.price
             gpus.setdefault(part.gpu.name, {})["on_demand"] = {t: tiers[t]["on_demand"] for t in tiers

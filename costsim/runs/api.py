@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from costsim.workload.rng import stream
 from costsim.models.serving import RangeMax, can_ever_start, hourly_demand
 from costsim.workload.plan import checkpoint_writes, hardware, plan_work
 from costsim.workload.plan import shape as workplan_shape
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, pools
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, pools
 from costsim.catalog.load import default_catalog
 from costsim.plan.resolve import economics_values, resolve
 from costsim.engine.pool import nodes_needed
@@ -61,11 +60,11 @@ def _pool_verdict(pool: OwnedPlan | CloudPlan, jobs: _Jobs, demand: np.ndarray |
     limit = _limit(pool)
     if limit is None:
         return None
-    offloads = jobs.disaggregated and is_pool(pool) and pool.rollout is not None
+    offloads = jobs.disaggregated and pool.is_pool and pool.rollout is not None
     held = _held(pool, jobs.home_gpus if offloads else jobs.gpus)  # an offloaded class trains here, samples there
     too_big = held > limit[0]
     crowded = np.zeros(len(held), dtype=bool)
-    if demand is not None and is_pool(pool):
+    if demand is not None and pool.is_pool:
         delivered = pool.lead_time_h if isinstance(pool, OwnedPlan) else 0.0
         earliest = np.maximum(jobs.earliest_h, delivered)
         # Any start the demand table covers (the horizon and a year more): a job that only misses
@@ -361,17 +360,10 @@ def simulate(
 
 
 def unpriced(plan: Plan) -> Plan:
-    """The plan with its prices (capex, $/GPU-hour, billing rules) set to NaN: what work plans and
-    runs are given, so a price edit finds them in a memo, and a price read there by mistake would
-    turn the tables to NaN (tests/test_run_memo.py) instead of going unnoticed."""
-    nan = float("nan")
-    if isinstance(plan, HybridPlan):
-        return dataclasses.replace(plan, base=unpriced(plan.base), burst=unpriced(plan.burst))
-    rollout = unpriced(plan.rollout) if plan.rollout is not None else None
-    if isinstance(plan, OwnedPlan):
-        return dataclasses.replace(plan, capex_usd=nan, rollout=rollout)
-    return dataclasses.replace(plan, price_per_gpu_hour=nan, billing_granularity_s=nan, minimum_billing_s=nan,
-                               rollout=rollout)
+    """The plan with its prices (capex, $/GPU-hour, billing rules) set to NaN (``Plan.unpriced``):
+    what work plans and runs are given, so a price edit finds them in a memo, and a price read there
+    by mistake would turn the tables to NaN (tests/test_run_memo.py) instead of going unnoticed."""
+    return plan.unpriced()
 
 
 def _trace_identity(scenario: Scenario) -> tuple[int, ...] | None:

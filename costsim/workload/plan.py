@@ -15,7 +15,7 @@ import numpy as np
 from costsim.models import network, offload
 from costsim.models import rl
 from costsim.catalog.load import Catalog, default_catalog
-from costsim.plan.options import CloudPlan, OwnedPlan, is_pool
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import RLClass
 from costsim.units import SECONDS_PER_HOUR
@@ -207,7 +207,7 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         run_h[trace] += checkpoint_writes(jobs.duration_h[trace], ckpt.every_hours) * write_h[trace]
 
     hw = hardware(plan)
-    pool = plan.rollout if is_pool(plan) else None  # the option's rollout_pool
+    pool = plan.rollout if plan.is_pool else None  # the option's rollout_pool
     takes = [pool is not None and cls.placement == "disaggregated" for cls in scenario.workload.classes]
     off = Offloads.none(jobs.gpus) if any(takes) else None
     for k, cls in enumerate(scenario.workload.classes):
