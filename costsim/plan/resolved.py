@@ -21,7 +21,7 @@ from costsim.plan.resolve import default_capex_per_gpu, economics_values, resolv
 from costsim.scenario.io import scenario_from_data
 from costsim.scenario.model import Scenario
 
-# The GPU specs each part of the model reads (costsim.workload.plan.hardware; costing's energy and facility).
+# The GPU specs each part of the model reads (costsim.plan.hardware; costing's energy and facility).
 RL_SPECS = ("memory_gb", "bf16_dense_tflops", "hbm_tb_s", "gpus_per_node", "nvlink_busbw_gb_s", "nics_per_node",
             "nic_busbw_gb_s")
 POWER_SPECS = ("node_max_kw", "node_idle_kw")
