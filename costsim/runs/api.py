@@ -23,7 +23,6 @@ from costsim.workload.plan import shape as workplan_shape
 from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, pools
 from costsim.catalog.load import default_catalog
 from costsim.plan.resolve import economics_values, resolve
-from costsim.engine.pool import nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, read_trace, scenario_from_yaml
 from costsim.scenario import dump_scenario as schema_dump
 from costsim.scenario import scenario_from_data as schema_from_data
@@ -45,11 +44,8 @@ def _limit(plan: OwnedPlan | CloudPlan) -> tuple[int, str, str] | None:
 
 
 def _held(plan: OwnedPlan | CloudPlan, gpus: np.ndarray) -> np.ndarray:
-    """GPUs jobs of ``gpus`` need from a pool: whole instances, or whole nodes beyond one."""
-    if isinstance(plan, CloudPlan):
-        return nodes_needed(gpus, plan.gpus_per_instance) * plan.gpus_per_instance
-    gpn = plan.gpus_per_node  # held_gpus, vectorised: a trace may hold a million jobs
-    return np.where(gpus <= gpn, gpus, nodes_needed(gpus, gpn) * gpn).astype(np.int64)
+    """GPUs jobs of ``gpus`` need from a pool (``held_gpus``: a reserved pool as the engine runs it)."""
+    return plan.held_gpus(gpus)
 
 
 def _pool_verdict(pool: OwnedPlan | CloudPlan, jobs: _Jobs, demand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, str] | None:
