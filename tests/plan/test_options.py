@@ -11,6 +11,7 @@ import pytest
 import costsim
 from costsim.catalog.load import default_catalog
 from costsim.decisions.fair import fair_rows
+from costsim.decisions.sensitivity import tornado
 from costsim.engine import pool as engine_pool
 from costsim.plan.options import CloudPlan, HybridPlan, JobLimit, OwnedPlan, held_gpus, nodes_needed, side_of
 from costsim.plan.resolve import resolve
@@ -166,3 +167,14 @@ def test_the_decisions_side_column_is_the_plans_side():
     table = fair_rows(res.summary)
     assert table["pricing"].tolist() == [p.pricing for p in resolve(sc)]
     assert table["side"].tolist() == [p.side for p in resolve(sc)]
+
+
+def test_a_tornado_finds_no_build_side_in_reservations_and_rentals():
+    # Reserved capacity and a hybrid on a reserved base are rented (side_of): nothing to build.
+    options = [{"name": "res", "kind": "cloud", "gpu_type": "H100", "pricing": "reserved", "reserved_gpus": 64},
+               {"name": "od", "kind": "cloud", "gpu_type": "H100", "pricing": "on_demand"},
+               {"name": "mix", "kind": "hybrid", "base": "res", "burst": "od"}]
+    sc = scenario_from_data({**EVERY_KIND, "options": options}, "t", ".")
+    with pytest.raises(costsim.ScenarioError, match="a tornado compares building with renting: the scenario has no "
+                                                    "owned option"):
+        tornado(sc)
