@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import numpy as np
 
@@ -33,7 +33,11 @@ def side_of(pricing: str) -> str:
     return "build" if pricing.split("+", 1)[0] in BUILD_PRICINGS else "rent"
 
 
-def nodes_needed(gpus, gpus_per_node: int):
+@overload
+def nodes_needed(gpus: int, gpus_per_node: int) -> int: ...
+@overload
+def nodes_needed(gpus: np.ndarray, gpus_per_node: int) -> np.ndarray: ...
+def nodes_needed(gpus, gpus_per_node):
     """Whole nodes (or cloud instances) a job of ``gpus`` GPUs needs: ⌈gpus / per node⌉; numpy
     arrays too."""
     return -(-gpus // gpus_per_node)
