@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.runs.api import serving_demand
+from costsim.plan.checks import serving_demand
 from costsim.models.serving import RangeMax, hourly_demand
 from helpers import cloud, jobs_of, owned, scenario
 

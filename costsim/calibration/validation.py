@@ -31,7 +31,7 @@ from costsim.catalog.load import Catalog, GPUSpec, default_catalog
 from costsim.plan.options import OwnedPlan
 from costsim.scenario.classes import DEFAULT_VERIFIER_SECONDS, Update
 from costsim.units import HOURS_PER_YEAR
-from costsim.workload.plan import hardware
+from costsim.plan.hardware import hardware
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
 SEED, ITERATIONS = 2026, 100  # the same length draws for every setting and every grid point

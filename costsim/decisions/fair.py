@@ -34,6 +34,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from costsim.plan.options import side_of
 from costsim.present.formats import plain
 from costsim.results.backlog import STALE_FACTOR, STALE_FLOOR_H
 
@@ -45,11 +46,6 @@ FAIR_COLUMNS = [
 ]
 # What the fair total adds to the amortised total, each a column of ``fair_rows``' table.
 FAIR_LINES = ("unfinished_rent_usd", "serving_unmet_rent_usd", "waiting_cost_usd")
-
-
-def side(kind: str, pricing: str) -> str:
-    """``build`` (owned, or a hybrid on an owned base) or ``rent`` (on-demand, spot, reserved)."""
-    return "build" if pricing.split("+")[0] == "owned" else "rent"
 
 
 def why_not(offered_load: float, stale_share: float, jobs_waiting: float = math.nan) -> str:
@@ -72,7 +68,7 @@ def fair_rows(runs: pd.DataFrame, waiting_usd_per_gpu_hour: float = 0.0) -> pd.D
     """``runs`` (summary rows, any extra label columns kept) with the ``FAIR_COLUMNS`` added;
     ``waiting_usd_per_gpu_hour``: the price of a queued GPU-hour (``Decision``'s)."""
     out = runs.copy()
-    out["side"] = [side(k, p) for k, p in zip(out["kind"], out["pricing"], strict=True)]
+    out["side"] = [side_of(p) for p in out["pricing"]]  # the plan's rule, read from its pricing label
     waiting = out["jobs_waiting"] if "jobs_waiting" in out else pd.Series(np.nan, index=out.index)
     out["why"] = [why_not(float(a), float(b), float(c))
                   for a, b, c in zip(out["offered_load"], out["stale_share"], waiting, strict=True)]

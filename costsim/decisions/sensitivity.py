@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from costsim.catalog.load import Catalog, InputRange, default_catalog
+from costsim.plan.options import Plan
 from costsim.plan.resolve import resolve
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.tornado_inputs import INPUTS, Edits, chosen_inputs
@@ -241,8 +242,9 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     if executor not in EXECUTORS:
         raise arguments.error("tornado", "executor", f"must be one of {', '.join(EXECUTORS)} (got {executor!r})")
     progress = arguments.callback(progress, "progress", "tornado")
-    base = api.check(scenario, "tornado")
-    _check_sides(base)
+    ready = api.prepared(scenario, "tornado")
+    base = ready.scenario
+    _check_sides(ready.plans)
     wanted = held_to(targets, base)
     cat = default_catalog()
     variants, rows = _plan(base, chosen_inputs(inputs, cat), cat)
@@ -266,12 +268,12 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
                    sentence(table, build, rent, base_diff, base), replications, pairs)
 
 
-def _check_sides(sc: Scenario) -> None:
-    """Refuse, before anything runs, a scenario that has no build option or no rent option."""
-    build = [o for o in sc.options if o.kind == "owned"]  # a hybrid builds only on an owned option
-    rent = [o for o in sc.options if o.kind == "cloud"]
-    if not build or not rent:
-        missing = "owned" if not build else "rented"
+def _check_sides(plans: Sequence[Plan]) -> None:
+    """Refuse, before anything runs, a scenario that has no build option or no rent option (each
+    option's ``Plan.side``, the rule the verdict's table uses)."""
+    sides = {plan.side for plan in plans}
+    if sides != {"build", "rent"}:
+        missing = "owned" if "build" not in sides else "rented"
         raise ScenarioError("tornado()", [Problem(("scenario",), "a tornado compares building with renting: the "
                                                   f"scenario has no {missing} option")])
 

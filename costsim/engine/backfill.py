@@ -30,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from costsim.engine.pool import Allocation, NodePool, held_gpus, nodes_needed
+from costsim.engine.pool import Allocation, NodePool
+from costsim.plan.options import held_gpus, nodes_needed
 from costsim.engine.reservation import INF, reserve
 
 if TYPE_CHECKING:

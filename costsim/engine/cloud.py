@@ -28,7 +28,7 @@ import simpy
 from costsim.plan.options import CloudPlan
 
 from costsim.engine.events import RELEASE, At, Decider
-from costsim.engine.pool import nodes_needed
+from costsim.plan.options import nodes_needed
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder
 

@@ -54,7 +54,8 @@ from costsim.models.serving import RangeMax
 
 from costsim.engine.events import ARRIVAL, RELEASE, At, Decider
 from costsim.engine.backfill import BACKFILL_DEPTH, EasyBackfill
-from costsim.engine.pool import Allocation, NodePool, held_gpus
+from costsim.engine.pool import Allocation, NodePool
+from costsim.plan.options import held_gpus
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder, integers
 from costsim.engine.reservation import INF, serving_slack

@@ -20,17 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+# The node arithmetic is the plan's (one rule for the checks, the tables and the event loop).
+from costsim.plan.options import nodes_needed
+
 Allocation = tuple[tuple[int, int], ...]  # (node, GPUs taken on it)
-
-
-def nodes_needed(gpus, gpus_per_node: int):
-    """Whole nodes (or cloud instances) a job of ``gpus`` needs: ⌈gpus / per node⌉; arrays too."""
-    return -(-gpus // gpus_per_node)
-
-
-def held_gpus(gpus: int, gpus_per_node: int) -> int:
-    """GPUs a job actually holds: itself within a node, whole nodes beyond."""
-    return gpus if gpus <= gpus_per_node else nodes_needed(gpus, gpus_per_node) * gpus_per_node
 
 
 class NodePool:

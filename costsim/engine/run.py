@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import simpy
 
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
 from costsim.workload.plan import WorkPlan
 
 from costsim.models.serving import RangeMax
@@ -148,7 +148,7 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | No
         waits = doubles(hybrid_waits(plan, work))
         base_g = integers(work.home_gpus) if work.offload is not None else g
         arrive = Router(env, cluster, burst, waits, plan.bridge_until_ready, base_g, rec).arrive
-    elif is_pool(plan):
+    elif plan.is_pool:
         cluster = _owned(env, plan, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         arrive = cluster.arrive
     else:

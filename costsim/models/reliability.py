@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 _MAX_EXPONENT = 700.0  # math.exp overflows just above 709.78
 
 
@@ -40,6 +42,12 @@ def expected_job_h(work_h: float, interval_h: float, write_h: float, rate_per_h:
     last = work_h - full * interval_h
     whole = full * expected_segment_h(interval_h + write_h, rate_per_h, restart_h) if full else 0.0  # not 0 · inf
     return whole + expected_segment_h(last, rate_per_h, restart_h)
+
+
+def checkpoint_writes(duration_h: np.ndarray, every_h: float) -> np.ndarray:
+    """Checkpoints a trace job of ``duration_h`` hours of work writes, one after each full
+    ``every_h`` hours of it, none at its end."""
+    return np.maximum(np.ceil(np.asarray(duration_h) / every_h - 1e-9) - 1, 0)
 
 
 def combined_interruptions(causes: list[tuple[float, float]]) -> tuple[float, float]:

@@ -1,12 +1,72 @@
 """An option resolved against the catalog: its plan in numbers (GPUs, node size, prices, billing
-rules, failure rates, lead time), built once by ``costsim.plan.resolve``."""
+rules, failure rates, lead time), built once by ``costsim.plan.resolve``, and the facts every layer
+reads from it rather than derives again: whether a part is a pool, the most GPUs it can give one
+job (``job_limit``), the GPUs a job holds there (``held_gpus``), when its capacity is there
+(``delivery_h``), how it is paid for (``pricing``) and which side of build-or-rent it is (``side``).
+
+Pools: an owned cluster and a reserved commitment are pools of nodes run by a scheduler and paid
+whether used or not; on-demand and spot capacity is rented per use, in whole instances."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
+from typing import NamedTuple, overload
+
+import numpy as np
 
 from costsim.catalog.load import GPUSpec
 from costsim.units import HOURS_PER_YEAR
+
+# The pricing labels (``Plan.pricing``; a hybrid's base's) whose capacity is built rather than rented.
+# Reserved capacity is rented here: a commitment to a provider's GPUs, not a cluster of one's own
+# (docs/decisions.md, "The verdict").
+BUILD_PRICINGS = frozenset({"owned"})
+
+
+def side_of(pricing: str) -> str:
+    """``build`` or ``rent`` for a pricing label (``Plan.pricing``: ``owned``, ``on_demand``,
+    ``reserved``, ``spot``, a hybrid's ``base+burst``): ``build`` when the capacity, or a hybrid's
+    base, is owned; ``rent`` for on-demand, spot and reserved capacity and a hybrid on a reserved base.
+    The one rule: ``Plan.side`` is this of its label, and tables that carry only the label (a
+    summary's ``pricing`` column) read their side through it."""
+    return "build" if pricing.split("+", 1)[0] in BUILD_PRICINGS else "rent"
+
+
+@overload
+def nodes_needed(gpus: int, gpus_per_node: int) -> int: ...
+@overload
+def nodes_needed(gpus: np.ndarray, gpus_per_node: int) -> np.ndarray: ...
+def nodes_needed(gpus, gpus_per_node):
+    """Whole nodes (or cloud instances) a job of ``gpus`` GPUs needs: ⌈gpus / per node⌉; numpy
+    arrays too."""
+    return -(-gpus // gpus_per_node)
+
+
+def held_gpus(gpus: int, gpus_per_node: int) -> int:
+    """GPUs a job of ``gpus`` holds in a pool of ``gpus_per_node``-GPU nodes: itself within one node,
+    whole nodes beyond. The scalar twin of ``OwnedPlan.held_gpus`` for the engine's event loop
+    (plain ints: no array per call)."""
+    return gpus if gpus <= gpus_per_node else nodes_needed(gpus, gpus_per_node) * gpus_per_node
+
+
+def _held_in_pool(gpus: np.ndarray, gpus_per_node: int) -> np.ndarray:
+    """``held_gpus`` over an array of job sizes (GPUs): a trace may hold a million jobs."""
+    g = np.asarray(gpus)
+    return np.where(g <= gpus_per_node, g, nodes_needed(g, gpus_per_node) * gpus_per_node).astype(np.int64)
+
+
+def _held_in_instances(gpus: np.ndarray, gpus_per_instance: int) -> np.ndarray:
+    """GPUs jobs of ``gpus`` rent in whole instances of ``gpus_per_instance`` GPUs."""
+    g = np.asarray(gpus)
+    return (nodes_needed(g, gpus_per_instance) * gpus_per_instance).astype(np.int64)
+
+
+class JobLimit(NamedTuple):
+    """The most GPUs a pool can ever give one job and the option field that sets it."""
+
+    gpus: int
+    field: str  # gpus (owned) | reserved_gpus (reserved) | max_gpus (an on-demand or spot quota)
 
 @dataclass(frozen=True)
 class EconomicsValues:
@@ -50,6 +110,57 @@ class OwnedPlan:
     rollout_link_gb_s: float = 0.0  # GB/s of the link to it
     rl: dict[str, float] | None = None  # the RL model's constants (catalog rl.*); None: the shipped catalog's
 
+    @property
+    def is_pool(self) -> bool:
+        """Always: an owned cluster is a pool of nodes run by a scheduler, paid whether used or not."""
+        return True
+
+    @property
+    def pay_as_you_go(self) -> bool:
+        """Never: owned capacity is paid for whether used or not."""
+        return False
+
+    @property
+    def home(self) -> OwnedPlan:
+        """The pool the option's jobs run on first: the cluster itself."""
+        return self
+
+    @property
+    def node_gpus(self) -> int:
+        """GPUs of one node: the unit whole nodes are taken in and the NVLink domain."""
+        return self.gpus_per_node
+
+    @property
+    def delivery_h(self) -> float:
+        """Hours from the start until the cluster is there: its lead time."""
+        return self.lead_time_h
+
+    @property
+    def job_limit(self) -> JobLimit:
+        """The most GPUs one job can ever get: the whole cluster (field ``gpus``)."""
+        return JobLimit(self.gpus, "gpus")
+
+    @property
+    def pricing(self) -> str:
+        """How the capacity is paid for: ``owned``."""
+        return "owned"
+
+    @property
+    def side(self) -> str:
+        """``build`` (``side_of``)."""
+        return side_of(self.pricing)
+
+    def held_gpus(self, gpus: np.ndarray) -> np.ndarray:
+        """GPUs each job of ``gpus`` GPUs holds here: itself within one node, whole nodes beyond
+        (a 5-GPU job on 8-GPU nodes holds 5, a 12-GPU job 16)."""
+        return _held_in_pool(gpus, self.gpus_per_node)
+
+    def unpriced(self) -> OwnedPlan:
+        """The plan with its price (capex, USD) NaN, and its rollout pool's: what work plans and
+        runs are given, so a price read there by mistake turns the tables to NaN."""
+        rollout = self.rollout.unpriced() if self.rollout is not None else None
+        return replace(self, capex_usd=math.nan, rollout=rollout)
+
 
 @dataclass(frozen=True)
 class CloudPlan:
@@ -88,7 +199,66 @@ class CloudPlan:
 
     @property
     def reserved(self) -> bool:
+        """A committed pool (``pricing: reserved``), rather than capacity rented per use."""
         return self.pricing == "reserved"
+
+    @property
+    def is_pool(self) -> bool:
+        """Reserved: a pool of whole instances run by ``scheduler``, paid whether used or not (as an
+        owned cluster); on-demand and spot capacity is rented per use."""
+        return self.reserved
+
+    @property
+    def pay_as_you_go(self) -> bool:
+        """On-demand and spot: rented per use, billed for the instances allocated."""
+        return not self.reserved
+
+    @property
+    def home(self) -> CloudPlan:
+        """The pool the option's jobs run on first: this capacity itself."""
+        return self
+
+    @property
+    def node_gpus(self) -> int:
+        """GPUs of one instance: the unit capacity is rented in and the NVLink domain."""
+        return self.gpus_per_instance
+
+    @property
+    def delivery_h(self) -> float:
+        """Hours from the start until the capacity is there: 0 (rented capacity is there at once;
+        provisioning delays are per allocation)."""
+        return 0.0
+
+    @property
+    def job_limit(self) -> JobLimit | None:
+        """The most GPUs one job can ever get: the reserved GPUs (``reserved_gpus``), an on-demand or
+        spot quota (``max_gpus``); None for unlimited on-demand or spot capacity."""
+        if self.reserved:
+            assert self.reserved_gpus is not None  # the schema requires it with pricing: reserved
+            return JobLimit(self.reserved_gpus, "reserved_gpus")
+        if self.max_gpus is not None:
+            return JobLimit(self.max_gpus, "max_gpus")
+        return None
+
+    @property
+    def side(self) -> str:
+        """``rent`` (``side_of``): on-demand, spot and reserved capacity are rented."""
+        return side_of(self.pricing)
+
+    def held_gpus(self, gpus: np.ndarray) -> np.ndarray:
+        """GPUs each job of ``gpus`` GPUs holds here. Reserved: as an owned cluster of instances,
+        itself within one instance, whole instances beyond (the engine runs it so); on-demand and
+        spot: whole instances (a 5-GPU job on 8-GPU instances rents 8, a 12-GPU job 16)."""
+        if self.reserved:
+            return _held_in_pool(gpus, self.gpus_per_instance)
+        return _held_in_instances(gpus, self.gpus_per_instance)
+
+    def unpriced(self) -> CloudPlan:
+        """The plan with its prices (USD per GPU-hour, billing granularity and minimum) NaN, and its
+        rollout pool's: what work plans and runs are given (see ``OwnedPlan.unpriced``)."""
+        rollout = self.rollout.unpriced() if self.rollout is not None else None
+        return replace(self, price_per_gpu_hour=math.nan, billing_granularity_s=math.nan, minimum_billing_s=math.nan,
+                       rollout=rollout)
 
 
 @dataclass(frozen=True)
@@ -114,6 +284,35 @@ class HybridPlan:
     def network(self) -> str:
         return self.base.network
 
+    @property
+    def pay_as_you_go(self) -> bool:
+        """Never: a hybrid has a base of owned or reserved capacity."""
+        return False
+
+    @property
+    def home(self) -> OwnedPlan | CloudPlan:
+        """The pool the option's jobs run on first: the base (its rollout pool is the option's)."""
+        return self.base
+
+    @property
+    def delivery_h(self) -> float:
+        """Hours from the start until the option's own capacity is there: the base's."""
+        return self.base.delivery_h
+
+    @property
+    def pricing(self) -> str:
+        """How the capacity is paid for: ``base+burst`` (e.g. ``owned+on_demand``)."""
+        return f"{self.base.pricing}+{self.burst.pricing}"
+
+    @property
+    def side(self) -> str:
+        """The base's side (``side_of``): ``build`` on an owned base, ``rent`` on a reserved one."""
+        return side_of(self.pricing)
+
+    def unpriced(self) -> HybridPlan:
+        """The plan with its base's and burst's prices NaN (see ``OwnedPlan.unpriced``)."""
+        return replace(self, base=self.base.unpriced(), burst=self.burst.unpriced())
+
 
 Plan = OwnedPlan | CloudPlan | HybridPlan
 
@@ -121,9 +320,3 @@ Plan = OwnedPlan | CloudPlan | HybridPlan
 def pools(plan: Plan) -> list[OwnedPlan | CloudPlan]:
     """The option's pools: itself, or a hybrid's base and burst."""
     return [plan.base, plan.burst] if isinstance(plan, HybridPlan) else [plan]
-
-
-def is_pool(part: OwnedPlan | CloudPlan) -> bool:
-    """A pool of nodes run by a scheduler and paid whether used or not (owned, reserved), as
-    opposed to capacity rented per use (on-demand, spot)."""
-    return isinstance(part, OwnedPlan) or part.reserved

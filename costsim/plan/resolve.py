@@ -11,6 +11,7 @@ from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPl
 from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
 from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
+
 def _offloading(plan, option, rented: dict, link_gb_s: float):
     """``plan`` (an owned or reserved option, or a hybrid's base) with the rented pool its option names
     as ``rollout_pool`` and the link to it (``rollout_link_gb_s``, else the catalog's ``link_gb_s``);

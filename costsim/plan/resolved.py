@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from costsim.catalog.load import Catalog, default_catalog
-from costsim.plan.options import CloudPlan, OwnedPlan, Plan, is_pool, pools
-from costsim.plan.resolve import default_capex_per_gpu, economics_values, resolve
 from costsim.catalog.pins import effective_catalog
+from costsim.plan.options import CloudPlan, OwnedPlan, Plan, pools
+from costsim.plan.resolve import default_capex_per_gpu, economics_values, resolve
 from costsim.scenario.io import scenario_from_data
 from costsim.scenario.model import Scenario
 
-# The GPU specs each part of the model reads (costsim.workload.plan.hardware; costing's energy and facility).
+# The GPU specs each part of the model reads (costsim.plan.hardware; costing's energy and facility).
 RL_SPECS = ("memory_gb", "bf16_dense_tflops", "hbm_tb_s", "gpus_per_node", "nvlink_busbw_gb_s", "nics_per_node",
             "nic_busbw_gb_s")
 POWER_SPECS = ("node_max_kw", "node_idle_kw")
@@ -73,7 +73,7 @@ def _pins(scenario: Scenario, plans: list[Plan], cat: Catalog) -> dict | None:
     for part in parts:
         spec, wanted = part.gpu, (RL_SPECS if with_rl else ()) + (POWER_SPECS if isinstance(part, OwnedPlan) else ())
         gpus.setdefault(spec.name, {}).update({k: _whole(getattr(spec, k)) for k in wanted})
-    if not any(not is_pool(p) for p in parts):  # unfinished work is then priced at the catalog's on-demand
+    if not any(not p.is_pool for p in parts):  # unfinished work is then priced at the catalog's on-demand
         for part in parts:
             tiers = part.gpu.price
             gpus.setdefault(part.gpu.name, {})["on_demand"] = {t: tiers[t]["on_demand"] for t in tiers

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from costsim.models import reliability as rel
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
-from costsim.engine.pool import nodes_needed
+from costsim.plan.options import CloudPlan, OwnedPlan, Plan
+from costsim.plan.options import nodes_needed
 from costsim.scenario import Scenario
 from costsim.workload.plan import PHASES, WorkPlan
 
@@ -31,7 +31,7 @@ def interruption_causes(plan: Plan, gpus: int, restart_h: float) -> list[tuple[f
     """Each way a job of ``gpus`` is interrupted on this option, as (rate per hour, hours before
     its work resumes): every node or instance it holds can fail (and, on spot, be preempted).
     A hybrid: its base's causes. A reserved pool: none (its nodes do not fail in the engine)."""
-    part = plan.base if isinstance(plan, HybridPlan) else plan
+    part = plan.home
     if isinstance(part, OwnedPlan):
         return [(nodes_needed(gpus, part.gpus_per_node) * part.failures_per_node_h, restart_h)]
     assert isinstance(part, CloudPlan)
@@ -53,7 +53,7 @@ def checkpoint_advice(scenario: Scenario, plan: Plan, work: WorkPlan) -> pd.Data
     ``interruption_cost_h``: mean hours from an interruption until work resumes."""
     jobs = work.jobs
     rows = []
-    home = plan.base if isinstance(plan, HybridPlan) else plan
+    home = plan.home
     for k, cls in enumerate(scenario.workload.classes):
         idx = np.flatnonzero(jobs.class_index == k)
         # A job that offloads its rollouts (docs/rollout-offload.md) holds its training GPUs here, and

@@ -23,7 +23,7 @@ import pandas as pd
 
 from costsim.present import formats
 from costsim.catalog.load import Catalog, default_catalog
-from costsim.plan.options import OwnedPlan, is_pool, pools
+from costsim.plan.options import OwnedPlan, pools
 from costsim.plan.resolve import resolve
 from costsim.catalog.pins import effective_catalog
 from costsim.scenario import CloudOption, Failures, OwnedOption, Scenario
@@ -132,7 +132,7 @@ def assumptions(scenario: Scenario, catalog: Catalog | None = None) -> pd.DataFr
         if opt.rollout_pool is not None:
             out.add(f"rollout link, {opt.name}", resolved.rollout_link_gb_s, "GB/s", opt.rollout_link_gb_s,
                     "rl.rollout_link_gb_s")
-    if not any(not is_pool(p) for p in parts):  # unfinished work is priced at the catalog's on-demand
+    if not any(not p.is_pool for p in parts):  # unfinished work is priced at the catalog's on-demand
         for gpu in dict.fromkeys(p.gpu.name for p in parts):
             for tier, table in cat.gpus[gpu].price.items():
                 out.add(f"on-demand price pricing unfinished work, {gpu} {tier}", table["on_demand"],

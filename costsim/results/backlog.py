@@ -55,36 +55,18 @@ import math
 
 import numpy as np
 
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, pools
+from costsim.plan.options import CloudPlan, Plan, pools
 from costsim.engine.run import UsageRecord
-from costsim.engine.pool import nodes_needed
 
 STALE_FACTOR = 4.0  # a job never started is stale past this many times the option's p95 delay ...
 STALE_FLOOR_H = 24.0  # ... and past this many hours (and past its own planned run)
-
-
-def would_hold(plan: Plan, gpus: np.ndarray) -> np.ndarray:
-    """GPUs each job holds when it runs on ``plan`` (a hybrid: on its base): within a node as asked,
-    whole nodes beyond one (a pool); whole instances (on-demand and spot)."""
-    part = plan.base if isinstance(plan, HybridPlan) else plan
-    if is_pool(part):
-        gpn = part.gpus_per_node if isinstance(part, OwnedPlan) else part.gpus_per_instance
-        return np.where(gpus <= gpn, gpus, nodes_needed(gpus, gpn) * gpn)
-    assert isinstance(part, CloudPlan)  # not a pool: rented per use
-    return nodes_needed(gpus, part.gpus_per_instance) * part.gpus_per_instance
-
-
-def delivery_h(plan: Plan) -> float:
-    """When the option's own capacity is there: an owned cluster's (or a hybrid's owned base's)
-    lead time; 0 for rented capacity."""
-    return max((p.lead_time_h for p in pools(plan) if isinstance(p, OwnedPlan)), default=0.0)
 
 
 def capacity_limit_gpu_h(plan: Plan, rec: UsageRecord, start_h: float, end_h: float) -> float:
     """The most GPU-hours the option can hold within [start_h, end_h]; inf without a limit."""
     total = 0.0
     for part in pools(plan):
-        if is_pool(part):  # owned, reserved, a hybrid's base: its GPUs as installed over time
+        if part.is_pool:  # owned, reserved, a hybrid's base: its GPUs as installed over time
             t = np.clip(np.append(rec.capacity_change_h, end_h), start_h, end_h)
             total += float((np.diff(t) * np.asarray(rec.capacity_gpus, dtype=float)).sum())
             continue
@@ -115,7 +97,7 @@ def offered_load(plan: Plan, rec: UsageRecord, horizon_h: float, submit_h: np.nd
                  gpus: np.ndarray, serving_gpu_h: float) -> float:
     """The summary's ``offered_load`` (see the module); ``serving_gpu_h``: GPU-hours serving was
     served on the option's pools within [delivery, horizon]."""
-    t0 = min(delivery_h(plan), horizon_h)
+    t0 = min(plan.delivery_h, horizon_h)
     limit = capacity_limit_gpu_h(plan, rec, t0, horizon_h) - serving_gpu_h
     if math.isinf(limit):
         return math.nan
@@ -150,7 +132,7 @@ def keep_up_measures(plan: Plan, rec: UsageRecord, horizon_h: float, submit_h: n
     """The summary's ``offered_load``, ``work_submitted_gpu_hours``, ``work_unfinished_gpu_hours``,
     ``jobs_waiting``, ``jobs_stale`` and ``stale_share`` (see the module). ``started``: the job
     first held GPUs before the horizon; ``completed``: it ended by then; ``gpus``: what each job
-    holds or would hold (``would_hold``), against the option's capacity; ``serving_gpu_h``:
+    holds or would hold (``held_gpus`` of its home pool), against the option's capacity; ``serving_gpu_h``:
     GPU-hours serving was served on the option's pools within [delivery, horizon]; ``work_gpus``:
     GPUs × share of its run its work takes, where that differs (an offloaded job's rollout GPUs
     too; default ``gpus``)."""
@@ -193,7 +175,7 @@ def cheapest_rent_usd_per_gpu_hour(plans: list[Plan], plan: Plan) -> float:
     """The price unfinished work (and unmet serving) is priced at: the cheapest on-demand or spot
     price among the scenario's options (hybrid bursts included), or, with none, the catalog's
     cheapest on-demand price of ``plan``'s GPU type (every tier). USD per GPU-hour."""
-    rented = [p.price_per_gpu_hour for q in plans for p in pools(q) if isinstance(p, CloudPlan) and not is_pool(p)]
+    rented = [p.price_per_gpu_hour for q in plans for p in pools(q) if not p.is_pool]
     if rented:
         return float(min(rented))
     return float(min(tier["on_demand"] for tier in plan.gpu.price.values() if "on_demand" in tier))

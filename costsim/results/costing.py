@@ -17,9 +17,9 @@ from dataclasses import replace
 import numpy as np
 
 from costsim.models import economics as eco
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool
+from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
 from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
-from costsim.engine.pool import nodes_needed
+from costsim.plan.options import nodes_needed
 from costsim.models.intervals import binned, hours_in_bins
 from costsim.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload.jobs import JobTable
@@ -47,7 +47,7 @@ def held_intervals(rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.n
 def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, UsageRecord]]:
     """The option's pools with the usage each carried: one, or a hybrid's base and burst; then the
     rented pool its RL classes offload rollouts to (``rollout_parts``), if any."""
-    home = plan.base if isinstance(plan, HybridPlan) else plan
+    home = plan.home
     rollouts = [(home.rollout, only(rec, ROLLOUT))] if home.rollout is not None else []
     if isinstance(plan, HybridPlan):
         return [(plan.base, only(rec, BASE)), (plan.burst, only(rec, BURST)), *rollouts]
@@ -56,7 +56,7 @@ def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, Usa
 
 def rollout_parts(plan: Plan) -> int:
     """How many of ``parts(plan, …)`` (the last, if any) are a rollout pool: 0 or 1."""
-    return int((plan.base if isinstance(plan, HybridPlan) else plan).rollout is not None)
+    return int(plan.home.rollout is not None)
 
 
 def only(rec: UsageRecord, part: int) -> UsageRecord:
@@ -88,7 +88,7 @@ def capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) 
     cap = np.zeros(len(edges) - 1)
     rented = np.zeros(len(edges) - 1)
     for part, sub in parts(plan, rec):
-        if is_pool(part):
+        if part.is_pool:
             t = np.append(rec.capacity_change_h, horizon_h)
             pool = binned(t[:-1], t[1:], rec.capacity_gpus.astype(float), edges)
             cap += pool
@@ -124,15 +124,14 @@ def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon
     out: list[tuple[np.ndarray, np.ndarray]] = []
     pools = parts(plan, rec)
     for part, sub in pools[:len(pools) - rollout_parts(plan)]:
-        gpi = getattr(part, "gpus_per_instance", 1)
-        if is_pool(part):
+        gpi = part.node_gpus  # rented parts: GPUs per instance
+        if part.is_pool:
             pool = capacity(part, sub, horizon_h, hourly)[0] / width
             _, st, en, k = held_intervals(sub, horizon_h)
             rl = binned(st, en, sub.alloc_held[k].astype(float), hourly) / width
             out.append((np.minimum(demand, np.maximum(pool - rl, 0.0)), zero))
         elif isinstance(plan, HybridPlan):  # the burst: serving only while it bridges the base's lead time
-            delivered_h = plan.base.lead_time_h if isinstance(plan.base, OwnedPlan) else 0.0
-            bridging = plan.bridge_until_ready & (hourly[:-1] < delivered_h)
+            bridging = plan.bridge_until_ready & (hourly[:-1] < plan.base.delivery_h)
             short = np.where(bridging, np.maximum(demand - out[0][0], 0.0), 0.0)
             gpus = np.ceil(short - 1e-9).astype(np.int64)  # whole GPUs, without float noise
             out.append((short, (nodes_needed(gpus, gpi) * gpi).astype(float)))

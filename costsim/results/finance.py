@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from costsim.models import economics as eco
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
+from costsim.plan.options import CloudPlan, EconomicsValues, OwnedPlan, Plan
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [
@@ -41,8 +41,9 @@ RENT = ("reserved", "cloud", "serving", "rollout")  # serving and offloaded roll
 
 
 def owned_part(plan: Plan) -> OwnedPlan | None:
-    base = plan.base if isinstance(plan, HybridPlan) else plan
-    return base if isinstance(base, OwnedPlan) else None
+    """The option's owned cluster (a hybrid's owned base); None when it owns none."""
+    home = plan.home
+    return home if isinstance(home, OwnedPlan) else None
 
 
 def cashflow(plan: Plan, econ: EconomicsValues, month_items: dict[str, np.ndarray], horizon_h: float) -> pd.DataFrame:
@@ -81,7 +82,7 @@ def cash_paid(cash: pd.DataFrame) -> pd.Series:
 def committed_usd_per_month(plan: Plan) -> float:
     """A reservation's bill per whole (730-h) month, reserved GPUs × price × 730 (a hybrid's
     reserved base's); 0 for any option without a commitment."""
-    part = plan.base if isinstance(plan, HybridPlan) else plan
+    part = plan.home
     if isinstance(part, CloudPlan) and part.reserved:
         assert part.reserved_gpus is not None  # a reservation commits to reserved_gpus
         return float(part.reserved_gpus) * part.price_per_gpu_hour * HOURS_PER_MONTH
@@ -136,10 +137,10 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
     paces = {p.name: pace(p, rows_of[p.name], horizon_h) for p in plans}
     rows = []
     for a in plans:
-        if isinstance(a, CloudPlan) and not a.reserved:
+        if a.pay_as_you_go:
             continue
         for b in plans:
-            if not (isinstance(b, CloudPlan) and not b.reserved):
+            if not (isinstance(b, CloudPlan) and b.pay_as_you_go):  # isinstance: for the type checker
                 continue
             own = _own_usd_per_gpu_hour(a, s.loc[a.name])
             part = owned_part(a)  # the hardware's life runs from its delivery

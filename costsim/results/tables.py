@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, is_pool, pools as plan_pools
+from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, Plan, pools as plan_pools
 from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_gpus, held_intervals,
                               option_costs, parts, per_bin, serving_use)
 from costsim.results import backlog
@@ -113,16 +113,9 @@ def _startup_h(plan: Plan, rec: UsageRecord, work: WorkPlan) -> np.ndarray:
     offloaded job waits for its rollout instances (``Offloads.first_h``)."""
     out = np.zeros(len(rec.part)) if work.offload is None else work.offload.first_h.copy()
     for part_id, part in enumerate(plan_pools(plan)):
-        if isinstance(part, CloudPlan) and not part.reserved:
+        if isinstance(part, CloudPlan) and part.pay_as_you_go:  # isinstance: for the type checker
             out[rec.part == part_id] = part.startup_h
     return out
-
-
-def _pricing(plan: Plan) -> str:
-    """How the capacity is paid for: owned, on_demand, reserved, spot, or a hybrid's base+burst."""
-    if isinstance(plan, HybridPlan):
-        return f"{_pricing(plan.base)}+{_pricing(plan.burst)}"
-    return "owned" if isinstance(plan, OwnedPlan) else plan.pricing
 
 
 def _ran_on(plan: Plan, rec: UsageRecord, started: np.ndarray) -> np.ndarray:
@@ -202,8 +195,7 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
     pools = parts(plan, rec)
     for k, (part, sub) in enumerate(pools):
         part_serving = [serving[k]] if serving else None
-        if not is_pool(part):
-            assert isinstance(part, CloudPlan)  # rented per use
+        if not part.is_pool:
             bill_job, bill = cloud_bills(part, sub, horizon_h)
             job_cost += np.bincount(bill_job, weights=bill, minlength=n)
             if part_serving:
@@ -368,7 +360,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     summary: dict[str, Any] = {
         "option": plan.name,
         "kind": plan.kind,
-        "pricing": _pricing(plan),
+        "pricing": plan.pricing,
         "jobs_submitted": n,
         "jobs_completed": int(completed.sum()),
         "jobs_finishable": int(finishable.sum()),
@@ -411,11 +403,11 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     # its end is its book value, shown beside it (the cash flow table credits it in the last month).
     summary["cash_spent_usd"] = float(cash[["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]].to_numpy().sum())
     summary["book_value_usd"] = float(cash["book_value_usd"].sum())
-    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, backlog.would_hold(plan, work.home_gpus))
+    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, plan.home.held_gpus(work.home_gpus))
     # Serving's real use of the option's own capacity, within the window the load is measured in.
     pool_served = sum(sv for (part, _), (sv, _) in zip(parts(plan, rec), serving, strict=True)
-                      if is_pool(part)) if serving else np.zeros(len(width))
-    serving_window_h = backlog.gpu_hours_within(hourly, pool_served, backlog.delivery_h(plan), H)
+                      if part.is_pool) if serving else np.zeros(len(width))
+    serving_window_h = backlog.gpu_hours_within(hourly, pool_served, plan.delivery_h, H)
     summary.update(backlog.keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held,
                                             serving_window_h, _work_gpus(work, held)))
     summary["unfinished_rent_usd"] = summary["work_unfinished_gpu_hours"] * rent_usd_per_gpu_hour

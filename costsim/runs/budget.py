@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, is_pool, pools
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, pools
 from costsim.engine.pool import nodes_needed
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import Spread
@@ -87,7 +87,7 @@ def expected_workload(scenario: Scenario, trace_rows: int) -> tuple[float, float
 def pool_events(pool: OwnedPlan | CloudPlan, horizon_h: float, serving: bool) -> float:
     """Events of one pool that do not depend on the jobs: serving's hourly ticks, node failures."""
     events = 0.0
-    if serving and is_pool(pool):  # owned and reserved pools serve inference first
+    if serving and pool.is_pool:  # owned and reserved pools serve inference first
         events += EVENTS_PER_SERVING_HOUR * horizon_h
     if isinstance(pool, OwnedPlan) and pool.failures_per_node_h > 0:
         up_h = max(horizon_h - pool.lead_time_h, 0.0)

@@ -12,10 +12,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from costsim.models import network, offload
+from costsim.models import offload
 from costsim.models import rl
-from costsim.catalog.load import Catalog, default_catalog
-from costsim.plan.options import CloudPlan, OwnedPlan, is_pool
+from costsim.models.reliability import checkpoint_writes
+from costsim.plan.hardware import hardware, shape
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import RLClass
 from costsim.units import SECONDS_PER_HOUR
@@ -150,44 +151,6 @@ def iteration_rows(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
 
 
-def hardware(plan: OwnedPlan | CloudPlan, catalog: Catalog | None = None) -> rl.Hardware:
-    """What an option's GPUs and fabric mean for an iteration (NVLink domain: node or instance)."""
-    gpu = plan.gpu
-    # The plan's own constants (resolved with the scenario's pins); a plan built by hand has none.
-    consts = plan.rl if plan.rl is not None else (catalog or default_catalog()).rl
-    domain = plan.gpus_per_instance if isinstance(plan, CloudPlan) else plan.gpus_per_node
-    # A node or instance of fewer GPUs than the catalog's node has its share of the node's NICs.
-    nics = gpu.nics_per_node * domain / gpu.gpus_per_node
-    inter = network.inter_node_busbw_gb_s(nics, gpu.nic_busbw_gb_s, gpu.nvlink_busbw_gb_s, plan.fabric_efficiency)
-    return rl.Hardware(
-        bf16_dense_tflops=gpu.bf16_dense_tflops, hbm_tb_s=gpu.hbm_tb_s, memory_gb=gpu.memory_gb,
-        gpus_per_node=domain, nvlink_busbw_gb_s=gpu.nvlink_busbw_gb_s, inter_busbw_gb_s=inter,
-        mem_efficiency=float(consts["hbm_efficiency"]), step_floor_s=float(consts["decode_step_floor_s"]),
-        kv_memory_fraction=float(consts["kv_memory_fraction"]), verifier_workers=int(consts["verifier_workers_per_gpu"]),
-    )
-
-
-def shape(cls: RLClass) -> rl.Shape:
-    """A class's iteration in the model's symbols."""
-    sc, ro, par = cls.scoring, cls.rollout, cls.parallelism
-    return rl.Shape(
-        params_b=cls.model_params_b, gpus=cls.gpus, rollout_gpus=cls.rollout_gpus, train_gpus=cls.train_gpus,
-        disaggregated=cls.placement == "disaggregated", asynchronous=cls.mode == "async", staleness=cls.staleness,
-        samples=ro.samples, prompt_tokens=ro.prompt_tokens, reference_model=sc.reference_model,
-        reward_model_params_b=sc.reward_model_params_b if sc.reward == "model" else None,
-        verifier_seconds_per_sample=sc.verifier_seconds, epochs=cls.update.epochs,
-        minibatches=cls.update.minibatches, mfu=cls.update.mfu, kv_bytes_per_token=ro.kv_bytes_per_token,
-        rollout_tp=ro.tensor_parallel, train_tp=par.tp if par else None, train_pp=par.pp if par else None,
-        recompute_logprobs=cls.update.recompute_logprobs,
-        decode_tokens_per_s_per_gpu=ro.decode_tokens_per_s_per_gpu, sequence_tokens_per_s=ro.sequence_tokens_per_s,
-    )
-
-
-def checkpoint_writes(duration_h: np.ndarray, every_h: float) -> np.ndarray:
-    """Checkpoints a trace job writes: one after each full ``every_h`` of work, none at its end."""
-    return np.maximum(np.ceil(np.asarray(duration_h) / every_h - 1e-9) - 1, 0)
-
-
 def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -> WorkPlan:
     """Time every job of ``jobs`` on one pool (an owned or cloud option, or a hybrid's part)."""
     n = len(jobs)
@@ -207,7 +170,7 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         run_h[trace] += checkpoint_writes(jobs.duration_h[trace], ckpt.every_hours) * write_h[trace]
 
     hw = hardware(plan)
-    pool = plan.rollout if is_pool(plan) else None  # the option's rollout_pool
+    pool = plan.rollout if plan.is_pool else None  # the option's rollout_pool
     takes = [pool is not None and cls.placement == "disaggregated" for cls in scenario.workload.classes]
     off = Offloads.none(jobs.gpus) if any(takes) else None
     for k, cls in enumerate(scenario.workload.classes):

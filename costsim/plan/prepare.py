@@ -1,0 +1,73 @@
+"""A scenario prepared to run: resolved against the catalog once, its trace read, every check that
+needs the plans passed (``costsim.plan.checks``). ``simulate`` runs a ``Prepared``; the front door
+(``costsim.runs.api``) builds it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from costsim.catalog.load import Catalog
+from costsim.plan.checks import plan_problems, serving_demand
+from costsim.plan.options import EconomicsValues, Plan
+from costsim.plan.resolve import economics_values, resolve
+from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_trace
+from costsim.scenario.errors import Loc
+from costsim.scenario.filekind import input_file_problem
+
+# Problems of a trace's rows that only the layer drawing the workload can see (its job ids against
+# the ids it makes itself): given the scenario and the trace's job ids.
+TraceCheck = Callable[[Scenario, np.ndarray], list[Problem]]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A checked scenario with what its runs read: ``plans`` (one per option, in order),
+    ``economics`` (the catalog filled in), ``trace`` (the scenario's trace file read once, None
+    without one) and ``serving_demand`` (serving GPUs per hour over the horizon and a year more,
+    None without serving)."""
+
+    scenario: Scenario
+    plans: tuple[Plan, ...]
+    economics: EconomicsValues
+    trace: TraceTable | None
+    serving_demand: np.ndarray | None
+
+
+def prepare(scenario: Scenario, *, source: str = "<scenario>", lines: dict[Loc, tuple[int, int]] | None = None,
+            catalog: Catalog | None = None, trace_check: TraceCheck | None = None) -> Prepared:
+    """``scenario`` (validated by the schema) resolved against ``catalog`` (None: the shipped one),
+    its trace read and every cross-field check passed; raises ``ScenarioError`` naming ``source``
+    and, where ``lines`` knows them, the lines of the fields at fault. ``trace_check``: problems of
+    the trace's rows, reported at the trace file, before the plan checks."""
+    try:
+        plans = resolve(scenario, catalog, source=source)
+        trace = _trace(scenario, source, trace_check)
+        demand = serving_demand(scenario)
+        problems = plan_problems(scenario, plans, trace, demand)
+        if problems:
+            raise ScenarioError(source, problems)
+    except ScenarioError as err:
+        raise err.with_lines(lines or {}) from None
+    # Economics from the catalog as given: a scenario's catalog: section pins no economics.
+    return Prepared(scenario, tuple(plans), economics_values(scenario, catalog), trace, demand)
+
+
+def _trace(scenario: Scenario, source: str, trace_check: TraceCheck | None) -> TraceTable | None:
+    """The scenario's trace table, None without one; ScenarioError when the file is missing, not a
+    regular file or has rows ``trace_check`` refuses."""
+    if scenario.workload.trace is None:
+        return None
+    trace_path = scenario.base_dir / scenario.workload.trace
+    problem = input_file_problem(trace_path)  # a stat only: a FIFO is never opened
+    if problem is not None:
+        shown = (f"trace file not found: {trace_path}" if problem == "file not found"
+                 else f"the trace file {trace_path} {problem}")
+        raise ScenarioError(source, [Problem(("workload", "trace"), shown)])
+    trace = read_trace(trace_path)
+    clashes = trace_check(scenario, trace.job_id) if trace_check is not None else []
+    if clashes:
+        raise ScenarioError(str(trace_path), clashes)
+    return trace
