@@ -41,8 +41,9 @@ class CostsimError(Exception):
         self.problems = list(problems)
         super().__init__("\n".join(p.render(source) for p in self.problems))
 
-    def __reduce__(self) -> tuple[type[CostsimError], tuple[str, list[Problem]]]:
-        # Rebuilt from its source and problems when it crosses a process (sweeps' workers).
+    def __reduce__(self) -> tuple[type[CostsimError], tuple[object, ...]]:
+        # Rebuilt from its source and problems when it crosses a process (sweeps' workers); a
+        # subclass rebuilds from its own constructor's arguments, hence any tuple.
         return (type(self), (self.source, self.problems))
 
 
@@ -66,7 +67,8 @@ class ExecutorError(CostsimError, RuntimeError):
         self.name, self.message = name, message
         super().__init__(f"executor {name}", [Problem((), message)])
 
-    def __reduce__(self) -> tuple[type[ExecutorError], tuple[str, str]]:
+    def __reduce__(self) -> tuple[type[ExecutorError], tuple[object, ...]]:
+        # Any tuple: a subclass (SchedulerLost) rebuilds from its own fields.
         return (type(self), (self.name, self.message))
 
 

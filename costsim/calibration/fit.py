@@ -359,7 +359,7 @@ def groups_of(trace: TraceTable, by: str = "job_class_gpus") -> list[tuple[str, 
         return [("all", np.ones(len(trace), dtype=bool))]
     labels = trace.job_class.astype(str)
     names, counts = np.unique(labels, return_counts=True)
-    groups = []
+    groups: list[tuple[str, np.ndarray]] = []
     for name, _ in sorted(zip(names, counts, strict=True), key=lambda nc: (-nc[1], nc[0])):
         mask = labels == name
         groups += split_by_gpus(str(name), mask, trace.gpus) if by == "job_class_gpus" else [(str(name), mask)]

@@ -123,7 +123,7 @@ def rl_shape(params_b: float, gpus: int, rollout_gpus: int | None = None, stalen
     asynchronous = rollout_gpus is not None
     return rl.Shape(
         params_b=params_b, gpus=gpus, rollout_gpus=rollout_gpus or gpus,
-        train_gpus=gpus - rollout_gpus if asynchronous else gpus, disaggregated=asynchronous,
+        train_gpus=gpus - rollout_gpus if rollout_gpus is not None else gpus, disaggregated=asynchronous,
         asynchronous=asynchronous, staleness=max(staleness, 1), samples=SAMPLES, prompt_tokens=512.0,
         reference_model=reference_model, reward_model_params_b=None,
         verifier_seconds_per_sample=DEFAULT_VERIFIER_SECONDS, epochs=1, minibatches=4,
@@ -302,9 +302,9 @@ def score(table: list[Row]) -> float:
 def rl_score(mem_efficiency: float, step_floor_s: float, catalog: Catalog | None = None) -> float:
     """``score`` of the RL rows with these two constants in place of the catalog's."""
     cat = catalog or default_catalog()
-    consts = {"mem_efficiency": mem_efficiency, "step_floor_s": step_floor_s}
-    hw8 = dataclasses.replace(h800(cat), **consts)
-    hw1 = dataclasses.replace(gpu_hardware(cat.gpus["H100"], catalog=cat), **consts)
+    hw8 = dataclasses.replace(h800(cat), mem_efficiency=mem_efficiency, step_floor_s=step_floor_s)
+    hw1 = dataclasses.replace(gpu_hardware(cat.gpus["H100"], catalog=cat), mem_efficiency=mem_efficiency,
+                              step_floor_s=step_floor_s)
     return score(rl_rows(hw8, hw1, plateau=False))
 
 

@@ -83,6 +83,12 @@ class _Stdout(SafeConsole):
         width = stdout_width(os.environ, bool(isatty and isatty()))
         return measured if width is None else ConsoleDimensions(width, measured.height)
 
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        """A fixed (width, height) in characters, as on any rich Console (the getter above still
+        lets ``COLUMNS`` or a pipe decide the width)."""
+        self.width, self.height = new_size
+
 
 out_console = _Stdout()
 
@@ -135,7 +141,7 @@ def load_scenario_or_exit(path: Path) -> Scenario:
         fail(err)
 
 
-def interrupted(folder, out: str | None = None) -> NoReturn:
+def interrupted(folder, out: str | Path | None = None) -> NoReturn:
     """Ctrl-C: say what the output folder (an OutputFolder, or None: not opened yet, ``out`` being
     the folder asked for, if any) holds and exit 130 (128 + SIGINT), without a traceback."""
     if folder is None:

@@ -124,11 +124,11 @@ def _search(scenario: Path, target: list[str] | None, vary: list[str], replicati
     """Search with its progress on stderr, print the answer and the frontier, publish into ``folder``."""
     from costsim.decisions.optimize import optimize
     from costsim.cli.commands import err_console, out_console
-    from costsim.cli.stages import Stages
+    from costsim.cli.stages import Stages, Step
 
     stages = Stages(err_console, quiet)
     with contextlib.ExitStack() as stack:
-        shown = []  # the stage's step, once the checks have passed and the runs begin
+        shown: list[Step] = []  # the stage's step, once the checks have passed and the runs begin
 
         def step(done: int, total: int) -> None:
             if not shown:

@@ -79,7 +79,7 @@ def report_command(
         if not source.is_dir() and tornado is not False:
             # The tornado on the verdict's replications (its seeds, averaged): one base difference on the page.
             with stages.stage("sensitivity tornado (inputs at both ends)") as step:
-                shown = tornado_or_note(sc, root, wanted, step, replications=len(data))
+                shown = tornado_or_note(sc, root, wanted, step, replications=n)  # data holds the n replications
         # The lock of the folder written into: a run swapping that folder into place meanwhile would
         # otherwise take the report away with the folder's previous contents.
         with FolderLock(out.parent.resolve(), "--out", str(out), required=False):

@@ -77,8 +77,8 @@ class Stages:
             state["done"] = done
             if total is not None:
                 state["total"] = total
-            if bar is not None:
-                bar.update(task, completed=done, **({} if total is None else {"total": total}))
+            if bar is not None and task is not None:  # a bar always has its task
+                bar.update(task, completed=done, total=total)  # total None: rich keeps the one it has
             elif (now := time.monotonic()) - state.get("said", start) >= PIPED_EVERY_S:
                 # Piped: a line now and then, so a log shows a long stage moving.
                 state["said"] = now

@@ -226,8 +226,8 @@ def _means_layout(results: SweepResults, title: str, columns, stacked: bool, squ
     table.add_column("n", justify="right")
     for r in shown.to_dict("records"):
         cells = [formats.with_interval(fmt, r[m], r[f"{m}_low"], r[f"{m}_high"], stacked) for _, m, fmt in columns]
-        labels = (Text(visible(r["variant"])), Text(visible(swept.get(r["variant"], ""))), Text(visible(r["option"])))
-        table.add_row(*labels, *cells, str(r["n"]))
+        names = (Text(visible(r["variant"])), Text(visible(swept.get(r["variant"], ""))), Text(visible(r["option"])))
+        table.add_row(*names, *cells, str(r["n"]))
     return table
 
 

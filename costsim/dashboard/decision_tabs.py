@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -232,7 +232,7 @@ FRONTIER_COLUMNS = {
 }
 
 
-def show_sweep(results, key: str, notes: list[str] = ()) -> pd.DataFrame:
+def show_sweep(results, key: str, notes: Sequence[str] = ()) -> pd.DataFrame:
     """A sweep's means with intervals, the verdict per variant and the Pareto frontier (fair total
     against p95 queue delay). Returns the frontier table."""
     for note in notes:

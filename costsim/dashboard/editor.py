@@ -79,15 +79,13 @@ def describe(data: dict, loc: Loc) -> str:
     parts: list[str] = []
     i = 0
     while i < len(loc):
-        if loc[i] == "options" and i + 1 < len(loc) and isinstance(loc[i + 1], int):
+        if loc[i] == "options" and i + 1 < len(loc) and isinstance(j := loc[i + 1], int):
             names = [o.get("name") for o in data.get("options", [])]
-            j = loc[i + 1]
             parts.append(f"option {names[j] if j < len(names) else j}")
             i += 2
             continue
-        if loc[i:i + 2] == ("workload", "classes") and i + 2 < len(loc) and isinstance(loc[i + 2], int):
+        if loc[i:i + 2] == ("workload", "classes") and i + 2 < len(loc) and isinstance(k := loc[i + 2], int):
             names = [c.get("name") for c in data.get("workload", {}).get("classes", [])]
-            k = loc[i + 2]
             parts.append(f"class {names[k] if k < len(names) else k}")
             i += 3
             continue
@@ -129,7 +127,8 @@ def _options_tab(ui: Ui, state: dict) -> None:
     data = ui.data
     opts = data.get("options", [])
     add_col, add_btn = st.columns([3, 1], vertical_alignment="bottom")
-    kind = add_col.selectbox("New option", list(KIND_LABELS), format_func=KIND_LABELS.get, key=f"{ui.prefix}:newkind",
+    kind = add_col.selectbox("New option", list(KIND_LABELS), format_func=lambda k: KIND_LABELS[k],
+                             key=f"{ui.prefix}:newkind",
                              help="A hybrid uses an existing owned or reserved base and an on-demand or spot burst; "
                              "any it lacks are added with it.")
     add_btn.button("Add option", key=f"{ui.prefix}:add_option", on_click=_restructure,

@@ -231,7 +231,10 @@ def model_at(data: dict, loc: Loc) -> str | None:
                 return None  # the list itself
             node = node[j]
             kind = node.get("kind") if isinstance(node, dict) else None
-            name = "RLClass" if part == "classes" else _OPTION_MODELS.get(kind)
+            if part == "classes":
+                name = "RLClass"
+            else:  # an option without a kind has no model
+                name = _OPTION_MODELS.get(kind) if kind is not None else None
             i += 2
             continue
         refs = [b["$ref"].rsplit("/", 1)[-1] for b in (spec.get("anyOf") or [spec]) if "$ref" in b]

@@ -107,12 +107,21 @@ def applies(f: Field, obj: dict) -> bool:
 def bounds(spec: dict) -> tuple[float | None, float | None]:
     """A number's inclusive widget bounds (an exclusive bound is shown as inclusive: the schema's
     check then says what is wrong with the edge value)."""
-    lo = spec.get("minimum", spec.get("exclusiveMinimum"))
-    hi = spec.get("maximum", spec.get("exclusiveMaximum"))
     if spec.get("type") == "integer":
-        lo = None if lo is None else max(int(lo), -MAX_SAFE_INT)
-        hi = None if hi is None else min(int(hi), MAX_SAFE_INT)
-    return lo, hi
+        return whole_bounds(spec)
+    return _edges(spec)
+
+
+def whole_bounds(spec: dict) -> tuple[int | None, int | None]:
+    """An integer's widget bounds as ``bounds`` gives them: whole numbers, within what the browser
+    holds exactly (±``MAX_SAFE_INT``)."""
+    lo, hi = _edges(spec)
+    return (None if lo is None else max(int(lo), -MAX_SAFE_INT), None if hi is None else min(int(hi), MAX_SAFE_INT))
+
+
+def _edges(spec: dict) -> tuple[Any, Any]:
+    """The schema's minimum and maximum as written (the exclusive one where there is no other)."""
+    return spec.get("minimum", spec.get("exclusiveMinimum")), spec.get("maximum", spec.get("exclusiveMaximum"))
 
 
 def choices(spec: dict) -> list | None:
@@ -125,7 +134,7 @@ def choices(spec: dict) -> list | None:
 def _econ(data: dict) -> dict[str, float]:
     cat = default_catalog()
     given = data.get("economics") or {}
-    return {k: (given.get(k) if given.get(k) is not None else v) for k, v in cat.economics.items()}
+    return {k: (given[k] if given.get(k) is not None else v) for k, v in cat.economics.items()}
 
 
 def catalog_default(data: dict, loc: Loc) -> Any:
@@ -152,7 +161,8 @@ def catalog_default(data: dict, loc: Loc) -> Any:
 
 def _option_default(data: dict, opt: dict, field: str) -> Any:
     cat = default_catalog()
-    gpu = cat.gpus.get(opt.get("gpu_type"))
+    gpu_type = opt.get("gpu_type")
+    gpu = cat.gpus.get(gpu_type) if gpu_type is not None else None  # catalog names are words, never None
     if gpu is None:
         return None
     if opt.get("kind") == "owned":
@@ -163,7 +173,8 @@ def _option_default(data: dict, opt: dict, field: str) -> Any:
             return cat.economics["lead_time_days"]
         if field == "capex_usd_per_gpu":  # as costsim.plan.resolve._owned
             econ = _econ(data)
-            fabric = cat.fabrics.get(opt.get("network"), {}).get("capex_frac", 0.0)
+            network = opt.get("network")
+            fabric = (cat.fabrics.get(network, {}) if network is not None else {}).get("capex_frac", 0.0)
             per_gpu = default_capex_per_gpu(gpu, fabric, econ["storage_capex_frac"], econ["install_capex_frac"])
             return round(per_gpu, 2) if gpn else None
         return None

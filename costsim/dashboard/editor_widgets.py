@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
+from pydantic import BaseModel
 
 from costsim.present.formats import plain
 from costsim.scenario import model as _model_mod
@@ -26,7 +27,7 @@ from costsim.scenario.classes import (
 from costsim.dashboard import editor_schema as schema
 from costsim.dashboard.editor_schema import Field, Loc
 
-_MODELS = {
+_MODELS: dict[str, type[BaseModel]] = {
     "Failures": _options_mod.Failures, "Stockout": _options_mod.Stockout, "Serving": _model_mod.Serving,
     "ServingGPUs": _model_mod.ServingGPUs, "TraceCheckpoint": _model_mod.TraceCheckpoint,
     "Parallelism": Parallelism, "Spread": Spread, "LengthSpread": LengthSpread, "Rollout": Rollout,
@@ -95,12 +96,13 @@ def whole_number(label: str, value: Any, key: str, help: str, lo: int | None = N
 def number(ui: Ui, f: Field, spec: dict, loc: Loc, value: Any) -> Any:
     """A number input within the schema's bounds (widened to hold a value the data already has,
     so a bad value reaches validation and shows its error instead of breaking the widget)."""
-    lo, hi = schema.bounds(spec)
     if spec.get("type") == "integer":
+        least, most = schema.whole_bounds(spec)
         if isinstance(value, int) and not isinstance(value, bool):
-            lo = None if lo is None else min(lo, value)
-            hi = None if hi is None else max(hi, value)
-        return whole_number(f.name, value, ui.key(loc), f.help, lo, hi)
+            least = None if least is None else min(least, value)
+            most = None if most is None else max(most, value)
+        return whole_number(f.name, value, ui.key(loc), f.help, least, most)
+    lo, hi = schema.bounds(spec)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         value = float(lo or 0.0)
     value = float(value)
@@ -152,8 +154,8 @@ def _variant_of(f: Field, value: Any) -> int | None:
 def _variant_label(v: dict) -> str:
     if "const" in v:
         return str(v["const"])
-    if "$ref" in v:
-        return "{" + ", ".join(schema.model(schema.ref_name(v))["properties"]) + "}"
+    if (ref := schema.ref_name(v)) is not None:
+        return "{" + ", ".join(schema.model(ref)["properties"]) + "}"
     return "a number" if v.get("type") in ("integer", "number") else str(v.get("type", "value"))
 
 
@@ -164,8 +166,8 @@ def _convert(f: Field, old: Any, new_variant: int | None) -> Any:
     v = f.variants[new_variant]
     if "const" in v:
         return v["const"]
-    if "$ref" in v:
-        start = start_value(schema.ref_name(v))
+    if (ref := schema.ref_name(v)) is not None:
+        start = start_value(ref)
         if isinstance(old, (int, float)) and not isinstance(old, bool):
             start["mean"] = float(old)
             if "max" in start:
@@ -195,8 +197,8 @@ def field_widget(ui: Ui, obj: dict, f: Field, loc: Loc, **kw: Any) -> None:
         ui.slot(floc)
         if chosen is not None:
             v = f.variants[chosen]
-            if "$ref" in v:
-                value = section(ui, schema.ref_name(v), floc, value, title=None)
+            if (ref := schema.ref_name(v)) is not None:
+                value = section(ui, ref, floc, value, title=None)
             elif "const" not in v:
                 value = scalar(ui, f, v, (*floc, "value"), value)
         obj[f.name] = value

@@ -13,9 +13,11 @@ options named after their size follow it by the rule sweeps and the optimiser us
 from __future__ import annotations
 
 import copy
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.plan.resolve import economics_values, resolve
 from costsim.runs import api
 from costsim.scenario import Scenario, ScenarioError, scenario_from_data
@@ -87,20 +89,24 @@ def _edit_targets(data: dict[str, Any], scenario: Scenario, service: dict[str, f
 
 def current_knobs(scenario: Scenario) -> Knobs:
     """The knobs at the scenario's effective values (the catalog's where it leaves a field null)."""
-    plans = {p.name: p for p in resolve(scenario)}
+    plans = resolve(scenario)
+    # an owned option resolves to an OwnedPlan, a cloud one to a CloudPlan
+    owned_plans = {p.name: p for p in plans if isinstance(p, OwnedPlan)}
+    cloud_plans = {p.name: p for p in plans if isinstance(p, CloudPlan)}
     econ = economics_values(scenario)
     owned = [o for o in scenario.options if o.kind == "owned"]
     return Knobs(
         owned_gpus={o.name: o.gpus for o in owned},
-        cloud_price={o.name: float(plans[o.name].price_per_gpu_hour) for o in scenario.options if o.kind == "cloud"},
+        cloud_price={o.name: float(cloud_plans[o.name].price_per_gpu_hour) for o in scenario.options
+                     if o.kind == "cloud"},
         arrival_scale=scenario.workload.arrival_scale,
         classes={
             c.name: ClassKnobs(c.model_params_b, c.rollout.lengths.mean, c.rollout.lengths.cv,
                                f"{c.placement} {c.mode}")
             for c in scenario.workload.classes
         },
-        capex_per_gpu={o.name: plans[o.name].capex_usd / o.gpus for o in owned},
-        lead_time_days={o.name: plans[o.name].lead_time_h / 24 for o in owned},
+        capex_per_gpu={o.name: owned_plans[o.name].capex_usd / o.gpus for o in owned},
+        lead_time_days={o.name: owned_plans[o.name].lead_time_h / 24 for o in owned},
         economy={k: getattr(econ, k) for k in ECONOMY},
         horizon_days=scenario.horizon_days,
         seed=scenario.seed,
@@ -109,7 +115,12 @@ def current_knobs(scenario: Scenario) -> Knobs:
     )
 
 
-def _changed(new: Any, old: Any) -> bool:
+_T = TypeVar("_T")
+
+
+def _changed(new: _T | None, old: object) -> TypeGuard[_T]:
+    """Whether a knob is set (not None) and differs from ``old``; when it is, ``new`` is no
+    longer None to the type checker."""
     return new is not None and new != old
 
 
@@ -145,8 +156,10 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
                 opt["capex_usd_per_gpu"] = float(knobs.capex_per_gpu[name])
             if _changed(knobs.lead_time_days.get(name), was.lead_time_days[name]):
                 opt["lead_time_days"] = float(knobs.lead_time_days[name])
-        if opt["kind"] == "cloud" and _changed(knobs.cloud_price.get(name), was.cloud_price[name]):
-            opt["price_per_gpu_hour"] = float(knobs.cloud_price[name])
+        if opt["kind"] == "cloud":
+            price = knobs.cloud_price.get(name)
+            if _changed(price, was.cloud_price[name]):
+                opt["price_per_gpu_hour"] = float(price)
     if _changed(knobs.arrival_scale, was.arrival_scale):
         data["workload"]["arrival_scale"] = float(knobs.arrival_scale)
     for cls in data["workload"]["classes"]:
@@ -156,14 +169,14 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
         if _changed(value, was.economy[key]):
             data["economics"][key] = float(value)
     if _changed(knobs.horizon_days, was.horizon_days):
-        data["horizon_days"] = float(knobs.horizon_days)  # type: ignore[arg-type]
+        data["horizon_days"] = float(knobs.horizon_days)
     if _changed(knobs.seed, was.seed):
         data["seed"] = knobs.seed  # a whole number, or text the schema check refuses by name
     service = {**was.service, **knobs.service}
     if service != was.service:
         _edit_targets(data, scenario, service)
     if _changed(knobs.waiting_usd_per_gpu_hour, was.waiting_usd_per_gpu_hour):
-        data["decision"]["waiting_usd_per_gpu_hour"] = float(knobs.waiting_usd_per_gpu_hour)  # type: ignore[arg-type]
+        data["decision"]["waiting_usd_per_gpu_hour"] = float(knobs.waiting_usd_per_gpu_hour)
     data, _ = apply_resize(before, data)  # own-256 at 320 GPUs: own-320, as sweeps and optimize name it
     edited = scenario_from_data(data, source, scenario.base_dir)
     return api.check(edited, source)
@@ -224,7 +237,7 @@ def changed_knobs(scenario: Scenario, knobs: Knobs) -> set[str]:
 
 
 def knob_problems(err: ScenarioError, paths: dict[tuple, str],
-                  changed: set[str] = frozenset()) -> tuple[dict[str, list[str]], list[str]]:
+                  changed: Collection[str] = frozenset()) -> tuple[dict[str, list[str]], list[str]]:
     """The problems of ``err`` by knob id (the longest path prefix that matches; a problem of a
     whole option or class goes to the knobs within it that ``changed``), and those that belong to
     no knob (as ``path: message``)."""

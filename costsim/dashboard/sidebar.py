@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from costsim.plan.options import OwnedPlan
 from costsim.plan.resolve import resolve
 from costsim.present.formats import count, number, significant
 from costsim.dashboard.editor_widgets import whole_number
@@ -77,7 +78,7 @@ def knob_form(scenario: Scenario, key: str) -> KnobForm:
     # the widget changed. Kept while a run draws no form (a scenario that cannot be loaded).
     st.session_state.setdefault(REPLICATIONS_KEY, DEFAULT_REPLICATIONS)
     k = current_knobs(scenario)
-    plans = {p.name: p for p in resolve(scenario)}
+    owned_plans = {p.name: p for p in resolve(scenario) if isinstance(p, OwnedPlan)}  # a node's GPUs per owned option
     out = KnobForm(k, DEFAULT_REPLICATIONS, {}, {})
     owned, capex, lead, prices = {}, {}, {}, {}
     with sidebar_slot("knobs", key), st.form("knobs"):
@@ -101,13 +102,13 @@ def knob_form(scenario: Scenario, key: str) -> KnobForm:
                  "× this price is a line of every option's fair total. 0: waiting counts only through the targets."))
         st.subheader("Knobs")
         for name, gpus in k.owned_gpus.items():
-            step = plans[name].gpus_per_node
+            step = owned_plans[name].gpus_per_node
             owned[name] = _widget(out, f"gpus:{name}", f"{name}: owned GPUs", lambda label: st.number_input(
                 label, value=gpus, step=step, key=f"{key}:gpus:{name}",
                 help="Whole nodes. An option named after its size is renamed with it (own-256 at 320 GPUs: own-320)."))
         for name, price in k.cloud_price.items():
             prices[name] = _widget(out, f"price:{name}", f"{name}: $/GPU-hour", lambda label: st.number_input(
-                label, value=float(price), step=0.1, format="%.2f", key=f"{key}:price:{name}",
+                label, value=float(_known(price)), step=0.1, format="%.2f", key=f"{key}:price:{name}",
                 help="Default: the catalog price for this GPU and tier."))
         scale = _widget(out, "scale", "Arrival scale (× the job arrival rate)", lambda label: st.number_input(
             label, value=float(k.arrival_scale), step=0.05, format="%.2f", key=f"{key}:scale",
@@ -148,10 +149,12 @@ def knob_form(scenario: Scenario, key: str) -> KnobForm:
                 )
         with st.expander("Run: horizon, seed, replications"):
             horizon = _widget(out, "horizon", "Horizon (days)", lambda label: st.number_input(
-                label, value=float(k.horizon_days), step=30.0, format="%.0f", key=f"{key}:horizon",
+                label, value=float(_known(k.horizon_days)), step=30.0, format="%.0f", key=f"{key}:horizon",
                 help="Days simulated; costs and break-even are counted over them."))
+            root = k.seed  # current_knobs: the scenario's root seed, a whole number
+            assert root is not None
             seed = _widget(out, "seed", "Seed", lambda label: whole_number(
-                label, int(k.seed), key=f"{key}:seed",
+                label, int(root), key=f"{key}:seed",
                 help="Root seed; replication r runs with a seed derived from it (as `costsim sweep --replications`)."))
             out.replications = int(_widget(out, "replications", "Replications", lambda label: st.number_input(
                 label, min_value=1, max_value=MAX_REPLICATIONS, step=1, key=REPLICATIONS_KEY, persist_state="session",
@@ -188,6 +191,13 @@ def timed_out(scenario: Scenario, replications: int, limit_s: float, variable: s
     if replications > 1:
         st.button("Retry with 1 replication", key="retry_one", on_click=_retry_with_one,
                   help="Sets Replications in the sidebar to 1 and runs again: one run of every option, no intervals.")
+
+
+def _known(x: float | None) -> float:
+    """A number knob of ``current_knobs``, which sets each to the scenario's effective value:
+    never None (None is how a form leaves a knob alone)."""
+    assert x is not None
+    return x
 
 
 def _or(x: float | None, default: float) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -116,7 +117,7 @@ def option_card(row, best: dict, ref, recommended: bool) -> None:
                   delta_color=delta_color(lower, eligible))
 
 
-def delta_color(lower_is_better: bool, eligible: bool) -> str:
+def delta_color(lower_is_better: bool, eligible: bool) -> Literal["normal", "inverse", "off"]:
     """Streamlit's colour rule for a card's difference: green where it is better, red where worse
     (``inverse`` when lower is better), grey (``off``) for an option the verdict cannot choose."""
     if not eligible:
@@ -227,7 +228,9 @@ def cell_text(fmt: str, v: float) -> str:
     "–" when missing, "∞" when infinite."""
     if formats.missing(v) or np.isinf(v):
         return formats.number(v)
-    digits = int(re.search(r"\.(\d+)f", fmt).group(1))
+    precision = re.search(r"\.(\d+)f", fmt)
+    assert precision is not None, fmt  # column_format always writes the decimals, as in "%,.2f"
+    digits = int(precision.group(1))
     text = formats.number(v, digits)
     if fmt.startswith("$"):
         return text.replace("−", "−$", 1) if text.startswith("−") else "$" + text

@@ -46,12 +46,14 @@ def pareto_figure(frontier: pd.DataFrame, y: str = "queue_delay_p95_h") -> go.Fi
         frontier = pareto_frontier(frontier, cost, ((y, sense),))
     names = {column: (words.split(" (")[0], unit) for column, unit, words in METRICS.values()}
     words, unit = names.get(y, (y, None))
-    y_title = {"h": f"{words} (hours)", "": f"{words} (share)", "USD": f"{words} (USD)"}.get(unit, words)
+    # unit None: y is not one of the target metrics, so its title is its name alone
+    y_title = words if unit is None else \
+        {"h": f"{words} (hours)", "": f"{words} (share)", "USD": f"{words} (USD)"}.get(unit, words)
     x_title = {"fair_total_usd": "fair total cost (USD; unfinished work at the cheapest rent)",
                "total_cost_usd": "amortised total cost (USD)"}.get(cost, f"{cost} (USD)")
     # d3's "r": significant figures in decimal notation (its "g" would print 2.62e+3)
-    y_hover = {"h": "%{y:,.3~r} h", "": "%{y:.1%}", "USD": "$%{y:,.0f}", "/day": "%{y:,.3~r} per day"}.get(unit,
-                                                                                                     "%{y:,.3~r}")
+    y_hover = "%{y:,.3~r}" if unit is None else \
+        {"h": "%{y:,.3~r} h", "": "%{y:.1%}", "USD": "$%{y:,.0f}", "/day": "%{y:,.3~r} per day"}.get(unit, "%{y:,.3~r}")
     hover = [c for c in ("option", "variant") if c in frontier] + [c for c in frontier.columns if "." in str(c)]
     on = frontier[frontier["on_frontier"]]
     off = frontier[~frontier["on_frontier"]]

@@ -10,6 +10,8 @@ kind: see ``costsim.plots.styles``), the same in every figure; hover labels read
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import pandas as pd
 import plotly.express as px
@@ -78,7 +80,15 @@ def cumulative_cost(results: Results) -> go.Figure:
                   yaxis=_USD_AXIS)
 
 
-def cost_breakdown(results: Results) -> go.Figure:
+class HasSummary(Protocol):
+    """What ``cost_breakdown`` reads: a summary table, one row per option with its
+    ``cost_<item>_usd`` columns (a Results, or a sweep variant's mean rows)."""
+
+    @property
+    def summary(self) -> pd.DataFrame: ...
+
+
+def cost_breakdown(results: HasSummary) -> go.Figure:
     """Total cost per option split into line items (USD). Needs only ``results.summary``."""
     s = results.summary
     looks = category_styles(ALL_ITEMS)

@@ -4,7 +4,7 @@ drawn in each option's style."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -100,10 +100,11 @@ def marker_sizes(n_points: int, k: int, n_lines: int, size: float = 9.0) -> list
     return [size if (i + offset) % every == 0 else 0.0 for i in range(n_points)]
 
 
-def option_line(fig: go.Figure, style: Style, name: str, x: Sequence, y: Sequence, k: int, n: int,
+def option_line(fig: go.Figure, style: Style, name: str, x: Iterable, y: Iterable, k: int, n: int,
                 hovertemplate: str, customdata=None, **kw) -> None:
     """Add option ``name``'s line (k-th of n) in its style, markers at staggered intervals
-    (``name`` is escaped here: ``literal``)."""
+    (``name`` is escaped here: ``literal``); ``x`` and ``y``: its points in any iterable (a
+    column, an array, a list), in the axes' units."""
     x = list(x)
     fig.add_scatter(x=x, y=list(y), name=literal(name), legendgroup=literal(name), mode="lines+markers",
                     line={**style.line(widths(n)[k]), **kw.pop("line", {})},

@@ -104,6 +104,7 @@ def _entries(source: Any) -> list[tuple[str, str, str]]:
         source = source.summary
     elif hasattr(source, "options") and not isinstance(source, (pd.DataFrame, Mapping)):
         source = source.options
+    triples: Iterable[tuple[Any, Any, Any]]  # (name, kind, pricing) as the source holds them
     if isinstance(source, pd.DataFrame):
         if "option" not in source:
             raise ValueError("option_styles(): the table has no 'option' column")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -12,9 +13,17 @@ from plotly.subplots import make_subplots
 from costsim.plots.layout import LAYOUT, legend_entries, literal, literals, title_layout
 from costsim.plots.styles import category_styles
 
+
+class Outline(TypedDict):
+    """A bar's outline: its colour and its width in pixels."""
+
+    color: str
+    width: int
+
+
 WAITING = "#8C8C8C"  # grey (3.4:1 on white): queued, not yet holding GPUs
 WAITING_WIDTH, HELD_WIDTH = 0.4, 0.8  # waiting bars thinner: told from held ones without colour
-UNFINISHED = dict(color="#000000", width=2)  # outline of a job still running at the horizon
+UNFINISHED: Outline = {"color": "#000000", "width": 2}  # outline of a job still running at the horizon
 Y_TITLE = "jobs (packed rows)"
 SMALLEST_PANEL = 0.15  # of the panels' summed heights: room for a panel's title above its bars
 

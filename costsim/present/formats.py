@@ -129,7 +129,10 @@ def percent(share: float | None, digits: int | None = None) -> str:
 def percent_number(share: float | None, digits: int = 1) -> str:
     """A share (0…1) as a bare percentage, for a column whose header says "%": 0.975 → "97.5";
     "–" when missing."""
-    return number(share * 100 if not missing(share) else share, digits)
+    if missing(share):
+        return MISSING
+    assert share is not None
+    return number(share * 100, digits)
 
 
 def count(n: float | None, unit: str = "") -> str:

@@ -166,7 +166,7 @@ def best_options(table: pd.DataFrame) -> dict[str, set[str]]:
     recommend: they keep up and meet the targets (ties all marked; none when no option does or the
     values are all missing). A table without ``eligible`` falls back to ``keeps_up``."""
     ok = table[table["eligible" if "eligible" in table else "keeps_up"].fillna(False).astype(bool)]
-    best = {}
+    best: dict[str, set[str]] = {}
     for col, _, lower, _ in CARD_METRICS:
         values = ok[col].dropna()
         if values.empty:

@@ -20,6 +20,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -44,6 +45,8 @@ from costsim.results.tables import Results
 from costsim.runs.outdir import OutputError
 from costsim.scenario import Problem, ScenarioError
 
+if TYPE_CHECKING:
+    from costsim.runs.sweep import SweepResults
 
 
 @dataclass
@@ -51,7 +54,7 @@ class _Input:
     """A report's source, normalised: replications of one scenario, or a sweep (and a variant)."""
 
     runs: list[Results] = field(default_factory=list)
-    sweep: object | None = None  # SweepResults
+    sweep: SweepResults | None = None
     variant: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -128,6 +131,7 @@ def _sweep_body(src: _Input, wanted, given_frontier) -> tuple[str, str]:
     from costsim.decisions.verdict import decide
 
     sweep = src.sweep
+    assert sweep is not None  # an _Input without runs holds a sweep (``_input``)
     variants = list(dict.fromkeys(sweep.runs["variant"]))
     reps = int(sweep.runs["replication"].nunique())
     swept = {r["variant"]: ", ".join(f"{k}={r[k]}" for k in sweep.variants.columns[1:])

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from costsim.present import formats
 from costsim.plots.layout import literal
-from costsim.report.html import bullets, esc, figure, fixed, page, para, section, table
+from costsim.report.html import Column, bullets, esc, figure, fixed, page, para, section, table
 from costsim.calibration.fit import ARRIVAL_TEST, ClassFit, window_note
 from costsim.calibration.fit_window import FitCheck, FitWindow, check_line
 
@@ -76,7 +76,7 @@ def parameters_frame(fits: Sequence[ClassFit]) -> pd.DataFrame:
 _p = formats.p_value
 
 
-COLUMNS = [
+COLUMNS: list[Column] = [
     ("class", "name", str, None), ("jobs", "jobs", fixed(0), None), ("jobs/day", "per_day", fixed(2), None),
     ("GPUs per job (share)", "gpus", str, None), ("duration law", "law", str, None),
     ("mean (h)", "mean_h", fixed(3), None), ("median (h)", "median_h", fixed(3), None), ("cv", "cv", fixed(2), None),

@@ -12,6 +12,7 @@ import hashlib
 
 import html
 from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -103,7 +104,9 @@ def share(x: float) -> str:
 
 
 # A column of an HTML table: (header, column of the frame, formatter, "low"/"high" best or None).
-Column = tuple[str, str, Callable[[object], str], str | None]
+# The formatter takes a cell as pandas holds it (a float, an int, a str or a bool, by the column's
+# dtype), so its argument is Any: each formatter is written for the one column it is given.
+Column: TypeAlias = tuple[str, str, Callable[[Any], str], str | None]
 
 
 def _best(frame: pd.DataFrame, columns: Sequence[Column], best_among: pd.Series | None) -> dict[str, float]:
@@ -117,7 +120,7 @@ def _best(frame: pd.DataFrame, columns: Sequence[Column], best_among: pd.Series 
     return best
 
 
-def _cell(r: pd.Series, key: str, fmt: Callable[[object], str], best: dict[str, float],
+def _cell(r: pd.Series, key: str, fmt: Callable[[Any], str], best: dict[str, float],
           best_among: pd.Series | None, extra: Sequence[str] = ()) -> str:
     """One ``<td>``: text left-aligned (and free to wrap), numbers right-aligned on one line."""
     v = r[key]

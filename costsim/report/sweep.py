@@ -52,7 +52,8 @@ def _manifest(folder: Path, label: str) -> dict:
                and isinstance(v.get("params") or {}, dict) for v in variants)
            else "replications" if type(reps) is not int or not 1 <= reps <= 1000
            else "seed" if type(seed) is not int or not 0 <= seed < 2**63 else None)
-    if bad is None and len({v["id"] for v in variants}) != len(variants):
+    # bad is None only when variants is a list; the isinstance says so to the type checker
+    if bad is None and isinstance(variants, list) and len({v["id"] for v in variants}) != len(variants):
         bad = "variants"
     if bad is not None:
         raise OutputError(label, str(folder), f"has a {MANIFEST} that is not a costsim sweep manifest (its {bad} "
@@ -200,7 +201,7 @@ def _scenarios(manifest: dict, folder: Path, notes: list[str]) -> dict:
     return {}
 
 
-def read_sweep_folder(path: str | Path, label: str = "SWEEP_DIR"):
+def read_sweep_folder(path: str | os.PathLike[str], label: str = "SWEEP_DIR"):
     """(SweepResults, notes) from a sweep's output folder; ``notes``: what the report should say
     (tasks not finished, scenarios not rebuilt). OutputError (a ScenarioError) naming ``label``
     and the folder when it is not a sweep's."""

@@ -51,7 +51,7 @@ class SchedulerLost(ExecutorError):
         super().__init__("dask", f"lost {where} ({reason}) after {finished} task(s) finished: with an output "
                          "folder they are saved, and running the same sweep again resumes")
 
-    def __reduce__(self):  # type: ignore[override]  # rebuilt from its own fields, not ExecutorError's
+    def __reduce__(self) -> tuple[type[SchedulerLost], tuple[str, str, int]]:  # its own fields, not ExecutorError's
         return (SchedulerLost, (self.where, self.reason, self.finished))
 
 

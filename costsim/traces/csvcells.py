@@ -65,7 +65,7 @@ def guarded(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` as it is to be written: every text cell and column name that starts with ``=``,
     ``+``, ``-``, ``@``, a tab or a carriage return prefixed with ``'`` (OWASP's rule); the frame
     itself (not a copy) when no cell needs it."""
-    changed: dict[object, pd.Series] = {}
+    changed: dict[int, pd.Series] = {}  # by column position (names may repeat)
     for k, name in enumerate(frame.columns):
         col = _guard_values(frame.iloc[:, k])
         if col is not None:
