@@ -62,6 +62,7 @@ class CloudPool:
 
     def _decide(self) -> None:
         queue, gpi, gpus = self.queue, self.gpi, self.gpus
+        assert self.max_gpus is not None  # only a quota queues (``arrive``)
         while queue:
             need = nodes_needed(gpus[queue[0]], gpi) * gpi
             if self.in_use + need > self.max_gpus:

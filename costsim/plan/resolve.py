@@ -64,7 +64,8 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
         placement=opt.placement,
         capex_usd=float(capex),
         rl=dict(cat.rl),
-        **_failures(opt.failures, cat),
+        failures_per_node_h=_failures(opt.failures, cat)["failures_per_node_h"],
+        repair_h=_failures(opt.failures, cat)["repair_h"],
     )
 
 

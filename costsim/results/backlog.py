@@ -175,7 +175,7 @@ def cheapest_rent_usd_per_gpu_hour(plans: list[Plan], plan: Plan) -> float:
     """The price unfinished work (and unmet serving) is priced at: the cheapest on-demand or spot
     price among the scenario's options (hybrid bursts included), or, with none, the catalog's
     cheapest on-demand price of ``plan``'s GPU type (every tier). USD per GPU-hour."""
-    rented = [p.price_per_gpu_hour for q in plans for p in pools(q) if not p.is_pool]
+    rented = [p.price_per_gpu_hour for q in plans for p in pools(q) if isinstance(p, CloudPlan) and not p.is_pool]
     if rented:
         return float(min(rented))
     return float(min(tier["on_demand"] for tier in plan.gpu.price.values() if "on_demand" in tier))

@@ -196,6 +196,7 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
     for k, (part, sub) in enumerate(pools):
         part_serving = [serving[k]] if serving else None
         if not part.is_pool:
+            assert isinstance(part, CloudPlan)  # rented per use
             bill_job, bill = cloud_bills(part, sub, horizon_h)
             job_cost += np.bincount(bill_job, weights=bill, minlength=n)
             if part_serving:
