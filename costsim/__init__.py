@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from costsim.errors import CostsimError as CostsimError
     from costsim.errors import ExecutorError as ExecutorError
     from costsim.errors import OutputError as OutputError
-    from costsim.results.tables import Results as Results
+    from costsim.results.contract import Results as Results
     from costsim.runs.api import dump_scenario as dump_scenario
     from costsim.runs.api import load_scenario as load_scenario
     from costsim.runs.api import load_scenario_text as load_scenario_text
@@ -45,7 +45,7 @@ _WHERE = {
     "DEFAULT_MAX_EVENTS": "costsim.runs.budget",
     "ExecutorError": "costsim.errors",
     "OutputError": "costsim.errors",
-    "Results": "costsim.results.tables",
+    "Results": "costsim.results.contract",
     "RunMemo": "costsim.runs.memo",
     "Scenario": "costsim.scenario",
     "ScenarioError": "costsim.scenario",

@@ -45,7 +45,7 @@ from costsim.decisions.targets import DEFAULT_TARGETS, METRICS, Target, targets 
 from costsim.decisions.wording import (capitalised, delay_trade, describe, duration, horizon, met_clause, misses,
                                        money, pct, targets_text)
 from costsim.present.formats import per_gpu_hour, plain
-from costsim.results.tables import Results
+from costsim.results.contract import Results
 from costsim.runs.stats import t_interval
 from costsim.scenario import Problem, Scenario, ScenarioError
 

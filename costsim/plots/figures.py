@@ -34,7 +34,7 @@ from costsim.plots.layout import (
 from costsim.plots.styles import BLACK, OKABE_ITO, Style, category_styles, option_styles
 from costsim.plots.to_target import time_to_target
 from costsim.present.formats import money
-from costsim.results.tables import Results
+from costsim.results.contract import Results
 from costsim.results.costing import ALL_ITEMS
 from costsim.results.finance import cash_paid
 

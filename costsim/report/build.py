@@ -41,7 +41,7 @@ from costsim.report.sections import (
 )
 from costsim.report.assumptions import assumptions_section
 from costsim.report.sweep import read_sweep_folder
-from costsim.results.tables import Results
+from costsim.results.contract import Results
 from costsim.runs.outdir import OutputError
 from costsim.scenario import Problem, ScenarioError
 

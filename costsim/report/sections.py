@@ -10,7 +10,7 @@ import pandas as pd
 from costsim.plots import figures as plots
 from costsim.present.formats import plain, significant, who_pays_more
 from costsim.report import html as h
-from costsim.results.tables import Results
+from costsim.results.contract import Results
 
 TRANSPOSE_OPTIONS = 6  # up to this many options, the options table has one column per option
 FRONTIER_ROWS = 200  # rows of a sweep's frontier table shown; the figure shows them all

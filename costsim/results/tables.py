@@ -28,85 +28,17 @@ import numpy as np
 import pandas as pd
 
 from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, Plan, pools as plan_pools
-from costsim.results.costing import (ALL_ITEMS, Serving, bin_edges, capacity, cloud_bills, held_gpus, held_intervals,
+from costsim.results.costing import (Serving, bin_edges, capacity, cloud_bills, held_gpus, held_intervals,
                               option_costs, parts, per_bin, serving_use)
 from costsim.results import backlog
 from costsim.results import finance, to_target
 from costsim.results.advice import checkpoint_advice
 from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
+from costsim.results.contract import COST_COLUMNS, JOB_COLUMNS, PHASE_COLUMNS, SUMMARY_COLUMNS, Results
 from costsim.scenario import Scenario
 from costsim.units import HOURS_PER_MONTH
 from costsim.workload.plan import PHASES, WorkPlan
-
-JOB_COLUMNS = [
-    "option", "job_id", "job_class", "gpus", "submit_h", "start_h", "end_h", "queue_delay_h",
-    "completed", "ran_on", "gpu_hours", "lost_gpu_hours", "restarts", "preemptions", "iterations", "cost_usd",
-]
-SUMMARY_COLUMNS = [
-    "option", "kind", "pricing", "jobs_submitted", "jobs_completed", "jobs_finishable", "completion",
-    "queue_delay_mean_h", "queue_delay_p50_h", "queue_delay_p95_h", "queue_delay_p99_h", "queued_gpu_hours",
-    "jct_mean_h", "utilization", "iterations_per_day",
-    "total_cost_usd", "cost_per_gpu_hour_used_usd", "cost_per_iteration_usd", "cost_per_completed_job_usd",
-    "rl_jobs_cost_usd", "trace_jobs_cost_usd",
-    "gpu_hours_used", "capacity_gpu_hours", "jobs_burst", "gpu_hours_burst", "idle_cost_usd", "npv_usd",
-    "serving_gpu_hours", "serving_unmet_gpu_hours", "serving_unmet_rent_usd", "serving_cost_usd",
-    "restarts", "preemptions", "lost_gpu_hours", "goodput", "lost_work_cost_usd", "interruption_delay_mean_h",
-] + [f"cost_{item}_usd" for item in ALL_ITEMS] + [
-    "cash_spent_usd", "book_value_usd", "offered_load", "work_submitted_gpu_hours", "work_unfinished_gpu_hours",
-    "unfinished_rent_usd",
-    "jobs_waiting", "jobs_stale", "stale_share",
-    "rollout_gpu_hours", "rollout_lost_samples",
-]
-TIMESERIES_COLUMNS = [
-    "option", "hour", "capacity_gpus", "busy_gpus", "queued_jobs", "queued_gpus", "rented_gpus", "serving_gpus",
-    "cost_cum_usd",
-]
-COST_COLUMNS = ["option", "month", "item", "cost_usd"]
-# capped_share: the share of the class's sampled responses (over its planned iterations) that
-# hit the response-length cap, realized from the draws.
-PHASE_COLUMNS = [
-    "option", "job_class", "gpu_type", "network", "jobs", "iterations_planned",
-    "rollout_s", "logprobs_s", "scoring_s", "update_s", "sync_s", "overhead_s", "iteration_s", "rollout_share",
-    "straggler_share", "rollout_tokens_per_s_per_gpu", "capped_share",
-    "iterations_done", "iterations_per_day", "cost_per_iteration_usd",
-]
-
-
-@dataclass(frozen=True)
-class Results:
-    """What ``costsim.simulate`` returns: the tables plus what produced them.
-
-    ``cashflow``: per (option, month) capex, opex, rent (serving's included), the commitment owed
-    and the book value credited at the horizon's end, cash, its cumulative and discounted value
-    (``costsim.results.finance``). ``breakeven``: each owned, reserved or
-    hybrid option against each on-demand or spot one.
-
-    ``phases``: mean seconds per iteration in each phase, per (option, RL job class), over the
-    iterations planned for the class's jobs; ``iteration_s`` is the whole iteration (async
-    overlaps rollout with training, so it is less than the sum of the phases there).
-
-    ``to_target``: per (option, RL class with ``scaling``), the day its leading run reaches the
-    target score, the option's cost by then, and the score and its marginal gain at the horizon
-    (``costsim.results.to_target``); empty when no class has ``scaling``. ``reward_by_day``: per
-    (option, RL class with ``scaling``) and whole day 0, 1, … plus the horizon, the leading run's
-    compute (GPU-hours of its reference option, for the work it got through) and its score
-    (``to_target.option_trajectories``); empty when none has it.
-    """
-
-    scenario: Scenario
-    seed: int
-    jobs: pd.DataFrame
-    summary: pd.DataFrame
-    timeseries: pd.DataFrame
-    costs: pd.DataFrame
-    phases: pd.DataFrame
-    cashflow: pd.DataFrame
-    breakeven: pd.DataFrame
-    advice: pd.DataFrame
-    to_target: pd.DataFrame
-    reward_by_day: pd.DataFrame
-
 
 def _startup_h(plan: Plan, rec: UsageRecord, work: WorkPlan) -> np.ndarray:
     """The nominal startup each job pays before working: on rented capacity its instances'; an
@@ -276,8 +208,21 @@ def _writable(a: np.ndarray) -> np.ndarray:
     return a if a.flags.writeable else a.copy()
 
 
+@dataclass(frozen=True)
+class OptionTables:
+    """One option's share of every table (``summary`` one row, as a dict of column -> value)."""
+
+    jobs: pd.DataFrame
+    summary: dict
+    timeseries: pd.DataFrame
+    costs: pd.DataFrame
+    phases: pd.DataFrame
+    cashflow: pd.DataFrame
+    advice: pd.DataFrame
+
+
 def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan,
-                   demand: np.ndarray | None, rent_usd_per_gpu_hour: float, finishable: np.ndarray):
+                   demand: np.ndarray | None, rent_usd_per_gpu_hour: float, finishable: np.ndarray) -> OptionTables:
     jobs = work.jobs
     H = scenario.horizon_h
     serving = serving_use(plan, rec, demand, H)
@@ -416,8 +361,9 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     rollout = rec.alloc_part[k] >= ROLLOUT  # rented rollout instances beside the holds at home
     summary["rollout_gpu_hours"] = float(((e - s) * held_gpus(rec, k))[rollout].sum())
     summary["rollout_lost_samples"] = _lost_samples(work, jobs_df["iterations"].to_numpy())
-    return (jobs_df, summary, timeseries, costs, _phases(scenario, plan, work, jobs_df), cash,
-            checkpoint_advice(scenario, plan, work))
+    return OptionTables(jobs=jobs_df, summary=summary, timeseries=timeseries, costs=costs,
+                        phases=_phases(scenario, plan, work, jobs_df), cashflow=cash,
+                        advice=checkpoint_advice(scenario, plan, work))
 
 
 def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValues, records: list[UsageRecord],
@@ -433,21 +379,21 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
                              can_finish)
               for p, r, w in zip(plans, records, work, strict=True)]
     refs = to_target.references(scenario, plans, work)  # per scaling class: its curve's compute per job
-    summary = pd.DataFrame([t[1] for t in tables], columns=SUMMARY_COLUMNS)
-    cash = pd.concat([t[5] for t in tables], ignore_index=True)
+    summary = pd.DataFrame([t.summary for t in tables], columns=SUMMARY_COLUMNS)
+    cash = pd.concat([t.cashflow for t in tables], ignore_index=True)
     return Results(
         scenario=scenario,
         seed=seed,
-        jobs=pd.concat([t[0] for t in tables], ignore_index=True),
+        jobs=pd.concat([t.jobs for t in tables], ignore_index=True),
         summary=summary,
-        timeseries=pd.concat([t[2] for t in tables], ignore_index=True),
-        costs=pd.concat([t[3] for t in tables], ignore_index=True),
-        phases=pd.concat([t[4] for t in tables], ignore_index=True),
+        timeseries=pd.concat([t.timeseries for t in tables], ignore_index=True),
+        costs=pd.concat([t.costs for t in tables], ignore_index=True),
+        phases=pd.concat([t.phases for t in tables], ignore_index=True),
         cashflow=cash,
         breakeven=finance.breakeven(plans, summary, cash, scenario.horizon_h, econ.depreciation_years),
-        advice=pd.concat([t[6] for t in tables], ignore_index=True),
+        advice=pd.concat([t.advice for t in tables], ignore_index=True),
         to_target=to_target.table([row for p, r, w, t in zip(plans, records, work, tables, strict=True)
-                                   for row in to_target.option_rows(scenario, p.name, r, w, t[2], refs)]),
+                                   for row in to_target.option_rows(scenario, p.name, r, w, t.timeseries, refs)]),
         reward_by_day=to_target.trajectory_table([f for p, r, w in zip(plans, records, work, strict=True)
                                                   for f in to_target.option_trajectories(scenario, p.name, r, w,
                                                                                          refs)]),

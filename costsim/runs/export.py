@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from costsim.catalog.load import default_catalog
 from costsim.traces.csvcells import write_csv
 from costsim.runs.outdir import MANIFEST, OutputFolder
-from costsim.results.tables import Results
+from costsim.results.contract import Results
 from costsim.results.assumptions import assumptions
 from costsim.scenario import dump_scenario
 from costsim.plan.resolved import resolve_scenario
