@@ -487,6 +487,25 @@ def test_code_identity_follows_the_source_and_the_libraries(monkeypatch):
     assert sweep_mod.code_identity() == first
 
 
+def test_code_identity_follows_what_makes_the_numbers_not_the_words(tmp_path):
+    """An edited engine or catalog is other code; an edited label, chart or CLI is not."""
+    import shutil
+
+    package = Path(costsim.__file__).resolve().parent
+    copy = tmp_path / "costsim"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    first = sweep_mod.source_identity(copy)
+    for words in ("present/formats.py", "dashboard/views.py", "cli/tables.py", "plots/styles.py", "report/html.py"):
+        (copy / words).write_text((copy / words).read_text() + "\n# an edited label\n")
+    assert sweep_mod.source_identity(copy) == first
+    for numbers in ("engine/owned.py", "catalog/catalog.yaml", "results/costing.py", "units.py"):
+        before = (copy / numbers).read_text()
+        (copy / numbers).write_text(before + "\n# edited\n")
+        assert sweep_mod.source_identity(copy) != first, numbers
+        (copy / numbers).write_text(before)
+    assert sweep_mod.source_identity(copy) == first
+
+
 def test_workers_with_an_address_are_refused(files):
     with pytest.raises(ArgumentError, match="workers.*has no effect with a Dask scheduler"):
         costsim.sweep(files / "sw.yaml", executor="dask", workers=2, address="127.0.0.1:8786")
