@@ -28,7 +28,7 @@ import pytest
 import simpy
 
 from costsim.engine.events import ARRIVAL, RELEASE, ArrivalFeed, At, Decider
-from costsim.engine.owned import OwnedCluster
+from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder
 from costsim.engine.reservation import reserve, serving_slack
@@ -77,7 +77,7 @@ class RefPool:
 
 
 class RefCluster:
-    """The scheduler before issue 16 (lead time 0); ``log`` gets ``(job, time, allocation)`` per start."""
+    """The frozen reference scheduler (lead time 0), kept as first written; ``log`` gets ``(job, time, allocation)`` per start."""
 
     def __init__(self, env, nodes, gpn, scheduler, gpus, priority, progress, rec, serving=None,
                  fail_per_node_h=0.0, repair_h=0.0, rng=None, placement="best_fit", duration_h=None):
@@ -296,8 +296,10 @@ def replay(cls, submit, gpus, run_h, prio, nodes, gpn, scheduler, placement="bes
         c = RefCluster(*args, scheduler, gpus, prio, progress, rec, fail_per_node_h=rates[0], repair_h=rates[1],
                        **common)
     else:
-        c = Logged(*args, 0.0, scheduler, gpus, prio, progress, rec, failures_per_node_h=rates[0],
-                   repair_h=rates[1], **common)
+        spec = PoolSpec(nodes=nodes, gpus_per_node=gpn, scheduler=scheduler, placement=placement,
+                        failures_per_node_h=rates[0], repair_h=rates[1])
+        c = Logged(env, spec=spec, jobs=QueuedJobs(gpus=gpus, priority=prio, duration_h=common["duration_h"]),
+                   progress=progress, rec=rec, serving=rm, rng=common["rng"])
         c.log = []
     ArrivalFeed(env, submit, c.arrive)
     env.run(until=400)

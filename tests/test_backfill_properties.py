@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import costsim
 from costsim.engine.events import ArrivalFeed
-from costsim.engine.owned import OwnedCluster
+from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder
 from costsim.models.serving import RangeMax, hourly_demand
@@ -43,8 +43,10 @@ def backfill_run(seed, nodes, gpn, n, base, amplitude, growth, fail_per_node_day
     rec = Recorder(n)
     progress = Progress(run_h, boundaries, [restart_h] * n, rec)
     demand = hourly_demand(base, amplitude, growth, 2000)
-    cluster = OwnedCluster(env, nodes, gpn, 0.0, "backfill", gpus, [0] * n, progress, rec, RangeMax(demand),
-                           fail_per_node_day / 24, repair_h, np.random.default_rng(seed + 1))
+    spec = PoolSpec(nodes=nodes, gpus_per_node=gpn, scheduler="backfill", failures_per_node_h=fail_per_node_day / 24,
+                    repair_h=repair_h)
+    cluster = OwnedCluster(env, spec=spec, jobs=QueuedJobs(gpus=gpus, priority=[0] * n), progress=progress, rec=rec,
+                           serving=RangeMax(demand), rng=np.random.default_rng(seed + 1))
     cluster.audit = []
     ArrivalFeed(env, submit, cluster.arrive)
     env.run(until=600)

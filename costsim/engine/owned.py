@@ -45,6 +45,7 @@ import math
 from array import array
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,33 @@ from costsim.engine.reservation import INF, serving_slack
 __all__ = ["BACKFILL_DEPTH", "OwnedCluster"]
 
 
+@dataclass(frozen=True, kw_only=True)
+class PoolSpec:
+    """An owned or reserved pool as the engine runs it: ``nodes`` × ``gpus_per_node`` GPUs from
+    ``lead_time_h`` on, scheduled by ``scheduler`` (fifo | backfill | priority | sjf | lifo), placed
+    ``placement`` (``NodePool``'s best_fit | first_fit), nodes failing at ``failures_per_node_h`` per
+    node-hour and back after ``repair_h``; serving's demand is read up to ``horizon_h``."""
+
+    nodes: int
+    gpus_per_node: int
+    scheduler: str
+    lead_time_h: float = 0.0
+    placement: str = "best_fit"
+    failures_per_node_h: float = 0.0
+    repair_h: float = 0.0
+    horizon_h: float = INF
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueuedJobs:
+    """What the scheduler reads of each job, by job index: GPUs asked, priority, and (``sjf`` only)
+    the requested hours it orders by."""
+
+    gpus: Sequence[int]
+    priority: Sequence[int]
+    duration_h: Sequence[float] | None = None
+
+
 class OwnedCluster(EasyBackfill):
     """Runs jobs (by job index) on ``nodes`` nodes; jobs arrive through ``arrive(i)`` and a queued
     job can be taken back with ``withdraw(i)``. Also a reserved pool: nodes are instances, no lead time.
@@ -70,13 +98,14 @@ class OwnedCluster(EasyBackfill):
     ``audit``: None in runs; a test may set a list to receive, for every backfill pass that starts
     jobs, ``(time, head, reservation before, reservation recomputed after)`` in hours."""
 
-    def __init__(self, env: simpy.Environment, nodes: int, gpus_per_node: int, lead_time_h: float, scheduler: str,
-                 gpus: Sequence[int], priority: Sequence[int], progress: Progress, rec: Recorder,
-                 serving: RangeMax | None = None, failures_per_node_h: float = 0.0, repair_h: float = 0.0,
-                 rng: np.random.Generator | None = None, horizon_h: float = INF,
-                 placement: str = "best_fit", duration_h: Sequence[float] | None = None):
-        """``placement``: ``NodePool``'s (best_fit | first_fit). ``duration_h``: per job, the
-        requested hours ``sjf`` orders by (needed only by it)."""
+    def __init__(self, env: simpy.Environment, *, spec: PoolSpec, jobs: QueuedJobs, progress: Progress,
+                 rec: Recorder, serving: RangeMax | None = None, rng: np.random.Generator | None = None):
+        """``spec``: the pool; ``jobs``: what the scheduler reads of each job; ``serving``: the
+        inference demand that takes GPUs first; ``rng``: node failures' stream (needed with failures)."""
+        nodes, gpus_per_node, lead_time_h, scheduler = spec.nodes, spec.gpus_per_node, spec.lead_time_h, spec.scheduler
+        gpus, priority, duration_h = jobs.gpus, jobs.priority, jobs.duration_h
+        failures_per_node_h, repair_h, horizon_h, placement = (spec.failures_per_node_h, spec.repair_h, spec.horizon_h,
+                                                               spec.placement)
         self.env = env
         self.nodes = nodes
         self.gpn = gpus_per_node

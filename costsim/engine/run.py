@@ -20,7 +20,7 @@ from costsim.workload.plan import WorkPlan
 from costsim.models.serving import RangeMax
 
 from costsim.engine.cloud import CloudPool
-from costsim.engine.owned import OwnedCluster
+from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
 from costsim.engine.events import TIMER, ArrivalFeed, At
 from costsim.engine.bounded import EventLimitExceeded, events_scheduled, run_bounded
 from costsim.engine.progress import Progress
@@ -101,15 +101,17 @@ def _owned(env, plan: OwnedPlan | CloudPlan, work: WorkPlan, progress: Progress,
     jobs = work.jobs
     g, prio = integers(work.home_gpus), integers(jobs.priority)  # offloaded jobs hold their training GPUs here
     duration_h = doubles(sjf_durations(work)) if plan.scheduler == "sjf" else None
+    queued = QueuedJobs(gpus=g, priority=prio, duration_h=duration_h)
     if isinstance(plan, OwnedPlan):
-        return OwnedCluster(env, plan.nodes, plan.gpus_per_node, plan.lead_time_h, plan.scheduler, g, prio, progress,
-                            rec, serving, plan.failures_per_node_h, plan.repair_h, rng, horizon_h=horizon_h,
-                            placement=plan.placement, duration_h=duration_h)
+        spec = PoolSpec(nodes=plan.nodes, gpus_per_node=plan.gpus_per_node, scheduler=plan.scheduler,
+                        lead_time_h=plan.lead_time_h, placement=plan.placement,
+                        failures_per_node_h=plan.failures_per_node_h, repair_h=plan.repair_h, horizon_h=horizon_h)
+        return OwnedCluster(env, spec=spec, jobs=queued, progress=progress, rec=rec, serving=serving, rng=rng)
     # Reserved: a committed pool of whole instances, ready at once; the provider handles failures.
     assert plan.reserved_gpus is not None, "a reserved option commits to reserved_gpus"
-    return OwnedCluster(env, plan.reserved_gpus // plan.gpus_per_instance, plan.gpus_per_instance, 0.0,
-                        plan.scheduler, g, prio, progress, rec, serving, horizon_h=horizon_h,
-                        placement=plan.placement, duration_h=duration_h)
+    spec = PoolSpec(nodes=plan.reserved_gpus // plan.gpus_per_instance, gpus_per_node=plan.gpus_per_instance,
+                    scheduler=plan.scheduler, placement=plan.placement, horizon_h=horizon_h)
+    return OwnedCluster(env, spec=spec, jobs=queued, progress=progress, rec=rec, serving=serving)
 
 
 def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | None = None,
