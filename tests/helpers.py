@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import simpy
 
 import costsim
 from costsim.scenario import scenario_from_data
+from paths import SHIPPED
 
 
 TINY_RL = """\
@@ -95,3 +97,70 @@ def bare_simpy_mmc(submit_h: np.ndarray, service_h: np.ndarray, servers: int) ->
     env.process(source())
     env.run()
     return start
+
+
+def erlang_c(c: int, a: float) -> float:
+    """P(wait > 0) in M/M/c with offered load a (Erlang C), via the Erlang B recursion."""
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    return c * b / (c - a * (1 - b))
+
+
+# --- The phases scenario: its table is checked in tests/results/test_phases_table.py (the closed
+# forms are worked out there) and printed by `costsim run` in tests/cli/test_cli_phases.py.
+
+PHASES_LENGTHS = {"mean": 800, "cv": 1.0, "max": 4096}
+PHASES_SCENARIO = {
+    "name": "phases",
+    "seed": 3,
+    "horizon_days": 4,
+    "workload": {"classes": [
+        {"name": "sync-colo", "arrivals_per_day": 3, "gpus": 8, "iterations": {"mean": 30, "cv": 0.5},
+         "model_params_b": 7, "placement": "colocated", "mode": "sync",
+         "rollout": {"prompts": 16, "samples_per_prompt": 4, "response_tokens": PHASES_LENGTHS}},
+        {"name": "async", "arrivals_per_day": 3, "gpus": 16, "iterations": {"mean": 30, "cv": 0.5},
+         "model_params_b": 7, "placement": "disaggregated", "rollout_gpu_fraction": 0.75, "mode": "async",
+         "max_staleness": 2, "rollout": {"prompts": 16, "samples_per_prompt": 4, "response_tokens": PHASES_LENGTHS}},
+    ]},
+    "options": [{"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 64, "lead_time_days": 0,
+                 "failures": None}],
+}
+"""A synchronous colocated class and an asynchronous disaggregated class on one owned H100 option
+without failures."""
+
+
+def phases_closed_form_scenario(decode_per_gpu: float, sequence_per_s: float) -> costsim.Scenario:
+    """``PHASES_SCENARIO`` with one colocated sync class of a 7B model on 8 H100s (tensor_parallel 1),
+    16 × 4 = 64 responses of exactly 1,000 tokens after 512-token prompts, 1 byte of KV cache per
+    token, and both decode speeds given."""
+    gpus, response, prompt = 8, 1000, 512
+    klass = {"name": "flat", "arrivals_per_day": 2, "gpus": gpus, "iterations": 5, "model_params_b": 7,
+             "placement": "colocated", "mode": "sync",
+             "rollout": {"prompts": 16, "samples_per_prompt": 4, "prompt_tokens": prompt, "response_tokens": response,
+                         "tensor_parallel": 1, "kv_bytes_per_token": 1,
+                         "decode_tokens_per_s_per_gpu": decode_per_gpu, "sequence_tokens_per_s": sequence_per_s}}
+    data = {**PHASES_SCENARIO, "workload": {"classes": [klass]}}
+    return costsim.runs.api.scenario_from_data(data, "test")
+
+
+# --- Figures (tests/plots/)
+
+def short_shipped(tmp_path_factory, name: str, days: int) -> costsim.Scenario:
+    """A shipped scenario cut to ``days`` (warm-up 1 day)."""
+    text = (SHIPPED / f"{name}.yaml").read_text()
+    text = re.sub(r"horizon_days: \d+", f"horizon_days: {days}", text)
+    text = re.sub(r"warmup_days: \d+", "warmup_days: 1", text)
+    path = tmp_path_factory.mktemp(name) / f"{name}.yaml"
+    path.write_text(text)
+    return costsim.load_scenario(path)
+
+
+def every_figure(res, runs=None):
+    """Every figure of a run by name (and the replications band over ``runs``)."""
+    from costsim.plots import figures as plots
+
+    figures = {name: f(res) for name, f in plots.ALL_FIGURES.items()}
+    figures["gantt"] = plots.gantt(res)
+    figures["band"] = plots.cumulative_cost_band(runs or [res])
+    return figures
