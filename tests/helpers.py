@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,40 @@ options:
 """A three-day RL scenario of a few jobs on an owned cluster and on-demand: the smallest that sweeps."""
 TWO_SIZES_SWEEP = "base: s.yaml\nseed: 3\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n"
 """A sweep of ``TINY_RL`` saved as s.yaml: two owned sizes, two replications."""
+
+
+def tiny_sweep_files(folder: Path, sweep: str = TWO_SIZES_SWEEP) -> Path:
+    """``folder`` holding ``TINY_RL`` as s.yaml and ``sweep`` (a sweep of it) as sw.yaml."""
+    (folder / "s.yaml").write_text(TINY_RL)
+    (folder / "sw.yaml").write_text(sweep)
+    return folder
+
+
+def one_node_scenario_file(folder: Path, days: float, jobs: int, economics: dict[str, Any] | None = None,
+                           own: dict[str, Any] | None = None, rented: dict[str, Any] | None = None) -> Path:
+    """``folder``/tiny.yaml (written as JSON): one owned node of 8 H100s (no failures) against
+    on-demand H100s, over ``days``, on a trace of ``jobs`` 8-GPU jobs of 5 h, one every 10 h (so
+    nothing ever queues). ``own`` and ``rented`` add fields to the two options."""
+    rows = [(10.0 * k, 8, 5.0) for k in range(jobs)]
+    pd.DataFrame(rows, columns=["submit_h", "gpus", "duration_h"]).to_csv(folder / "trace.csv", index=False)
+    data = {"name": "tiny", "horizon_days": days, **({"economics": economics} if economics is not None else {}),
+            "workload": {"trace": "trace.csv"},
+            "options": [{"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 8, "lead_time_days": 0,
+                         "failures": None, **(own or {})},
+                        {"name": "cloud", "kind": "cloud", "gpu_type": "H100", "provisioning_delay_h": 0,
+                         "startup_h": 0, **(rented or {})}]}
+    (folder / "tiny.yaml").write_text(json.dumps(data))
+    return folder / "tiny.yaml"
+
+
+def bits(frame: pd.DataFrame) -> dict[str, object]:
+    """Each column as comparable raw content: float columns as their 64-bit patterns (bit for bit,
+    NaN payloads and -0.0 included), the rest as values, plus the dtypes. Equal means bit for bit."""
+    out: dict[str, object] = {"dtypes": [str(t) for t in frame.dtypes], "columns": list(frame.columns)}
+    for c in frame.columns:
+        col = frame[c]
+        out[c] = col.to_numpy().view(np.uint64).tolist() if col.dtype == np.float64 else col.tolist()
+    return out
 
 
 def invoke_cli(*args, columns: str | None = None):

@@ -10,13 +10,11 @@ in it is seen, wherever the name led.
 from __future__ import annotations
 
 import io
-import json
 import re
 import tempfile
 import zipfile
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -38,6 +36,7 @@ from costsim.dashboard import (
 )
 from costsim.dashboard.sweep_upload import MAX_JSON_DEPTH, read_uploads_here
 from costsim.scenario import ScenarioError
+from helpers import one_node_scenario_file
 from paths import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
@@ -258,15 +257,7 @@ def test_damaged_sweep_metadata_is_refused_naming_the_file(name, data, words):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny")
-    pd.DataFrame([(10.0 * k, 8, 5.0) for k in range(100)], columns=["submit_h", "gpus", "duration_h"]).to_csv(
-        folder / "trace.csv", index=False)
-    data = {"name": "tiny", "horizon_days": 60, "workload": {"trace": "trace.csv"},
-            "options": [{"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 8, "lead_time_days": 0,
-                         "failures": None},
-                        {"name": "cloud", "kind": "cloud", "gpu_type": "H100", "provisioning_delay_h": 0, "startup_h": 0}]}
-    (folder / "tiny.yaml").write_text(json.dumps(data))
-    return folder / "tiny.yaml"
+    return one_node_scenario_file(tmp_path_factory.mktemp("tiny"), 60, jobs=100)
 
 
 @pytest.mark.parametrize("name, data, words", [DAMAGED[0], DAMAGED[2], DAMAGED[5]])

@@ -28,6 +28,7 @@ from costsim.dashboard.sweep_upload import read_sweep_uploads
 from costsim.report.sweep import read_sweep_folder
 from costsim.runs.sweepfile import sweep_from_sets
 from costsim.scenario import ScenarioError
+from helpers import one_node_scenario_file
 from paths import HARNESSES
 
 HARNESS = str(HARNESSES / "decision_tabs_app.py")
@@ -38,16 +39,8 @@ ECONOMICS = {"electricity_usd_per_kwh": 0.10, "pue": 1.3, "depreciation_years": 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny")
-    rows = [(10.0 * k, 8, 5.0) for k in range(120 * 24 // 10)]
-    pd.DataFrame(rows, columns=["submit_h", "gpus", "duration_h"]).to_csv(folder / "trace.csv", index=False)
-    data = {"name": "tiny", "horizon_days": 120, "economics": ECONOMICS, "workload": {"trace": "trace.csv"},
-            "options": [{"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 8, "lead_time_days": 0,
-                         "failures": None, "capex_usd_per_gpu": 10000.0},
-                        {"name": "cloud", "kind": "cloud", "gpu_type": "H100", "provisioning_delay_h": 0,
-                         "startup_h": 0, "price_per_gpu_hour": 2.99}]}
-    (folder / "tiny.yaml").write_text(json.dumps(data))
-    return folder / "tiny.yaml"
+    return one_node_scenario_file(tmp_path_factory.mktemp("tiny"), 120, jobs=120 * 24 // 10, economics=ECONOMICS,
+                                  own={"capex_usd_per_gpu": 10000.0}, rented={"price_per_gpu_hour": 2.99})
 
 
 @pytest.fixture(scope="module")

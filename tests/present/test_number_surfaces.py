@@ -14,16 +14,14 @@ import pytest
 from rich.console import Console
 
 import costsim
-from helpers import TINY_RL, TWO_SIZES_SWEEP, invoke_cli
+from helpers import invoke_cli, tiny_sweep_files
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")  # 2.62e+03, 1e-05, 3E6
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("numbers")
-    (folder / "s.yaml").write_text(TINY_RL)
-    (folder / "sw.yaml").write_text(TWO_SIZES_SWEEP)
+    folder = tiny_sweep_files(tmp_path_factory.mktemp("numbers"))
     return folder, costsim.simulate(folder / "s.yaml")
 
 

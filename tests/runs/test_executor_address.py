@@ -25,7 +25,7 @@ from costsim.runs import executors
 from costsim.runs import sweep as sweep_mod
 from costsim.runs.scheduler import SchedulerProblem, is_greeting, parse_address
 from costsim.scenario import ScenarioError
-from helpers import TINY_RL, TWO_SIZES_SWEEP, invoke_cli
+from helpers import TINY_RL, invoke_cli, tiny_sweep_files
 from paths import ROOT
 
 SCENARIO = TINY_RL
@@ -33,9 +33,7 @@ SCENARIO = TINY_RL
 
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
-    (tmp_path / "s.yaml").write_text(SCENARIO)
-    (tmp_path / "sw.yaml").write_text(TWO_SIZES_SWEEP)
-    return tmp_path
+    return tiny_sweep_files(tmp_path)
 
 
 def invoke(*args: str):

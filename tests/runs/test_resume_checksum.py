@@ -14,8 +14,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -26,28 +24,15 @@ import costsim
 from costsim.cli.commands import app
 from costsim.runs.sweepfile import load_sweep
 from costsim.scenario import ScenarioError
-from helpers import TINY_RL, TWO_SIZES_SWEEP
+from helpers import bits, tiny_sweep_files
 
-SCENARIO = TINY_RL
-SWEEP = TWO_SIZES_SWEEP
 TASK = "runs/variant=v000/replication=0.parquet"
-
-
-def bits(frame: pd.DataFrame) -> dict:
-    """Columns as raw content (floats as their 64-bit patterns) and dtypes: equal means bit for bit."""
-    out: dict = {"dtypes": [str(t) for t in frame.dtypes], "columns": list(frame.columns)}
-    for c in frame.columns:
-        col = frame[c]
-        out[c] = col.to_numpy().view(np.uint64).tolist() if col.dtype == np.float64 else col.tolist()
-    return out
 
 
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory) -> Path:
     """A finished sweep (two variants × two replications) and its tables: the truth."""
-    folder = tmp_path_factory.mktemp("sweep")
-    (folder / "s.yaml").write_text(SCENARIO)
-    (folder / "sw.yaml").write_text(SWEEP)
+    folder = tiny_sweep_files(tmp_path_factory.mktemp("sweep"))
     costsim.sweep(folder / "sw.yaml", out=folder / "out", executor="local")
     return folder
 

@@ -10,7 +10,6 @@ import os
 import pickle
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -23,9 +22,8 @@ from costsim.runs.sweep import METRICS, Task, run_task, run_sweep, tasks
 from costsim.runs.sweepfile import load_sweep, replication_seed
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario import scenario_from_data as schema_from_data
-from helpers import TINY_RL
+from helpers import bits, tiny_sweep_files
 
-SCENARIO = TINY_RL
 # Two sizes (they change the schedule) × two cloud prices (they must not), three replications.
 SWEEP = """\
 base: s.yaml
@@ -39,19 +37,7 @@ grid:
 
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
-    (tmp_path / "s.yaml").write_text(SCENARIO)
-    (tmp_path / "sw.yaml").write_text(SWEEP)
-    return tmp_path
-
-
-def _bits(frame: pd.DataFrame) -> dict[str, object]:
-    """Each column as comparable raw content: float columns as their 64-bit patterns (bit for bit,
-    NaN payloads and -0.0 included), the rest as values, plus the dtypes."""
-    out: dict[str, object] = {"dtypes": [str(t) for t in frame.dtypes], "columns": list(frame.columns)}
-    for c in frame.columns:
-        col = frame[c]
-        out[c] = col.to_numpy().view(np.uint64).tolist() if col.dtype == np.float64 else col.tolist()
-    return out
+    return tiny_sweep_files(tmp_path, SWEEP)
 
 
 def _files(out: Path) -> dict[str, tuple[int, int]]:
@@ -110,7 +96,7 @@ def test_local_processes_and_dask_give_identical_tables(files):
     dask = run_sweep(files / "sw.yaml", executor="dask", workers=2)
     for other in (pool, dask):
         for name in ("runs", "means", "differences", "variants"):
-            assert _bits(getattr(other, name)) == _bits(getattr(local, name)), name
+            assert bits(getattr(other, name)) == bits(getattr(local, name)), name
     assert set(local.means.columns) >= {f"{m}{s}" for m in METRICS for s in ("", "_low", "_high")}
 
 
@@ -162,7 +148,7 @@ def test_interrupted_sweep_resumes_to_the_dataset_of_an_uninterrupted_one(files)
     assert calls == [(k, 7) for k in range(8)]  # only the 7 missing tasks ran
     assert {k: v for k, v in _files(files / "cut" / "runs").items() if k in saved} == saved  # the 5 left alone
     for name in ("runs", "means", "differences", "variants"):
-        assert _bits(getattr(resumed, name)) == _bits(getattr(whole, name)), name
+        assert bits(getattr(resumed, name)) == bits(getattr(whole, name)), name
     for name in ("means.csv", "differences.csv", "variants.csv", "means.parquet"):
         assert (files / "cut" / name).read_bytes() == (files / "whole" / name).read_bytes(), name
     # The dataset on disk is the runs table (Hive partitions: variant from the folder names).
@@ -184,7 +170,7 @@ def test_deleted_task_files_are_the_only_ones_run_again(files, monkeypatch):
     assert ran == [(0, 2), (1, 2), (2, 2)]
     after = _files(out / "runs")
     assert {k: after[k] for k in before} == before and all((out / n).is_file() for n in gone)
-    assert _bits(again.runs) == _bits(first.runs)
+    assert bits(again.runs) == bits(first.runs)
     def no_workers(*args):
         raise AssertionError("workers started for a sweep with nothing left to run")
 
@@ -421,7 +407,7 @@ def test_a_running_dask_scheduler_gives_the_local_tables_and_refuses_other_versi
                                   silence_logs=40) as cluster:
         remote = run_sweep(files / "sw.yaml", executor="dask", address=cluster.scheduler_address)
         for name in ("runs", "means", "differences", "variants"):
-            assert _bits(getattr(remote, name)) == _bits(getattr(local, name)), name
+            assert bits(getattr(remote, name)) == bits(getattr(local, name)), name
         # This machine now has another costsim than the worker: refused before anything is written.
         monkeypatch.setattr(costsim, "__version__", "0.0.0-other")
         with pytest.raises(ScenarioError, match=r"executor dask: workers differ from this machine \(costsim "
@@ -455,7 +441,7 @@ def test_a_trace_edited_while_the_sweep_runs_stops_it_and_saves_nothing_of_the_n
     (tmp_path / "jobs.csv").write_text("submit_h,gpus,duration_h\n0,8,2\n1,8,3\n")
     resumed = costsim.sweep(tmp_path / "sw.yaml", out=out, executor="local")
     whole = costsim.sweep(tmp_path / "sw.yaml", executor="local")
-    assert _bits(resumed.runs) == _bits(whole.runs)
+    assert bits(resumed.runs) == bits(whole.runs)
 
 
 def test_runs_of_other_code_are_never_resumed(files, monkeypatch):
