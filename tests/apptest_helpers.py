@@ -14,6 +14,30 @@ from paths import APP
 
 DAYS = 30
 
+TINY_LAB = """\
+name: tiny
+seed: 0
+horizon_days: 20
+warmup_days: 0
+workload:
+  classes:
+    - name: rl-7b
+      arrivals_per_day: 8
+      gpus: 16
+      iterations: {mean: 300, cv: 0.5}
+      model_params_b: 7
+      rollout:
+        prompts: 256
+        samples_per_prompt: 8
+        prompt_tokens: 512
+        response_tokens: {mean: 2000, cv: 1.0, max: 16384}
+options:
+  - {name: own-128, kind: owned, gpu_type: H100, gpus: 128, network: infiniband, lead_time_days: 0, scheduler: backfill}
+  - {name: cloud-od, kind: cloud, gpu_type: H100, pricing: on_demand, price_tier: neocloud}
+"""
+"""One owned cluster, one cloud option, one RL class, 20 days: every sidebar knob has a case on it
+(tests/app/test_app_knobs.py); the palette's browser test shows its first screen."""
+
 
 def short(text: str | None = None, **replace: str) -> str:
     """The baseline over ``DAYS`` days (named "short"), with literal text replacements."""

@@ -52,29 +52,9 @@ from costsim.plan.resolve import economics_values, resolve
 from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.dashboard import LINK, SCENARIO_DIR, SETUPS, apply_knobs, current_knobs, encode_scenario, knob_paths
 from costsim.present.headline import CARD_METRICS
+from apptest_helpers import TINY_LAB as TINY
 from paths import APP
 
-TINY = """\
-name: tiny
-seed: 0
-horizon_days: 20
-warmup_days: 0
-workload:
-  classes:
-    - name: rl-7b
-      arrivals_per_day: 8
-      gpus: 16
-      iterations: {mean: 300, cv: 0.5}
-      model_params_b: 7
-      rollout:
-        prompts: 256
-        samples_per_prompt: 8
-        prompt_tokens: 512
-        response_tokens: {mean: 2000, cv: 1.0, max: 16384}
-options:
-  - {name: own-128, kind: owned, gpu_type: H100, gpus: 128, network: infiniband, lead_time_days: 0, scheduler: backfill}
-  - {name: cloud-od, kind: cloud, gpu_type: H100, pricing: on_demand, price_tier: neocloud}
-"""
 SC = costsim.load_scenario_text(TINY, "tiny.yaml", SCENARIO_DIR)
 KNOBS = sorted(set(knob_paths(SC).values())) + ["replications"]  # replications: a session setting
 HOURS = SC.horizon_days * 24

@@ -11,21 +11,16 @@ is installed (CI installs it: see .ci/run).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import shutil
-import socket
 import struct
-import subprocess
-import sys
 import time
-import urllib.request
 from operator import le
 
 import pytest
 
 from costsim.present.headline import CARD_METRICS
+from browser_helpers import ARGS, CHROMIUM, VIEW, served, settled
 from paths import ROOT
 
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -33,50 +28,20 @@ expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.e2e
 SHOTS = ROOT / "out" / "screenshots"
 DOC_SHOTS = ROOT / "docs" / "screenshots"  # the screenshots README.md and docs/dashboard.md show
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-VIEW = {"width": 1600, "height": 1000}
 BASELINE = (ROOT / "scenarios" / "baseline.yaml").read_text()
 
 
 @pytest.fixture(scope="module")
 def app_url():
-    with _served() as url:
+    with served() as url:
         yield url
 
 
 @pytest.fixture
 def own_app_url():
     """A server of its own: the module's server may still be busy with earlier tests' runs."""
-    with _served() as url:
+    with served() as url:
         yield url
-
-
-@contextlib.contextmanager
-def _served(env: dict[str, str] | None = None):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("streamlit did not start")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(20)
 
 
 @pytest.fixture(scope="module")
@@ -89,12 +54,6 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         yield b
         b.close()
-
-
-def settled(page, timeout: float = 120_000) -> None:
-    """Wait until the script has run to the end (Streamlit marks the app notRunning)."""
-    page.wait_for_timeout(200)
-    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(timeout=timeout)
 
 
 def open_app(browser, url: str):
@@ -366,7 +325,7 @@ def test_hostile_upload_names_write_only_in_the_private_folder(browser, tmp_path
     text = re.sub(r"description: >-\n(  .*\n)+", 'description: "Docs: https://example.com/lab and www.example.org"\n', text)
     traces = {"../../x.csv": b"submit_h,gpus,duration_h\n1,8,2\n5,16,3\n30,8,1\n",
               str(elsewhere / "x.csv"): b"submit_h,gpus,duration_h\n1,8,2\n5,16,3\n30,8,1\n40,8,1\n"}
-    with _served({**os.environ, "TMPDIR": str(server_tmp)}) as url:
+    with served({**os.environ, "TMPDIR": str(server_tmp)}) as url:
         page = open_app(browser, url)
         before = {p for p in tmp_path.rglob("*") if p.is_file()}
         uploaders = page.locator("[data-testid='stFileUploader'] input[type='file']")

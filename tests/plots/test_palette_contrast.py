@@ -260,10 +260,10 @@ FIRST_SCREEN_JS = """() => {
 @pytest.mark.e2e
 def test_first_screen_text_contrast(tmp_path):
     pytest.importorskip("playwright.sync_api")
-    from test_e2e_browser import ARGS, CHROMIUM, VIEW, _served, settled
+    from browser_helpers import ARGS, CHROMIUM, VIEW, served, settled
 
     from costsim.dashboard import encode_scenario
-    from test_app_knobs import TINY
+    from apptest_helpers import TINY_LAB as TINY
 
     if CHROMIUM is None:
         pytest.skip("Debian chromium is not installed (apt-get install chromium)")
@@ -272,7 +272,7 @@ def test_first_screen_text_contrast(tmp_path):
     # own-256 beside on-demand: a card with deltas both ways (dearer in red, shorter p95 wait in green)
     text = TINY.replace("{name: own-128, kind: owned, gpu_type: H100, gpus: 128,",
                         "{name: own-256, kind: owned, gpu_type: H100, gpus: 256,")
-    with _served() as url, sync_playwright() as p:
+    with served() as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
             page = browser.new_page(viewport=VIEW)

@@ -129,7 +129,7 @@ def test_an_option_that_cannot_keep_up_is_flagged(tmp_path):
 
 @pytest.mark.e2e
 def test_report_opens_offline_in_chromium_and_draws_every_figure(tiny, tmp_path):
-    from test_e2e_browser import ARGS, CHROMIUM
+    from browser_helpers import ARGS, CHROMIUM
 
     if CHROMIUM is None:
         pytest.skip("Debian chromium is not installed (apt-get install chromium)")
