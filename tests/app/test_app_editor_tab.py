@@ -45,6 +45,7 @@ def expected(sc: costsim.Scenario) -> list[str]:
     return [f"${v:,.0f}" for v in costsim.simulate(sc, seed=replication_seed(sc.seed, 0)).summary.total_cost_usd]
 
 
+@pytest.mark.slow
 def test_an_edit_is_what_runs_and_goes_into_the_url():
     at = opened()
     assert not at.exception and not at.error
@@ -72,6 +73,7 @@ def test_an_invalid_edit_keeps_the_last_results_marked_stale():
     assert at.query_params["s"] == link  # the link keeps the last scenario that ran
 
 
+@pytest.mark.slow
 def test_a_knob_edits_the_editors_copy():
     at = opened()
     at.number_input(key=f"{key(short())}:price:cloud-od").set_value(2.49)

@@ -123,6 +123,7 @@ def reserved():
     return at, runs
 
 
+@pytest.mark.slow
 def test_first_screen_breakeven_against_the_runs(reserved):
     at, runs = reserved
     verdict = costsim.decide(runs)

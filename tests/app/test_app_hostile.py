@@ -66,6 +66,7 @@ def with_trace(path: str) -> str:
 # --- 1. no server file on the page -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target, written", [
     ("/etc/hostname", "/etc/hostname"),
     ("/proc/self/environ", "/proc/self/environ"),
@@ -102,6 +103,7 @@ def test_loader_opens_nothing_outside(tmp_path):
         assert [p.loc for p in err.value.problems] == [("workload", "trace")]
 
 
+@pytest.mark.slow
 def test_uploaded_trace_is_read_from_the_upload(tmp_path):
     trace = b"submit_h,gpus,duration_h\n1,8,2\n5,16,3\n30,8,1\n"  # three jobs, all within the horizon
     at = upload(with_trace("mine.csv"), trace=("mine.csv", trace))
@@ -121,6 +123,7 @@ def test_bad_uploaded_trace_is_named_as_uploaded():
     assert "costsim-uploads" not in "\n".join(page_strings(at))  # the server's temporary path is not shown
 
 
+@pytest.mark.slow
 def test_shipped_trace_by_name_runs():
     at = upload(LAB_TRACE.replace("name: lab-trace", "name: mine"))
     assert not at.exception and not at.error
@@ -212,6 +215,7 @@ def test_absurd_horizon_is_refused_quickly():
     assert not at.exception and at.error and not at.metric
 
 
+@pytest.mark.slow
 def test_long_run_is_stopped_at_the_time_limit(monkeypatch):
     monkeypatch.setenv("COSTSIM_RUN_SECONDS", "2")
     start = time.monotonic()
@@ -247,6 +251,7 @@ def test_interrupted_run_kills_its_process(monkeypatch):
     assert child.returncode is not None and child.returncode < 0  # killed by a signal, and reaped
 
 
+@pytest.mark.slow
 def test_bounded_run_equals_simulate():
     scenario = costsim.load_scenario(SCENARIO_DIR / "baseline.yaml")
     scenario = costsim.scenario.scenario_from_data(

@@ -35,6 +35,7 @@ def price(sc: costsim.Scenario, name: str = "cloud-od") -> float:
     return next(o for o in sc.options if o.name == name).price_per_gpu_hour
 
 
+@pytest.mark.slow
 def test_consecutive_knob_submissions_all_apply():
     at = one_replication()
     for value in (2.79, 2.59, 2.39, 2.19):  # no extra run between them, as a user clicks
@@ -47,6 +48,7 @@ def test_consecutive_knob_submissions_all_apply():
     assert cards(at, "Amortised cost") == [f"${v:,.0f}" for v in want]
 
 
+@pytest.mark.slow
 def test_different_knobs_one_after_another_all_apply():
     at = one_replication()
     submit(at, "price:cloud-od", 2.79)
@@ -70,6 +72,7 @@ def editor_gpus(at: AppTest):
     return found[0]
 
 
+@pytest.mark.slow
 def test_a_knob_with_the_editor_open_reaches_it_and_the_next_edit_is_kept():
     at = open_editor(one_replication())
     submit(at, "capex:own-256", 31_000.0)  # option 0, the one the editor shows
@@ -84,6 +87,7 @@ def test_a_knob_with_the_editor_open_reaches_it_and_the_next_edit_is_kept():
     assert sc.economics.electricity_usd_per_kwh == 0.2
 
 
+@pytest.mark.slow
 def test_a_value_shown_rounded_is_kept_unless_edited():
     text = short(**{"response_tokens: {mean: 2000": "response_tokens: {mean: 2000.5"})
     at = AppTest.from_file(APP, default_timeout=120)
@@ -96,6 +100,7 @@ def test_a_value_shown_rounded_is_kept_unless_edited():
     assert costsim.dump_scenario(sc) == costsim.dump_scenario(costsim.load_scenario_text(text, "x.yaml", SCENARIO_DIR))
 
 
+@pytest.mark.slow
 def test_a_seed_beyond_javascripts_exact_integers_works():
     big = 2**53 + 1
     text = short(**{"seed: 0\n": f"seed: {big}\n"})
@@ -146,6 +151,7 @@ def fitted_short() -> str:
     return text.replace("horizon_days: 28\n", "horizon_days: 7\n")
 
 
+@pytest.mark.slow
 def test_fitted_job_classes_are_edited_as_yaml_in_the_editor():
     """The Edit tab shows workload.job_classes as YAML text; an edit there is what runs, and text
     that is not YAML is named and keeps the last results, marked stale."""

@@ -379,6 +379,7 @@ def set_and_run(knob: str, value: Callable[[Any], Any]) -> tuple[AppTest, Page, 
     return at, before, widget, old, new
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("knob", KNOBS)
 def test_every_knob_moves_its_number(knob):
     case, name = case_of(knob)
@@ -388,6 +389,7 @@ def test_every_knob_moves_its_number(knob):
     case.check(before, page(at), name, old, new)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("knob", [k for k in KNOBS if getattr(find_case(k)[0], "bad", None) is not None])
 def test_invalid_knob_is_marked_next_to_itself(knob):
     case, _ = case_of(knob)

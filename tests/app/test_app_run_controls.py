@@ -34,12 +34,14 @@ def one_replication_ran(at: AppTest) -> None:
     assert shown == one_run_cards(at)
 
 
+@pytest.mark.slow
 def test_replications_survive_an_upload():
     at = submit(start(), "replications", 1)  # chosen on the scenario in the link, before the upload
     one_replication_ran(at)
     one_replication_ran(upload(at, short()))
 
 
+@pytest.mark.slow
 def test_replications_survive_an_upload_that_cannot_be_used():
     """A run that draws no sidebar form (the upload is refused) does not forget the count."""
     at = submit(start(), "replications", 1)
@@ -48,6 +50,7 @@ def test_replications_survive_an_upload_that_cannot_be_used():
     one_replication_ran(upload(at, short(**{"name: short": "name: fixed"}), "fixed.yaml"))
 
 
+@pytest.mark.slow
 def test_timeout_names_what_to_lower_and_retries_with_one_replication(monkeypatch):
     # Its own scenario (25 days, arrivals × 0.9): no run of it is in the server's result cache.
     text = short(**{"horizon_days: 30\n": "horizon_days: 25\n", "\nworkload:\n": "\nworkload:\n  arrival_scale: 0.9\n"})

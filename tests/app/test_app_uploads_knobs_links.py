@@ -46,6 +46,7 @@ EDITED = {"{name: own-256, kind: owned, gpu_type: H100, gpus: 256,": "{name: own
           "price_tier: neocloud ": "price_tier: neocloud\n    price_per_gpu_hour: 2.49 "}
 
 
+@pytest.mark.slow
 def test_same_name_upload_shows_the_new_numbers():
     """Issue 13 item 1: the edited file uploaded under the same name shows its own values."""
     at = upload(start(), short())
@@ -108,6 +109,7 @@ def test_untouched_knobs_change_nothing():
         assert costsim.dump_scenario(again) == costsim.dump_scenario(sc)  # catalog nulls stay null
 
 
+@pytest.mark.slow
 def test_invalid_knob_is_named_next_to_it_and_results_stay_stale():
     at = upload(start(), short())
     good = cards(at, "Amortised cost")
@@ -122,6 +124,7 @@ def test_invalid_knob_is_named_next_to_it_and_results_stay_stale():
     assert any(w.value.startswith("**Stale:**") for w in at.warning)
 
 
+@pytest.mark.slow
 def test_new_knobs_reach_the_scenario():
     at = upload(start(), short())
     k = key(short())
@@ -139,6 +142,7 @@ def test_new_knobs_reach_the_scenario():
         shared, seed=replication_seed(shared.seed, 0)).summary.total_cost_usd]
 
 
+@pytest.mark.slow
 def test_url_restores_the_edit():
     at = upload(start(), short())
     at.number_input(key=f"{key(short())}:price:cloud-od").set_value(2.49)
@@ -154,6 +158,7 @@ def test_url_restores_the_edit():
     assert again.number_input(key=f"{content_key(text.encode())}.0:price:cloud-od").value == 2.49
 
 
+@pytest.mark.slow
 def test_damaged_link_falls_back_with_a_message():
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["s"] = "not-a-scenario"
@@ -178,6 +183,7 @@ def test_uploaded_file_is_named_in_the_selector():
     assert box.value == "uploaded: short.yaml" and box.disabled
 
 
+@pytest.mark.slow
 def test_every_tab_renders_and_download_round_trips():
     at = upload(start(), short())
     at.number_input(key=REPLICATIONS_KEY).set_value(1)

@@ -27,6 +27,7 @@ def short_baseline() -> str:
     return text.replace("horizon_days: 365\n", f"horizon_days: {DAYS}\n").replace("name: baseline\n", "name: short\n")
 
 
+@pytest.mark.slow
 def test_headline_is_the_verdict_and_never_a_flagged_option():
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["s"] = encode_scenario(short_baseline())  # opened on a link: no full-year run first

@@ -37,6 +37,7 @@ def waiting() -> dict[int, object]:
     return {c.pid: c for c in bounded._SPARES}
 
 
+@pytest.mark.slow
 def test_a_finished_worker_serves_the_next_run_with_the_right_numbers():
     first, second = short(), short(electricity_usd_per_kwh=0.31)
     (a,) = bounded.simulate_many(first, [5], Limits(), warm=True)
@@ -48,6 +49,7 @@ def test_a_finished_worker_serves_the_next_run_with_the_right_numbers():
         pd.testing.assert_frame_equal(pickle.loads(blob).summary, costsim.simulate(scenario, seed=seed).summary)
 
 
+@pytest.mark.slow
 def test_a_worker_keeps_the_memory_limit_it_was_given():
     bounded.simulate_many(short(), [1], Limits(run_memory_gb=3), warm=True)
     used = [c for c in bounded._SPARES if c.costsim_memory is not None]

@@ -120,6 +120,7 @@ def opened_on_link(text: str) -> AppTest:
     return at.run()
 
 
+@pytest.mark.slow
 def test_a_link_with_a_fit_naming_a_server_file_is_refused_unread():
     control = "\n".join(page_strings(opened_on_link(with_fit("/nonexistent-costsim-dir/points.csv"))))
     control += "\n" + unescaped(control)
@@ -155,6 +156,7 @@ def typed_trace(path: str) -> AppTest:
     return at.text_input(key=field).set_value(path).run()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["/proc/self/environ", "/etc/hostname"])
 def test_the_editor_refuses_a_server_file_as_trace_unread(target):
     control = "\n".join(page_strings(typed_trace("/nonexistent-costsim-dir/x.csv")))
@@ -170,6 +172,7 @@ def test_the_editor_refuses_a_server_file_as_trace_unread(target):
     assert any(w.value.startswith("**Stale:**") for w in at.warning)  # nothing ran with it
 
 
+@pytest.mark.slow
 def test_the_editor_refuses_another_uploads_path(tmp_path):
     """A file in the server's upload folder that this session did not upload is not read."""
     other = make_upload_root() / ("f" * 32) / "theirs.csv"
@@ -212,6 +215,7 @@ def test_decision_tab_errors_show_no_server_path(monkeypatch):
         assert spelling not in page
 
 
+@pytest.mark.slow
 def test_the_editor_still_reads_the_sessions_uploaded_trace():
     """The rule lets through what the session uploaded: an edit of a scenario reading its uploaded
     trace runs on the same jobs as the upload did. Passes before the rule too: it guards the rule."""

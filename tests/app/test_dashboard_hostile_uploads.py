@@ -110,6 +110,7 @@ def test_errors_name_the_trace_as_uploaded_never_by_a_server_path(tmp_path):
     assert files_under(tmp_path) <= files_under(root)  # nothing outside the private folder
 
 
+@pytest.mark.slow
 def test_the_page_shows_no_server_path_and_writes_nowhere_else(monkeypatch, tmp_path):
     """The app itself: a trace uploaded as ``../../x.csv`` beside a scenario reading ``x.csv``
     runs, stored only in the private folder (made under this test's temporary folder)."""
@@ -163,12 +164,14 @@ LINKISH = st_.builds(lambda before, start, host, after: before + start + host + 
                      st_.sampled_from(["", "/p?q=1", ".", ")", " and www.x.org", "/a@b.cd"]))
 
 
+@pytest.mark.slow
 @given(st_.lists(LINKISH, min_size=1, max_size=3).map(" ".join))
 def test_no_text_becomes_a_link(text):
     assert linkable(text)  # the oracle links the raw text
     assert linkable(literal_markdown(text)) == []
 
 
+@pytest.mark.slow
 def test_a_url_in_the_description_is_text_on_the_page():
     text = BASELINE.replace("horizon_days: 365\n", "horizon_days: 30\n").replace(
         "description: >-", 'description: "See https://example.com/docs or www.example.org, ask ops@example.com"\n'
@@ -199,6 +202,7 @@ def test_a_link_cut_short_says_so():
         decode_scenario(link[: len(link) // 2], 10**6)
 
 
+@pytest.mark.slow
 def test_garbage_link_on_the_page():
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["s"] = "!!!"
@@ -260,6 +264,7 @@ def tiny(tmp_path_factory) -> Path:
     return one_node_scenario_file(tmp_path_factory.mktemp("tiny"), 60, jobs=100)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, data, words", [DAMAGED[0], DAMAGED[2], DAMAGED[5]])
 def test_damaged_sweep_metadata_on_the_page_is_a_message(monkeypatch, tiny, name, data, words):
     monkeypatch.setenv("COSTSIM_TABS_SCENARIO", str(tiny))

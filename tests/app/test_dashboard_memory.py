@@ -85,6 +85,7 @@ def test_a_file_that_fits_is_read_as_before():
         read_uploads_here([Upload("runs.parquet", buf.getvalue())])
 
 
+@pytest.mark.slow
 @linux
 @pytest.mark.parametrize("rows, length, words", [(2_000_000, 50_000, "holds 2,000,000 rows"),
                                                  (100_000, 50_000, "decodes to 4,768.8 MiB")])
@@ -108,6 +109,7 @@ def test_the_reading_child_stays_small_under_the_bomb(rows, length, words):
     assert peak < 400 * MiB < limits.process_memory_gb * 2**30
 
 
+@pytest.mark.slow
 @linux
 def test_the_server_does_not_grow_under_the_bomb():
     data = [bomb(2_000_000, 50_000), bomb(100_000, 50_000)]
@@ -119,6 +121,7 @@ def test_the_server_does_not_grow_under_the_bomb():
     assert grown < 50 * MiB, f"the server's peak grew by {grown / MiB:.0f} MiB"
 
 
+@pytest.mark.slow
 def test_reading_is_stopped_at_the_memory_limit():
     """A child that needs more than its limit is a refusal naming the limit, not an error page."""
     frame = pd.DataFrame({"variant": ["v0"] * 200_000, "replication": np.arange(200_000), "x": np.arange(200_000.0)})
@@ -198,6 +201,7 @@ def cap_of_two(monkeypatch):
     SLOTS.capacity = Limits().worker_slots
 
 
+@pytest.mark.slow
 def test_eight_sessions_share_one_cap_on_worker_processes(cap_of_two):
     """Eight sessions at once (threads, as Streamlit runs them), each one run on warm workers,
     and a ninth reading an upload: never more than two worker processes alive, every result
@@ -231,6 +235,7 @@ def test_eight_sessions_share_one_cap_on_worker_processes(cap_of_two):
     assert SLOTS.busy == 0  # every slot given back
 
 
+@pytest.mark.slow
 def test_more_replications_than_the_cap_run_in_turns(cap_of_two):
     limits, started, peak = cap_of_two
     scenario = short()

@@ -65,6 +65,7 @@ def frame(at: AppTest, column: str) -> pd.DataFrame:
 # ------------------------------------------------------------------ Sensitivity
 
 
+@pytest.mark.slow
 def test_sensitivity_tab_shows_the_sentence_figure_and_flips(monkeypatch, tiny):
     at = app(monkeypatch, tiny, "sensitivity")
     assert not at.exception and not at.get("plotly_chart")  # nothing runs before the button
@@ -87,6 +88,7 @@ def test_sensitivity_tab_shows_the_sentence_figure_and_flips(monkeypatch, tiny):
 # ------------------------------------------------------------------ Sweep: a grid run here
 
 
+@pytest.mark.slow
 def test_grid_run_shows_a_means_row_per_variant_and_option_and_a_frontier(monkeypatch, tiny):
     at = app(monkeypatch, tiny, "sweep")
     assert at.multiselect(key="tabs:grid:paths").value == ["options.own.gpus"]
@@ -148,6 +150,7 @@ def upload(monkeypatch, tiny, files: list[tuple[str, bytes]]) -> AppTest:
     return at
 
 
+@pytest.mark.slow
 def test_uploaded_runs_parquet_files_of_a_real_sweep_are_shown(monkeypatch, tiny, swept):
     out, truth = swept
     files = [(p.name, p.read_bytes()) for p in sorted((out / "runs").rglob("*.parquet"))]
@@ -161,6 +164,7 @@ def test_uploaded_runs_parquet_files_of_a_real_sweep_are_shown(monkeypatch, tiny
     assert len(at.get("plotly_chart")) == 1
 
 
+@pytest.mark.slow
 def test_the_zipped_folder_reads_as_the_folder_does(swept):
     out, _ = swept
     from_zip, notes = read_sweep_uploads([Upload("out.zip", folder_zip(out))])
@@ -171,6 +175,7 @@ def test_the_zipped_folder_reads_as_the_folder_does(swept):
     assert from_zip.variants.to_dict("records") == from_folder.variants.to_dict("records")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("member, why", [("../evil/runs/variant=v000/replication=0.parquet", "climbs out"),
                                          ("/etc/runs/variant=v000/replication=0.parquet", "absolute"),
                                          ("out\\..\\x.parquet", "Windows")])
@@ -183,6 +188,7 @@ def test_a_zip_with_an_unsafe_member_is_refused_on_the_page(monkeypatch, tiny, s
     assert not at.dataframe
 
 
+@pytest.mark.slow
 def test_a_symlink_member_is_refused():
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
@@ -193,6 +199,7 @@ def test_a_symlink_member_is_refused():
         read_sweep_uploads([Upload("out.zip", buf.getvalue())])
 
 
+@pytest.mark.slow
 def test_uploads_over_the_limits_are_refused_with_the_limit(monkeypatch, tiny, swept):
     monkeypatch.setenv("COSTSIM_TRACE_UPLOAD_MB", "0.05")  # 51 kB an upload, 205 kB unpacked
     bomb = zipped({"runs/variant=v000/replication=0.parquet": bytes(1_000_000)})  # 1 MB of zeros, ~1 kB zipped
@@ -205,6 +212,7 @@ def test_uploads_over_the_limits_are_refused_with_the_limit(monkeypatch, tiny, s
     assert "is 0.1 MiB; the dashboard accepts at most 0.05 MiB" in at.code[0].value
 
 
+@pytest.mark.slow
 def test_not_a_sweep_is_refused_naming_the_file():
     plain = io.BytesIO()
     pd.DataFrame({"a": [1]}).to_parquet(plain)
@@ -227,6 +235,7 @@ def edited(path: Path, column: str = "total_cost_usd", value: float = 1.0) -> by
     return buf.getvalue()
 
 
+@pytest.mark.slow
 def test_an_edited_value_in_a_zipped_sweep_is_refused_naming_the_file(swept):
     """``costsim report`` refuses a folder whose task file was edited; the upload of the same
     folder zipped is refused too, naming the member, and so is the file uploaded alone."""
@@ -241,6 +250,7 @@ def test_an_edited_value_in_a_zipped_sweep_is_refused_naming_the_file(swept):
         read_sweep_uploads([Upload("replication=1.parquet", edited(out / task))])
 
 
+@pytest.mark.slow
 def test_a_second_copy_a_stray_or_a_renamed_task_file_is_refused_by_name(swept):
     out, _ = swept
     members = {f"out/{p.relative_to(out).as_posix()}": p.read_bytes() for p in out.rglob("*") if p.is_file()}

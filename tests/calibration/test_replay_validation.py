@@ -132,6 +132,7 @@ def test_pairing_refuses_a_job_missing_from_the_replay(trace, replayed):
         rv.paired(trace, unfinished)
 
 
+@pytest.mark.slow
 def test_cli_validates_and_runs_the_scenario(tmp_path):
     runner = CliRunner()
     out = runner.invoke(app, ["validate", str(SCENARIO)])

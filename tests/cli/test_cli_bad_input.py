@@ -133,6 +133,7 @@ def test_bad_flags_exit_2(tmp_path, monkeypatch):
     assert (tmp_path / "afile").read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_real_console_script_has_no_traceback(tmp_path):
     (tmp_path / "s.yaml").write_text(GOOD.replace("gpus: 16", "gpus: -16"))
     proc = subprocess.run([sys.executable, "-m", "costsim.cli.commands", "run", "s.yaml"], cwd=tmp_path,

@@ -25,6 +25,7 @@ def rendered(phases, width: int = 160) -> list[str]:
     return console.export_text().splitlines()
 
 
+@pytest.mark.slow
 def test_run_prints_the_new_phases(tmp_path, monkeypatch):
     (tmp_path / "s.yaml").write_text(json.dumps(SCENARIO))  # JSON is YAML
     monkeypatch.chdir(tmp_path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
 from rich.console import Console
 
 import costsim
@@ -27,6 +28,7 @@ def stage_lines(stderr: str) -> dict[str, tuple[int | None, str | None]]:
     return out
 
 
+@pytest.mark.slow
 def test_report_tells_every_stage_on_stderr_and_keeps_stdout_clean(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(TINY_RL)

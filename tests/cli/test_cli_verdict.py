@@ -75,6 +75,7 @@ def overloaded(folder):
     return path, costsim.simulate(path)
 
 
+@pytest.mark.slow
 def test_run_leads_with_the_verdict_and_fits_80_columns(baseline, folder):
     path, res = baseline
     lines = run_cli(str(path), "--out", str(folder / "o1"))
@@ -93,6 +94,7 @@ def test_run_leads_with_the_verdict_and_fits_80_columns(baseline, folder):
     assert own.cash_spent_usd > 5 * own.total_cost_usd
 
 
+@pytest.mark.slow
 def test_wide_prints_every_column_wider(baseline, folder):
     path, res = baseline
     lines = run_cli(str(path), "--out", str(folder / "o2"), "--wide")
@@ -106,6 +108,7 @@ def test_wide_prints_every_column_wider(baseline, folder):
     assert "…" not in text  # no cell cut short
 
 
+@pytest.mark.slow
 def test_piped_output_is_80_columns_or_COLUMNS(baseline, folder):
     path, _ = baseline
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
@@ -130,6 +133,7 @@ def test_stdout_width():
     assert stdout_width({"COLUMNS": "0"}, is_tty=False) == 80
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("target", "message"), [
     ("p95<=4", "--target: unknown metric 'p95' in 'p95<=4'"),
     ("completion=0.99", "--target: 'completion=0.99' is not METRIC<=NUMBER or METRIC>=NUMBER"),
@@ -146,6 +150,7 @@ def test_bad_target_exits_2_before_anything_runs(baseline, folder, target, messa
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_target_excludes_the_options_that_miss_it(baseline, folder):
     """p95 queue delay at most 1 h: the 256-GPU cluster (p95 of days over 60 days at 87 % load)
     misses it and is marked; the recommended option meets it."""
@@ -163,6 +168,7 @@ def test_a_target_excludes_the_options_that_miss_it(baseline, folder):
     assert any(line.startswith("✗ own-256 misses p95 queue delay ≤ 1 h (p95 queue delay") for line in lines)
 
 
+@pytest.mark.slow
 def test_overloaded_options_are_flagged_and_never_recommended(overloaded, folder):
     """Arrival ×3 on the baseline: on-demand (no capacity limit) does nearly all the work, and
     that work alone is more GPU-hours than even 512 owned GPUs have in the horizon, so every owned
@@ -186,6 +192,7 @@ def test_overloaded_options_are_flagged_and_never_recommended(overloaded, folder
     assert "cannot keep up" not in under
 
 
+@pytest.mark.slow
 def test_long_option_names_fold_and_numbers_stay_whole(overloaded):
     """Option names may be long (letters, digits, '_.-'): they fold within the option column; every
     number stays whole on its row and the table stays within 80 columns."""

@@ -156,6 +156,7 @@ def test_a_sweep_variant_gives_the_same_verdict_as_its_runs(tmp_path):
     assert decide(by_hand).difference_usd == pytest.approx(dear.difference_usd, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_baseline_at_three_times_the_arrivals_never_crowns_an_option_that_cannot_keep_up():
     # The case: at arrival ×3 the baseline's own-256 has the lowest bill with most of the
     # work undone. Every owned size is overloaded there (offered load > 1): on-demand is the answer.
@@ -172,6 +173,7 @@ def test_baseline_at_three_times_the_arrivals_never_crowns_an_option_that_cannot
     assert v.option == "cloud-od" and "own-256" in v.sentence and "cannot drain" in v.sentence
 
 
+@pytest.mark.slow
 def test_every_target_metric_can_be_asked_for(tmp_path):
     from costsim.decisions.targets import METRICS
 

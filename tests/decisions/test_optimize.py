@@ -50,6 +50,7 @@ def smallest(ok) -> int:
     return next(c for c in range(int(LAM / MU) + 1, 100) if ok(c))
 
 
+@pytest.mark.slow
 def test_the_smallest_mmc_size_meeting_an_erlang_c_p95_target(mmc):
     # By hand: p95 wait c=10: ln(0.4092/0.05)/2 = 1.051 h; c=11: ln(0.2450/0.05)/3 = 0.530 h.
     # Target 0.75 h: the answer is 11, with a margin of 0.30 h (29 %) below c=10's p95 and 0.22 h
@@ -76,6 +77,7 @@ def test_the_smallest_mmc_size_meeting_an_erlang_c_p95_target(mmc):
     assert on["fair_total_usd"].is_monotonic_increasing and on["queue_delay_p95_h"].is_monotonic_decreasing
 
 
+@pytest.mark.slow
 def test_the_smallest_mmc_size_meeting_a_mean_wait_target(mmc):
     # Mean wait Wq = C(c, a) / (cμ − λ): c=11: 0.2450/3 = 0.0817 h; c=12: 0.1398/4 = 0.0350 h.
     # Target 0.055 h: 12, with margins of 0.027 h (33 %) and 0.020 h (36 %); simulated over 6
@@ -120,6 +122,7 @@ def test_the_edge_of_the_range_is_reported(tmp_path):
     assert best.notes == ("options.own.gpus=10 is the lowest value tried: the answer may lie beyond the range",)
 
 
+@pytest.mark.slow
 def test_two_fields_the_answer_is_the_cheapest_that_meets_and_options_appear_once_per_setting(tmp_path):
     # M/M/c arrivals on an owned base that bursts to on-demand after max_wait_h: vary both.
     trace = make_trace([JobGroup("mm", per_day=LAM * 24, gpus=1, mean_h=1 / MU, law="exponential")], 10.0, seed=2)

@@ -95,6 +95,7 @@ def test_a_verdicts_options_table(tmp_path):
     assert out["on_frontier"].any()
 
 
+@pytest.mark.slow
 def test_a_sweeps_table_has_the_fair_means_per_variant_and_option(tmp_path):
     (tmp_path / "s.yaml").write_text(dump_scenario(_small(tmp_path)))
     spec = sweep_from_sets(tmp_path / "s.yaml", ["options.own.gpus=8,24"], replications=2, seed=3)

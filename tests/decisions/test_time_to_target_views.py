@@ -169,6 +169,7 @@ def test_what_the_sentence_compares_with():
     assert T.target_sentence(s, "a", "z") == ""
 
 
+@pytest.mark.slow
 def test_the_verdict_adds_the_sentence_only_with_scaling(runs):
     plain = [costsim.simulate(flagship(scaled=False), seed=s) for s in (1, 2, 3)]
     v, w = costsim.decide(runs), costsim.decide(plain)
@@ -208,6 +209,7 @@ def test_figure_without_scaling_says_so():
 
 # -- the report -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_report_has_the_section_only_with_scaling(runs):
     page = build_report(runs)
     assert 'id="time-to-target"' in page
@@ -245,6 +247,7 @@ options:
 """
 
 
+@pytest.mark.slow
 def test_dashboard_tab_shows_the_figure_and_the_numbers_of_the_run():
     from streamlit.testing.v1 import AppTest
 
@@ -282,6 +285,7 @@ def test_dashboard_tab_shows_the_figure_and_the_numbers_of_the_run():
     assert sentence.startswith("Time to target: spot reaches") and literal_markdown(sentence) in at.markdown[0].value
 
 
+@pytest.mark.slow
 def test_dashboard_tab_without_scaling_says_how_to_add_it():
     from streamlit.testing.v1 import AppTest
 

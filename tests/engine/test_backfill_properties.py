@@ -51,6 +51,7 @@ def backfill_run(seed, nodes, gpn, n, base, amplitude, growth, fail_per_node_day
     return cluster, rec, submit
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(seed=st.integers(0, 10_000), nodes=st.integers(2, 4), gpn=st.sampled_from([4, 8]),
        base=st.integers(1, 6), amplitude=st.sampled_from([0.0, 0.5]), growth=st.sampled_from([0.0, 5.0, -0.5]),
@@ -83,6 +84,7 @@ def test_the_backfill_property_is_not_vacuous():
 FAIL = {"node_failures_per_1000_node_days": 1000, "repair_hours": 1.5}  # the most the schema allows
 
 
+@pytest.mark.slow
 @settings(max_examples=20)
 @given(seed=st.integers(0, 10_000), duration=st.floats(0.5, 20), every_h=st.floats(0.5, 6),
        restart_min=st.sampled_from([0, 15, 90]), startup_h=st.sampled_from([0.0, 1.0, 3.0]),

@@ -8,6 +8,7 @@ from costsim.workload.synth import JobGroup, make_trace
 from helpers import bare_simpy_mmc, jobs_of, owned, scenario
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("servers, law", [(1, "exponential"), (4, "lognormal"), (7, "deterministic")])
 def test_same_start_times_as_simpy_resource(tmp_path, servers, law):
     trace = make_trace([JobGroup("q", per_day=24 * 0.8 * servers, gpus=1, mean_h=1.0, cv=1.3, law=law)], 200, seed=servers)

@@ -19,6 +19,7 @@ def sim(tmp_path_factory, rows, options, **kw):
     return costsim.simulate(scenario(folder, rows, options, horizon_days=20, **kw))
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(traces, st.integers(8, 16), st.integers(1, 8))
 def test_more_owned_gpus_never_raise_mean_delay_fifo(tmp_path_factory, rows, gpus, extra):
@@ -30,6 +31,7 @@ def test_more_owned_gpus_never_raise_mean_delay_fifo(tmp_path_factory, rows, gpu
     assert (j["big"] <= j["small"] + 1e-9).all()
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(traces, st.floats(0.5, 5), st.floats(0.01, 3), st.floats(10_000, 50_000), st.floats(1, 20_000))
 def test_higher_prices_never_lower_cost(tmp_path_factory, rows, price, bump, capex, capex_bump):
@@ -43,6 +45,7 @@ def test_higher_prices_never_lower_cost(tmp_path_factory, rows, price, bump, cap
     assert cost["c2"] / cost["c1"] == pytest.approx((price + bump) / price, rel=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(traces, st.sampled_from(["fifo", "backfill", "priority"]), st.integers(0, 3))
 def test_capacity_bounds_and_accounting(tmp_path_factory, rows, scheduler, lead_days):
@@ -75,6 +78,7 @@ def test_backfill_never_delays_what_fifo_would_start_first(tmp_path_factory, row
     assert np.isfinite(res.summary.queue_delay_mean_h).all()
 
 
+@pytest.mark.slow
 @settings(max_examples=20)
 @given(traces, st.floats(0, 10), st.booleans(), st.integers(0, 2), st.floats(0, 0.3))
 def test_cost_accounting_on_every_kind_of_option(tmp_path_factory, rows, wait, with_serving, lead_days, rate):

@@ -100,6 +100,7 @@ DOWN_S = RESTART_H * 3600.0 + PUSH_S
 SYNC_JOB = phases(100.0, train=(40.0, 10.0, 45.0), sync=5.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 4, 24])
 def test_a_sync_iteration_matches_a_monte_carlo_of_its_instances(k):
     model = offload.offloaded(SYNC_JOB, False, [1e5], [1e8], [2.0 * k], k, PER_DAY, RESTART_H, PUSH_S,
@@ -127,6 +128,7 @@ def test_a_sync_iteration_matches_a_monte_carlo_of_its_instances(k):
     assert model.instance_hours[0] == pytest.approx(np.mean(billed) / 3600.0, rel=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2])
 def test_a_downtime_shorter_than_the_gap_matches_too(k):
     # 120 preemptions an instance-day, down 144 s + a 36 s push = 180 s (a = 0.8) between 300 s rollouts and
@@ -141,6 +143,7 @@ def test_a_downtime_shorter_than_the_gap_matches_too(k):
         assert abs(model.total_s[0] - mc) < Z * se and model.total_s[0] < 0.93 * 750.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 4])
 def test_an_async_job_waiting_on_its_training_matches_too(k):
     # Pipelined: a 100 s rollout (+ 2 s re-prefill) beside 150 s of training, then a 5 s sync. With every

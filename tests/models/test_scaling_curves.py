@@ -57,6 +57,7 @@ def test_marginal_gain_is_the_derivative_per_1000_gpu_hours(C):
 TRUE = dict(A=0.8, B=1.5, C_mid=20_000.0, R0=0.2)
 
 
+@pytest.mark.slow
 def test_fit_recovers_known_parameters_and_the_bootstrap_covers_them():
     """50 seeded data sets of 20 points drawn from the curve with noise 0.01: the fit is close to
     the truth on average, and the 95 % bootstrap interval covers each of A, B and C_mid in at least

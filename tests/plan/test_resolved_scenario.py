@@ -111,6 +111,7 @@ def _same(a: costsim.Results, b: costsim.Results) -> None:
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True, obj=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", [TINY_RL, MIXED, OWNED_ONLY], ids=["tiny", "mixed", "owned-only"])
 def test_resolved_scenario_reruns_identically_under_a_moved_catalog(text, tmp_path, moved_catalog):
     sc, _ = scenario_from_yaml(text, "s.yaml", tmp_path)

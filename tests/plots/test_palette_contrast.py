@@ -146,12 +146,14 @@ def faint(trace) -> bool:
     return trace.opacity is not None and trace.opacity <= 0.5
 
 
+@pytest.mark.slow
 def test_every_colour_drawn_is_checked(figures):
     for name, fig in figures:
         unchecked = drawn_colours(fig) - set(CHECKED)
         assert not unchecked, (name, unchecked)
 
 
+@pytest.mark.slow
 def test_translucent_marks_that_carry_information_keep_their_contrast(figures):
     """A mark drawn translucent but not faint (0.5 < opacity < 1) is seen blended with the white
     behind it: that blend needs 3:1."""
@@ -166,6 +168,7 @@ def test_translucent_marks_that_carry_information_keep_their_contrast(figures):
     assert not low, low
 
 
+@pytest.mark.slow
 def test_figures_are_drawn_on_that_background(figures):
     for name, fig in figures:
         bg = fig.layout.plot_bgcolor or fig.layout.template.layout.plot_bgcolor
@@ -211,6 +214,7 @@ def apart(looks: dict[str, set]) -> list:
     return [(a, b, la) for (a, la), (b, lb) in itertools.combinations(looks.items(), 2) if la == lb]
 
 
+@pytest.mark.slow
 def test_no_option_line_is_told_apart_by_colour_alone(runs, figures):
     """Each option's main line, in every figure, differs from the others' in dash or marker."""
     roles = looks_by_role(runs, figures)
@@ -220,6 +224,7 @@ def test_no_option_line_is_told_apart_by_colour_alone(runs, figures):
         assert not apart(looks), (key, apart(looks))
 
 
+@pytest.mark.slow
 def test_capacity_lines_are_told_apart_without_colour(runs, figures):
     capacity = {k: v for k, v in looks_by_role(runs, figures).items() if k[1] == "capacity"}
     assert capacity

@@ -282,6 +282,7 @@ def _raw_output(result) -> str:
     return result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_run_prints_a_scenario_name_and_trace_classes_escaped(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "jobs.csv").write_text(f"submit_h,gpus,duration_h,job_class\n0,8,1,\"{ESCAPES}\"\n1,16,2,b\n")

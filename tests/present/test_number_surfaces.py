@@ -34,6 +34,7 @@ def rendered(renderable, width: int = 200) -> str:
 
 # --- the CLI ---------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_run_prints_no_scientific_notation_and_units_in_headers(tiny):
     folder, _ = tiny
     narrow = invoke_cli("run", folder / "s.yaml", "--out", folder / "o1", columns="80")

@@ -200,6 +200,7 @@ def invoke(*args: str):
     return CliRunner().invoke(cli(), ["report", *map(str, args)])
 
 
+@pytest.mark.slow
 def test_cli_writes_the_report_of_replications_seeded_as_documented(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(tiny_text("cli"))
@@ -239,6 +240,7 @@ def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path, args, says):
     assert keep.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "s.yaml"]
 
 
+@pytest.mark.slow
 def test_cli_on_a_sweep_folder(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(tiny_text("swept"))
@@ -265,6 +267,7 @@ def test_cli_on_a_sweep_folder(tmp_path):
     assert not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.slow
 def test_the_same_results_give_the_same_file_byte_for_byte(tiny):
     # Every output of a run is reproducible (tests/runs/test_outputs_atomic.py compares digests of two
     # runs' folders): the figures' div ids must not be random.

@@ -7,6 +7,9 @@ import costsim
 from costsim.results.costing import ALL_ITEMS
 from costsim.dashboard import shipped_scenarios
 
+# Every test runs on full-year simulations of every shipped scenario.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module", params=list(shipped_scenarios()))
 def results(request):

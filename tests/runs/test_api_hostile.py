@@ -187,6 +187,7 @@ def test_the_estimate_is_unbounded_for_absurd_values_outside_the_schema(tmp_path
     assert budget.interruption_events(fast, work, sc.horizon_h) >= 1.2e10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["lab-trace", "spot-rollouts", "train-and-serve"])
 def test_the_estimate_is_not_below_the_events_a_run_takes(monkeypatch, name):
     # The engine's own counter is the truth; the backstop stops runs at ENGINE_MARGIN × the limit.

@@ -159,6 +159,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_scheduler_lost_mid_sweep_is_exit_2_and_the_saved_tasks_resume(tmp_path):
     pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
     (tmp_path / "s.yaml").write_text(SCENARIO)

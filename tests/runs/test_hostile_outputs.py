@@ -294,6 +294,7 @@ def test_a_folder_or_fifo_as_base_or_import_input_is_not_called_missing(here):
     assert not (here / "t.csv").exists()
 
 
+@pytest.mark.slow
 def test_set_with_too_many_values_names_the_limit_briefly(here):
     values = ",".join(str(16 + 8 * i) for i in range(100_001))
     result = cli("sweep", "s.yaml", "--set", f"options.own.gpus={values}", "--out", "o")
@@ -302,6 +303,7 @@ def test_set_with_too_many_values_names_the_limit_briefly(here):
     assert len(result.output) < 500 and not (here / "o").exists()
 
 
+@pytest.mark.slow
 def test_a_huge_set_value_is_not_echoed_whole(here):
     result = cli("sweep", "s.yaml", "--set", "name=" + "a" * 120_000, "--out", "o")
     assert result.exit_code == 2 and "name" in result.output
@@ -380,6 +382,7 @@ def test_ctrl_c_mid_sweep_counts_the_saved_tasks(here, monkeypatch):
     assert "interrupted: 3 finished task(s) are saved in o/runs; run the same command again to resume" in said
 
 
+@pytest.mark.slow
 def test_a_full_disk_names_out_and_the_file_not_the_staging_folder(here, monkeypatch):
     import costsim.cli.import_trace as import_cli
 

@@ -28,6 +28,9 @@ from costsim.runs.sweepfile import replication_seed
 from helpers import TINY_RL, invoke_cli
 from paths import APP
 
+# Most tests run the 400-day lab below through the dashboard (AppTest), the CLI, the report or a sweep.
+pytestmark = pytest.mark.slow
+
 
 # TINY_RL over 400 days, busy enough (about 60 % of 16 GPUs) and with capex low enough that owning
 # breaks even with renting at $7/GPU-h within the horizon: a break-even month to compare.

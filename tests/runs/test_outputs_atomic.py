@@ -87,6 +87,7 @@ def reference(big: Path, seed: int) -> dict[str, str]:
     return digest(big / f"ref{seed}")
 
 
+@pytest.mark.slow
 def test_references_are_complete_and_differ(big):
     for seed in (1, 2):
         ref = big / f"ref{seed}"
@@ -122,6 +123,7 @@ def _wait_for(predicate, proc, limit_s=60.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_killed_run_leaves_old_or_new_results(big, sig):
     """Kill runs at random points, half of them while the tables are being written."""
@@ -164,6 +166,7 @@ def test_killed_run_leaves_old_or_new_results(big, sig):
     assert leftovers(out) == []
 
 
+@pytest.mark.slow
 def test_concurrent_run_exits_2_and_the_first_wins(big):
     out = big / "out-concurrent"
     first = subprocess.Popen(CLI + ["run", "s.yaml", "--out", out.name, "--seed", "2"], cwd=big,
@@ -200,6 +203,7 @@ def run_here(*args: str):
     return result
 
 
+@pytest.mark.slow
 def test_write_error_is_a_message_and_keeps_the_old_results(small):
     """A file size limit makes writes fail with EFBIG, as a full disk makes them fail with ENOSPC."""
     assert run_here("--out", "res", "--seed", "1").exit_code == 0
@@ -230,6 +234,7 @@ def test_unusable_out_is_refused_before_simulating(small, out, needle):
     assert sorted(p.name for p in small.iterdir()) == ["afile", "jobs.csv", "s.yaml"]
 
 
+@pytest.mark.slow
 def test_folder_with_other_files_is_not_replaced(small):
     (small / "mine").mkdir()
     (small / "mine" / "notes.txt").write_text("precious")
@@ -258,6 +263,7 @@ def test_read_only_parent_is_refused_before_simulating(small):
     assert result.stdout == "" and list((small / "ro").iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, folder", [("../../x", "x"), ("..", "scenario"), ("a/../../b", "a_.._.._b"),
                                           ("ABSOLUTE", None)])
 def test_scenario_name_cannot_lead_outside_out(small, name, folder):
@@ -306,6 +312,7 @@ def test_crash_between_the_two_renames_is_recovered(small, monkeypatch):
     assert (out / "summary.csv").read_text() == "new" and leftovers(out) == []
 
 
+@pytest.mark.slow
 def test_out_through_a_symlink_replaces_the_folder_it_points_to(small):
     assert run_here("--out", "real", "--seed", "1").exit_code == 0
     (small / "link").symlink_to("real")

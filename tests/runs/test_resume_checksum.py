@@ -86,6 +86,7 @@ def set_cell(table: pa.Table, column: str, row: int, value) -> pa.Table:
 
 # -- 4. resume trusts only files that pass their checksum ---------------------------------------------
 
+@pytest.mark.slow
 def test_an_edited_value_is_named_and_run_again_not_trusted(whole, copy):
     path = copy / "out" / TASK
     rewrite(path, lambda t: set_cell(t, "total_cost_usd", 0, t.column("total_cost_usd")[0].as_py() * 0.5))
@@ -119,6 +120,7 @@ def test_metadata_edited_to_claim_another_task_fails_the_checksum(whole, copy):
     assert bits(res.runs) == bits(truth(whole).runs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage, says", [
     ({b"costsim.sweep": b"not json"}, "cannot be read (JSONDecodeError"),
     ({b"costsim.sweep": b"[]"}, "has no costsim sweep metadata"),
@@ -148,6 +150,7 @@ def test_damaged_metadata_is_named_run_again_by_resume_and_refused_by_report(who
     assert report(copy).exit_code == 0  # the file is the sweep's again
 
 
+@pytest.mark.slow
 def test_damaged_pandas_metadata_changes_nothing_and_gives_no_traceback(whole, copy):
     # The table is rebuilt from the Arrow schema alone: pandas' metadata cannot alter the values.
     rewrite(copy / "out" / TASK, meta=lambda old: {**old, b"pandas": b"{}"})

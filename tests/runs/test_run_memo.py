@@ -86,6 +86,7 @@ def short(scenario: costsim.Scenario) -> costsim.Scenario:
     return edited(scenario, lambda d: d.update(horizon_days=120, warmup_days=min(d.get("warmup_days", 0), 30)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_a_chain_of_knob_edits_through_one_memo_equals_plain_runs(path):
     first = short(costsim.load_scenario(path))
@@ -103,6 +104,7 @@ def baseline() -> costsim.Scenario:
     return short(costsim.load_scenario(ROOT / "scenarios" / "baseline.yaml"))
 
 
+@pytest.mark.slow
 def test_a_price_edit_simulates_nothing_again():
     sc = baseline()
     memo = RunMemo()

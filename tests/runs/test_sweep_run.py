@@ -89,6 +89,7 @@ def test_every_variant_of_a_replication_has_its_seed_and_workload(files):
 
 # -- executors -----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_local_processes_and_dask_give_identical_tables(files):
     local = run_sweep(files / "sw.yaml", executor="local")
     pool = run_sweep(files / "sw.yaml", executor="processes", workers=2)
@@ -128,6 +129,7 @@ def test_bad_arguments_are_refused_before_anything_runs(files):
 
 # -- the dataset: resume, atomic writes, another sweep -----------------------------------------------
 
+@pytest.mark.slow
 def test_interrupted_sweep_resumes_to_the_dataset_of_an_uninterrupted_one(files):
     whole = costsim.sweep(files / "sw.yaml", out=files / "whole", executor="local")
     calls = []
@@ -301,6 +303,7 @@ def test_cli_quick_grid_with_set(files):
     assert len(runs) == 2 * 2 * 2 and set(runs.seed) == {replication_seed(9, 0), replication_seed(9, 1)}
 
 
+@pytest.mark.slow
 def test_cli_dask_local_cluster(files):
     pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
     out = files / "d"
@@ -332,6 +335,7 @@ def test_an_unreachable_dask_scheduler_is_an_error_before_anything_is_written(fi
     assert not (files / "o").exists()
 
 
+@pytest.mark.slow
 def test_pool_workers_errors_come_back_as_scenario_errors_and_a_dead_worker_is_named(tmp_path):
     missing = str(tmp_path / "nowhere.yaml")
     with pytest.raises(ScenarioError) as here:
@@ -400,6 +404,7 @@ def test_a_task_file_of_other_inputs_is_run_again(files):
     pd.testing.assert_frame_equal(again.runs, whole.runs)
 
 
+@pytest.mark.slow
 def test_a_running_dask_scheduler_gives_the_local_tables_and_refuses_other_versions(files, monkeypatch):
     distributed = pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
     local = run_sweep(files / "sw.yaml", executor="local")
@@ -489,6 +494,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_pool_workers_exit_when_the_sweep_process_is_killed(tmp_path):
     import signal
     import subprocess

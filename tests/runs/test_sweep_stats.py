@@ -106,6 +106,7 @@ def test_means_table_is_t_interval_per_group():
         assert (row.x, row.x_low, row.x_high) == pytest.approx(t_interval(x, level=0.9), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_intervals_cover_the_erlang_c_mean_wait_about_95_percent(tmp_path):
     """K independent experiments of R replications of an M/M/c queue (c one-GPU servers, FIFO,
     Poisson arrivals, exponential run times): the 95 % t-interval of the mean queue delay over each
@@ -167,6 +168,7 @@ options:
 """
 
 
+@pytest.mark.slow
 def test_sweep_intervals_cover_the_md1_mean_wait_about_95_percent(tmp_path):
     """K sweeps (sweep seeds 0..K-1) of R replications of an M/D/1 queue: Poisson arrivals of RL
     jobs of 8 GPUs on an owned pool of 8 GPUs (one server), every job the same length D (fixed

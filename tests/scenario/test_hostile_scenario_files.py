@@ -348,6 +348,7 @@ def test_anchors_and_merges_of_real_scenarios_still_load():
     assert [c.name for c in sc.workload.classes] == ["sync-colocated", "sync-disaggregated", "async-staleness-1"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opener, closer", [("[", "]"), ("{a: ", "}"), ("- ", "")])
 def test_deep_nesting_is_refused_without_recursion_error(opener, closer):
     depth = 100_000 if opener != "- " else 2_000
@@ -410,6 +411,7 @@ def test_too_many_classes_or_options_are_refused():
         scenario_from_data(data, "h", ".")
 
 
+@pytest.mark.slow
 def test_a_file_of_many_thousand_classes_stops_at_the_node_budget():
     """The 500k-class file that ran for minutes: parsing stops at 100,000 nodes, long before the
     5 MB limit (the pure-Python parser manages about 20,000 nodes a second on a loaded machine)."""
@@ -493,6 +495,7 @@ CLI_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, text, trace, expected", CLI_CASES, ids=[c[0] for c in CLI_CASES])
 def test_cli_validate_exits_2_naming_the_field(tmp_path, case, text, trace, expected):
     (tmp_path / "s.yaml").write_text(text, encoding="utf-8")

@@ -15,6 +15,7 @@ def test_there_are_shipped_scenarios():
             "reserved-vs-on-demand", "train-and-serve", "failures-at-scale", "spot-rollouts"} <= set(shipped_scenarios())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(shipped_scenarios()))
 def test_validate_and_run(name, tmp_path):
     path = shipped_scenarios()[name]
@@ -29,6 +30,7 @@ def test_validate_and_run(name, tmp_path):
     pd.testing.assert_frame_equal(again.summary, pd.read_parquet(tmp_path / "summary.parquet"))
 
 
+@pytest.mark.slow
 def test_baseline_is_an_rl_lab():
     res = costsim.simulate(SCENARIO_DIR / "baseline.yaml")
     s = res.summary.set_index("option")
@@ -42,6 +44,7 @@ def test_baseline_is_an_rl_lab():
     assert sync.rollout_share.between(0.6, 0.9).all()
 
 
+@pytest.mark.slow
 def test_lab_trace_tells_a_story():
     s = costsim.simulate(SCENARIO_DIR / "lab-trace.yaml").summary.set_index("option")
     # Undersized owned capacity queues; oversized is idle; on-demand never queues but costs more per GPU-hour.
@@ -54,6 +57,7 @@ def test_lab_trace_tells_a_story():
     assert s.loc["cloud-od", "queue_delay_mean_h"] == pytest.approx(np.minimum(0.25, sc.horizon_h - submit).mean())
 
 
+@pytest.mark.slow
 def test_quota_limited_cloud_queues():
     s = costsim.simulate(SCENARIO_DIR / "quota-limited-cloud.yaml").summary.set_index("option")
     assert s.loc["cloud-quota-256", "queue_delay_mean_h"] > s.loc["cloud-quota-384", "queue_delay_mean_h"] > \
@@ -62,6 +66,7 @@ def test_quota_limited_cloud_queues():
     assert s.loc["own-512-after-lead-time", "queue_delay_p95_h"] > 24 * 30
 
 
+@pytest.mark.slow
 def test_async_vs_sync_shows_the_straggler_effect():
     ph = costsim.simulate(SCENARIO_DIR / "async-vs-sync.yaml").phases
     for _, p in ph.groupby("option"):
@@ -72,6 +77,7 @@ def test_async_vs_sync_shows_the_straggler_effect():
         assert cost["async-staleness-1"] < cost["sync-colocated"]
 
 
+@pytest.mark.slow
 def test_infiniband_vs_roce_shows_the_fabric():
     res = costsim.simulate(SCENARIO_DIR / "infiniband-vs-roce.yaml")
     ph = res.phases.set_index("option")
@@ -87,6 +93,7 @@ def test_infiniband_vs_roce_shows_the_fabric():
     assert s.loc["own-roce", "cost_capital_usd"] < s.loc["own-ib", "cost_capital_usd"]
 
 
+@pytest.mark.slow
 def test_hybrid_burst_bridges_the_lead_time():
     res = costsim.simulate(SCENARIO_DIR / "hybrid-burst.yaml")
     s = res.summary.set_index("option")
@@ -100,6 +107,7 @@ def test_hybrid_burst_bridges_the_lead_time():
     assert set(j.ran_on) == {"own-256", "on-demand"}
 
 
+@pytest.mark.slow
 def test_reserved_vs_on_demand():
     res = costsim.simulate(SCENARIO_DIR / "reserved-vs-on-demand.yaml")
     s = res.summary.set_index("option")
@@ -112,6 +120,7 @@ def test_reserved_vs_on_demand():
     assert b.loc[("reserved-256", "on-demand"), "breakeven_utilization"] == pytest.approx(2.20 / 2.99)
 
 
+@pytest.mark.slow
 def test_train_and_serve():
     res = costsim.simulate(SCENARIO_DIR / "train-and-serve.yaml")
     s = res.summary.set_index("option")
@@ -123,6 +132,7 @@ def test_train_and_serve():
     assert s.loc["own-384", "serving_cost_usd"] > 0  # its share of the cluster
 
 
+@pytest.mark.slow
 def test_failures_at_scale():
     res = costsim.simulate(SCENARIO_DIR / "failures-at-scale.yaml")
     j = res.jobs[res.jobs.option == "owned-4096"]
@@ -141,6 +151,7 @@ def test_failures_at_scale():
     assert excess["run-256"] < excess["run-1024"] < excess["run-2048"] and excess["run-2048"] > 0.01
 
 
+@pytest.mark.slow
 def test_spot_rollouts():
     s = costsim.simulate(SCENARIO_DIR / "spot-rollouts.yaml").summary.set_index("option")
     assert s.loc["spot", "total_cost_usd"] < s.loc["on-demand", "total_cost_usd"]

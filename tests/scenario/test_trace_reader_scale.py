@@ -173,6 +173,7 @@ def _random_trace(rng: random.Random) -> str:
     return ("\ufeff" if rng.random() < 0.05 else "") + eol.join(rows) + (eol if rng.random() < 0.8 else "")
 
 
+@pytest.mark.slow
 def test_the_readers_agree_on_many_random_spellings(tmp_path):
     rng = random.Random(11)
     taken = accepted = 0
@@ -288,6 +289,7 @@ def test_an_unsorted_trace_runs_as_its_sorted_copy(tmp_path):
 # --- memory per job ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_large_run_leaves_no_garbage_behind(tmp_path):
     # A finished run is a web of reference cycles (environment, pools, per-job state) that only the
     # cyclic collector frees; from COLLECT_ABOVE_JOBS jobs on, run_option frees it before returning.
@@ -344,6 +346,7 @@ print(json.dumps({"jobs": n, "growth": peak() - before}))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's VmHWM")
 def test_memory_per_job_is_bounded(tmp_path):
     out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True, check=True,

@@ -20,6 +20,7 @@ def expected(work_h, every_h, write_min, rate, restart_min):
     return rel.expected_job_h(work_h, every_h, write_min / 60, rate, restart_min / 60)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, rate_h, work_h, every_h, write_min, restart_min", [
     ("failures", 0.05, 20.0, 4.0, 6.0, 15.0),
     ("failures", 0.2, 10.0, 1.0, 3.0, 30.0),
@@ -95,6 +96,7 @@ def test_repairs_take_capacity_and_jobs_never_use_it(tmp_path):
     assert 0 < summary.goodput < 1 and summary.lost_work_cost_usd > 0
 
 
+@pytest.mark.slow
 def test_young_daly_interval_minimises_simulated_time(tmp_path):
     rate, write_min, restart_min, work = 0.1, 6.0, 6.0, 30.0
     yd = rel.young_daly_h(write_min / 60, rate)  # √(2 × 0.1 / 0.1) = 1.41 h

@@ -143,6 +143,7 @@ def dispersion_ok(counts: np.ndarray, mean: float) -> bool:
     return stats.chi2.sf(stat, len(counts)) > 1e-4 and stats.chi2.cdf(stat, len(counts)) > 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [0.5, 1.0, 1.7, 2.3])
 def test_mean_count_per_class_is_the_rate_integral(tmp_path, scale):
     rl = {"name": "r", "arrivals_per_day": 3.0, "start_day": 2.0, "gpus": 8, "iterations": 1, "model_params_b": 1,

@@ -133,6 +133,7 @@ def _tables_in_a_worker(folder: str, seed: int) -> dict[str, pd.DataFrame]:
     return {"jobs": res.jobs, "summary": res.summary, "timeseries": res.timeseries}
 
 
+@pytest.mark.slow
 def test_identical_tables_in_process_and_in_a_process_pool(tmp_path):
     # Spawned workers start fresh interpreters, each with its own salt for hash(): a stream keyed
     # through hash() would differ between them; name_key's BLAKE2b does not.
