@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCENARIO ?= scenarios/baseline.yaml
 PORT ?= 8501
 
-.PHONY: app run test bench validate clean
+.PHONY: app run test test-fast bench validate clean
 
 # The Makefile is a prerequisite too: a change to what it installs (the dask extra) re-installs.
 $(STAMP): pyproject.toml Makefile
@@ -26,6 +26,11 @@ run: $(STAMP)  ## CLI run of the baseline scenario, tables written to out/baseli
 # and a file's fixtures are shared by its tests; on this 2-core machine it takes 8 minutes, not 11.
 test: $(STAMP)  ## the whole suite: unit, theory, property, CLI, dashboard (browser tests need chromium)
 	$(PY) -m pytest -q -n 2 --dist loadfile
+
+# The quick loop while editing: everything but the tests marked slow (full-year simulations,
+# statistical validation, process pools, CLI subprocesses) and the browser tests (e2e).
+test-fast: $(STAMP)  ## the suite without slow and browser tests (make test, what CI runs, has them all)
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not e2e"
 
 bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/trace_replay.py

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import simpy
 import costsim
 from costsim.runs import api
 from costsim.scenario import scenario_from_data
+from paths import SHIPPED
 
 
 TINY_RL = """\
@@ -32,6 +35,40 @@ options:
 """A three-day RL scenario of a few jobs on an owned cluster and on-demand: the smallest that sweeps."""
 TWO_SIZES_SWEEP = "base: s.yaml\nseed: 3\nreplications: 2\ngrid:\n  options.own.gpus: [16, 24]\n"
 """A sweep of ``TINY_RL`` saved as s.yaml: two owned sizes, two replications."""
+
+
+def tiny_sweep_files(folder: Path, sweep: str = TWO_SIZES_SWEEP) -> Path:
+    """``folder`` holding ``TINY_RL`` as s.yaml and ``sweep`` (a sweep of it) as sw.yaml."""
+    (folder / "s.yaml").write_text(TINY_RL)
+    (folder / "sw.yaml").write_text(sweep)
+    return folder
+
+
+def one_node_scenario_file(folder: Path, days: float, jobs: int, economics: dict[str, Any] | None = None,
+                           own: dict[str, Any] | None = None, rented: dict[str, Any] | None = None) -> Path:
+    """``folder``/tiny.yaml (written as JSON): one owned node of 8 H100s (no failures) against
+    on-demand H100s, over ``days``, on a trace of ``jobs`` 8-GPU jobs of 5 h, one every 10 h (so
+    nothing ever queues). ``own`` and ``rented`` add fields to the two options."""
+    rows = [(10.0 * k, 8, 5.0) for k in range(jobs)]
+    pd.DataFrame(rows, columns=["submit_h", "gpus", "duration_h"]).to_csv(folder / "trace.csv", index=False)
+    data = {"name": "tiny", "horizon_days": days, **({"economics": economics} if economics is not None else {}),
+            "workload": {"trace": "trace.csv"},
+            "options": [{"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 8, "lead_time_days": 0,
+                         "failures": None, **(own or {})},
+                        {"name": "cloud", "kind": "cloud", "gpu_type": "H100", "provisioning_delay_h": 0,
+                         "startup_h": 0, **(rented or {})}]}
+    (folder / "tiny.yaml").write_text(json.dumps(data))
+    return folder / "tiny.yaml"
+
+
+def bits(frame: pd.DataFrame) -> dict[str, object]:
+    """Each column as comparable raw content: float columns as their 64-bit patterns (bit for bit,
+    NaN payloads and -0.0 included), the rest as values, plus the dtypes. Equal means bit for bit."""
+    out: dict[str, object] = {"dtypes": [str(t) for t in frame.dtypes], "columns": list(frame.columns)}
+    for c in frame.columns:
+        col = frame[c]
+        out[c] = col.to_numpy().view(np.uint64).tolist() if col.dtype == np.float64 else col.tolist()
+    return out
 
 
 def invoke_cli(*args, columns: str | None = None):
@@ -96,3 +133,70 @@ def bare_simpy_mmc(submit_h: np.ndarray, service_h: np.ndarray, servers: int) ->
     env.process(source())
     env.run()
     return start
+
+
+def erlang_c(c: int, a: float) -> float:
+    """P(wait > 0) in M/M/c with offered load a (Erlang C), via the Erlang B recursion."""
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    return c * b / (c - a * (1 - b))
+
+
+# --- The phases scenario: its table is checked in tests/results/test_phases_table.py (the closed
+# forms are worked out there) and printed by `costsim run` in tests/cli/test_cli_phases.py.
+
+PHASES_LENGTHS = {"mean": 800, "cv": 1.0, "max": 4096}
+PHASES_SCENARIO = {
+    "name": "phases",
+    "seed": 3,
+    "horizon_days": 4,
+    "workload": {"classes": [
+        {"name": "sync-colo", "arrivals_per_day": 3, "gpus": 8, "iterations": {"mean": 30, "cv": 0.5},
+         "model_params_b": 7, "placement": "colocated", "mode": "sync",
+         "rollout": {"prompts": 16, "samples_per_prompt": 4, "response_tokens": PHASES_LENGTHS}},
+        {"name": "async", "arrivals_per_day": 3, "gpus": 16, "iterations": {"mean": 30, "cv": 0.5},
+         "model_params_b": 7, "placement": "disaggregated", "rollout_gpu_fraction": 0.75, "mode": "async",
+         "max_staleness": 2, "rollout": {"prompts": 16, "samples_per_prompt": 4, "response_tokens": PHASES_LENGTHS}},
+    ]},
+    "options": [{"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 64, "lead_time_days": 0,
+                 "failures": None}],
+}
+"""A synchronous colocated class and an asynchronous disaggregated class on one owned H100 option
+without failures."""
+
+
+def phases_closed_form_scenario(decode_per_gpu: float, sequence_per_s: float) -> costsim.Scenario:
+    """``PHASES_SCENARIO`` with one colocated sync class of a 7B model on 8 H100s (tensor_parallel 1),
+    16 × 4 = 64 responses of exactly 1,000 tokens after 512-token prompts, 1 byte of KV cache per
+    token, and both decode speeds given."""
+    gpus, response, prompt = 8, 1000, 512
+    klass = {"name": "flat", "arrivals_per_day": 2, "gpus": gpus, "iterations": 5, "model_params_b": 7,
+             "placement": "colocated", "mode": "sync",
+             "rollout": {"prompts": 16, "samples_per_prompt": 4, "prompt_tokens": prompt, "response_tokens": response,
+                         "tensor_parallel": 1, "kv_bytes_per_token": 1,
+                         "decode_tokens_per_s_per_gpu": decode_per_gpu, "sequence_tokens_per_s": sequence_per_s}}
+    data = {**PHASES_SCENARIO, "workload": {"classes": [klass]}}
+    return costsim.runs.api.scenario_from_data(data, "test")
+
+
+# --- Figures (tests/plots/)
+
+def short_shipped(tmp_path_factory, name: str, days: int) -> costsim.Scenario:
+    """A shipped scenario cut to ``days`` (warm-up 1 day)."""
+    text = (SHIPPED / f"{name}.yaml").read_text()
+    text = re.sub(r"horizon_days: \d+", f"horizon_days: {days}", text)
+    text = re.sub(r"warmup_days: \d+", "warmup_days: 1", text)
+    path = tmp_path_factory.mktemp(name) / f"{name}.yaml"
+    path.write_text(text)
+    return costsim.load_scenario(path)
+
+
+def every_figure(res, runs=None):
+    """Every figure of a run by name (and the replications band over ``runs``)."""
+    from costsim.plots import figures as plots
+
+    figures = {name: f(res) for name, f in plots.ALL_FIGURES.items()}
+    figures["gantt"] = plots.gantt(res)
+    figures["band"] = plots.cumulative_cost_band(runs or [res])
+    return figures

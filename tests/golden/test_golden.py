@@ -13,9 +13,11 @@ import pytest
 from tests.golden.regenerate import HERE, TABLES, cases, run_case
 
 CASES = cases()
+# The full baseline is a year's simulation: slow. The 60-day cases are not.
+PARAMS = [pytest.param(*c, id=c[0], marks=[pytest.mark.slow] if c[2] is None else []) for c in CASES]
 
 
-@pytest.mark.parametrize(("name", "path", "horizon"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("name", "path", "horizon"), PARAMS)
 def test_tables_and_sentence_are_unchanged(name, path, horizon):
     res, sentence = run_case(path, horizon)
     for table in TABLES:

@@ -45,7 +45,7 @@ def _attempt(start: str | None, end: str | None, machines: list[tuple[str, int]]
     return {"start_time": start, "end_time": end, "detail": _detail(machines)}
 
 
-# The first jobs, checked by hand in tests/test_traces_philly.py (hour 0 = 2017-10-02 08:00:00).
+# The first jobs, checked by hand in tests/traces/test_philly.py (hour 0 = 2017-10-02 08:00:00).
 HAND_PHILLY = [
     # 8 GPUs on one machine, 2 h, waited 6 min: submit_h 0, gpus 8, duration_h 2, delay 0.1.
     {"status": "Pass", "vc": "vc-hand", "jobid": "application_hand_0001",
@@ -124,7 +124,7 @@ def _task(job: str, name: str, inst: int, status: str, start, end, gpu, gpu_type
     return [job, name, float(inst), status, start, end, 600.0, 29.296875, gpu, gpu_type]
 
 
-# The first jobs, checked by hand in tests/test_traces_pai.py (hour 0 = second 100000).
+# The first jobs, checked by hand in tests/traces/test_alibaba_pai.py (hour 0 = second 100000).
 HAND_PAI_JOBS = [
     ["hand000000000000000000a1", "i" * 60, "u-hand", "Terminated", 100000.0, 107600.0],
     ["hand000000000000000000a2", "j" * 60, "u-hand", "Terminated", 101800.0, 110000.0],
