@@ -8,7 +8,7 @@ enough jobs, stays whole. ``job_class``: one class per ``job_class``; ``none``: 
 Where a class keeps a GPU pmf, each count carries its own mean run time (``gpus_mean_h``, written
 as the pmf entry's ``mean_h``: the class's law is scaled to it), because big jobs run longer than
 small ones: one run-time law drawn independently of the GPUs got the GPU-hours wrong by −7.5 % on
-the SLURM sample and +38 % on the Alibaba PAI one (tests/test_fit_workload.py).
+the SLURM sample and +38 % on the Alibaba PAI one (tests/calibration/test_fit_workload.py).
 
 Per class:
 

@@ -4,7 +4,7 @@ When the head of a ``backfill`` queue does not fit, it gets a reservation at the
 will (its "shadow time") and a later job may start now if it fits now and either ends by then or
 leaves the head the nodes (and, with serving, the GPUs) it needs then (``costsim.engine.owned``
 states the policy). What keeps a pass cheap on a million-job trace, with the schedule unchanged
-(tests/test_backfill_differential.py holds it against a frozen copy of the slower pass):
+(tests/engine/test_backfill_differential.py holds it against a frozen copy of the slower pass):
 
 - running jobs are kept sorted by planned end as they start and stop (``OwnedCluster.ends``), so
   the reservation walks them only as far as the head needs (``earliest_start``) instead of

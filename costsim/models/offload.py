@@ -59,7 +59,7 @@ exactly the disaggregated job whose rollout GPUs are the pool's. The phases comb
 
 Approximations, stated: in step 3 the states are frozen over an iteration and a down instance's
 residual downtime is the stationary one. Against a Monte Carlo of the instances (event by event;
-tests/test_rollout_offload_timing.py), a sync iteration is within 0.6 % (a little under) at 1 to 24
+tests/models/test_rollout_offload_timing.py), a sync iteration is within 0.6 % (a little under) at 1 to 24
 instances for d from T/4 to 120·T and λ·T up to 0.4, where leaving the gap's downtime out was up to
 25 % under; exact at one instance. An async iteration counts a stall whole where its training's
 slack would absorb part of it: within 0.6 % at 6 preemptions a day and d = 1 h, 2.3 % over at 24 a

@@ -5,7 +5,7 @@ fills from the catalog or a schema default set to the value it used — economic
 capex per GPU, price, lead time, node size, billing, failure and preemption rates, rollout link —
 and, in its ``catalog:`` section, the GPU specs, fabric efficiencies, RL constants and fallback
 on-demand prices the model reads, with ``catalog_version`` set to the catalog's. Run again under
-any catalog, it gives the same numbers (``tests/test_resolved_scenario.py``); the decision targets in
+any catalog, it gives the same numbers (``tests/plan/test_resolved_scenario.py``); the decision targets in
 force are written out too. Values the scenario
 does not use (the specs of a GPU type no option has, RL constants without RL classes) stay blank.
 """

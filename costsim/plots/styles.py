@@ -10,7 +10,7 @@ colour alone:
 - the kind also picks a **colour family**: owned warm (orange, vermillion), rented cool (blue,
   sky blue, bluish green), hybrid black and reddish purple. Under deuteranopia the warm and cool
   families stay apart (blue–yellow axis), so an own-vs-rent pair is distinct in colour as well
-  as in dash (tests/test_plots.py checks this with the Machado et al. 2009 matrix);
+  as in dash (tests/plots/test_figures.py checks this with the Machado et al. 2009 matrix);
 - within its family an option's **home colour** is ``sha256(name) mod family size``: a pure
   function of the name, so "own-256" has the same colour whatever other options exist.
   Collisions are resolved in sorted name order: the option whose name sorts first keeps its home
@@ -33,8 +33,8 @@ import pandas as pd
 
 # Okabe & Ito's palette, its three light colours darkened (hue and saturation kept, HLS lightness
 # lowered) to 3:1 against the white plot (WCAG 2.1, 1.4.11 non-text contrast): orange E69F00,
-# sky blue 56B4E9 and yellow F0E442 in the paper (2.25, 2.31 and 1.32:1 on white; tests/test_palette_contrast.py).
-# Owned and rented colours stay apart under deuteranopia (ΔE >= 53 in every pair, tests/test_plots.py);
+# sky blue 56B4E9 and yellow F0E442 in the paper (2.25, 2.31 and 1.32:1 on white; tests/plots/test_palette_contrast.py).
+# Owned and rented colours stay apart under deuteranopia (ΔE >= 53 in every pair, tests/plots/test_figures.py);
 # the two owned colours are close there, and options of one family differ by marker and dash too.
 ORANGE, SKY_BLUE, BLUISH_GREEN, YELLOW = "#C48800", "#1E9BE2", "#009E73", "#A1960D"
 BLUE, VERMILLION, REDDISH_PURPLE, BLACK = "#0072B2", "#D55E00", "#CC79A7", "#000000"

@@ -178,7 +178,7 @@ def simulate(
 def unpriced(plan: Plan) -> Plan:
     """The plan with its prices (capex, $/GPU-hour, billing rules) set to NaN (``Plan.unpriced``):
     what work plans and runs are given, so a price edit finds them in a memo, and a price read there
-    by mistake would turn the tables to NaN (tests/test_run_memo.py) instead of going unnoticed."""
+    by mistake would turn the tables to NaN (tests/runs/test_run_memo.py) instead of going unnoticed."""
     return plan.unpriced()
 
 

@@ -11,7 +11,7 @@ and the tables are built again from the rest (``results.build`` prices usage aft
 Keys are built from the inputs as values (``repr`` of frozen dataclasses and pydantic dumps: equal
 text means equal inputs) plus the trace file's identity; nothing is keyed by object identity.
 What is kept is made read-only, so a caller that wrote into a shared array would fail loudly
-instead of changing a later run. Results equal those without a memo (tests/test_run_memo.py).
+instead of changing a later run. Results equal those without a memo (tests/runs/test_run_memo.py).
 """
 
 from __future__ import annotations

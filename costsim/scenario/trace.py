@@ -9,7 +9,7 @@ second and tens of MiB). Anything it cannot vouch for (a quote, a control charac
 an unusual header, -0, any bad cell, an encoding or parse error) is read again by the string reader
 (``_read_strings``: every cell a Python string, pandas' CSV dialect), which defines the format and
 words every problem. The columnar reader accepts only files on which both readers give the same
-table; ``tests/test_trace_scale.py`` compares them.
+table; ``tests/scenario/test_trace_reader_scale.py`` compares them.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ MAX_REPORTED = 8  # problems listed per file; the count of the rest is given
 TEXT = ("job_id", "job_class")  # the only string columns
 HEADER_BYTES = 1 << 16  # a header longer than this goes to the string reader
 # What Python's str.strip() strips (the string reader's rule: every character whose isspace() is
-# true), for pyarrow's trim; tests/test_trace_scale.py checks it against all of Unicode.
+# true), for pyarrow's trim; tests/scenario/test_trace_reader_scale.py checks it against all of Unicode.
 WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
               "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 
