@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import enum
 import logging
 import multiprocessing
 import os
@@ -31,7 +32,17 @@ from costsim.runs.scheduler import SchedulerProblem, parse_address, probe
 from costsim.errors import ExecutorError
 from costsim.scenario.errors import Problem, ScenarioError
 
-EXECUTORS = ("local", "processes", "dask")
+
+
+class Executor(str, enum.Enum):
+    """Where a sweep's tasks run: this process, a process pool, or Dask (the CLI's choices)."""
+
+    local = "local"
+    processes = "processes"
+    dask = "dask"
+
+
+EXECUTORS = tuple(e.value for e in Executor)  # the names every public function and the CLI accept
 DASK_MISSING = "needs Dask, which is not installed: pip install 'costsim[dask]'"
 CONNECT_TIMEOUT_S = 10  # how long to wait for a Dask scheduler named by --address, and for a worker
 # Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536 (to give memory back to the system
