@@ -53,10 +53,9 @@ from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor
 from costsim.runs.paths import resolve as resolve_path, set_loc
-from costsim.runs.sweep import SweepResults, Task, tasks
+from costsim.runs.sweep import SweepResults, task_outputs, tasks
 from costsim.runs.sweepfile import Sweep, Variant
 from costsim.scenario import Problem, Scenario, ScenarioError
-from costsim.scenario import scenario_from_data as schema_from_data
 
 COLUMNS = ["input", "path", "unit", "base", "low", "high", "base_difference_usd", "low_difference_usd",
            "high_difference_usd", "swing_usd", "low_breakeven_month", "high_breakeven_month", "flips", "flips_at",
@@ -126,31 +125,15 @@ def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[
     return variants, rows
 
 
-def run_task(task: Task) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One (variant, replication): its summary labelled as a sweep's runs are, and its break-even
-    table (``costsim.results.finance.breakeven``: the run's own months, extrapolation included).
-    Picklable, top level."""
-    scenario = schema_from_data(task.scenario, task.source, task.base_dir)
-    res = api.simulate(scenario, seed=task.seed)
-    summary = res.summary.copy()
-    for name, value in reversed([("variant", task.variant), ("replication", task.replication), ("seed", task.seed)]):
-        summary.insert(0, name, value)
-    return summary, res.breakeven.assign(variant=task.variant, replication=task.replication)
-
-
 def _run(spec: Sweep, executor: str, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
-    todo = tasks(spec)
-    frames: dict[int, tuple[pd.DataFrame, pd.DataFrame]] = {}
-    if progress is not None:
-        progress(0, len(todo))
+    """The sweep's runs and break-even tables, in task order (the sweep's task loop: each task
+    keeps its break-even table, the run's own months, extrapolation included)."""
+    todo = tasks(spec, breakeven=True)
     with open_executor(executor, min(os.cpu_count() or 1, len(todo))) as run:
-        for done, (k, out) in enumerate(run(run_task, todo), start=1):
-            frames[k] = out
-            if progress is not None:
-                progress(done, len(todo))
-    order = range(len(todo))
-    return (pd.concat([frames[i][0] for i in order], ignore_index=True),
-            pd.concat([frames[i][1] for i in order], ignore_index=True))
+        outs = dict(task_outputs(run, todo, progress))
+    ordered = [outs[i] for i in range(len(todo))]
+    return (pd.concat([o.summary for o in ordered], ignore_index=True),
+            pd.concat([o.breakeven for o in ordered if o.breakeven is not None], ignore_index=True))
 
 
 # ------------------------------------------------------------------ measuring
@@ -365,4 +348,4 @@ def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: fl
     return s + "."
 
 
-__all__ = ["COLUMNS", "INPUTS", "Tornado", "run_task", "sentence", "tornado"]
+__all__ = ["COLUMNS", "INPUTS", "Tornado", "sentence", "tornado"]
