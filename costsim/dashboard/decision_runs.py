@@ -11,7 +11,6 @@ and is killed (with its workers: it leads its own process group) when the page m
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import pickle
@@ -31,11 +30,10 @@ from pydantic import BaseModel
 from costsim.errors import CostsimError
 from costsim.dashboard import Limits, RunStopped
 from costsim.dashboard.workers import SLOTS
-from costsim.runs import api
-from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_loc
-from costsim.runs.sweepfile import Sweep, Variant, parse_set
+from costsim.runs.paths import PathError, named, resolve, scalar_kinds
+from costsim.runs.sweepfile import Sweep, parse_set
+from costsim.runs.variants import VariantBuilder
 from costsim.scenario import Problem, Scenario, ScenarioError
-from costsim.scenario.naming import build_resized
 
 MAX_VARIANTS = 24  # a grid the dashboard runs: more belongs to `costsim sweep`
 MAX_REPLICATIONS = 5
@@ -96,7 +94,7 @@ def grid_sweep(scenario: Scenario, axes: dict[str, str], replications: int = 1, 
     if isinstance(replications, bool) or not isinstance(replications, int) or not 1 <= replications <= MAX_REPLICATIONS:
         raise ScenarioError(source, [Problem(("replications",), f"must be 1 … {MAX_REPLICATIONS} (got {replications!r})")])
     allowed = set(numeric_paths(scenario))
-    data = scenario.model_dump(mode="json")
+    builder = VariantBuilder(scenario, source=source)
     grid, locs, problems = {}, {}, []
     for path, text in axes.items():
         if path not in allowed:
@@ -112,29 +110,24 @@ def grid_sweep(scenario: Scenario, axes: dict[str, str], replications: int = 1, 
             problems.append(Problem((path,), f"{bad[0]!r} is not a number: give numbers separated by commas"))
             continue
         grid[path] = tuple(dict.fromkeys(values))  # a value given twice is one variant
-        locs[path] = resolve(data, path)[0]
+        locs[path] = builder.locate(path)
     if problems:
         raise ScenarioError(source, problems)
     count = math.prod(len(v) for v in grid.values())
     if count > MAX_VARIANTS:
         raise ScenarioError(source, [Problem((next(iter(grid)),), f"{count} variants: the dashboard runs at most "
                                              f"{MAX_VARIANTS}; use costsim sweep for more")])
-    base = json.dumps(data)
     variants = []
     for k, values in enumerate(itertools.product(*grid.values())):
         params = dict(zip(grid, values, strict=True))
-        copy = json.loads(base)
-        for path, value in params.items():
-            set_loc(copy, locs[path], value)
         vid = f"v{k:03d}"
         shown = ", ".join(f"{p}={v}" for p, v in params.items())
         try:  # the sweep files' and the knobs' naming rule; a refused variant as written
-            built, _ = build_resized(data, copy, lambda d: api.scenario_from_data(
-                d, f"{source} variant {vid} ({shown})", scenario.base_dir))
+            variants.append(builder.build(vid=vid, params=params, locs=locs, note=shown))
         except CostsimError as err:  # options.0.gpus -> options.own-256.gpus: the name the user chose
-            raise ScenarioError(err.source, [Problem((named(copy, p.loc),) if p.loc else (), p.message)
+            written = builder.edited(params=params, locs=locs)
+            raise ScenarioError(err.source, [Problem((named(written, p.loc),) if p.loc else (), p.message)
                                              for p in err.problems]) from None
-        variants.append(Variant(vid, params, built))
     return Sweep(source, Path(scenario.base_dir), tuple(variants), replications,
                  scenario.seed if seed is None else seed)
 

@@ -14,8 +14,8 @@ one):
 - the break-even month of the pair and its extrapolation (cash view) over the replications, as
   every surface has them (``costsim.results.finance.breakeven_over``).
 
-It is a sweep of 1 + 2k variants of the scenario, each built and checked like a sweep's variants
-(dotted paths, ``costsim.runs.paths``), run as the sweep's tasks (``costsim.runs.sweep.tasks``:
+It is a sweep of 1 + 2k variants of the scenario, each built and checked by the sweeps' variant
+builder (``costsim.runs.variants``), run as the sweep's tasks (``costsim.runs.sweep.tasks``:
 replication r of every variant uses the same seed — common random numbers, so each swing is a
 paired difference) on the sweep's executors. Each task runs ``simulate`` once and keeps its summary
 and its break-even table: a sweep's runs table has no cash flow, and running every variant
@@ -30,7 +30,6 @@ p95 target flips the verdict even when waiting is not priced.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -43,7 +42,7 @@ import pandas as pd
 from costsim.catalog.load import Catalog, InputRange, default_catalog
 from costsim.plan.resolve import resolve
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.tornado_inputs import INPUTS, Edits, chosen_inputs
+from costsim.decisions.tornado_inputs import INPUTS, chosen_inputs
 from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
 from costsim.decisions.verdict import decide, held_to, option_table
@@ -52,9 +51,9 @@ from costsim.present.formats import money, plain
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor
-from costsim.runs.paths import resolve as resolve_path, set_loc
 from costsim.runs.sweep import SweepResults, task_outputs, tasks
-from costsim.runs.sweepfile import Sweep, Variant
+from costsim.runs.sweepfile import Sweep
+from costsim.runs.variants import Variant, VariantBuilder
 from costsim.scenario import Problem, Scenario, ScenarioError
 
 COLUMNS = ["input", "path", "unit", "base", "low", "high", "base_difference_usd", "low_difference_usd",
@@ -92,19 +91,10 @@ class Tornado:
 # ------------------------------------------------------------------ the sweep of 1 + 2k variants
 
 
-def _variant(base: Scenario, base_json: str, vid: str, edits: Edits) -> Variant:
-    """The base with ``edits`` applied, built and checked as a sweep's variants are."""
-    data = json.loads(base_json)
-    for path, value in edits.items():
-        loc, _ = resolve_path(data, path)
-        set_loc(data, loc, value)
-    return Variant(vid, dict(edits), api.scenario_from_data(data, f"tornado variant {vid}", base.base_dir))
-
-
 def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[list[Variant], dict[str, dict]]:
     """The variants (base first) and per input its row's fixed part (label, paths, values, note)."""
     plans = {p.name: p for p in resolve(base, cat)}
-    base_json = json.dumps(base.model_dump(mode="json"))
+    builder = VariantBuilder(base, source="tornado")  # each end built and checked as a sweep's variants are
     variants, rows = [Variant(BASE, {}, base)], {}
     for name, r in ranges.items():
         label, edits_of, base_of = INPUTS[name]
@@ -116,7 +106,7 @@ def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[
             continue
         row["path"] = ", ".join(low)
         try:
-            pair = [_variant(base, base_json, f"{name}-{end}", e) for end, e in (("low", low), ("high", high))]
+            pair = [builder.build(vid=f"{name}-{end}", params=e) for end, e in (("low", low), ("high", high))]
         except ScenarioError as err:  # e.g. a lead time past the horizon for a scenario that forbids it
             rows[name] = {**row, "note": f"skipped: {err.problems[0].message if err.problems else err}"}
             continue
