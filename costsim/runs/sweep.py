@@ -303,11 +303,11 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
             stack.enter_context(folder)  # checks again under the lock
         params = {v.id: v.params for v in spec.variants}
         # run is None exactly when nothing is pending.
-        for k, out in task_outputs(run, [todo[i] for i in pending], progress):
+        for k, output in task_outputs(run, [todo[i] for i in pending], progress):
             if folder is not None:
                 task = todo[pending[k]]
-                folder.write_task(out.summary, _task_id(task, swept), _task_meta(spec.source, params, task))
-            frames[pending[k]] = out.summary
+                folder.write_task(output.summary, _task_id(task, swept), _task_meta(spec.source, params, task))
+            frames[pending[k]] = output.summary
         runs = pd.concat([frames[i] for i in range(len(todo))], ignore_index=True)
         results = SweepResults(runs, stats.means_table(runs, METRICS), stats.differences_table(runs, METRICS),
                                variants_table(spec), {v.id: v.scenario for v in spec.variants})
