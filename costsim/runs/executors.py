@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any
 
 from costsim.runs.scheduler import SchedulerProblem, parse_address, probe
-from costsim.errors import ExecutorError
+from costsim.errors import CostsimError, ExecutorError
 from costsim.scenario.errors import Problem, ScenarioError
 
 
@@ -62,7 +62,7 @@ class SchedulerLost(ExecutorError):
         super().__init__("dask", f"lost {where} ({reason}) after {finished} task(s) finished: with an output "
                          "folder they are saved, and running the same sweep again resumes")
 
-    def __reduce__(self):  # type: ignore[override]  # rebuilt from its own fields, not ExecutorError's
+    def __reduce__(self) -> tuple[type[CostsimError], tuple[Any, ...]]:  # rebuilt from its own fields, not ExecutorError's
         return (SchedulerLost, (self.where, self.reason, self.finished))
 
 
