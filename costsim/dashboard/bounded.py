@@ -118,11 +118,9 @@ def new_pool(limits: Limits = Limits()) -> WorkerPool:
 def warm_worker(_payload: None, child: Child) -> None:
     """Run a short simulation of the shipped baseline once, so the first real run does not pay
     for what costsim and its libraries set up on first use (about 0.3 s of CPU on the baseline)."""
-    from costsim.scenario import load_scenario, scenario_from_data
-
-    base = load_scenario(SCENARIO_DIR / "baseline.yaml")
-    short = scenario_from_data({**base.model_dump(mode="json"), "horizon_days": 20, "warmup_days": 0},
-                               "warm-up", SCENARIO_DIR)
+    base = api.load_scenario(SCENARIO_DIR / "baseline.yaml")
+    short = api.scenario_from_data({**base.model_dump(mode="json"), "horizon_days": 20, "warmup_days": 0},
+                                   "warm-up", SCENARIO_DIR)
     api.simulate(short)
 
 
