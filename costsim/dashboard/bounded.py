@@ -107,12 +107,13 @@ SPARE_COUNT = 3  # the default replications run at once without waiting for an i
 RUNS_PER_WORKER = 50  # then a fresh one: a long-lived process's memory only grows (fragmentation)
 
 
-def new_pool(limits: Limits = Limits()) -> WorkerPool:
+def new_pool(limits: Limits | None = None) -> WorkerPool:
     """The dashboard's worker processes: ``limits.worker_slots`` alive at once across every session
-    (simulations, spares, the Sensitivity and Sweep tabs, upload readers), ``SPARE_COUNT`` warm
-    spares waiting, each worker used for ``RUNS_PER_WORKER`` runs at most. The server keeps one
-    (``costsim.dashboard.server.server_pool``)."""
-    return WorkerPool(capacity=limits.worker_slots, spares=SPARE_COUNT, warm=WARM, max_runs=RUNS_PER_WORKER)
+    (simulations, spares, the Sensitivity and Sweep tabs, upload readers; default ``Limits()``: each
+    call's limits set it again), ``SPARE_COUNT`` warm spares waiting, each worker used for
+    ``RUNS_PER_WORKER`` runs at most. The server keeps one (``costsim.dashboard.server.server_pool``)."""
+    capacity = (limits or Limits()).worker_slots
+    return WorkerPool(capacity=capacity, spares=SPARE_COUNT, warm=WARM, max_runs=RUNS_PER_WORKER)
 
 
 def warm_worker(_payload: None, child: Child) -> None:

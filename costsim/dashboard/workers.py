@@ -16,8 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from costsim.dashboard.uploads import Limits
-from costsim.runs.isolated import (Call, ReplyTooLarge, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut,
-                                   run_calls)
+from costsim.runs.isolated import (
+    Call,
+    ReplyTooLarge,
+    Worker,
+    WorkerOutOfMemory,
+    WorkerStopped,
+    WorkerTimedOut,
+    run_calls,
+)
 from costsim.runs.workerpool import WorkerPool
 
 _log = logging.getLogger(__name__)

@@ -18,8 +18,17 @@ from pathlib import Path
 import pytest
 
 from costsim.errors import ArgumentError, CostsimError, Problem
-from costsim.runs.isolated import (CHILD_MODULE, Call, ReplyTooLarge, Worker, WorkerCancelled, WorkerFailed,
-                                   WorkerOutOfMemory, WorkerTimedOut, run_calls)
+from costsim.runs.isolated import (
+    CHILD_MODULE,
+    Call,
+    ReplyTooLarge,
+    Worker,
+    WorkerCancelled,
+    WorkerFailed,
+    WorkerOutOfMemory,
+    WorkerTimedOut,
+    run_calls,
+)
 from costsim.runs.workerpool import WorkerPool
 from costsim.scenario import ScenarioError
 
