@@ -21,7 +21,8 @@ from costsim.dashboard.workers import WorkStopped
 from costsim.errors import CostsimError
 from costsim.results.tables import Results
 from costsim.runs import api
-from costsim.runs.isolated import Call, Child, Reply, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
+from costsim.runs.isolated import Call, Reply, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
+from costsim.runs.isolated_child import Child
 from costsim.runs.memo import RunMemo
 from costsim.runs.workerpool import WorkerPool
 from costsim.scenario import Scenario

@@ -22,9 +22,10 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from costsim.errors import CostsimError
 from costsim.dashboard import Limits, RunStopped
-from costsim.runs.isolated import Call, Child, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
+from costsim.errors import CostsimError
+from costsim.runs.isolated import Call, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
+from costsim.runs.isolated_child import Child
 from costsim.runs.paths import PathError, named, resolve, scalar_kinds
 from costsim.runs.sweepfile import Sweep, parse_set
 from costsim.runs.variants import VariantBuilder

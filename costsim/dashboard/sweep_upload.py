@@ -36,13 +36,14 @@ from typing import Any
 
 import pandas as pd
 
-from costsim.errors import CostsimError
 from costsim.dashboard import Limits, Upload
 from costsim.dashboard.workers import WorkStopped, read_in_worker
+from costsim.errors import CostsimError
 from costsim.runs.dataset import MANIFEST, META_KEY
-from costsim.runs.isolated import Call, Child
-from costsim.runs.workerpool import WorkerPool
+from costsim.runs.isolated import Call
+from costsim.runs.isolated_child import Child
 from costsim.runs.taskfiles import HIDDEN, TaskId, claimed_task, frame_problem, listed, table_problem
+from costsim.runs.workerpool import WorkerPool
 from costsim.scenario import Problem, ScenarioError
 
 UNPACKED_FACTOR = 4  # a zip may unpack (and its tables decode) to this many times the upload limit

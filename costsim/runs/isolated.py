@@ -4,8 +4,8 @@ memory and in time, cancellable, with progress messages on the way and one reply
 A ``Worker`` is a fresh interpreter started as ``python -m costsim.runs.isolated_child`` (the
 installed package: nothing is put on its path) that serves ``Call``s one after another until its
 stdin closes. A call names its work as ``"package.module:function"``, called in the worker as
-``function(payload, child)`` (``Child``: progress messages, and objects kept between the calls a
-worker serves, such as a memo of its latest runs). ``run_calls`` runs calls side by side and waits
+``function(payload, child)`` (``isolated_child.Child``: progress messages, and objects kept between
+the calls a worker serves, such as a memo of its latest runs). ``run_calls`` runs calls side by side and waits
 for their replies: a worker that sends nothing for the time limit is stopped, and whatever leaves
 ``run_calls`` (every reply in, or an exception from a callback, which is how Streamlit stops a
 script) kills every worker still running first.
@@ -36,14 +36,13 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 from costsim.errors import CostsimError, ExecutorError
 
 CHILD_MODULE = "costsim.runs.isolated_child"  # what a worker runs (``python -m``): its side of the protocol
 STEP_S = 0.02  # how often ``run_calls`` looks for messages, seconds
 CLOSE_WAIT_S = 5.0  # how long a worker told to finish (EOF) may take before it is killed, seconds
-T = TypeVar("T")
 
 
 # ------------------------------------------------------------------ what a call is and what comes back
@@ -402,32 +401,6 @@ def _told(on_progress: Callable[[int, Any], None] | None, index: int) -> Callabl
     return lambda message: on_progress(index, message)
 
 
-# ------------------------------------------------------------------ the worker's side
-
-
-class Child:
-    """What a target function may use in its worker: ``progress(message)`` sends ``message`` (any
-    picklable value) to the parent, which restarts the time limit's clock; ``kept(name, make)``
-    is an object kept between the calls this worker serves, made by ``make()`` at first use;
-    ``forget(name)`` drops it."""
-
-    def __init__(self, out: IO[bytes]) -> None:
-        self._out = out
-        self._kept: dict[str, Any] = {}
-
-    def progress(self, message: object) -> None:
-        write_frame(self._out, ("progress", message))
-
-    def kept(self, name: str, make: Callable[[], T]) -> T:
-        if name not in self._kept:
-            self._kept[name] = make()
-        value: T = self._kept[name]
-        return value
-
-    def forget(self, name: str) -> None:
-        self._kept.pop(name, None)
-
-
-__all__ = ["CHILD_MODULE", "Call", "Child", "FrameTooLarge", "ReplyTooLarge", "Reply", "Worker", "WorkerCancelled",
+__all__ = ["CHILD_MODULE", "Call", "FrameTooLarge", "ReplyTooLarge", "Reply", "Worker", "WorkerCancelled",
            "WorkerFailed", "WorkerOutOfMemory", "WorkerStopped", "WorkerTimedOut", "read_frame", "read_size", "run_calls",
            "write_frame"]

@@ -17,10 +17,35 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from costsim.errors import CostsimError
-from costsim.runs.isolated import CHILD_MODULE, Call, Child, read_frame, write_frame
+from costsim.runs.isolated import CHILD_MODULE, Call, read_frame, write_frame
+
+T = TypeVar("T")
+
+
+class Child:
+    """What a target function may use in its worker: ``progress(message)`` sends ``message`` (any
+    picklable value) to the parent, which restarts the time limit's clock; ``kept(name, make)``
+    is an object kept between the calls this worker serves, made by ``make()`` at first use;
+    ``forget(name)`` drops it."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+        self._kept: dict[str, Any] = {}
+
+    def progress(self, message: object) -> None:
+        write_frame(self._out, ("progress", message))
+
+    def kept(self, name: str, make: Callable[[], T]) -> T:
+        if name not in self._kept:
+            self._kept[name] = make()
+        value: T = self._kept[name]
+        return value
+
+    def forget(self, name: str) -> None:
+        self._kept.pop(name, None)
 
 
 def target(name: str) -> Callable[[Any, Child], Any]:
@@ -105,7 +130,7 @@ def serve(argv: Sequence[str] = ()) -> None:
             return
 
 
-__all__ = ["serve", "target"]
+__all__ = ["Child", "serve", "target"]
 
 
 if __name__ == "__main__":
