@@ -184,6 +184,7 @@ class Worker:
         self._messages: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         self._max_reply: int | None = None
         self._reply: Reply | None = None
+        self._finished = True  # its latest call ran to its end (or there was none)
         self._busy = False
         self._stop_reason: WorkerStopped | None = None
         self._last = time.monotonic()
@@ -206,14 +207,19 @@ class Worker:
 
     @property
     def reply(self) -> Reply | None:
-        """The reply to its latest call, once it came."""
+        """The reply to its latest call, once it came, until it is taken (``take_reply``)."""
         return self._reply
+
+    def take_reply(self) -> Reply | None:
+        """The reply, no longer kept here: a worker waiting for its next call holds no result."""
+        reply, self._reply = self._reply, None
+        return reply
 
     @property
     def reusable(self) -> bool:
         """Alive, idle, and its latest call (if any) ran to its end: it may serve another call."""
         return (not self._busy and self._process.poll() is None and self._stop_reason is None
-                and (self._reply is None or self._reply.finished))
+                and self._finished)
 
     def start(self, call: Call) -> None:
         """Send ``call`` (from a thread of its own: a worker still warming up reads it only then)."""
@@ -255,7 +261,7 @@ class Worker:
         self._process.wait()
         self._reader.join(timeout=1)
         if self._busy:
-            self._busy, self._reply = False, Reply(error=self._stop_reason)
+            self._busy, self._reply, self._finished = False, Reply(error=self._stop_reason), False
         self._close_pipes()
 
     def close(self) -> None:
@@ -329,7 +335,8 @@ class Worker:
             error = WorkerFailed(str(message[1]), str(message[2]))
         self._busy = False
         self._reply = Reply(error=error) if error is not None or message is None else Reply(value=message[1])
-        if self._reply.finished:
+        self._finished = self._reply.finished
+        if self._finished:
             self.runs += 1
 
     def _death(self) -> WorkerStopped:
@@ -364,8 +371,9 @@ def run_calls(calls: Sequence[tuple[Worker, Call]], *, limit_s: float, poll_s: f
     every call still running: each is replied ``WorkerTimedOut``. ``on_wait(seconds so far)`` is
     called every ``poll_s`` seconds and ``on_progress(index of the call, message)`` on each
     progress message; either may raise (a Streamlit rerun), and whatever leaves this function
-    kills every worker whose call is still running first. Workers that replied are left to their
-    owner (``Worker.close``, or kept for more calls)."""
+    kills every worker whose call is still running first. The replies are handed over (a worker
+    keeps none); workers that replied are left to their owner (``Worker.close``, or kept for more
+    calls)."""
     start = time.monotonic()
     ticks = 0
     try:
@@ -389,7 +397,7 @@ def run_calls(calls: Sequence[tuple[Worker, Call]], *, limit_s: float, poll_s: f
         for worker, _ in calls:
             if worker.busy:
                 worker.cancel()
-    replies = [worker.reply for worker, _ in calls]
+    replies = [worker.take_reply() for worker, _ in calls]
     assert all(r is not None for r in replies)  # every call was replied or cancelled above
     return [r for r in replies if r is not None]
 

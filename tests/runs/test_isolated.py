@@ -186,6 +186,7 @@ def test_a_worker_serves_calls_in_turn_and_keeps_what_they_keep(worker):
     for expected in (2, 3, 4):  # the fixture's call was the first
         (reply,) = run_calls([(worker, call("count_calls"))], limit_s=30)
         assert reply.result() == expected
+        assert worker.reply is None and worker.reusable  # the result handed over, none kept while it waits
     assert worker.runs == 4
 
 
