@@ -9,6 +9,7 @@ this folder on the workers' path (the tests' setting, not costsim's)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -56,6 +57,11 @@ def ticking(payload: tuple[int, float], child) -> int:
 
 def allocate(nbytes: int, child) -> int:
     return len(bytearray(nbytes))
+
+
+def killed(_payload: None, child) -> None:
+    """What the kernel's out-of-memory killer does to a process: SIGKILL, no reply."""
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def refuse(error: CostsimError, child) -> None:
@@ -150,6 +156,14 @@ def test_a_worker_past_its_memory_limit_is_stopped_and_says_so(worker):
     with pytest.raises(WorkerOutOfMemory):
         reply.result()
     assert not worker.reusable  # a worker that ran out is not trusted with more work
+    worker.close()
+    assert worker.returncode is not None  # ended by its owner
+
+
+def test_a_worker_killed_without_a_reply_says_it_ran_out_of_memory(worker):
+    (reply,) = run_calls([(worker, call("killed"))], limit_s=30)
+    assert isinstance(reply.error, WorkerOutOfMemory) and "signal 9" in str(reply.error)
+    assert worker.returncode == -signal.SIGKILL and not worker.reusable
 
 
 def test_a_reply_larger_than_allowed_is_refused_unread(worker):
