@@ -48,6 +48,7 @@ from costsim.dashboard import (
     warm_up,
 )
 from costsim.dashboard.bounded import RunTimedOut
+from costsim.dashboard.server import server_pool
 from costsim.dashboard.sidebar import knob_form, sidebar_slot, timed_out
 from costsim.dashboard.views import first_screen, flip_control
 from costsim.runs.sweepfile import replication_seed
@@ -67,7 +68,7 @@ def result_cache() -> ResultCache:
     """Runs shared by every session, by exact scenario and seed (``run_key``), within the byte
     limit (``COSTSIM_CACHE_MB``; main() has checked the environment before the first call)."""
     limits = Limits.from_env(os.environ)
-    warm_up(limits)  # child processes with costsim imported, ready for the first run
+    warm_up(limits, pool=server_pool())  # worker processes with costsim imported, ready for the first run
     return ResultCache(max_entries=64, max_bytes=int(limits.cache_mb * 2**20))
 
 
@@ -94,7 +95,8 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
 
         try:
             blobs = simulate_many(scenario, missing, limits, on_wait=progress, warm=True,
-                                  on_queue=lambda seconds: status.caption(f"{waiting_note(limits)} {seconds:.0f} s"))
+                                  on_queue=lambda seconds: status.caption(f"{waiting_note(limits)} {seconds:.0f} s"),
+                                  pool=server_pool())
         except CostsimError as err:
             status.empty()
             show_error("This scenario cannot be run.", err)
@@ -253,7 +255,8 @@ def main() -> None:
         st.subheader(f"{literal_markdown(scenario.name)}: {plain(scenario.horizon_days)} days, "
                      f"{runs[0].summary.jobs_submitted.iloc[0]:,} jobs — build or rent GPUs?")
         first_screen(verdict, runs, why)
-        flip_control(verdict, runs, lambda sc, seed: pickle.loads(simulate_bounded(sc, limits, seed=seed, warm=True)),
+        flip_control(verdict, runs,
+                     lambda sc, seed: pickle.loads(simulate_bounded(sc, limits, seed=seed, warm=True, pool=server_pool())),
                      f"{run_key(scenario)}:{len(runs)}")
         if scenario.description:
             st.caption(literal_markdown(scenario.description))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 Loc = tuple[str | int, ...]
 
@@ -41,9 +42,9 @@ class CostsimError(Exception):
         self.problems = list(problems)
         super().__init__("\n".join(p.render(source) for p in self.problems))
 
-    def __reduce__(self) -> tuple[type[CostsimError], tuple[object, ...]]:
+    def __reduce__(self) -> tuple[type[CostsimError], tuple[Any, ...]]:
         # Rebuilt from its source and problems when it crosses a process (sweeps' workers); a
-        # subclass rebuilds from its own constructor's arguments, hence any tuple.
+        # subclass rebuilt from its own fields returns those instead.
         return (type(self), (self.source, self.problems))
 
 
@@ -55,7 +56,7 @@ class ArgumentError(CostsimError, ValueError):
         self.function, self.argument, self.message = function, argument, message
         super().__init__(f"{function}()", [Problem((argument,), message)])
 
-    def __reduce__(self) -> tuple[type[ArgumentError], tuple[str, str, str]]:
+    def __reduce__(self) -> tuple[type[CostsimError], tuple[Any, ...]]:
         return (type(self), (self.function, self.argument, self.message))
 
 
@@ -67,8 +68,7 @@ class ExecutorError(CostsimError, RuntimeError):
         self.name, self.message = name, message
         super().__init__(f"executor {name}", [Problem((), message)])
 
-    def __reduce__(self) -> tuple[type[ExecutorError], tuple[object, ...]]:
-        # Any tuple: a subclass (SchedulerLost) rebuilds from its own fields.
+    def __reduce__(self) -> tuple[type[CostsimError], tuple[Any, ...]]:
         return (type(self), (self.name, self.message))
 
 
@@ -80,5 +80,5 @@ class OutputError(CostsimError):
         self.label, self.folder, self.message = label, folder, message
         super().__init__(" ".join(part for part in (label, folder) if part), [Problem((), message)])
 
-    def __reduce__(self) -> tuple[type[OutputError], tuple[str, str, str]]:
+    def __reduce__(self) -> tuple[type[CostsimError], tuple[Any, ...]]:
         return (type(self), (self.label, self.folder, self.message))

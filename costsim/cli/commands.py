@@ -6,7 +6,6 @@ the line, exits with status 2 and writes nothing.
 
 from __future__ import annotations
 
-import enum
 import json
 import signal
 import sys
@@ -23,6 +22,7 @@ from costsim.runs import api
 from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog.load import default_catalog
 from costsim.present.formats import plain
+from costsim.runs.executors import Executor
 from costsim.runs.export import OUTPUT_NAMES, run_info, write_tables
 from costsim.cli.optimize import optimize_command
 from costsim.cli.report import report_command
@@ -189,18 +189,6 @@ def print_run(res, verdict, wide: bool = False) -> None:
             print_wide(phase_table(res.phases))
         else:
             out_console.print(phase_table(res.phases, NARROW_PHASE_COLUMNS))
-
-
-
-
-class Executor(str, enum.Enum):
-    """Where a sweep's tasks run (``costsim.runs.executors``)."""
-
-    local = "local"
-    processes = "processes"
-    dask = "dask"
-
-
 
 
 def _build_with_progress(build):

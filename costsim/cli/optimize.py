@@ -18,9 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from costsim.errors import CostsimError
+from costsim.runs.executors import EXECUTORS
 from costsim.scenario import Problem, ScenarioError
 
-EXECUTORS = ("local", "processes", "dask")
 OUTPUT_NAMES = frozenset({"evaluated.csv", "frontier.csv"})
 FRONTIER_ROWS = 30  # frontier rows printed; all of them are in frontier.csv
 

@@ -1,25 +1,19 @@
 """The Sensitivity and Sweep tabs' runs, without Streamlit (``decision_tabs.py`` lays them out):
 the dashboard's small grid over a scenario's numeric fields, and tornadoes and sweeps run in a
-child process with the dashboard's limits (uploaded sweep output: ``sweep_upload.py``).
+worker process (``costsim.runs.isolated``) with the dashboard's limits (uploaded sweep output:
+``sweep_upload.py``).
 
-Why a child process: the dashboard's script is Streamlit's ``__main__``, so a process pool
-(forkserver or spawn) started from it would re-run the app in every worker; a fresh interpreter
-(``python -c``, as ``dashboard.simulate_bounded``) has a harmless ``__main__``, gets a memory limit,
-and is killed (with its workers: it leads its own process group) when the page moves on.
+Why a worker process: the dashboard's script is Streamlit's ``__main__``, so a process pool
+(forkserver or spawn) started from it would re-run the app in every worker; a worker is a fresh
+interpreter with a harmless ``__main__``, gets a memory limit, and is killed (with its pool: it
+leads its own process group) when the page moves on.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
-import pickle
-import queue
-import signal
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,14 +22,15 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from costsim.errors import CostsimError
 from costsim.dashboard import Limits, RunStopped
-from costsim.dashboard.workers import SLOTS
-from costsim.runs import api
-from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_loc
-from costsim.runs.sweepfile import Sweep, Variant, parse_set
+from costsim.errors import CostsimError
+from costsim.runs.isolated import Call, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
+from costsim.runs.isolated_child import Child
+from costsim.runs.paths import PathError, named, resolve, scalar_kinds
+from costsim.runs.sweepfile import Sweep, parse_set
+from costsim.runs.variants import VariantBuilder
+from costsim.runs.workerpool import WorkerPool
 from costsim.scenario import Problem, Scenario, ScenarioError
-from costsim.scenario.naming import build_resized
 
 MAX_VARIANTS = 24  # a grid the dashboard runs: more belongs to `costsim sweep`
 MAX_REPLICATIONS = 5
@@ -96,7 +91,7 @@ def grid_sweep(scenario: Scenario, axes: dict[str, str], replications: int = 1, 
     if isinstance(replications, bool) or not isinstance(replications, int) or not 1 <= replications <= MAX_REPLICATIONS:
         raise ScenarioError(source, [Problem(("replications",), f"must be 1 … {MAX_REPLICATIONS} (got {replications!r})")])
     allowed = set(numeric_paths(scenario))
-    data = scenario.model_dump(mode="json")
+    builder = VariantBuilder(scenario, source=source)
     grid, locs, problems = {}, {}, []
     for path, text in axes.items():
         if path not in allowed:
@@ -112,29 +107,24 @@ def grid_sweep(scenario: Scenario, axes: dict[str, str], replications: int = 1, 
             problems.append(Problem((path,), f"{bad[0]!r} is not a number: give numbers separated by commas"))
             continue
         grid[path] = tuple(dict.fromkeys(values))  # a value given twice is one variant
-        locs[path] = resolve(data, path)[0]
+        locs[path] = builder.locate(path)
     if problems:
         raise ScenarioError(source, problems)
     count = math.prod(len(v) for v in grid.values())
     if count > MAX_VARIANTS:
         raise ScenarioError(source, [Problem((next(iter(grid)),), f"{count} variants: the dashboard runs at most "
                                              f"{MAX_VARIANTS}; use costsim sweep for more")])
-    base = json.dumps(data)
     variants = []
-    for k, values in enumerate(itertools.product(*grid.values())):
-        params = dict(zip(grid, values, strict=True))
-        copy = json.loads(base)
-        for path, value in params.items():
-            set_loc(copy, locs[path], value)
+    for k, point in enumerate(itertools.product(*grid.values())):
+        params = dict(zip(grid, point, strict=True))
         vid = f"v{k:03d}"
         shown = ", ".join(f"{p}={v}" for p, v in params.items())
         try:  # the sweep files' and the knobs' naming rule; a refused variant as written
-            built, _ = build_resized(data, copy, lambda d: api.scenario_from_data(
-                d, f"{source} variant {vid} ({shown})", scenario.base_dir))
+            variants.append(builder.build(vid=vid, params=params, locs=locs, note=shown))
         except CostsimError as err:  # options.0.gpus -> options.own-256.gpus: the name the user chose
-            raise ScenarioError(err.source, [Problem((named(copy, p.loc),) if p.loc else (), p.message)
+            written = builder.edited(params=params, locs=locs)
+            raise ScenarioError(err.source, [Problem((named(written, p.loc),) if p.loc else (), p.message)
                                              for p in err.problems]) from None
-        variants.append(Variant(vid, params, built))
     return Sweep(source, Path(scenario.base_dir), tuple(variants), replications,
                  scenario.seed if seed is None else seed)
 
@@ -157,13 +147,16 @@ def _execute(job: Job, progress: Callable[[int, int], None]) -> Any:
     if job.kind == "tornado":
         from costsim.decisions.sensitivity import tornado
 
+        assert job.scenario is not None  # a tornado's Job names its scenario
         return tornado(job.scenario, replications=job.replications, executor=job.executor, progress=progress)
     from costsim.runs.sweep import sweep
 
+    assert job.spec is not None  # a sweep's Job names its sweep
     return sweep(job.spec, executor=job.executor, workers=POOL_WORKERS, progress=progress)
 
 
 POOL_WORKERS = min(2, os.cpu_count() or 1)  # a grid's pool on "processes"
+RUN_JOB = "costsim.dashboard.decision_runs:run_job_in_worker"  # what the worker runs
 
 
 def _pool(job: Job) -> int:
@@ -171,120 +164,69 @@ def _pool(job: Job) -> int:
     return POOL_WORKERS if job.kind == "sweep" and job.executor == "processes" else 0
 
 
-def child_main() -> None:
-    """Body of the child (``python -c``): reads (Job, memory bytes), writes pickled messages
-    ("progress", done, total) as it goes, then the reply (as ``dashboard.child_main``)."""
-    reply_out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # anything a library prints goes to stderr, not into the replies
-    job, memory_bytes = pickle.load(sys.stdin.buffer)
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    except (ImportError, AttributeError, ValueError, OSError):
-        pass
-
-    def send(message: tuple) -> None:
-        pickle.dump(message, reply_out, protocol=pickle.HIGHEST_PROTOCOL)
-        reply_out.flush()
-
-    try:
-        reply: tuple = ("ok", _execute(job, lambda done, total: send(("progress", done, total))))
-    except CostsimError as err:
-        reply = ("scenario_error", err.source, err.problems)
-    except MemoryError:
-        reply = ("memory",)
-    except Exception as exc:  # a bug: the parent shows a plain message
-        import traceback
-
-        reply = ("failed", type(exc).__name__, traceback.format_exc())
-    send(reply)
-    reply_out.close()
-
-
-_CHILD = "from costsim.dashboard.decision_runs import child_main; child_main()"
+def run_job_in_worker(job: Job, child: Child) -> Any:
+    """``job``'s result in the worker, each run's progress sent to the parent as (done, total)."""
+    return _execute(job, lambda done, total: child.progress((done, total)))
 
 
 def run_bounded(job: Job, limits: Limits = Limits(), on_progress: Callable[[int, int, float], None] | None = None,
-                poll_s: float = 0.25) -> Any:
-    """``job``'s result (a Tornado or SweepResults), run in a child process limited to
+                poll_s: float = 0.25, *, pool: WorkerPool | None = None) -> Any:
+    """``job``'s result (a Tornado or SweepResults), run in a worker process limited to
     ``limits.run_memory_gb`` per process and stopped when no run finishes within
     ``limits.run_seconds`` (each run is one simulation of every option, what that limit bounds).
     ``on_progress(done, total, seconds)`` every ``poll_s`` and after each run: where Streamlit stops
-    the script on a rerun; whatever leaves this function kills the child and its workers first.
-    The child and its pool hold that many of the server's worker slots (``workers.SLOTS``) while
-    they live: the work waits for them."""
+    the script on a rerun; whatever leaves this function kills the worker and its pool first.
+    The worker and its pool hold that many of ``pool``'s processes (the server's; None: a pool of
+    this call's own) while they live: the work waits for them."""
     needed = 1 + _pool(job)
     if needed > limits.worker_slots:
         raise RunStopped(f"This needs {needed} worker processes at once; the dashboard runs at most "
                          f"{limits.worker_slots} ({Limits.ENV['workers']}). Choose Run on: local.")
-    SLOTS.acquire(needed, limits.worker_slots, None if on_progress is None else lambda s: on_progress(0, 0, s), poll_s)
+    pool = WorkerPool(capacity=limits.worker_slots) if pool is None else pool
+    pool.acquire(needed, capacity=limits.worker_slots,
+                 on_wait=None if on_progress is None else lambda s: on_progress(0, 0, s), poll_s=poll_s)
     try:
-        return _run_child(job, limits, on_progress, poll_s)
+        return _run_worker(job, limits, on_progress, poll_s)
     finally:
-        SLOTS.release(needed)
+        pool.release(needed)
 
 
-def _run_child(job: Job, limits: Limits, on_progress: Callable[[int, int, float], None] | None,
-               poll_s: float) -> Any:
-    package_root = str(Path(__file__).resolve().parent.parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-    payload = pickle.dumps((job, int(limits.process_memory_gb * 2**30)), protocol=pickle.HIGHEST_PROTOCOL)
-    child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                             start_new_session=True)  # its own group: its pool workers are killed with it
-    messages: queue.Queue = queue.Queue()
+def _run_worker(job: Job, limits: Limits, on_progress: Callable[[int, int, float], None] | None,
+                poll_s: float) -> Any:
+    counts = [0, 0]  # runs done, runs in all: the latest progress message
+    start = time.monotonic()
 
-    def read() -> None:
-        try:
-            while True:
-                messages.put(pickle.load(child.stdout))
-        except Exception:  # EOF or a broken pipe: the child is gone
-            messages.put(None)
+    def told(_index: int, message: tuple[int, int]) -> None:
+        counts[:] = message
+        if on_progress is not None:
+            on_progress(counts[0], counts[1], time.monotonic() - start)
 
-    reader = threading.Thread(target=read, name="costsim-child-reader", daemon=True)
-    reader.start()
-    start = last = time.monotonic()
-    done = total = 0
+    def waited(seconds: float) -> None:
+        if on_progress is not None:
+            on_progress(counts[0], counts[1], seconds)
+
+    worker = Worker(own_group=True)  # its own group: its pool's workers are killed with it
     try:
-        child.stdin.write(payload)
-        child.stdin.close()
-        while True:
-            try:
-                message = messages.get(timeout=poll_s)
-            except queue.Empty:
-                message = ()
-            now = time.monotonic()
-            if message and message[0] == "progress":
-                done, total, last = message[1], message[2], now
-            elif message is None or message:
-                break
-            elif now - last > limits.run_seconds:
-                raise RunStopped(f"No run finished within the dashboard's limit of {limits.run_seconds:g} s and the "
-                                 "work was stopped. Shorten the horizon or lower the arrival scale, use the command "
-                                 f"line (`costsim sweep`), or raise the limit ({Limits.ENV['run_seconds']}).")
-            if on_progress is not None:
-                on_progress(done, total, now - start)
+        (reply,) = run_calls([(worker, Call(target=RUN_JOB, payload=job,
+                                            memory_bytes=int(limits.process_memory_gb * 2**30)))],
+                             limit_s=limits.run_seconds, poll_s=poll_s, on_wait=waited, on_progress=told)
     finally:
-        if child.poll() is None:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                child.kill()
-        child.wait()
-        for pipe in (child.stdin, child.stdout):
-            if pipe is not None and not pipe.closed:
-                pipe.close()
-        reader.join(timeout=1)
-    reply = message if message else ("memory",) if child.returncode < 0 else ("failed", f"exit {child.returncode}", "")
-    if reply[0] == "ok":
-        return reply[1]
-    if reply[0] == "scenario_error":
-        raise ScenarioError(reply[1], reply[2])
-    if reply[0] == "memory":
+        worker.cancel()  # done with it: its pool too, whatever state it is in
+    err = reply.error
+    if err is None:
+        return reply.value
+    if isinstance(err, WorkerTimedOut):
+        raise RunStopped(f"No run finished within the dashboard's limit of {limits.run_seconds:g} s and the "
+                         "work was stopped. Shorten the horizon or lower the arrival scale, use the command "
+                         f"line (`costsim sweep`), or raise the limit ({Limits.ENV['run_seconds']}).")
+    if isinstance(err, WorkerOutOfMemory):
         raise RunStopped(f"The work needed more than the dashboard's {limits.process_memory_gb:g} GiB of memory and was "
                          f"stopped. Use fewer variants or a shorter horizon, or raise the limit "
                          f"({Limits.ENV['run_memory_gb']}).")
-    raise RunStopped(f"The work failed ({reply[1]}). This is a bug in costsim: please report it with the scenario.")
+    if isinstance(err, WorkerStopped):
+        raise RunStopped(f"The work failed ({err.message}). This is a bug in costsim: please report it with the "
+                         "scenario.")
+    raise err
 
 
 __all__ = ["MAX_AXES", "MAX_REPLICATIONS", "MAX_VARIANTS", "Job", "grid_sweep", "numeric_paths", "run_bounded"]

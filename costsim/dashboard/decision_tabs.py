@@ -36,6 +36,7 @@ from costsim.dashboard.decision_runs import (
     numeric_paths,
     run_bounded,
 )
+from costsim.dashboard.server import server_pool
 from costsim.dashboard.sweep_upload import read_sweep_uploads
 from costsim.present.formats import who_pays_more
 from costsim.present.headline import CANNOT_KEEP_UP, FAIR, tornado_breakeven
@@ -88,7 +89,7 @@ def _run(job: Job, limits: Limits, what: str):
     """``run_bounded`` with a progress bar; None (the error shown) when it did not finish."""
     update = _bar(what)
     try:
-        return run_bounded(job, limits, update)
+        return run_bounded(job, limits, update, pool=server_pool())
     except CostsimError as err:
         _show_error(f"The {what.lower()} cannot be run.", err)
     except RunStopped as err:
@@ -303,7 +304,7 @@ def _uploaded(key: str, limits: Limits):
     if hit is not None:
         return hit
     try:
-        hit = read_sweep_uploads(uploads, limits)
+        hit = read_sweep_uploads(uploads, limits, pool=server_pool())
     except CostsimError as err:
         _show_error("This upload cannot be read.", err)
         return None, []

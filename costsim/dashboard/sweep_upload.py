@@ -7,8 +7,8 @@ What an upload may be: the zipped output folder of ``costsim sweep --out DIR`` o
 (the dashboard's trace upload limit per file, ``UNPACKED_FACTOR`` times it unpacked). The variants'
 scenarios are not rebuilt: that would read the base scenario the manifest names on the server.
 
-Everything is read in a child process (``workers.run_child``: one worker slot, the per-process
-memory limit, the run time limit), never in the server. There a Parquet file is refused from its
+Everything is read in a worker process (``workers.read_in_worker``: one of the server's worker
+processes, the per-process memory limit, the run time limit), never in the server. There a Parquet file is refused from its
 footer when it declares more than ``MAX_ROWS`` rows, ``MAX_COLUMNS`` columns or more bytes than the
 unpacked limit (rows × columns × 8 counting too); its text columns are read dictionary-encoded and
 their decoded size counted exactly before any is decoded, so a few kilobytes of one long string
@@ -36,11 +36,14 @@ from typing import Any
 
 import pandas as pd
 
-from costsim.errors import CostsimError
 from costsim.dashboard import Limits, Upload
-from costsim.dashboard.workers import WorkStopped, run_child, serve_child
+from costsim.dashboard.workers import WorkStopped, read_in_worker
+from costsim.errors import CostsimError
 from costsim.runs.dataset import MANIFEST, META_KEY
+from costsim.runs.isolated import Call
+from costsim.runs.isolated_child import Child
 from costsim.runs.taskfiles import HIDDEN, TaskId, claimed_task, frame_problem, listed, table_problem
+from costsim.runs.workerpool import WorkerPool
 from costsim.scenario import Problem, ScenarioError
 
 UNPACKED_FACTOR = 4  # a zip may unpack (and its tables decode) to this many times the upload limit
@@ -49,6 +52,9 @@ MAX_ROWS = 1_000_000  # summary rows of an uploaded sweep, all files together (1
 MAX_COLUMNS = 1_000  # columns of one Parquet file (a sweep's runs have about 60)
 MAX_JSON_DEPTH = 32  # nesting of the manifest and of a task file's metadata (a sweep's is 3)
 REPLY_FACTOR = 3  # the child's tables may pickle to this many times the unpacked limit
+READ = "costsim.dashboard.sweep_upload:read_in_child"  # what the reading worker runs
+# What reading needs, imported before the worker's memory limit is set: the limit bounds the reading.
+READ_IMPORTS = ("pyarrow.compute", "pyarrow.parquet", "costsim.runs.stats", "costsim.runs.sweep")
 _TASK = re.compile(r"(?:^|/)runs/variant=([^/]+)/replication=(\d+)\.parquet$")
 
 
@@ -351,8 +357,10 @@ def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.D
     return frames, manifest, params
 
 
-def read_sweep_uploads(uploads: list[Upload], limits: Limits = Limits(), on_wait=None):
-    """(SweepResults, notes) from uploaded sweep output (see the module), read in a child process;
+def read_sweep_uploads(uploads: list[Upload], limits: Limits = Limits(), on_wait=None, *,
+                       pool: WorkerPool | None = None):
+    """(SweepResults, notes) from uploaded sweep output (see the module), read in a worker process
+    holding one of ``pool``'s processes (the server's; None: a pool of this call's own);
     ScenarioError naming the file (and zip member) when it is too large, unsafe, damaged or not a
     sweep's, or when reading it passed the memory or time limit. Options are named, not described:
     the variants' scenarios are not rebuilt (that would read the base on the server).
@@ -362,27 +370,24 @@ def read_sweep_uploads(uploads: list[Upload], limits: Limits = Limits(), on_wait
     _check_sizes(uploads, limits)
     names = ", ".join(u.name for u in uploads[:3]) + (" …" if len(uploads) > 3 else "")
     try:
-        return run_child(__name__, "upload_child_main", (uploads, limits), limits, "the upload",
-                         REPLY_FACTOR * _caps(limits)[1], on_wait)
+        return read_in_worker(upload_call(uploads, limits), limits=limits, what="the upload", pool=pool,
+                              on_wait=on_wait)
     except WorkStopped as err:
         raise _refused(names, str(err)) from None
 
 
-def upload_child_main() -> None:
-    """Body of the child process that reads uploads (``workers.serve_child``). What reading needs
-    is imported first, so the memory limit bounds the reading, not the imports."""
-    import pyarrow.compute  # noqa: F401
-    import pyarrow.parquet  # noqa: F401
-
-    import costsim.runs.stats  # noqa: F401
-    import costsim.runs.sweep  # noqa: F401
-
-    serve_child(_read_guarded)
+def upload_call(uploads: list[Upload], limits: Limits) -> Call:
+    """The call that reads ``uploads`` in a worker: the per-process memory limit, a backstop past
+    the run time limit, the reading's imports first, a reply of at most ``REPLY_FACTOR`` times
+    the unpacked limit."""
+    return Call(target=READ, payload=(uploads, limits), memory_bytes=int(limits.process_memory_gb * 2**30),
+                backstop_s=int(limits.run_seconds) + 30, imports=READ_IMPORTS,
+                max_reply_bytes=REPLY_FACTOR * _caps(limits)[1])
 
 
-def _read_guarded(payload: tuple[list[Upload], Limits]):
-    """``read_uploads_here``; damage no check above foresaw is a refusal naming the uploads (the
-    traceback goes to the server's log), never an error page."""
+def read_in_child(payload: tuple[list[Upload], Limits], child: Child):
+    """``read_uploads_here`` in the reading worker; damage no check above foresaw is a refusal
+    naming the uploads (the traceback goes to the server's log), never an error page."""
     uploads, limits = payload
     try:
         return read_uploads_here(uploads, limits)
@@ -438,5 +443,5 @@ def read_uploads_here(uploads: list[Upload], limits: Limits = Limits()):
     return SweepResults(runs, means_table(runs, METRICS), differences_table(runs, METRICS), variants, {}), notes
 
 
-__all__ = ["MAX_COLUMNS", "MAX_JSON_DEPTH", "MAX_MEMBERS", "MAX_ROWS", "UNPACKED_FACTOR", "read_sweep_uploads",
-           "read_uploads_here", "upload_child_main"]
+__all__ = ["MAX_COLUMNS", "MAX_JSON_DEPTH", "MAX_MEMBERS", "MAX_ROWS", "UNPACKED_FACTOR", "read_in_child",
+           "read_sweep_uploads", "read_uploads_here", "upload_call"]

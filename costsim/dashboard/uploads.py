@@ -35,7 +35,11 @@ from costsim.runs import api
 from costsim.scenario import Problem, Scenario, ScenarioError, scenario_from_yaml
 from costsim.scenario import scenario_from_data as schema_from_data  # schema only: reads no file
 
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
+SCENARIOS_ENV = "COSTSIM_SCENARIOS"
+# The shipped scenarios' folder: the environment's, else scenarios/ in the folder the server was
+# started from (``make app`` starts it from the repository). Not found through the package's own
+# location: an installed wheel holds no scenarios.
+SCENARIO_DIR = Path(os.environ.get(SCENARIOS_ENV) or "scenarios").resolve()
 
 
 def shipped_scenarios(folder: Path = SCENARIO_DIR) -> dict[str, Path]:

@@ -1,80 +1,38 @@
 """The dashboard's worker processes, shared by every session of one server: how many may live at
-once (``Slots``, ``Limits.worker_slots``), and a one-shot child process for reading untrusted
-files (``run_child``) limited in memory, time and the size of what it sends back.
+once (``Limits.worker_slots``, kept by the server's ``WorkerPool``: ``bounded.new_pool``), what a
+session says while its work waits for one, and a one-shot call in a worker for reading untrusted
+files (``read_in_worker``) limited in memory, time and the size of what it sends back.
 
 Why one count for the whole server: each session's runs, warm spares, Sensitivity and Sweep tabs
 and upload readers start processes of their own; without a shared bound eight sessions started
 25 processes (9.5 GB). Every process counts, waiting spares included; a spare is ended to make
-room for work (``Slots.trim``), and a session whose work does not fit waits until it does.
+room for work, and a session whose work does not fit waits until it does.
 """
 
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
-import threading
-import time
+import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from costsim.errors import CostsimError
 from costsim.dashboard.uploads import Limits
-from costsim.scenario import ScenarioError
+from costsim.runs.isolated import (
+    Call,
+    ReplyTooLarge,
+    Worker,
+    WorkerOutOfMemory,
+    WorkerStopped,
+    WorkerTimedOut,
+    run_calls,
+)
+from costsim.runs.workerpool import WorkerPool
+
+_log = logging.getLogger(__name__)
 
 
 class WorkStopped(RuntimeError):
     """Work in a worker process that did not finish (time, memory, reply too large, failed).
     ``str()`` holds our own words only: safe to show as Markdown. ``bounded.RunStopped`` is this."""
-
-
-class Slots:
-    """Worker processes busy with work, across every session (thread-safe). ``acquire(n)`` waits
-    until ``n`` more fit in the capacity; idle warm workers are not counted here but by their
-    owner, which ends them when busy plus idle would pass the capacity (``trim``, run after each
-    acquire)."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.trim: Callable[[], None] | None = None  # ends idle workers until busy + idle <= capacity
-        self._busy = 0
-        self._cond = threading.Condition()
-
-    @property
-    def busy(self) -> int:
-        with self._cond:
-            return self._busy
-
-    def acquire(self, n: int, capacity: int, on_wait: Callable[[float], None] | None = None,
-                poll_s: float = 0.25, trim: bool = True) -> None:
-        """Take ``n`` slots (``n`` <= ``capacity``), waiting while other work holds them;
-        ``on_wait(seconds waited)`` every ``poll_s`` meanwhile (outside the lock: it may raise, as
-        Streamlit's rerun does, and then nothing is held). Then ``trim`` idle workers to make room
-        (a caller that takes idle workers for its work trims itself, after taking them)."""
-        if not 1 <= n <= capacity:
-            raise ValueError(f"{n} worker processes asked for, capacity {capacity}")
-        start = time.monotonic()
-        while True:
-            with self._cond:
-                self.capacity = capacity
-                if self._busy + n <= capacity:
-                    self._busy += n
-                    break
-                self._cond.wait(timeout=poll_s)
-            if on_wait is not None:
-                on_wait(time.monotonic() - start)
-        if trim and self.trim is not None:
-            self.trim()
-
-    def release(self, n: int) -> None:
-        with self._cond:
-            self._busy = max(0, self._busy - n)
-            self._cond.notify_all()
-
-
-SLOTS = Slots(Limits().worker_slots)
 
 
 def waiting_note(limits: Limits) -> str:
@@ -83,117 +41,39 @@ def waiting_note(limits: Limits) -> str:
             f"its users together ({Limits.ENV['workers']}, {Limits.ENV['workers_memory_gb']}).")
 
 
-# ------------------------------------------------------------------ a one-shot bounded child
-
-
-def serve_child(fn: Callable[[Any], Any]) -> None:
-    """Body of a ``run_child`` process: reads (payload, memory bytes, seconds) pickled from stdin,
-    limits its address space (and sets an alarm past the time limit), and writes one reply, pickled and prefixed by its
-    length (8 bytes, big-endian), to the original stdout (what a library prints goes to stderr):
-    ("ok", fn(payload)), ("scenario_error", source, problems), ("memory",) or ("failed", name)."""
-    reply_out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    payload, memory_bytes, seconds = pickle.load(sys.stdin.buffer)
+def read_in_worker(call: Call, *, limits: Limits, what: str, pool: WorkerPool | None = None,
+                   on_wait: Callable[[float], None] | None = None, poll_s: float = 0.25) -> Any:
+    """``call`` in a fresh worker that holds one of ``pool``'s processes (None: a pool of this call's
+    own), stopped after ``limits.run_seconds``. Its value, or the CostsimError it raised, or
+    WorkStopped naming ``what`` and the limit at fault. ``on_wait(seconds)`` every ``poll_s``
+    while waiting for a process or the worker; whatever leaves this function ends the worker first."""
+    pool = WorkerPool(capacity=limits.worker_slots) if pool is None else pool
+    pool.acquire(1, capacity=limits.worker_slots, on_wait=on_wait, poll_s=poll_s)
     try:
-        import resource
-        import signal
-
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        signal.alarm(int(seconds) + 30)  # a backstop should the dashboard die without killing us
-    except (ImportError, AttributeError, ValueError, OSError):
-        pass  # not on this platform: the parent's time limit still holds
-    try:
-        reply: tuple = ("ok", fn(payload))
-    except CostsimError as err:
-        reply = ("scenario_error", err.source, err.problems)
-    except MemoryError:
-        reply = ("memory",)
-    except Exception as exc:  # a bug: the traceback goes to the server's log (our stderr)
-        import traceback
-
-        traceback.print_exc()
-        reply = ("failed", type(exc).__name__)
-    try:
-        data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-    except MemoryError:
-        data = pickle.dumps(("memory",))
-    reply_out.write(len(data).to_bytes(8, "big") + data)
-    reply_out.close()
-
-
-def _read_reply(child: subprocess.Popen, max_bytes: int, out: list) -> None:
-    """The framed reply, or ("too_large", size) past ``max_bytes``, or b"" if the child died first."""
-    try:
-        head = child.stdout.read(8)  # type: ignore[union-attr]
-        size = int.from_bytes(head, "big") if len(head) == 8 else -1
-        if size > max_bytes:
-            out.append(("too_large", size))
-            return
-        body = child.stdout.read(size) if size >= 0 else b""  # type: ignore[union-attr]
-        out.append(body if len(body) == size else b"")
-    except (OSError, ValueError):
-        out.append(b"")
-
-
-def run_child(module: str, function: str, payload: Any, limits: Limits, what: str, max_reply_bytes: int,
-              on_wait: Callable[[float], None] | None = None, poll_s: float = 0.25) -> Any:
-    """``module.function(payload)`` (a function calling ``serve_child``) in a fresh interpreter that
-    holds one of the ``SLOTS``, limited to ``limits.process_memory_gb`` of address space and
-    ``limits.run_seconds``, whose reply is read only when it is at most ``max_reply_bytes``. Its
-    value, or the ScenarioError it raised, or WorkStopped naming ``what`` and the limit at fault.
-    ``on_wait(seconds)`` every ``poll_s`` while waiting for a slot or the child; whatever leaves
-    this function kills the child first."""
-    SLOTS.acquire(1, limits.worker_slots, on_wait, poll_s)
-    try:
-        package_root = str(Path(__file__).resolve().parent.parent.parent)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-        memory_bytes = int(limits.process_memory_gb * 2**30)
-        child = subprocess.Popen([sys.executable, "-c", f"from {module} import {function}; {function}()"],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        out: list = []
+        worker = Worker()
         try:
-            child.stdin.write(pickle.dumps((payload, memory_bytes, limits.run_seconds),  # type: ignore[union-attr]
-                                           protocol=pickle.HIGHEST_PROTOCOL))
-            child.stdin.close()  # type: ignore[union-attr]
-            reader = threading.Thread(target=_read_reply, args=(child, max_reply_bytes, out), daemon=True)
-            reader.start()
-            start = time.monotonic()
-            while reader.is_alive():
-                reader.join(timeout=poll_s)
-                if time.monotonic() - start > limits.run_seconds:
-                    raise WorkStopped(f"Reading {what} did not finish within the dashboard's limit of "
-                                      f"{limits.run_seconds:g} s and was stopped ({Limits.ENV['run_seconds']}).")
-                if on_wait is not None:
-                    on_wait(time.monotonic() - start)
-        except BrokenPipeError:  # the child died before reading its request
-            out.append(b"")
+            (reply,) = run_calls([(worker, call)], limit_s=limits.run_seconds, poll_s=poll_s, on_wait=on_wait)
         finally:
-            if child.poll() is None:
-                child.kill()
-            child.wait()
-            child.stdout.close()  # type: ignore[union-attr]
+            worker.close()
     finally:
-        SLOTS.release(1)
-    return _unpack(out[0] if out else b"", child.returncode, limits, what)
-
-
-def _unpack(body: Any, returncode: int, limits: Limits, what: str) -> Any:
-    if isinstance(body, tuple):  # ("too_large", bytes)
-        raise WorkStopped(f"Reading {what} gave {body[1] / 2**20:,.0f} MiB of tables, more than the dashboard keeps "
-                          "for an upload; upload fewer or smaller files.")
-    try:
-        reply = pickle.loads(body)
-    except Exception:  # died without a reply: killed for memory or CPU time, or broken
-        reply = ("memory",) if returncode != 0 else ("failed", "no reply")
-    if reply[0] == "ok":
-        return reply[1]
-    if reply[0] == "scenario_error":
-        raise ScenarioError(reply[1], reply[2])
-    if reply[0] == "memory":
+        pool.release(1)
+    err = reply.error
+    if err is None:
+        return reply.value
+    if isinstance(err, WorkerTimedOut):
+        raise WorkStopped(f"Reading {what} did not finish within the dashboard's limit of "
+                          f"{limits.run_seconds:g} s and was stopped ({Limits.ENV['run_seconds']}).")
+    if isinstance(err, ReplyTooLarge):
+        raise WorkStopped(f"Reading {what} gave {err.size_bytes / 2**20:,.0f} MiB of tables, more than the dashboard "
+                          "keeps for an upload; upload fewer or smaller files.")
+    if isinstance(err, WorkerOutOfMemory):
         raise WorkStopped(f"Reading {what} needed more than the dashboard's {limits.process_memory_gb:g} GiB of memory "
                           f"and was stopped ({Limits.ENV['run_memory_gb']}).")
-    raise WorkStopped(f"Reading {what} failed ({reply[1]}). This is a bug in costsim: please report it with the "
-                      "file. The details are in the server's log.")
+    if isinstance(err, WorkerStopped):
+        _log.error("reading %s failed:\n%s", what, err.detail)
+        raise WorkStopped(f"Reading {what} failed ({err.message}). This is a bug in costsim: please report it with "
+                          "the file. The details are in the server's log.")
+    raise err
 
 
-__all__ = ["SLOTS", "Slots", "WorkStopped", "run_child", "serve_child", "waiting_note"]
+__all__ = ["WorkStopped", "read_in_worker", "waiting_note"]

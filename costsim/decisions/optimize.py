@@ -39,8 +39,8 @@ import pandas as pd
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.pareto import frontier as pareto_frontier
 from costsim.decisions.space import Dimension, parse_space
-from costsim.decisions.targets import METRICS, Target, value
-from costsim.decisions.verdict import MAJORITY, MEANS, held_to
+from costsim.decisions.targets import MAJORITY, METRICS, Target, value
+from costsim.decisions.verdict import MEANS, held_to
 from costsim.decisions.wording import misses
 from costsim.present.formats import missing, money, plain, significant
 from costsim.runs import api, arguments

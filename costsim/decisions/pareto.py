@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from costsim.decisions.fair import fair_rows
+from costsim.decisions.targets import MAJORITY
 from costsim.scenario import Problem, ScenarioError
 
 DIRECTIONS = ("min", "max")
@@ -112,13 +113,13 @@ def frontier(table: pd.DataFrame, cost: str = "fair_total_usd",
 def sweep_table(results) -> pd.DataFrame:
     """A sweep's (``costsim.sweep``) per-(variant, option) table for ``frontier``: the swept values,
     then the means over replications of the fair columns (``fair.fair_rows``) and of every metric a
-    verdict reports (``verdict.MEANS``), and ``keeps_up`` (in at least half the replications)."""
+    verdict reports (``verdict.MEANS``), and ``keeps_up`` (in at least ``MAJORITY`` of the replications)."""
     from costsim.decisions.verdict import MEANS
 
     rows = fair_rows(results.runs)
     groups = rows.groupby(["variant", "option"], sort=False)
     table = groups[MEANS].mean()
-    table["keeps_up"] = groups["keeps_up"].mean() >= 0.5
+    table["keeps_up"] = groups["keeps_up"].mean() >= MAJORITY
     table["n"] = groups.size()
     table = table.reset_index()
     return results.variants.merge(table, on="variant", how="right")

@@ -14,8 +14,8 @@ one):
 - the break-even month of the pair and its extrapolation (cash view) over the replications, as
   every surface has them (``costsim.results.finance.breakeven_over``).
 
-It is a sweep of 1 + 2k variants of the scenario, each built and checked like a sweep's variants
-(dotted paths, ``costsim.runs.paths``), run as the sweep's tasks (``costsim.runs.sweep.tasks``:
+It is a sweep of 1 + 2k variants of the scenario, each built and checked by the sweeps' variant
+builder (``costsim.runs.variants``), run as the sweep's tasks (``costsim.runs.sweep.tasks``:
 replication r of every variant uses the same seed — common random numbers, so each swing is a
 paired difference) on the sweep's executors. Each task runs ``simulate`` once and keeps its summary
 and its break-even table: a sweep's runs table has no cash flow, and running every variant
@@ -30,7 +30,6 @@ p95 target flips the verdict even when waiting is not priced.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -44,7 +43,7 @@ from costsim.catalog.load import Catalog, InputRange, default_catalog
 from costsim.plan.options import Plan
 from costsim.plan.resolve import resolve
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.tornado_inputs import INPUTS, Edits, chosen_inputs
+from costsim.decisions.tornado_inputs import INPUTS, chosen_inputs
 from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
 from costsim.decisions.verdict import decide, held_to, option_table
@@ -53,11 +52,10 @@ from costsim.present.formats import money, plain
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor
-from costsim.runs.paths import resolve as resolve_path, set_loc
-from costsim.runs.sweep import SweepResults, Task, tasks
-from costsim.runs.sweepfile import Sweep, Variant
+from costsim.runs.sweep import SweepResults, task_outputs, tasks
+from costsim.runs.sweepfile import Sweep
+from costsim.runs.variants import Variant, VariantBuilder
 from costsim.scenario import Problem, Scenario, ScenarioError
-from costsim.scenario import scenario_from_data as schema_from_data
 
 COLUMNS = ["input", "path", "unit", "base", "low", "high", "base_difference_usd", "low_difference_usd",
            "high_difference_usd", "swing_usd", "low_breakeven_month", "high_breakeven_month", "flips", "flips_at",
@@ -94,19 +92,10 @@ class Tornado:
 # ------------------------------------------------------------------ the sweep of 1 + 2k variants
 
 
-def _variant(base: Scenario, base_json: str, vid: str, edits: Edits) -> Variant:
-    """The base with ``edits`` applied, built and checked as a sweep's variants are."""
-    data = json.loads(base_json)
-    for path, value in edits.items():
-        loc, _ = resolve_path(data, path)
-        set_loc(data, loc, value)
-    return Variant(vid, dict(edits), api.scenario_from_data(data, f"tornado variant {vid}", base.base_dir))
-
-
 def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[list[Variant], dict[str, dict]]:
     """The variants (base first) and per input its row's fixed part (label, paths, values, note)."""
     plans = {p.name: p for p in resolve(base, cat)}
-    base_json = json.dumps(base.model_dump(mode="json"))
+    builder = VariantBuilder(base, source="tornado")  # each end built and checked as a sweep's variants are
     variants, rows = [Variant(BASE, {}, base)], {}
     for name, r in ranges.items():
         label, edits_of, base_of = INPUTS[name]
@@ -118,7 +107,7 @@ def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[
             continue
         row["path"] = ", ".join(low)
         try:
-            pair = [_variant(base, base_json, f"{name}-{end}", e) for end, e in (("low", low), ("high", high))]
+            pair = [builder.build(vid=f"{name}-{end}", params=e) for end, e in (("low", low), ("high", high))]
         except ScenarioError as err:  # e.g. a lead time past the horizon for a scenario that forbids it
             rows[name] = {**row, "note": f"skipped: {err.problems[0].message if err.problems else err}"}
             continue
@@ -127,31 +116,15 @@ def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[
     return variants, rows
 
 
-def run_task(task: Task) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One (variant, replication): its summary labelled as a sweep's runs are, and its break-even
-    table (``costsim.results.finance.breakeven``: the run's own months, extrapolation included).
-    Picklable, top level."""
-    scenario = schema_from_data(task.scenario, task.source, task.base_dir)
-    res = api.simulate(scenario, seed=task.seed)
-    summary = res.summary.copy()
-    for name, value in reversed([("variant", task.variant), ("replication", task.replication), ("seed", task.seed)]):
-        summary.insert(0, name, value)
-    return summary, res.breakeven.assign(variant=task.variant, replication=task.replication)
-
-
 def _run(spec: Sweep, executor: str, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
-    todo = tasks(spec)
-    frames: dict[int, tuple[pd.DataFrame, pd.DataFrame]] = {}
-    if progress is not None:
-        progress(0, len(todo))
+    """The sweep's runs and break-even tables, in task order (the sweep's task loop: each task
+    keeps its break-even table, the run's own months, extrapolation included)."""
+    todo = tasks(spec, breakeven=True)
     with open_executor(executor, min(os.cpu_count() or 1, len(todo))) as run:
-        for done, (k, out) in enumerate(run(run_task, todo), start=1):
-            frames[k] = out
-            if progress is not None:
-                progress(done, len(todo))
-    order = range(len(todo))
-    return (pd.concat([frames[i][0] for i in order], ignore_index=True),
-            pd.concat([frames[i][1] for i in order], ignore_index=True))
+        outs = dict(task_outputs(run, todo, progress))
+    ordered = [outs[i] for i in range(len(todo))]
+    return (pd.concat([o.summary for o in ordered], ignore_index=True),
+            pd.concat([o.breakeven for o in ordered if o.breakeven is not None], ignore_index=True))
 
 
 # ------------------------------------------------------------------ measuring
@@ -367,4 +340,4 @@ def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: fl
     return s + "."
 
 
-__all__ = ["COLUMNS", "INPUTS", "Tornado", "run_task", "sentence", "tornado"]
+__all__ = ["COLUMNS", "INPUTS", "Tornado", "sentence", "tornado"]

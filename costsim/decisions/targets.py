@@ -10,7 +10,12 @@ import math
 
 from costsim.scenario.targets import DEFAULT_TARGETS, METRICS, SHARES, Target, parse_target, targets
 
-__all__ = ["DEFAULT_TARGETS", "METRICS", "SHARES", "Target", "parse_target", "targets", "value"]
+MAJORITY = 0.5
+"""The share of the replications (0–1) in which an option must keep up, or reach a target score,
+to be said to: the verdict, the tornado, the optimiser, the Pareto table and time to target all
+hold options to this one rule."""
+
+__all__ = ["DEFAULT_TARGETS", "MAJORITY", "METRICS", "SHARES", "Target", "parse_target", "targets", "value"]
 
 
 def value(row, metric: str) -> float:

@@ -8,8 +8,9 @@ over those replications alone: ``reached`` says how many, and with fewer than 2 
 (with none the mean too). The replications that do not reach it give ``projected_day_mean``, the
 mean of their projected days (inf when any of them never gets there at its pace).
 
-An option "reaches" the target in the sentence when it does in at least half of the replications
-(the verdict's rule for keeping up); its day and cost are then the means over those that reach it.
+An option "reaches" the target in the sentence when it does in at least ``MAJORITY`` (half) of the
+replications (the verdict's rule for keeping up); its day and cost are then the means over those
+that reach it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from costsim.decisions.targets import MAJORITY
 from costsim.present.formats import plain
 from costsim.runs.stats import LEVEL, means_table, t_interval
 
@@ -88,7 +90,7 @@ def reward_band(results, level: float = LEVEL) -> pd.DataFrame:
 # -- the verdict's sentence -----------------------------------------------------------------------
 
 def _reaches(row) -> bool:
-    return row.reached_share >= 0.5
+    return row.reached_share >= MAJORITY
 
 
 def _effective_day(row) -> float:

@@ -41,7 +41,7 @@ from costsim.plan.resolve import economics_values
 from costsim.decisions import flips as flip_points
 from costsim.decisions import time_to_target
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.targets import DEFAULT_TARGETS, METRICS, Target, targets as as_targets, value
+from costsim.decisions.targets import DEFAULT_TARGETS, MAJORITY, METRICS, Target, targets as as_targets, value
 from costsim.decisions.wording import (capitalised, delay_trade, describe, duration, horizon, met_clause, misses,
                                        money, pct, targets_text)
 from costsim.present.formats import per_gpu_hour, plain
@@ -55,7 +55,6 @@ MEANS = ["fair_total_usd", "total_cost_usd", "cash_spent_usd", "book_value_usd",
          "cost_per_work_gpu_hour_usd", "cost_per_iteration_usd", "queue_delay_mean_h", "queue_delay_p95_h",
          "completion", "iterations_per_day", "utilization", "offered_load", "stale_share", "cost_energy_usd",
          "cost_cloud_usd", "cost_rollout_usd"]
-MAJORITY = 0.5  # an option keeps up when it does in at least this share of the replications
 TIE_TOLERANCE = 0.005  # fair totals within 0.5 % of each other are the same cost
 FLIP_RANGE = flip_points.FLIP_RANGE
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from costsim.decisions.targets import MAJORITY
 from costsim.plots.layout import finish, literal, literals, option_line
 from costsim.plots.styles import BLACK, option_styles
 from costsim.present.formats import plain
@@ -78,7 +79,7 @@ def time_to_target(source, job_class: str | None = None) -> go.Figure:
     last_day = float(band["day"].max())
     fig.add_scatter(x=[0.0, last_day], y=[target, target], mode="lines", name=f"target {plain(target)}",
                     line=dict(color=BLACK, dash="dot", width=1.5), hoverinfo="skip")
-    hit = summary[(summary["reached_share"] >= 0.5) & summary["option"].isin(options)]
+    hit = summary[(summary["reached_share"] >= MAJORITY) & summary["option"].isin(options)]
     if len(hit):
         fig.add_scatter(x=hit["day_mean"], y=[target] * len(hit), mode="markers", name="reaches the target",
                         marker=dict(color=[styles[o].color for o in hit["option"]],
@@ -93,7 +94,7 @@ def time_to_target(source, job_class: str | None = None) -> go.Figure:
             fig.add_annotation(x=group[0].day_mean, y=target, text="<br>".join(_reach_note(r) for r in group),
                                showarrow=True, arrowhead=0, ax=0, ay=-24 - 36 * (i % 2), yanchor="bottom",
                                align="left", font=dict(size=12), bgcolor="rgba(255,255,255,0.85)")
-    missed = summary[(summary["reached_share"] < 0.5) & summary["option"].isin(options)]
+    missed = summary[(summary["reached_share"] < MAJORITY) & summary["option"].isin(options)]
     notes = [f"{literal(r.option)} ("
              + (f"reached in {r.reached} of {r.replications} runs; " if r.reached else "")
              + (f"projected day {r.projected_day_mean:.0f})" if r.projected_day_mean < float("inf") else "not at its pace)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import enum
 import logging
 import multiprocessing
 import os
@@ -28,10 +29,20 @@ from functools import partial
 from typing import Any
 
 from costsim.runs.scheduler import SchedulerProblem, parse_address, probe
-from costsim.errors import ExecutorError
+from costsim.errors import CostsimError, ExecutorError
 from costsim.scenario.errors import Problem, ScenarioError
 
-EXECUTORS = ("local", "processes", "dask")
+
+
+class Executor(str, enum.Enum):
+    """Where a sweep's tasks run: this process, a process pool, or Dask (the CLI's choices)."""
+
+    local = "local"
+    processes = "processes"
+    dask = "dask"
+
+
+EXECUTORS = tuple(e.value for e in Executor)  # the names every public function and the CLI accept
 DASK_MISSING = "needs Dask, which is not installed: pip install 'costsim[dask]'"
 CONNECT_TIMEOUT_S = 10  # how long to wait for a Dask scheduler named by --address, and for a worker
 # Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536 (to give memory back to the system
@@ -51,7 +62,7 @@ class SchedulerLost(ExecutorError):
         super().__init__("dask", f"lost {where} ({reason}) after {finished} task(s) finished: with an output "
                          "folder they are saved, and running the same sweep again resumes")
 
-    def __reduce__(self) -> tuple[type[SchedulerLost], tuple[str, str, int]]:  # its own fields, not ExecutorError's
+    def __reduce__(self) -> tuple[type[CostsimError], tuple[Any, ...]]:  # rebuilt from its own fields, not ExecutorError's
         return (SchedulerLost, (self.where, self.reason, self.finished))
 
 

@@ -4,9 +4,10 @@ Replication r of every variant simulates with the same seed, ``replication_seed(
 (replication 0 on the sweep's seed itself: the run ``costsim run`` makes with it): common random numbers, so the variants and options of a replication see the same jobs and every
 difference between them is paired. A task is a small picklable ``Task`` (the variant's scenario as
 JSON data, not a live object) run by ``run_task`` in whichever process the executor chooses
-(``costsim.runs.executors``); results come back to the calling process, which writes each one as
-it arrives (``costsim.runs.dataset``) and assembles the tables in task order, so they are the same,
-bit for bit, whatever the executor and however many workers finished in whatever order.
+(``costsim.runs.executors``); results come back to the calling process through ``task_outputs``
+(the one task loop, the tornado's too), which writes each one as it arrives
+(``costsim.runs.dataset``) and assembles the tables in task order, so they are the same, bit for
+bit, whatever the executor and however many workers finished in whatever order.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -28,7 +29,8 @@ from costsim.runs import api, arguments, stats
 from costsim.runs.dataset import SweepFolder, fingerprint, manifest
 from costsim.runs.outfiles import scenario_inputs
 from costsim.runs.taskfiles import TaskId
-from costsim.runs.executors import DASK_MISSING, EXECUTORS, ExecutorError, check_address, dask_available, open_executor
+from costsim.runs.executors import (DASK_MISSING, EXECUTORS, ExecutorError, Run, check_address, dask_available,
+                                    open_executor)
 from costsim.runs.sweepfile import Sweep, load_sweep, replication_seed
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario import scenario_from_data as schema_from_data
@@ -49,7 +51,8 @@ class Task:
     ``scenario``: the variant's ``Scenario.model_dump(mode="json")``; ``base_dir``: the folder its
     relative paths (a trace) are read from — a worker on another machine needs the same path;
     ``seed``: ``replication_seed(sweep seed, replication)``, the same for every variant;
-    ``inputs_sha256``: the variant's ``inputs_sha256`` when the sweep started ("" : unchecked)."""
+    ``inputs_sha256``: the variant's ``inputs_sha256`` when the sweep started ("" : unchecked);
+    ``breakeven``: keep the run's break-even table beside its summary (the tornado's tasks)."""
 
     variant: str
     replication: int
@@ -58,6 +61,18 @@ class Task:
     base_dir: str
     source: str
     inputs_sha256: str = ""
+    breakeven: bool = False
+
+
+@dataclass(frozen=True)
+class TaskOutput:
+    """What ``run_task`` returns: ``summary``, the run's summary table with ``variant, replication,
+    seed`` first; ``breakeven``, its ``finance.breakeven`` table with ``variant`` and
+    ``replication`` added when the task asked for it (None otherwise: a sweep writes only the
+    summary, and a break-even table per task would only be pickled back and dropped)."""
+
+    summary: pd.DataFrame
+    breakeven: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -79,19 +94,36 @@ class SweepResults:
     scenarios: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-def run_task(task: Task) -> pd.DataFrame:
+def run_task(task: Task) -> TaskOutput:
     """Simulate one (variant, replication): its summary table with ``variant, replication, seed``
-    first. Top level and free of state, so any worker process can run it.
+    first, and its break-even table when ``task.breakeven``. Top level and free of state, so any
+    worker process can run it.
 
     The scenario is rebuilt with the schema alone: ``simulate`` re-validates and re-checks every
     Scenario it is given (catalog, trace, fit), so a full check here would read a trace twice."""
     scenario = schema_from_data(task.scenario, task.source, task.base_dir)
     _same_inputs(task, scenario)
-    table = api.simulate(scenario, seed=task.seed).summary
+    res = api.simulate(scenario, seed=task.seed)
     _same_inputs(task, scenario)  # the trace was not edited while it ran either
+    table = res.summary
     for name, value in reversed(list(zip(LABELS, (task.variant, task.replication, task.seed), strict=True))):
         table.insert(0, name, value)
-    return table
+    breakeven = res.breakeven.assign(variant=task.variant, replication=task.replication) if task.breakeven else None
+    return TaskOutput(table, breakeven)
+
+
+def task_outputs(run: Run | None, todo: Sequence[Task],
+                 progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, TaskOutput]]:
+    """The one task loop: ``(index into todo, run_task(todo[index]))`` in the order the tasks
+    finish on ``run`` (an ``open_executor``; None when there is nothing to run).
+    ``progress(done, total)`` is told 0 first and then after each task, once the caller has
+    handled it (a sweep has written it by then)."""
+    if progress is not None:
+        progress(0, len(todo))
+    for done, (k, out) in enumerate(run(run_task, todo) if run is not None else (), start=1):
+        yield k, out
+        if progress is not None:
+            progress(done, len(todo))
 
 
 def _same_inputs(task: Task, scenario) -> None:
@@ -107,15 +139,16 @@ def _same_inputs(task: Task, scenario) -> None:
             "command to resume them, or run the sweep into a new --out folder to use the new file"))])
 
 
-def tasks(spec: Sweep, shas: dict[str, str] | None = None) -> list[Task]:
-    """Every task of the sweep, variant by variant, replications in order."""
+def tasks(spec: Sweep, shas: dict[str, str] | None = None, *, breakeven: bool = False) -> list[Task]:
+    """Every task of the sweep, variant by variant, replications in order (``shas``: each variant's
+    ``inputs_sha256`` by id; ``breakeven``: as ``Task``'s)."""
     seeds = [replication_seed(spec.seed, r) for r in range(spec.replications)]
     out = []
     for v in spec.variants:
         data = v.scenario.model_dump(mode="json")
         base_dir, source = str(v.scenario.base_dir), f"{spec.source} variant {v.id}"
         sha = (shas or {}).get(v.id, "")
-        out += [Task(v.id, r, seeds[r], data, base_dir, source, sha) for r in range(spec.replications)]
+        out += [Task(v.id, r, seeds[r], data, base_dir, source, sha, breakeven) for r in range(spec.replications)]
     return out
 
 
@@ -283,18 +316,13 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
         run = stack.enter_context(open_executor(executor, min(workers, len(pending)), address)) if pending else None
         if folder is not None:
             stack.enter_context(folder)  # checks again under the lock
-        if progress is not None:
-            progress(0, len(pending))
         params = {v.id: v.params for v in spec.variants}
         # run is None exactly when nothing is pending.
-        for done, (k, frame) in enumerate(run(run_task, [todo[i] for i in pending]) if run is not None else (),
-                                          start=1):
+        for k, output in task_outputs(run, [todo[i] for i in pending], progress):
             if folder is not None:
                 task = todo[pending[k]]
-                folder.write_task(frame, _task_id(task, swept), _task_meta(spec.source, params, task))
-            frames[pending[k]] = frame
-            if progress is not None:
-                progress(done, len(pending))
+                folder.write_task(output.summary, _task_id(task, swept), _task_meta(spec.source, params, task))
+            frames[pending[k]] = output.summary
         runs = pd.concat([frames[i] for i in range(len(todo))], ignore_index=True)
         results = SweepResults(runs, stats.means_table(runs, METRICS), stats.differences_table(runs, METRICS),
                                variants_table(spec), {v.id: v.scenario for v in spec.variants})
@@ -349,4 +377,4 @@ def _task_meta(source: str, params: dict[str, dict], task: Task) -> dict:
     return json.loads(json.dumps({"source": source, "params": params[task.variant]}, default=str))
 
 
-__all__ = ["METRICS", "SweepResults", "Task", "run_task", "sweep", "tasks"]
+__all__ = ["METRICS", "SweepResults", "Task", "TaskOutput", "run_task", "sweep", "task_outputs", "tasks"]

@@ -11,11 +11,12 @@ sample:                         # dotted path -> {low, high, n}: one Latin-hyper
   economics.electricity_usd_per_kwh: {low: 0.06, high: 0.12, n: 8}
 ```
 
-A variant that resizes an option named after its size renames it (``costsim.scenario.naming``:
-``options.own-384.gpus: 320`` runs as ``own-320``, hybrids using it follow), as the dashboard does.
-Every variant is built and checked (``costsim.runs.api``) before anything runs: a path that does
-not exist or a value that does not validate is a ScenarioError naming the sweep file, the line of
-the key and the path. ``costsim.runs.sweep`` runs the variants.
+Every variant is built by the one variant builder (``costsim.runs.variants``), as the tornado's and
+the dashboard's are: one that resizes an option named after its size renames it
+(``options.own-384.gpus: 320`` runs as ``own-320``, hybrids using it follow), and every variant is
+built and checked before anything runs: a path that does not exist or a value that does not
+validate is a ScenarioError naming the sweep file, the line of the key and the path.
+``costsim.runs.sweep`` runs the variants.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ from scipy.stats import qmc
 
 from costsim.runs import api, arguments
 from costsim.runs.outfiles import input_file_problem
-from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_loc, set_path
+from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_path
 from costsim.runs.sweepspec import MAX_REPLICATIONS, MAX_TASKS, TOP, Range, SweepSpec, check_seed, spec_problems
+from costsim.runs.variants import Variant, VariantBuilder
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.errors import Loc
 from costsim.scenario.io import parse_yaml, read_text_bounded
 from costsim.scenario.limits import MAX_SCENARIO_BYTES_ENV, max_scenario_bytes
-from costsim.scenario.naming import build_resized
 from costsim.scenario.bounds import MAX_SEED
 from costsim.workload.rng import name_key
 
@@ -49,15 +50,6 @@ MAX_PROBLEMS = 20
 SHOWN_CHARS = 60  # characters of a value (or a path) a message quotes; the rest are counted
 PROGRESS_STEPS = 200  # how often building the variants reports progress (every 0.5 %)
 _LHS_KEY = name_key("latin-hypercube")  # the sample's stream: apart from every replication's seed
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One scenario of a sweep: ``params`` (dotted path -> value, empty for the base) applied to the base."""
-
-    id: str
-    params: dict[str, object]
-    scenario: Scenario
 
 
 @dataclass(frozen=True)
@@ -197,20 +189,14 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
               progress: Callable[[int, int], None] | None = None) -> tuple[Variant, ...]:
     """Build and check every variant; every distinct problem reported at once, at its path's key.
     ``progress(built, total)`` is told every ``PROGRESS_EVERY``-th of the way (and at the end)."""
-    base_json = json.dumps(base.model_dump(mode="json"))
-    base_data = json.loads(base_json)
+    builder = VariantBuilder(base, source=axes.source)
     width = max(3, len(str(len(points) - 1)))
 
-    def build(vid: str, params: dict[str, Any]) -> tuple[Scenario | None, dict, ScenarioError | None]:
-        data = json.loads(base_json)  # a fresh copy, faster than deepcopy
-        for path, value in params.items():
-            set_loc(data, locs[path], value)
+    def build(vid: str, params: dict[str, Any]) -> tuple[Variant | None, ScenarioError | None]:
         try:  # own-256 at 320 GPUs: own-320, as the dashboard names it; refused: as written
-            scenario, data = build_resized(base_data, data, lambda d: api.scenario_from_data(
-                d, f"{axes.source} variant {vid}", base.base_dir))
-            return scenario, data, None
+            return builder.build(vid=vid, params=params, locs=locs), None
         except ScenarioError as err:
-            return None, data, err
+            return None, err
 
     variants: list[Variant] = []
     found: dict[tuple[str, str], list[Any]] = {}  # (path, text) -> [first variant's id, its params, count]
@@ -219,15 +205,16 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
         if progress is not None and k % step == 0:
             progress(k, len(points))
         vid = f"v{k:0{width}d}"
-        scenario, data, err = build(vid, params)
+        variant, err = build(vid, params)
         if err is None:
-            assert scenario is not None  # built without an error
-            variants.append(Variant(vid, params, scenario))
+            assert variant is not None  # built without an error
+            variants.append(variant)
             continue
         if not params:
             raise err  # the base itself (already checked when loaded: not expected)
+        data = builder.edited(params=params, locs=locs)  # the variant as written: its problems' locations
         for p in err.problems:
-            path = _culprit(p, params, locs, lambda one: build(vid, one)[2])
+            path = _culprit(p, params, locs, lambda one: build(vid, one)[1])
             other = "" if err.source.startswith(axes.source) else f"{err.source}: "
             text = clipped(f"{other}{named(data, p.loc) or 'the scenario'}: {p.message}", 4 * SHOWN_CHARS)
             found.setdefault((path, text), [vid, params, 0])[2] += 1

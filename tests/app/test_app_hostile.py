@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.dashboard import bounded
+from costsim.runs import isolated
 from costsim import dashboard
 from costsim.dashboard import SCENARIO_DIR, Limits, Upload, literal_markdown, load_upload, run_key
 from costsim.present.headline import WORD_JOINER
@@ -235,7 +235,7 @@ def test_interrupted_run_kills_its_process(monkeypatch):
         started.append(real(*args, **kwargs))
         return started[-1]
 
-    monkeypatch.setattr(bounded.subprocess, "Popen", recording)
+    monkeypatch.setattr(isolated.subprocess, "Popen", recording)
 
     class Rerun(Exception):
         pass

@@ -130,18 +130,18 @@ def test_out_of_memory_with_a_full_memo_is_retried_without_it(monkeypatch):
             raise MemoryError
         return "ran"
 
-    monkeypatch.setattr(bounded, "_MEMO", RunMemo())
-    bounded._MEMO.get("jobs", "an earlier run", lambda: 1)
+    memo = RunMemo()
+    memo.get("jobs", "an earlier run", lambda: 1)
     monkeypatch.setattr(bounded.api, "simulate", tight)
-    assert bounded._simulate(None, 1) == "ran" and calls == [1, 0]
+    assert bounded.simulate_with_memo(None, 1, memo) == "ran" and calls == [1, 0]
 
     def always(scenario, seed=None, memo=None):
         raise MemoryError
 
-    monkeypatch.setattr(bounded, "_MEMO", RunMemo())  # nothing held: the run's own need
+    memo = RunMemo()  # nothing held: the run's own need
     monkeypatch.setattr(bounded.api, "simulate", always)
     with pytest.raises(MemoryError):
-        bounded._simulate(None, 1)
+        bounded.simulate_with_memo(None, 1, memo)
 
 
 def fitted_short() -> str:

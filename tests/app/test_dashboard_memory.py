@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import pickle
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,8 +26,8 @@ import costsim
 from costsim.dashboard import bounded
 from costsim.dashboard.bounded import ResultCache
 from costsim.dashboard import SCENARIO_DIR, Limits, Upload
-from costsim.dashboard.sweep_upload import read_sweep_uploads, read_uploads_here
-from costsim.dashboard.workers import SLOTS
+from costsim.dashboard.sweep_upload import read_sweep_uploads, read_uploads_here, upload_call
+from costsim.runs.isolated import Worker, run_calls
 from costsim.scenario import ScenarioError
 from paths import ROOT
 
@@ -95,16 +94,17 @@ def test_the_reading_child_stays_small_under_the_bomb(rows, length, words):
     documented per-process limit."""
     data = bomb(rows, length)
     limits = Limits()
-    code = ("import sys; from costsim.dashboard.sweep_upload import upload_child_main; upload_child_main(); "
-            "sys.stderr.write(open('/proc/self/status').read())")
-    payload = ([Upload("runs.parquet", data)], limits)  # what run_child sends, as it sends it
-    request = pickle.dumps((payload, int(limits.process_memory_gb * 2**30), limits.run_seconds))
+    call = upload_call([Upload("runs.parquet", data)], limits)  # what read_sweep_uploads sends, as it sends it
+    worker = Worker()
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=120, input=request)
-    assert time.monotonic() - start < 30
-    reply = pickle.loads(done.stdout[8:])
-    assert reply[0] == "scenario_error" and words in reply[2][0].message
-    peak = high_water(done.stderr.decode())
+    try:
+        (reply,) = run_calls([(worker, call)], limit_s=120)
+        assert time.monotonic() - start < 30
+        status = Path(f"/proc/{worker.pid}/status").read_text()  # it waits for its next call: its peak so far
+    finally:
+        worker.close()
+    assert isinstance(reply.error, ScenarioError) and words in reply.error.problems[0].message
+    peak = high_water(status)
     print(f"\nreading child's peak: {peak / MiB:.0f} MiB ({rows:,} × {length:,} characters)")
     assert peak < 400 * MiB < limits.process_memory_gb * 2**30
 
@@ -176,7 +176,7 @@ def short(seed_days: float = 30) -> costsim.Scenario:
 @pytest.fixture
 def cap_of_two(monkeypatch):
     """Every process started while the test runs, sampled for the most alive at once."""
-    bounded._drop_spares()
+    pool = bounded.new_pool()
     started: list[subprocess.Popen] = []
     real = subprocess.Popen
 
@@ -194,11 +194,10 @@ def cap_of_two(monkeypatch):
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    yield Limits(workers=2), started, peak
+    yield Limits(workers=2), started, peak, pool
     stop.set()
     sampler.join()
-    bounded._drop_spares()
-    SLOTS.capacity = Limits().worker_slots
+    pool.close()
 
 
 @pytest.mark.slow
@@ -206,20 +205,21 @@ def test_eight_sessions_share_one_cap_on_worker_processes(cap_of_two):
     """Eight sessions at once (threads, as Streamlit runs them), each one run on warm workers,
     and a ninth reading an upload: never more than two worker processes alive, every result
     right, and the sessions that had to wait were told so."""
-    limits, started, peak = cap_of_two
+    limits, started, peak, pool = cap_of_two
     scenario = short()
     results, queued, errors = {}, set(), []
 
     def session(i: int) -> None:
         try:
-            (blob,) = bounded.simulate_many(scenario, [i], limits, warm=True, on_queue=lambda s: queued.add(i))
+            (blob,) = bounded.simulate_many(scenario, [i], limits, warm=True, on_queue=lambda s: queued.add(i),
+                                            pool=pool)
             results[i] = pickle.loads(blob)
         except Exception as exc:  # reported below
             errors.append(exc)
 
     def uploader() -> None:
         with pytest.raises(ScenarioError, match="holds 2,000,000 rows"):
-            read_sweep_uploads([Upload("runs.parquet", bomb(2_000_000, 50_000))], limits)
+            read_sweep_uploads([Upload("runs.parquet", bomb(2_000_000, 50_000))], limits, pool=pool)
         results["upload"] = True
 
     threads = [threading.Thread(target=session, args=(i,)) for i in range(8)] + [threading.Thread(target=uploader)]
@@ -232,14 +232,14 @@ def test_eight_sessions_share_one_cap_on_worker_processes(cap_of_two):
     assert len(started) >= 3 and queued  # processes were started, and some sessions waited their turn
     for i in range(8):
         pd.testing.assert_frame_equal(results[i].summary, costsim.simulate(scenario, seed=i).summary)
-    assert SLOTS.busy == 0  # every slot given back
+    assert pool.busy == 0  # every slot given back
 
 
 @pytest.mark.slow
 def test_more_replications_than_the_cap_run_in_turns(cap_of_two):
-    limits, started, peak = cap_of_two
+    limits, started, peak, pool = cap_of_two
     scenario = short()
-    blobs = bounded.simulate_many(scenario, [1, 2, 3, 4, 5], limits, warm=True)
+    blobs = bounded.simulate_many(scenario, [1, 2, 3, 4, 5], limits, warm=True, pool=pool)
     assert peak[0] <= 2
     for seed, blob in zip([1, 2, 3, 4, 5], blobs, strict=True):
         pd.testing.assert_frame_equal(pickle.loads(blob).summary, costsim.simulate(scenario, seed=seed).summary)

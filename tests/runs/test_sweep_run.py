@@ -326,7 +326,7 @@ def test_cli_dask_local_cluster(files):
 def test_run_task_labels_come_first_and_the_summary_is_simulate_s(files):
     spec = load_sweep(files / "sw.yaml")
     task = tasks(spec)[4]  # v001, replication 1
-    table = run_task(task)
+    table = run_task(task).summary
     assert (task.variant, task.replication) == ("v001", 1)
     direct = costsim.simulate(spec.variants[1].scenario, seed=replication_seed(3, 1)).summary
     pd.testing.assert_frame_equal(table.drop(columns=["variant", "replication", "seed"]), direct, check_exact=True)
