@@ -9,7 +9,7 @@ renamed over ``--out`` only then.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone as dt_timezone, tzinfo
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Annotated
 
@@ -27,7 +27,7 @@ SHOWN_SKIPPED = 5  # skipped rows listed as warnings; the count of all is printe
 # pod list; one with ISO dates keeps its clock) or shift them by a secret constant (Alibaba PAI,
 # whose every file is relative: its 1970 weekdays mean nothing), and a profile fitted by their
 # "clock" would be by a made-up one.
-CLOCK_SINCE_S = datetime(1990, 1, 1, tzinfo=dt_timezone.utc).timestamp()
+CLOCK_SINCE_S = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
 RELATIVE_FORMATS = frozenset({"alibaba-pai"})
 RELATIVE_TIMES = "times are relative (no clock): fit-workload without --start"
 from costsim.cli.console import err_console, fail  # noqa: E402 — light: no plots, no reports
@@ -105,7 +105,7 @@ def mixed_types(result: ImportResult) -> str | None:
             "type to split them into one trace each, or --mixed-gpu-types to mix them on purpose")
 
 
-def summary_lines(result: ImportResult, out: Path, tz: tzinfo = dt_timezone.utc, fmt: str = "",
+def summary_lines(result: ImportResult, out: Path, tz: tzinfo = UTC, fmt: str = "",
                   fractional: str = "round-up") -> list[str]:
     """What was imported, in a few lines: jobs, span, GPU-hours, the clock time of hour 0 (in
     ``tz``; or that the times are relative, for format ``fmt`` or a first submit before 1990),

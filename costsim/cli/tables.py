@@ -136,7 +136,7 @@ def summary_table(summary, title: str) -> Table:
         table.add_column(header, justify="left" if header in ("option", "kind", "keeps up") else "right")
     for _, row in summary.iterrows():
         cells = []
-        for header, key, fmt in columns:
+        for _header, key, fmt in columns:
             if key is None:
                 cells.append(f"{formats.count(row.jobs_completed)}/{formats.count(row.jobs_submitted)}")
             else:

@@ -43,9 +43,10 @@ class KnobForm:
     labels: dict
 
 
-def _widget(form: KnobForm, knob: str, label: str, make):
-    """A widget made by ``make(label)``, with an empty slot below it for its error."""
-    value = make(label)
+def _widget(form: KnobForm, knob: str, label: str, widget, *args, **kwargs):
+    """The widget ``widget(label, *args, **kwargs)`` (a Streamlit input), drawn now, with an empty
+    slot below it for its error."""
+    value = widget(label, *args, **kwargs)
     form.slots[knob] = st.empty()
     form.labels[knob] = label
     return value
@@ -84,81 +85,81 @@ def knob_form(scenario: Scenario, key: str) -> KnobForm:
     with sidebar_slot("knobs", key), st.form("knobs"):
         st.subheader("Service level")
         service = {
-            "p95_delay_h": _widget(out, "target:p95", "Target: p95 queue delay (h)", lambda label: st.number_input(
-                label, min_value=0.0, value=_or(k.service["p95_delay_h"], 0.0), step=1.0, format="%.1f",
+            "p95_delay_h": _widget(out, "target:p95", "Target: p95 queue delay (h)", st.number_input,
+                min_value=0.0, value=_or(k.service["p95_delay_h"], 0.0), step=1.0, format="%.1f",
                 key=f"{key}:target:p95",
                 help="The longest wait at the 95th percentile an option may make jobs wait to be recommended "
-                     "(0: no delay target). Default 24 h.")),
-            "completion": _percent(_widget(out, "target:completion", "Target: completion (%)", lambda label: st.number_input(
-                label, min_value=0.0, max_value=100.0, value=_or(k.service["completion"], 0.0) * 100, step=0.5,
+                     "(0: no delay target). Default 24 h."),
+            "completion": _percent(_widget(out, "target:completion", "Target: completion (%)", st.number_input,
+                min_value=0.0, max_value=100.0, value=_or(k.service["completion"], 0.0) * 100, step=0.5,
                 format="%.1f", key=f"{key}:target:completion",
                 help="Share of the jobs that could finish within the horizon that must finish (0: no completion "
-                     "target). Default 99 %."))),
+                     "target). Default 99 %.")),
         }
-        waiting = _widget(out, "waiting", "Price of waiting ($/GPU-hour)", lambda label: st.number_input(
-            label, min_value=0.0, value=float(k.waiting_usd_per_gpu_hour or 0.0), step=0.5, format="%.2f",
+        waiting = _widget(out, "waiting", "Price of waiting ($/GPU-hour)", st.number_input,
+            min_value=0.0, value=float(k.waiting_usd_per_gpu_hour or 0.0), step=0.5, format="%.2f",
             key=f"{key}:waiting",
             help="What an hour of a GPU job waiting in the queue costs the lab (researchers idle); queued GPU-hours "
-                 "× this price is a line of every option's fair total. 0: waiting counts only through the targets."))
+                 "× this price is a line of every option's fair total. 0: waiting counts only through the targets.")
         st.subheader("Knobs")
         for name, gpus in k.owned_gpus.items():
             step = owned_plans[name].gpus_per_node
-            owned[name] = _widget(out, f"gpus:{name}", f"{name}: owned GPUs", lambda label: st.number_input(
-                label, value=gpus, step=step, key=f"{key}:gpus:{name}",
-                help="Whole nodes. An option named after its size is renamed with it (own-256 at 320 GPUs: own-320)."))
+            owned[name] = _widget(out, f"gpus:{name}", f"{name}: owned GPUs", st.number_input,
+                value=gpus, step=step, key=f"{key}:gpus:{name}",
+                help="Whole nodes. An option named after its size is renamed with it (own-256 at 320 GPUs: own-320).")
         for name, price in k.cloud_price.items():
-            prices[name] = _widget(out, f"price:{name}", f"{name}: $/GPU-hour", lambda label: st.number_input(
-                label, value=float(_known(price)), step=0.1, format="%.2f", key=f"{key}:price:{name}",
-                help="Default: the catalog price for this GPU and tier."))
-        scale = _widget(out, "scale", "Arrival scale (× the job arrival rate)", lambda label: st.number_input(
-            label, value=float(k.arrival_scale), step=0.05, format="%.2f", key=f"{key}:scale",
+            prices[name] = _widget(out, f"price:{name}", f"{name}: $/GPU-hour", st.number_input,
+                value=float(_known(price)), step=0.1, format="%.2f", key=f"{key}:price:{name}",
+                help="Default: the catalog price for this GPU and tier.")
+        scale = _widget(out, "scale", "Arrival scale (× the job arrival rate)", st.number_input,
+            value=float(k.arrival_scale), step=0.05, format="%.2f", key=f"{key}:scale",
             help="Multiplies every class's arrivals per day; a trace is thinned below 1 and gets jittered copies "
-                 "above 1."))
+                 "above 1.")
         if k.owned_gpus:
             with st.expander("Owned clusters: capex and lead time"):
                 for name in k.owned_gpus:
-                    capex[name] = _widget(out, f"capex:{name}", f"{name}: capex per GPU ($)", lambda label: st.number_input(
-                        label, value=float(k.capex_per_gpu[name]), step=1000.0, format="%.0f", key=f"{key}:capex:{name}",
-                        help="All-in: server, fabric, storage and installation, per GPU. Default: the catalog's."))
-                    lead[name] = _widget(out, f"lead:{name}", f"{name}: lead time (days)", lambda label: st.number_input(
-                        label, value=float(k.lead_time_days[name]), step=7.0, format="%.0f", key=f"{key}:lead:{name}",
-                        help="Days from order to delivery; no jobs run and no capital is counted before."))
+                    capex[name] = _widget(out, f"capex:{name}", f"{name}: capex per GPU ($)", st.number_input,
+                        value=float(k.capex_per_gpu[name]), step=1000.0, format="%.0f", key=f"{key}:capex:{name}",
+                        help="All-in: server, fabric, storage and installation, per GPU. Default: the catalog's.")
+                    lead[name] = _widget(out, f"lead:{name}", f"{name}: lead time (days)", st.number_input,
+                        value=float(k.lead_time_days[name]), step=7.0, format="%.0f", key=f"{key}:lead:{name}",
+                        help="Days from order to delivery; no jobs run and no capital is counted before.")
         with st.expander("Economics"):
-            economy = {f: _widget(out, f"econ:{f}", ECONOMY_WIDGETS[f][0], lambda label, f=f: st.number_input(
-                label, value=float(k.economy[f]), step=ECONOMY_WIDGETS[f][1], format=ECONOMY_WIDGETS[f][2],
-                key=f"{key}:econ:{f}", help=ECONOMY_WIDGETS[f][3])) for f in ECONOMY}
+            economy = {f: _widget(out, f"econ:{f}", ECONOMY_WIDGETS[f][0], st.number_input,
+                value=float(k.economy[f]), step=ECONOMY_WIDGETS[f][1], format=ECONOMY_WIDGETS[f][2],
+                key=f"{key}:econ:{f}", help=ECONOMY_WIDGETS[f][3]) for f in ECONOMY}
         classes = {}
         for name, ck in k.classes.items():
             with st.expander(f"RL class {name}"):
                 classes[name] = ClassKnobs(
-                    _widget(out, f"{name}:params", "Model size (B parameters)", lambda label: st.number_input(
-                        label, value=float(ck.model_params_b), step=1.0, format="%.1f", key=f"{key}:{name}:params",
-                        help="Parameters of the policy model in billions; sets the FLOPs and memory of every phase.")),
+                    _widget(out, f"{name}:params", "Model size (B parameters)", st.number_input,
+                        value=float(ck.model_params_b), step=1.0, format="%.1f", key=f"{key}:{name}:params",
+                        help="Parameters of the policy model in billions; sets the FLOPs and memory of every phase."),
                     # A float widget: a mean of 2000.5 shown as 2000 stays 2000.5 unless it is edited.
-                    _widget(out, f"{name}:len", "Mean response length (tokens)", lambda label: st.number_input(
-                        label, value=float(ck.response_mean), step=100.0, format="%.0f", key=f"{key}:{name}:len",
-                        help="Mean tokens generated per response in rollout; the cap stays as the scenario sets it.")),
-                    _widget(out, f"{name}:cv", "Response length tail (cv)", lambda label: st.number_input(
-                        label, value=float(ck.response_cv), step=0.1, format="%.2f", key=f"{key}:{name}:cv",
+                    _widget(out, f"{name}:len", "Mean response length (tokens)", st.number_input,
+                        value=float(ck.response_mean), step=100.0, format="%.0f", key=f"{key}:{name}:len",
+                        help="Mean tokens generated per response in rollout; the cap stays as the scenario sets it."),
+                    _widget(out, f"{name}:cv", "Response length tail (cv)", st.number_input,
+                        value=float(ck.response_cv), step=0.1, format="%.2f", key=f"{key}:{name}:cv",
                         help="0: every response equally long. Larger: longer stragglers, which hold a synchronous "
-                             "iteration.")),
-                    _widget(out, f"{name}:setup", "Placement and mode", lambda label: st.selectbox(
-                        label, SETUPS, SETUPS.index(ck.setup), key=f"{key}:{name}:setup",
+                             "iteration."),
+                    _widget(out, f"{name}:setup", "Placement and mode", st.selectbox,
+                        SETUPS, SETUPS.index(ck.setup), key=f"{key}:{name}:setup",
                         help="Colocated: every phase on all GPUs. Disaggregated: separate sampling and training GPUs. "
-                             "Async: sampling runs ahead of training.")),
+                             "Async: sampling runs ahead of training."),
                 )
         with st.expander("Run: horizon, seed, replications"):
-            horizon = _widget(out, "horizon", "Horizon (days)", lambda label: st.number_input(
-                label, value=float(_known(k.horizon_days)), step=30.0, format="%.0f", key=f"{key}:horizon",
-                help="Days simulated; costs and break-even are counted over them."))
+            horizon = _widget(out, "horizon", "Horizon (days)", st.number_input,
+                value=float(_known(k.horizon_days)), step=30.0, format="%.0f", key=f"{key}:horizon",
+                help="Days simulated; costs and break-even are counted over them.")
             root = k.seed  # current_knobs: the scenario's root seed, a whole number
             assert root is not None
-            seed = _widget(out, "seed", "Seed", lambda label: whole_number(
-                label, int(root), key=f"{key}:seed",
-                help="Root seed; replication r runs with a seed derived from it (as `costsim sweep --replications`)."))
-            out.replications = int(_widget(out, "replications", "Replications", lambda label: st.number_input(
-                label, min_value=1, max_value=MAX_REPLICATIONS, step=1, key=REPLICATIONS_KEY, persist_state="session",
-                help="Runs with different random jobs; the verdict's interval and the ± on the cards come from them.")))
+            seed = _widget(out, "seed", "Seed", whole_number,
+                int(root), key=f"{key}:seed",
+                help="Root seed; replication r runs with a seed derived from it (as `costsim sweep --replications`).")
+            out.replications = int(_widget(out, "replications", "Replications", st.number_input,
+                min_value=1, max_value=MAX_REPLICATIONS, step=1, key=REPLICATIONS_KEY, persist_state="session",
+                help="Runs with different random jobs; the verdict's interval and the ± on the cards come from them."))
         st.form_submit_button("Run", type="primary")
     service = {m: (v if v else None) for m, v in service.items()}  # 0: no such target
     service = {m: (k.service[m] if _same(v, k.service[m]) else v) for m, v in service.items()}

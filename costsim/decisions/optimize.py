@@ -171,6 +171,11 @@ def _point(row) -> Point:
     return tuple(map(int, row["_point"].split(",")))
 
 
+def _with_level(p: Point, d: int, k: int) -> Point:
+    """``p`` with level ``k`` on dimension ``d``."""
+    return p[:d] + (k,) + p[d + 1:]
+
+
 def _monotone(meets: dict[Point, bool], d: int) -> str | None:
     """"up" when along dimension ``d`` every grid line goes fail…pass as the level rises, "down"
     when pass…fail; None when a line changes twice, lines disagree, or none changes."""
@@ -206,8 +211,7 @@ def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]], notes:
         if not 0 <= j < len(levels):  # the best is at the range's end (``_edges`` says so)
             continue
         fail, good = levels[j], best[d]
-        at = lambda k: best[:d] + (k,) + best[d + 1:]  # noqa: E731 - the point with level k on d
-        if meets.get(at(fail), True):
+        if meets.get(_with_level(best, d, fail), True):
             continue
         steps = math.ceil(math.log2(abs(good - fail))) if abs(good - fail) > 1 else 0
         search.planned = search.done + steps * search.replications
@@ -217,9 +221,9 @@ def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]], notes:
                              f"{dim.value(fail)} (misses) and {dim.value(good)} (meets)")
                 break
             mid = (good + fail) // 2
-            search.run([at(mid)], "bisection")
+            search.run([_with_level(best, d, mid)], "bisection")
             t = search.table()
-            hit = t[(t["_point"] == _key(at(mid))) & (t["_option"] == option)]
+            hit = t[(t["_point"] == _key(_with_level(best, d, mid))) & (t["_option"] == option)]
             if bool(hit["meets"].iloc[0]):
                 good = mid
             else:

@@ -240,7 +240,7 @@ def _months_to_close(gap_usd: float, own: Pace, rent: Pace) -> float:
     (> 0) with each going on at its ``Pace`` (piecewise constant rates: the gap is piecewise
     linear, with a kink where a reservation's covered term ends); NaN if it never does."""
     kinks = sorted({0.0, own.covered_months, rent.covered_months})
-    for start, end in zip(kinks, [*kinks[1:], math.inf]):
+    for start, end in zip(kinks, [*kinks[1:], math.inf], strict=True):
         slope = own.rate_at(start) - rent.rate_at(start)  # USD per month the gap grows
         if slope < 0 and (end == math.inf or gap_usd + slope * (end - start) <= 0):
             return start + gap_usd / -slope

@@ -120,7 +120,7 @@ def tornado_figure(table: pd.DataFrame) -> go.Figure:
                         base=base, orientation="h", name=f"at its {end}" + (" (flips)" if flips else ""),
                         marker=dict(color=colours[(end, flips)], pattern_shape="/" if flips else "",
                                     pattern_fillmode="overlay", pattern_fgcolor="white"),
-                        customdata=list(zip(ends, rows[f"{end}_difference_usd"])),
+                        customdata=list(zip(ends, rows[f"{end}_difference_usd"], strict=True)),
                         hovertemplate="%{y} at %{customdata[0]}: build − rent $%{customdata[1]:,.0f}<extra></extra>")
     fig.add_vline(x=0, line_color="black", line_width=2)  # where the verdict flips
     fig.add_vline(x=base, line_dash="dot", line_color="gray", annotation_text="base", annotation_position="top")

@@ -152,7 +152,7 @@ def option_styles(source: Any) -> dict[str, Style]:
             taken.add((free[0], dashes[name]))
         else:
             left.append((name, family, look))
-    for name, family, look in left:  # pass 2: borrow an unused colour, else a free (colour, dash)
+    for name, _family, look in left:  # pass 2: borrow an unused colour, else a free (colour, dash)
         dash = _LOOK[look][0]
         used = set(colours.values())
         unused = [c for c in _BORROW if c not in used]

@@ -73,7 +73,7 @@ def time_to_target(source, job_class: str | None = None) -> go.Figure:
                             hoverinfo="skip")
         option_line(fig, st, option, g["day"], g["reward"], k, len(options),
                     _NAME + " · day %{x:.0f} · score %{y:.3f} · %{customdata[0]:,.0f} reference GPU-hours"
-                    + (" (mean of %d runs)" % n_runs if n_runs > 1 else "") + "<extra></extra>",
+                    + (f" (mean of {n_runs} runs)" if n_runs > 1 else "") + "<extra></extra>",
                     customdata=g[["gpu_hours"]].to_numpy())
     target = float(summary["target"].iloc[0])
     last_day = float(band["day"].max())

@@ -153,7 +153,7 @@ def time_to_target_section(runs: list[Results], v) -> tuple[str, int]:
     reps = len(runs)
     fig = h.figure(plots.time_to_target(runs if reps > 1 else runs[0]))
     refs = ", ".join(f"{c}: {o}" for c, o in dict(zip(runs[0].to_target["job_class"],
-                                                      runs[0].to_target["reference_option"])).items())
+                                                      runs[0].to_target["reference_option"], strict=True)).items())
     note = h.para("The score of each class's leading run (its compute-performance curve) as the work it gets through "
                   f"accumulates, in GPU-hours of its reference option ({refs}): work lost to failures or "
                   "preemptions, restarts, provisioning and queueing do not count, and slower GPUs get there later. "

@@ -32,7 +32,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -71,7 +71,7 @@ class ImportOptions:
     gpu_type: str | None = None  # keep only jobs on this GPU type (case-insensitive), where the format says
     skip_bad: bool = False  # skip malformed rows (counted) instead of failing
     fractional: str = "round-up"  # "round-up": ceil(gpus); "pool": ceil(gpus) GPUs for share·gpus/ceil(gpus) of the time
-    tz: tzinfo = timezone.utc  # the zone of timestamps written without one
+    tz: tzinfo = UTC  # the zone of timestamps written without one
 
 
 @dataclass
@@ -159,7 +159,7 @@ def zone(name: str) -> tzinfo:
     """An IANA zone ("Europe/Paris"), "UTC", or a fixed offset ("+08:00"); BadCell if unknown."""
     text = name.strip()
     if text.upper() in ("UTC", "Z"):
-        return timezone.utc
+        return UTC
     m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", text)
     if m and int(m.group(2)) < 24 and int(m.group(3)) < 60:
         sign = 1 if m.group(1) == "+" else -1
@@ -175,7 +175,7 @@ def is_missing(text: str) -> bool:
     return text.strip().lower() in MISSING
 
 
-def parse_time(text: str, tz: tzinfo = timezone.utc) -> float | None:
+def parse_time(text: str, tz: tzinfo = UTC) -> float | None:
     """Epoch seconds (UTC) of a timestamp cell; None when missing (``Unknown``, ``None``, empty).
 
     Accepts ISO 8601 (``2024-03-01T08:00:00``, a space for the T, fractions, ``Z`` or ``+02:00``)
@@ -253,7 +253,7 @@ def check_order(report: Report, line: int, times: list[tuple[str, float | None]]
     if t0 is None:
         report.bad(line, first, "is missing (every job has one)")
         return False
-    for (before, a), (after, b) in zip(times, times[1:]):
+    for (before, a), (after, b) in zip(times, times[1:], strict=False):  # each time with the next: one pair fewer
         if a is not None and b is not None and b < a:
             report.bad(line, after, f"is before {before}")
             return False

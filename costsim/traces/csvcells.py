@@ -66,7 +66,7 @@ def guarded(frame: pd.DataFrame) -> pd.DataFrame:
     ``+``, ``-``, ``@``, a tab or a carriage return prefixed with ``'`` (OWASP's rule); the frame
     itself (not a copy) when no cell needs it."""
     changed: dict[int, pd.Series] = {}  # by column position (names may repeat)
-    for k, name in enumerate(frame.columns):
+    for k, _name in enumerate(frame.columns):
         col = _guard_values(frame.iloc[:, k])
         if col is not None:
             changed[k] = col

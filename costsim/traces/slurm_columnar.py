@@ -139,7 +139,7 @@ def _offsets(naive: np.ndarray, tz: tzinfo, text) -> np.ndarray:
     """Seconds east of UTC of local times ``naive`` (seconds since 1970 on the local clock) in
     ``tz``, as ``datetime.replace(tzinfo=tz)`` gives them (fold 0): one lookup per local hour; the
     hours in which the offset changes are parsed cell by cell from ``text``."""
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     if isinstance(tz, timezone):  # UTC or a fixed offset
         return np.full(len(naive), tz.utcoffset(None).total_seconds())
@@ -147,7 +147,7 @@ def _offsets(naive: np.ndarray, tz: tzinfo, text) -> np.ndarray:
     unique, index = np.unique(hours, return_inverse=True)
 
     def offset(s: float) -> float:
-        delta = datetime.fromtimestamp(s, timezone.utc).replace(tzinfo=tz).utcoffset()
+        delta = datetime.fromtimestamp(s, UTC).replace(tzinfo=tz).utcoffset()
         assert delta is not None  # an aware time: tz gives every local time an offset
         return delta.total_seconds()
 

@@ -33,6 +33,10 @@ class JobGroup:
     priority: int = 0
     growth_per_year: float = 0.0  # arrival rate grows linearly: rate(t) = per_day · (1 + g · t/365 d)
 
+    def draw_durations(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray]:
+        """``n`` run times (hours) of this group's jobs, as the one column ``in_blocks`` draws."""
+        return (durations(rng, n, self.mean_h, self.cv, self.law),)
+
 
 def durations(rng: np.random.Generator, n: int, mean_h: float, cv: float, law: str) -> np.ndarray:
     """``n`` run times (hours) with the given mean and coefficient of variation."""
@@ -69,8 +73,7 @@ def make_trace(groups: Sequence[JobGroup], horizon_days: float, seed: int) -> pd
     for i, group in enumerate(groups):
         arrivals, shapes = (np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i, part))) for part in (0, 1))
         t = growing_poisson_times(arrivals, group.per_day / 24.0, horizon_h, group.growth_per_year)
-        (hours,) = in_blocks(shapes, lambda rng, n: (durations(rng, n, group.mean_h, group.cv, group.law),),
-                             len(t), SHAPE_BLOCK)
+        (hours,) = in_blocks(shapes, group.draw_durations, len(t), SHAPE_BLOCK)
         parts.append(pd.DataFrame({
             "submit_h": t,
             "gpus": group.gpus,

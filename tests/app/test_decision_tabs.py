@@ -102,7 +102,8 @@ def test_grid_run_shows_a_means_row_per_variant_and_option_and_a_frontier(monkey
     truth = costsim.sweep(sweep_from_sets(tiny, ["options.own.gpus=8,16"], replications=2), executor="local")
     means = frame(at, "amortised total")
     assert len(means) == 4 == len(truth.means)  # 2 variants × 2 options
-    assert list(zip(means["variant"], means["option"])) == list(zip(truth.means["variant"], truth.means["option"]))
+    assert (list(zip(means["variant"], means["option"], strict=True))
+            == list(zip(truth.means["variant"], truth.means["option"], strict=True)))
     assert list(means["options.own.gpus"]) == [8, 8, 16, 16]
     for shown, (_, row) in zip(means["amortised total"], truth.means.iterrows(), strict=True):
         half = (row["total_cost_usd_high"] - row["total_cost_usd_low"]) / 2
@@ -119,7 +120,7 @@ def test_grid_run_shows_a_means_row_per_variant_and_option_and_a_frontier(monkey
                    and (o.fair_total_usd < r.fair_total_usd or o.queue_delay_p95_h < r.queue_delay_p95_h)
                    for o in table.itertuples())
     by_hand = {(r.variant, r.option) for r in table.itertuples() if not dominated(r)}
-    assert by_hand and set(zip(on["variant"], on["option"])) == by_hand
+    assert by_hand and set(zip(on["variant"], on["option"], strict=True)) == by_hand
 
 
 def test_a_bad_grid_value_is_one_clear_message_naming_the_field(monkeypatch, tiny):
@@ -160,7 +161,8 @@ def test_uploaded_runs_parquet_files_of_a_real_sweep_are_shown(monkeypatch, tiny
     at = upload(monkeypatch, tiny, files)
     assert not at.exception and not at.error
     means = frame(at, "amortised total")
-    assert list(zip(means["variant"], means["option"])) == list(zip(truth.means["variant"], truth.means["option"]))
+    assert (list(zip(means["variant"], means["option"], strict=True))
+            == list(zip(truth.means["variant"], truth.means["option"], strict=True)))
     assert list(means["options.own.gpus"]) == [8, 8, 16, 16]
     assert list(means["n"]) == [2, 2, 2, 2]
     assert len(at.get("plotly_chart")) == 1

@@ -116,7 +116,7 @@ def test_piped_output_is_80_columns_or_COLUMNS(baseline, folder):
     for columns in (None, "100"):
         run_env = env if columns is None else {**env, "COLUMNS": columns}
         proc = subprocess.run([*CLI, "run", str(path), "--out", str(folder / f"p{columns}")], env=run_env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("Verdict: ")
         widths[columns] = max(len(line) for line in proc.stdout.splitlines())

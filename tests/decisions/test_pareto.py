@@ -27,7 +27,7 @@ def brute_force(points: list[tuple[float, ...]]) -> list[bool]:
     known = [not any(math.isnan(x) for x in p) for p in points]
     out = []
     for i, p in enumerate(points):
-        beaten = any(known[j] and j != i and all(a <= b for a, b in zip(q, p)) and any(a < b for a, b in zip(q, p))
+        beaten = any(known[j] and j != i and all(a <= b for a, b in zip(q, p, strict=True)) and any(a < b for a, b in zip(q, p, strict=True))
                      for j, q in enumerate(points))
         out.append(known[i] and not beaten)
     return out
@@ -108,8 +108,8 @@ def test_a_sweeps_table_has_the_fair_means_per_variant_and_option(tmp_path):
         assert r.fair_total_usd == pytest.approx(mine["fair_total_usd"].mean()) and r.n == 2
     out = frontier(table)
     points = [tuple(p) for p in table[["fair_total_usd", "queue_delay_p95_h"]].to_numpy()]
-    expected = dict(zip(zip(table["variant"], table["option"]), brute_force(points), strict=True))
-    assert dict(zip(zip(out["variant"], out["option"]), out["on_frontier"], strict=True)) == expected
+    expected = dict(zip(zip(table["variant"], table["option"], strict=True), brute_force(points), strict=True))
+    assert dict(zip(zip(out["variant"], out["option"], strict=True), out["on_frontier"], strict=True)) == expected
 
 
 def test_the_figure_steps_through_the_frontier_and_fades_the_rest():

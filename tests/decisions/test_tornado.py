@@ -163,7 +163,7 @@ def test_the_figure_draws_largest_swing_on_top_and_marks_the_flip(result):
     # Each bar runs from the base difference to the difference at that end.
     for bar in fig.data:
         assert bar.base == pytest.approx(result.base_difference_usd)
-        for label, dx, (_, diff) in zip(bar.y, bar.x, bar.customdata, strict=True):
+        for _label, dx, (_, diff) in zip(bar.y, bar.x, bar.customdata, strict=True):
             assert dx == pytest.approx(diff - result.base_difference_usd)
     assert "spot discount" in fig.layout.title.text  # not applicable, named
 

@@ -172,7 +172,7 @@ def test_a_higher_waiting_price_never_favours_the_option_that_queues_more(tmp_pa
         t = v.options.set_index("option")["fair_total_usd"]
         gaps.append(t["own"] - t["cloud"])
         chosen.append(v.option)
-    assert all(b >= a for a, b in zip(gaps, gaps[1:]))
+    assert all(b >= a for a, b in zip(gaps, gaps[1:], strict=False))  # each gap with the next
     assert chosen == sorted(chosen, key=lambda o: o == "cloud") and chosen[0] == "own" and chosen[-1] == "cloud"
 
 
@@ -181,7 +181,7 @@ def test_a_cheaper_rental_never_makes_renting_look_worse(tmp_path):
     for price in (8.0, 6.0, 4.0, 2.0):
         f = fair_rows(costsim.simulate(steady_scenario(tmp_path, price)).summary).set_index("option")["fair_total_usd"]
         gaps.append(f["cloud"] - f["own"])
-    assert all(b <= a for a, b in zip(gaps, gaps[1:]))
+    assert all(b <= a for a, b in zip(gaps, gaps[1:], strict=False))  # each gap with the next
 
 
 @pytest.mark.parametrize("waiting", [0.0, 3.0, 5.0, 20.0])

@@ -117,7 +117,7 @@ def test_zero_wait_is_all_burst_when_the_base_is_busy(tmp_path):
     rng = np.random.default_rng(3)
     rows = [(0.0, 8, 1000.0)] + [(float(t), int(g), float(d)) for t, g, d in
                                   zip(np.sort(rng.uniform(0.5, 40, 30)), rng.choice([1, 2, 4, 8], 30),
-                                      rng.uniform(0.2, 9, 30))]
+                                      rng.uniform(0.2, 9, 30), strict=True)]
     res = costsim.simulate(scenario(tmp_path, rows, [owned(gpus=8), cloud(), hybrid(wait_policy="zero")],
                                     horizon_days=3))
     h, c = jobs_of(res, "hyb").iloc[1:], jobs_of(res, "cloud").iloc[1:]
@@ -129,7 +129,8 @@ def test_zero_wait_is_all_burst_when_the_base_is_busy(tmp_path):
 def test_zero_is_a_constant_wait_of_zero(tmp_path):
     rng = np.random.default_rng(4)
     rows = [(float(t), int(g), float(d)) for t, g, d in zip(np.sort(rng.uniform(0, 60, 80)),
-                                                            rng.choice([1, 2, 8], 80), rng.uniform(0.5, 12, 80))]
+                                                            rng.choice([1, 2, 8], 80), rng.uniform(0.5, 12, 80),
+                                                            strict=True)]
     res = costsim.simulate(scenario(tmp_path, rows, [owned(gpus=16), cloud(), hybrid("z", wait_policy="zero"),
                                                      hybrid("c", max_wait_h=0)], horizon_days=4))
     z, c = jobs_of(res, "z"), jobs_of(res, "c")
@@ -142,7 +143,8 @@ def test_zero_is_a_constant_wait_of_zero(tmp_path):
 def test_infinite_wait_is_the_base_alone(tmp_path, sched):
     rng = np.random.default_rng(5)
     rows = [(float(t), int(g), float(d)) for t, g, d in zip(np.sort(rng.uniform(0, 60, 80)),
-                                                            rng.choice([1, 2, 8], 80), rng.uniform(0.5, 12, 80))]
+                                                            rng.choice([1, 2, 8], 80), rng.uniform(0.5, 12, 80),
+                                                            strict=True)]
     res = costsim.simulate(scenario(tmp_path, rows, [owned(gpus=16, scheduler=sched), cloud(),
                                                      hybrid(max_wait_h=1e9)], horizon_days=8))
     a, h = jobs_of(res, "own"), jobs_of(res, "hyb")

@@ -138,7 +138,7 @@ def drawn_colours(fig) -> set[str]:
             out.add(f"plotly's default colour ({t.type} {t.name!r})")  # none chosen: not checked, fails below
         for colour in colours:
             values = colour if isinstance(colour, (list, tuple)) else [colour]
-            out |= {"#%02X%02X%02X" % tuple(round(c) for c in rgb(v)) for v in values if isinstance(v, str)}
+            out |= {"#{:02X}{:02X}{:02X}".format(*(round(c) for c in rgb(v))) for v in values if isinstance(v, str)}
     return out - {"#FFFFFF"}
 
 

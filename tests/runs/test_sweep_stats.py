@@ -53,7 +53,7 @@ def test_means_table_by_hand():
     m = means_table(small_runs(), ["cost", "delay"])
     assert list(m.columns) == ["variant", "option", "n", "cost", "cost_low", "cost_high", "cost_n",
                                "delay", "delay_low", "delay_high", "delay_n"]
-    assert list(zip(m.variant, m.option, m.n)) == [("v0", "A", 3), ("v0", "B", 3), ("v0", "C", 3), ("v1", "A", 2), ("v1", "B", 1)]
+    assert list(zip(m.variant, m.option, m.n, strict=True)) == [("v0", "A", 3), ("v0", "B", 3), ("v0", "C", 3), ("v1", "A", 2), ("v1", "B", 1)]
     h = T_975_2 * 2 / math.sqrt(3)  # A's cost: [10, 12, 14], s = 2
     assert m.loc[0, ["cost", "cost_low", "cost_high"]].tolist() == pytest.approx([12, 12 - h, 12 + h])
     h = T_975_2 * math.sqrt(3) / math.sqrt(3)  # B's cost: [7, 10, 10], mean 9, s = √3
@@ -69,7 +69,7 @@ def test_differences_are_paired_by_replication_by_hand():
     assert list(d.columns) == ["variant", "option", "versus", "n", "cost_diff", "cost_diff_low", "cost_diff_high",
                                "cost_diff_n", "delay_diff", "delay_diff_low", "delay_diff_high", "delay_diff_n"]
     # Every unordered pair once, in the variant's option order.
-    assert list(zip(d.variant, d.option, d.versus, d.n)) == [("v0", "A", "B", 3), ("v0", "A", "C", 3), ("v0", "B", "C", 3),
+    assert list(zip(d.variant, d.option, d.versus, d.n, strict=True)) == [("v0", "A", "B", 3), ("v0", "A", "C", 3), ("v0", "B", "C", 3),
                                                              ("v1", "A", "B", 1)]
     h = T_975_2 / math.sqrt(3)  # s = 1 for each of these
     # A − B cost per replication: 3, 2, 4 -> mean 3, s = 1.

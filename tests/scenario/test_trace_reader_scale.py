@@ -158,15 +158,16 @@ def _random_trace(rng: random.Random) -> str:
             s = rng.choice(['"a,b"', ' "q"', "", "NA", "\u3000x", 'a"b'])
         return s
 
+    # per column, a cell of row ``row`` (drawn when the row is written, in the columns' order)
+    cell = {"submit_h": lambda row: number(round(rng.uniform(0, 100), rng.randint(0, 6))),
+            "duration_h": lambda row: number(round(rng.uniform(0.01, 10), rng.randint(0, 6))),
+            "gpus": lambda row: number(rng.choice([1, 2, 8, 16])),
+            "priority": lambda row: number(rng.randint(-5, 5)),
+            "job_id": lambda row: text(f"id{row}"),
+            "job_class": lambda row: text(rng.choice(["a", "b", "", "cls x"]))}
     rows = [",".join((" " if rng.random() < 0.1 else "") + c for c in cols)]
     for i in range(rng.randint(1, 12)):
-        cell = {"submit_h": lambda: number(round(rng.uniform(0, 100), rng.randint(0, 6))),
-                "duration_h": lambda: number(round(rng.uniform(0.01, 10), rng.randint(0, 6))),
-                "gpus": lambda: number(rng.choice([1, 2, 8, 16])),
-                "priority": lambda: number(rng.randint(-5, 5)),
-                "job_id": lambda: text(f"id{i}"),
-                "job_class": lambda: text(rng.choice(["a", "b", "", "cls x"]))}
-        rows.append(",".join(cell[c]() for c in cols))
+        rows.append(",".join(cell[c](i) for c in cols))
         if rng.random() < 0.05:
             rows.append("")
     eol = rng.choice(["\n", "\r\n"])

@@ -80,7 +80,7 @@ def test_gpu_hours_and_submit_offsets_of_every_job(sample, raw):
         job = by_id[row.job_id]
         timed = [a for a in job["attempts"] if a["start_time"] and a["end_time"]]
         sizes = [sum(len(m["gpus"]) for m in a["detail"]) for a in timed]
-        gpu_h = sum(g * (_t(a["end_time"]) - _t(a["start_time"])) / 3600 for g, a in zip(sizes, timed))
+        gpu_h = sum(g * (_t(a["end_time"]) - _t(a["start_time"])) / 3600 for g, a in zip(sizes, timed, strict=True))
         assert row.gpus == max(sizes)
         assert row.gpus * row.duration_h == pytest.approx(gpu_h, rel=1e-12)
         assert row.submit_h == pytest.approx((_t(job["submitted_time"]) - first) / 3600)

@@ -5,7 +5,7 @@ names its line."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +28,8 @@ OPTIONS = {
     "paris": ImportOptions(tz=zone("Europe/Paris")),  # DST switches inside the generated span
     "new-york": ImportOptions(tz=zone("America/New_York"), fractional="pool"),
     "offset": ImportOptions(tz=zone("+05:30")),
-    "window": ImportOptions(since_s=datetime(2024, 3, 20, tzinfo=timezone.utc).timestamp(),
-                            until_s=datetime(2024, 4, 10, tzinfo=timezone.utc).timestamp()),
+    "window": ImportOptions(since_s=datetime(2024, 3, 20, tzinfo=UTC).timestamp(),
+                            until_s=datetime(2024, 4, 10, tzinfo=UTC).timestamp()),
 }
 
 
@@ -49,7 +49,7 @@ def _stamp(t: datetime, kind: int) -> str:
     a space, epoch seconds, a zone, or surrounded by spaces. One row uses one form, so its times
     stay in order whatever zone naive times are read in."""
     if kind == 0:
-        return str(int(t.replace(tzinfo=timezone.utc).timestamp()))
+        return str(int(t.replace(tzinfo=UTC).timestamp()))
     if kind == 1:
         return t.strftime("%Y-%m-%d %H:%M:%S")
     if kind == 2:

@@ -116,9 +116,11 @@ def test_job_table_carries_square_sums_aligned_with_the_sums(tmp_path):
         rows = np.concatenate([np.arange(a, a + i) for a, i in zip(jobs.iter_start[jobs.class_index == k],
                                                                    jobs.iterations[jobs.class_index == k], strict=True)])
         law = (1000, 1.0, 1425) if k == 0 else (700, 0, 700)
-        # at scale 1 there is one arrival layer, whose lengths are drawn ITERATION_BLOCK at a time
+        # at scale 1 there is one arrival layer, whose lengths are drawn ITERATION_BLOCK at a time;
+        # in_blocks calls the draw before it returns, so it sees this class's n and law
         d = LengthDraws(*in_blocks(stream(sc.seed, "response_lengths", name, 0),
-                                   lambda rng, m: length_draws(rng, n, *law, m), len(rows), ITERATION_BLOCK))
+                                   lambda rng, m: length_draws(rng, n, *law, m),  # noqa: B023
+                                   len(rows), ITERATION_BLOCK))
         # the class's iterations are contiguous and in job order, so its rows are its draws in order
         np.testing.assert_array_equal(rows, np.arange(rows[0], rows[0] + len(rows)))
         np.testing.assert_array_equal(jobs.length_sum[rows], d.length_sum)
