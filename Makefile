@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 SCENARIO ?= scenarios/baseline.yaml
 PORT ?= 8501
 
-.PHONY: app run test test-fast bench validate clean
+.PHONY: app run lint test test-fast bench validate clean
 
 # The Makefile is a prerequisite too: a change to what it installs (the dask extra) re-installs.
 $(STAMP): pyproject.toml Makefile
@@ -24,7 +24,12 @@ run: $(STAMP)  ## CLI run of the baseline scenario, tables written to out/baseli
 
 # Two workers (pytest-xdist), each test file on one of them: the suite's simulations are CPU-bound
 # and a file's fixtures are shared by its tests; on this 2-core machine it takes 8 minutes, not 11.
-test: $(STAMP)  ## the whole suite: unit, theory, property, CLI, dashboard (browser tests need chromium)
+# The gates CI holds the code to: ruff (pyflakes, isort, bugbear, pyupgrade) and mypy on the package.
+lint: $(STAMP)  ## ruff and mypy, clean
+	$(PY) -m ruff check costsim app.py tests benchmarks
+	$(PY) -m mypy costsim
+
+test: lint  ## the whole suite: unit, theory, property, CLI, dashboard (browser tests need chromium)
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # The quick loop while editing: everything but the tests marked slow (full-year simulations,
@@ -45,4 +50,4 @@ validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)
 	$(PY) -m costsim.calibration.validation
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .hypothesis
+	rm -rf $(VENV) out .pytest_cache .hypothesis .mypy_cache .ruff_cache

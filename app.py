@@ -18,10 +18,6 @@ from pathlib import Path
 import streamlit as st
 
 import costsim
-from costsim.errors import CostsimError
-from costsim.present.formats import plain
-from costsim.dashboard import edit, state
-from costsim.dashboard import tabs
 from costsim.dashboard import (
     LINK,
     Limits,
@@ -32,6 +28,7 @@ from costsim.dashboard import (
     changed_knobs,
     content_key,
     decode_scenario,
+    edit,
     encode_scenario,
     knob_paths,
     knob_problems,
@@ -44,6 +41,8 @@ from costsim.dashboard import (
     shipped_traces,
     simulate_bounded,
     simulate_many,
+    state,
+    tabs,
     waiting_note,
     warm_up,
 )
@@ -51,6 +50,8 @@ from costsim.dashboard.bounded import RunTimedOut
 from costsim.dashboard.server import server_pool
 from costsim.dashboard.sidebar import knob_form, sidebar_slot, timed_out
 from costsim.dashboard.views import first_screen, flip_control
+from costsim.errors import CostsimError
+from costsim.present.formats import plain
 from costsim.runs.sweepfile import replication_seed
 from costsim.scenario import ScenarioError
 

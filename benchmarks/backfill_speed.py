@@ -33,13 +33,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from costsim.engine import run as engine
-from costsim.workload import jobs as workload  # noqa: E402
-from costsim.plan.resolve import resolve  # noqa: E402
-from costsim.workload.plan import plan_work  # noqa: E402
-from costsim.workload.synth import JobGroup, make_trace  # noqa: E402
 from helpers import bare_simpy_mmc, owned, scenario  # noqa: E402
 from timing import best  # noqa: E402
+
+from costsim.engine import run as engine
+from costsim.plan.resolve import resolve  # noqa: E402
+from costsim.workload import jobs as workload  # noqa: E402
+from costsim.workload.plan import plan_work  # noqa: E402
+from costsim.workload.synth import JobGroup, make_trace  # noqa: E402
 
 GPUS, GPN = 4096, 8
 MIX = [(1, 0.5, 1.0), (2, 0.15, 2.0), (4, 0.12, 2.0), (8, 0.12, 4.0), (16, 0.06, 4.0), (32, 0.03, 6.0),

@@ -13,13 +13,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from timing import best
+
 import costsim
 from costsim.engine import run as engine
+from costsim.plan.resolve import economics_values, resolve
 from costsim.results import tables as results
 from costsim.workload import jobs as workload
-from costsim.plan.resolve import economics_values, resolve
 from costsim.workload.plan import plan_work
-from timing import best
 
 SCENARIO = Path(__file__).resolve().parent / "reference-rl.yaml"
 

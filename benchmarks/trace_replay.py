@@ -18,14 +18,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from helpers import bare_simpy_mmc, owned, scenario  # noqa: E402
+from timing import best  # noqa: E402
+
 import costsim  # noqa: E402
 from costsim.engine import run as engine
-from costsim.workload import jobs as workload  # noqa: E402
 from costsim.plan.resolve import resolve  # noqa: E402
-from costsim.workload.synth import JobGroup, make_trace  # noqa: E402
+from costsim.workload import jobs as workload  # noqa: E402
 from costsim.workload.plan import plan_work  # noqa: E402
-from timing import best  # noqa: E402
-from helpers import bare_simpy_mmc, owned, scenario  # noqa: E402
+from costsim.workload.synth import JobGroup, make_trace  # noqa: E402
 
 
 def main() -> None:

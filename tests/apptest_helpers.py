@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from paths import APP
 from streamlit.testing.v1 import AppTest
 
 import costsim
 from costsim.dashboard import SCENARIO_DIR, content_key, decode_scenario, encode_scenario
-from paths import APP
 
 DAYS = 30
 

@@ -13,7 +13,6 @@ import time
 import urllib.request
 
 import pytest
-
 from paths import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

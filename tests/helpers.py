@@ -10,12 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import simpy
+from paths import SHIPPED
 
 import costsim
 from costsim.runs import api
 from costsim.scenario import scenario_from_data
-from paths import SHIPPED
-
 
 TINY_RL = """\
 name: tiny

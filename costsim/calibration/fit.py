@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from costsim.present.formats import plain, significant
 from costsim.models.profiles import week_integral, week_rates
 from costsim.models.sampling import lognormal_params
+from costsim.present.formats import plain, significant
 from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, MAX_QUANTILES
 from costsim.scenario.trace import TraceTable
 

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 import pandas as pd
 from pydantic import ValidationError
 
+from costsim.calibration.fit import ClassFit
+from costsim.scenario.bounds import MIN_JOB_H
 from costsim.scenario.jobclass import HOURS_PER_WEEK, MAX_DURATION_CV, MAX_JOBS_PER_DAY, MAX_PMF, JobClass
 from costsim.units import HOURS_PER_DAY
-from costsim.scenario.bounds import MIN_JOB_H
-from costsim.calibration.fit import ClassFit
 
 NAME_CHARS = re.compile(r"[^A-Za-z0-9_.\-]")
 MAX_NAME = 80

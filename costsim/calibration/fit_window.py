@@ -30,12 +30,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from costsim.calibration.fit import FEW_JOBS, ClassFit, unfittable, window_of
 from costsim.present import formats
 from costsim.scenario.trace import TraceTable
-from costsim.units import HOURS_PER_DAY
-
-from costsim.calibration.fit import FEW_JOBS, ClassFit, unfittable, window_of
 from costsim.traces.shape import ACTIVE_SHARE, active_window, jobs_text
+from costsim.units import HOURS_PER_DAY
 
 WINDOWS = ("auto", "active", "record")  # --window
 CONCENTRATED = 0.5  # auto fits the active window when it is shorter than this share of the record's

@@ -24,14 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from costsim.models import economics as eco
-from costsim.models import rl
-from costsim.models import sampling
 from costsim.catalog.load import Catalog, GPUSpec, default_catalog
+from costsim.models import economics as eco
+from costsim.models import rl, sampling
+from costsim.plan.hardware import hardware
 from costsim.plan.options import OwnedPlan
 from costsim.scenario.classes import DEFAULT_VERIFIER_SECONDS, Update
 from costsim.units import HOURS_PER_YEAR
-from costsim.plan.hardware import hardware
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
 SEED, ITERATIONS = 2026, 100  # the same length draws for every setting and every grid point

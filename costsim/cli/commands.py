@@ -17,28 +17,21 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 from rich.text import Text
 
-from costsim.errors import CostsimError
-from costsim.runs import api
-from costsim.runs.budget import DEFAULT_MAX_EVENTS
 from costsim.catalog.load import default_catalog
-from costsim.present.formats import plain
-from costsim.runs.executors import Executor
-from costsim.runs.export import OUTPUT_NAMES, run_info, write_tables
-from costsim.cli.optimize import optimize_command
-from costsim.cli.report import report_command
 from costsim.cli.console import (
     data_table_width,
     err_console,
     fail,
-    load_scenario_or_exit,
     interrupted,
+    load_scenario_or_exit,
     out_console,
     print_data_table,
     print_wide,
 )
 from costsim.cli.fit_workload import fit_workload_command
 from costsim.cli.import_trace import import_trace_command
-from costsim.present.headline import with_verdict
+from costsim.cli.optimize import optimize_command
+from costsim.cli.report import report_command
 from costsim.cli.stages import progress_columns
 from costsim.cli.tables import (
     MEANS_TABLE_ROWS,
@@ -49,6 +42,13 @@ from costsim.cli.tables import (
     summary_table,
     table_notes,
 )
+from costsim.errors import CostsimError
+from costsim.present.formats import plain
+from costsim.present.headline import with_verdict
+from costsim.runs import api
+from costsim.runs.budget import DEFAULT_MAX_EVENTS
+from costsim.runs.executors import Executor
+from costsim.runs.export import OUTPUT_NAMES, run_info, write_tables
 from costsim.runs.outdir import OutputFolder, safe_folder_name
 from costsim.runs.outfiles import scenario_inputs
 from costsim.scenario import Problem, ScenarioError, json_schema
@@ -114,8 +114,8 @@ def run(
                                        "columns).")] = False,
 ) -> None:
     """Simulate every option, print the verdict and the comparison, and write the tables (CSV, Parquet)."""
-    from costsim.decisions.verdict import decide
     from costsim.decisions.targets import parse_target  # brings scipy.stats: only where a verdict is given
+    from costsim.decisions.verdict import decide
 
     folder = None
     try:

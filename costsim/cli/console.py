@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
-
 from rich.console import Console, ConsoleDimensions
 from rich.segment import Segment
 from rich.table import Table

@@ -14,7 +14,6 @@ reader, and only then are all of them renamed into place.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -22,13 +21,13 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from costsim.errors import CostsimError
-from costsim.present import formats
-from costsim.cli.console import err_console, fail
-from costsim.scenario import Problem, ScenarioError
-from costsim.scenario.jobclass import HOURS_PER_WEEK
 from costsim.calibration.fit import BY, DISTRIBUTIONS
 from costsim.calibration.fit_window import WINDOWS
+from costsim.cli.console import err_console, fail
+from costsim.errors import CostsimError
+from costsim.present import formats
+from costsim.scenario import Problem, ScenarioError
+from costsim.scenario.jobclass import HOURS_PER_WEEK
 
 MAX_GENERATED_DAYS = 3650.0  # --days: ten years of generated jobs at most
 
@@ -165,13 +164,13 @@ def fit_workload_command(
 ) -> None:
     """Fit a workload model per class of a trace: arrivals (rate, daily and weekly profile), GPUs per
     job, run times; with goodness of fit. Writes workload.job_classes for a scenario."""
-    from costsim.traces.csvcells import write_csv
+    from costsim.calibration.fit import fit_trace, groups_of, unfittable
+    from costsim.calibration.fit_classes import job_classes_of, trace_of
+    from costsim.calibration.fit_window import check_fit, check_warnings, choose_window, window_trace
     from costsim.cli.console import out_console
     from costsim.runs.outfiles import publish_files
     from costsim.scenario.trace import read_trace
-    from costsim.calibration.fit import fit_trace, groups_of, unfittable
-    from costsim.calibration.fit_window import check_fit, check_warnings, choose_window, window_trace
-    from costsim.calibration.fit_classes import job_classes_of, trace_of
+    from costsim.traces.csvcells import write_csv
 
     generated, horizon_days = None, 0.0
     try:

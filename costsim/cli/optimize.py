@@ -122,9 +122,9 @@ def _inputs(scenario: Path, vary: list[str]) -> list[Path]:
 def _search(scenario: Path, target: list[str] | None, vary: list[str], replications: int, seed: int | None, executor: str,
             workers: int | None, max_runs: int, folder, quiet: bool = False) -> None:
     """Search with its progress on stderr, print the answer and the frontier, publish into ``folder``."""
-    from costsim.decisions.optimize import optimize
     from costsim.cli.commands import err_console, out_console
     from costsim.cli.stages import Stages, Step
+    from costsim.decisions.optimize import optimize
 
     stages = Stages(err_console, quiet)
     with contextlib.ExitStack() as stack:

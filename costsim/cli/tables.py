@@ -14,8 +14,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from costsim.present import formats
 from costsim.cli.console import visible
+from costsim.present import formats
 from costsim.present.headline import AMORTISED, CANNOT_KEEP_UP, CASH, FAIR, FLAG, flagged, missed_targets
 
 if TYPE_CHECKING:

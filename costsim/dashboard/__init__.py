@@ -23,7 +23,6 @@ from costsim.dashboard.bounded import (
     simulate_many,
     warm_up,
 )
-from costsim.present.headline import literal_markdown
 from costsim.dashboard.knobs import (
     ECONOMY,
     SETUPS,
@@ -48,6 +47,7 @@ from costsim.dashboard.uploads import (
     shipped_traces,
 )
 from costsim.dashboard.workers import waiting_note
+from costsim.present.headline import literal_markdown
 from costsim.scenario.naming import sized_name
 
 __all__ = [

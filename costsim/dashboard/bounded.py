@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from costsim.dashboard.uploads import SCENARIO_DIR, Limits
+from costsim.dashboard.uploads import DEFAULT_LIMITS, SCENARIO_DIR, Limits
 from costsim.dashboard.workers import WorkStopped
 from costsim.errors import CostsimError
 from costsim.results.tables import Results
@@ -163,7 +163,7 @@ def warm_up(limits: Limits | None = None, *, pool: WorkerPool) -> None:
     pool.top_up()
 
 
-def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = Limits(),
+def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = DEFAULT_LIMITS,
                   on_wait: Callable[[float], None] | None = None, poll_s: float = 0.25,
                   warm: bool = False, on_queue: Callable[[float], None] | None = None,
                   *, pool: WorkerPool | None = None) -> list[bytes]:
@@ -243,7 +243,7 @@ def _blob(reply: Reply, limits: Limits) -> bytes:
     raise err
 
 
-def simulate_bounded(scenario: Scenario, limits: Limits = Limits(),
+def simulate_bounded(scenario: Scenario, limits: Limits = DEFAULT_LIMITS,
                      on_wait: Callable[[float], None] | None = None, poll_s: float = 0.25,
                      seed: int | None = None, warm: bool = False, *, pool: WorkerPool | None = None) -> bytes:
     """One run of ``simulate_many``: ``api.simulate(scenario, seed=seed)``, pickled."""

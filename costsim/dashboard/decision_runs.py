@@ -23,6 +23,7 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from costsim.dashboard import Limits, RunStopped
+from costsim.dashboard.uploads import DEFAULT_LIMITS
 from costsim.errors import CostsimError
 from costsim.runs.isolated import Call, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
 from costsim.runs.isolated_child import Child
@@ -169,7 +170,7 @@ def run_job_in_worker(job: Job, child: Child) -> Any:
     return _execute(job, lambda done, total: child.progress((done, total)))
 
 
-def run_bounded(job: Job, limits: Limits = Limits(), on_progress: Callable[[int, int, float], None] | None = None,
+def run_bounded(job: Job, limits: Limits = DEFAULT_LIMITS, on_progress: Callable[[int, int, float], None] | None = None,
                 poll_s: float = 0.25, *, pool: WorkerPool | None = None) -> Any:
     """``job``'s result (a Tornado or SweepResults), run in a worker process limited to
     ``limits.run_memory_gb`` per process and stopped when no run finishes within

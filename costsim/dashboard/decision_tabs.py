@@ -21,11 +21,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import streamlit as st
 
-from costsim.errors import CostsimError
-from costsim.plots import figures as plots
-from costsim.present.formats import money_exact, plain
-from costsim.decisions.verdict import decide
-from costsim.decisions.pareto import frontier, sweep_table
+from costsim.cli.tables import MEANS_TABLE_COLUMNS
 from costsim.dashboard import Limits, RunStopped, Upload, public_text, run_key
 from costsim.dashboard.decision_runs import (
     MAX_AXES,
@@ -38,10 +34,12 @@ from costsim.dashboard.decision_runs import (
 )
 from costsim.dashboard.server import server_pool
 from costsim.dashboard.sweep_upload import read_sweep_uploads
-from costsim.present.formats import who_pays_more
+from costsim.decisions.pareto import frontier, sweep_table
+from costsim.decisions.verdict import decide
+from costsim.errors import CostsimError
+from costsim.plots import figures as plots
+from costsim.present.formats import money_exact, plain, who_pays_more, with_interval
 from costsim.present.headline import CANNOT_KEEP_UP, FAIR, tornado_breakeven
-from costsim.cli.tables import MEANS_TABLE_COLUMNS
-from costsim.present.formats import with_interval
 from costsim.scenario import Scenario
 
 KEEP = 4  # results kept per tab and session (each a few tables)

@@ -22,14 +22,13 @@ import streamlit as st
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from costsim.scenario import Scenario
-from costsim.scenario.io import yaml_dump
-
 from costsim.dashboard import editor_ops as ops
 from costsim.dashboard import editor_schema as schema
 from costsim.dashboard import literal_markdown
 from costsim.dashboard.editor_schema import Loc
 from costsim.dashboard.editor_widgets import Ui, field_widget, section
+from costsim.scenario import Scenario
+from costsim.scenario.io import yaml_dump
 
 KIND_LABELS = {"owned": "owned cluster", "on_demand": "cloud, on demand", "reserved": "cloud, reserved",
                "spot": "cloud, spot", "hybrid": "hybrid (base + burst)"}

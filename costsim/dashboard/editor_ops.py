@@ -11,11 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import costsim
+from costsim.dashboard.editor_schema import Loc, fields, model
 from costsim.errors import CostsimError
 from costsim.scenario import CloudOption, HybridOption, OwnedOption
 from costsim.scenario.classes import RLClass
-
-from costsim.dashboard.editor_schema import Loc, fields, model
 
 KINDS = ("owned", "on_demand", "reserved", "spot", "hybrid")
 """What "add option" offers: an owned cluster, cloud capacity by pricing, or a hybrid."""

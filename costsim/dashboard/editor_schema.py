@@ -10,12 +10,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from costsim.plan.resolve import default_capex_per_gpu
 from costsim.catalog.load import default_catalog
+from costsim.plan.resolve import default_capex_per_gpu
 from costsim.scenario import json_schema
-from costsim.scenario.targets import DEFAULT_TARGETS
 from costsim.scenario.classes import DEFAULT_MAX_STALENESS, DEFAULT_ROLLOUT_GPU_FRACTION, DEFAULT_VERIFIER_SECONDS
 from costsim.scenario.options import DEFAULT_PROVISIONING_DELAY_H, DEFAULT_STARTUP_H
+from costsim.scenario.targets import DEFAULT_TARGETS
 
 Loc = tuple[str | int, ...]
 

@@ -17,15 +17,22 @@ from typing import Any
 import streamlit as st
 from pydantic import BaseModel
 
+from costsim.dashboard import editor_schema as schema
+from costsim.dashboard.editor_schema import Field, Loc
 from costsim.present.formats import plain
 from costsim.scenario import model as _model_mod
 from costsim.scenario import options as _options_mod
 from costsim.scenario.classes import (
-    ClassCheckpoint, LengthSpread, Parallelism, Rollout, Scaling, ScalingCurve, Scoring, Spread, Update,
+    ClassCheckpoint,
+    LengthSpread,
+    Parallelism,
+    Rollout,
+    Scaling,
+    ScalingCurve,
+    Scoring,
+    Spread,
+    Update,
 )
-
-from costsim.dashboard import editor_schema as schema
-from costsim.dashboard.editor_schema import Field, Loc
 
 _MODELS: dict[str, type[BaseModel]] = {
     "Failures": _options_mod.Failures, "Stockout": _options_mod.Stockout, "Serving": _model_mod.Serving,

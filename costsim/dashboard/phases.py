@@ -7,7 +7,6 @@ import streamlit as st
 
 import costsim
 
-
 # The phases table on screen: (column, header, number format, help). Shares are shown in per cent
 # (the data keep full precision for sorting and copying; only the display is rounded).
 PHASE_VIEW = [

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from costsim.dashboard.editor_widgets import whole_number
+from costsim.dashboard.knobs import ECONOMY, SETUPS, ClassKnobs, Knobs, current_knobs
 from costsim.plan.options import OwnedPlan
 from costsim.plan.resolve import resolve
 from costsim.present.formats import count, number, significant
-from costsim.dashboard.editor_widgets import whole_number
-from costsim.dashboard.knobs import ECONOMY, SETUPS, ClassKnobs, Knobs, current_knobs
 from costsim.scenario import Scenario
 
 DEFAULT_REPLICATIONS = 3

@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from costsim.dashboard import Limits, Upload
+from costsim.dashboard.uploads import DEFAULT_LIMITS
 from costsim.dashboard.workers import WorkStopped, read_in_worker
 from costsim.errors import CostsimError
 from costsim.runs.dataset import MANIFEST, META_KEY
@@ -276,7 +277,8 @@ def _manifest(where: str, data: bytes) -> tuple[list[tuple[str, dict]], int, dic
     seed = manifest.get("seed")
     if ids and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
         raise _refused(where, "is not a sweep manifest: seed is missing or not a whole number")
-    tasks = {(str(v["id"]), r): TaskId(str(v["id"]), r, replication_seed(seed, r), v["scenario_sha256"],
+    root_seed = seed if isinstance(seed, int) else 0  # checked above whenever there are variants
+    tasks = {(str(v["id"]), r): TaskId(str(v["id"]), r, replication_seed(root_seed, r), v["scenario_sha256"],
                                        v.get("params") or {})
              for v in variants for r in range(replications)} if ids else {}
     return ids, replications, tasks
@@ -309,7 +311,8 @@ def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.D
     if one came, and params by variant."""
     _check_sizes(uploads, limits)
     _, unpacked_cap = _caps(limits)
-    frames, manifest, params, rows, decoded = [], None, {}, 0, 0
+    frames, manifest, rows, decoded = [], None, 0, 0
+    params: dict[str, dict] = {}
     tasks: dict[tuple[str, int], str] = {}  # each task file's (variant, replication): where it came from
     claimed: list[tuple[str, TaskId]] = []
     for up in uploads:
@@ -346,8 +349,9 @@ def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.D
                 if isinstance(info.get("params"), dict):
                     params.setdefault(str(variant), info["params"])
             frames.append((where, frame))
-    for where, claim in claimed if manifest is not None and manifest[2] else ():
-        expected = manifest[2].get((claim.variant, claim.replication))
+    listed = manifest[2] if manifest is not None else {}
+    for where, claim in claimed if listed else ():
+        expected = listed.get((claim.variant, claim.replication))
         if expected is None:
             raise _refused(where, f"is not a task of this sweep (its manifest lists no variant {claim.variant}, "
                                   f"replication {claim.replication}): another sweep's file; leave it out")
@@ -357,7 +361,7 @@ def _frames(uploads: list[Upload], limits: Limits) -> tuple[list[tuple[str, pd.D
     return frames, manifest, params
 
 
-def read_sweep_uploads(uploads: list[Upload], limits: Limits = Limits(), on_wait=None, *,
+def read_sweep_uploads(uploads: list[Upload], limits: Limits = DEFAULT_LIMITS, on_wait=None, *,
                        pool: WorkerPool | None = None):
     """(SweepResults, notes) from uploaded sweep output (see the module), read in a worker process
     holding one of ``pool``'s processes (the server's; None: a pool of this call's own);
@@ -402,7 +406,7 @@ def read_in_child(payload: tuple[list[Upload], Limits], child: Child):
                               "zipped folder costsim sweep --out wrote, or its runs Parquet files") from None
 
 
-def read_uploads_here(uploads: list[Upload], limits: Limits = Limits()):
+def read_uploads_here(uploads: list[Upload], limits: Limits = DEFAULT_LIMITS):
     """``read_sweep_uploads`` in this process (the child's work; tests call it directly)."""
     from costsim.runs.stats import differences_table, means_table
     from costsim.runs.sweep import METRICS, SweepResults, variant_cell  # a swept value as a cell, as sweep() shows it

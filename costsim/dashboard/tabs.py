@@ -11,14 +11,14 @@ from collections import OrderedDict
 import streamlit as st
 
 import costsim
-from costsim.present import formats
-from costsim.plots import figures as plots
 from costsim.catalog.load import default_catalog
-from costsim.traces.csvcells import csv_text
 from costsim.dashboard.bounded import run_key
 from costsim.dashboard.views import show_table
-from costsim.present.headline import breakeven_view, literal_markdown, npv_sentence
+from costsim.plots import figures as plots
 from costsim.plots.figures import book_value_note
+from costsim.present import formats
+from costsim.present.headline import breakeven_view, literal_markdown, npv_sentence
+from costsim.traces.csvcells import csv_text
 
 TABS = ["Overview", "Cost", "Capacity", "Iteration speed", "Time to target", "Failures", "Sensitivity", "Sweep",
         "Edit scenario", "Data"]

@@ -24,9 +24,8 @@ import shutil
 import tempfile
 import threading
 import unicodedata
-from dataclasses import replace
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +104,9 @@ class Limits:
         return cls(**values)
 
 
+DEFAULT_LIMITS = Limits()  # the limits when the environment sets none (frozen: safe to share)
+
+
 # --- Uploads --------------------------------------------------------------------------------------
 
 
@@ -179,7 +181,7 @@ def public_text(text: str, root: Path | None = None) -> str:
     return text.replace(str(SCENARIO_DIR) + os.sep, "").replace(str(SCENARIO_DIR), "scenarios")
 
 
-def public_error(err: ScenarioError, root: Path) -> ScenarioError:
+def public_error(err: CostsimError, root: Path) -> ScenarioError:
     """``err`` with ``public_text`` applied to its source and every message."""
     return ScenarioError(public_text(err.source, root),
                          [replace(p, message=public_text(p.message, root)) for p in err.problems])
@@ -309,7 +311,8 @@ def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits
                                              f"`workload.trace: {trace_name}` to use it, or remove it")]).with_lines(lines)
     folder = _trace_folder(trace.data, root) if trace is not None else None
     try:
-        scenario = check_file_fields(scenario, source, root, folder / trace_name if folder is not None else None)
+        scenario = check_file_fields(scenario, source, root,
+                                     folder / trace_name if folder is not None and trace_name is not None else None)
     except CostsimError as err:
         raise public_error(err, root).with_lines(lines) from None
     if trace is not None:

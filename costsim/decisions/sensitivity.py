@@ -40,14 +40,14 @@ import numpy as np
 import pandas as pd
 
 from costsim.catalog.load import Catalog, InputRange, default_catalog
-from costsim.plan.options import Plan
-from costsim.plan.resolve import resolve
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.tornado_inputs import INPUTS, chosen_inputs
 from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
+from costsim.decisions.tornado_inputs import INPUTS, chosen_inputs
 from costsim.decisions.verdict import decide, held_to, option_table
 from costsim.decisions.wording import describe
+from costsim.plan.options import Plan
+from costsim.plan.resolve import resolve
 from costsim.present.formats import money, plain
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments

@@ -37,13 +37,24 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from costsim.plan.resolve import economics_values
 from costsim.decisions import flips as flip_points
 from costsim.decisions import time_to_target
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.targets import DEFAULT_TARGETS, MAJORITY, METRICS, Target, targets as as_targets, value
-from costsim.decisions.wording import (capitalised, delay_trade, describe, duration, horizon, met_clause, misses,
-                                       money, pct, targets_text)
+from costsim.decisions.targets import DEFAULT_TARGETS, MAJORITY, METRICS, Target, value
+from costsim.decisions.targets import targets as as_targets
+from costsim.decisions.wording import (
+    capitalised,
+    delay_trade,
+    describe,
+    duration,
+    horizon,
+    met_clause,
+    misses,
+    money,
+    pct,
+    targets_text,
+)
+from costsim.plan.resolve import economics_values
 from costsim.present.formats import per_gpu_hour, plain
 from costsim.results.contract import Results
 from costsim.runs.stats import t_interval

@@ -31,8 +31,8 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from costsim.engine.pool import Allocation, NodePool
-from costsim.plan.options import held_gpus, nodes_needed
 from costsim.engine.reservation import INF, reserve
+from costsim.plan.options import held_gpus, nodes_needed
 
 if TYPE_CHECKING:
     import simpy

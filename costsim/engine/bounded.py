@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import simpy
 
-
 FIRST_CHUNK = 1 / 1024  # of the horizon: the first look at the event rate comes early
 MIN_CHUNK = 1 / 65536  # of the horizon: at most this many chunks, so the chunking itself stays cheap
 CHUNK_SHARE = 1 / 16  # of the remaining budget each later chunk is sized to spend at the rate so far

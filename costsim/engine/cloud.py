@@ -25,12 +25,10 @@ from collections.abc import Sequence
 import numpy as np
 import simpy
 
-from costsim.plan.options import CloudPlan
-
 from costsim.engine.events import RELEASE, At, Decider
-from costsim.plan.options import nodes_needed
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder
+from costsim.plan.options import CloudPlan, nodes_needed
 
 
 class CloudPool:

@@ -51,15 +51,14 @@ from typing import Any
 import numpy as np
 import simpy
 
-from costsim.models.serving import RangeMax
-
-from costsim.engine.events import ARRIVAL, RELEASE, At, Decider
 from costsim.engine.backfill import BACKFILL_DEPTH, EasyBackfill
+from costsim.engine.events import ARRIVAL, RELEASE, At, Decider
 from costsim.engine.pool import Allocation, NodePool
-from costsim.plan.options import held_gpus
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder, integers
 from costsim.engine.reservation import INF, serving_slack
+from costsim.models.serving import RangeMax
+from costsim.plan.options import held_gpus
 
 __all__ = ["BACKFILL_DEPTH", "OwnedCluster"]
 

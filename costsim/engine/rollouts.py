@@ -16,9 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from costsim.workload.plan import Offloads
-
 from costsim.engine.records import BASE, ROLLOUT, UsageRecord
+from costsim.workload.plan import Offloads
 
 
 def with_rollouts(rec: UsageRecord, off: Offloads) -> UsageRecord:

@@ -14,18 +14,16 @@ from collections.abc import Sequence
 import numpy as np
 import simpy
 
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
-from costsim.workload.plan import WorkPlan
-
-from costsim.models.serving import RangeMax
-
-from costsim.engine.cloud import CloudPool
-from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
-from costsim.engine.events import TIMER, ArrivalFeed, At
 from costsim.engine.bounded import EventLimitExceeded, events_scheduled, run_bounded
+from costsim.engine.cloud import CloudPool
+from costsim.engine.events import TIMER, ArrivalFeed, At
+from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
 from costsim.engine.progress import Progress
 from costsim.engine.records import BASE, BURST, ROLLOUT, Recorder, UsageRecord, doubles, integers
 from costsim.engine.rollouts import with_rollouts
+from costsim.models.serving import RangeMax
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
+from costsim.workload.plan import WorkPlan
 
 __all__ = ["BASE", "BURST", "ROLLOUT", "EventLimitExceeded", "UsageRecord", "run_option"]
 

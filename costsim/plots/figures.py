@@ -19,7 +19,6 @@ import plotly.graph_objects as go
 
 from costsim.plots.band import cumulative_cost_band
 from costsim.plots.decisions import pareto_figure, tornado_figure
-from costsim.plots.timeline import gantt
 from costsim.plots.layout import (
     LAYOUT,
     finish,
@@ -32,6 +31,7 @@ from costsim.plots.layout import (
     widths,
 )
 from costsim.plots.styles import BLACK, OKABE_ITO, Style, category_styles, option_styles
+from costsim.plots.timeline import gantt
 from costsim.plots.to_target import time_to_target
 from costsim.present.formats import money
 from costsim.results.contract import Results

@@ -28,6 +28,7 @@ from costsim.errors import CostsimError
 from costsim.plots import figures as plots
 from costsim.present.formats import plain
 from costsim.report import html as h
+from costsim.report.assumptions import assumptions_section
 from costsim.report.sections import (
     FRONTIER_ROWS,
     breakeven_section,
@@ -39,7 +40,6 @@ from costsim.report.sections import (
     tornado_section,
     verdict_parts,
 )
-from costsim.report.assumptions import assumptions_section
 from costsim.report.sweep import read_sweep_folder
 from costsim.results.contract import Results
 from costsim.runs.outdir import OutputError

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from costsim.present import formats
-from costsim.plots.layout import literal
-from costsim.report.html import Column, bullets, esc, figure, fixed, page, para, section, table
 from costsim.calibration.fit import ARRIVAL_TEST, ClassFit, window_note
 from costsim.calibration.fit_window import FitCheck, FitWindow, check_line
+from costsim.plots.layout import literal
+from costsim.present import formats
+from costsim.report.html import Column, bullets, esc, figure, fixed, page, para, section, table
 
 QQ_POINTS = 200  # at most this many quantiles per QQ plot (a large class would bloat the page)
 

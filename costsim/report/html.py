@@ -9,7 +9,6 @@ plotly.js the page inlines (``page``), so the file opens with no network.
 from __future__ import annotations
 
 import hashlib
-
 import html
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias

@@ -205,7 +205,7 @@ def read_sweep_folder(path: str | os.PathLike[str], label: str = "SWEEP_DIR"):
     """(SweepResults, notes) from a sweep's output folder; ``notes``: what the report should say
     (tasks not finished, scenarios not rebuilt). OutputError (a ScenarioError) naming ``label``
     and the folder when it is not a sweep's."""
-    from costsim.runs.stats import means_table, differences_table
+    from costsim.runs.stats import differences_table, means_table
     from costsim.runs.sweep import METRICS, SweepResults
 
     folder = Path(path)

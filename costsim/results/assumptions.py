@@ -21,13 +21,13 @@ from typing import Any
 
 import pandas as pd
 
-from costsim.present import formats
 from costsim.catalog.load import Catalog, default_catalog
+from costsim.catalog.pins import effective_catalog
 from costsim.plan.options import OwnedPlan, pools
 from costsim.plan.resolve import resolve
-from costsim.catalog.pins import effective_catalog
-from costsim.scenario import CloudOption, Failures, OwnedOption, Scenario
 from costsim.plan.resolved import RL_CONSTANTS, RL_SPECS, resolve_scenario
+from costsim.present import formats
+from costsim.scenario import CloudOption, Failures, OwnedOption, Scenario
 
 COLUMNS = ("assumption", "value", "unit", "source", "date", "from")
 DEFAULT = "costsim default"

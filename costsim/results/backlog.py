@@ -55,8 +55,8 @@ import math
 
 import numpy as np
 
-from costsim.plan.options import CloudPlan, Plan, pools
 from costsim.engine.run import UsageRecord
+from costsim.plan.options import CloudPlan, Plan, pools
 
 STALE_FACTOR = 4.0  # a job never started is stale past this many times the option's p95 delay ...
 STALE_FLOOR_H = 24.0  # ... and past this many hours (and past its own planned run)

@@ -27,18 +27,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, Plan, pools as plan_pools
-from costsim.results.costing import (Serving, bin_edges, capacity, cloud_bills, held_gpus, held_intervals,
-                              option_costs, parts, per_bin, serving_use)
-from costsim.results import backlog
-from costsim.results import finance, to_target
-from costsim.results.advice import checkpoint_advice
 from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
+from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, Plan
+from costsim.plan.options import pools as plan_pools
+from costsim.results import backlog, finance, to_target
+from costsim.results.advice import checkpoint_advice
 from costsim.results.contract import COST_COLUMNS, JOB_COLUMNS, PHASE_COLUMNS, SUMMARY_COLUMNS, Results
+from costsim.results.costing import (
+    Serving,
+    bin_edges,
+    capacity,
+    cloud_bills,
+    held_gpus,
+    held_intervals,
+    option_costs,
+    parts,
+    per_bin,
+    serving_use,
+)
 from costsim.scenario import Scenario
 from costsim.units import HOURS_PER_MONTH
 from costsim.workload.plan import PHASES, WorkPlan
+
 
 def _startup_h(plan: Plan, rec: UsageRecord, work: WorkPlan) -> np.ndarray:
     """The nominal startup each job pays before working: on rented capacity its instances'; an

@@ -42,9 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from costsim.engine.run import ROLLOUT
 from costsim.models import scaling
 from costsim.plan.options import HybridPlan
-from costsim.engine.run import ROLLOUT
 from costsim.results.costing import held_intervals
 from costsim.units import HOURS_PER_DAY
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
-import functools
 
 from costsim.engine import run as engine
 from costsim.models.serving import RangeMax

@@ -37,8 +37,8 @@ import math
 
 import numpy as np
 
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, pools
 from costsim.engine.pool import nodes_needed
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, pools
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import Spread
 from costsim.workload.jobclass import expected_jobs

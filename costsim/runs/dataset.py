@@ -52,9 +52,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from costsim.traces.csvcells import write_csv
 from costsim.runs.outfiles import NO_ROOM, FolderLock, OutputError, fsync, input_at, kind_of, why_not_written
 from costsim.runs.taskfiles import META_KEY, RUNS, TaskId, listed, read_task_file, strays, write_task_file  # noqa: F401 (META_KEY, RUNS: read by the report and the dashboard)
+from costsim.traces.csvcells import write_csv
 
 MANIFEST = "sweep.json"
 LOCK = ".sweep.lock"

@@ -26,7 +26,6 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from costsim.workload import jobs as workload
 from costsim.plan.resolve import resolve
 from costsim.runs import api, arguments
 from costsim.scenario import Economics, Option, Problem, Scenario, ScenarioError, parse_yaml, read_trace
@@ -35,6 +34,7 @@ from costsim.scenario.errors import Loc
 from costsim.scenario.filekind import input_file_problem
 from costsim.scenario.io import read_text_bounded
 from costsim.scenario.limits import MAX_SCENARIO_BYTES_ENV, max_scenario_bytes
+from costsim.workload import jobs as workload
 
 _OPTION = TypeAdapter(Option)
 _SAFE_HORIZON_DAYS = 1.0  # when the horizon itself is wrong: shorter than any term, so no false "renew"

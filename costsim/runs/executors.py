@@ -28,13 +28,12 @@ from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 from typing import Any
 
-from costsim.runs.scheduler import SchedulerProblem, parse_address, probe
 from costsim.errors import CostsimError, ExecutorError
+from costsim.runs.scheduler import SchedulerProblem, parse_address, probe
 from costsim.scenario.errors import Problem, ScenarioError
 
 
-
-class Executor(str, enum.Enum):
+class Executor(str, enum.Enum):  # noqa: UP042 -- typer shows str-and-Enum choices by value; a StrEnum would change str(member)
     """Where a sweep's tasks run: this process, a process pool, or Dask (the CLI's choices)."""
 
     local = "local"

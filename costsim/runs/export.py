@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from costsim.catalog.load import default_catalog
-from costsim.traces.csvcells import write_csv
-from costsim.runs.outdir import MANIFEST, OutputFolder
-from costsim.results.contract import Results
-from costsim.results.assumptions import assumptions
-from costsim.scenario import dump_scenario
 from costsim.plan.resolved import resolve_scenario
+from costsim.results.assumptions import assumptions
+from costsim.results.contract import Results
+from costsim.runs.outdir import MANIFEST, OutputFolder
+from costsim.scenario import dump_scenario
+from costsim.traces.csvcells import write_csv
 
 TABLES = ("summary", "jobs", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target", "reward_by_day")
 RESOLVED_SCENARIO = "scenario.resolved.yaml"

@@ -42,8 +42,17 @@ from pathlib import Path
 from typing import NoReturn
 
 # check_out_file and publish_files live in costsim.runs.outfiles; imported here for older callers.
-from costsim.runs.outfiles import (FolderLock, OutputError, check_out_file, fsync, input_at, kind_of,  # noqa: F401
-                                   publish_files, signals_held, why_not_written)
+from costsim.runs.outfiles import (  # noqa: F401
+    FolderLock,
+    OutputError,
+    check_out_file,
+    fsync,
+    input_at,
+    kind_of,
+    publish_files,
+    signals_held,
+    why_not_written,
+)
 
 MANIFEST = "costsim-run.json"  # what a run wrote (file names and sizes in bytes), written last
 _SUFFIX = r"[0-9a-f]{8}"  # secrets.token_hex(4): the random part of staging and old folder names

@@ -103,7 +103,7 @@ def probe(address: str, timeout_s: float) -> None:
                 raise SchedulerProblem(not_dask.format(what="answered with bytes that are not Dask's handshake"))
             if not is_greeting(_read(sock, size, deadline)):
                 raise SchedulerProblem(not_dask.format(what="answered with bytes that are not Dask's handshake"))
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:  # socket.timeout is TimeoutError
             raise SchedulerProblem(not_dask.format(what=f"accepted the connection and sent nothing for "
                                                         f"{timeout_s:g} s")) from None
         except EOFError:

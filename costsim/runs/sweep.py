@@ -27,11 +27,18 @@ import pandas as pd
 
 from costsim.runs import api, arguments, stats
 from costsim.runs.dataset import SweepFolder, fingerprint, manifest
+from costsim.runs.executors import (
+    DASK_MISSING,
+    EXECUTORS,
+    ExecutorError,
+    Run,
+    check_address,
+    dask_available,
+    open_executor,
+)
 from costsim.runs.outfiles import scenario_inputs
-from costsim.runs.taskfiles import TaskId
-from costsim.runs.executors import (DASK_MISSING, EXECUTORS, ExecutorError, Run, check_address, dask_available,
-                                    open_executor)
 from costsim.runs.sweepfile import Sweep, load_sweep, replication_seed
+from costsim.runs.taskfiles import TaskId
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario import scenario_from_data as schema_from_data
 

@@ -39,10 +39,10 @@ from costsim.runs.paths import PathError, named, resolve, scalar_kinds, set_path
 from costsim.runs.sweepspec import MAX_REPLICATIONS, MAX_TASKS, TOP, Range, SweepSpec, check_seed, spec_problems
 from costsim.runs.variants import Variant, VariantBuilder
 from costsim.scenario import Problem, Scenario, ScenarioError
+from costsim.scenario.bounds import MAX_SEED
 from costsim.scenario.errors import Loc
 from costsim.scenario.io import parse_yaml, read_text_bounded
 from costsim.scenario.limits import MAX_SCENARIO_BYTES_ENV, max_scenario_bytes
-from costsim.scenario.bounds import MAX_SEED
 from costsim.workload.rng import name_key
 
 MAX_PROBLEMS = 20
@@ -213,8 +213,11 @@ def _variants(axes: _Axes, base: Scenario, locs: dict[str, Loc], points: list[di
         if not params:
             raise err  # the base itself (already checked when loaded: not expected)
         data = builder.edited(params=params, locs=locs)  # the variant as written: its problems' locations
+        def alone(one: dict[str, Any], vid: str = vid) -> ScenarioError | None:
+            return build(vid, one)[1]  # this variant's id with one param alone on the base
+
         for p in err.problems:
-            path = _culprit(p, params, locs, lambda one: build(vid, one)[1])
+            path = _culprit(p, params, locs, alone)
             other = "" if err.source.startswith(axes.source) else f"{err.source}: "
             text = clipped(f"{other}{named(data, p.loc) or 'the scenario'}: {p.message}", 4 * SHOWN_CHARS)
             found.setdefault((path, text), [vid, params, 0])[2] += 1

@@ -18,7 +18,6 @@ from pydantic.fields import FieldInfo
 
 from costsim.units import HOURS_PER_DAY
 
-
 # Physical bounds (each the largest or smallest value a scenario or trace may state).
 MAX_HORIZON_DAYS = 30 * 365  # 30 years, in days
 MIN_HORIZON_DAYS = 1 / HOURS_PER_DAY  # one hour, in days

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from costsim.scenario.base import Name, StrictModel
 from costsim.scenario.bounds import (
     CV,
     MAX_GPUS,
@@ -28,8 +29,6 @@ from costsim.scenario.bounds import (
     int_bounds,
     span,
 )
-
-from costsim.scenario.base import Name, StrictModel
 
 DEFAULT_ROLLOUT_GPU_FRACTION = 0.5
 DEFAULT_MAX_STALENESS = 1

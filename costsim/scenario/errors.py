@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from costsim.errors import CostsimError, Loc, Problem
 
+
 class ScenarioError(CostsimError, ValueError):
     """A scenario, trace or setting that cannot be used, with every problem found.
 

@@ -17,9 +17,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, Discriminator, Field, Tag
 
-from costsim.scenario.bounds import MAX_HOURS, MIN_JOB_H, Days, GPUCount, Priority, float_bounds, show, span
-
 from costsim.scenario.base import Name, StrictModel
+from costsim.scenario.bounds import MAX_HOURS, MIN_JOB_H, Days, GPUCount, Priority, float_bounds, show, span
 
 HOURS_PER_DAY = 24
 DAYS_PER_WEEK = 7

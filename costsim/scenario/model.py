@@ -14,6 +14,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from costsim.scenario.base import StrictModel
 from costsim.scenario.bounds import (
     MAX_GPUS,
     USD,
@@ -28,8 +29,6 @@ from costsim.scenario.bounds import (
     show,
     span,
 )
-
-from costsim.scenario.base import StrictModel
 from costsim.scenario.classes import RLClass
 from costsim.scenario.jobclass import JobClass
 from costsim.scenario.options import CloudOption, HybridOption, Option, OwnedOption

@@ -11,8 +11,8 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, model_serializer, model_validator
 
+from costsim.scenario.base import Name, StrictModel
 from costsim.scenario.bounds import (
-    TermYears,
     CV,
     MAX_BILLING_S,
     CapexPerGPU,
@@ -23,15 +23,14 @@ from costsim.scenario.bounds import (
     IntervalHours,
     Network,
     NodeGPUs,
-    PricePerGPUHour,
     Placement,
+    PricePerGPUHour,
     PriceTier,
     Scheduler,
+    TermYears,
     float_bounds,
     span,
 )
-
-from costsim.scenario.base import Name, StrictModel
 
 DEFAULT_PROVISIONING_DELAY_H = 0.25
 DEFAULT_STARTUP_H = 0.1

@@ -13,9 +13,8 @@ from typing import Annotated, TypeAlias
 
 from pydantic import Field
 
-from costsim.scenario.bounds import MAX_GPUS_PER_NODE, NodeGPUs, PricePerGPUHour, float_bounds, int_bounds, span
-
 from costsim.scenario.base import StrictModel
+from costsim.scenario.bounds import MAX_GPUS_PER_NODE, NodeGPUs, PricePerGPUHour, float_bounds, int_bounds, span
 
 Spec: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1e9)]  # a hardware figure (GB, TFLOP/s, TB/s, GB/s, kW): positive and finite
 IdleKW: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1e9)]

@@ -25,7 +25,6 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from costsim.scenario.bounds import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, show
-
 from costsim.scenario.errors import Problem, ScenarioError
 from costsim.scenario.filekind import input_file_problem
 from costsim.scenario.limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large

@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
-
 from costsim.traces.common import (
     TYPE_SEP,
     BadCell,

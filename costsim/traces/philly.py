@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
-
 from costsim.traces.common import BadCell, ImportOptions, Job, Report, parse_time
 
 STATUSES = {"pass": "completed", "killed": "cancelled", "failed": "failed", "running": "running"}

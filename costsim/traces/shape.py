@@ -16,9 +16,8 @@ import numpy as np
 import pandas as pd
 
 from costsim.present import formats
-from costsim.units import HOURS_PER_DAY
-
 from costsim.traces.common import STILL_RUNNING
+from costsim.units import HOURS_PER_DAY
 
 ACTIVE_SHARE = 0.9  # the active window holds this share of the arrivals
 LONGEST_SHARE = 0.01  # the longest jobs whose GPU-hours are reported: this share of the jobs

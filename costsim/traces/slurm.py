@@ -54,7 +54,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from costsim.scenario.errors import Problem, ScenarioError
-
 from costsim.traces.common import (
     TYPE_SEP,
     BadCell,

@@ -15,10 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from costsim.scenario.bounds import MAX_GPUS, MAX_HOURS, MIN_JOB_H
 from costsim.scenario.errors import Problem, ScenarioError
 from costsim.scenario.textfile import not_utf8
-from costsim.scenario.bounds import MAX_GPUS, MAX_HOURS, MIN_JOB_H
-
 from costsim.traces.common import (
     COLUMNS,
     FRACTIONAL,

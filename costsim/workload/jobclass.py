@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from costsim.models.sampling import lognormal
 from costsim.models.profiles import week_integral, week_integral_inverse, week_rates
-from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, JobClass, LognormalDuration
+from costsim.models.sampling import lognormal
 from costsim.scenario.bounds import MAX_HOURS, MIN_JOB_H
+from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, JobClass, LognormalDuration
 from costsim.workload.arrivals import Arrivals, layer_draws, layered_arrivals, per_job
 
 

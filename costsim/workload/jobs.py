@@ -39,13 +39,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from costsim.workload.arrivals import ITERATION_BLOCK, in_blocks, iteration_rows, layer_draws, layered_arrivals, per_job
-from costsim.workload.jobclass import job_class_jobs
-from costsim.workload.rng import stream
 from costsim.models.sampling import LengthDraws, length_draws, lognormal
 from costsim.scenario import Problem, Scenario, TraceTable, read_trace
 from costsim.scenario.classes import RLClass, Spread
 from costsim.units import HOURS_PER_DAY
+from costsim.workload.arrivals import ITERATION_BLOCK, in_blocks, iteration_rows, layer_draws, layered_arrivals, per_job
+from costsim.workload.jobclass import job_class_jobs
+from costsim.workload.rng import stream
 
 TRACE_CLASS = -1
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from costsim.models import offload
-from costsim.models import rl
+from costsim.models import offload, rl
 from costsim.models.reliability import checkpoint_writes
 from costsim.plan.hardware import hardware, shape
 from costsim.plan.options import CloudPlan, OwnedPlan

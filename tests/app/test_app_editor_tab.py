@@ -7,14 +7,14 @@ editor edit one copy; the URL carries the edit. Short (30-day) scenarios, one re
 from __future__ import annotations
 
 import pytest
+from apptest_helpers import cards, key, short, upload
+from paths import APP
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.dashboard import SCENARIO_DIR, decode_scenario, encode_scenario
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.runs.sweepfile import replication_seed
-from apptest_helpers import cards, key, short, upload
-from paths import APP
 
 pytestmark = pytest.mark.usefixtures("fresh_cache_data")
 

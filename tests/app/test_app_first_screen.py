@@ -16,15 +16,14 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from paths import APP
 from streamlit.testing.v1 import AppTest
 
 import costsim
 from costsim.dashboard import SCENARIO_DIR, encode_scenario
-from costsim.present.headline import CARD_METRICS
-from costsim.present.headline import breakeven_sentence, breakeven_versus
+from costsim.present.headline import CARD_METRICS, breakeven_sentence, breakeven_versus
 from costsim.results.finance import breakeven_over
 from costsim.runs.sweepfile import replication_seed
-from paths import APP
 
 pytestmark = pytest.mark.usefixtures("fresh_cache_data")
 

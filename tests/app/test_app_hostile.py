@@ -18,18 +18,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from apptest_helpers import page_strings
 from hypothesis import given, settings
 from hypothesis import strategies as st_
 from markdown_it import MarkdownIt
+from paths import APP
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.runs import isolated
 from costsim import dashboard
 from costsim.dashboard import SCENARIO_DIR, Limits, Upload, literal_markdown, load_upload, run_key
 from costsim.present.headline import WORD_JOINER
-from apptest_helpers import page_strings
-from paths import APP
+from costsim.runs import isolated
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 

@@ -8,16 +8,15 @@ JavaScript's exact integers does not break the page. Truth: the scenario in the 
 from __future__ import annotations
 
 import pytest
+from apptest_helpers import cards, knob, ran, short, submit, upload
+from paths import APP
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.dashboard import bounded
-from costsim.dashboard import SCENARIO_DIR
+from costsim.dashboard import SCENARIO_DIR, bounded
 from costsim.dashboard.edit import EDIT_TAB
 from costsim.runs.memo import RunMemo
 from costsim.runs.sweepfile import replication_seed
-from apptest_helpers import cards, knob, ran, short, submit, upload
-from paths import APP
 
 pytestmark = pytest.mark.usefixtures("fresh_cache_data")
 

@@ -44,16 +44,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
+from apptest_helpers import TINY_LAB as TINY
+from paths import APP
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Error
 
 import costsim
-from costsim.plan.resolve import economics_values, resolve
-from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.dashboard import LINK, SCENARIO_DIR, SETUPS, apply_knobs, current_knobs, encode_scenario, knob_paths
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
+from costsim.plan.resolve import economics_values, resolve
 from costsim.present.headline import CARD_METRICS
-from apptest_helpers import TINY_LAB as TINY
-from paths import APP
 
 SC = costsim.load_scenario_text(TINY, "tiny.yaml", SCENARIO_DIR)
 KNOBS = sorted(set(knob_paths(SC).values())) + ["replications"]  # replications: a session setting

@@ -7,14 +7,14 @@ the URL (what ran) and ``costsim.simulate`` of it with the first replication's s
 from __future__ import annotations
 
 import pytest
+from apptest_helpers import cards, knob, ran, short, start, submit, upload
+from paths import APP
 from streamlit.testing.v1 import AppTest
 
 import costsim
 from costsim.dashboard import encode_scenario
 from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.runs.sweepfile import replication_seed
-from apptest_helpers import cards, knob, ran, short, start, submit, upload
-from paths import APP
 
 pytestmark = pytest.mark.usefixtures("fresh_cache_data")
 

@@ -10,10 +10,11 @@ import statistics
 
 import pytest
 import yaml
+from apptest_helpers import cards, key, short, start, upload
+from paths import APP
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.dashboard import (
     LINK,
     SCENARIO_DIR,
@@ -24,11 +25,10 @@ from costsim.dashboard import (
     encode_scenario,
     sized_name,
 )
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.dashboard.tabs import TABS
 from costsim.runs.sweepfile import replication_seed
 from costsim.scenario import scenario_from_yaml
-from apptest_helpers import cards, key, short, start, upload
-from paths import APP
 
 pytestmark = pytest.mark.usefixtures("fresh_cache_data")
 

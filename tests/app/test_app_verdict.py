@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from paths import APP
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.dashboard import SCENARIO_DIR, apply_knobs, content_key, current_knobs, encode_scenario, literal_markdown
+from costsim.dashboard.sidebar import REPLICATIONS_KEY
 from costsim.runs.sweepfile import replication_seed
-from paths import APP
 
 pytestmark = pytest.mark.usefixtures("fresh_cache_data")
 

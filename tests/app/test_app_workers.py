@@ -14,8 +14,7 @@ import pandas as pd
 import pytest
 
 import costsim
-from costsim.dashboard import bounded
-from costsim.dashboard import SCENARIO_DIR, Limits, RunStopped
+from costsim.dashboard import SCENARIO_DIR, Limits, RunStopped, bounded
 from costsim.runs.isolated import read_frame
 
 

@@ -15,15 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from apptest_helpers import key, page_strings, short
+from paths import ROOT
 from streamlit.testing.v1 import AppTest
 
 import costsim
+from costsim.dashboard import SCENARIO_DIR, Upload, content_key, encode_scenario, load_upload, make_upload_root, uploads
 from costsim.dashboard.sidebar import REPLICATIONS_KEY
-from costsim.dashboard import SCENARIO_DIR, Upload, content_key, encode_scenario, load_upload, make_upload_root
-from costsim.dashboard import uploads
 from costsim.scenario import scenario_from_yaml
-from apptest_helpers import key, page_strings, short
-from paths import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 

@@ -18,9 +18,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import one_node_scenario_file
 from hypothesis import given
 from hypothesis import strategies as st_
 from markdown_it import MarkdownIt
+from paths import ROOT
 from streamlit.testing.v1 import AppTest
 
 import costsim
@@ -36,8 +38,6 @@ from costsim.dashboard import (
 )
 from costsim.dashboard.sweep_upload import MAX_JSON_DEPTH, read_uploads_here
 from costsim.scenario import ScenarioError
-from helpers import one_node_scenario_file
-from paths import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_streamlit_caches")
 

@@ -23,13 +23,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import costsim
-from costsim.dashboard import bounded
+from costsim.dashboard import SCENARIO_DIR, Limits, Upload, bounded
 from costsim.dashboard.bounded import ResultCache
-from costsim.dashboard import SCENARIO_DIR, Limits, Upload
 from costsim.dashboard.sweep_upload import read_sweep_uploads, read_uploads_here, upload_call
 from costsim.runs.isolated import Worker, run_calls
 from costsim.scenario import ScenarioError
-from paths import ROOT
 
 MiB = 2**20
 linux = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")

@@ -18,20 +18,20 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import one_node_scenario_file
+from paths import HARNESSES
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.decisions.verdict import decide
-from costsim.decisions.pareto import sweep_table
-from costsim.decisions.sensitivity import tornado
 from costsim.dashboard import Upload, literal_markdown
 from costsim.dashboard.decision_runs import grid_sweep, numeric_paths
 from costsim.dashboard.sweep_upload import read_sweep_uploads
+from costsim.decisions.pareto import sweep_table
+from costsim.decisions.sensitivity import tornado
+from costsim.decisions.verdict import decide
 from costsim.report.sweep import read_sweep_folder
 from costsim.runs.sweepfile import sweep_from_sets
 from costsim.scenario import ScenarioError
-from helpers import one_node_scenario_file
-from paths import HARNESSES
 
 HARNESS = str(HARNESSES / "decision_tabs_app.py")
 ECONOMICS = {"electricity_usd_per_kwh": 0.10, "pue": 1.3, "depreciation_years": 1.0, "cost_of_capital": 0.0,

@@ -11,14 +11,14 @@ import copy
 from pathlib import Path
 
 import pytest
+from paths import HARNESSES
 from ruamel.yaml import YAML
 from streamlit.testing.v1 import AppTest
 
 import costsim
-from costsim.dashboard import editor_ops as ops
 from costsim.dashboard import SCENARIO_DIR
+from costsim.dashboard import editor_ops as ops
 from costsim.scenario import Scenario
-from paths import HARNESSES
 
 HARNESS = str(HARNESSES / "editor_app.py")
 

@@ -11,11 +11,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from paths import SHIPPED
 
 import costsim
 from costsim.dashboard import editor_ops as ops
 from costsim.scenario import parse_yaml
-from paths import SHIPPED
 
 SCENARIOS = sorted(SHIPPED.glob("*.yaml"))
 

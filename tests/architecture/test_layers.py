@@ -9,8 +9,9 @@ import ast
 import shutil
 from pathlib import Path
 
-import costsim
 from architecture.import_graph import violations
+
+import costsim
 
 PACKAGE = Path(costsim.__file__).resolve().parent
 

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from helpers import invoke_cli
 
-from costsim.scenario.trace import read_trace
 from costsim.calibration.fit_classes import trace_of
 from costsim.calibration.fit_window import choose_window, misses, window_trace
-from helpers import invoke_cli
+from costsim.scenario.trace import read_trace
 
 
 def write_trace(path: Path, submit_h, duration_h, gpus=1) -> Path:

@@ -13,17 +13,11 @@ import pandas as pd
 import plotly.offline
 import pytest
 import typer
+from paths import TRACE_SAMPLES
 from ruamel.yaml import YAML
 from typer.testing import CliRunner
 
 import costsim
-from costsim.cli.fit_workload import fit_workload_command
-from costsim.cli.import_trace import import_trace_command
-from costsim.runs import api
-from costsim.runs.outdir import publish_files as publish
-from costsim.scenario import Problem, ScenarioError
-from costsim.scenario.trace import read_trace
-from costsim.scenario.jobclass import JobClass
 from costsim.calibration.fit import (
     EMPIRICAL_BINS,
     arrival_check,
@@ -36,10 +30,16 @@ from costsim.calibration.fit import (
     split_by_gpus,
 )
 from costsim.calibration.fit_classes import job_classes_of, trace_of
+from costsim.cli.fit_workload import fit_workload_command
+from costsim.cli.import_trace import import_trace_command
+from costsim.runs import api
+from costsim.runs.outdir import publish_files as publish
+from costsim.scenario import Problem, ScenarioError
+from costsim.scenario.jobclass import JobClass
+from costsim.scenario.trace import read_trace
 from costsim.workload.jobclass import draw_durations
 from costsim.workload.rng import stream
 from costsim.workload.synth import JobGroup, make_trace
-from paths import TRACE_SAMPLES
 
 app = typer.Typer(pretty_exceptions_enable=False)
 app.command("fit-workload")(fit_workload_command)

@@ -14,13 +14,13 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from paths import ROOT
 from typer.testing import CliRunner
 
 import costsim
 from costsim.cli.commands import app
 from costsim.traces import import_trace
 from costsim.traces.common import write_csv
-from paths import ROOT
 
 SCENARIO = ROOT / "scenarios" / "slurm-lab.yaml"
 TRACE = ROOT / "scenarios" / "traces" / "slurm-lab.csv"

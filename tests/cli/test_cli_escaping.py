@@ -8,10 +8,10 @@ import io
 import json
 
 import pytest
+from helpers import invoke_cli
 from rich.console import Console
 
 from costsim.cli import commands as cli
-from helpers import invoke_cli
 
 TRACE = "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n"
 SCENARIO = """\

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import PHASES_SCENARIO as SCENARIO
+from helpers import phases_closed_form_scenario as closed_form_scenario
 from rich.console import Console
 from typer.testing import CliRunner
 
 import costsim
 from costsim.cli.commands import app
 from costsim.cli.tables import phase_table
-from helpers import PHASES_SCENARIO as SCENARIO
-from helpers import phases_closed_form_scenario as closed_form_scenario
 
 # Headers as printed, two lines at most: each word must appear in the table.
 HEADERS = ["rollout", "log-", "probs", "scoring", "update", "sync/", "reshard", "async", "overhead", "iteration",

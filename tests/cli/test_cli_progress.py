@@ -9,13 +9,13 @@ import io
 import re
 
 import pytest
+from helpers import TINY_RL, invoke_cli
 from rich.console import Console
 
 import costsim
-from costsim.decisions.sensitivity import tornado
 from costsim.cli.stages import Stages, counting, ended
+from costsim.decisions.sensitivity import tornado
 from costsim.runs.sweepfile import replication_seed
-from helpers import TINY_RL, invoke_cli
 
 STAGE = r"(?P<what>[^\n]+): (?:(?P<n>[\d,]+) (?P<unit>\w+) in )?(?P<s>[\d,.]+) s"
 

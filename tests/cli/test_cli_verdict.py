@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import SHIPPED
 from typer.testing import CliRunner
 
 import costsim
 from costsim.cli.commands import app
 from costsim.cli.console import PIPED_WIDTH, stdout_width
-from paths import SHIPPED
 
 BASELINE = SHIPPED / "baseline.yaml"
 DAYS = 60
@@ -198,8 +198,8 @@ def test_long_option_names_fold_and_numbers_stay_whole(overloaded):
     number stays whole on its row and the table stays within 80 columns."""
     from rich.console import Console
 
-    from costsim.present.headline import with_verdict
     from costsim.cli.tables import narrow_table
+    from costsim.present.headline import with_verdict
 
     _, res = overloaded
     rows = with_verdict(res.summary, costsim.decide(res))

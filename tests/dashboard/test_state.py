@@ -3,9 +3,10 @@ plain dict as the session: which scenario the knobs start from and which key the
 
 from __future__ import annotations
 
+from helpers import TINY_RL
+
 import costsim
 from costsim.dashboard import state
-from helpers import TINY_RL
 
 
 def _scenarios(tmp_path):

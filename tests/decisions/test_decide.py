@@ -7,14 +7,14 @@ from __future__ import annotations
 import math
 
 import pytest
-
-import costsim
-from costsim.decisions.verdict import decide
-from costsim.decisions.fair import fair_rows
-from costsim.decisions.targets import parse_target
-from costsim.scenario import ScenarioError
 from helpers import cloud, owned, scenario
 from paths import ROOT
+
+import costsim
+from costsim.decisions.fair import fair_rows
+from costsim.decisions.targets import parse_target
+from costsim.decisions.verdict import decide
+from costsim.scenario import ScenarioError
 
 H_DAYS = 10.0
 

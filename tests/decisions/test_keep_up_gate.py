@@ -13,15 +13,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import cloud, owned, scenario
 
 import costsim
 from costsim.catalog.load import default_catalog
-from costsim.plan.resolve import resolve
-from costsim.decisions.fair import fair_rows
-from costsim.decisions.fair import why_not
+from costsim.decisions.fair import fair_rows, why_not
 from costsim.engine.run import UsageRecord
+from costsim.plan.resolve import resolve
 from costsim.results.backlog import keep_up_measures, stale_jobs
-from helpers import cloud, owned, scenario
 
 H_DAYS = 10.0  # 240 h
 

@@ -9,15 +9,15 @@ import math
 import pandas as pd
 import pytest
 import typer
+from helpers import cloud, erlang_c, owned, scenario
 from typer.testing import CliRunner
 
-from costsim.decisions.optimize import _monotone, _unsure, optimize
-from costsim.decisions.targets import parse_target
-from costsim.decisions.space import parse_space, parse_vary
 from costsim.cli.optimize import optimize_command
+from costsim.decisions.optimize import _monotone, _unsure, optimize
+from costsim.decisions.space import parse_space, parse_vary
+from costsim.decisions.targets import parse_target
 from costsim.scenario import ScenarioError, dump_scenario
 from costsim.workload.synth import JobGroup, make_trace
-from helpers import cloud, erlang_c, owned, scenario
 
 LAM, MU = 8.0, 1.0  # jobs per hour, 1 / mean run time in hours: offered load a = 8 GPUs
 

@@ -10,15 +10,15 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import cloud, owned, scenario
 
 import costsim
-from costsim.decisions.verdict import decide
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.pareto import frontier, sweep_table
+from costsim.decisions.verdict import decide
 from costsim.plots.figures import pareto_figure
 from costsim.runs.sweepfile import sweep_from_sets
 from costsim.scenario import ScenarioError, dump_scenario
-from helpers import cloud, owned, scenario
 
 
 def brute_force(points: list[tuple[float, ...]]) -> list[bool]:

@@ -14,17 +14,17 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from paths import APP
 from scipy import stats
 
 import costsim
-from costsim.plots import figures as plots
-from costsim.models import scaling
 from costsim.decisions import time_to_target as T
-from costsim.runs.export import TABLES, write_tables
+from costsim.models import scaling
+from costsim.plots import figures as plots
 from costsim.report.build import build_report
 from costsim.results import to_target
+from costsim.runs.export import TABLES, write_tables
 from costsim.scenario import scenario_from_data
-from paths import APP
 
 # The README's flagship: one 64-GPU run, a 0.72, b 1.4, c_mid 24,000 GPU-hours, r0 0.31, target
 # 0.65 (74,214 GPU-hours: day 48.3 on 64 GPUs from day 0); 60 days so it runs in well under a second.

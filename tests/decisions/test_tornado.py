@@ -20,12 +20,12 @@ from __future__ import annotations
 import math
 
 import pytest
+from helpers import cloud, owned, scenario
 
-from costsim.errors import ArgumentError
 from costsim.catalog.load import default_catalog
 from costsim.decisions.sensitivity import COLUMNS, Tornado, tornado
+from costsim.errors import ArgumentError
 from costsim.scenario import ScenarioError
-from helpers import cloud, owned, scenario
 
 PRICE = 2.99  # USD per GPU-hour
 CAPEX_PER_GPU = 10_000.0

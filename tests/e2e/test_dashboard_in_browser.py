@@ -18,10 +18,10 @@ import time
 from operator import le
 
 import pytest
-
-from costsim.present.headline import CARD_METRICS
 from browser_helpers import ARGS, CHROMIUM, VIEW, served, settled
 from paths import ROOT
+
+from costsim.present.headline import CARD_METRICS
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -370,11 +370,11 @@ def test_report_assumptions_table_shows_every_catalog_value_used(browser, tmp_pa
     catalog file with that value, source and date."""
     from importlib import resources
 
+    from helpers import TINY_RL, invoke_cli
     from ruamel.yaml import YAML
 
     import costsim
     from costsim.results.assumptions import assumptions, shown
-    from helpers import TINY_RL, invoke_cli
 
     (tmp_path / "s.yaml").write_text(TINY_RL.replace("{name: cloud, kind: cloud, gpu_type: H100}",
                                                      "{name: cloud, kind: cloud, gpu_type: H100, pricing: spot}"))

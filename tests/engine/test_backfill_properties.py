@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 import simpy
+from helpers import cloud, jobs_of, owned, scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,6 @@ from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder
 from costsim.models.serving import RangeMax, hourly_demand
-from helpers import cloud, jobs_of, owned, scenario
 
 EPS = 1e-9
 

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from helpers import bare_simpy_mmc, jobs_of, owned, scenario
 
 import costsim
 from costsim.workload.synth import JobGroup, make_trace
-from helpers import bare_simpy_mmc, jobs_of, owned, scenario
 
 
 @pytest.mark.slow

@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
+from helpers import cloud, jobs_of, scenario
 
 import costsim
-from helpers import cloud, jobs_of, scenario
 
 
 def test_provisioning_then_startup_then_work(tmp_path):

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from helpers import jobs_of, owned, scenario
 
 import costsim
-from helpers import jobs_of, owned, scenario
 
 # Two 8-GPU nodes. A holds one node 0-10 h; B needs both nodes; C is small and short; D is a
 # whole node for 20 h. Times in hours.

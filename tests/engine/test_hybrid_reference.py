@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 import pytest
+from helpers import cloud, jobs_of, owned, scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import costsim
-from helpers import cloud, jobs_of, owned, scenario
 
 
 def reference_hybrid(submit, gpus, dur, capacity, wait):

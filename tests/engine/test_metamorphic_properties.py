@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from helpers import cloud, owned, scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import costsim
-from helpers import cloud, owned, scenario
 
 traces = st.lists(
     st.tuples(st.floats(0, 100, allow_nan=False), st.integers(1, 8), st.floats(0.05, 30, allow_nan=False)),

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from helpers import cloud, jobs_of, owned, scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import costsim
-from helpers import cloud, jobs_of, owned, scenario
 
 
 def reserved(name="res", gpus=16, **kw):

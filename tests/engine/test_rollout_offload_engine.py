@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.plan.resolve import resolve
 from costsim.models import network, rl
+from costsim.plan.resolve import resolve
 from costsim.results.costing import ALL_ITEMS
 from costsim.scenario import ScenarioError
 from costsim.workload.plan import hardware
@@ -200,8 +200,8 @@ def test_a_home_failure_keeps_the_rollout_instances_beside_each_hold():
     assert res.jobs[res.jobs.option == "home"]["cost_usd"].sum() == pytest.approx(s["total_cost_usd"], rel=1e-9)
     # Each hold at home has its rollout instances beside it, from its own delivery (0.25 h in).
     plans = {p.name: p for p in resolve(sc)}
-    from costsim.workload import jobs as workload
     from costsim.engine.run import BASE, ROLLOUT, run_option
+    from costsim.workload import jobs as workload
     from costsim.workload.plan import plan_work
     work = plan_work(sc, workload.generate(sc), plans["home"])
     from costsim.workload.rng import stream

@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from helpers import cloud, jobs_of, owned, scenario
 
 import costsim
-from costsim.engine.run import sjf_durations
 from costsim.engine.pool import NodePool
+from costsim.engine.run import sjf_durations
 from costsim.scenario import ScenarioError
-from helpers import cloud, jobs_of, owned, scenario
 
 
 def hybrid(name="hyb", **kw):

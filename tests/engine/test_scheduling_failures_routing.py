@@ -7,16 +7,16 @@ scripted stand-in for numpy's Generator, passed to ``engine.run_option`` as the 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import cloud, jobs_of, owned, scenario
 
 import costsim
 from costsim.engine import run as engine
-from costsim.workload import jobs as workload
-from costsim.plan.resolve import resolve
 from costsim.engine.pool import NodePool
-from costsim.scenario import ScenarioError, scenario_from_data
 from costsim.models.serving import RangeMax
+from costsim.plan.resolve import resolve
+from costsim.scenario import ScenarioError, scenario_from_data
+from costsim.workload import jobs as workload
 from costsim.workload.plan import plan_work
-from helpers import cloud, jobs_of, owned, scenario
 
 NEVER = 1e12  # a scripted failure time that never comes
 

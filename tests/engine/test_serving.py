@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from helpers import cloud, jobs_of, owned, scenario
 
 import costsim
-from costsim.plan.checks import serving_demand
 from costsim.models.serving import RangeMax, hourly_demand
-from helpers import cloud, jobs_of, owned, scenario
+from costsim.plan.checks import serving_demand
 
 
 def test_demand_by_hand():

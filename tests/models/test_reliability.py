@@ -100,8 +100,9 @@ def hand_expected_job_h(work, interval, write, lam, r):
 
 
 def test_spot_advice_counts_reacquisition_provisioning_and_startup(tmp_path):
-    import costsim
     from helpers import cloud
+
+    import costsim
 
     spot = cloud("spot", pricing="spot", gpus_per_instance=8, preemptions_per_instance_day=0.6,
                  reacquire_delay_h=1.0, provisioning_delay_h=0.5, startup_h=0.25,
@@ -124,8 +125,9 @@ def test_spot_advice_counts_reacquisition_provisioning_and_startup(tmp_path):
 
 
 def test_interruption_cost_on_demand_and_owned(tmp_path):
-    import costsim
     from helpers import cloud, owned
+
+    import costsim
 
     od = cloud("od", gpus_per_instance=8, provisioning_delay_h=0.5, startup_h=0.25,
                failures={"node_failures_per_1000_node_days": 12})
@@ -149,9 +151,10 @@ def test_free_checkpoints_and_huge_segments_have_limits_not_errors():
 
 def test_advice_with_free_checkpoint_writes_runs(tmp_path):
     """``write_minutes: 0`` is valid; with failures it used to crash the advice (ZeroDivisionError)."""
+    from helpers import owned
+
     import costsim
     from costsim.scenario import scenario_from_data
-    from helpers import owned
 
     cls = {"name": "a", "arrivals_per_day": 2, "gpus": 16, "iterations": 400, "model_params_b": 7,
            "rollout": {"prompts": 64, "samples_per_prompt": 4, "response_tokens": 1000},

@@ -5,12 +5,12 @@ import math
 
 import numpy as np
 import pytest
+from helpers import owned
 
 import costsim
-from costsim.workload import jobs as workload
 from costsim.cli.tables import phase_table
 from costsim.scenario import scenario_from_data
-from helpers import owned
+from costsim.workload import jobs as workload
 
 MEAN, CV, CAP = 1000.0, 1.0, 1425.0  # P(L ≥ 1,425) ≈ 0.2: the cap binds often
 

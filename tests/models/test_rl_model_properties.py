@@ -13,8 +13,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from costsim.models import network
-from costsim.models import rl
+from costsim.models import network, rl
 from costsim.models.sampling import length_draws
 
 H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from paths import SCALING_POINTS
 
 import costsim
 from costsim.models import scaling
 from costsim.plan.resolve import resolve
 from costsim.results import to_target
 from costsim.scenario import ScenarioError, scenario_from_data, scenario_from_yaml
-from paths import SCALING_POINTS
 
 DATA = SCALING_POINTS
 CURVE = dict(A=0.8, B=2.0, C_mid=10_000.0, R0=0.2)

@@ -9,15 +9,15 @@ from importlib import resources
 
 import pandas as pd
 import pytest
+from helpers import TINY_RL
 from ruamel.yaml import YAML
 
 import costsim
 import costsim.catalog.load as catalog_module
 from costsim.catalog.pins import CatalogVersionWarning
+from costsim.plan.resolved import resolve_scenario
 from costsim.runs.export import RESOLVED_SCENARIO, write_results
 from costsim.scenario import dump_scenario, scenario_from_yaml
-from costsim.plan.resolved import resolve_scenario
-from helpers import TINY_RL
 
 # TINY_RL with every kind of option: failures and capex from the catalog, on-demand, spot, a
 # reservation and a hybrid, a rollout pool (its link), and no lead time, PUE or price of its own.

@@ -12,15 +12,15 @@ import re
 
 import numpy as np
 import pytest
+from helpers import every_figure
+from helpers import short_shipped as short
+from paths import ROOT
 from scipy import stats
 
 import costsim
 from costsim.plots import figures as plots
-from costsim.plots.timeline import lanes
 from costsim.plots.styles import FAMILIES, OKABE_ITO, option_styles
-from helpers import every_figure
-from helpers import short_shipped as short
-from paths import ROOT
+from costsim.plots.timeline import lanes
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 

@@ -21,6 +21,9 @@ import itertools
 import re
 
 import pytest
+from helpers import every_figure
+from helpers import short_shipped as short
+from paths import ROOT
 
 import costsim
 from costsim.plots import timeline as gantt_module
@@ -37,9 +40,6 @@ from costsim.plots.styles import (
     YELLOW,
     option_styles,
 )
-from helpers import every_figure
-from helpers import short_shipped as short
-from paths import ROOT
 
 SOURCES = sorted((ROOT / "costsim" / "plots").glob("*.py"))
 NAMED = {"white": "#FFFFFF", "black": "#000000", "gray": "#808080", "grey": "#808080"}  # CSS names used
@@ -265,10 +265,10 @@ FIRST_SCREEN_JS = """() => {
 @pytest.mark.e2e
 def test_first_screen_text_contrast(tmp_path):
     pytest.importorskip("playwright.sync_api")
+    from apptest_helpers import TINY_LAB as TINY
     from browser_helpers import ARGS, CHROMIUM, VIEW, served, settled
 
     from costsim.dashboard import encode_scenario
-    from apptest_helpers import TINY_LAB as TINY
 
     if CHROMIUM is None:
         pytest.skip("Debian chromium is not installed (apt-get install chromium)")

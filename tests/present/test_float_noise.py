@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+from helpers import TINY_RL
 
 import costsim
-from costsim.present import formats
-from costsim.dashboard.views import table_view
 from costsim.dashboard.decision_tabs import tornado_rows
-from helpers import TINY_RL
+from costsim.dashboard.views import table_view
+from costsim.present import formats
 
 
 def _printf(fmt: str, v: float) -> str:

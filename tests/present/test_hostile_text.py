@@ -15,20 +15,20 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import cloud, owned, scenario
 from rich.console import Console
 from rich.text import Text
 from typer.testing import CliRunner
 
 import costsim
-from costsim.plots import figures as plots
-from costsim.traces.csvcells import csv_text, guarded
+from costsim.calibration.fit import fit_trace
 from costsim.cli import commands as cli
 from costsim.cli.commands import app
 from costsim.cli.console import SafeConsole, visible
+from costsim.plots import figures as plots
 from costsim.report.fit import profile_figure, qq_figure
 from costsim.scenario.trace import read_trace
-from costsim.calibration.fit import fit_trace
-from helpers import cloud, owned, scenario
+from costsim.traces.csvcells import csv_text, guarded
 
 # What a trace's job_class or job_id may hold: plotly would render the link and the bold text.
 HOSTILE_CLASS = '<a href="http://evil.example/">link</a><b>bold</b> R&D'

@@ -11,10 +11,10 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import invoke_cli, tiny_sweep_files
 from rich.console import Console
 
 import costsim
-from helpers import invoke_cli, tiny_sweep_files
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")  # 2.62e+03, 1e-05, 3E6
 
@@ -56,9 +56,9 @@ def test_run_prints_no_scientific_notation_and_units_in_headers(tiny):
 
 def test_tables_print_big_and_small_numbers_in_plain_decimals(tiny):
     """A delay beyond 1,000 hours and a total of tens of millions: separators, no exponent."""
+    from costsim.cli.tables import narrow_table, summary_table
     from costsim.decisions.verdict import decide
     from costsim.present.headline import with_verdict
-    from costsim.cli.tables import narrow_table, summary_table
 
     _, res = tiny
     rows = with_verdict(res.summary, decide(res)).assign(queue_delay_p95_h=2620.44, queue_delay_mean_h=1234.5,
@@ -151,8 +151,8 @@ def crowded():
 
 
 def test_gantt_labels_do_not_overlap(crowded):
-    from costsim.plots.timeline import Y_TITLE
     from costsim.plots.figures import gantt
+    from costsim.plots.timeline import Y_TITLE
 
     fig = gantt(crowded)
     layout = fig.layout.to_plotly_json()

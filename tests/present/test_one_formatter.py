@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+from helpers import cloud, owned, scenario
 
 import costsim
-from costsim.decisions.verdict import decide
-from costsim.decisions.sensitivity import sentence
 from costsim.calibration.fit_window import ks_words
-from helpers import cloud, owned, scenario
+from costsim.decisions.sensitivity import sentence
+from costsim.decisions.verdict import decide
 
 
 def _row(**kw) -> dict:

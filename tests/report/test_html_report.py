@@ -11,13 +11,13 @@ from html.parser import HTMLParser
 
 import pytest
 import typer
+from paths import ROOT
 from typer.testing import CliRunner
 
 import costsim
-from costsim.report.build import build_report, write_report
 from costsim.cli.report import report_command
+from costsim.report.build import build_report, write_report
 from costsim.runs.sweepfile import replication_seed, sweep_from_sets
-from paths import ROOT
 
 NAME = "lab </script><script>window.__pwned = 1</script> & <b>co</b>"  # a scenario name is free text
 SEED = 7

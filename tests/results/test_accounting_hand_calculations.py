@@ -8,14 +8,14 @@ import json
 
 import numpy as np
 import pytest
+from helpers import cloud, jobs_of, owned, scenario
 from typer.testing import CliRunner
 
 import costsim
+from costsim.cli.commands import app
 from costsim.models import economics as eco
 from costsim.plots import figures as plots
-from costsim.cli.commands import app
 from costsim.scenario import ScenarioError
-from helpers import cloud, jobs_of, owned, scenario
 
 NOTHING = [(200_000, 8, 1)]  # one job after the horizon: nothing runs, only fixed costs and serving
 ECON = {"electricity_usd_per_kwh": 0.10, "pue": 1.2, "colo_usd_per_kw_month": 200.0, "depreciation_years": 5,

@@ -7,15 +7,15 @@ from importlib import resources
 
 import pandas as pd
 import pytest
+from helpers import TINY_RL
 from ruamel.yaml import YAML
 
 import costsim
 from costsim.dashboard import SCENARIO_DIR
-from costsim.runs.export import ASSUMPTIONS, write_results
-from costsim.results.assumptions import COLUMNS, assumptions, shown
-from costsim.scenario import scenario_from_yaml
 from costsim.plan.resolved import resolve_scenario
-from helpers import TINY_RL
+from costsim.results.assumptions import COLUMNS, assumptions, shown
+from costsim.runs.export import ASSUMPTIONS, write_results
+from costsim.scenario import scenario_from_yaml
 
 
 @pytest.fixture(scope="module")
@@ -130,9 +130,10 @@ def test_dashboard_data_tab_shows_the_table():
     from streamlit.testing.v1 import AppTest
 
     def app():
+        from helpers import TINY_RL
+
         from costsim.dashboard.tabs import assumptions_table
         from costsim.scenario import scenario_from_yaml
-        from helpers import TINY_RL
 
         assumptions_table(scenario_from_yaml(TINY_RL, "s.yaml", ".")[0])
 

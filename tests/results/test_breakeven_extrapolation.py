@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 import pytest
+from helpers import cloud, owned, scenario
 
 import costsim
 from costsim.models import economics as eco
-from helpers import cloud, owned, scenario
 
 NO_OPEX = {"electricity_usd_per_kwh": 0.0, "colo_usd_per_kw_month": 0.0, "maintenance_frac_per_year": 0.0,
            "staff_usd_per_fte_year": 0.0, "setup_usd": 0.0}
@@ -105,9 +105,10 @@ def test_an_extrapolated_break_even_past_the_hardwares_life_is_not_reported(tmp_
     # Cash does not depend on the depreciation life (capex is paid when bought), so the month the
     # rental would catch up is the same whatever the life; it is reported only within the life
     # (12 months a year of 730 h each, from delivery): past it the same pace needs new hardware.
+    from helpers import cloud, owned, scenario
+
     import costsim
     from costsim.present.headline import breakeven_when
-    from helpers import cloud, owned, scenario
 
     # 8-GPU jobs of 9 h every 10 h for 150 days: the rental bills about 8 × 730 × 0.9 × $4 = $21k a
     # month, the owned node costs its capex up front and little after (no staff, no groundwork).

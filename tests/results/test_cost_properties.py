@@ -15,11 +15,11 @@ cost for rented and reserved options always, and for owned ones with straight-li
 
 import numpy as np
 import pytest
+from helpers import cloud, owned, scenario
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 import costsim
-from helpers import cloud, owned, scenario
 
 HORIZON_DAYS = 6
 

@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from helpers import cloud, owned, scenario
 from hypothesis import given
 from hypothesis import strategies as st
 
 import costsim
 from costsim.models import economics as eco
-from helpers import cloud, owned, scenario
 
 
 def test_npv_by_hand():

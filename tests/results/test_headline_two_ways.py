@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.results.costing import ALL_ITEMS
 from costsim.dashboard import shipped_scenarios
+from costsim.results.costing import ALL_ITEMS
 
 # Every test runs on full-year simulations of every shipped scenario.
 pytestmark = pytest.mark.slow

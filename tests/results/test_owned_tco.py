@@ -11,9 +11,9 @@
 """
 
 import pytest
+from helpers import owned, scenario
 
 import costsim
-from helpers import owned, scenario
 
 ECON = {
     "electricity_usd_per_kwh": 0.10, "pue": 1.2, "colo_usd_per_kw_month": 200.0, "depreciation_years": 5,

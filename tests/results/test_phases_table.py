@@ -14,16 +14,16 @@ import math
 
 import numpy as np
 import pytest
-
-import costsim
-from costsim.plots import figures as plots
-from costsim.workload import jobs as workload
-from costsim.models import rl
-from costsim.catalog.load import default_catalog
-from costsim.plan.resolve import resolve
-from costsim.workload.plan import hardware, shape
 from helpers import PHASES_SCENARIO as SCENARIO
 from helpers import phases_closed_form_scenario as closed_form_scenario
+
+import costsim
+from costsim.catalog.load import default_catalog
+from costsim.models import rl
+from costsim.plan.resolve import resolve
+from costsim.plots import figures as plots
+from costsim.workload import jobs as workload
+from costsim.workload.plan import hardware, shape
 
 ROLLOUT_GPUS = {"sync-colo": 8, "async": 12}  # colocated: all 8; disaggregated: 16 × 0.75 (4 train)
 PHASE_COLUMNS = ["rollout_s", "logprobs_s", "scoring_s", "update_s", "sync_s", "overhead_s"]

@@ -2,12 +2,12 @@
 catalog's (or the scenario's) ``staff_min_fte``; rented capacity carries none. Worked by hand."""
 
 import pytest
+from helpers import cloud, owned, scenario
 
 import costsim
 from costsim.catalog.load import default_catalog
 from costsim.models import economics as eco
 from costsim.scenario import ScenarioError
-from helpers import cloud, owned, scenario
 
 # Only staff costs money here; a year in service (lead time 0) at $200,000 per engineer, one per
 # 500 GPUs; the minimum is the catalog's, 1.

@@ -11,19 +11,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import cloud, owned, scenario
 from typer.testing import CliRunner
 
 import costsim
-from costsim.engine import run as engine
-from costsim.workload import jobs as workload
-from costsim.runs import budget
-from costsim.plan.resolve import resolve
 from costsim.cli.commands import app
 from costsim.dashboard import SCENARIO_DIR
-from costsim.workload.rng import stream
+from costsim.engine import run as engine
+from costsim.plan.resolve import resolve
+from costsim.runs import budget
 from costsim.scenario import scenario_from_data as schema_only
+from costsim.workload import jobs as workload
 from costsim.workload.plan import plan_work
-from helpers import cloud, owned, scenario
+from costsim.workload.rng import stream
 
 ROWS = [(0.0, 8, 5.0), (1.0, 16, 3.0), (2.0, 8, 4.0)]
 

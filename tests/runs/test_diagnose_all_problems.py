@@ -4,9 +4,9 @@ schema, catalog, trace and fit problems together, each once, with file, field an
 from __future__ import annotations
 
 import pytest
+from helpers import TINY_RL, invoke_cli
 
 from costsim.runs.diagnose import diagnose
-from helpers import TINY_RL, invoke_cli
 
 # Four mistakes, one per stage: a scheduler the schema does not know (line 10), 100 GPUs that are
 # no whole number of the catalog's 8-GPU H100 nodes (line 9), a trace file that is not there

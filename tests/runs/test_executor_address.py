@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import TINY_RL, invoke_cli, tiny_sweep_files
+from paths import ROOT
 
 import costsim
 from costsim.errors import ExecutorError
@@ -26,8 +28,6 @@ from costsim.runs import executors
 from costsim.runs import sweep as sweep_mod
 from costsim.runs.scheduler import SchedulerProblem, is_greeting, parse_address
 from costsim.scenario import ScenarioError
-from helpers import TINY_RL, invoke_cli, tiny_sweep_files
-from paths import ROOT
 
 SCENARIO = TINY_RL
 

@@ -16,17 +16,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import TINY_RL, TWO_SIZES_SWEEP, invoke_cli
+from paths import TRACE_SAMPLES
 
 import costsim
-from costsim.errors import OutputError
 from costsim.cli import commands as cli_mod
-from costsim.runs.export import OUTPUT_NAMES
+from costsim.errors import OutputError
 from costsim.runs import dataset, outdir
+from costsim.runs.export import OUTPUT_NAMES
 from costsim.runs.outdir import OutputFolder
 from costsim.runs.sweepfile import load_sweep
 from costsim.scenario import ScenarioError
-from helpers import TINY_RL, TWO_SIZES_SWEEP, invoke_cli
-from paths import TRACE_SAMPLES
 
 SLURM = TRACE_SAMPLES / "slurm_sacct.txt"
 

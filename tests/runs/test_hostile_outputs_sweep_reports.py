@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import invoke_cli
 
 from costsim.runs import executors
-from helpers import invoke_cli
 
 TRACED = """\
 name: traced

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import TINY_RL, invoke_cli
+from paths import APP
 from scipy import stats as scipy_stats
 
 import costsim
 from costsim.runs.sweepfile import replication_seed
-from helpers import TINY_RL, invoke_cli
-from paths import APP
 
 # Most tests run the 400-day lab below through the dashboard (AppTest), the CLI, the report or a sweep.
 pytestmark = pytest.mark.slow

@@ -17,15 +17,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings, strategies as st
+from helpers import bits, tiny_sweep_files
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import costsim
-from costsim.errors import OutputError
 from costsim.cli.commands import app
+from costsim.errors import OutputError
 from costsim.runs.sweepfile import load_sweep
 from costsim.scenario import ScenarioError
-from helpers import bits, tiny_sweep_files
 
 TASK = "runs/variant=v000/replication=0.parquet"
 

@@ -16,14 +16,13 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from paths import ROOT
 
 import costsim
 from costsim.errors import ArgumentError
 from costsim.runs import api
 from costsim.runs.memo import RunMemo
 from costsim.scenario import scenario_from_data
-from paths import ROOT
-
 
 SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
 TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target",

@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import bits, tiny_sweep_files
 from typer.testing import CliRunner
 
 import costsim
 import costsim._version
-from costsim.errors import ArgumentError, ExecutorError, OutputError
 from costsim.cli.commands import app
+from costsim.errors import ArgumentError, ExecutorError, OutputError
 from costsim.runs import dataset, executors
 from costsim.runs import sweep as sweep_mod
-from costsim.runs.sweep import METRICS, Task, run_task, run_sweep, tasks
+from costsim.runs.sweep import METRICS, Task, run_sweep, run_task, tasks
 from costsim.runs.sweepfile import load_sweep, replication_seed
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario import scenario_from_data as schema_from_data
-from helpers import bits, tiny_sweep_files
 
 # Two sizes (they change the schedule) × two cloud prices (they must not), three replications.
 SWEEP = """\

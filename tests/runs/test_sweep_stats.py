@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import erlang_c, owned, scenario
 
 import costsim
 from costsim.runs.stats import differences_table, means_table, t_interval
 from costsim.runs.sweepfile import replication_seed
 from costsim.workload.synth import JobGroup, make_trace
-from helpers import erlang_c, owned, scenario
 
 # Student-t quantiles from tables (scipy is what the package uses; these are the printed values).
 T_975_1, T_975_2, T_975_3, T_95_3 = 12.706205, 4.302653, 3.182446, 2.353363

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import ROOT, SHIPPED
 
 import costsim
 from costsim.runs import api
@@ -18,7 +19,6 @@ from costsim.runs.sweepfile import (
     set_path,
     sweep_from_sets,
 )
-from paths import ROOT, SHIPPED
 
 REPO = ROOT
 

@@ -16,12 +16,11 @@ from typer.testing import CliRunner
 
 import costsim
 from costsim import Scenario
+from costsim.calibration.fit import fit_trace
 from costsim.cli.commands import app
-from costsim.scenario import ScenarioError
-from costsim.scenario import textfile
+from costsim.scenario import ScenarioError, textfile
 from costsim.scenario.trace import read_trace
 from costsim.traces import import_trace
-from costsim.calibration.fit import fit_trace
 
 FIELD = "x" * 131_073  # one character over Python's default CSV field-size limit
 

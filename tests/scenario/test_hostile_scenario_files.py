@@ -20,6 +20,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from paths import SHIPPED
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 
@@ -33,7 +34,6 @@ from costsim.scenario import (
     scenario_from_data,
     scenario_from_yaml,
 )
-from paths import SHIPPED
 
 SENTINEL = "VALUE_HERE"
 

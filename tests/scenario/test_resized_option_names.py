@@ -9,11 +9,10 @@ import copy
 import pytest
 
 import costsim
-
-from costsim.decisions.optimize import optimize
 from costsim.dashboard.knobs import apply_knobs, current_knobs
-from costsim.runs.sweepfile import sweep_from_sets
+from costsim.decisions.optimize import optimize
 from costsim.runs import api
+from costsim.runs.sweepfile import sweep_from_sets
 from costsim.scenario.naming import apply_resize, option_size, rename_options, resize_renames, sized_name
 
 # A tiny scenario (3 days, a few 8-GPU jobs) whose owned option is named after its size and is a

@@ -295,8 +295,8 @@ def test_a_large_run_leaves_no_garbage_behind(tmp_path):
     # A finished run is a web of reference cycles (environment, pools, per-job state) that only the
     # cyclic collector frees; from COLLECT_ABOVE_JOBS jobs on, run_option frees it before returning.
     from costsim.engine import run as engine
-    from costsim.workload import jobs as workload
     from costsim.plan.resolve import resolve
+    from costsim.workload import jobs as workload
     from costsim.workload.plan import plan_work
 
     n = engine.COLLECT_ABOVE_JOBS

@@ -4,12 +4,12 @@ and against accounting identities."""
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import cloud, jobs_of, owned, scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import costsim
 from costsim.models import reliability as rel
-from helpers import cloud, jobs_of, owned, scenario
 
 
 def identical_jobs(n, work_h, gpus=8):
@@ -182,11 +182,11 @@ def test_a_cut_job_counts_only_the_work_it_kept(tmp_path):
     # the iterations up to its last checkpoint plus what its current attempt got through, never
     # more than its held time would suggest, and exactly what the recorded progress says.
     from costsim.engine import run as engine
-    from costsim.workload import jobs as workload
     from costsim.plan.resolve import resolve
-    from costsim.workload.rng import stream
     from costsim.scenario import scenario_from_data
+    from costsim.workload import jobs as workload
     from costsim.workload.plan import plan_work
+    from costsim.workload.rng import stream
 
     cls = {"name": "a", "arrivals_per_day": 100, "count": 1, "gpus": 8, "iterations": 2000, "model_params_b": 7,
            "checkpoint": {"every_iterations": 100, "write_minutes": 5, "restart_minutes": 30}}

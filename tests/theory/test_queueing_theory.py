@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import cloud, erlang_c, jobs_of, owned, scenario
 from scipy import stats
 
 import costsim
 from costsim.workload.synth import JobGroup, make_trace
-from helpers import cloud, erlang_c, jobs_of, owned, scenario
 
 
 def batch_means(x: np.ndarray, batches: int = 20, conf: float = 0.99) -> tuple[float, float]:

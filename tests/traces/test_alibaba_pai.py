@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from paths import TRACE_SAMPLES
+from trace_import_helpers import assert_round_trip, cli
 
 from costsim.scenario.errors import ScenarioError
 from costsim.traces import import_trace
 from costsim.traces.alibaba_pai import JOB_COLUMNS, TASK_COLUMNS
 from costsim.traces.common import COLUMNS, ImportOptions
-from trace_import_helpers import assert_round_trip, cli
-from paths import TRACE_SAMPLES
 
 DATA = TRACE_SAMPLES
 JOBS = DATA / "pai_job_table.csv"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import csv
 
 import pytest
+from paths import TRACE_SAMPLES
 
 from costsim.scenario import ScenarioError
 from costsim.traces import import_trace
 from costsim.traces.common import ImportOptions, zone
-from paths import TRACE_SAMPLES
 
 SAMPLE = TRACE_SAMPLES / "helios_cluster_log.csv"
 HEADER = "job_id,user,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"

@@ -3,18 +3,17 @@ counts, refused flags, and the round trip import → validate → simulate."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest
 import typer
+from paths import TRACE_SAMPLES
 from typer.testing import CliRunner
 
 import costsim
 from costsim.cli.import_trace import import_trace_command
 from costsim.runs import api
 from costsim.scenario import trace as T
-from paths import TRACE_SAMPLES
 
 DATA = TRACE_SAMPLES
 app = typer.Typer(pretty_exceptions_enable=False)

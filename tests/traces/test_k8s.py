@@ -6,11 +6,11 @@ from __future__ import annotations
 import csv
 
 import pytest
+from paths import TRACE_SAMPLES
 
 from costsim.scenario import ScenarioError
 from costsim.traces import import_trace
 from costsim.traces.common import ImportOptions
-from paths import TRACE_SAMPLES
 
 SAMPLE = TRACE_SAMPLES / "k8s_openb_pod_list.csv"
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"

@@ -12,12 +12,12 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 import pytest
+from paths import TRACE_SAMPLES
+from trace_import_helpers import assert_round_trip, cli
 
 from costsim.scenario.errors import ScenarioError
 from costsim.traces import import_trace
 from costsim.traces.common import COLUMNS, ImportOptions
-from trace_import_helpers import assert_round_trip, cli
-from paths import TRACE_SAMPLES
 
 SAMPLE = TRACE_SAMPLES / "philly_cluster_job_log.json"
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import invoke_cli
+from paths import TRACE_SAMPLES
 
 from costsim.traces import import_trace
 from costsim.traces.common import ImportOptions, Report
@@ -17,8 +19,6 @@ from costsim.traces.shape import active_window, record_shape, shape_lines
 from costsim.traces.slurm import jobs as slurm_rows
 from costsim.traces.slurm_columnar import read_columns
 from costsim.traces.table import build_table
-from helpers import invoke_cli
-from paths import TRACE_SAMPLES
 
 DATA = TRACE_SAMPLES
 PODS = "name,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,scheduled_time,deletion_time\n"

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from paths import TRACE_SAMPLES
 
 from costsim.scenario import ScenarioError
 from costsim.traces import import_trace
 from costsim.traces.common import BadCell, ImportOptions, zone
 from costsim.traces.slurm import parse_state, parse_tres
-from paths import TRACE_SAMPLES
 
 SAMPLE = TRACE_SAMPLES / "slurm_sacct.txt"
 HEADER = "JobID|Submit|Start|End|Elapsed|State|AllocTRES|Account"

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import TRACE_SAMPLES
 
 from costsim.scenario import ScenarioError
 from costsim.traces import import_trace, slurm
 from costsim.traces.common import ImportOptions, Report, zone
 from costsim.traces.slurm_columnar import read_columns
 from costsim.traces.table import build_frame
-from paths import TRACE_SAMPLES
 
 SAMPLE = TRACE_SAMPLES / "slurm_sacct.txt"
 HEADER = "JobID|JobName|Partition|Account|User|Submit|Start|End|Elapsed|State|AllocTRES|ReqTRES"

@@ -20,9 +20,9 @@ import pytest
 from scipy import stats
 
 import costsim
-from costsim.workload import jobs as workload
 from costsim.models.profiles import week_integral, week_integral_inverse
 from costsim.scenario import scenario_from_data
+from costsim.workload import jobs as workload
 from costsim.workload.arrivals import ARRIVAL_BLOCK, ITERATION_BLOCK, SHAPE_BLOCK
 from costsim.workload.synth import JobGroup, growing_poisson_times, make_trace
 

@@ -9,20 +9,20 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from paths import ROOT
 from scipy import stats
 
 import costsim
-from costsim.workload import jobs as workload
+from costsim.calibration.fit import fit_trace
+from costsim.calibration.fit_classes import job_classes_of
 from costsim.runs import budget
 from costsim.runs.api import load_scenario_text
 from costsim.scenario import read_trace, scenario_from_data
 from costsim.scenario.jobclass import JobClass
-from costsim.calibration.fit import fit_trace
-from costsim.calibration.fit_classes import job_classes_of
+from costsim.workload import jobs as workload
 from costsim.workload.jobclass import draw_durations
 from costsim.workload.rng import stream
 from costsim.workload.synth import JobGroup, make_trace
-from paths import ROOT
 
 OWN = {"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 256, "lead_time_days": 0}
 CLOUD = {"name": "cloud", "kind": "cloud", "gpu_type": "H100"}

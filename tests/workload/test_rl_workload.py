@@ -6,15 +6,15 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import cloud, jobs_of, owned
 from scipy import stats
 
 import costsim
-from costsim.workload import jobs as workload
-from costsim.plan.resolve import resolve
 from costsim.models.sampling import EXACT_BELOW, length_draws, lognormal_params
+from costsim.plan.resolve import resolve
 from costsim.scenario import scenario_from_data
+from costsim.workload import jobs as workload
 from costsim.workload.plan import plan_work
-from helpers import cloud, jobs_of, owned
 
 
 def capped_brute_force(rng, mu, sigma, n, cap, iterations):

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import jobs_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import costsim
 from costsim.workload import jobs as workload
 from costsim.workload.rng import name_key, stream
-from helpers import jobs_of
 
 CLASSES = [
     {"name": "grpo-7b", "arrivals_per_day": 2, "gpus": 16, "iterations": {"mean": 40, "cv": 0.5},
