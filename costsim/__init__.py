@@ -59,16 +59,24 @@ _WHERE = {
     "sweep": "costsim.runs.sweep",
 }
 
+# Subpackages reached as attributes (``import costsim; costsim.runs.api``), as an eager façade allowed.
+_PACKAGES = ("calibration", "catalog", "cli", "decisions", "engine", "models", "plan", "plots", "present", "report",
+             "results", "runs", "scenario", "traces", "workload")
+
 __all__ = sorted([*_WHERE, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
-    """Each public name from its module, on first use (then kept here)."""
-    if name == "plots":
-        value: Any = importlib.import_module("costsim.plots")
+    """Each public name from its module, and each subpackage, on first use (then kept here)."""
+    if name in _PACKAGES:
+        value: Any = importlib.import_module(f"costsim.{name}")
     elif name in _WHERE:
         value = getattr(importlib.import_module(_WHERE[name]), name)
     else:
         raise AttributeError(f"module 'costsim' has no attribute {name!r}")
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*__all__, *_PACKAGES])

@@ -42,7 +42,7 @@ from costsim.cli.tables import (
     summary_table,
     table_notes,
 )
-from costsim.errors import CostsimError
+from costsim.errors import CostsimError, ExecutorError
 from costsim.present.formats import plain
 from costsim.present.headline import with_verdict
 from costsim.runs import api
@@ -229,9 +229,8 @@ def _sweep_with_progress(spec, out: Path, executor: str, workers: int | None, ad
             return run_sweep(spec, out, executor, workers, address, progress=step, label="--out", notify=notify)
         except SchedulerLost as lost:
             n = saved["before"] + saved["now"]
-            raise ScenarioError("executor dask", [Problem((), (
-                f"lost {lost.where} ({lost.reason}): {n} finished task{'s' * (n != 1)} {'are' if n != 1 else 'is'} "
-                f"saved in {out}/runs; run again to resume"))]) from None
+            raise ExecutorError("dask", f"lost {lost.where} ({lost.reason}): {n} finished task{'s' * (n != 1)} "
+                                f"{'are' if n != 1 else 'is'} saved in {out}/runs; run again to resume") from None
 
 
 def _sweep_interrupted(target: Path, started: list) -> str:

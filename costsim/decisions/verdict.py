@@ -54,11 +54,12 @@ from costsim.decisions.wording import (
     pct,
     targets_text,
 )
+from costsim.errors import ArgumentError
 from costsim.plan.resolve import economics_values
 from costsim.present.formats import per_gpu_hour, plain
 from costsim.results.contract import Results
 from costsim.runs.stats import t_interval
-from costsim.scenario import Problem, Scenario, ScenarioError
+from costsim.scenario import Scenario
 
 # Per option, the means reported in ``Verdict.options``.
 MEANS = ["fair_total_usd", "total_cost_usd", "cash_spent_usd", "book_value_usd", "unfinished_rent_usd",
@@ -123,8 +124,8 @@ def _runs(source, variant: str | None) -> tuple[pd.DataFrame, Scenario | None]:
         if variant is None and len(variants) == 1:
             variant = variants[0]
         if variant not in variants:
-            raise ScenarioError("decide", [Problem(("variant",), f"name one of the sweep's variants: {', '.join(variants[:10])}"
-                                                   + (" …" if len(variants) > 10 else ""))])
+            raise ArgumentError("decide", "variant", f"name one of the sweep's variants: {', '.join(variants[:10])}"
+                                + (" …" if len(variants) > 10 else ""))
         scenario = (source.scenarios or {}).get(variant)
         return runs[runs["variant"] == variant].reset_index(drop=True), scenario
     if isinstance(source, Sequence) and source and all(isinstance(r, Results) for r in source):
@@ -132,12 +133,12 @@ def _runs(source, variant: str | None) -> tuple[pd.DataFrame, Scenario | None]:
         names = list(first.summary["option"])
         for r in source[1:]:
             if list(r.summary["option"]) != names or r.scenario.name != first.scenario.name:
-                raise ScenarioError("decide", [Problem((), "replications must be runs of one scenario (same options)")])
+                raise ArgumentError("decide", "source", "replications must be runs of one scenario (same options)")
         runs = pd.concat([r.summary.assign(replication=i, seed=r.seed) for i, r in enumerate(source)],
                          ignore_index=True)
         return runs, first.scenario
-    raise ScenarioError("decide", [Problem((), "needs a Results, a list of Results of one scenario, or SweepResults; "
-                                               f"got {type(source).__name__}")])
+    raise ArgumentError("decide", "source", "needs a Results, a list of Results of one scenario, or SweepResults; "
+                        f"got {type(source).__name__}")
 
 
 def decide(source, targets=None, variant: str | None = None, *, flips: bool = True,

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costsim.units import HOURS_PER_DAY
+
 _MAX_EXPONENT = 700.0  # math.exp overflows just above 709.78
 
 
@@ -67,7 +69,7 @@ def young_daly_h(write_h: float, rate_per_h: float) -> float:
 
 def job_failure_rate_per_h(nodes: int, failures_per_1000_node_days: float) -> float:
     """A gang job fails when any of its nodes does: nodes × per-node rate (per hour)."""
-    return nodes * failures_per_1000_node_days / 1000.0 / 24.0
+    return nodes * failures_per_1000_node_days / 1000.0 / HOURS_PER_DAY
 
 
 @dataclass(frozen=True)

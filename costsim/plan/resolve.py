@@ -75,8 +75,8 @@ def _failures(failures, cat: Catalog) -> dict[str, float]:
         return {"failures_per_node_h": 0.0, "repair_h": 0.0}
     if failures == "catalog":
         rel = cat.reliability
-        return {"failures_per_node_h": rel["node_failures_per_1000_node_days"] / 1000 / 24, "repair_h": rel["repair_hours"]}
-    return {"failures_per_node_h": failures.node_failures_per_1000_node_days / 1000 / 24,
+        return {"failures_per_node_h": rel["node_failures_per_1000_node_days"] / 1000 / HOURS_PER_DAY, "repair_h": rel["repair_hours"]}
+    return {"failures_per_node_h": failures.node_failures_per_1000_node_days / 1000 / HOURS_PER_DAY,
             "repair_h": failures.repair_hours}
 
 
@@ -122,7 +122,7 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float
         failures_per_node_h=_failures(opt.failures, cat)["failures_per_node_h"],
         preemptions_per_instance_h=(
             (opt.preemptions_per_instance_day if opt.preemptions_per_instance_day is not None
-             else cat.reliability["spot_preemptions_per_instance_day"]) / 24.0 if opt.pricing == "spot" else 0.0),
+             else cat.reliability["spot_preemptions_per_instance_day"]) / HOURS_PER_DAY if opt.pricing == "spot" else 0.0),
         reacquire_delay_h=(
             (opt.reacquire_delay_h if opt.reacquire_delay_h is not None else cat.reliability["spot_reacquire_delay_h"])
             if opt.pricing == "spot" else 0.0),

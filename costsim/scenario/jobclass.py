@@ -17,10 +17,11 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, Discriminator, Field, Tag
 
+from costsim import units
 from costsim.scenario.base import Name, StrictModel
 from costsim.scenario.bounds import MAX_HOURS, MIN_JOB_H, Days, GPUCount, Priority, float_bounds, show, span
 
-HOURS_PER_DAY = 24
+HOURS_PER_DAY = int(units.HOURS_PER_DAY)  # a profile's hourly slots: the model's day as a count
 DAYS_PER_WEEK = 7
 HOURS_PER_WEEK = HOURS_PER_DAY * DAYS_PER_WEEK
 PMF_TOLERANCE = 1e-6

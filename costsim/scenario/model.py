@@ -34,6 +34,7 @@ from costsim.scenario.jobclass import JobClass
 from costsim.scenario.options import CloudOption, HybridOption, Option, OwnedOption
 from costsim.scenario.pinned import CatalogValues
 from costsim.scenario.targets import DEFAULT_TARGETS, target_problem
+from costsim.units import HOURS_PER_DAY
 
 MAX_CLASSES = 500
 """RL job classes per scenario: far more than any lab runs, few enough to validate at once."""
@@ -328,11 +329,11 @@ class Scenario(StrictModel):
 
     @property
     def horizon_h(self) -> float:
-        return self.horizon_days * 24.0
+        return self.horizon_days * HOURS_PER_DAY
 
     @property
     def warmup_h(self) -> float:
-        return self.warmup_days * 24.0
+        return self.warmup_days * HOURS_PER_DAY
 
     @property
     def base_dir(self) -> Path:

@@ -1,4 +1,4 @@
-"""The "Edit scenario" tab (issue 13): F2's editor mounted in the dashboard. What the editor holds
+"""The "Edit scenario" tab: the scenario editor mounted in the dashboard. What the editor holds
 is what runs (cards equal ``costsim.simulate`` on the edited scenario, computed here
 independently); an invalid edit keeps the last good results, marked stale; the knobs and the
 editor edit one copy; the URL carries the edit. Short (30-day) scenarios, one replication.

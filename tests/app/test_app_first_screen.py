@@ -177,7 +177,7 @@ def test_totals_are_named_as_on_the_cards():
 
     assert readable("total_cost_usd") == "amortised total ($)"
     assert readable("cash_spent_usd") == "cash spent ($)"
-    assert readable("queue_delay_p95_h") == "queue delay p95 (h)"  # the others as before
+    assert readable("queue_delay_p95_h") == "queue delay p95 (h)"  # the others in their own words
 
 
 @pytest.mark.parametrize("tab", ["Overview", "Failures", "Iteration speed"])

@@ -1,4 +1,4 @@
-"""Hostile uploads to the dashboard (issue 9): no server file's contents on the page, user text
+"""Hostile uploads to the dashboard: no server file's contents on the page, user text
 shown literally, non-finite numbers as field errors, runs bounded in time, no traceback ever.
 
 "The page" is every string in every element AppTest received (sidebar included), so a leak

@@ -1,4 +1,4 @@
-"""Knob state across runs (issue 13, found by review): every submission is applied, not every
+"""Knob state across runs: every submission is applied, not every
 second one; a knob turned with the editor open reaches the editor and the editor's next edit is
 kept; a value the knob shows rounded is not rewritten unless it is edited; a seed beyond
 JavaScript's exact integers does not break the page. Truth: the scenario in the URL (what ran) and

@@ -1,5 +1,4 @@
-"""Every sidebar knob and every error path of the dashboard, through Streamlit's AppTest (issue 13,
-"How it is shown").
+"""Every sidebar knob and every error path of the dashboard, through Streamlit's AppTest.
 
 The knobs are the ones the code builds: ``knob_paths`` (the knob of each scenario field) plus the
 session's replications, listed on ``TINY``. Each has a ``Case`` here, found by its id's pattern, so

@@ -1,4 +1,4 @@
-"""The dashboard through Streamlit's AppTest (issue 13): widgets keyed by the scenario's content
+"""The dashboard through Streamlit's AppTest: widgets keyed by the scenario's content
 (a same-name upload shows its own numbers), option names follow their size, an invalid knob is
 named next to itself while the last good results stay (marked stale), the scenario in the URL
 restores the edit, every tab renders. Short uploads (30 days) keep each run well under a second.
@@ -199,7 +199,7 @@ def test_every_tab_renders_and_download_round_trips():
             assert any("scaling:" in i.value for i in at.info), tab
         if tab == "Edit scenario":  # the editor, keyed by the loaded scenario
             assert any(w.key.startswith(f"ed-{key(short())}:") for w in at.number_input), tab
-        if tab == "Capacity":  # the job timeline of the option chosen (issue 14 item 5)
+        if tab == "Capacity":  # the job timeline of the option chosen
             gantts = len(at.get("plotly_chart"))
             at.selectbox(key="gantt_option").set_value("cloud-od").run()
             assert not at.exception and len(at.get("plotly_chart")) == gantts

@@ -1,4 +1,4 @@
-"""The dashboard's long-lived simulation workers (issue 13's speed target): a worker whose run
+"""The dashboard's long-lived simulation workers (their speed target): a worker whose run
 finished serves the next run (no import, no first-use costs), gives the same numbers as
 ``costsim.simulate`` run by run (nothing leaks from one run into the next), keeps the memory limit
 it was given, and a run that is stopped still kills its worker, which is never used again.

@@ -272,7 +272,7 @@ def test_use_default_names_the_catalog_value_and_can_be_overridden():
 
 def test_a_new_scenario_shows_its_own_values():
     """The same session switches scenario: the editor key (a content hash) changes, so no widget
-    keeps the old scenario's value (issue 13, item 1)."""
+    keeps the old scenario's value."""
     at = app("baseline")
     widget(at, "number_input", "options.0.gpus").set_value(320).run()
     at.session_state["scenario"] = "hybrid-burst"

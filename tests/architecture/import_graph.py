@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("front ends", ("costsim.report", "costsim.cli", "costsim.dashboard", "costsim")),
 ]
 ENGINE_FORBIDS = ("pandas", "plotly", "ruamel", "yaml", "streamlit")
+FACADE = len(LAYERS) - 1  # the front ends' layer, where the bare "costsim" prefix (the façade) falls
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ def imports_of(path: Path, root: Path) -> list[Import]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             out += [Import(me, a.name, (), path, node.lineno) for a in node.names]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
+              and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            # importlib.import_module("costsim.x"): an import all the same, only hidden in a string.
+            out.append(Import(me, node.args[0].value, (), path, node.lineno))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
@@ -107,6 +113,10 @@ def violations(root: Path) -> list[str]:
                 if target.startswith("costsim.dashboard") and not imp.module.startswith("costsim.dashboard"):
                     out.append(f"{where}: {imp.module} imports the dashboard ({target}); only app.py may")
                 mine, theirs = layer_of(imp.module), layer_of(target)
+                for module, layer in ((imp.module, mine), (target, theirs)):
+                    if layer == FACADE and module != "costsim" and module.split(".")[1] not in ("report", "cli",
+                                                                                                  "dashboard"):
+                        out.append(f"{where}: {module} is in no layer of DESIGN.md section 1")
                 if mine is not None and theirs is not None and theirs > mine:
                     out.append(f"{where}: {imp.module} ({LAYERS[mine][0]}) imports {target} ({LAYERS[theirs][0]}), "
                                "a layer below it")

@@ -3,8 +3,8 @@
 ``--target`` exits 2 with the flag named and nothing written.
 
 The scenarios are the shipped baseline over 60 days (a short horizon keeps each run near a
-second), and the same at three times the arrival rate (issue 12: "at arrival ×3 the baseline
-crowns own-256" — it must be flagged, never recommended)."""
+second), and the same at three times the arrival rate (where owning 256 GPUs cannot keep up:
+it must be flagged, never recommended)."""
 
 from __future__ import annotations
 

@@ -152,7 +152,7 @@ def test_a_sweep_variant_gives_the_same_verdict_as_its_runs(tmp_path):
     res = costsim.sweep(tmp_path / "sw.yaml", executor="local")
     cheap, dear = decide(res, variant="v000"), decide(res, variant="v001")
     assert cheap.option == "cloud" and dear.option == "own" and dear.replications == 2
-    with pytest.raises(ScenarioError, match="name one of the sweep's variants"):
+    with pytest.raises(costsim.ArgumentError, match=r"decide\(\): variant: name one of the sweep's variants"):
         decide(res)
     by_hand = [costsim.simulate(res.scenarios["v001"], seed=s) for s in res.runs.seed.unique()]
     assert decide(by_hand).difference_usd == pytest.approx(dear.difference_usd, rel=1e-12)
@@ -230,3 +230,13 @@ def test_a_job_that_never_started_counts_the_whole_nodes_it_would_hold(tmp_path)
     s = costsim.simulate(sc).summary.set_index("option").loc["own"]
     assert s.work_unfinished_gpu_hours == pytest.approx(16 * (300 - 240) + 16 * 10)
     assert s.work_submitted_gpu_hours == pytest.approx(16 * 300 + 16 * 10)
+
+
+def test_a_bad_source_is_an_argument_error_naming_it(tmp_path):
+    """decide's own arguments are refused as arguments, not as a bad scenario."""
+    sc = _flip_scenario(tmp_path, 3.0)
+    other = costsim.scenario_from_data({**sc.model_dump(mode="json"), "name": "other"}, "o", tmp_path)
+    with pytest.raises(costsim.ArgumentError, match=r"decide\(\): source: needs a Results"):
+        decide("not a result")
+    with pytest.raises(costsim.ArgumentError, match=r"decide\(\): source: replications must be runs of one scenario"):
+        decide([costsim.simulate(sc), costsim.simulate(other)])

@@ -1,5 +1,5 @@
-"""Time to target in the tables, the verdict, the figure, the report and the dashboard (issue 15
-item 4, intervals of item 2).
+"""Time to target in the tables, the verdict, the figure, the report and the dashboard, with
+their intervals.
 
 Independent truths: t-intervals worked by hand (scipy's t quantile) on fabricated ``to_target``
 tables; the sentence's wording for each case written out; the curve R(C) of the GPU-hours the

@@ -3,7 +3,7 @@
 AppTest covers the wiring; this covers what only a browser shows: the verdict and the option
 cards above the fold, a file chosen in the uploader reaching the app (the same-name round trip),
 the scenario in the URL surviving a reload, every tab's figures drawn, and how long a rerun after
-one knob takes to settle (printed; issue 13 asks ≤ 1.5 s on the baseline). Screenshots of each
+one knob takes to settle (printed; the target is ≤ 1.5 s on the baseline). Screenshots of each
 tab go to out/screenshots/; the two the docs show (the first screen, the Time to target tab) are
 also written to docs/screenshots/ on every run, so they cannot go stale. Skipped where no chromium
 is installed (CI installs it: see .ci/run).
@@ -92,7 +92,7 @@ def test_first_screen_tabs_and_rerun_time(browser, app_url):
     settled(page)
     assert all(in_view(page, metrics.nth(i)) for i in range(metrics.count()))
     publish(page.screenshot(path=str(SHOTS / "first-screen.png")), "first-screen.png")
-    # Replications = 1 (issue 13's speed target is one run of the baseline), then a rerun after one
+    # Replications = 1 (the speed target is one run of the baseline), then a rerun after one
     # knob (the results of this setting are not cached yet)
     side = page.get_by_test_id("stSidebar")
     side.get_by_text("Run: horizon, seed, replications").click()

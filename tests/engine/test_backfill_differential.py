@@ -1,4 +1,4 @@
-"""The optimised owned-cluster scheduler against a frozen copy of the one it replaced (issue 16).
+"""The optimised owned-cluster scheduler against a frozen copy of the one it replaced.
 
 ``RefCluster`` below is the EASY backfill (and the strict orders) of ``costsim.engine.owned`` as it
 was before the optimisation, simplified but behaviour-identical: every pass sorts all running jobs

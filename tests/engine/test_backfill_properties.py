@@ -1,4 +1,4 @@
-"""Properties of the engine under serving, node failures and preemption (issue 8).
+"""Properties of the engine under serving, node failures and preemption.
 
 1. EASY backfill never delays the head: at every backfill pass the cluster records (test-only
    ``audit`` list) the head's reservation before the pass and recomputed right after it, with the

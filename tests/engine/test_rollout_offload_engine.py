@@ -1,4 +1,4 @@
-"""Rollout offload through the engine and the tables (docs/rollout-offload.md, issue 15 item 3).
+"""Rollout offload through the engine and the tables (docs/rollout-offload.md).
 
 An owned option with ``rollout_pool`` trains its disaggregated RL classes at home and rents their
 rollout GPUs on the named on-demand or spot option. Checked against independent truth:

@@ -1,4 +1,4 @@
-"""Regression tests for issue 8, items 3–9 (scheduling, failures and hybrid routing in the engine).
+"""Regression tests of scheduling, failures and hybrid routing in the engine.
 
 Each expected value is worked out by hand in the comments. Failures are made deterministic with a
 scripted stand-in for numpy's Generator, passed to ``engine.run_option`` as the option's stream.

@@ -1,4 +1,4 @@
-"""Colour accessibility of the dashboard (issue 13: "contrast; no information in colour alone"),
+"""Colour accessibility of the dashboard ("contrast; no information in colour alone"),
 WCAG 2.1 computed here by hand: relative luminance of sRGB, contrast (L1 + 0.05) / (L2 + 0.05).
 
 - every colour the charts draw marks in has at least 3:1 against the plot background (success

@@ -1,4 +1,4 @@
-"""A corpus of hostile inputs to the loader (issue 9, items 3, 4 and 6): YAML bombs, deep nesting,
+"""A corpus of hostile inputs to the loader: YAML bombs, deep nesting,
 oversized files, non-finite and absurd numbers in every field family, bad trace cells. Each case
 asserts the exact outcome — a ScenarioError naming the file and the field, no traceback — and the
 cases that used to take minutes or gigabytes state a time and memory bound.

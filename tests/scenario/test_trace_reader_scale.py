@@ -1,8 +1,8 @@
-"""A million-job trace in memory (issue 11, item 4): the trace is read once per simulate, by a
+"""A million-job trace in memory: the trace is read once per simulate, by a
 columnar reader that gives exactly what the string reader gives, and memory per job is bounded.
 
 Truth here is independent of the readers: hand-written CSV files with their values written out, the
-string reader (``_read_strings``, the format's definition, unchanged since issue 9) for
+string reader (``_read_strings``, the format's definition) for
 differential checks, and a stated bytes-per-job bound that the pre-issue code (about 1,400 bytes a
 job at 100,000 jobs) does not meet.
 """
