@@ -39,11 +39,6 @@ def _share(digits: int):
     return lambda v: formats.percent_number(v, digits)
 
 
-def _money(x: float) -> str:
-    """Whole dollars ("$1,234,567"; ``formats.money_exact``)."""
-    return formats.money_exact(x)
-
-
 _millions = formats.millions  # dollars in millions, two decimals, for a "$M" column
 
 
@@ -101,7 +96,7 @@ def table_notes(verdict) -> list[Text]:
         held = verdict.options[verdict.options[column] > 0]
         if len(held):
             notes.append(Text(f"fair includes {what}: "
-                              + ", ".join(f"{r.option} {_money(r[column])}" for _, r in held.iterrows())))
+                              + ", ".join(f"{r.option} {formats.money_exact(r[column])}" for _, r in held.iterrows())))
     notes += [Text(f"{AMORTISED}; {CASH}; {FAIR}; $/work GPU-h: amortised total ÷ GPU-hours of work done."),
               Text("Every column: costsim run --wide.", style="dim")]
     return notes
@@ -118,9 +113,9 @@ def summary_table(summary, title: str) -> Table:
         ("delay mean (h)", "queue_delay_mean_h", _fixed(2)),
         ("delay p95 (h)", "queue_delay_p95_h", _fixed(2)),
         ("utilisation (%)", "utilization", _share(1)),
-        ("amortised total ($)", "total_cost_usd", _money),
+        ("amortised total ($)", "total_cost_usd", formats.money_exact),
         ("$/GPU-h used", "cost_per_gpu_hour_used_usd", _fixed(2)),
-        ("$/job", "cost_per_completed_job_usd", _money),
+        ("$/job", "cost_per_completed_job_usd", formats.money_exact),
         ("RL iter/day", "iterations_per_day", _fixed(0)),
         ("$/RL iter", "cost_per_iteration_usd", _fixed(2)),
     ]
@@ -129,7 +124,7 @@ def summary_table(summary, title: str) -> Table:
     if (summary["restarts"] > 0).any():  # failures or preemptions interrupted something
         columns.append(("goodput (%)", "goodput", _share(1)))
     if "keeps_up" in summary:
-        columns[7:7] = [("cash spent ($)", "cash_spent_usd", _money), ("fair total ($)", "fair_total_usd", _money),
+        columns[7:7] = [("cash spent ($)", "cash_spent_usd", formats.money_exact), ("fair total ($)", "fair_total_usd", formats.money_exact),
                         ("$/work GPU-h", "cost_per_work_gpu_hour_usd", _fixed(2))]
         columns.append(("keeps up", "keeps_up", lambda v: "yes" if v else CANNOT_KEEP_UP))
     for header, *_ in columns:
@@ -197,11 +192,11 @@ def phase_table(phases, columns=PHASE_TABLE_COLUMNS) -> Table:
 # The sweep's means table: (header with its unit, metric, formatter of a value); each cell is
 # mean ± half-width. Listed from the most to the least needed: a narrow console drops from the end.
 MEANS_TABLE_COLUMNS = [
-    ("amortised total ($)", "total_cost_usd", _money),
+    ("amortised total ($)", "total_cost_usd", formats.money_exact),
     ("delay p95 (h)", "queue_delay_p95_h", _fixed(2)),
     ("utilisation (%)", "utilization", _share(1)),
     ("RL iter/day", "iterations_per_day", _fixed(0)),
-    ("cash spent ($)", "cash_spent_usd", _money),  # shown when the sweep's means have it
+    ("cash spent ($)", "cash_spent_usd", formats.money_exact),  # shown when the sweep's means have it
     ("delay mean (h)", "queue_delay_mean_h", _fixed(2)),
 ]
 MEANS_TABLE_KEPT = 1  # metrics a narrow console keeps whatever its width

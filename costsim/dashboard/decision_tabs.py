@@ -38,7 +38,7 @@ from costsim.decisions.pareto import frontier, sweep_table
 from costsim.decisions.verdict import decide
 from costsim.errors import CostsimError
 from costsim.plots import figures as plots
-from costsim.present.formats import money_exact, plain, who_pays_more, with_interval
+from costsim.present.formats import MISSING, money_exact, plain, who_pays_more, with_interval
 from costsim.present.headline import CANNOT_KEEP_UP, FAIR, tornado_breakeven
 from costsim.scenario import Scenario
 
@@ -205,10 +205,10 @@ def verdict_rows(results) -> pd.DataFrame:
         verdict = decide(results, variant=v, flips=False)
         low, high = verdict.difference_low_usd, verdict.difference_high_usd
         rows.append({"variant": v, "recommended": verdict.option or "none keeps up",
-                     "versus": verdict.versus or "—",
-                     "difference": "—" if verdict.versus is None or verdict.option is None
+                     "versus": verdict.versus or MISSING,
+                     "difference": MISSING if verdict.versus is None or verdict.option is None
                      else who_pays_more(verdict.option, verdict.versus, verdict.difference_usd),
-                     "interval": "—" if low != low else f"{money_exact(low)} … {money_exact(high)}",
+                     "interval": MISSING if low != low else f"{money_exact(low)} … {money_exact(high)}",
                      "close": "the same cost" if verdict.same_cost else "",
                      "sentence": verdict.sentence})
     return results.variants.merge(pd.DataFrame(rows), on="variant")

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import costsim
+from costsim.present.formats import MISSING
 
 # The phases table on screen: (column, header, number format, help). Shares are shown in per cent
 # (the data keep full precision for sorting and copying; only the display is rounded).
@@ -43,7 +44,7 @@ _PY = {"%.1f": "{:.1f}", "%.2f": "{:.2f}", "%.0f%%": "{:.0f}%", "%.1f%%": "{:.1f
 
 def dash_or(fmt: str, value: float) -> str:
     """``value`` as the column's ``fmt`` shows it, or "–" when it is missing (NaN)."""
-    return "–" if pd.isna(value) else _PY[fmt].format(value)
+    return MISSING if pd.isna(value) else _PY[fmt].format(value)
 
 
 def phases_table(res: costsim.Results) -> None:

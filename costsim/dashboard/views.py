@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from costsim.present import formats
+from costsim.present.formats import MISSING
 from costsim.present.headline import (
     CANNOT_KEEP_UP,
     CARD_METRICS,
@@ -183,7 +184,7 @@ def table_view(df: pd.DataFrame, pinned: str = "option") -> tuple[pd.DataFrame, 
             config[col] = st.column_config.TextColumn(label)
             continue
         if not pd.api.types.is_numeric_dtype(series):
-            view[col] = series.astype(object).where(series.notna(), "–").astype(str).replace({"None": "–", "": "–"})
+            view[col] = series.astype(object).where(series.notna(), MISSING).astype(str).replace({"None": MISSING, "": MISSING})
             config[col] = st.column_config.TextColumn(label, pinned=col == pinned)
             continue
         x = series.astype(float) * (100 if PERCENT.search(col) else 1)

@@ -80,12 +80,6 @@ def esc(text: object) -> str:
 _nan = formats.missing
 
 
-def money(x: float) -> str:
-    """USD, whole dollars with thousands separators ("$1,234,567"; "−$12" below zero); "–" for
-    NaN (``formats.money_exact``)."""
-    return formats.money_exact(x)
-
-
 def fixed(digits: int, unit: str = "") -> Callable[[float], str]:
     """A number with ``digits`` decimals and thousands separators, then ``unit``; "–" for NaN
     (``formats.number``)."""

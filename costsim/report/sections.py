@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from costsim.plots import figures as plots
-from costsim.present.formats import plain, significant, who_pays_more
+from costsim.present.formats import MISSING, money_exact, plain, significant, who_pays_more
 from costsim.report import html as h
 from costsim.results.contract import Results
 
@@ -19,13 +19,13 @@ OPTION_COLUMNS: list[h.Column] = [
     ("option", "shown", str, None),
     ("side", "side", str, None),
     ("keeps up", "keeps", str, None),
-    ("fair total (USD) ¹", "fair_total_usd", h.money, "low"),
-    ("amortised total (USD)", "total_cost_usd", h.money, "low"),
-    ("cash spent (USD)", "cash_spent_usd", h.money, "low"),
-    ("book value at the end (USD; a credit, not cash)", "book_value_usd", h.money, None),
-    ("unfinished work at the cheapest rent (USD)", "unfinished_rent_usd", h.money, "low"),
-    ("unmet serving at the cheapest rent (USD)", "serving_unmet_rent_usd", h.money, "low"),
-    ("waiting: queued GPU-hours × its price (USD)", "waiting_cost_usd", h.money, "low"),
+    ("fair total (USD) ¹", "fair_total_usd", money_exact, "low"),
+    ("amortised total (USD)", "total_cost_usd", money_exact, "low"),
+    ("cash spent (USD)", "cash_spent_usd", money_exact, "low"),
+    ("book value at the end (USD; a credit, not cash)", "book_value_usd", money_exact, None),
+    ("unfinished work at the cheapest rent (USD)", "unfinished_rent_usd", money_exact, "low"),
+    ("unmet serving at the cheapest rent (USD)", "serving_unmet_rent_usd", money_exact, "low"),
+    ("waiting: queued GPU-hours × its price (USD)", "waiting_cost_usd", money_exact, "low"),
     ("USD per GPU-hour of work done", "cost_per_work_gpu_hour_usd", h.fixed(2), "low"),
     ("p95 queue delay (h)", "queue_delay_p95_h", h.fixed(2), "low"),
     ("completion (% of finishable jobs)", "completion", h.percent_number, "high"),
@@ -55,7 +55,7 @@ def verdict_parts(v, reps_label: str) -> list[str]:
         if v.replications >= 2:
             facts.append(f"Fair totals: {fair} per replication on average (the mean over {v.replications} "
                          f"replications, paired with common random numbers); 95 % interval of {v.option} minus "
-                         f"{v.versus}: {h.money(v.difference_low_usd)} to {h.money(v.difference_high_usd)}"
+                         f"{v.versus}: {money_exact(v.difference_low_usd)} to {money_exact(v.difference_high_usd)}"
                          + ("; the interval spans zero." if v.close_call else "."))
         else:
             facts.append(f"Fair totals: {fair}, from a single run: no confidence interval (run replications for one).")
@@ -110,14 +110,14 @@ def _day(x) -> str:
 
 def _between(low: str, high: str, fmt):
     """A formatter of a row's interval ``low``..``high`` (a row, not a cell: see ``_target_rows``)."""
-    return lambda r: "–" if r[low] != r[low] else f"{fmt(r[low])} – {fmt(r[high])}"
+    return lambda r: MISSING if r[low] != r[low] else f"{fmt(r[low])} – {fmt(r[high])}"
 
 
 TARGET_COLUMNS: list[h.Column] = [
     ("option", "option", str, None), ("job class", "job_class", str, None), ("target score", "target", h.fixed(3), None),
     ("reached (replications)", "reached_of", str, None),
     ("day reached (mean)", "day_mean", h.fixed(1), "low"), ("95 % interval of the day", "day_interval", str, None),
-    ("cost until then (USD, mean)", "cost_mean_usd", h.money, "low"),
+    ("cost until then (USD, mean)", "cost_mean_usd", money_exact, "low"),
     ("95 % interval of the cost", "cost_interval", str, None),
     ("projected day (not reached)", "projected_day_mean", _day, None),
     ("score at the horizon", "reward_at_horizon", h.fixed(3), None),
@@ -138,7 +138,7 @@ def _target_rows(runs: list[Results]) -> pd.DataFrame:
     t = t.merge(at_horizon, on=["option", "job_class"], how="left")
     t["reached_of"] = [f"{r.reached} of {r.replications}" for r in t.itertuples()]
     t["day_interval"] = t.apply(_between("day_low", "day_high", h.fixed(1)), axis=1) if len(t) else []
-    t["cost_interval"] = t.apply(_between("cost_low_usd", "cost_high_usd", h.money), axis=1) if len(t) else []
+    t["cost_interval"] = t.apply(_between("cost_low_usd", "cost_high_usd", money_exact), axis=1) if len(t) else []
     return t
 
 
@@ -210,9 +210,9 @@ def pareto_section(table, given: pd.DataFrame | None, label: str) -> tuple[str, 
     speed = frontier(table, objectives=(("iterations_per_day", "max"),))
     cols: list[h.Column] = [("variant", "variant", str, None), ("option", "option", str, None),
                             ("on the frontier", "on_frontier", lambda x: "yes" if x else "", None),
-                            ("fair total (USD)", "fair_total_usd", h.money, None),
-                            ("amortised total (USD)", "total_cost_usd", h.money, None),
-                            ("cash spent (USD)", "cash_spent_usd", h.money, None),
+                            ("fair total (USD)", "fair_total_usd", money_exact, None),
+                            ("amortised total (USD)", "total_cost_usd", money_exact, None),
+                            ("cash spent (USD)", "cash_spent_usd", money_exact, None),
                             ("p95 queue delay (h)", "queue_delay_p95_h", h.fixed(2), None),
                             ("RL iterations per day", "iterations_per_day", h.fixed(0), None)]
     shown = delay.head(FRONTIER_ROWS)
@@ -232,9 +232,9 @@ def _flag(x) -> str:
 TORNADO_COLUMNS: list[h.Column] = [
     ("input", "input", str, None), ("scenario path", "path", str, None), ("unit", "unit", str, None),
     ("low", "low", plain, None), ("high", "high", plain, None),
-    ("difference at low (USD)", "low_difference_usd", h.money, None),
-    ("difference at high (USD)", "high_difference_usd", h.money, None),
-    ("swing (USD)", "swing_usd", h.money, None), ("verdict", "flips", _flag, None),
+    ("difference at low (USD)", "low_difference_usd", money_exact, None),
+    ("difference at high (USD)", "high_difference_usd", money_exact, None),
+    ("swing (USD)", "swing_usd", money_exact, None), ("verdict", "flips", _flag, None),
     ("break-even at low", "low_breakeven", str, None), ("break-even at high", "high_breakeven", str, None),
     ("note", "note", str, None),
 ]

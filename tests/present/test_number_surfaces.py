@@ -117,9 +117,13 @@ def test_dashboard_small_rates_keep_three_significant_figures():
 # --- the report's cells and the verdict's words ----------------------------------------------------
 
 def test_report_cells_are_the_one_formatter():
+    from costsim.present.formats import money_exact
     from costsim.report import html as h
+    from costsim.report import sections
 
-    assert h.money(7_463_187.4) == "$7,463,187" and h.money(-0.4) == "$0" and h.money(math.nan) == "–"
+    assert {fmt for _, column, fmt, _ in sections.OPTION_COLUMNS
+            if column.endswith("_usd") and "per_" not in column} == {money_exact}  # dollars, not $/GPU-h
+    assert money_exact(7_463_187.4) == "$7,463,187" and money_exact(-0.4) == "$0" and money_exact(math.nan) == "–"
     assert h.fixed(1)(2620.44) == "2,620.4" and h.fixed(2)(-3.14159) == "−3.14"
     assert h.share(0.975) == "97.5 %"
 
