@@ -4,7 +4,7 @@ Every row is one published figure, the setting it was measured in, the band a te
 the value costsim's own pure functions give for that setting (``rl.phase_times``, ``network``,
 ``economics`` and the shipped catalog, through ``workplan.hardware`` as an option would see it).
 
-    python -m costsim.calibration.validation               # writes docs/validation.md
+    python -m costsim.calibration.validation               # writes docs/validation.md (--out: elsewhere)
     python -m costsim.calibration.validation --calibrate   # grid over the two fitted constants, prints the best
 
 Two catalog constants are fitted, once, to all the RL rows together: ``rl.hbm_efficiency`` (η_mem)
@@ -32,7 +32,7 @@ from costsim.plan.options import OwnedPlan
 from costsim.scenario.classes import DEFAULT_VERIFIER_SECONDS, Update
 from costsim.units import HOURS_PER_YEAR
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
+DOC = Path("docs") / "validation.md"  # relative to where it runs: `make validate` runs it from the repository
 SEED, ITERATIONS = 2026, 100  # the same length draws for every setting and every grid point
 SAMPLES = 512 * 16  # prompts × samples per prompt, every RL setting below
 H800_NVLINK_BUSBW_GB_S = 200.0  # [A] H800 NVLink 400 GB/s against H100's 900: about half the busbw
@@ -400,6 +400,7 @@ def markdown(table: list[Row], catalog: Catalog | None = None) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calibrate", action="store_true", help="print the grid's best (η_mem, t_floor) and exit")
+    ap.add_argument("--out", type=Path, default=DOC, help=f"the Markdown file to write (default: {DOC})")
     args = ap.parse_args(argv)
     cat = default_catalog()
     if args.calibrate:
@@ -411,10 +412,10 @@ def main(argv: list[str] | None = None) -> None:
               f"{cat.rl['decode_step_floor_s']} (score {now:.4f}, worst ratio ×/÷ {math.exp(now):.3f})")
         return
     table = rows(cat)
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(markdown(table, cat), encoding="utf-8")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(markdown(table, cat), encoding="utf-8")
     failed = [r.key for r in table if not r.passed]
-    print(f"wrote {DOC}: {len(table) - len(failed)} of {len(table)} rows pass" + (f"; FAIL: {', '.join(failed)}"
+    print(f"wrote {args.out}: {len(table) - len(failed)} of {len(table)} rows pass" + (f"; FAIL: {', '.join(failed)}"
                                                                                  if failed else ""))
 
 

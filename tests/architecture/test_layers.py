@@ -111,3 +111,11 @@ def test_a_module_in_no_layer_and_a_hidden_import_are_found(tmp_path):
     found = "\n".join(violations(copy))
     assert "costsim.pricing.core is in no layer" in found
     assert "costsim/models/rl.py" in found and "imports costsim.runs.api (runs), a layer below it" in found
+
+
+def test_no_path_is_built_from_the_package_location():
+    """A path from ``__file__`` reaches outside the package on a source checkout and nowhere on a
+    wheel install: data inside the package is read with importlib.resources, the rest is given."""
+    uses = [f"{p.relative_to(PACKAGE.parent)}" for p in sorted(PACKAGE.rglob("*.py"))
+            if "__file__" in p.read_text(encoding="utf-8")]
+    assert not uses, uses
