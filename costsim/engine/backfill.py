@@ -27,8 +27,9 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from costsim.engine.pool import Allocation, NodePool
 from costsim.engine.reservation import INF, reserve
@@ -79,6 +80,18 @@ def earliest_start(now: float, free: list[int], have: int, good: int, need: int,
             return INF, have
 
 
+@dataclass(slots=True, kw_only=True)
+class HeldReservation:
+    """The head job's reservation, kept between backfill passes without serving: the head, the hour
+    it can start as planned (``shadow_t``), free GPUs per node then (``shadow``, taken down as
+    backfilled jobs that run past it are placed) and how many nodes good for the head are spare then."""
+
+    head: int
+    shadow_t: float
+    shadow: list[int]
+    spare: int
+
+
 class EasyBackfill:
     """The backfill pass of ``OwnedCluster``, a mixin over its state: the queue ``fifo``, ``pool``,
     ``running`` and ``ends`` (sorted by planned end), ``repair_end``, ``waiting`` with each queued
@@ -104,7 +117,7 @@ class EasyBackfill:
     changes: int
     audit: list[tuple[float, int, float, float]] | None
     # This pass's own state, also initialised by the host.
-    held_res: list[Any] | None  # [head, shadow_t, free GPUs per node then, spare good nodes]
+    held_res: HeldReservation | None
     scanned: tuple[int, int, int]  # (changes, head, position)
 
     if TYPE_CHECKING:  # the host's methods the pass calls
@@ -133,7 +146,7 @@ class EasyBackfill:
             spare = sum(1 for f in shadow if f >= good) - (nodes_needed(head_g, gpn) if wide else 1)
         else:
             held_res = self._held_reservation(head)
-            _head, shadow_t, shadow, spare = held_res
+            shadow_t, shadow, spare = held_res.shadow_t, held_res.shadow, held_res.spare
             slack = INF
         now = self.env.now
         changes = self.changes
@@ -181,7 +194,7 @@ class EasyBackfill:
                 break
         self.scanned = (changes, head, stop)
         if held_res is not None:
-            held_res[3] = spare
+            held_res.spare = spare
         for pos, _j, _alloc, _past in reversed(started):
             del queue[pos]
         end_h = self.rec.end_h
@@ -194,16 +207,16 @@ class EasyBackfill:
         if self.audit is not None and started:  # tests: the head's reservation before and after
             self.audit.append((now, head, shadow_t, self._reservation(head)[0]))
 
-    def _held_reservation(self, head: int) -> list:
-        """``[head, shadow_t, free GPUs per node then, spare good nodes then]`` without serving: the
-        one held since an earlier pass while it holds (same head, no unplanned change, still ahead),
-        else computed afresh. Backfilled jobs update it in place."""
+    def _held_reservation(self, head: int) -> HeldReservation:
+        """The head's reservation without serving: the one held since an earlier pass while it holds
+        (same head, no unplanned change, still ahead), else computed afresh. Backfilled jobs update
+        it in place."""
         res = self.held_res
-        if res is None or res[0] != head or res[1] <= self.env.now:
+        if res is None or res.head != head or res.shadow_t <= self.env.now:
             g = self.gpus[head]
             need = nodes_needed(g, self.gpn) if g > self.gpn else 1
             shadow_t, shadow, have = self._walk(head)
-            res = self.held_res = [head, shadow_t, shadow, have - need]
+            res = self.held_res = HeldReservation(head=head, shadow_t=shadow_t, shadow=shadow, spare=have - need)
         return res
 
     def _walk(self, head: int) -> tuple[float, list[int], int]:

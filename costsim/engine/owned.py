@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from costsim.engine.backfill import BACKFILL_DEPTH, EasyBackfill
+from costsim.engine.backfill import BACKFILL_DEPTH, EasyBackfill, HeldReservation
 from costsim.engine.events import ARRIVAL, RELEASE, At, Decider
 from costsim.engine.pool import Allocation, NodePool
 from costsim.engine.progress import Progress
@@ -134,7 +134,7 @@ class OwnedCluster(EasyBackfill):
         # Backfill without serving: the head's reservation [head, time, free GPUs per node then,
         # spare good nodes], kept between passes (planned ends and backfills leave it as it is), and
         # (changes, head, position) where the last scan of the queue stopped.
-        self.held_res: list | None = None
+        self.held_res: HeldReservation | None = None
         self.scanned = (-1, -1, 1)
         # Backfill: each queued job's ``Progress.hold_h``, fixed while it waits, read once on arrival
         # rather than on each of the many passes that look at it.

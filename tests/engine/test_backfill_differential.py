@@ -256,7 +256,7 @@ class Logged(OwnedCluster):
         t, shadow, have = self._walk(head)
         g = self.gpus[head]
         need = -(-g // self.gpn) if g > self.gpn else 1
-        assert res[1:] == [t, shadow, have - need], (self.env.now, head, res[1], t)
+        assert (res.shadow_t, res.shadow, res.spare) == (t, shadow, have - need), (self.env.now, head, res.shadow_t, t)
         return res
 
 
