@@ -32,7 +32,7 @@ from costsim.plan.options import CloudPlan, nodes_needed
 
 
 class CloudPool:
-    def __init__(self, env: simpy.Environment, plan: CloudPlan, gpus: Sequence[int], progress: Progress, rec: Recorder,
+    def __init__(self, env: simpy.Environment, *, plan: CloudPlan, gpus: Sequence[int], progress: Progress, rec: Recorder,
                  rngs: dict[str, np.random.Generator]):
         self.env = env
         self.gpi = plan.gpus_per_instance

@@ -144,7 +144,7 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | No
     if isinstance(plan, HybridPlan):
         assert burst_work is not None, "a hybrid needs its jobs' run times on the burst"
         cluster = _owned(env, plan.base, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
-        burst = CloudPool(env, plan.burst, g, _progress(burst_work, rec), rec, rngs)
+        burst = CloudPool(env, plan=plan.burst, gpus=g, progress=_progress(burst_work, rec), rec=rec, rngs=rngs)
         waits = doubles(hybrid_waits(plan, work))
         base_g = integers(work.home_gpus) if work.offload is not None else g
         arrive = Router(env, cluster, burst, waits, plan.bridge_until_ready, base_g, rec).arrive
@@ -153,7 +153,7 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | No
         arrive = cluster.arrive
     else:
         assert isinstance(plan, CloudPlan)  # not a pool: rented per use
-        arrive = CloudPool(env, plan, g, _progress(work, rec), rec, rngs).arrive
+        arrive = CloudPool(env, plan=plan, gpus=g, progress=_progress(work, rec), rec=rec, rngs=rngs).arrive
     ArrivalFeed(env, doubles(jobs.submit_h), arrive)
     run_bounded(env, horizon_h, max_events)
     cap_t, cap_g = (cluster.capacity_t, cluster.capacity_gpus) if cluster is not None else ([], [])
