@@ -33,7 +33,7 @@ import pandas as pd
 from costsim.calibration.fit import FEW_JOBS, ClassFit, unfittable, window_of
 from costsim.present import formats
 from costsim.scenario.trace import TraceTable
-from costsim.traces.shape import ACTIVE_SHARE, active_window, jobs_text
+from costsim.traces.shape import ACTIVE_SHARE, active_window
 from costsim.units import HOURS_PER_DAY
 
 WINDOWS = ("auto", "active", "record")  # --window
@@ -91,7 +91,7 @@ def choose_window(submit_h: np.ndarray, mode: str = "auto") -> FitWindow:
                                      f"arrival rate ({why})")
     return FitWindow(start, end, jobs, n, record_h, True,
                      f"fitted over the active window: {described}, {_rate(jobs, end - start)} there against the "
-                     f"record-wide {_rate(n, record_h)}; the {jobs_text(n - jobs)} outside it are left out")
+                     f"record-wide {_rate(n, record_h)}; the {formats.count(n - jobs, 'job' if n - jobs == 1 else 'jobs')} outside it are left out")
 
 
 def window_trace(trace: TraceTable, window: FitWindow) -> TraceTable:

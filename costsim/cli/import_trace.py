@@ -17,10 +17,10 @@ import typer
 from rich.text import Text
 
 from costsim.errors import CostsimError
+from costsim.present.trace_shape import jobs_text, shape_lines
 from costsim.scenario import Problem, ScenarioError
 from costsim.traces import FORMATS, GPU_TYPED
 from costsim.traces.common import FRACTIONAL, BadCell, ImportOptions, ImportResult, parse_time, write_csv, zone
-from costsim.traces.shape import jobs_text, shape_lines
 
 SHOWN_SKIPPED = 5  # skipped rows listed as warnings; the count of all is printed
 # Times before 1990 are not a clock: anonymised traces count seconds from their own start (the k8s

@@ -13,9 +13,10 @@ import pytest
 from helpers import invoke_cli
 from paths import TRACE_SAMPLES
 
+from costsim.present.trace_shape import shape_lines
 from costsim.traces import import_trace
 from costsim.traces.common import ImportOptions, Report
-from costsim.traces.shape import active_window, record_shape, shape_lines
+from costsim.traces.shape import active_window, record_shape
 from costsim.traces.slurm import jobs as slurm_rows
 from costsim.traces.slurm_columnar import read_columns
 from costsim.traces.table import build_table
