@@ -52,7 +52,7 @@ class ResultCache:
     (``Limits.cache_mb``), the least recently used dropped first; a run bigger than ``max_bytes``
     alone is not kept. Shared by sessions: thread-safe."""
 
-    def __init__(self, max_entries: int = 32, max_bytes: int = int(Limits().cache_mb * 2**20)):
+    def __init__(self, max_entries: int = 32, max_bytes: int = int(DEFAULT_LIMITS.cache_mb * 2**20)):
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._items: OrderedDict[str, bytes] = OrderedDict()
@@ -110,10 +110,10 @@ RUNS_PER_WORKER = 50  # then a fresh one: a long-lived process's memory only gro
 
 def new_pool(limits: Limits | None = None) -> WorkerPool:
     """The dashboard's worker processes: ``limits.worker_slots`` alive at once across every session
-    (simulations, spares, the Sensitivity and Sweep tabs, upload readers; default ``Limits()``: each
+    (simulations, spares, the Sensitivity and Sweep tabs, upload readers; default ``DEFAULT_LIMITS``: each
     call's limits set it again), ``SPARE_COUNT`` warm spares waiting, each worker used for
     ``RUNS_PER_WORKER`` runs at most. The server keeps one (``costsim.dashboard.server.server_pool``)."""
-    capacity = (limits or Limits()).worker_slots
+    capacity = (limits or DEFAULT_LIMITS).worker_slots
     return WorkerPool(capacity=capacity, spares=SPARE_COUNT, warm=WARM, max_runs=RUNS_PER_WORKER)
 
 

@@ -288,7 +288,7 @@ def dashboard_scenario(data: dict, base: Scenario, root: Path) -> Scenario:
         raise public_error(err, root) from None
 
 
-def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits = Limits()) -> Scenario:
+def load_upload(upload: Upload, trace: Upload | None, root: Path, limits: Limits = DEFAULT_LIMITS) -> Scenario:
     """An uploaded scenario, validated and checked like a file (ScenarioError), reading only the
     uploaded ``trace`` (saved under ``root``) or shipped traces named ``traces/<file>.csv``.
 

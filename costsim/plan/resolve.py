@@ -51,6 +51,7 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
     else:
         capex = default_capex_per_gpu(gpu, fabric["capex_frac"], econ.storage_capex_frac, econ.install_capex_frac) * opt.gpus
     lead_days = opt.lead_time_days if opt.lead_time_days is not None else cat.economics["lead_time_days"]
+    rate, repair = _failures(opt.failures, cat)
     return OwnedPlan(
         name=opt.name,
         gpu=gpu,
@@ -64,20 +65,19 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
         placement=opt.placement,
         capex_usd=float(capex),
         rl=dict(cat.rl),
-        failures_per_node_h=_failures(opt.failures, cat)["failures_per_node_h"],
-        repair_h=_failures(opt.failures, cat)["repair_h"],
+        failures_per_node_h=rate,
+        repair_h=repair,
     )
 
 
-def _failures(failures, cat: Catalog) -> dict[str, float]:
-    """Failure rate per node-hour and repair hours: none, the catalog's, or the scenario's."""
+def _failures(failures, cat: Catalog) -> tuple[float, float]:
+    """(node failures per node-hour, repair hours): none, the catalog's, or the scenario's."""
     if failures is None:
-        return {"failures_per_node_h": 0.0, "repair_h": 0.0}
+        return 0.0, 0.0
     if failures == "catalog":
         rel = cat.reliability
-        return {"failures_per_node_h": rel["node_failures_per_1000_node_days"] / 1000 / HOURS_PER_DAY, "repair_h": rel["repair_hours"]}
-    return {"failures_per_node_h": failures.node_failures_per_1000_node_days / 1000 / HOURS_PER_DAY,
-            "repair_h": failures.repair_hours}
+        return rel["node_failures_per_1000_node_days"] / 1000 / HOURS_PER_DAY, rel["repair_hours"]
+    return failures.node_failures_per_1000_node_days / 1000 / HOURS_PER_DAY, failures.repair_hours
 
 
 def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float) -> CloudPlan:
@@ -119,7 +119,7 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float
         fabric_efficiency=float(cat.fabrics[opt.network]["efficiency"]),
         reserved_gpus=opt.reserved_gpus,
         scheduler=opt.scheduler or "fifo",
-        failures_per_node_h=_failures(opt.failures, cat)["failures_per_node_h"],
+        failures_per_node_h=_failures(opt.failures, cat)[0],
         preemptions_per_instance_h=(
             (opt.preemptions_per_instance_day if opt.preemptions_per_instance_day is not None
              else cat.reliability["spot_preemptions_per_instance_day"]) / HOURS_PER_DAY if opt.pricing == "spot" else 0.0),
