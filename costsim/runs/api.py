@@ -8,7 +8,7 @@ from pathlib import Path
 
 from costsim.engine import run as engine
 from costsim.models.serving import RangeMax
-from costsim.plan.options import CloudPlan, OwnedPlan, Plan, pools
+from costsim.plan.options import CloudPlan, OwnedPlan, pools
 from costsim.plan.prepare import Prepared, prepare
 from costsim.results import tables as results
 from costsim.runs import arguments, budget
@@ -173,13 +173,6 @@ def simulate(
     if on_option is not None:
         on_option("tables", len(plans), len(plans))
     return results.build(scenario, seed, plans, econ, records, work, demand)
-
-
-def unpriced(plan: Plan) -> Plan:
-    """The plan with its prices (capex, $/GPU-hour, billing rules) set to NaN (``Plan.unpriced``):
-    what work plans and runs are given, so a price edit finds them in a memo, and a price read there
-    by mistake would turn the tables to NaN (tests/runs/test_run_memo.py) instead of going unnoticed."""
-    return plan.unpriced()
 
 
 def _trace_identity(scenario: Scenario) -> tuple[int, ...] | None:

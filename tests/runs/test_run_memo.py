@@ -132,7 +132,7 @@ def test_work_plans_and_runs_are_given_no_prices():
 
     for path in SHIPPED:
         for plan in resolve(costsim.load_scenario(path), default_catalog()):
-            bare = api.unpriced(plan)
+            bare = plan.unpriced()
             for part in (bare.base, bare.burst) if hasattr(bare, "burst") else (bare,):
                 prices = [getattr(part, f) for f in ("capex_usd", "price_per_gpu_hour") if hasattr(part, f)]
                 assert prices and all(p != p for p in prices), (path.name, plan.name)
