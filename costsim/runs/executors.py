@@ -6,9 +6,9 @@ process) writes each result as it arrives, so a worker never writes files and a 
 loses only its own task. Leaving the ``with`` block early (an error, Ctrl-C) stops the workers and
 drops the tasks not yet started.
 
-A task's ``ScenarioError`` crosses the process boundary as ``TaskFailed`` (ScenarioError does not
-survive pickling: its ``__init__`` takes two arguments and pickle replays only the message) and is
-raised again in the main process as the ScenarioError it was.
+A task's ``ScenarioError`` crosses the process boundary as ``TaskFailed`` (a plain exception of its
+source and problems, which marks it as the task's own input problem, apart from anything the pool
+or the cluster raised) and is raised again in the main process as the ScenarioError it was.
 """
 
 from __future__ import annotations
