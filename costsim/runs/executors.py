@@ -66,7 +66,7 @@ class SchedulerLost(ExecutorError):
 
 
 class TaskFailed(Exception):
-    """A task's ScenarioError in a form that pickles (``args`` is all pickle keeps)."""
+    """A task's ScenarioError as it leaves a worker: marked as the task's own input problem."""
 
     def __init__(self, source: str, problems: tuple[Problem, ...]):
         super().__init__(source, problems)
