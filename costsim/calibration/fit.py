@@ -53,7 +53,6 @@ import numpy as np
 
 from costsim.models.profiles import week_integral, week_rates
 from costsim.models.sampling import lognormal_params
-from costsim.present.formats import plain, significant
 from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, MAX_QUANTILES
 from costsim.scenario.trace import TraceTable
 
@@ -140,9 +139,43 @@ MIN_SPAN_H = 1.0  # arrivals over less than this are refused: their rate would b
 # Fewer distinct submit times than this leave at most one gap between arrivals: a rate from a single
 # interval, and an arrival KS check with nothing to compare.
 MIN_INSTANTS = 3
+# Why submit times hold no arrival rate (``NoRate.kind``), each a refusal ``costsim.present.fit`` words.
+NO_JOB, ONE_INSTANT, SHORT_SPAN, FEW_INSTANTS = "no job", "one instant", "short span", "few instants"
 
 
-def unfittable(submit_h: np.ndarray) -> str | None:
+@dataclass(frozen=True, kw_only=True)
+class NoRate:
+    """Why a trace's submit times hold no arrival rate (``no_rate``): ``kind`` (``NO_JOB``,
+    ``ONE_INSTANT``, ``SHORT_SPAN`` or ``FEW_INSTANTS``), its ``jobs``, first and last submit
+    (hours; NaN with no job), distinct submit times, and ``floor_per_day``: the rate a fit would
+    make up from the ``MIN_WINDOW_H`` floor on the window (jobs a day; NaN with no job)."""
+
+    kind: str
+    jobs: int
+    first_h: float = float("nan")
+    last_h: float = float("nan")
+    instants: int = 0
+    floor_per_day: float = float("nan")
+
+    @property
+    def span_h(self) -> float:
+        """Hours from the first submit to the last."""
+        return self.last_h - self.first_h
+
+
+class NoRateError(ValueError):
+    """``fit_trace`` of submit times that hold no arrival rate; ``why`` says why in numbers
+    (``costsim.present.fit.no_rate_words`` words it in full)."""
+
+    def __init__(self, why: NoRate):
+        self.why = why
+        brief = {NO_JOB: "the trace has no job", ONE_INSTANT: "the trace spans no time",
+                 SHORT_SPAN: f"its arrivals span less than the {MIN_SPAN_H:g}-hour minimum",
+                 FEW_INSTANTS: f"its jobs are submitted at only {why.instants} distinct times (fewer than {MIN_INSTANTS})"}
+        super().__init__(f"{brief[why.kind]}: it holds no arrival rate")
+
+
+def no_rate(submit_h: np.ndarray) -> NoRate | None:
     """Why a trace's submit times (hours) hold no arrival rate, or None when they hold one: no job,
     every job submitted at the same time, arrivals spanning less than ``MIN_SPAN_H`` hours (first to
     last submit), or fewer than ``MIN_INSTANTS`` distinct submit times. Any rate fitted to such a
@@ -150,31 +183,19 @@ def unfittable(submit_h: np.ndarray) -> str | None:
     day) or from a single gap, not from the trace."""
     t = np.asarray(submit_h, dtype=float)
     if len(t) == 0:
-        return "the trace has no job"
-    floor = len(t) / window_of(t) * HOURS_PER_DAY
-    made_up = f"(fitting it would make one up from the {MIN_WINDOW_H:g}-hour floor on the window: {floor:,.0f} a day)"
-    if t.min() == t.max():
-        what = "its one job is" if len(t) == 1 else f"all {len(t):,} jobs are"
-        return (f"{what} submitted at hour {plain(t[0])}: the trace spans no time, so it holds no arrival rate "
-                f"{made_up}; fit a trace whose jobs arrive over time")
-    span = float(t.max() - t.min())
-    if span < MIN_SPAN_H:
-        return (f"the {len(t):,} jobs arrive within {significant(span * 60)} minutes (hours {plain(t.min())} to {plain(t.max())}), "
-                f"less than the {MIN_SPAN_H:g}-hour minimum span, so the trace holds no arrival rate {made_up}; "
-                f"fit a trace whose jobs arrive over at least {MIN_SPAN_H:g} hour")
+        return NoRate(kind=NO_JOB, jobs=0)
     instants = len(np.unique(t))
-    if instants < MIN_INSTANTS:
-        return (f"the {len(t):,} jobs are submitted at only {instants} distinct times (fewer than {MIN_INSTANTS}): "
-                "at most one gap between arrivals, so the rate would rest on a single interval and the arrival "
-                f"check would have nothing to compare; fit a trace with at least {MIN_INSTANTS} distinct submit times")
-    return None
+    kind = (ONE_INSTANT if t.min() == t.max() else SHORT_SPAN if float(t.max() - t.min()) < MIN_SPAN_H
+            else FEW_INSTANTS if instants < MIN_INSTANTS else None)
+    return None if kind is None else NoRate(kind=kind, jobs=len(t), first_h=float(t.min()), last_h=float(t.max()),
+                                            instants=instants, floor_per_day=len(t) / window_of(t) * HOURS_PER_DAY)
 
 
 def weak_spots(submit_h: np.ndarray) -> list[str]:
     """What makes a fit of these submit times (hours) rest on little: fewer than ``FEW_JOBS`` jobs.
-    Empty for a trace with enough jobs (or one ``unfittable`` refuses)."""
+    Empty for a trace with enough jobs (or one ``no_rate`` refuses)."""
     t = np.asarray(submit_h, dtype=float)
-    if unfittable(t) is not None:
+    if no_rate(t) is not None:
         return []
     out = []
     if len(t) < FEW_JOBS:
@@ -370,12 +391,12 @@ def fit_trace(trace: TraceTable, by: str = "job_class_gpus", distribution: str =
               window_h: float | None = None, start_h: float = 0.0) -> list[ClassFit]:
     """One ClassFit per class of ``groups_of(trace, by)``, in its order. ``window_h``: the
     observation window (default: up to the trace's last submit); ``start_h``: the hour of the week
-    of the trace's hour 0. ValueError (``unfittable``) for submit times that hold no rate when no
-    ``window_h`` is given."""
+    of the trace's hour 0. ``NoRateError`` (a ValueError; ``no_rate``) for submit times that hold no
+    rate when no ``window_h`` is given."""
     from dataclasses import replace
 
-    if window_h is None and (why := unfittable(trace.submit_h)) is not None:
-        raise ValueError(why)
+    if window_h is None and (why := no_rate(trace.submit_h)) is not None:
+        raise NoRateError(why)
     window = window_of(trace.submit_h) if window_h is None else float(window_h)
     fits = [fit_class(name, trace.submit_h[mask], trace.gpus[mask], trace.duration_h[mask], window, distribution,
                       start_h) for name, mask in groups_of(trace, by)]

@@ -30,10 +30,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from costsim.calibration.fit import FEW_JOBS, ClassFit, unfittable, window_of
-from costsim.present import formats
+from costsim.calibration.fit import FEW_JOBS, ClassFit, NoRate, no_rate, window_of
 from costsim.scenario.trace import TraceTable
-from costsim.traces.shape import ACTIVE_SHARE, active_window
+from costsim.traces.shape import active_window
 from costsim.units import HOURS_PER_DAY
 
 WINDOWS = ("auto", "active", "record")  # --window
@@ -43,9 +42,12 @@ P_WARN = 0.01  # ... with a p-value below this warns
 GPU_HOURS_WARN = 0.2  # drawn GPU-hours per day off the record's by more than this share warns
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FitWindow:
-    """The stretch of a trace a fit is over: submit hours [start_h, end_h] of the trace."""
+    """The stretch of a trace a fit is over, submit hours [start_h, end_h] of the trace, and why
+    (``costsim.present.fit.window_reason`` words it): the ``mode`` asked (``WINDOWS``), the record's
+    active window (``active_start_h`` … ``active_end_h``, ``active_jobs`` within it) and, when that
+    window was wanted but holds no rate, why (``refused``)."""
 
     start_h: float  # the trace's hour that is the fitted model's hour 0
     end_h: float
@@ -53,45 +55,41 @@ class FitWindow:
     record_jobs: int
     record_h: float  # the trace's arrival window: hour 0 to its last submit (at least 1 h)
     active: bool  # True: the active window; False: the whole record
-    reason: str  # which window and why, in words
+    mode: str
+    active_start_h: float
+    active_end_h: float
+    active_jobs: int
+    refused: NoRate | None = None
 
     @property
     def length_h(self) -> float:
         """Hours of the window."""
         return self.end_h - self.start_h
 
-
-def _rate(jobs: int, hours: float) -> str:
-    return formats.significant(jobs / hours * HOURS_PER_DAY, 3, "jobs/day")
+    @property
+    def active_share(self) -> float:
+        """The active window's length as a share of the record's arrival window (0–1)."""
+        return (self.active_end_h - self.active_start_h) / self.record_h
 
 
 def choose_window(submit_h: np.ndarray, mode: str = "auto") -> FitWindow:
     """The window to fit (``WINDOWS``): ``record`` the whole record, ``active`` its active
     window, ``auto`` the active window when it is shorter than ``CONCENTRATED`` of the record's
-    arrival window. The active window is not taken (the record is, and ``reason`` says why) when
-    its arrivals hold no rate (``costsim.calibration.fit.unfittable``: a batch at one instant)."""
+    arrival window. The active window is not taken (the record is, and ``refused`` says why) when
+    its arrivals hold no rate (``costsim.calibration.fit.no_rate``: a batch at one instant)."""
     if mode not in WINDOWS:
         raise ValueError(f"window {mode!r}: one of {', '.join(WINDOWS)}")
     t = np.asarray(submit_h, dtype=float)
     n, record_h = len(t), window_of(t)
     start, end, jobs = active_window(t)
-    share = (end - start) / record_h
-    whole = FitWindow(0.0, float(t.max()), n, n, record_h, False, "")
-    described = (f"{formats.percent(ACTIVE_SHARE)} of the jobs arrive within {formats.percent(share)} of the "
-                 f"record ({formats.duration(end - start)}, hours {formats.number(start, 1)} to "
-                 f"{formats.number(end, 1)})")
-    if mode == "record":
-        return replace(whole, reason=f"fitted over the whole record (--window record); {described}")
-    if mode == "auto" and share >= CONCENTRATED:
-        return replace(whole, reason=f"fitted over the whole record: {described}, not concentrated (the active "
-                                     f"window is fitted below {formats.percent(CONCENTRATED)})")
-    why = unfittable(t[(t >= start) & (t <= end)] - start)
+    whole = FitWindow(start_h=0.0, end_h=float(t.max()), jobs=n, record_jobs=n, record_h=record_h, active=False,
+                      mode=mode, active_start_h=start, active_end_h=end, active_jobs=jobs)
+    if mode == "record" or (mode == "auto" and whole.active_share >= CONCENTRATED):
+        return whole
+    why = no_rate(t[(t >= start) & (t <= end)] - start)
     if why is not None:
-        return replace(whole, reason=f"fitted over the whole record: {described}, but that window holds no "
-                                     f"arrival rate ({why})")
-    return FitWindow(start, end, jobs, n, record_h, True,
-                     f"fitted over the active window: {described}, {_rate(jobs, end - start)} there against the "
-                     f"record-wide {_rate(n, record_h)}; the {formats.count(n - jobs, 'job' if n - jobs == 1 else 'jobs')} outside it are left out")
+        return replace(whole, refused=why)
+    return replace(whole, start_h=start, end_h=end, jobs=jobs, active=True)
 
 
 def window_trace(trace: TraceTable, window: FitWindow) -> TraceTable:
@@ -148,45 +146,14 @@ def misses(ks: float, p: float) -> bool:
     return bool(ks > KS_WARN and p < P_WARN)
 
 
-def ks_words(ks: float, p: float) -> str:
-    """``KS 0.123 (p 0.0045)``; "not measurable" for NaN."""
-    if not (np.isfinite(ks) and np.isfinite(p)):
-        return "not measurable"
-    return f"KS {formats.number(ks, 3)} (p {formats.p_value(p)})"
+def law_misses(fit: ClassFit) -> bool:
+    """Whether a class's run times warn against its fitted law: a lognormal's KS check on a class of
+    at least ``FEW_JOBS`` jobs (an empirical law's KS is in-sample; a smaller class is flagged on its
+    own)."""
+    d = fit.duration
+    return d.law == "lognormal" and fit.jobs >= FEW_JOBS and misses(d.ks, d.ks_p)
 
 
-def check_line(check: FitCheck) -> str:
-    """The check in one line."""
-    sign = "+" if check.gpu_hours_error >= 0 else ""
-    return (f"drawn trace vs the record: arrival gaps {ks_words(check.arrival_ks, check.arrival_p)}, durations "
-            f"{ks_words(check.duration_ks, check.duration_p)}, GPU-hours per day "
-            f"{formats.number(check.drawn_gpu_hours_per_day, 0)} drawn vs {formats.number(check.record_gpu_hours_per_day, 0)} "
-            f"recorded ({sign}{formats.percent(check.gpu_hours_error, 1)})")
-
-
-def check_warnings(check: FitCheck, fits: list[ClassFit]) -> list[str]:
-    """Where the fit misses the record (thresholds in the module's docstring): the drawn trace's
-    arrival gaps, run times and GPU-hours per day, and each class's run times against its
-    lognormal (an empirical law's KS is in-sample, so not checked; a class of fewer than
-    FEW_JOBS jobs is flagged on its own)."""
-    out = []
-    rule = f"KS above {formats.number(KS_WARN, 2)} with p below {formats.significant(P_WARN, 2)}"
-    if misses(check.arrival_ks, check.arrival_p):
-        out.append(f"arrivals: the gaps between the drawn trace's arrivals differ from the record's "
-                   f"({ks_words(check.arrival_ks, check.arrival_p)}; {rule}): the record's arrivals are burstier or more "
-                   "regular than Poisson arrivals at the fitted rate and profiles")
-    if misses(check.duration_ks, check.duration_p):
-        out.append(f"durations: the drawn trace's run times differ from the record's "
-                   f"({ks_words(check.duration_ks, check.duration_p)}; {rule}); try --distribution empirical")
-    for f in fits:
-        d = f.duration
-        if d.law == "lognormal" and f.jobs >= FEW_JOBS and misses(d.ks, d.ks_p):
-            out.append(f"class {f.name}: its run times are not lognormal ({ks_words(d.ks, d.ks_p)}; {rule}); "
-                       "try --distribution empirical")
-    if abs(check.gpu_hours_error) > GPU_HOURS_WARN:
-        out.append(f"GPU-hours: the drawn trace holds {formats.number(check.drawn_gpu_hours_per_day, 0)} GPU-hours "
-                   f"a day against the record's {formats.number(check.record_gpu_hours_per_day, 0)} "
-                   f"({'+' if check.gpu_hours_error >= 0 else ''}{formats.percent(check.gpu_hours_error, 1)}; "
-                   f"warned beyond ±{formats.percent(GPU_HOURS_WARN)}): a few long jobs carry the record, "
-                   "or too few jobs were drawn to average them out")
-    return out
+def gpu_hours_miss(check: FitCheck) -> bool:
+    """Whether the drawn trace's GPU-hours per day warn: off the record's by more than ``GPU_HOURS_WARN``."""
+    return abs(check.gpu_hours_error) > GPU_HOURS_WARN

@@ -91,9 +91,9 @@ def summary_lines(fits, out: Path, report: Path | None, trace_out: Path | None, 
                   window=None, check=None) -> list[str]:
     """The window fitted (a ``FitWindow``: which and why), one line per class (rate, GPUs,
     duration law, KS), the drawn trace against the record (a ``FitCheck``) and what was written."""
-    from costsim.calibration.fit_window import check_line
+    from costsim.present.fit import check_line, window_reason
 
-    lines = [window.reason] if window is not None else []
+    lines = [window_reason(window)] if window is not None else []
     for f in fits:
         d = f.duration
         gpus = ", ".join(f"{g}:{p:.0%}" for g, p in f.gpus_pmf.items())
@@ -131,7 +131,10 @@ def header_of(fits, source: str, jobs: int, start_h: float, by: str, distributio
              f"Profiles are by the source's clock; the scenario's hour 0 is hour {formats.plain(start_h)} of the week "
              "(0: Monday 00:00)" + ("" if start_h else ", as no --start was given") + "."]
     if window is not None:
-        lines.append(window.reason[:1].upper() + window.reason[1:] + ".")
+        from costsim.present.fit import window_reason
+
+        reason = window_reason(window)
+        lines.append(reason[:1].upper() + reason[1:] + ".")
     for f in fits:
         lines.append(f"{f.name}: {f.jobs} jobs; duration {ks_text(f.duration.ks, f.duration.ks_p)}, "
                      f"arrival {ks_text(f.arrival_ks, f.arrival_ks_p)}")
@@ -164,10 +167,11 @@ def fit_workload_command(
 ) -> None:
     """Fit a workload model per class of a trace: arrivals (rate, daily and weekly profile), GPUs per
     job, run times; with goodness of fit. Writes workload.job_classes for a scenario."""
-    from costsim.calibration.fit import fit_trace, groups_of, unfittable
+    from costsim.calibration.fit import fit_trace, groups_of, no_rate
     from costsim.calibration.fit_classes import job_classes_of, trace_of
-    from costsim.calibration.fit_window import check_fit, check_warnings, choose_window, window_trace
+    from costsim.calibration.fit_window import check_fit, choose_window, window_trace
     from costsim.cli.console import out_console
+    from costsim.present.fit import check_warnings, no_rate_words
     from costsim.runs.outfiles import publish_files
     from costsim.scenario.trace import read_trace
     from costsim.traces.csvcells import write_csv
@@ -177,9 +181,9 @@ def fit_workload_command(
         check_flags(trace, out, report, trace_out, by, distribution, days, window)
         start_h = start_hour(start)
         table = read_trace(trace)
-        why = unfittable(table.submit_h)  # one job, or a batch at one instant: no rate to fit
+        why = no_rate(table.submit_h)  # one job, or a batch at one instant: no rate to fit
         if why is not None:
-            raise ScenarioError(str(trace), [Problem(("submit_h",), why)])
+            raise ScenarioError(str(trace), [Problem(("submit_h",), no_rate_words(why))])
         span = choose_window(table.submit_h, window)
         fitted = window_trace(table, span) if span.active else table
         fit_start_h = (start_h + span.start_h) % HOURS_PER_WEEK  # the window's first hour is the model's hour 0

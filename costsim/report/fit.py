@@ -13,9 +13,10 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from costsim.calibration.fit import ARRIVAL_TEST, ClassFit, window_note
-from costsim.calibration.fit_window import FitCheck, FitWindow, check_line
+from costsim.calibration.fit_window import FitCheck, FitWindow
 from costsim.plots.layout import literal
 from costsim.present import formats
+from costsim.present.fit import check_line, window_reason
 from costsim.report.html import Column, bullets, esc, figure, fixed, page, para, section, table
 
 QQ_POINTS = 200  # at most this many quantiles per QQ plot (a large class would bloat the page)
@@ -104,7 +105,7 @@ def fit_page(fits: Sequence[ClassFit], durations: Sequence[np.ndarray], source: 
              "sub"),
         section("Fitted parameters", table(parameters_frame(fits), COLUMNS), anchor="parameters"),
     ]
-    against = ([span.reason] if span is not None else []) + ([check_line(check)] if check is not None else [])
+    against = ([window_reason(span)] if span is not None else []) + ([check_line(check)] if check is not None else [])
     if against or warnings:
         body.append(section("The fit against the record", bullets(against + [f"warning: {w}" for w in warnings]),
                             anchor="record"))

@@ -16,11 +16,9 @@ import costsim
 PACKAGE = Path(costsim.__file__).resolve().parent
 
 # Upward imports still in the tree, each to be removed (the list may only shrink): the verdict,
-# the tornado, optimize, the fit report and the assumptions table word their own sentences with the number formatter,
+# the tornado, optimize and the assumptions table word their own sentences with the number formatter,
 # where DESIGN puts sentences in costsim/present above them.
 KNOWN = {
-    ("costsim/calibration/fit.py", "costsim.present.formats"),
-    ("costsim/calibration/fit_window.py", "costsim.present.formats"),
     ("costsim/decisions/fair.py", "costsim.present.formats"),
     ("costsim/decisions/optimize.py", "costsim.present.formats"),
     ("costsim/decisions/sensitivity.py", "costsim.present.formats"),

@@ -13,6 +13,7 @@ from helpers import invoke_cli
 
 from costsim.calibration.fit_classes import trace_of
 from costsim.calibration.fit_window import choose_window, misses, window_trace
+from costsim.present.fit import window_reason
 from costsim.scenario.trace import read_trace
 
 
@@ -35,16 +36,16 @@ def test_the_active_window_of_a_late_record_by_hand():
     w = choose_window(submit)
     # k = 180 arrivals; the 180 at 800..979 span 179 h, any 180 with an earlier job at least 218 h
     assert (w.start_h, w.end_h, w.jobs, w.record_jobs, w.record_h, w.active) == (800.0, 979.0, 180, 200, 979.0, True)
-    assert w.reason == ("fitted over the active window: 90 % of the jobs arrive within 18 % of the record "
+    assert window_reason(w) == ("fitted over the active window: 90 % of the jobs arrive within 18 % of the record "
                         "(7.5 days, hours 800.0 to 979.0), 24.1 jobs/day there against the record-wide 4.9 jobs/day; "
                         "the 20 jobs outside it are left out")
     assert not choose_window(submit, "record").active
     # steady arrivals: 90 % of the jobs take about 90 % of the record, so it is fitted whole
     steady = choose_window(np.arange(200) * 5.0)
-    assert not steady.active and "not concentrated" in steady.reason
+    assert not steady.active and "not concentrated" in window_reason(steady)
     # a batch of 95 jobs at one instant late in the record holds no rate: the record is fitted
     batch = choose_window(np.concatenate([np.arange(5) * 200.0, np.full(95, 999.0)]))
-    assert not batch.active and "holds no arrival rate" in batch.reason
+    assert not batch.active and "holds no arrival rate" in window_reason(batch)
     with pytest.raises(ValueError, match="one of auto, active, record"):
         choose_window(submit, "busy")
 

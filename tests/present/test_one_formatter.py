@@ -9,9 +9,9 @@ import pandas as pd
 from helpers import cloud, owned, scenario
 
 import costsim
-from costsim.calibration.fit_window import ks_words
 from costsim.decisions.sensitivity import sentence
 from costsim.decisions.verdict import decide
+from costsim.present.fit import ks_words
 
 
 def _row(**kw) -> dict:
