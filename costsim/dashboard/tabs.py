@@ -245,7 +245,8 @@ def data(res, runs, scenario) -> None:
 
 def assumptions_table(scenario) -> None:
     """Every value the run's numbers rest on, with its source and date (costsim.results.assumptions)."""
-    from costsim.results.assumptions import assumptions, shown
+    from costsim.present.assumptions import shown
+    from costsim.results.assumptions import assumptions
 
     table = assumptions(scenario, default_catalog())
     st.subheader("Assumptions")

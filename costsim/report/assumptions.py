@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from costsim.catalog.load import default_catalog
+from costsim.present.assumptions import shown
 from costsim.report import html as h
-from costsim.results.assumptions import assumptions, shown
+from costsim.results.assumptions import assumptions
 
 COLUMNS: list[h.Column] = [
     ("assumption", "assumption", str, None), ("value", "value", lambda v: v, None), ("unit", "unit", str, None),

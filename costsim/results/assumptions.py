@@ -26,8 +26,8 @@ from costsim.catalog.pins import effective_catalog
 from costsim.plan.options import OwnedPlan, pools
 from costsim.plan.resolve import resolve
 from costsim.plan.resolved import RL_CONSTANTS, RL_SPECS, resolve_scenario
-from costsim.present import formats
 from costsim.scenario import CloudOption, Failures, OwnedOption, Scenario
+from costsim.scenario.bounds import show
 
 COLUMNS = ("assumption", "value", "unit", "source", "date", "from")
 DEFAULT = "costsim default"
@@ -149,10 +149,12 @@ def _owned_rows(out: _Rows, opt: OwnedOption, done: OwnedOption, cat: Catalog, i
     if opt.capex_usd_per_gpu is None:
         gpu, econ = cat.gpus[opt.gpu_type], installed.economics
         server = out.entries[f"gpus.{opt.gpu_type}.server_price_usd"]
-        source = (f"{opt.gpu_type} server {formats.money_exact(gpu.server_price_usd)} ÷ {gpu.gpus_per_node} GPUs × "
-                  f"(1 + fabric {formats.significant(cat.fabrics[opt.network]['capex_frac'])} + storage "
-                  f"{formats.significant(econ['storage_capex_frac'])} + installation "
-                  f"{formats.significant(econ['install_capex_frac'])}); server price: {server.source}")
+        # The derivation names its inputs as the catalog and scenario state them (``show``): the
+        # table is data, written as assumptions.csv by costsim.runs, and worded by no front end.
+        source = (f"{opt.gpu_type} server ${gpu.server_price_usd:,.0f} ÷ {gpu.gpus_per_node} GPUs × "
+                  f"(1 + fabric {show(cat.fabrics[opt.network]['capex_frac'])} + storage "
+                  f"{show(econ['storage_capex_frac'])} + installation {show(econ['install_capex_frac'])}); "
+                  f"server price: {server.source}")
         date = server.date
     out.add(f"capex per GPU, {opt.name} ({opt.gpu_type}, {opt.network})", done.capex_usd_per_gpu, "USD per GPU",
             opt.capex_usd_per_gpu, f"gpus.{opt.gpu_type}.server_price_usd", source, date)
@@ -187,8 +189,8 @@ def _cloud_rows(out: _Rows, opt: CloudOption, done: CloudOption) -> None:
         out.add(f"quota, {opt.name}", quota, "GPUs" if done.max_gpus is not None else "",
                 opt.max_gpus, None, "schema default: no quota, capacity always there")
         s = done.stockout
-        stock = ("none" if s is None
-                 else f"{formats.plain(s.probability * 100)} % of requests of {s.min_gpus:,} GPUs or more, retried after {formats.plain(s.retry_h)} h")
+        stock = ("none" if s is None else f"{show(s.probability * 100)} % of requests of {s.min_gpus:,} GPUs or more, "
+                                          f"retried after {show(s.retry_h)} h")
         out.add(f"stockouts, {opt.name}", stock, "", opt.stockout, None, "schema default: requests never stock out")
     if opt.pricing == "spot":
         out.add(f"spot preemptions, {opt.name}", done.preemptions_per_instance_day, "per instance-day",
@@ -225,15 +227,3 @@ def _decision_rows(out: _Rows, scenario: Scenario) -> None:
     stated = "waiting_usd_per_gpu_hour" in decision.model_fields_set  # an explicit 0 is the scenario's
     out.add("price of waiting", price, "USD per queued GPU-hour", price if stated else None, None,
             "schema default: waiting unpriced")
-
-
-def shown(frame: pd.DataFrame) -> pd.DataFrame:
-    """The table with its values as text (``costsim.present.formats``: separators, no scientific notation,
-    up to 10 significant figures so a catalog value reads as written)."""
-    def text(v: Any) -> str:
-        if isinstance(v, str):
-            return v
-        if isinstance(v, int) and not isinstance(v, bool):
-            return formats.count(v)
-        return formats.significant(float(v), 10)
-    return frame.assign(value=[text(v) for v in frame["value"]])

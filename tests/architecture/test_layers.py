@@ -16,7 +16,7 @@ import costsim
 PACKAGE = Path(costsim.__file__).resolve().parent
 
 # Upward imports still in the tree, each to be removed (the list may only shrink): the verdict,
-# the tornado, optimize and the assumptions table word their own sentences with the number formatter,
+# the tornado and optimize word their own sentences with the number formatter,
 # where DESIGN puts sentences in costsim/present above them.
 KNOWN = {
     ("costsim/decisions/fair.py", "costsim.present.formats"),
@@ -25,7 +25,6 @@ KNOWN = {
     ("costsim/decisions/time_to_target.py", "costsim.present.formats"),
     ("costsim/decisions/verdict.py", "costsim.present.formats"),
     ("costsim/decisions/wording.py", "costsim.present.formats"),
-    ("costsim/results/assumptions.py", "costsim.present.formats"),
 }
 
 

@@ -13,7 +13,8 @@ from ruamel.yaml import YAML
 import costsim
 from costsim.dashboard import SCENARIO_DIR
 from costsim.plan.resolved import resolve_scenario
-from costsim.results.assumptions import COLUMNS, assumptions, shown
+from costsim.present.assumptions import shown
+from costsim.results.assumptions import COLUMNS, assumptions
 from costsim.runs.export import ASSUMPTIONS, write_results
 from costsim.scenario import scenario_from_yaml
 
