@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 
 from costsim.plan.options import side_of
-from costsim.present.formats import plain
 from costsim.results.backlog import STALE_FACTOR, STALE_FLOOR_H
 
 LOAD_LIMIT = 1.0  # offered load at which a queue (when there is one at the end) cannot drain
@@ -49,9 +48,10 @@ FAIR_LINES = ("unfinished_rent_usd", "serving_unmet_rent_usd", "waiting_cost_usd
 
 
 def why_not(offered_load: float, stale_share: float, jobs_waiting: float = math.nan) -> str:
-    """Why an option cannot keep up, in words; "" when it keeps up. From summary columns:
-    ``offered_load``, ``stale_share`` and ``jobs_waiting`` (NaN for a table from before it was a
-    column: a queue is then assumed, as the gate did then)."""
+    """Why an option cannot keep up, "" when it keeps up: the gate's reason, a label kept with its
+    numbers (the ``why`` column of ``fair_rows``, ``Verdict.options`` and ``optimize``'s table).
+    From summary columns: ``offered_load``, ``stale_share`` and ``jobs_waiting`` (NaN for a table
+    from before it was a column: a queue is then assumed, as the gate did then)."""
     if jobs_waiting == 0:  # no queue at the end: nothing to drain
         return ""
     reasons = []
@@ -60,7 +60,7 @@ def why_not(offered_load: float, stale_share: float, jobs_waiting: float = math.
                        "still waiting: the queue cannot drain")
     if stale_share > STALE_LIMIT:
         reasons.append(f"{stale_share * 100:.0f} % of the jobs never started and are stale (waiting past "
-                       f"{plain(STALE_FACTOR)} × its p95 delay, their own run and {plain(STALE_FLOOR_H)} h)")
+                       f"{STALE_FACTOR:g} × its p95 delay, their own run and {STALE_FLOOR_H:g} h)")
     return "; ".join(reasons)
 
 

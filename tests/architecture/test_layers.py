@@ -19,7 +19,6 @@ PACKAGE = Path(costsim.__file__).resolve().parent
 # the tornado and optimize word their own sentences with the number formatter,
 # where DESIGN puts sentences in costsim/present above them.
 KNOWN = {
-    ("costsim/decisions/fair.py", "costsim.present.formats"),
     ("costsim/decisions/optimize.py", "costsim.present.formats"),
     ("costsim/decisions/sensitivity.py", "costsim.present.formats"),
     ("costsim/decisions/time_to_target.py", "costsim.present.formats"),
