@@ -40,6 +40,7 @@ from costsim.errors import CostsimError
 from costsim.plots import figures as plots
 from costsim.present.formats import MISSING, money_exact, plain, who_pays_more, with_interval
 from costsim.present.headline import CANNOT_KEEP_UP, FAIR, tornado_breakeven
+from costsim.present.tornado import sentence as tornado_sentence
 from costsim.scenario import Scenario
 
 KEEP = 4  # results kept per tab and session (each a few tables)
@@ -151,7 +152,7 @@ def sensitivity_tab(scenario: Scenario, key: str, replications: int = 1, limits:
     if result is None:
         st.info("Press the button to run the scenario once per input end (about twice the number of inputs).")
         return None
-    st.markdown(f"**{_literal(result.sentence)}**")
+    st.markdown(f"**{_literal(tornado_sentence(result))}**")
     month = tornado_breakeven(result.breakeven, "", "base")
     st.caption(f"Pair compared: {_literal(result.build)} (build) against {_literal(result.rent)} (rent); "
                f"break-even in cash at base: {month}; {result.replications} replication(s) per variant.")

@@ -36,7 +36,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from costsim.catalog.load import Catalog, InputRange, default_catalog
@@ -45,10 +44,8 @@ from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
 from costsim.decisions.tornado_inputs import INPUTS, chosen_inputs
 from costsim.decisions.verdict import decide, held_to, option_table
-from costsim.decisions.wording import describe
 from costsim.plan.options import Plan
 from costsim.plan.resolve import resolve
-from costsim.present.formats import money, plain
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor
@@ -63,7 +60,7 @@ COLUMNS = ["input", "path", "unit", "base", "low", "high", "base_difference_usd"
 BASE = "base"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Tornado:
     """What ``tornado`` returns. ``table``: one row per input (``COLUMNS``), sorted by ``swing_usd``
     (|high − low| of the difference) descending, inputs that do not apply last with a ``note``;
@@ -71,12 +68,13 @@ class Tornado:
     ``base_breakeven_month``: the pair's break-even month at base, a month number counted from 1
     as ``finance.breakeven`` writes it, or a mean of them (NaN: not within the horizon;
     ``base_breakeven_month_extrapolated``: where the last three months' spending would bring it);
-    ``sentence``: what flips the verdict and what swings it most; ``breakeven``: the pair's
-    ``finance.breakeven_over`` row per variant that compares it (``variant``, ``input`` — the
-    table's label, "" at base — and ``end``: "base", "low" or "high"; then that row's columns,
-    replication counts included), from which every surface words a break-even cell
-    (``headline.tornado_breakeven``); no row where the input was skipped or the pair is not one
-    the break-even table compares (a reservation against a rental)."""
+    ``breakeven``: the pair's ``finance.breakeven_over`` row per variant that compares it
+    (``variant``, ``input`` — the table's label, "" at base — and ``end``: "base", "low" or "high";
+    then that row's columns, replication counts included), from which every surface words a
+    break-even cell (``headline.tornado_breakeven``); no row where the input was skipped or the
+    pair is not one the break-even table compares (a reservation against a rental);
+    ``scenario``: the base scenario (its options name the pair in words). What flips the verdict
+    and what swings it most, in words: ``costsim.present.tornado.sentence``."""
 
     table: pd.DataFrame
     build: str
@@ -84,9 +82,9 @@ class Tornado:
     base_difference_usd: float
     base_breakeven_month: float
     base_breakeven_month_extrapolated: float
-    sentence: str
     replications: int
     breakeven: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    scenario: Scenario | None = None
 
 
 # ------------------------------------------------------------------ the sweep of 1 + 2k variants
@@ -237,8 +235,9 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     found = [f for f in over.values() if len(f)]
     pairs = pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=["variant", "input", "end"])
     pairs = pairs[["variant", "input", "end", *[c for c in pairs.columns if c not in ("variant", "input", "end")]]]
-    return Tornado(table, build, rent, base_diff, month, extrapolated,
-                   sentence(table, build, rent, base_diff, base), replications, pairs)
+    return Tornado(table=table, build=build, rent=rent, base_difference_usd=base_diff, base_breakeven_month=month,
+                   base_breakeven_month_extrapolated=extrapolated, replications=replications, breakeven=pairs,
+                   scenario=base)
 
 
 def _check_sides(plans: Sequence[Plan]) -> None:
@@ -298,46 +297,4 @@ def _recommended(runs: pd.DataFrame, vid: str, pair: _Pair) -> str | None:
     return None if ok.empty else str(ok["option"].iloc[0])
 
 
-# ------------------------------------------------------------------ in words
-
-
-def _at(row, end: str) -> str:
-    v = row[end]
-    if row["unit"].startswith("×"):
-        return f"×{plain(v)}"
-    if row["unit"] == "USD/kWh":
-        return f"${v:.3f}/kWh"
-    if row["unit"].startswith("share"):
-        return f"{v * 100:.0f} % off"
-    return f"{plain(v)}{' ' + row['unit'] if row['unit'] else ''}"
-
-
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
-
-
-def sentence(table: pd.DataFrame, build: str, rent: str, base_difference_usd: float,
-             scenario: Scenario | None = None) -> str:
-    """"Owning 256 H100s (own-256) costs $1.63 M less than renting on-demand H100s (cloud-od); the
-    verdict flips if cloud price is ×0.67 or lead time 364 days; the largest swing is arrival scale
-    ($3.56 M)." Each flipping input is named at the end(s) where the difference changes sign or
-    where the recommendation changes (``flips_at``)."""
-    a, b = describe(build, scenario), describe(rent, scenario)
-    if base_difference_usd > 0:
-        a, b = b, a
-    head = f"{a[0].upper()}{a[1:]} costs {money(abs(base_difference_usd))} less than {b} (fair totals)"
-    flips = []
-    for _, row in table[table["flips"]].iterrows():
-        ends = [e for e in str(row.get("flips_at") or "").split(",") if e] or \
-            [e for e in ("low", "high") if np.sign(row[f"{e}_difference_usd"]) == -np.sign(base_difference_usd)]
-        flips.append(f"{row['input']} is {' or '.join(_at(row, e) for e in ends)}")
-    ran = table[table["swing_usd"].notna()]
-    s = head + ("; the verdict flips if " + _listed(flips) if flips else
-                "; no single input flips the verdict within its range")
-    if not ran.empty:
-        top = ran.iloc[0]
-        s += f"; the largest swing is {top['input']} ({money(top['swing_usd'])})"
-    return s + "."
-
-
-__all__ = ["COLUMNS", "INPUTS", "Tornado", "sentence", "tornado"]
+__all__ = ["COLUMNS", "INPUTS", "Tornado", "tornado"]

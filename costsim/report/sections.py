@@ -261,10 +261,11 @@ def tornado_section(tornado) -> tuple[str, int]:
     else:
         fig, n = h.figure(tornado_figure(tornado.table), height=max(420, 80 + 36 * len(tornado.table))), 1
     from costsim.present.headline import tornado_breakeven
+    from costsim.present.tornado import sentence
 
     shown = tornado.table.assign(**{f"{end}_breakeven": [tornado_breakeven(tornado.breakeven, label, end) for label
                                                          in tornado.table["input"]] for end in ("low", "high")})
-    parts = [h.para(tornado.sentence), note, fig,
+    parts = [h.para(sentence(tornado)), note, fig,
              h.table(shown, TORNADO_COLUMNS, wrap=("path", "note", "low_breakeven", "high_breakeven"))]
     return h.section("Sensitivity (tornado)", *parts, anchor="tornado"), n
 

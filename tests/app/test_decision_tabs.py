@@ -29,6 +29,7 @@ from costsim.dashboard.sweep_upload import read_sweep_uploads
 from costsim.decisions.pareto import sweep_table
 from costsim.decisions.sensitivity import tornado
 from costsim.decisions.verdict import decide
+from costsim.present.tornado import sentence as tornado_sentence
 from costsim.report.sweep import read_sweep_folder
 from costsim.runs.sweepfile import sweep_from_sets
 from costsim.scenario import ScenarioError
@@ -74,8 +75,8 @@ def test_sensitivity_tab_shows_the_sentence_figure_and_flips(monkeypatch, tiny):
     at.button(key="tabs:sensitivity:run").click().run()
     assert not at.exception and not at.error
     expected = tornado(costsim.load_scenario(tiny))  # the library, in this process
-    assert "cloud price is ×0.67" in expected.sentence  # the crossing the module docstring computes
-    assert f"**{literal_markdown(expected.sentence)}**" in [m.value for m in at.markdown]
+    assert "cloud price is ×0.67" in tornado_sentence(expected)  # the crossing the module docstring computes
+    assert f"**{literal_markdown(tornado_sentence(expected))}**" in [m.value for m in at.markdown]
     assert len(at.get("plotly_chart")) == 1
     table = frame(at, "swing")
     assert list(table["input"]) == list(expected.table["input"])

@@ -25,6 +25,7 @@ from helpers import cloud, owned, scenario
 from costsim.catalog.load import default_catalog
 from costsim.decisions.sensitivity import COLUMNS, Tornado, tornado
 from costsim.errors import ArgumentError
+from costsim.present.tornado import sentence
 from costsim.scenario import ScenarioError
 
 PRICE = 2.99  # USD per GPU-hour
@@ -129,8 +130,8 @@ def test_only_the_input_whose_range_crosses_break_even_flips(result):
     others = [n for n in ANALYTIC if n != "cloud_price"]
     assert all(_expected(n, e)[0] < 0 for n in others for e in ("low", "high"))
     assert not table.drop(index="cloud price")["flips"].any()
-    assert "flips if cloud price is ×0.67" in result.sentence
-    assert "largest swing is cloud price" in result.sentence
+    assert "flips if cloud price is ×0.67" in sentence(result)
+    assert "largest swing is cloud price" in sentence(result)
 
 
 def test_inputs_that_do_not_apply_are_listed_last_with_a_note(result):

@@ -9,9 +9,10 @@ import pandas as pd
 from helpers import cloud, owned, scenario
 
 import costsim
-from costsim.decisions.sensitivity import sentence
+from costsim.decisions.sensitivity import Tornado
 from costsim.decisions.verdict import decide
 from costsim.present.fit import ks_words
+from costsim.present.tornado import sentence
 
 
 def _row(**kw) -> dict:
@@ -20,17 +21,22 @@ def _row(**kw) -> dict:
     return {**row, **kw}
 
 
+def _tornado(table: pd.DataFrame, build: str, rent: str, base_difference_usd: float) -> Tornado:
+    return Tornado(table=table, build=build, rent=rent, base_difference_usd=base_difference_usd,
+                   base_breakeven_month=math.nan, base_breakeven_month_extrapolated=math.nan, replications=1)
+
+
 def test_the_tornado_sentence_says_money_as_formats_money():
     table = pd.DataFrame([_row(input="arrival scale", unit="× scenario", low=0.5, high=2.0, swing_usd=3_561_234.0),
                           _row(flips=True, flips_at="high", high_difference_usd=20_000.0, swing_usd=1_700_000.0)])
-    s = sentence(table, "own-256", "cloud-od", -1_634_567.0)
+    s = sentence(_tornado(table, "own-256", "cloud-od", -1_634_567.0))
     # By hand, three figures and a space before the unit: $1.63 M, $3.56 M (not "$1.63M").
     assert s == ("Own-256 costs $1.63 M less than cloud-od (fair totals); the verdict flips if lead time is "
                  "364 days; the largest swing is arrival scale ($3.56 M).")
     # A value beyond %g's six figures is written out, never in scientific notation.
     big = pd.DataFrame([_row(flips=True, flips_at="low", low=1_234_567.0, high_difference_usd=5.0)])
-    assert "lead time is 1,234,567 days" in sentence(big, "own", "cloud", 12_000.0)
-    assert "$12.0 k less than own" in sentence(big, "own", "cloud", 12_000.0)
+    assert "lead time is 1,234,567 days" in sentence(_tornado(big, "own", "cloud", 12_000.0))
+    assert "$12.0 k less than own" in sentence(_tornado(big, "own", "cloud", 12_000.0))
 
 
 def test_a_fits_p_values_read_as_every_other_p_value():

@@ -218,7 +218,9 @@ def test_cli_writes_the_report_of_replications_seeded_as_documented(tmp_path):
     except ImportError:
         assert "not available" in text
     else:  # on the verdict's replications: 2 runs per input value, seeded by --seed
-        assert html.escape(tornado(sc, replications=2, seed=SEED).sentence) in text
+        from costsim.present.tornado import sentence
+
+        assert html.escape(sentence(tornado(sc, replications=2, seed=SEED))) in text
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
