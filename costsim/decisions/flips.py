@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import pandas as pd
 
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.targets import Target
+from costsim.decisions.targets import Target, shortfall
 from costsim.decisions.wording import misses, pct
 from costsim.scenario import Scenario
 
@@ -132,7 +132,7 @@ class _Search:
 
     def eligible(self, factor: float, option: str, wanted: tuple[Target, ...]) -> tuple[bool, str]:
         """(whether ``option`` keeps up and meets the targets at ``factor``, what it misses there)."""
-        missed, _ = misses(self.rows[factor].loc[option], wanted)
+        missed = misses(shortfall(self.rows[factor].loc[option], wanted))
         return (not missed), "; ".join(missed)
 
 

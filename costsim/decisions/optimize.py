@@ -39,7 +39,7 @@ import pandas as pd
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.pareto import frontier as pareto_frontier
 from costsim.decisions.space import Dimension, parse_space
-from costsim.decisions.targets import MAJORITY, METRICS, Target, value
+from costsim.decisions.targets import MAJORITY, METRICS, Target, shortfall, value
 from costsim.decisions.verdict import MEANS, held_to
 from costsim.decisions.wording import misses
 from costsim.present.formats import missing, money, plain, significant
@@ -335,9 +335,8 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
     if meets:
         row = ok.iloc[0]
     else:  # the closest: fewest conditions missed, then the smallest relative shortfall
-        far = [(len(missed), how_far, r["fair_total_usd"])
-               for (missed, how_far), (_, r) in zip((misses(r, wanted) for _, r in table.iterrows()), table.iterrows(),
-                                                    strict=True)]
+        far = [(s.conditions, s.far, r["fair_total_usd"])
+               for s, (_, r) in zip((shortfall(r, wanted) for _, r in table.iterrows()), table.iterrows(), strict=True)]
         row = table.iloc[min(range(len(far)), key=far.__getitem__)]
     point, option, shown_as = _point(row), row["_option"], row["option"]
     values = search.values(point)
@@ -354,7 +353,7 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
                  or f"offered load {row['offered_load'] * 100:.0f} %")
         sentence = f"Cheapest meeting {which}: {where} at {total} fair total ({shown})."
     else:
-        missed, _ = misses(row, wanted)
+        missed = misses(shortfall(row, wanted))
         sentence = (f"Nothing tried meets {which}: the closest is {where} at {_short_usd(row['fair_total_usd'])} fair "
                     f"total, which misses {'; '.join(missed)}.")
     evaluated = table.drop(columns=["_point", "_option"])

@@ -40,7 +40,7 @@ import pandas as pd
 from costsim.decisions import flips as flip_points
 from costsim.decisions import time_to_target
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.targets import DEFAULT_TARGETS, MAJORITY, METRICS, Target, value
+from costsim.decisions.targets import DEFAULT_TARGETS, MAJORITY, METRICS, Target, shortfall, value
 from costsim.decisions.targets import targets as as_targets
 from costsim.decisions.wording import (
     capitalised,
@@ -276,7 +276,7 @@ def _binding(table: pd.DataFrame, best, wanted: tuple[Target, ...]) -> tuple[str
         return "", "", ""
     row = cheaper.sort_values("fair_total_usd", kind="stable").iloc[0]
     missed = [t for t in wanted if not t.met(value(row, t.metric))]
-    words, _ = misses(row, tuple(missed))
+    words = misses(shortfall(row, tuple(missed)))
     saving = 1 - row.fair_total_usd / best.fair_total_usd
     return (" and ".join(map(str, missed)),
             f"{row.option} would cost {pct(saving)} less but misses {'; '.join(words)}", str(row.option))
@@ -285,8 +285,8 @@ def _binding(table: pd.DataFrame, best, wanted: tuple[Target, ...]) -> tuple[str
 def _closest(table: pd.DataFrame, wanted: tuple[Target, ...]) -> str:
     """The option that comes closest: fewest conditions missed, then the smallest relative shortfall,
     then the lowest fair total."""
-    keyed = [(len(m), far, r.fair_total_usd, r.option)
-             for (m, far), (_, r) in zip((misses(r, wanted) for _, r in table.iterrows()), table.iterrows(), strict=True)]
+    keyed = [(s.conditions, s.far, r.fair_total_usd, r.option)
+             for s, (_, r) in zip((shortfall(r, wanted) for _, r in table.iterrows()), table.iterrows(), strict=True)]
     return str(min(keyed)[3])
 
 
@@ -366,7 +366,7 @@ def _only_sentence(best, table: pd.DataFrame, wanted, scenario, binding: tuple[s
 
 def _missed_words(row, wanted: tuple[Target, ...]) -> str:
     """"own-256 cannot keep up (…) and misses p95 queue delay ≤ 24 h (…)", "own-384 misses …"."""
-    missed, _ = misses(row, wanted)
+    missed = misses(shortfall(row, wanted))
     lost = [m for m in missed if m.startswith("cannot keep up")]
     targets = [m for m in missed if not m.startswith("cannot keep up")]
     words = lost + ([f"misses {'; '.join(targets)}"] if targets else [])

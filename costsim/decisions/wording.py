@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from costsim.decisions.targets import METRICS, Target, value
+from costsim.decisions.targets import METRICS, Shortfall, Target, value
 from costsim.present.formats import duration, money, percent, plain, significant
 from costsim.scenario import CloudOption, Scenario
 
@@ -107,20 +107,11 @@ def met_clause(row, wanted: tuple[Target, ...]) -> str:
     return " and ".join(parts)
 
 
-def misses(row, wanted: tuple[Target, ...]) -> tuple[list[str], float]:
-    """What a row of means misses, in words, and how far (the sum of relative shortfalls; an option
-    that cannot keep up counts its excess load, or 1 when it has none to show)."""
-    missed, far = [], 0.0
-    if not row["keeps_up"]:
-        missed.append(f"cannot keep up ({row['why']})")
-        load = row["offered_load"]
-        far += max(load - 1.0, 0.0) if not math.isnan(load) and load > 1 else 1.0
-    for t in wanted:
-        x = value(row, t.metric)
-        if not t.met(x):
-            missed.append(f"{target_text(t)} ({metric_name(t.metric)} {shown(t.metric, x)})")
-            far += abs(x - t.value) / max(abs(t.value), 1e-9) if not math.isnan(x) else math.inf
-    return missed, far
+def misses(s: Shortfall) -> list[str]:
+    """What a row misses (``targets.shortfall``), in words: "cannot keep up (offered load 150 % …)",
+    "p95 queue delay ≤ 24 h (p95 queue delay 6.8 days)"."""
+    words = [] if s.keeps_up else [f"cannot keep up ({s.why})"]
+    return words + [f"{target_text(t)} ({metric_name(t.metric)} {shown(t.metric, x)})" for t, x in s.missed]
 
 
 def delay_trade(a_name: str, a_row, b_name: str, b_row) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from costsim.decisions.fair import fair_rows
+from costsim.decisions.targets import shortfall
 from costsim.decisions.wording import misses
 from costsim.present import formats
 from costsim.present.formats import MISSING, money_exact
@@ -54,7 +55,7 @@ def missed_targets(verdict) -> list[tuple[str, str]]:
     for _, r in verdict.options.iterrows():
         if not r.keeps_up or r.meets_targets:
             continue
-        out.append((r.option, "; ".join(misses(r, verdict.targets)[0])))
+        out.append((r.option, "; ".join(misses(shortfall(r, verdict.targets)))))
     return out
 
 
