@@ -20,12 +20,12 @@ from costsim._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from costsim import plots as plots
-    from costsim.decisions.optimize import optimize as optimize
     from costsim.decisions.verdict import decide as decide
     from costsim.errors import ArgumentError as ArgumentError
     from costsim.errors import CostsimError as CostsimError
     from costsim.errors import ExecutorError as ExecutorError
     from costsim.errors import OutputError as OutputError
+    from costsim.present.optimize import optimize as optimize
     from costsim.results.contract import Results as Results
     from costsim.runs.api import dump_scenario as dump_scenario
     from costsim.runs.api import load_scenario as load_scenario
@@ -53,7 +53,7 @@ _WHERE = {
     "dump_scenario": "costsim.runs.api",
     "load_scenario": "costsim.runs.api",
     "load_scenario_text": "costsim.runs.api",
-    "optimize": "costsim.decisions.optimize",
+    "optimize": "costsim.present.optimize",
     "scenario_from_data": "costsim.runs.api",
     "simulate": "costsim.runs.api",
     "sweep": "costsim.runs.sweep",

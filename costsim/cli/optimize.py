@@ -1,5 +1,5 @@
 """``costsim optimize``: the cheapest configuration that meets every target
-(``costsim.decisions.optimize``), with its progress on stderr, the answer in one sentence and the Pareto
+(``costsim.decisions.optimize``, worded by ``costsim.present.optimize``), with its progress on stderr, the answer in one sentence and the Pareto
 frontier it found; ``--out`` writes ``evaluated.csv`` and ``frontier.csv`` all at once.
 
 Registered by ``cli.py`` as ``app.command("optimize")(optimize_command)``; the CLI's consoles and
@@ -124,7 +124,7 @@ def _search(scenario: Path, target: list[str] | None, vary: list[str], replicati
     """Search with its progress on stderr, print the answer and the frontier, publish into ``folder``."""
     from costsim.cli.commands import err_console, out_console
     from costsim.cli.stages import Stages, Step
-    from costsim.decisions.optimize import optimize
+    from costsim.present.optimize import optimize
 
     stages = Stages(err_console, quiet)
     with contextlib.ExitStack() as stack:

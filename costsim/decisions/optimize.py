@@ -39,10 +39,8 @@ import pandas as pd
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.pareto import frontier as pareto_frontier
 from costsim.decisions.space import Dimension, parse_space
-from costsim.decisions.targets import MAJORITY, METRICS, Target, shortfall, value
+from costsim.decisions.targets import MAJORITY, METRICS, Shortfall, Target, shortfall, value
 from costsim.decisions.verdict import MEANS, held_to
-from costsim.decisions.wording import misses
-from costsim.present.formats import missing, money, plain, significant
 from costsim.runs import api, arguments
 from costsim.runs.stats import t_interval
 from costsim.runs.sweepfile import MAX_REPLICATIONS, sweep_from_sets
@@ -57,18 +55,43 @@ def _key(p: Point) -> str:
     return ",".join(map(str, p))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class Stopped:
+    """The bisection along ``path`` stopped at the run budget (``max_runs``) between a value that
+    misses and one that meets."""
+
+    path: str
+    misses: Any
+    meets: Any
+    max_runs: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RangeEnd:
+    """The answer sits at an end of a varied range: ``path`` at ``value``, its ``lowest`` (else its
+    highest) value tried, so the answer may lie beyond the range."""
+
+    path: str
+    value: Any
+    lowest: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class Optimum:
-    """What ``optimize`` returns. ``meets``: whether ``values``/``option`` meet every target (when
-    not, they are the closest configuration evaluated); ``option`` is the name it ran as (a resized
-    option follows ``costsim.scenario.naming``: own-256 at 320 GPUs is own-320). ``values``: varied path -> value (every
-    varied path; the sentence names those the option uses);
+    """What ``optimize`` returns, in numbers (``costsim.present.optimize`` words it: the answer in
+    one sentence and its notes). ``meets``: whether ``values``/``option`` meet every target (when
+    not, they are the closest configuration evaluated, and ``shortfall`` says what it misses);
+    ``option`` is the name it ran as (a resized option follows ``costsim.scenario.naming``: own-256
+    at 320 GPUs is own-320). ``values``: varied path -> value (every varied path); ``used``: the
+    varied paths that apply to ``option`` (its own fields, those of the options it is made of, and
+    those outside ``options``); ``searched``: the scenario's options searched (all of them);
     ``metrics``: its means (``verdict.MEANS``: USD, hours, shares); ``intervals``: metric -> (low,
     high), the 95 % t-interval over the replications (NaN with one); ``evaluated``: one row per
     (configuration, option) evaluated — the varied values, ``option``, ``n``, the means,
     ``keeps_up``, ``why``, ``meets_targets``, ``meets``, ``stage`` (grid or bisection);
-    ``frontier``: ``pareto.frontier`` of the evaluated rows that keep up; ``notes``: what limits
-    the answer (a range edge reached, the run budget spent); ``runs``: simulations run."""
+    ``frontier``: ``pareto.frontier`` of the evaluated rows that keep up; what limits the answer:
+    ``stopped`` (the run budget spent), ``range_ends`` (a range edge reached) and ``unsure`` (the
+    targets its 95 % intervals straddle); ``runs``: simulations run."""
 
     values: dict[str, Any]
     option: str | None
@@ -76,11 +99,15 @@ class Optimum:
     intervals: dict[str, tuple[float, float]]
     evaluated: pd.DataFrame
     frontier: pd.DataFrame
-    sentence: str
     meets: bool
     targets: tuple[Target, ...]
-    notes: tuple[str, ...]
     runs: int
+    used: tuple[str, ...]
+    searched: tuple[str, ...]
+    shortfall: Shortfall
+    stopped: Stopped | None = None
+    range_ends: tuple[RangeEnd, ...] = ()
+    unsure: tuple[Target, ...] = ()
 
 
 def _whole(x: Any, flag: str, low: int, high: float = math.inf) -> int:
@@ -193,11 +220,12 @@ def _monotone(meets: dict[Point, bool], d: int) -> str | None:
     return seen.pop() if len(seen) == 1 else None
 
 
-def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]], notes: list[str]) -> None:
-    """Bisection along the first monotone dimension from the cheapest qualifying grid point."""
+def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]]) -> Stopped | None:
+    """Bisection along the first monotone dimension from the cheapest qualifying grid point; where
+    it stopped when the run budget ran out first."""
     ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
     if ok.empty:
-        return
+        return None
     best, option = _point(ok.iloc[0]), ok.iloc[0]["_option"]
     mine = table[table["_option"] == option]
     meets = {_point(r): bool(r["meets"]) for _, r in mine.iterrows()}
@@ -217,9 +245,7 @@ def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]], notes:
         search.planned = search.done + steps * search.replications
         while abs(good - fail) > 1:
             if search.done + search.replications > search.max_runs:
-                notes.append(f"stopped at max_runs={search.max_runs}: {dim.path} is between "
-                             f"{dim.value(fail)} (misses) and {dim.value(good)} (meets)")
-                break
+                return Stopped(path=dim.path, misses=dim.value(fail), meets=dim.value(good), max_runs=search.max_runs)
             mid = (good + fail) // 2
             search.run([_with_level(best, d, mid)], "bisection")
             t = search.table()
@@ -228,55 +254,20 @@ def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]], notes:
                 good = mid
             else:
                 fail = mid
-        return
+        return None
+    return None
 
 
-def _edges(dims: list[Dimension], point: Point, uses: list[int]) -> list[str]:
-    """Notes for the ranges (of the fields the option uses) whose end the answer sits at."""
-    notes = []
-    for i in uses:
-        d, k = dims[i], point[i]
-        if d.kind != "list" and d.count > 1 and k in (0, d.count - 1):
-            notes.append(f"{d.path}={plain(d.value(k))} is the {'lowest' if k == 0 else 'highest'} value tried: "
-                         "the answer may lie beyond the range")
-    return notes
+def _range_ends(dims: list[Dimension], point: Point, uses: list[int]) -> tuple[RangeEnd, ...]:
+    """The ranges (of the fields the option uses) whose end the answer sits at."""
+    return tuple(RangeEnd(path=dims[i].path, value=dims[i].value(point[i]), lowest=point[i] == 0) for i in uses
+                 if dims[i].kind != "list" and dims[i].count > 1 and point[i] in (0, dims[i].count - 1))
 
 
-def _unsure(wanted: tuple[Target, ...], intervals: dict[str, tuple[float, float]]) -> list[str]:
-    """Notes for the targets the answer's 95 % interval straddles: met on the mean, not surely."""
-    notes = []
-    for t in wanted:
-        low, high = intervals[METRICS[t.metric][0]]
-        if low < t.value < high:
-            notes.append(f"the 95 % interval of {METRICS[t.metric][2].split(' (')[0]} ({significant(low)} to {significant(high)}) "
-                         f"spans the target {t}: more replications would say whether it is met")
-    return notes
-
-
-def _short_usd(x: float, half: float | None = None) -> str:
-    """``$6.41 M`` (``formats.money``), with ``± $102 k`` when a half-width is given."""
-    text = money(x)
-    if half is not None and not missing(half) and not missing(x):
-        text += f" ± {money(half)}"
-    return text
-
-
-def _shown(row, t: Target, interval: tuple[float, float] = (math.nan, math.nan)) -> str:
-    """``p95 queue delay 3.56 ± 0.41 h`` (± the half-width of its 95 % interval, when there is one)."""
-    words, unit = METRICS[t.metric][2].split(" (")[0], METRICS[t.metric][1]
-    x, half = value(row, t.metric), (interval[1] - interval[0]) / 2
-    if unit == "":
-        x, half, unit = x * 100, half * 100, "%"
-    pm = f" ± {significant(half, 2)}" if not math.isnan(half) else ""
-    return f"{words} {significant(x)}{pm} {unit}".replace(" /day", "/day")
-
-
-def _configuration(values: dict[str, Any], option: str, several: bool) -> str:
-    """The configuration in words; an option none of the varied fields applies to, by its name."""
-    if not values:
-        return f"{option} (as the scenario has it: no varied field applies to it)"
-    text = ", ".join(f"{k}={plain(v)}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
-    return f"{text} ({option})" if several else text
+def unsure(wanted: tuple[Target, ...], intervals: dict[str, tuple[float, float]]) -> tuple[Target, ...]:
+    """The targets whose metric's 95 % interval (``intervals``: column -> (low, high)) straddles
+    them: met on the mean, not surely."""
+    return tuple(t for t in wanted if intervals[METRICS[t.metric][0]][0] < t.value < intervals[METRICS[t.metric][0]][1])
 
 
 def optimize(scenario_path: str | Path, targets, vary: list[str], replications: int = 3, seed: int | None = None,
@@ -312,11 +303,10 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
     search.planned = math.prod(map(len, grids)) * replications + \
         max(math.ceil(math.log2(g)) if g > 1 else 0 for g in gaps) * replications
     search.run(list(itertools.product(*grids)), "grid")
-    notes: list[str] = []
-    _refine(search, search.table(), grids, notes)
+    stopped = _refine(search, search.table(), grids)
     if progress is not None:
         progress(search.done, search.done)
-    return _answer(search, search.table(), notes)
+    return _answer(search, search.table(), stopped)
 
 
 def _uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[int]]:
@@ -328,8 +318,8 @@ def _uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[
     return {c: [i for i, d in enumerate(dims) if d.option is None or d.option in parts[c]] for c in candidates}
 
 
-def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
-    wanted, several = search.wanted, len(search.candidates) > 1
+def _answer(search: _Search, table: pd.DataFrame, stopped: Stopped | None) -> Optimum:
+    wanted = search.wanted
     ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
     meets = not ok.empty
     if meets:
@@ -339,23 +329,8 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
                for s, (_, r) in zip((shortfall(r, wanted) for _, r in table.iterrows()), table.iterrows(), strict=True)]
         row = table.iloc[min(range(len(far)), key=far.__getitem__)]
     point, option, shown_as = _point(row), row["_option"], row["option"]
-    values = search.values(point)
     runs = search.runs_of(point, option)
     intervals = {m: t_interval(runs[m].to_numpy(dtype=float))[1:] for m in search.columns}
-    metrics = {m: float(row[m]) for m in search.columns}
-    which = " and ".join(map(str, wanted)) if wanted else "(keeping up)"
-    where = _configuration({d.path: values[d.path] for d in map(search.dims.__getitem__, search.uses[option])},
-                           shown_as, several)
-    if meets:
-        low, high = intervals["fair_total_usd"]
-        total = _short_usd(row["fair_total_usd"], (high - low) / 2 if not math.isnan(low) else None)
-        shown = (", ".join(_shown(row, t, intervals[METRICS[t.metric][0]]) for t in wanted)
-                 or f"offered load {row['offered_load'] * 100:.0f} %")
-        sentence = f"Cheapest meeting {which}: {where} at {total} fair total ({shown})."
-    else:
-        missed = misses(shortfall(row, wanted))
-        sentence = (f"Nothing tried meets {which}: the closest is {where} at {_short_usd(row['fair_total_usd'])} fair "
-                    f"total, which misses {'; '.join(missed)}.")
     evaluated = table.drop(columns=["_point", "_option"])
     # An option appears once per setting of the fields it uses: a field of another option (a
     # hybrid's wait, for the owned option) gives the same runs again, not another configuration.
@@ -363,9 +338,11 @@ def _answer(search: _Search, table: pd.DataFrame, notes: list[str]) -> Optimum:
            for p, o in zip(table["_point"], table["_option"], strict=True)]
     distinct = ~pd.Series(list(zip(table["_option"], own, strict=True))).duplicated().to_numpy()
     front = pareto_frontier(evaluated[evaluated["keeps_up"].to_numpy() & distinct].reset_index(drop=True))
-    notes = [*notes, *_edges(search.dims, point, search.uses[option]), *_unsure(wanted, intervals)]
-    return Optimum(values, shown_as, metrics, intervals, evaluated, front, sentence, meets, wanted, tuple(notes),
-                   search.done)
+    return Optimum(values=search.values(point), option=shown_as, metrics={m: float(row[m]) for m in search.columns},
+                   intervals=intervals, evaluated=evaluated, frontier=front, meets=meets, targets=wanted,
+                   runs=search.done, used=tuple(search.dims[i].path for i in search.uses[option]),
+                   searched=tuple(search.candidates), shortfall=shortfall(row, wanted), stopped=stopped,
+                   range_ends=_range_ends(search.dims, point, search.uses[option]), unsure=unsure(wanted, intervals))
 
 
-__all__ = ["GRID_POINTS", "Optimum", "optimize"]
+__all__ = ["GRID_POINTS", "Optimum", "RangeEnd", "Stopped", "optimize", "unsure"]

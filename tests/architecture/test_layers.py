@@ -16,10 +16,9 @@ import costsim
 PACKAGE = Path(costsim.__file__).resolve().parent
 
 # Upward imports still in the tree, each to be removed (the list may only shrink): the verdict,
-# the verdict and optimize word their own sentences with the number formatter,
+# the verdict words its own sentence with the number formatter,
 # where DESIGN puts sentences in costsim/present above them.
 KNOWN = {
-    ("costsim/decisions/optimize.py", "costsim.present.formats"),
     ("costsim/decisions/time_to_target.py", "costsim.present.formats"),
     ("costsim/decisions/verdict.py", "costsim.present.formats"),
     ("costsim/decisions/wording.py", "costsim.present.formats"),

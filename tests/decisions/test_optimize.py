@@ -13,9 +13,10 @@ from helpers import cloud, erlang_c, owned, scenario
 from typer.testing import CliRunner
 
 from costsim.cli.optimize import optimize_command
-from costsim.decisions.optimize import _monotone, _unsure, optimize
+from costsim.decisions.optimize import _monotone, unsure
 from costsim.decisions.space import parse_space, parse_vary
 from costsim.decisions.targets import parse_target
+from costsim.present.optimize import optimize, unsure_note
 from costsim.scenario import ScenarioError, dump_scenario
 from costsim.workload.synth import JobGroup, make_trace
 
@@ -216,11 +217,13 @@ def test_monotone_means_every_grid_line_changes_once_the_same_way():
 
 def test_a_target_met_on_the_mean_but_not_surely_is_noted():
     wanted = (parse_target("p95_delay_h<=4"), parse_target("completion>=0.99"))
-    notes = _unsure(wanted, {"queue_delay_p95_h": (0.5, 13.2), "completion": (0.995, 0.999)})
-    assert notes == ["the 95 % interval of p95 queue delay (0.5 to 13.2) spans the target p95_delay_h<=4: more "
-                     "replications would say whether it is met"]
-    assert _unsure(wanted, {"queue_delay_p95_h": (math.nan, math.nan), "completion": (0.98, 0.995)})[0].startswith(
-        "the 95 % interval of completion")
+    intervals = {"queue_delay_p95_h": (0.5, 13.2), "completion": (0.995, 0.999)}
+    assert unsure(wanted, intervals) == wanted[:1]
+    assert unsure_note(wanted[0], intervals["queue_delay_p95_h"]) == (
+        "the 95 % interval of p95 queue delay (0.5 to 13.2) spans the target p95_delay_h<=4: more replications "
+        "would say whether it is met")
+    assert unsure(wanted, {"queue_delay_p95_h": (math.nan, math.nan), "completion": (0.98, 0.995)}) == wanted[1:]
+    assert unsure_note(wanted[1], (0.98, 0.995)).startswith("the 95 % interval of completion")
 
 
 # ------------------------------------------------------------------ the command
