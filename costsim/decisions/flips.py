@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import pandas as pd
 
 from costsim.decisions.fair import fair_rows
-from costsim.decisions.targets import Target, shortfall
-from costsim.decisions.wording import misses, pct
+from costsim.decisions.targets import Shortfall, Target, shortfall
 from costsim.scenario import Scenario
 
 if TYPE_CHECKING:  # for the type only: costsim.results is imported lazily
@@ -48,13 +47,27 @@ MAX_ARRIVAL_SCALE = 100.0  # workload.arrival_scale's upper bound in the schema
 # Cost lines that grow with the work; the others (capital, facility, staff, a reservation, serving)
 # are taken as fixed by the linear model that picks the first factor to try.
 VARIABLE_LINES = ("cost_energy_usd", "cost_cloud_usd", "cost_rollout_usd", "unfinished_rent_usd", "waiting_cost_usd")
+# Why there is no utilisation flip (``Flip.reason``), a code the verdict's words say in full:
+UNUSED = "unused"  # the owned option is not used, or the two cost the same today
+FULL = "full"  # the owned option is already fully used (``owned_utilization``): no more work fits
+UNCHANGED = "unchanged"  # no factor in range changes the order (``less_work``: the search went below today's)
+NOT_NARROWED = "not narrowed"  # not narrowed to UTILIZATION_STEP within FLIP_SIMULATIONS
+WINNER_MISSES = "winner misses"  # where ``winner`` would cost less it misses a target or cannot keep up
+# ... and why the verdict did not search (``verdict.decide``):
+NOT_SEARCHED = "not searched"  # decide(..., flips=False)
+NO_SCENARIO = "no scenario"  # runs whose scenario (and seeds) are not known
+ORDER_DIFFERS = "order differs"  # the first replication orders the pair the other way from the mean
 
 
 @dataclass(frozen=True, kw_only=True)
 class Flip:
     """``utilization``: the owned option's utilisation at the flip (NaN when there is none, with
     ``reason``); ``work_factor``: the share of today's work there; ``low``/``high``: the simulated
-    factors around it (the order of the pair differs at the two); ``simulations``: run."""
+    factors around it (the order of the pair differs at the two); ``simulations``: run. Why there
+    is none, in numbers: ``owned``, the owned option searched, and its utilisation
+    ``owned_utilization`` (today's when ``FULL``; where the order changes when ``WINNER_MISSES``);
+    ``less_work``: the search went to less work than today's (``UNCHANGED``); ``winner`` and its
+    ``shortfall`` there (``WINNER_MISSES``)."""
 
     utilization: float = math.nan
     work_factor: float = math.nan
@@ -62,6 +75,11 @@ class Flip:
     high: float = math.nan
     reason: str = ""
     simulations: int = 0
+    owned: str = ""
+    owned_utilization: float = math.nan
+    less_work: bool = False
+    winner: str = ""
+    shortfall: Shortfall | None = None
 
 
 def electricity_flip(diff_usd: float, energy_a_usd: float, energy_b_usd: float, price_usd_per_kwh: float) -> float:
@@ -130,10 +148,9 @@ class _Search:
         return (float(rows.at[self.build, "fair_total_usd"] - rows.at[self.rent, "fair_total_usd"]),
                 float(rows.at[self.build, "utilization"]))
 
-    def eligible(self, factor: float, option: str, wanted: tuple[Target, ...]) -> tuple[bool, str]:
-        """(whether ``option`` keeps up and meets the targets at ``factor``, what it misses there)."""
-        missed = misses(shortfall(self.rows[factor].loc[option], wanted))
-        return (not missed), "; ".join(missed)
+    def shortfall(self, factor: float, option: str, wanted: tuple[Target, ...]) -> Shortfall:
+        """What ``option`` misses at ``factor`` of keeping up and the targets."""
+        return shortfall(self.rows[factor].loc[option], wanted)
 
 
 def utilization_flip(scenario: Scenario, seed: int, build, rent, *, price: float,
@@ -145,12 +162,12 @@ def utilization_flip(scenario: Scenario, seed: int, build, rent, *, price: float
     today = float(build["fair_total_usd"]) - float(rent["fair_total_usd"])
     u1 = float(build["utilization"])
     if not (u1 > 0) or today == 0 or math.isnan(today):
-        return Flip(reason="the owned option is not used, or the two cost the same today")
+        return Flip(reason=UNUSED)
     cheaper_builds = today < 0  # owning is cheaper today: the flip lies at less work
     top = min(1.0 / u1, MAX_ARRIVAL_SCALE / scenario.workload.arrival_scale)  # owned utilisation ≤ 100 %
     lo_f, hi_f = (MIN_FACTOR, 1.0) if cheaper_builds else (1.0, top)
     if hi_f <= lo_f * 1.0001:
-        return Flip(reason=f"the owned option is already {pct(u1)} used: no more work fits")
+        return Flip(reason=FULL, owned=str(build["option"]), owned_utilization=u1)
     search = _Search(scenario, seed, str(build["option"]), str(rent["option"]), price, simulate)
     known = {1.0: (today, u1)}
     guess = linear_factor(build, rent)
@@ -169,11 +186,7 @@ def utilization_flip(scenario: Scenario, seed: int, build, rent, *, price: float
         other = f
         break
     if other is None:
-        side = "less" if cheaper_builds else "more"
-        limit = f"{pct(MIN_FACTOR)} of today's work" if cheaper_builds else "100 % utilisation"
-        return Flip(reason=f"with {side} work, down to {limit}, the order does not change" if cheaper_builds else
-                    f"with more work, up to {limit} of the owned option, the order does not change",
-                    simulations=search.simulations)
+        return Flip(reason=UNCHANGED, less_work=cheaper_builds, owned=search.build, simulations=search.simulations)
     a = min((f for f in known if (known[f][0] > 0) == (today > 0)), key=lambda f: abs(f - other))
     b = other  # a: today's order, b: the other order
     fa, fb = known[a][0], known[b][0]  # Illinois: a value halved when its end is kept twice running
@@ -193,15 +206,13 @@ def utilization_flip(scenario: Scenario, seed: int, build, rent, *, price: float
             kept = "a"
     (da, ua), (db, ub) = known[a], known[b]
     if abs(ua - ub) > UTILIZATION_STEP:
-        return Flip(reason=f"not narrowed to {pct(UTILIZATION_STEP)} of utilisation within {FLIP_SIMULATIONS} "
-                    "simulations", simulations=search.simulations)
+        return Flip(reason=NOT_NARROWED, owned=search.build, simulations=search.simulations)
     share = da / (da - db)
     u_star, f_star = ua + (ub - ua) * share, a + (b - a) * share
     winner = str(rent["option"]) if cheaper_builds else str(build["option"])
-    ok, why = search.eligible(b, winner, wanted) if b in search.rows else (True, "")
-    if not ok:
-        return Flip(reason=f"where {winner} would cost less ({pct(u_star)} utilisation of {search.build}) it "
-                    f"{'misses ' if not why.startswith('cannot') else ''}{why}",
-                    simulations=search.simulations)
+    missed = search.shortfall(b, winner, wanted) if b in search.rows else None
+    if missed is not None and missed.conditions:
+        return Flip(reason=WINNER_MISSES, owned=search.build, owned_utilization=u_star, winner=winner,
+                    shortfall=missed, simulations=search.simulations)
     return Flip(utilization=u_star, work_factor=f_star, low=min(a, b), high=max(a, b),
                 simulations=search.simulations)

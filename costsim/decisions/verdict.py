@@ -40,6 +40,7 @@ import pandas as pd
 from costsim.decisions import flips as flip_points
 from costsim.decisions import time_to_target
 from costsim.decisions.fair import fair_rows
+from costsim.decisions.flips import NO_SCENARIO, NOT_SEARCHED, ORDER_DIFFERS, Flip
 from costsim.decisions.targets import DEFAULT_TARGETS, MAJORITY, METRICS, Target, shortfall, value
 from costsim.decisions.targets import targets as as_targets
 from costsim.decisions.wording import (
@@ -47,6 +48,7 @@ from costsim.decisions.wording import (
     delay_trade,
     describe,
     duration,
+    flip_reason,
     horizon,
     met_clause,
     misses,
@@ -85,7 +87,9 @@ class Verdict:
     a cheaper option, "" when none does; ``options``: per option its means (``MEANS``),
     ``keeps_up``, ``why`` (why not), ``meets_targets`` and ``eligible``;
     ``electricity_flip_usd_per_kwh``/``utilization_flip``: where the verdict flips (NaN when it
-    does not, ``utilization_flip_reason`` says why); ``targets``: those held to;
+    does not, ``utilization_flip_reason`` says why; ``utilization_search``: the search's record,
+    ``flips.Flip``, None when building is not compared with renting at different costs);
+    ``targets``: those held to;
     ``waiting_usd_per_gpu_hour``: the price of waiting used; ``time_to_target``: the
     time-to-target sentence appended to ``sentence`` ("" when no class has ``scaling`` or there is
     nothing to compare)."""
@@ -103,6 +107,7 @@ class Verdict:
     electricity_flip_usd_per_kwh: float = math.nan
     utilization_flip: float = math.nan
     utilization_flip_reason: str = ""
+    utilization_search: Flip | None = None
     binding: str = ""
     closest: str | None = None
     replications: int
@@ -223,19 +228,20 @@ def _decide(source, targets, variant: str | None, flips: bool, simulate) -> Verd
     close = reps >= 2 and low <= 0 <= high
     relative = mean / alt.fair_total_usd if alt.fair_total_usd else math.nan
     same = close or (abs(relative) < TIE_TOLERANCE if not math.isnan(relative) else mean == 0)
-    e_flip, u_flip, u_reason = math.nan, math.nan, ""
+    e_flip, u_search = math.nan, None
     if not same and {best.side, alt.side} == {"build", "rent"}:
         build, rent = (best, alt) if best.side == "build" else (alt, best)
         if scenario is not None:
             e_flip = flip_points.electricity_flip(mean, best.cost_energy_usd, alt.cost_energy_usd,
                                                   economics_values(scenario).electricity_usd_per_kwh)
         build_minus_rent = mean if best.side == "build" else -mean
-        u_flip, u_reason = _utilization_flip(rows, scenario, build, rent, price, wanted, flips, build_minus_rent,
-                                             simulate)
+        u_search = _utilization_flip(rows, scenario, build, rent, price, wanted, flips, build_minus_rent, simulate)
     verdict = dict(option=best.option, versus=alt.option, close_call=close, same_cost=same, difference_usd=mean,
                    difference_low_usd=low, difference_high_usd=high, relative=relative,
-                   cash_difference_usd=cash, electricity_flip_usd_per_kwh=e_flip, utilization_flip=u_flip,
-                   utilization_flip_reason=u_reason, binding=binding[0], **common)
+                   cash_difference_usd=cash, electricity_flip_usd_per_kwh=e_flip,
+                   utilization_flip=math.nan if u_search is None else u_search.utilization,
+                   utilization_search=u_search, utilization_flip_reason=flip_reason(u_search), binding=binding[0],
+                   **common)
     return Verdict(sentence=_sentence(best, alt, verdict, scenario, binding) + note, **verdict)
 
 
@@ -250,21 +256,20 @@ def _unmeasured_note(unmeasured: tuple[Target, ...]) -> str:
 
 
 def _utilization_flip(rows: pd.DataFrame, scenario: Scenario | None, build, rent, price: float,
-                      wanted: tuple[Target, ...], search: bool, build_minus_rent: float,
-                      simulate) -> tuple[float, str]:
-    """(the owned option's utilisation at the flip, or NaN and why there is none); ``build_minus_rent``:
-    the mean fair difference over the replications."""
+                      wanted: tuple[Target, ...], search: bool, build_minus_rent: float, simulate) -> Flip:
+    """The owned option's utilisation at the flip (``flips.utilization_flip``), or why there is none
+    (``NOT_SEARCHED``, ``NO_SCENARIO``, ``ORDER_DIFFERS`` or the search's reason);
+    ``build_minus_rent``: the mean fair difference over the replications."""
     if not search:
-        return math.nan, "not searched"
+        return Flip(reason=NOT_SEARCHED)
     if scenario is None or "seed" not in rows:
-        return math.nan, "the scenario is not known"
+        return Flip(reason=NO_SCENARIO)
     first = rows[rows["replication"] == rows["replication"].min()]
     b = first[first["option"] == build.option].iloc[0]
     r = first[first["option"] == rent.option].iloc[0]
     if (b.fair_total_usd - r.fair_total_usd > 0) != (build_minus_rent > 0):
-        return math.nan, "the first replication orders the two the other way"
-    f = flip_points.utilization_flip(scenario, int(b.seed), b, r, price=price, wanted=wanted, simulate=simulate)
-    return f.utilization, f.reason
+        return Flip(reason=ORDER_DIFFERS)
+    return flip_points.utilization_flip(scenario, int(b.seed), b, r, price=price, wanted=wanted, simulate=simulate)
 
 
 def _binding(table: pd.DataFrame, best, wanted: tuple[Target, ...]) -> tuple[str, str, str]:

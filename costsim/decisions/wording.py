@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 
+from costsim.decisions import flips
 from costsim.decisions.targets import METRICS, Shortfall, Target, value
 from costsim.present.formats import duration, money, percent, plain, significant
 from costsim.scenario import CloudOption, Scenario
 
 # duration and money are the one formatter's (costsim.present.formats), named here for the verdict's modules.
-__all__ = ["capitalised", "delay_trade", "describe", "duration", "horizon", "met_clause", "metric_name", "misses",
+__all__ = ["capitalised", "delay_trade", "describe", "duration", "flip_reason", "horizon", "met_clause", "metric_name", "misses",
            "money", "pct", "shown", "target_text", "targets_text"]
 
 
@@ -124,3 +125,23 @@ def delay_trade(a_name: str, a_row, b_name: str, b_row) -> str:
     if a <= 0 and b <= 0:
         return "no job waits at p95 on either"
     return f"at p95 a job waits {duration(a)} on {a_name} against {duration(b)} on {b_name}"
+
+
+def flip_reason(f: flips.Flip | None) -> str:
+    """Why no utilisation flips the verdict, in words ("" when one does, or none was looked for)."""
+    if f is None or not f.reason:
+        return ""
+    if f.reason == flips.WINNER_MISSES:
+        assert f.shortfall is not None  # the search records what the winner misses
+        why = "; ".join(misses(f.shortfall))
+        return (f"where {f.winner} would cost less ({pct(f.owned_utilization)} utilisation of {f.owned}) it "
+                f"{'misses ' if f.shortfall.keeps_up else ''}{why}")
+    if f.reason == flips.UNCHANGED:
+        return (f"with less work, down to {pct(flips.MIN_FACTOR)} of today's work, the order does not change"
+                if f.less_work else "with more work, up to 100 % utilisation of the owned option, the order does not change")
+    return {flips.UNUSED: "the owned option is not used, or the two cost the same today",
+            flips.FULL: f"the owned option is already {pct(f.owned_utilization)} used: no more work fits",
+            flips.NOT_NARROWED: f"not narrowed to {pct(flips.UTILIZATION_STEP)} of utilisation within "
+                                f"{flips.FLIP_SIMULATIONS} simulations",
+            flips.NOT_SEARCHED: "not searched", flips.NO_SCENARIO: "the scenario is not known",
+            flips.ORDER_DIFFERS: "the first replication orders the two the other way"}[f.reason]
