@@ -20,12 +20,12 @@ from costsim._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from costsim import plots as plots
-    from costsim.decisions.verdict import decide as decide
     from costsim.errors import ArgumentError as ArgumentError
     from costsim.errors import CostsimError as CostsimError
     from costsim.errors import ExecutorError as ExecutorError
     from costsim.errors import OutputError as OutputError
     from costsim.present.optimize import optimize as optimize
+    from costsim.present.verdict import decide as decide
     from costsim.results.contract import Results as Results
     from costsim.runs.api import dump_scenario as dump_scenario
     from costsim.runs.api import load_scenario as load_scenario
@@ -49,7 +49,7 @@ _WHERE = {
     "RunMemo": "costsim.runs.memo",
     "Scenario": "costsim.scenario",
     "ScenarioError": "costsim.scenario",
-    "decide": "costsim.decisions.verdict",
+    "decide": "costsim.present.verdict",
     "dump_scenario": "costsim.runs.api",
     "load_scenario": "costsim.runs.api",
     "load_scenario_text": "costsim.runs.api",

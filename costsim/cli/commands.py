@@ -115,7 +115,7 @@ def run(
 ) -> None:
     """Simulate every option, print the verdict and the comparison, and write the tables (CSV, Parquet)."""
     from costsim.decisions.targets import parse_target  # brings scipy.stats: only where a verdict is given
-    from costsim.decisions.verdict import decide
+    from costsim.present.verdict import decide
 
     folder = None
     try:

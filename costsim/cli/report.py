@@ -40,7 +40,7 @@ def report_command(
     from costsim.cli.console import err_console, fail, load_scenario_or_exit, out_console
     from costsim.cli.stages import Stages, counting
     from costsim.decisions.targets import targets as as_targets
-    from costsim.decisions.verdict import decide
+    from costsim.present.verdict import decide
     from costsim.report.build import check_out, replications_of, tornado_or_note, write_report
     from costsim.report.sweep import is_sweep_folder, sweep_inputs
     from costsim.runs import api

@@ -35,12 +35,12 @@ from costsim.dashboard.decision_runs import (
 from costsim.dashboard.server import server_pool
 from costsim.dashboard.sweep_upload import read_sweep_uploads
 from costsim.decisions.pareto import frontier, sweep_table
-from costsim.decisions.verdict import decide
 from costsim.errors import CostsimError
 from costsim.plots import figures as plots
 from costsim.present.formats import MISSING, money_exact, plain, who_pays_more, with_interval
 from costsim.present.headline import CANNOT_KEEP_UP, FAIR, tornado_breakeven
 from costsim.present.tornado import sentence as tornado_sentence
+from costsim.present.verdict import decide
 from costsim.scenario import Scenario
 
 KEEP = 4  # results kept per tab and session (each a few tables)

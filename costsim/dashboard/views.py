@@ -87,7 +87,7 @@ def flip_control(verdict, runs: list, simulate, key: str) -> None:
     if key not in found and st.button("What utilisation would flip it?", key=f"flip:{hash(key)}",
                                       help="Scales the work and re-simulates the two options compared, on the "
                                            "first replication, until their fair totals cross (a few runs)."):
-        from costsim.decisions.verdict import decide
+        from costsim.present.verdict import decide
 
         with st.spinner("Re-simulating the two options at other amounts of work…"):
             found[key] = flip_words(decide(runs, simulate=simulate))

@@ -47,7 +47,7 @@ MAX_ARRIVAL_SCALE = 100.0  # workload.arrival_scale's upper bound in the schema
 # Cost lines that grow with the work; the others (capital, facility, staff, a reservation, serving)
 # are taken as fixed by the linear model that picks the first factor to try.
 VARIABLE_LINES = ("cost_energy_usd", "cost_cloud_usd", "cost_rollout_usd", "unfinished_rent_usd", "waiting_cost_usd")
-# Why there is no utilisation flip (``Flip.reason``), a code the verdict's words say in full:
+# Why there is no utilisation flip (``Flip.reason``), a code ``costsim.present.wording.flip_reason`` words:
 UNUSED = "unused"  # the owned option is not used, or the two cost the same today
 FULL = "full"  # the owned option is already fully used (``owned_utilization``): no more work fits
 UNCHANGED = "unchanged"  # no factor in range changes the order (``less_work``: the search went below today's)

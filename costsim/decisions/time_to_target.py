@@ -1,6 +1,7 @@
 """Time and cost to a target score over replications: intervals on the ``to_target``
-table's day and cost, the reward-by-day band, and the verdict's sentence "A reaches the target N
-days earlier than B for $X more". Pure functions over the Results' tables.
+table's day and cost, the reward-by-day band, and which option the verdict sets the recommended one
+against (``costsim.present.to_target`` words it: "A reaches the target N days earlier than B for
+$X more"). Pure functions over the Results' tables.
 
 Intervals: the day reached and the cost by then are defined only in the replications that reach
 the target within the horizon, so their 95 % t-intervals (``costsim.runs.stats.t_interval``) are
@@ -8,7 +9,7 @@ over those replications alone: ``reached`` says how many, and with fewer than 2 
 (with none the mean too). The replications that do not reach it give ``projected_day_mean``, the
 mean of their projected days (inf when any of them never gets there at its pace).
 
-An option "reaches" the target in the sentence when it does in at least ``MAJORITY`` (half) of the
+An option "reaches" the target (``reaches``) when it does in at least ``MAJORITY`` (half) of the
 replications (the verdict's rule for keeping up); its day and cost are then the means over those
 that reach it.
 """
@@ -22,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from costsim.decisions.targets import MAJORITY
-from costsim.present.formats import plain
 from costsim.runs.stats import LEVEL, means_table, t_interval
 
 SUMMARY_COLUMNS = [
@@ -87,15 +87,17 @@ def reward_band(results, level: float = LEVEL) -> pd.DataFrame:
     return means_table(runs, ["gpu_hours", "reward"], by=("option", "job_class", "day"), level=level)[BAND_COLUMNS]
 
 
-# -- the verdict's sentence -----------------------------------------------------------------------
+# -- the option compared ----------------------------------------------------------------------------
 
-def _reaches(row) -> bool:
+def reaches(row) -> bool:
+    """Whether an ``interval_table`` row's option reaches the target: in at least ``MAJORITY`` of the
+    replications."""
     return row.reached_share >= MAJORITY
 
 
 def _effective_day(row) -> float:
     """The day an option gets there: reached (mean), else projected (inf: never)."""
-    return row.day_mean if _reaches(row) else row.projected_day_mean
+    return row.day_mean if reaches(row) else row.projected_day_mean
 
 
 def compared_with(summary: pd.DataFrame, option: str, versus: str | None) -> str | None:
@@ -115,51 +117,3 @@ def compared_with(summary: pd.DataFrame, option: str, versus: str | None) -> str
     if versus is not None and versus in set(others["option"]):
         return versus
     return str(order[1])
-
-
-def _projected(row) -> str:
-    p = row.projected_day_mean
-    if math.isnan(p):  # a run not started by the horizon (a cluster not yet delivered, a queue)
-        return "not started by the horizon"
-    return "never at its pace" if not math.isfinite(p) else f"day {p:.1f}"
-
-
-def _partly(row) -> str:
-    """" (in k of n replications)" when it reached the target in only some of them."""
-    return f" (in {row.reached} of {row.replications} replications)" if row.reached < row.replications else ""
-
-
-def _one_class(ra, rb, a: str, b: str) -> str:
-    goal = f"the target score {plain(ra.target)} ({ra.job_class})"
-    if _reaches(ra) and _reaches(rb):
-        days, cost = rb.day_mean - ra.day_mean, ra.cost_mean_usd - rb.cost_mean_usd
-        when = (f"{days:.1f} days earlier than {b}" if round(days, 1) > 0
-                else f"{-days:.1f} days later than {b}" if round(days, 1) < 0 else f"the same day as {b}")
-        money = (f"for ${cost:,.0f} more" if round(cost) > 0 else f"and ${-cost:,.0f} cheaper" if round(cost) < 0
-                 else "for the same amortised cost")
-        return (f"{a} reaches {goal} on day {ra.day_mean:.1f}{_partly(ra)}, {when} (day {rb.day_mean:.1f}"
-                f"{_partly(rb)}), {money} (${ra.cost_mean_usd:,.0f} against ${rb.cost_mean_usd:,.0f} amortised cost until then)")
-    if _reaches(ra):
-        return (f"only {a} reaches {goal} within the horizon, on day {ra.day_mean:.1f}{_partly(ra)} for "
-                f"${ra.cost_mean_usd:,.0f} amortised; {b} does not (projected: {_projected(rb)})")
-    if _reaches(rb):
-        return (f"{a} does not reach {goal} within the horizon (projected: {_projected(ra)}); only {b} does, on "
-                f"day {rb.day_mean:.1f}{_partly(rb)} for ${rb.cost_mean_usd:,.0f} amortised")
-    return (f"neither {a} nor {b} reaches {goal} within the horizon (projected day: {_projected(ra).removeprefix('day ')}"
-            f" and {_projected(rb).removeprefix('day ')})")
-
-
-def target_sentence(summary: pd.DataFrame, a: str, b: str) -> str:
-    """One sentence comparing options ``a`` and ``b`` on each class with a target (``summary``:
-    ``interval_table``'s rows), e.g. "Time to target: own-64 reaches the target score 0.65 (flag)
-    on day 48.3, 5.9 days earlier than od (day 54.2), for $69,312 more ($291,211 against $221,899
-    amortised cost until then)." Days and costs are means over the replications that reach it; "" when either option
-    has no row."""
-    parts = []
-    for job_class in dict.fromkeys(summary["job_class"]):
-        rows = summary[summary["job_class"] == job_class].set_index("option")
-        if a not in rows.index or b not in rows.index:
-            continue
-        parts.append(_one_class(rows.loc[a], rows.loc[b], a, b))
-    # "Time to target:" leads, so no option name is capitalised (names are the user's, as written)
-    return f"Time to target: {'; '.join(parts)}." if parts else ""

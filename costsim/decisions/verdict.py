@@ -1,5 +1,5 @@
 """The verdict (DESIGN.md section 14): which option to choose, why, how sure, and what would
-change it.
+change it, in numbers (``costsim.present.verdict`` words it; ``costsim.decide`` returns it worded).
 
 ``decide(source, targets=None)`` takes one run (``costsim.simulate``'s Results), replications of one
 scenario (a list of Results with different seeds), or a variant of a sweep (``costsim.sweep``'s
@@ -16,16 +16,15 @@ SweepResults), and:
    next cheapest when the other side has none): the paired difference of their fair totals
    replication by replication, with its 95 % t-interval (``costsim.runs.stats.t_interval``).
    The same cost (a relative difference under ``TIE_TOLERANCE``, or an interval spanning zero) is
-   called a tie. The sentence names the target that binds (the cheaper option it rules out) and
-   always states the delay trade in words;
+   called a tie. It names the target that binds (and the cheaper option it rules out);
 4. when no option keeps up and meets the targets, names the closest (fewest conditions missed,
    then the smallest shortfall) and what it misses by;
 5. says what would flip it (``flips``): the electricity price (exact) and the owned option's
    utilisation (re-simulated) at which the fair difference is zero, each omitted with a reason
    when there is none;
-6. when a class has a ``scaling`` curve and runs (not a sweep's summary rows) are given, adds how
-   soon and for how much the recommended option reaches its target against the option that gets
-   there first, or ``versus`` (``costsim.decisions.time_to_target``).
+6. when a class has a ``scaling`` curve and runs (not a sweep's summary rows) are given, keeps how
+   soon and for how much each option reaches its target, and the option the recommended one is set
+   against there: the one that gets there first, or ``versus`` (``costsim.decisions.time_to_target``).
 """
 
 from __future__ import annotations
@@ -43,22 +42,8 @@ from costsim.decisions.fair import fair_rows
 from costsim.decisions.flips import NO_SCENARIO, NOT_SEARCHED, ORDER_DIFFERS, Flip
 from costsim.decisions.targets import DEFAULT_TARGETS, MAJORITY, METRICS, Target, shortfall, value
 from costsim.decisions.targets import targets as as_targets
-from costsim.decisions.wording import (
-    capitalised,
-    delay_trade,
-    describe,
-    duration,
-    flip_reason,
-    horizon,
-    met_clause,
-    misses,
-    money,
-    pct,
-    targets_text,
-)
 from costsim.errors import ArgumentError
 from costsim.plan.resolve import economics_values
-from costsim.present.formats import per_gpu_hour, plain
 from costsim.results.contract import Results
 from costsim.runs.stats import t_interval
 from costsim.scenario import Scenario
@@ -75,7 +60,9 @@ FLIP_RANGE = flip_points.FLIP_RANGE
 
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
-    """What ``decide`` returns. Money in USD, fair totals (``fair.py``) unless named cash.
+    """What ``decide`` returns, in numbers (``costsim.present.verdict`` words it: the sentence, the
+    time to target and why no utilisation flips it). Money in USD, fair totals (``fair.py``) unless
+    named cash.
 
     ``option``: the recommended option (None when no option keeps up and meets the targets;
     ``closest`` then names the one that comes closest); ``versus``: what it is compared with;
@@ -84,19 +71,19 @@ class Verdict:
     difference ÷ the mean fair total of ``versus``; ``cash_difference_usd``: the same for cash
     spent; ``close_call``: the interval spans zero; ``same_cost``: a tie (``close_call``, or a
     relative difference under ``TIE_TOLERANCE``); ``binding``: the target (its text) that rules out
-    a cheaper option, "" when none does; ``options``: per option its means (``MEANS``),
-    ``keeps_up``, ``why`` (why not), ``meets_targets`` and ``eligible``;
-    ``electricity_flip_usd_per_kwh``/``utilization_flip``: where the verdict flips (NaN when it
-    does not, ``utilization_flip_reason`` says why; ``utilization_search``: the search's record,
-    ``flips.Flip``, None when building is not compared with renting at different costs);
-    ``targets``: those held to;
-    ``waiting_usd_per_gpu_hour``: the price of waiting used; ``time_to_target``: the
-    time-to-target sentence appended to ``sentence`` ("" when no class has ``scaling`` or there is
-    nothing to compare)."""
+    a cheaper option, "" when none does, and ``binding_option``: that option; ``options``: per
+    option its means (``MEANS``), ``keeps_up``, ``why`` (why not), ``side``, ``meets_targets`` and
+    ``eligible``; ``electricity_flip_usd_per_kwh``/``utilization_flip``: where the verdict flips
+    (NaN when it does not; ``utilization_search``: the search's record, ``flips.Flip``, with why
+    there is none; None when building is not compared with renting at different costs);
+    ``targets``: those held to, and ``unmeasured``: those set aside because no option has a value
+    for them; ``waiting_usd_per_gpu_hour``: the price of waiting used; ``scenario``: the scenario
+    decided on (None when only summary rows without it are given); ``to_target``: with a class that
+    has ``scaling`` and runs given, ``time_to_target.summarize`` of them, and ``to_target_versus``:
+    the option the recommended one is set against there (None when there is nothing to compare)."""
 
     option: str | None
     versus: str | None = None
-    sentence: str
     close_call: bool = False
     same_cost: bool = False
     difference_usd: float = math.nan
@@ -106,15 +93,18 @@ class Verdict:
     cash_difference_usd: float = math.nan
     electricity_flip_usd_per_kwh: float = math.nan
     utilization_flip: float = math.nan
-    utilization_flip_reason: str = ""
     utilization_search: Flip | None = None
     binding: str = ""
+    binding_option: str = ""
     closest: str | None = None
     replications: int
     targets: tuple[Target, ...]
+    unmeasured: tuple[Target, ...] = ()
     waiting_usd_per_gpu_hour: float = 0.0
     options: pd.DataFrame
-    time_to_target: str = ""
+    scenario: Scenario | None = None
+    to_target: pd.DataFrame | None = None
+    to_target_versus: str | None = None
 
 
 def _runs(source, variant: str | None) -> tuple[pd.DataFrame, Scenario | None]:
@@ -148,7 +138,7 @@ def _runs(source, variant: str | None) -> tuple[pd.DataFrame, Scenario | None]:
 
 def decide(source, targets=None, variant: str | None = None, *, flips: bool = True,
            simulate: flip_points.Simulate | None = None) -> Verdict:
-    """The recommended option, its reason in one sentence and its confidence (see the module).
+    """The recommended option, why and how sure, in numbers (see the module).
 
     ``targets``: Targets or their text (``"p95_delay_h<=24"``); None: the scenario's
     ``decision.targets`` (``DEFAULT_TARGETS`` when it states none or is not known); ``[]``: none.
@@ -160,16 +150,15 @@ def decide(source, targets=None, variant: str | None = None, *, flips: bool = Tr
 
 
 def _with_time_to_target(v: Verdict, source) -> Verdict:
-    """``v`` with the time-to-target sentence appended when runs with a ``scaling`` class are given
-    (a sweep keeps no ``to_target`` table: unchanged)."""
+    """``v`` with the time-to-target table and the option compared there when runs with a
+    ``scaling`` class are given (a sweep keeps no ``to_target`` table: unchanged)."""
     runs = [source] if isinstance(source, Results) else (
         list(source) if isinstance(source, Sequence) and source and all(isinstance(r, Results) for r in source) else [])
     if v.option is None or not runs or not time_to_target.has_scaling(runs[0].scenario):
         return v
     summary = time_to_target.summarize(runs)
-    other = time_to_target.compared_with(summary, v.option, v.versus)
-    text = time_to_target.target_sentence(summary, v.option, other) if other is not None else ""
-    return dataclasses.replace(v, sentence=f"{v.sentence} {text}", time_to_target=text) if text else v
+    return dataclasses.replace(v, to_target=summary,
+                               to_target_versus=time_to_target.compared_with(summary, v.option, v.versus))
 
 
 def held_to(targets, scenario: Scenario | None, source: str = "targets") -> tuple[Target, ...]:
@@ -206,21 +195,18 @@ def _decide(source, targets, variant: str | None, flips: bool, simulate) -> Verd
     unmeasured = tuple(t for t in wanted if rows[METRICS[t.metric][0]].isna().all())
     wanted = tuple(t for t in wanted if t not in unmeasured)
     table = option_table(rows, wanted)
-    common = dict(replications=reps, targets=wanted, waiting_usd_per_gpu_hour=price, options=table)
-    note = _unmeasured_note(unmeasured)
+    common = dict(replications=reps, targets=wanted, unmeasured=unmeasured, waiting_usd_per_gpu_hour=price,
+                  options=table, scenario=scenario)
     ok = table[table["eligible"]].sort_values("fair_total_usd", kind="stable")
     if ok.empty:
-        closest = _closest(table, wanted)
-        return Verdict(option=None, closest=closest, sentence=_none_sentence(table, wanted, closest, scenario) + note,
-                       **common)
+        return Verdict(option=None, closest=_closest(table, wanted), **common)
     best = ok.iloc[0]
-    binding = _binding(table, best, wanted)
+    binding, ruled_out = _binding(table, best, wanted)
     others = ok[ok["option"] != best.option]
     across = others[others["side"] != best.side]
     alt = across.iloc[0] if not across.empty else (others.iloc[0] if not others.empty else None)
     if alt is None:
-        return Verdict(option=best.option, binding=binding[0],
-                       sentence=_only_sentence(best, table, wanted, scenario, binding) + note, **common)
+        return Verdict(option=best.option, binding=binding, binding_option=ruled_out, **common)
     pair = rows.pivot(index="replication", columns="option", values=["fair_total_usd", "cash_spent_usd"])
     d = pair["fair_total_usd"][best.option] - pair["fair_total_usd"][alt.option]
     mean, low, high = t_interval(d.to_numpy())
@@ -236,23 +222,11 @@ def _decide(source, targets, variant: str | None, flips: bool, simulate) -> Verd
                                                   economics_values(scenario).electricity_usd_per_kwh)
         build_minus_rent = mean if best.side == "build" else -mean
         u_search = _utilization_flip(rows, scenario, build, rent, price, wanted, flips, build_minus_rent, simulate)
-    verdict = dict(option=best.option, versus=alt.option, close_call=close, same_cost=same, difference_usd=mean,
-                   difference_low_usd=low, difference_high_usd=high, relative=relative,
-                   cash_difference_usd=cash, electricity_flip_usd_per_kwh=e_flip,
+    return Verdict(option=best.option, versus=alt.option, close_call=close, same_cost=same, difference_usd=mean,
+                   difference_low_usd=low, difference_high_usd=high, relative=relative, cash_difference_usd=cash,
+                   electricity_flip_usd_per_kwh=e_flip, utilization_search=u_search,
                    utilization_flip=math.nan if u_search is None else u_search.utilization,
-                   utilization_search=u_search, utilization_flip_reason=flip_reason(u_search), binding=binding[0],
-                   **common)
-    return Verdict(sentence=_sentence(best, alt, verdict, scenario, binding) + note, **verdict)
-
-
-def _unmeasured_note(unmeasured: tuple[Target, ...]) -> str:
-    """" The target p95 queue delay ≤ 24 h is not measured: no job was submitted after the
-    warm-up." ("" when every target was measured)."""
-    if not unmeasured:
-        return ""
-    said = targets_text(unmeasured)
-    return (f" The target{'s' if len(unmeasured) > 1 else ''} {said} {'are' if len(unmeasured) > 1 else 'is'} not "
-            "measured (no job was submitted after the warm-up) and did not decide.")
+                   binding=binding, binding_option=ruled_out, **common)
 
 
 def _utilization_flip(rows: pd.DataFrame, scenario: Scenario | None, build, rent, price: float,
@@ -272,19 +246,16 @@ def _utilization_flip(rows: pd.DataFrame, scenario: Scenario | None, build, rent
     return flip_points.utilization_flip(scenario, int(b.seed), b, r, price=price, wanted=wanted, simulate=simulate)
 
 
-def _binding(table: pd.DataFrame, best, wanted: tuple[Target, ...]) -> tuple[str, str, str]:
-    """(the target that rules out the cheapest option dearer options were preferred to, its words,
-    that option): the cheapest option cheaper than ``best`` that keeps up but misses a target;
-    ("", "", "") when none does. Options that cannot keep up are reported by other clauses."""
+def _binding(table: pd.DataFrame, best, wanted: tuple[Target, ...]) -> tuple[str, str]:
+    """(the target that rules out the cheapest option dearer options were preferred to, that
+    option): the cheapest option cheaper than ``best`` that keeps up but misses a target; ("", "")
+    when none does. Options that cannot keep up are reported by other clauses."""
     cheaper = table[(table["fair_total_usd"] < best.fair_total_usd) & table["keeps_up"] & ~table["meets_targets"]]
     if cheaper.empty:
-        return "", "", ""
+        return "", ""
     row = cheaper.sort_values("fair_total_usd", kind="stable").iloc[0]
     missed = [t for t in wanted if not t.met(value(row, t.metric))]
-    words = misses(shortfall(row, tuple(missed)))
-    saving = 1 - row.fair_total_usd / best.fair_total_usd
-    return (" and ".join(map(str, missed)),
-            f"{row.option} would cost {pct(saving)} less but misses {'; '.join(words)}", str(row.option))
+    return " and ".join(map(str, missed)), str(row.option)
 
 
 def _closest(table: pd.DataFrame, wanted: tuple[Target, ...]) -> str:
@@ -293,98 +264,3 @@ def _closest(table: pd.DataFrame, wanted: tuple[Target, ...]) -> str:
     keyed = [(s.conditions, s.far, r.fair_total_usd, r.option)
              for s, (_, r) in zip((shortfall(r, wanted) for _, r in table.iterrows()), table.iterrows(), strict=True)]
     return str(min(keyed)[3])
-
-
-def _size(v: dict, alt) -> str:
-    rel = -v["relative"]
-    if v["replications"] >= 2 and not math.isnan(v["difference_low_usd"]):
-        half = (v["difference_high_usd"] - v["difference_low_usd"]) / 2 / alt.fair_total_usd
-        return f"{pct(rel)} ± {pct(half)}"
-    return pct(rel)
-
-
-def _fair_words(v: dict) -> str:
-    price = v["waiting_usd_per_gpu_hour"]
-    waiting = f", waiting at {per_gpu_hour(price)}" if price > 0 else ""
-    return f"fair totals: amortised cost, with unfinished work and unmet serving at the cheapest rent{waiting}"
-
-
-def _sentence(best, alt, v: dict, scenario: Scenario | None, binding: tuple[str, str, str]) -> str:
-    a, b = describe(best.option, scenario), describe(alt.option, scenario)
-    when = met_clause(best, v["targets"])
-    if v["same_cost"]:
-        why = ("the 95 % interval of the paired difference spans zero" if v["close_call"]
-               else f"within {plain(TIE_TOLERANCE * 100)} %")
-        s = (f"{capitalised(a)} and {b} cost the same over {horizon(scenario)} ({why}; {_fair_words(v)}: "
-             f"{money(best.fair_total_usd)} against {money(alt.fair_total_usd)}); {best.option} is listed first")
-    else:
-        s = (f"{capitalised(a)} costs {_size(v, alt)} less than {b} over {horizon(scenario)} "
-             f"({_fair_words(v)}: {money(best.fair_total_usd)} against {money(alt.fair_total_usd)})")
-    if v["replications"] < 2:
-        s += " (one run: no confidence interval; replications give one)"
-    s += _lines_clause(best, alt)
-    if when:
-        s += f", meeting {when}"
-    s += f"; {delay_trade(best.option, best, alt.option, alt)}"
-    if binding[1]:
-        s += f"; {binding[1]}"
-    flips = []
-    u, e = v["utilization_flip"], v["electricity_flip_usd_per_kwh"]
-    if best.side == "build" and alt.side == "rent":
-        if not math.isnan(u):
-            flips.append(f"below {pct(u)} utilisation of {best.option} ({pct(best.utilization)} now)")
-        if not math.isnan(e) and best.cost_energy_usd > alt.cost_energy_usd:
-            flips.append(f"above ${e:.2f} per kWh")
-    elif best.side == "rent" and alt.side == "build":
-        if not math.isnan(u):
-            flips.append(f"above {pct(u)} utilisation of {alt.option} ({pct(alt.utilization)} now)")
-        if not math.isnan(e) and best.cost_energy_usd < alt.cost_energy_usd:
-            flips.append(f"below ${e:.2f} per kWh")
-    if flips and not v["same_cost"]:
-        s += f"; {best.option} stops being cheaper {' or '.join(flips)}"
-    return s + "."
-
-
-def _lines_clause(*rows) -> str:
-    """What the fair totals of ``rows`` hold beyond the amortised cost and unfinished work, when
-    anything: "; own-384's fair total includes $436 k of serving it could not give"."""
-    parts = []
-    for r in rows:
-        held = [f"{money(r.serving_unmet_rent_usd)} of serving it could not give"] if r.serving_unmet_rent_usd > 0 else []
-        held += [f"{money(r.waiting_cost_usd)} of waiting"] if r.waiting_cost_usd > 0 else []
-        if held:
-            parts.append(f"{r.option}'s fair total includes {' and '.join(held)}")
-    return "".join(f"; {p}" for p in parts)
-
-
-def _only_sentence(best, table: pd.DataFrame, wanted, scenario, binding: tuple[str, str, str]) -> str:
-    a = describe(best.option, scenario)
-    s = f"{capitalised(a)} is the only option that keeps up" + (f" and meets {targets_text(wanted)}" if wanted else "")
-    s += f" ({money(best.fair_total_usd)} fair total, p95 queue delay {duration(best.queue_delay_p95_h)})"
-    if binding[1]:
-        s += f"; {binding[1]}"
-    left = table[~table["eligible"] & (table["option"] != binding[2])]
-    if not left.empty:
-        s += "; " + "; ".join(_missed_words(r, wanted) for _, r in left.iterrows())
-    return s + "."
-
-
-def _missed_words(row, wanted: tuple[Target, ...]) -> str:
-    """"own-256 cannot keep up (…) and misses p95 queue delay ≤ 24 h (…)", "own-384 misses …"."""
-    missed = misses(shortfall(row, wanted))
-    lost = [m for m in missed if m.startswith("cannot keep up")]
-    targets = [m for m in missed if not m.startswith("cannot keep up")]
-    words = lost + ([f"misses {'; '.join(targets)}"] if targets else [])
-    return f"{row.option} {' and '.join(words)}"
-
-
-def _none_sentence(table: pd.DataFrame, wanted, closest: str, scenario: Scenario | None) -> str:
-    what = f"keeps up and meets {targets_text(wanted)}" if wanted else "keeps up"
-    row = table.set_index("option").loc[closest]
-    words = _missed_words(row.rename(closest).to_frame().T.assign(option=closest).iloc[0], wanted)
-    s = (f"No option {what}. The closest is {describe(closest, scenario)} at {money(row.fair_total_usd)} fair total, "
-         f"which {words.removeprefix(closest + ' ')}")
-    rest = table[table["option"] != closest]
-    if not rest.empty:
-        s += "; the others: " + "; ".join(_missed_words(r, wanted) for _, r in rest.iterrows())
-    return s + "."

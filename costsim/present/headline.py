@@ -1,7 +1,8 @@
 """What the CLI and the dashboard say first about a run: the verdict (``costsim.decide``), the
 options that cannot keep up and why, and what each total means.
 
-Pure text and tables from a ``Verdict`` and a summary; no printing, no Streamlit. Money in USD.
+Pure text and tables from a worded verdict (``verdict.WordedVerdict``) and a summary; no printing,
+no Streamlit. Money in USD.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import pandas as pd
 
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.targets import shortfall
-from costsim.decisions.wording import misses
 from costsim.present import formats
 from costsim.present.formats import MISSING, money_exact
+from costsim.present.wording import misses
 from costsim.results.finance import breakeven_over, round_month
 
 FLAG = "⚠"

@@ -13,8 +13,8 @@ from typing import Any
 from costsim.decisions.optimize import Optimum
 from costsim.decisions.optimize import optimize as search
 from costsim.decisions.targets import METRICS, Target, value
-from costsim.decisions.wording import misses
 from costsim.present.formats import missing, money, plain, significant
+from costsim.present.wording import misses
 
 
 @dataclass(frozen=True, kw_only=True)

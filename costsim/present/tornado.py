@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from costsim.decisions.sensitivity import Tornado
-from costsim.decisions.wording import describe
 from costsim.present.formats import money, plain
+from costsim.present.wording import describe
 
 
 def _at(row, end: str) -> str:

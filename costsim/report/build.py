@@ -99,7 +99,7 @@ def _header(title: str, sub: str, notes: list[str]) -> str:
 
 
 def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None) -> tuple[str, str]:
-    from costsim.decisions.verdict import decide
+    from costsim.present.verdict import decide
 
     first, reps = src.runs[0], len(src.runs)
     sc = first.scenario
@@ -128,7 +128,7 @@ VARIANT_COLUMNS: list[h.Column] = [
 def _sweep_body(src: _Input, wanted, given_frontier) -> tuple[str, str]:
     from types import SimpleNamespace
 
-    from costsim.decisions.verdict import decide
+    from costsim.present.verdict import decide
 
     sweep = src.sweep
     assert sweep is not None  # an _Input without runs holds a sweep (``_input``)

@@ -28,8 +28,8 @@ from costsim.dashboard.decision_runs import grid_sweep, numeric_paths
 from costsim.dashboard.sweep_upload import read_sweep_uploads
 from costsim.decisions.pareto import sweep_table
 from costsim.decisions.sensitivity import tornado
-from costsim.decisions.verdict import decide
 from costsim.present.tornado import sentence as tornado_sentence
+from costsim.present.verdict import decide
 from costsim.report.sweep import read_sweep_folder
 from costsim.runs.sweepfile import sweep_from_sets
 from costsim.scenario import ScenarioError

@@ -13,7 +13,7 @@ from paths import ROOT
 import costsim
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.targets import parse_target
-from costsim.decisions.verdict import decide
+from costsim.present.verdict import decide
 from costsim.scenario import ScenarioError
 
 H_DAYS = 10.0

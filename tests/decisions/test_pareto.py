@@ -15,8 +15,8 @@ from helpers import cloud, owned, scenario
 import costsim
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.pareto import frontier, sweep_table
-from costsim.decisions.verdict import decide
 from costsim.plots.figures import pareto_figure
+from costsim.present.verdict import decide
 from costsim.runs.sweepfile import sweep_from_sets
 from costsim.scenario import ScenarioError, dump_scenario
 

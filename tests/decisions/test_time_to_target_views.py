@@ -21,6 +21,7 @@ import costsim
 from costsim.decisions import time_to_target as T
 from costsim.models import scaling
 from costsim.plots import figures as plots
+from costsim.present.to_target import target_sentence
 from costsim.report.build import build_report
 from costsim.results import to_target
 from costsim.runs.export import TABLES, write_tables
@@ -157,7 +158,7 @@ NAN = math.nan
      "day: 90.0 and never at its pace)."),
 ])
 def test_sentence_wording(rows, expected):
-    assert T.target_sentence(summary(*rows), "own", "od") == expected
+    assert target_sentence(summary(*rows), "own", "od") == expected
 
 
 def test_what_the_sentence_compares_with():
@@ -166,7 +167,7 @@ def test_what_the_sentence_compares_with():
     assert T.compared_with(s, "b", "c") == "c"  # b is first: against the verdict's versus
     assert T.compared_with(s, "b", None) == "c"  # else the next to get there (c, projected day 45)
     assert T.compared_with(s, "z", None) is None and T.compared_with(s.iloc[:1], "a", None) is None
-    assert T.target_sentence(s, "a", "z") == ""
+    assert target_sentence(s, "a", "z") == ""
 
 
 @pytest.mark.slow
@@ -177,7 +178,7 @@ def test_the_verdict_adds_the_sentence_only_with_scaling(runs):
     # scaling only reads the runs: the rest of the sentence is the same, byte for byte
     assert v.time_to_target and v.sentence == f"{w.sentence} {v.time_to_target}"
     s = T.summarize(runs)
-    assert v.time_to_target == T.target_sentence(s, v.option, T.compared_with(s, v.option, v.versus))
+    assert v.time_to_target == target_sentence(s, v.option, T.compared_with(s, v.option, v.versus))
     # a single run too
     assert costsim.decide(runs[0]).time_to_target.startswith(f"Time to target: {costsim.decide(runs[0]).option} ")
 

@@ -14,8 +14,8 @@ import costsim
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.flips import utilization_flip
 from costsim.decisions.targets import DEFAULT_TARGETS, parse_target
-from costsim.decisions.verdict import decide
 from costsim.present.formats import percent as pct
+from costsim.present.verdict import decide
 
 H_DAYS = 10.0
 BURST = [(0.0, 8, 6.0)] * 20  # 20 jobs of 8 GPUs × 6 h, all at hour 0

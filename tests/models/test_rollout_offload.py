@@ -287,7 +287,7 @@ def test_a_hybrid_naming_a_pool_offloads_from_its_base_only():
 
 
 def test_the_verdict_names_the_rollout_pool():
-    from costsim.decisions.verdict import describe
+    from costsim.present.wording import describe
 
     sc = load(pool="spot")
     assert describe("home", sc) == "owning 64 H100s with rollouts on spot H100s (home)"

@@ -57,8 +57,8 @@ def test_run_prints_no_scientific_notation_and_units_in_headers(tiny):
 def test_tables_print_big_and_small_numbers_in_plain_decimals(tiny):
     """A delay beyond 1,000 hours and a total of tens of millions: separators, no exponent."""
     from costsim.cli.tables import narrow_table, summary_table
-    from costsim.decisions.verdict import decide
     from costsim.present.headline import with_verdict
+    from costsim.present.verdict import decide
 
     _, res = tiny
     rows = with_verdict(res.summary, decide(res)).assign(queue_delay_p95_h=2620.44, queue_delay_mean_h=1234.5,
@@ -130,7 +130,8 @@ def test_report_cells_are_the_one_formatter():
 
 def test_wording_has_no_exponent():
     from costsim.decisions.targets import parse_target
-    from costsim.decisions.wording import money, pct, shown, target_text
+    from costsim.present.formats import money
+    from costsim.present.wording import pct, shown, target_text
 
     assert money(999_999) == "$1.00 M"  # "$1e+03 k" before
     assert money(-1_340_000) == "−$1.34 M"

@@ -10,9 +10,9 @@ from helpers import cloud, owned, scenario
 
 import costsim
 from costsim.decisions.sensitivity import Tornado
-from costsim.decisions.verdict import decide
 from costsim.present.fit import ks_words
 from costsim.present.tornado import sentence
+from costsim.present.verdict import decide
 
 
 def _row(**kw) -> dict:

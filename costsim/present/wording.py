@@ -1,8 +1,9 @@
-"""The verdict in words: options, durations, shares, targets and what an option misses.
+"""The verdict in words: options, durations, shares, targets, what an option misses and why no
+utilisation flips the verdict.
 
 Pure functions from numbers (and the scenario, for an option's name in words) to text, shared by
-the verdict and ``costsim optimize``. Every money figure they print says which total it is: the
-fair total (amortised cost plus the lines ``fair.FAIR_LINES`` adds), amortised or cash."""
+the verdict, the tornado and ``costsim optimize``. Every money figure they print says which total
+it is: the fair total (amortised cost plus the lines ``fair.FAIR_LINES`` adds), amortised or cash."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from costsim.decisions.targets import METRICS, Shortfall, Target, value
 from costsim.present.formats import duration, money, percent, plain, significant
 from costsim.scenario import CloudOption, Scenario
 
-# duration and money are the one formatter's (costsim.present.formats), named here for the verdict's modules.
-__all__ = ["capitalised", "delay_trade", "describe", "duration", "flip_reason", "horizon", "met_clause", "metric_name", "misses",
-           "money", "pct", "shown", "target_text", "targets_text"]
+__all__ = ["capitalised", "delay_trade", "describe", "flip_reason", "horizon", "met_clause", "metric_name", "misses",
+           "pct", "shown", "target_text", "targets_text"]
 
 
 def describe(name: str, scenario: Scenario | None) -> str:
