@@ -125,14 +125,14 @@ def fit_warnings(table, fits) -> list[str]:
 def header_of(fits, source: str, jobs: int, start_h: float, by: str, distribution: str, window=None) -> str:
     """The comment above the classes: where they come from, the window fitted (a ``FitWindow``),
     how to use them, each fit's KS."""
+    from costsim.present.fit import window_reason
+
     lines = [f"Fitted by `costsim fit-workload` from {source}: {jobs:,} jobs, {len(fits)} class(es), by {by}, "
              f"{distribution} run times.",
              "Use: paste job_classes under a scenario's workload: (see scenarios/fitted-lab.yaml).",
              f"Profiles are by the source's clock; the scenario's hour 0 is hour {formats.plain(start_h)} of the week "
              "(0: Monday 00:00)" + ("" if start_h else ", as no --start was given") + "."]
     if window is not None:
-        from costsim.present.fit import window_reason
-
         reason = window_reason(window)
         lines.append(reason[:1].upper() + reason[1:] + ".")
     for f in fits:

@@ -1,6 +1,7 @@
 """``costsim optimize``: the cheapest configuration that meets every target
-(``costsim.decisions.optimize``, worded by ``costsim.present.optimize``), with its progress on stderr, the answer in one sentence and the Pareto
-frontier it found; ``--out`` writes ``evaluated.csv`` and ``frontier.csv`` all at once.
+(``costsim.decisions.optimize``, worded by ``costsim.present.optimize``), with its progress on
+stderr, the answer in one sentence and the Pareto frontier it found; ``--out`` writes
+``evaluated.csv`` and ``frontier.csv`` all at once.
 
 Registered by ``cli.py`` as ``app.command("optimize")(optimize_command)``; the CLI's consoles and
 formatting helpers are imported when the command runs (``cli`` imports this module).
