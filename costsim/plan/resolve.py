@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from costsim.catalog.load import Catalog, GPUSpec, default_catalog
 from costsim.catalog.pins import effective_catalog, warn_version
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
+from costsim.plan.economics import EconomicsValues
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
 from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
 from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 

@@ -19,7 +19,8 @@ import numpy as np
 from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models import economics as eco
 from costsim.models.intervals import binned, hours_in_bins
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, nodes_needed
+from costsim.plan.economics import EconomicsValues
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, nodes_needed
 from costsim.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload.jobs import JobTable
 

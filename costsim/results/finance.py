@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from costsim.models import economics as eco
-from costsim.plan.options import CloudPlan, EconomicsValues, OwnedPlan, Plan
+from costsim.plan.economics import EconomicsValues
+from costsim.plan.options import CloudPlan, OwnedPlan, Plan
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [

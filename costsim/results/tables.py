@@ -29,7 +29,8 @@ import pandas as pd
 
 from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, Plan
+from costsim.plan.economics import EconomicsValues
+from costsim.plan.options import CloudPlan, HybridPlan, Plan
 from costsim.plan.options import pools as plan_pools
 from costsim.results import backlog, finance, to_target
 from costsim.results.advice import checkpoint_advice
