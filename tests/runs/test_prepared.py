@@ -6,13 +6,12 @@ however many runs they make of it (counted by wrapping ``costsim.plan.prepare.pr
 
 from __future__ import annotations
 
-import os
 import pickle
 import shutil
 
 import pandas as pd
 import pytest
-from helpers import tiny_sweep_files
+from helpers import same_tables, tiny_sweep_files
 from paths import ROOT
 
 import costsim
@@ -20,17 +19,8 @@ from costsim.errors import ArgumentError
 from costsim.plan.prepare import Prepared
 from costsim.report.build import replications_of
 from costsim.runs import api, sweep
-from costsim.runs.memo import RunMemo
 from costsim.runs.sweepfile import load_sweep
 from costsim.scenario import Scenario, ScenarioError
-
-TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target",
-          "reward_by_day")
-
-
-def same_tables(a: costsim.Results, b: costsim.Results) -> None:
-    for name in TABLES:
-        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), obj=name)
 
 
 @pytest.fixture
@@ -82,28 +72,6 @@ def test_prepare_takes_a_path_and_refuses_what_simulate_refuses(tmp_path):
     # A Scenario built without validation is validated again, as simulate does.
     with pytest.raises(ScenarioError, match="options"):
         costsim.prepare(Scenario.model_construct(name="x", horizon_days=3))
-
-
-def test_a_memo_keys_a_prepared_traces_jobs_by_the_file_it_was_prepared_from(tmp_path):
-    src = ROOT / "scenarios" / "lab-trace.yaml"
-    folder = tmp_path / "s"
-    shutil.copytree(src.parent / "traces", folder / "traces")
-    shutil.copy(src, folder / src.name)
-    sc = costsim.load_scenario(folder / src.name)
-    memo = RunMemo()
-    before = costsim.prepare(sc)
-    first = costsim.simulate(before, memo=memo)
-    trace = folder / sc.workload.trace
-    lines = trace.read_text().splitlines(keepends=True)
-    trace.write_text("".join(lines[: len(lines) // 2]))  # half the jobs
-    stat = trace.stat()
-    os.utime(trace, ns=(stat.st_atime_ns, stat.st_mtime_ns - 10**9))  # even with an older mtime
-    after = costsim.prepare(sc)
-    assert after.trace_identity != before.trace_identity
-    shorter = costsim.simulate(after, memo=memo)
-    assert shorter.summary.jobs_submitted.iloc[0] < first.summary.jobs_submitted.iloc[0]
-    same_tables(shorter, costsim.simulate(sc))
-    same_tables(costsim.simulate(before, memo=memo), first)  # run as it was prepared, from the memo
 
 
 # -- each entry point prepares a scenario once ---------------------------------------------------------
