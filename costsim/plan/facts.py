@@ -95,6 +95,15 @@ def committed_gpus(opt: OptionLike) -> int | None:
     return _field(opt, "reserved_gpus") if is_reserved(opt) else None
 
 
+def unit_field(opt: OptionLike, field: str) -> str | None:
+    """The field holding the GPUs a count ``field`` of ``opt`` moves in whole multiples of: an owned
+    cluster's ``gpus`` in nodes (``gpus_per_node``), a cloud option's ``reserved_gpus`` and
+    ``max_gpus`` in instances (``gpus_per_instance``); None for any other field."""
+    if is_owned(opt):
+        return "gpus_per_node" if field == "gpus" else None
+    return "gpus_per_instance" if is_cloud(opt) and field in ("reserved_gpus", "max_gpus") else None
+
+
 def catalog_price_key(pricing: str, term_years: int) -> str:
     """The catalog's price column for a cloud ``pricing`` (``on_demand``, ``spot``) or, reserved, for
     its term (``reserved_1y``, ``reserved_3y``)."""
