@@ -33,6 +33,7 @@ from costsim.runs.executors import (
     EXECUTORS,
     ExecutorError,
     Run,
+    available_cores,
     check_address,
     dask_available,
     open_executor,
@@ -283,15 +284,7 @@ def _settings(executor: Any, workers: Any, address: Any) -> tuple[str, int, str 
     if address is not None and workers is not None:
         raise arguments.error("sweep", "workers", "has no effect with a Dask scheduler's address (its workers are "
                               "started with it: dask worker --nworkers N); leave it out")
-    return executor, workers or _cores(), address
-
-
-def _cores() -> int:
-    """The cores this process may run on (a CPU limit or affinity mask counts), at least 1."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return executor, workers or available_cores(), address
 
 
 def sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str = "processes",
