@@ -2,8 +2,9 @@
 do to cost, queue delay and iteration speed? See README.md and docs/ (docs/architecture.md: the layers).
 
 Every function here checks its arguments and its scenario in full and raises ``ScenarioError``
-(file or function, field, message) on bad input: ``simulate`` re-validates and re-checks a
-``Scenario`` object however it was built. Every error costsim raises on purpose is a
+(file or function, field, message) on bad input: ``simulate`` (and ``prepare``, which prepares a
+scenario once for ``simulate`` to run on many seeds) re-validates and re-checks a ``Scenario``
+object however it was built. Every error costsim raises on purpose is a
 ``CostsimError``: ``ScenarioError`` (bad input), ``ArgumentError`` (a bad argument to a function),
 ``ExecutorError`` (a worker or cluster failed) and ``OutputError`` (an output folder cannot be written).
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from costsim.runs.api import dump_scenario as dump_scenario
     from costsim.runs.api import load_scenario as load_scenario
     from costsim.runs.api import load_scenario_text as load_scenario_text
+    from costsim.runs.api import prepare as prepare
     from costsim.runs.api import scenario_from_data as scenario_from_data
     from costsim.runs.api import simulate as simulate
     from costsim.runs.budget import DEFAULT_MAX_EVENTS as DEFAULT_MAX_EVENTS
@@ -54,6 +56,7 @@ _WHERE = {
     "load_scenario": "costsim.runs.api",
     "load_scenario_text": "costsim.runs.api",
     "optimize": "costsim.present.optimize",
+    "prepare": "costsim.runs.api",
     "scenario_from_data": "costsim.runs.api",
     "simulate": "costsim.runs.api",
     "sweep": "costsim.runs.sweep",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +108,35 @@ def cloud(name="cloud", **kw) -> dict[str, Any]:
 
 def jobs_of(res: costsim.Results, option: str) -> pd.DataFrame:
     return res.jobs[res.jobs["option"] == option].reset_index(drop=True)
+
+
+TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target",
+          "reward_by_day")
+"""Every table of a ``Results``."""
+
+
+def same_tables(a: costsim.Results, b: costsim.Results) -> None:
+    """Every table of ``a`` equals ``b``'s."""
+    for name in TABLES:
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), obj=name)
+
+
+def lab_trace_copy(folder: Path) -> costsim.Scenario:
+    """The shipped lab-trace scenario, copied into ``folder`` with its traces (so a test may edit them)."""
+    src = SHIPPED / "lab-trace.yaml"
+    shutil.copytree(src.parent / "traces", folder / "traces")
+    shutil.copy(src, folder / src.name)
+    return costsim.load_scenario(folder / src.name)
+
+
+def halve_trace(scenario: costsim.Scenario) -> None:
+    """Cut the scenario's trace file to its first half, its mtime set back a second (an edit a
+    check by modification time alone would miss)."""
+    trace = scenario.base_dir / scenario.workload.trace
+    lines = trace.read_text().splitlines(keepends=True)
+    trace.write_text("".join(lines[: len(lines) // 2]))
+    stat = trace.stat()
+    os.utime(trace, ns=(stat.st_atime_ns, stat.st_mtime_ns - 10**9))
 
 
 def bare_simpy_mmc(submit_h: np.ndarray, service_h: np.ndarray, servers: int) -> np.ndarray:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from costsim.dashboard.uploads import DEFAULT_LIMITS, SCENARIO_DIR, Limits
 from costsim.dashboard.workers import WorkStopped
 from costsim.errors import CostsimError
+from costsim.plan.prepare import Prepared
 from costsim.results.tables import Results
 from costsim.runs import api
 from costsim.runs.isolated import Call, Reply, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
@@ -126,7 +127,7 @@ def warm_worker(_payload: None, child: Child) -> None:
     api.simulate(short)
 
 
-def simulate_with_memo(scenario: Scenario, seed: int | None, memo: RunMemo) -> Results:
+def simulate_with_memo(scenario: Scenario | Prepared, seed: int | None, memo: RunMemo) -> Results:
     """``api.simulate`` through a worker's memo (``costsim.runs.memo``: the jobs, work plans and
     option runs of its latest runs, so after a price knob only the priced option is simulated
     again). Out of memory with a memo holding earlier runs, it is emptied and the run tried once
@@ -143,11 +144,12 @@ def simulate_with_memo(scenario: Scenario, seed: int | None, memo: RunMemo) -> R
     return api.simulate(scenario, seed=seed, memo=memo)
 
 
-def simulate_in_worker(request: tuple[Scenario, int | None], child: Child) -> bytes:
-    """A worker's run of (scenario, seed), pickled, through the memo the worker keeps between runs
-    (the parent sends a seed back to the worker that last ran it, whose memo holds its jobs)."""
-    scenario, seed = request
-    results = simulate_with_memo(scenario, seed, child.kept("memo", RunMemo))
+def simulate_in_worker(request: tuple[Prepared, int | None], child: Child) -> bytes:
+    """A worker's run of (the scenario as the parent prepared it, seed), pickled, through the memo
+    the worker keeps between runs (the parent sends a seed back to the worker that last ran it,
+    whose memo holds its jobs)."""
+    ready, seed = request
+    results = simulate_with_memo(ready, seed, child.kept("memo", RunMemo))
     return pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -179,21 +181,24 @@ def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = 
     interrupts a script for a rerun or Stop; whatever leaves this function (result, error or
     interruption) kills every worker still running first. ``warm``: use the pool's warm workers;
     one whose run finished waits for the next run (``WorkerPool.keep``). A CostsimError from the
-    run is raised as it was; other stops are RunStopped in the dashboard's words."""
+    run is raised as it was; other stops are RunStopped in the dashboard's words. The scenario is
+    prepared once, here (``api.prepare``: a problem with it is raised before any worker is taken),
+    and sent to each worker prepared."""
+    ready = api.prepare(scenario)
     own = pool is None
     pool = WorkerPool(capacity=limits.worker_slots) if pool is None else pool
     batch = limits.worker_slots
     blobs: list[bytes] = []
     try:
         for i in range(0, len(seeds), batch):
-            blobs += _simulate_batch(scenario, seeds[i:i + batch], limits, on_wait, poll_s, warm, on_queue, pool)
+            blobs += _simulate_batch(ready, seeds[i:i + batch], limits, on_wait, poll_s, warm, on_queue, pool)
     finally:
         if own:
             pool.close()
     return blobs
 
 
-def _simulate_batch(scenario: Scenario, seeds: list[int | None], limits: Limits,
+def _simulate_batch(ready: Prepared, seeds: list[int | None], limits: Limits,
                     on_wait: Callable[[float], None] | None, poll_s: float, warm: bool,
                     on_queue: Callable[[float], None] | None, pool: WorkerPool) -> list[bytes]:
     """``simulate_many`` of at most ``limits.worker_slots`` seeds, all at once, holding that many processes."""
@@ -205,7 +210,7 @@ def _simulate_batch(scenario: Scenario, seeds: list[int | None], limits: Limits,
     try:
         for seed in seeds:
             workers.append(pool.take(memory_bytes=memory_bytes, tag=seed, warm=warm))
-        calls = [(w, Call(target=SIMULATE, payload=(scenario, seed), memory_bytes=memory_bytes,
+        calls = [(w, Call(target=SIMULATE, payload=(ready, seed), memory_bytes=memory_bytes,
                           backstop_s=int(limits.run_seconds) + 30))  # should the dashboard die without killing it
                  for w, seed in zip(workers, seeds, strict=True)]
         replies = run_calls(calls, limit_s=limits.run_seconds, poll_s=poll_s, on_wait=on_wait)

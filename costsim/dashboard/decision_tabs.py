@@ -36,6 +36,7 @@ from costsim.dashboard.server import server_pool
 from costsim.dashboard.sweep_upload import read_sweep_uploads
 from costsim.decisions.pareto import frontier, sweep_table
 from costsim.errors import CostsimError
+from costsim.plan import facts
 from costsim.plots import figures as plots
 from costsim.present.formats import MISSING, money_exact, plain, who_pays_more, with_interval
 from costsim.present.headline import CANNOT_KEEP_UP, FAIR, tornado_breakeven
@@ -255,8 +256,8 @@ def show_sweep(results, key: str, notes: Sequence[str] = ()) -> pd.DataFrame:
 
 
 def _default_axes(paths: list[str], scenario: Scenario) -> list[str]:
-    own = next((o.name for o in scenario.options if o.kind == "owned"), None)
-    rent = next((o.name for o in scenario.options if o.kind == "cloud"), None)
+    own = next((o.name for o in facts.owned_options(scenario)), None)
+    rent = next((o.name for o in facts.cloud_options(scenario)), None)
     wanted = [f"options.{own}.gpus", f"options.{rent}.price_per_gpu_hour"]
     return [p for p in wanted if p in paths][:1]
 

@@ -27,11 +27,13 @@ from costsim.dashboard import editor_schema as schema
 from costsim.dashboard import literal_markdown
 from costsim.dashboard.editor_schema import Loc
 from costsim.dashboard.editor_widgets import Ui, field_widget, section
+from costsim.plan import facts
 from costsim.scenario import Scenario
 from costsim.scenario.io import yaml_dump
 
 KIND_LABELS = {"owned": "owned cluster", "on_demand": "cloud, on demand", "reserved": "cloud, reserved",
                "spot": "cloud, spot", "hybrid": "hybrid (base + burst)"}
+SHOWN_KINDS = {**KIND_LABELS, "cloud": "cloud"}  # an option's kind as its heading says it (its pricing is a field)
 _OPTION_MODELS = {"owned": "OwnedOption", "cloud": "CloudOption", "hybrid": "HybridOption"}
 
 
@@ -155,8 +157,7 @@ def _options_tab(ui: Ui, state: dict) -> None:
         ui.slot(loc)
         return
     with st.container(border=True):
-        st.markdown(f"**{literal_markdown(str(opt.get('name')))}**: {KIND_LABELS.get(opt.get('kind'), '')}"
-                    if opt.get("kind") != "cloud" else f"**{literal_markdown(str(opt.get('name')))}**: cloud")
+        st.markdown(f"**{literal_markdown(str(opt.get('name')))}**: {SHOWN_KINDS.get(opt.get('kind'), '')}")
         ui.slot(loc)
         others = [o.get("name") for j, o in enumerate(opts) if j != i]
         for f in schema.fields(name):
@@ -165,7 +166,7 @@ def _options_tab(ui: Ui, state: dict) -> None:
             if f.name == "name":
                 _name_widget(ui, state, loc, opt, f, ops.rename_option)
             elif f.name in ("base", "burst"):
-                fit = ops.is_base if f.name == "base" else ops.is_burst
+                fit = facts.can_be_base if f.name == "base" else facts.pay_as_you_go  # a burst is rented per use
                 names = [n for n in others if fit(next(o for o in opts if o.get("name") == n))] or others
                 if opt.get(f.name) not in names:
                     names = [opt.get(f.name), *names]  # a dangling reference stays visible, with its error
@@ -185,7 +186,7 @@ def _repriced(opt: dict) -> None:
     for f in schema.fields("CloudOption"):
         if not schema.applies(f, opt):
             opt[f.name] = False if f.name == "renew" else None
-    if opt.get("pricing") == "reserved" and opt.get("reserved_gpus") is None:
+    if facts.is_reserved(opt) and opt.get("reserved_gpus") is None:
         opt["reserved_gpus"] = ops.NEW_OPTION_GPUS
 
 

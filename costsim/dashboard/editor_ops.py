@@ -13,10 +13,11 @@ from pathlib import Path
 import costsim
 from costsim.dashboard.editor_schema import Loc, fields, model
 from costsim.errors import CostsimError
+from costsim.plan import facts
 from costsim.scenario import CloudOption, HybridOption, OwnedOption
 from costsim.scenario.classes import RLClass
 
-KINDS = ("owned", "on_demand", "reserved", "spot", "hybrid")
+KINDS = facts.CHOICES
 """What "add option" offers: an owned cluster, cloud capacity by pricing, or a hybrid."""
 
 NEW_OPTION_GPUS = 256  # a new owned cluster or reservation: the shipped baseline's size
@@ -51,7 +52,7 @@ def queue_settings(data: dict) -> dict[str, str]:
     """``scheduler`` and ``placement`` for a new owned or reserved option of ``data``: those its
     owned and reserved options all share (a new option is compared like with like: one added to
     a FIFO replay queues FIFO), else ``NEW_QUEUE``. A reservation's null means fifo and best_fit."""
-    queued = [o for o in data.get("options", []) if is_base(o)]
+    queued = [o for o in data.get("options", []) if facts.can_be_base(o)]
     out = {}
     for field, null in (("scheduler", "fifo"), ("placement", "best_fit")):
         seen = {o.get(field) or null for o in queued}
@@ -72,42 +73,31 @@ def new_option(data: dict, kind: str) -> tuple[dict, list[dict]]:
     options = data.get("options", [])
     taken = _names(options)
     gpu = _gpu_type(data)
-    if kind == "owned":
+    shape = facts.shape_of(kind)  # ValueError for a word that is no kind
+    if facts.is_owned(shape):
         return _dump(OwnedOption, {"name": unique_name("owned", taken), "gpu_type": gpu, "gpus": NEW_OPTION_GPUS,
                                    **queue_settings(data)}), []
-    if kind in ("on_demand", "spot"):
+    if facts.pay_as_you_go(shape):
         name = unique_name(kind.replace("_", "-"), taken)
-        return _dump(CloudOption, {"name": name, "gpu_type": gpu, "pricing": kind}), []
-    if kind == "reserved":
+        return _dump(CloudOption, {"name": name, "gpu_type": gpu, **shape}), []
+    if facts.is_reserved(shape):
         # A horizon beyond the one-year term needs renew (a commitment never renews silently).
         renew = float(data.get("horizon_days", 0)) > 365
-        return _dump(CloudOption, {"name": unique_name("reserved", taken), "gpu_type": gpu, "pricing": "reserved",
+        return _dump(CloudOption, {"name": unique_name("reserved", taken), "gpu_type": gpu, **shape,
                                    "reserved_gpus": NEW_OPTION_GPUS, "renew": renew, **queue_settings(data)}), []
-    if kind != "hybrid":
-        raise ValueError(f"unknown option kind {kind!r}; one of {', '.join(KINDS)}")
-    extra: list[dict] = []
-    base = next((o["name"] for o in options if is_base(o)), None)
+    extra: list[dict] = []  # a hybrid, on the scenario's first possible base and burst
+    base = next((o["name"] for o in options if facts.can_be_base(o)), None)
     if base is None:
         opt, _ = new_option({**data, "options": options + extra}, "owned")
         extra.append(opt)
         base = opt["name"]
-    burst = next((o["name"] for o in options if is_burst(o)), None)
+    burst = next((o["name"] for o in options if facts.pay_as_you_go(o)), None)
     if burst is None:
         opt, _ = new_option({**data, "options": options + extra}, "on_demand")
         extra.append(opt)
         burst = opt["name"]
     name = unique_name("hybrid", taken | _names(extra))
     return _dump(HybridOption, {"name": name, "base": base, "burst": burst}), extra
-
-
-def is_base(opt: dict) -> bool:
-    """Can be a hybrid's base: owned, or cloud reserved."""
-    return opt.get("kind") == "owned" or (opt.get("kind") == "cloud" and opt.get("pricing") == "reserved")
-
-
-def is_burst(opt: dict) -> bool:
-    """Can be a hybrid's burst: cloud on demand or spot."""
-    return opt.get("kind") == "cloud" and opt.get("pricing") in ("on_demand", "spot")
 
 
 def add_option(data: dict, kind: str) -> tuple[dict, int]:
@@ -131,8 +121,7 @@ def duplicate_option(data: dict, i: int) -> tuple[dict, int]:
 def dependents(data: dict, i: int) -> list[str]:
     """Names of the hybrids built on option ``i`` (as base or burst)."""
     name = data["options"][i].get("name")
-    return [o["name"] for o in data["options"]
-            if o.get("kind") == "hybrid" and name in (o.get("base"), o.get("burst"))]
+    return [o["name"] for o in data["options"] if name in facts.parts_of(o)]
 
 
 def remove_option(data: dict, i: int) -> dict:
@@ -150,10 +139,9 @@ def rename_option(data: dict, i: int, new: str) -> dict:
     old = out["options"][i]["name"]
     out["options"][i]["name"] = new
     for o in out["options"]:
-        if o.get("kind") == "hybrid":
-            for ref in ("base", "burst"):
-                if o.get(ref) == old:
-                    o[ref] = new
+        for ref in facts.part_fields(o):
+            if o.get(ref) == old:
+                o[ref] = new
     return out
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from costsim.catalog.load import default_catalog
+from costsim.plan import facts
 from costsim.plan.resolve import default_capex_per_gpu
 from costsim.scenario import json_schema
 from costsim.scenario.classes import DEFAULT_MAX_STALENESS, DEFAULT_ROLLOUT_GPU_FRACTION, DEFAULT_VERIFIER_SECONDS
@@ -26,12 +27,12 @@ _RESERVED = ("reserved_gpus", "term_years", "renew", "scheduler")
 _RENTED = ("billing_granularity_s", "minimum_billing_s", "max_gpus", "provisioning_delay_h", "startup_h",
            "provisioning_delay_cv", "stockout")
 APPLIES: dict[tuple[str, str], Any] = {
-    **{("CloudOption", f): (lambda o: o.get("pricing") == "reserved") for f in _RESERVED},
-    **{("CloudOption", f): (lambda o: o.get("pricing") in ("on_demand", "spot")) for f in _RENTED},
-    ("CloudOption", "preemptions_per_instance_day"): lambda o: o.get("pricing") == "spot",
-    ("CloudOption", "reacquire_delay_h"): lambda o: o.get("pricing") == "spot",
+    **{("CloudOption", f): facts.is_reserved for f in _RESERVED},
+    **{("CloudOption", f): facts.pay_as_you_go for f in _RENTED},
+    ("CloudOption", "preemptions_per_instance_day"): facts.is_spot,
+    ("CloudOption", "reacquire_delay_h"): facts.is_spot,
     ("RLClass", "rollout_gpu_fraction"): lambda c: c.get("placement") == "disaggregated",
-    ("CloudOption", "rollout_pool"): lambda o: o.get("pricing") == "reserved",
+    ("CloudOption", "rollout_pool"): facts.is_reserved,
     **{(m, "rollout_link_gb_s"): (lambda o: o.get("rollout_pool") is not None)
        for m in ("OwnedOption", "CloudOption", "HybridOption")},
     ("RLClass", "max_staleness"): lambda c: c.get("mode") == "async",
@@ -165,7 +166,7 @@ def _option_default(data: dict, opt: dict, field: str) -> Any:
     gpu = cat.gpus.get(gpu_type) if gpu_type is not None else None  # catalog names are words, never None
     if gpu is None:
         return None
-    if opt.get("kind") == "owned":
+    if facts.is_owned(opt):
         gpn = opt.get("gpus_per_node") or gpu.gpus_per_node
         if field == "gpus_per_node":
             return gpu.gpus_per_node
@@ -182,7 +183,7 @@ def _option_default(data: dict, opt: dict, field: str) -> Any:
     pricing = opt.get("pricing", "on_demand")
     term = opt.get("term_years") or 1
     table = {
-        "price_per_gpu_hour": gpu.price.get(tier, {}).get(f"reserved_{term}y" if pricing == "reserved" else pricing),
+        "price_per_gpu_hour": gpu.price.get(tier, {}).get(facts.catalog_price_key(pricing, term)),
         "gpus_per_instance": gpu.gpus_per_node,
         "term_years": 1,
         "scheduler": "fifo",

@@ -17,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard, TypeVar
 
-from costsim.plan.options import CloudPlan, OwnedPlan
+from costsim.plan import facts
 from costsim.plan.resolve import economics_values, resolve
 from costsim.runs import api
 from costsim.scenario import Scenario, ScenarioError, scenario_from_data
@@ -90,15 +90,12 @@ def _edit_targets(data: dict[str, Any], scenario: Scenario, service: dict[str, f
 def current_knobs(scenario: Scenario) -> Knobs:
     """The knobs at the scenario's effective values (the catalog's where it leaves a field null)."""
     plans = resolve(scenario)
-    # an owned option resolves to an OwnedPlan, a cloud one to a CloudPlan
-    owned_plans = {p.name: p for p in plans if isinstance(p, OwnedPlan)}
-    cloud_plans = {p.name: p for p in plans if isinstance(p, CloudPlan)}
+    owned_plans = facts.owned_plans(plans)
     econ = economics_values(scenario)
-    owned = [o for o in scenario.options if o.kind == "owned"]
+    owned = facts.owned_options(scenario)
     return Knobs(
         owned_gpus={o.name: o.gpus for o in owned},
-        cloud_price={o.name: float(cloud_plans[o.name].price_per_gpu_hour) for o in scenario.options
-                     if o.kind == "cloud"},
+        cloud_price={name: float(plan.price_per_gpu_hour) for name, plan in facts.cloud_plans(plans).items()},
         arrival_scale=scenario.workload.arrival_scale,
         classes={
             c.name: ClassKnobs(c.model_params_b, c.rollout.lengths.mean, c.rollout.lengths.cv,
@@ -148,7 +145,7 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
     data = copy.deepcopy(before)
     for opt in data["options"]:
         name = opt["name"]
-        if opt["kind"] == "owned":
+        if facts.is_owned(opt):
             gpus = knobs.owned_gpus.get(name)
             if _changed(gpus, was.owned_gpus[name]):
                 opt["gpus"] = int(gpus)
@@ -156,7 +153,7 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
                 opt["capex_usd_per_gpu"] = float(knobs.capex_per_gpu[name])
             if _changed(knobs.lead_time_days.get(name), was.lead_time_days[name]):
                 opt["lead_time_days"] = float(knobs.lead_time_days[name])
-        if opt["kind"] == "cloud":
+        if facts.is_cloud(opt):
             price = knobs.cloud_price.get(name)
             if _changed(price, was.cloud_price[name]):
                 opt["price_per_gpu_hour"] = float(price)
@@ -190,11 +187,11 @@ def knob_paths(scenario: Scenario) -> dict[tuple, str]:
     paths: dict[tuple, str] = {("horizon_days",): "horizon", ("seed",): "seed",
                                ("workload", "arrival_scale"): "scale"}
     for i, opt in enumerate(scenario.options):
-        if opt.kind == "owned":
+        if facts.is_owned(opt):
             paths[("options", i, "gpus")] = f"gpus:{opt.name}"
             paths[("options", i, "capex_usd_per_gpu")] = f"capex:{opt.name}"
             paths[("options", i, "lead_time_days")] = f"lead:{opt.name}"
-        elif opt.kind == "cloud":
+        elif facts.is_cloud(opt):
             paths[("options", i, "price_per_gpu_hour")] = f"price:{opt.name}"
     for j, cls in enumerate(scenario.workload.classes):
         where = ("workload", "classes", j)

@@ -11,7 +11,7 @@ import streamlit as st
 
 from costsim.dashboard.editor_widgets import whole_number
 from costsim.dashboard.knobs import ECONOMY, SETUPS, ClassKnobs, Knobs, current_knobs
-from costsim.plan.options import OwnedPlan
+from costsim.plan import facts
 from costsim.plan.resolve import resolve
 from costsim.present.formats import count, number, significant
 from costsim.scenario import Scenario
@@ -79,7 +79,7 @@ def knob_form(scenario: Scenario, key: str) -> KnobForm:
     # the widget changed. Kept while a run draws no form (a scenario that cannot be loaded).
     st.session_state.setdefault(REPLICATIONS_KEY, DEFAULT_REPLICATIONS)
     k = current_knobs(scenario)
-    owned_plans = {p.name: p for p in resolve(scenario) if isinstance(p, OwnedPlan)}  # a node's GPUs per owned option
+    owned_plans = facts.owned_plans(resolve(scenario))  # a node's GPUs per owned option
     out = KnobForm(k, DEFAULT_REPLICATIONS, {}, {})
     owned, capex, lead, prices = {}, {}, {}, {}
     with sidebar_slot("knobs", key), st.form("knobs"):

@@ -14,6 +14,7 @@ import costsim
 from costsim.catalog.load import default_catalog
 from costsim.dashboard.bounded import run_key
 from costsim.dashboard.views import show_table
+from costsim.plan.facts import hybrid
 from costsim.plots import figures as plots
 from costsim.plots.figures import book_value_note
 from costsim.present import formats
@@ -134,7 +135,7 @@ def cost(res, runs, scenario) -> None:
     st.caption(literal_markdown(book_value_note(res.summary)))
     st.caption(literal_markdown((f"Cost breakdown and cash flow above: replication 1 of {reps}. " if reps > 1 else "")
                                 + npv_sentence([r.summary for r in runs])))
-    if (res.summary["kind"] == "hybrid").any():
+    if hybrid(res.summary["kind"]).any():
         plot(one, plots.hybrid_parts, "fig_hybrid")
 
 

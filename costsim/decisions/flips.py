@@ -32,6 +32,7 @@ import pandas as pd
 
 from costsim.decisions.fair import fair_rows
 from costsim.decisions.targets import Shortfall, Target, shortfall
+from costsim.plan import facts
 from costsim.scenario import Scenario
 
 if TYPE_CHECKING:  # for the type only: costsim.results is imported lazily
@@ -117,8 +118,8 @@ def needed_options(scenario: Scenario, names: tuple[str, ...]) -> tuple[str, ...
             continue
         keep.add(name)
         opt = by_name[name]
-        todo += [n for n in (getattr(opt, "base", None), getattr(opt, "burst", None), opt.rollout_pool) if n]
-    keep |= {o.name for o in scenario.options if o.kind == "cloud" and o.pricing in ("on_demand", "spot")}
+        todo += [n for n in (*facts.parts_of(opt), opt.rollout_pool) if n]
+    keep |= set(facts.pay_as_you_go_names(scenario))
     return tuple(o.name for o in scenario.options if o.name in keep)
 
 

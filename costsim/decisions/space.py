@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from costsim.catalog.load import default_catalog
+from costsim.plan import facts
 from costsim.runs.paths import PathError, resolve, scalar_kinds
 from costsim.runs.sweepfile import parse_set
 from costsim.scenario import Problem, ScenarioError
 
 FLOAT_STEPS = 64  # a real range's resolution: 1/64 of its span (the 5-point grid falls on levels 0, 16, 32, 48, 64)
 _RANGE = re.compile(r"^\s*([^.\s][^\s]*?)\s*\.\.\s*(\S+)\s*$")
-_STEPPED = {("owned", "gpus"): "gpus_per_node", ("cloud", "reserved_gpus"): "gpus_per_instance",
-            ("cloud", "max_gpus"): "gpus_per_instance"}
 
 
 def vary_error(path: str | None, message: str) -> ScenarioError:
@@ -88,7 +87,7 @@ def _unit(data: dict, loc: tuple) -> tuple[int, str]:
     if len(loc) != 3 or loc[0] != "options" or not isinstance(loc[1], int):
         return 1, ""
     option = data["options"][loc[1]]
-    per = _STEPPED.get((option.get("kind"), loc[2]))
+    per = facts.unit_field(option, str(loc[2]))
     if per is None:
         return 1, ""
     n = option.get(per)

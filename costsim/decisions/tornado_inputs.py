@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from costsim.catalog.load import Catalog, InputRange
+from costsim.plan import facts
 from costsim.plan.resolve import economics_values
 from costsim.runs import arguments
 from costsim.scenario import Scenario
@@ -20,7 +21,7 @@ Edits = dict[str, object]  # dotted path (options by name) -> value
 
 
 def _price_edits(sc: Scenario, plans: dict, cat: Catalog, f: float) -> Edits | str:
-    rented = [o.name for o in sc.options if o.kind == "cloud"]
+    rented = [o.name for o in facts.cloud_options(sc)]
     if not rented:
         return "no rented option"
     return {f"options.{n}.price_per_gpu_hour": plans[n].price_per_gpu_hour * f for n in rented}
@@ -31,19 +32,19 @@ def _on_demand(o, cat: Catalog) -> float:
 
 
 def _spot_edits(sc: Scenario, plans: dict, cat: Catalog, d: float) -> Edits | str:
-    spot = [o for o in sc.options if o.kind == "cloud" and o.pricing == "spot"]
+    spot = facts.spot_options(sc)
     if not spot:
         return "no spot option"
     return {f"options.{o.name}.price_per_gpu_hour": _on_demand(o, cat) * (1 - d) for o in spot}
 
 
 def _spot_base(sc: Scenario, plans: dict, cat: Catalog) -> float:
-    spot = [o for o in sc.options if o.kind == "cloud" and o.pricing == "spot"]
+    spot = facts.spot_options(sc)
     return float(np.mean([1 - plans[o.name].price_per_gpu_hour / _on_demand(o, cat) for o in spot])) if spot else math.nan
 
 
 def _owned(sc: Scenario) -> list:
-    return [o for o in sc.options if o.kind == "owned"]
+    return facts.owned_options(sc)
 
 
 def _capex_edits(sc: Scenario, plans: dict, cat: Catalog, f: float) -> Edits | str:
@@ -63,7 +64,7 @@ def _arrival_edits(sc: Scenario, plans: dict, cat: Catalog, f: float) -> Edits |
 
 
 def _failing(sc: Scenario) -> list:
-    return [o for o in sc.options if o.kind in ("owned", "cloud") and o.failures is not None]
+    return [o for o in facts.pool_options(sc) if o.failures is not None]
 
 
 def _failure_edits(sc: Scenario, plans: dict, cat: Catalog, v: float) -> Edits | str:

@@ -2,7 +2,10 @@
 rules, failure rates, lead time), built once by ``costsim.plan.resolve``, and the facts every layer
 reads from it rather than derives again: whether a part is a pool, the most GPUs it can give one
 job (``job_limit``), the GPUs a job holds there (``held_gpus``), when its capacity is there
-(``delivery_h``), how it is paid for (``pricing``) and which side of build-or-rent it is (``side``).
+(``delivery_h``), how it is paid for (``pricing``) and which side of build-or-rent it is (``side``);
+and, for a layer whose pricing or estimate differs by how a pool is paid, the pool itself as what
+it is (``owned``, ``reservation``, ``rental``: exactly one of them on a pool) and how it interrupts
+jobs (``interruptions``).
 
 Pools: an owned cluster and a reserved commitment are pools of nodes run by a scheduler and paid
 whether used or not; on-demand and spot capacity is rented per use, in whole instances."""
@@ -68,25 +71,13 @@ class JobLimit(NamedTuple):
     gpus: int
     field: str  # gpus (owned) | reserved_gpus (reserved) | max_gpus (an on-demand or spot quota)
 
-@dataclass(frozen=True)
-class EconomicsValues:
-    """Scenario economics with the catalog filled in."""
 
-    electricity_usd_per_kwh: float
-    pue: float
-    colo_usd_per_kw_month: float
-    depreciation_years: float
-    residual_value_frac: float
-    maintenance_frac_per_year: float
-    staff_usd_per_fte_year: float
-    gpus_per_fte: float
-    staff_min_fte: float  # whole engineers per owned cluster at least (costsim.models.economics.staff_fte)
-    storage_capex_frac: float
-    install_capex_frac: float
-    cost_of_capital: float
-    setup_usd: float
-    discount_rate: float
+class Interruption(NamedTuple):
+    """One way a pool interrupts a job: per node (or instance) the job holds, ``per_node_h``
+    interruptions per hour, each costing ``resume_h`` hours until its work resumes."""
 
+    per_node_h: float
+    resume_h: float
 
 @dataclass(frozen=True)
 class OwnedPlan:
@@ -119,6 +110,31 @@ class OwnedPlan:
     def pay_as_you_go(self) -> bool:
         """Never: owned capacity is paid for whether used or not."""
         return False
+
+    @property
+    def owned(self) -> OwnedPlan:
+        """The owned cluster the option runs on first: itself."""
+        return self
+
+    @property
+    def reservation(self) -> None:
+        """No reserved commitment."""
+        return None
+
+    @property
+    def rental(self) -> None:
+        """Not capacity rented per use."""
+        return None
+
+    @property
+    def bridged_h(self) -> float:
+        """Hours from the start during which another pool stands in for the option's own: none."""
+        return 0.0
+
+    def interruptions(self, restart_h: float) -> list[Interruption]:
+        """Node failures, each costing the repair-free ``restart_h`` hours (the job restarts on
+        other nodes from its checkpoint)."""
+        return [Interruption(self.failures_per_node_h, restart_h)]
 
     @property
     def home(self) -> OwnedPlan:
@@ -214,6 +230,37 @@ class CloudPlan:
         return not self.reserved
 
     @property
+    def owned(self) -> None:
+        """No owned cluster: rented capacity."""
+        return None
+
+    @property
+    def reservation(self) -> CloudPlan | None:
+        """The reserved commitment the option runs on first: itself when reserved, else None."""
+        return self if self.reserved else None
+
+    @property
+    def rental(self) -> CloudPlan | None:
+        """The capacity rented per use that the option is: itself when on-demand or spot, else None."""
+        return None if self.reserved else self
+
+    @property
+    def bridged_h(self) -> float:
+        """Hours from the start during which another pool stands in for the option's own: none."""
+        return 0.0
+
+    def interruptions(self, restart_h: float) -> list[Interruption]:
+        """Reserved: none (the provider handles a committed pool's failures). On-demand and spot:
+        node failures, the node swapped in the mean provisioning delay, then ``restart_h``; and
+        preemptions (spot), the instance reacquired after ``reacquire_delay_h``, provisioning and
+        startup, then ``restart_h``."""
+        if self.reserved:
+            return []
+        swap_h = self.provisioning_delay_h + restart_h
+        reacquire_h = self.reacquire_delay_h + self.provisioning_delay_h + self.startup_h + restart_h
+        return [Interruption(self.failures_per_node_h, swap_h), Interruption(self.preemptions_per_instance_h, reacquire_h)]
+
+    @property
     def home(self) -> CloudPlan:
         """The pool the option's jobs run on first: this capacity itself."""
         return self
@@ -288,6 +335,27 @@ class HybridPlan:
     def pay_as_you_go(self) -> bool:
         """Never: a hybrid has a base of owned or reserved capacity."""
         return False
+
+    @property
+    def owned(self) -> OwnedPlan | None:
+        """The owned cluster the option runs on first: its base when owned, else None."""
+        return self.base.owned
+
+    @property
+    def reservation(self) -> CloudPlan | None:
+        """The reserved commitment the option runs on first: its base when reserved, else None."""
+        return self.base.reservation
+
+    @property
+    def rental(self) -> None:
+        """Not capacity rented per use (its burst is: ``pools(plan)[1]``)."""
+        return None
+
+    @property
+    def bridged_h(self) -> float:
+        """Hours from the start during which the burst stands in for the base (its jobs and the
+        serving the base cannot do): the base's delivery when the hybrid bridges it, else none."""
+        return self.base.delivery_h if self.bridge_until_ready else 0.0
 
     @property
     def home(self) -> OwnedPlan | CloudPlan:

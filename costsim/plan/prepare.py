@@ -1,6 +1,7 @@
 """A scenario prepared to run: resolved against the catalog once, its trace read, every check that
 needs the plans passed (``costsim.plan.checks``). ``simulate`` runs a ``Prepared``; the front door
-(``costsim.runs.api``) builds it."""
+(``costsim.runs.api.prepare``) builds it, once per scenario however many seeds it then runs: the
+report's replications, a sweep worker's replications of a variant, the dashboard's workers."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import numpy as np
 
 from costsim.catalog.load import Catalog
 from costsim.plan.checks import plan_problems, serving_demand
-from costsim.plan.options import EconomicsValues, Plan
+from costsim.plan.economics import EconomicsValues
+from costsim.plan.options import Plan
 from costsim.plan.resolve import economics_values, resolve
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_trace
 from costsim.scenario.errors import Loc
-from costsim.scenario.filekind import input_file_problem
+from costsim.scenario.filekind import file_identity, input_file_problem
 
 # Problems of a trace's rows that only the layer drawing the workload can see (its job ids against
 # the ids it makes itself): given the scenario and the trace's job ids.
@@ -26,14 +28,17 @@ TraceCheck = Callable[[Scenario, np.ndarray], list[Problem]]
 class Prepared:
     """A checked scenario with what its runs read: ``plans`` (one per option, in order),
     ``economics`` (the catalog filled in), ``trace`` (the scenario's trace file read once, None
-    without one) and ``serving_demand`` (serving GPUs per hour over the horizon and a year more,
-    None without serving)."""
+    without one), ``serving_demand`` (serving GPUs per hour over the horizon and a year more,
+    None without serving; read-only, as every run shares it) and ``trace_identity`` (the trace
+    file's ``file_identity`` taken before it was read, None without a trace: what a run memo keys
+    the jobs drawn from it by)."""
 
     scenario: Scenario
     plans: tuple[Plan, ...]
     economics: EconomicsValues
     trace: TraceTable | None
     serving_demand: np.ndarray | None
+    trace_identity: tuple[int, ...] | None = None
 
 
 def prepare(scenario: Scenario, *, source: str = "<scenario>", lines: dict[Loc, tuple[int, int]] | None = None,
@@ -42,17 +47,22 @@ def prepare(scenario: Scenario, *, source: str = "<scenario>", lines: dict[Loc, 
     its trace read and every cross-field check passed; raises ``ScenarioError`` naming ``source``
     and, where ``lines`` knows them, the lines of the fields at fault. ``trace_check``: problems of
     the trace's rows, reported at the trace file, before the plan checks."""
+    # Before the file is read: an edit during the read can only cause a memo miss later, never a stale hit.
+    named = scenario.workload.trace
+    identity = file_identity(scenario.base_dir / named) if named is not None else None
     try:
         plans = resolve(scenario, catalog, source=source)
         trace = _trace(scenario, source, trace_check)
         demand = serving_demand(scenario)
+        if demand is not None:
+            demand.setflags(write=False)
         problems = plan_problems(scenario, plans, trace, demand)
         if problems:
             raise ScenarioError(source, problems)
     except ScenarioError as err:
         raise err.with_lines(lines or {}) from None
     # Economics from the catalog as given: a scenario's catalog: section pins no economics.
-    return Prepared(scenario, tuple(plans), economics_values(scenario, catalog), trace, demand)
+    return Prepared(scenario, tuple(plans), economics_values(scenario, catalog), trace, demand, identity)
 
 
 def _trace(scenario: Scenario, source: str, trace_check: TraceCheck | None) -> TraceTable | None:

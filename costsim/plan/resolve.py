@@ -7,7 +7,9 @@ from dataclasses import replace
 
 from costsim.catalog.load import Catalog, GPUSpec, default_catalog
 from costsim.catalog.pins import effective_catalog, warn_version
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan
+from costsim.plan.economics import EconomicsValues
+from costsim.plan.facts import catalog_price_key
+from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
 from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
 from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
@@ -100,7 +102,7 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float
     billing = cat.billing[opt.price_tier]
     price = opt.price_per_gpu_hour
     if price is None:
-        key = f"reserved_{term_years}y" if opt.pricing == "reserved" else opt.pricing
+        key = catalog_price_key(opt.pricing, term_years)
         price = gpu.price[opt.price_tier][key]
     return CloudPlan(
         name=opt.name,

@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from costsim.plan.facts import hybrid
 from costsim.plots.band import cumulative_cost_band
 from costsim.plots.decisions import pareto_figure, tornado_figure
 from costsim.plots.layout import (
@@ -363,7 +364,7 @@ def book_value_note(summary: pd.DataFrame) -> str:
 
 def hybrid_parts(results: Results) -> go.Figure:
     """GPU-hours each hybrid option ran on its base and on its burst."""
-    s = results.summary[results.summary["kind"] == "hybrid"]
+    s = results.summary[hybrid(results.summary["kind"])]
     base = s["gpu_hours_used"] - s["serving_gpu_hours"] - s["gpu_hours_burst"]
     fig = go.Figure()
     # base: owned-warm orange, solid; burst: rented blue, hatched as rented bars are

@@ -31,6 +31,8 @@ from typing import Any
 
 import pandas as pd
 
+from costsim.plan.facts import holding
+
 # Okabe & Ito's palette, its three light colours darkened (hue and saturation kept, HLS lightness
 # lowered) to 3:1 against the white plot (WCAG 2.1, 1.4.11 non-text contrast): orange E69F00,
 # sky blue 56B4E9 and yellow F0E442 in the paper (2.25, 2.31 and 1.32:1 on white; tests/plots/test_palette_contrast.py).
@@ -84,18 +86,6 @@ class Style:
                     pattern=dict(shape=self.pattern, fillmode="overlay", fgcolor="white", fgopacity=0.6, size=7))
 
 
-def _family_and_look(kind: Any, pricing: Any) -> tuple[str, str]:
-    kind = str(kind) if kind is not None and kind == kind else ""
-    pricing = str(pricing) if pricing is not None and pricing == pricing else ""
-    if kind == "owned":
-        return "owned", "owned"
-    if kind == "cloud":
-        return "rented", pricing if pricing in _LOOK and pricing not in ("owned", "hybrid") else "on_demand"
-    if kind == "hybrid":
-        return "hybrid", "hybrid"
-    return "other", "other"
-
-
 def _entries(source: Any) -> list[tuple[str, str, str]]:
     """(name, family, look) per option, from a summary-like DataFrame (``option``, optional
     ``kind`` and ``pricing``), anything with ``.summary`` (Results) or ``.options`` (Scenario), a
@@ -121,7 +111,7 @@ def _entries(source: Any) -> list[tuple[str, str, str]]:
         raise ValueError(f"option_styles(): cannot read options from a {type(source).__name__}")
     out: dict[str, tuple[str, str, str]] = {}
     for name, kind, pricing in triples:
-        out.setdefault(str(name), (str(name), *_family_and_look(kind, pricing)))
+        out.setdefault(str(name), (str(name), *holding(kind, pricing)))  # (family, look)
     return list(out.values())
 
 

@@ -229,13 +229,14 @@ def check_out(path: Path, label: str = "--out") -> None:
 
 def replications_of(sc, n: int, seed: int, step=None):
     """``n`` runs of ``sc`` with seeds ``replication_seed(seed, r)`` (the first is ``costsim run``'s
-    run on ``seed``); ``step(done)`` after each."""
+    run on ``seed``), ``sc`` prepared once for all of them; ``step(done)`` after each."""
     from costsim.runs import api
     from costsim.runs.sweepfile import replication_seed
 
+    ready = api.prepare(sc)
     runs = []
     for r in range(n):
-        runs.append(api.simulate(sc, seed=replication_seed(seed, r)))
+        runs.append(api.simulate(ready, seed=replication_seed(seed, r)))
         if step is not None:
             step(r + 1)
     return runs

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from costsim.models import reliability as rel
-from costsim.plan.options import CloudPlan, OwnedPlan, Plan, nodes_needed
+from costsim.plan.options import Plan, nodes_needed
 from costsim.scenario import Scenario
 from costsim.workload.plan import PHASES, WorkPlan
 
@@ -28,18 +28,12 @@ ADVICE_COLUMNS = [
 
 def interruption_causes(plan: Plan, gpus: int, restart_h: float) -> list[tuple[float, float]]:
     """Each way a job of ``gpus`` is interrupted on this option, as (rate per hour, hours before
-    its work resumes): every node or instance it holds can fail (and, on spot, be preempted).
-    A hybrid: its base's causes. A reserved pool: none (its nodes do not fail in the engine)."""
+    its work resumes): every node or instance it holds can fail (and, on spot, be preempted), as
+    the pool says (``interruptions``). A hybrid: its base's causes. A reserved pool: none (its
+    nodes do not fail in the engine)."""
     part = plan.home
-    if isinstance(part, OwnedPlan):
-        return [(nodes_needed(gpus, part.gpus_per_node) * part.failures_per_node_h, restart_h)]
-    assert isinstance(part, CloudPlan)
-    if part.reserved:
-        return []
-    k = nodes_needed(gpus, part.gpus_per_instance)
-    swap_h = part.provisioning_delay_h + restart_h  # mean provisioning delay: the node swap
-    reacquire_h = part.reacquire_delay_h + part.provisioning_delay_h + part.startup_h + restart_h
-    return [(k * part.failures_per_node_h, swap_h), (k * part.preemptions_per_instance_h, reacquire_h)]
+    k = nodes_needed(gpus, part.node_gpus)
+    return [(k * cause.per_node_h, cause.resume_h) for cause in part.interruptions(restart_h)]
 
 
 def interruption_rate_per_h(plan: Plan, gpus: int) -> float:

@@ -56,7 +56,7 @@ import math
 import numpy as np
 
 from costsim.engine.run import UsageRecord
-from costsim.plan.options import CloudPlan, Plan, pools
+from costsim.plan.options import Plan, pools
 
 STALE_FACTOR = 4.0  # a job never started is stale past this many times the option's p95 delay ...
 STALE_FLOOR_H = 24.0  # ... and past this many hours (and past its own planned run)
@@ -70,10 +70,10 @@ def capacity_limit_gpu_h(plan: Plan, rec: UsageRecord, start_h: float, end_h: fl
             t = np.clip(np.append(rec.capacity_change_h, end_h), start_h, end_h)
             total += float((np.diff(t) * np.asarray(rec.capacity_gpus, dtype=float)).sum())
             continue
-        assert isinstance(part, CloudPlan)  # not a pool: rented per use
-        if part.max_gpus is None:
+        quota = part.job_limit  # rented per use: its quota caps the GPUs held at once, as a job's
+        if quota is None:
             return math.inf
-        total += part.max_gpus * (end_h - start_h)
+        total += quota.gpus * (end_h - start_h)
     return total
 
 
@@ -175,7 +175,7 @@ def cheapest_rent_usd_per_gpu_hour(plans: list[Plan], plan: Plan) -> float:
     """The price unfinished work (and unmet serving) is priced at: the cheapest on-demand or spot
     price among the scenario's options (hybrid bursts included), or, with none, the catalog's
     cheapest on-demand price of ``plan``'s GPU type (every tier). USD per GPU-hour."""
-    rented = [p.price_per_gpu_hour for q in plans for p in pools(q) if isinstance(p, CloudPlan) and not p.is_pool]
+    rented = [r.price_per_gpu_hour for q in plans for p in pools(q) if (r := p.rental) is not None]
     if rented:
         return float(min(rented))
     return float(min(tier["on_demand"] for tier in plan.gpu.price.values() if "on_demand" in tier))

@@ -1,6 +1,7 @@
 """Prices a run's usage over any set of time bins, from ``economics``' pure functions.
 
-One function per option kind returns cost line items per bin; the hourly cumulative curve, the
+One function per way a pool is paid for (``owned``, a ``reservation``, a ``rental``: what its plan
+says it is) returns cost line items per bin; the hourly cumulative curve, the
 monthly table and the totals all come from it (``option_costs``), so they agree by construction.
 This module also says where serving runs (``serving_use``) and what capacity each option has
 (``capacity``), since both are priced here.
@@ -19,7 +20,9 @@ import numpy as np
 from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models import economics as eco
 from costsim.models.intervals import binned, hours_in_bins
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, OwnedPlan, Plan, nodes_needed
+from costsim.plan.economics import EconomicsValues
+from costsim.plan.options import CloudPlan, OwnedPlan, Plan, nodes_needed
+from costsim.plan.options import pools as plan_pools
 from costsim.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload.jobs import JobTable
 
@@ -44,13 +47,14 @@ def held_intervals(rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.n
 
 
 def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, UsageRecord]]:
-    """The option's pools with the usage each carried: one, or a hybrid's base and burst; then the
-    rented pool its RL classes offload rollouts to (``rollout_parts``), if any."""
+    """The option's pools with the usage each carried: one, or a hybrid's base and burst (the
+    record's parts ``BASE`` and ``BURST``, in ``plan.options.pools`` order); then the rented pool
+    its RL classes offload rollouts to (``rollout_parts``), if any."""
     home = plan.home
     rollouts = [(home.rollout, only(rec, ROLLOUT))] if home.rollout is not None else []
-    if isinstance(plan, HybridPlan):
-        return [(plan.base, only(rec, BASE)), (plan.burst, only(rec, BURST)), *rollouts]
-    return [(plan, only(rec, BASE) if rollouts else rec), *rollouts]
+    own = plan_pools(plan)
+    split = len(own) > 1 or bool(rollouts)
+    return [*((part, only(rec, k) if split else rec) for k, part in zip((BASE, BURST), own, strict=False)), *rollouts]
 
 
 def rollout_parts(plan: Plan) -> int:
@@ -91,7 +95,7 @@ def capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) 
             t = np.append(rec.capacity_change_h, horizon_h)
             pool = binned(t[:-1], t[1:], rec.capacity_gpus.astype(float), edges)
             cap += pool
-            if not isinstance(part, OwnedPlan):
+            if part.reservation is not None:  # a commitment's GPUs are rented
                 rented += pool
         else:
             _, s, e, k = held_intervals(sub, horizon_h)
@@ -129,8 +133,8 @@ def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon
             _, st, en, k = held_intervals(sub, horizon_h)
             rl = binned(st, en, sub.alloc_held[k].astype(float), hourly) / width
             out.append((np.minimum(demand, np.maximum(pool - rl, 0.0)), zero))
-        elif isinstance(plan, HybridPlan):  # the burst: serving only while it bridges the base's lead time
-            bridging = plan.bridge_until_ready & (hourly[:-1] < plan.base.delivery_h)
+        elif part is not plan.home:  # a hybrid's burst: serving only while it bridges the base's lead time
+            bridging = hourly[:-1] < plan.bridged_h
             short = np.where(bridging, np.maximum(demand - out[0][0], 0.0), 0.0)
             gpus = np.ceil(short - 1e-9).astype(np.int64)  # whole GPUs, without float noise
             out.append((short, (nodes_needed(gpus, gpi) * gpi).astype(float)))
@@ -147,18 +151,20 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
     pools = parts(plan, rec)
     for k, (part, sub) in enumerate(pools):
         served, rented = serving[k] if serving else (None, None)
+        own, commitment, rental = part.owned, part.reservation, part.rental  # one of them: what the pool is
         if k >= len(pools) - rollout_parts(plan):  # a rollout pool: its bill is the rollout line
-            assert isinstance(part, CloudPlan)  # a rollout pool is rented
-            items = {"rollout": cloud_costs(part, sub, horizon_h, edges)["cloud"]}
-        elif isinstance(part, OwnedPlan):
+            assert rental is not None  # a rollout pool is rented per use
+            items = {"rollout": cloud_costs(rental, sub, horizon_h, edges)["cloud"]}
+        elif own is not None:
             extra = per_bin(served, horizon_h, edges) if served is not None else None
-            items = owned_costs(part, econ, sub, jobs.gpus, horizon_h, edges, extra)
-        elif part.reserved:
-            items = reserved_costs(part, horizon_h, edges)
+            items = owned_costs(own, econ, sub, jobs.gpus, horizon_h, edges, extra)
+        elif commitment is not None:
+            items = reserved_costs(commitment, horizon_h, edges)
         else:
-            items = cloud_costs(part, sub, horizon_h, edges)
+            assert rental is not None
+            items = cloud_costs(rental, sub, horizon_h, edges)
             if rented is not None:
-                items["serving"] = per_bin(rented, horizon_h, edges) * part.price_per_gpu_hour
+                items["serving"] = per_bin(rented, horizon_h, edges) * rental.price_per_gpu_hour
         for item, v in items.items():
             out[item] = out[item] + v
     return out

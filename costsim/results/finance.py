@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from costsim.models import economics as eco
-from costsim.plan.options import CloudPlan, EconomicsValues, OwnedPlan, Plan
+from costsim.plan.economics import EconomicsValues
+from costsim.plan.options import Plan, pools
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [
@@ -40,12 +41,6 @@ OPEX = ("energy", "facility", "maintenance", "staff", "setup")
 RENT = ("reserved", "cloud", "serving", "rollout")  # serving and offloaded rollouts on rented capacity are rent too
 
 
-def owned_part(plan: Plan) -> OwnedPlan | None:
-    """The option's owned cluster (a hybrid's owned base); None when it owns none."""
-    home = plan.home
-    return home if isinstance(home, OwnedPlan) else None
-
-
 def cashflow(plan: Plan, econ: EconomicsValues, month_items: dict[str, np.ndarray], horizon_h: float) -> pd.DataFrame:
     """One row per month (USD): capex at purchase, opex and rent as incurred, the commitment owed
     and the book value (credited) at the horizon's end; ``discounted_usd`` is the month's present
@@ -53,7 +48,7 @@ def cashflow(plan: Plan, econ: EconomicsValues, month_items: dict[str, np.ndarra
     months = len(month_items["cloud"])
     capex = np.zeros(months)
     book = np.zeros(months)
-    own = owned_part(plan)
+    own = plan.owned  # a hybrid's owned base too
     if own is not None and months:
         capex[0] = own.capex_usd
         in_service = max(horizon_h - own.lead_time_h, 0.0) / HOURS_PER_YEAR
@@ -82,8 +77,8 @@ def cash_paid(cash: pd.DataFrame) -> pd.Series:
 def committed_usd_per_month(plan: Plan) -> float:
     """A reservation's bill per whole (730-h) month, reserved GPUs × price × 730 (a hybrid's
     reserved base's); 0 for any option without a commitment."""
-    part = plan.home
-    if isinstance(part, CloudPlan) and part.reserved:
+    part = plan.reservation
+    if part is not None:
         assert part.reserved_gpus is not None  # a reservation commits to reserved_gpus
         return float(part.reserved_gpus) * part.price_per_gpu_hour * HOURS_PER_MONTH
     return 0.0
@@ -102,13 +97,16 @@ def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
 
 
 def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
-    """What a GPU-hour of capacity costs when you own or commit to it (used or not)."""
-    if isinstance(plan, OwnedPlan):
+    """What a GPU-hour of capacity costs when you own or commit to it (used or not); NaN for a
+    hybrid, whose total is two pools' and no one price."""
+    if len(pools(plan)) > 1:
+        return np.nan
+    if plan.owned is not None:
         # The cluster alone: rented rollout instances (rollout offload) are neither its cost nor its capacity.
         capacity = summary["capacity_gpu_hours"] - summary["rollout_gpu_hours"]
         return (summary["total_cost_usd"] - summary["cost_rollout_usd"]) / capacity if capacity else np.nan
-    if isinstance(plan, CloudPlan) and plan.reserved:
-        return plan.price_per_gpu_hour
+    if (commitment := plan.reservation) is not None:
+        return commitment.price_per_gpu_hour
     return np.nan
 
 
@@ -140,10 +138,11 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
         if a.pay_as_you_go:
             continue
         for b in plans:
-            if not (isinstance(b, CloudPlan) and b.pay_as_you_go):  # isinstance: for the type checker
+            rental = b.rental
+            if rental is None:
                 continue
             own = _own_usd_per_gpu_hour(a, s.loc[a.name])
-            part = owned_part(a)  # the hardware's life runs from its delivery
+            part = a.owned  # the hardware's life runs from its delivery
             life = ((part.lead_time_h + depreciation_years * HOURS_PER_YEAR) / HOURS_PER_MONTH
                     if depreciation_years is not None and part is not None else np.nan)
             later = eco.breakeven_month_extrapolated(cum[a.name], cum[b.name], horizon_h=horizon_h,
@@ -153,8 +152,9 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
                 "breakeven_month": eco.breakeven_month(cum[a.name], cum[b.name]),
                 "breakeven_month_extrapolated": later if not _ends_after(later, life) else np.nan,
                 "cheaper_until_month": eco.cheaper_until_month(cum[a.name], cum[b.name]),
-                "breakeven_utilization": eco.breakeven_utilization(own, b.price_per_gpu_hour) if own == own else np.nan,
-                "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": b.price_per_gpu_hour, "life_months": life,
+                "breakeven_utilization": (eco.breakeven_utilization(own, rental.price_per_gpu_hour) if own == own
+                                          else np.nan),
+                "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": rental.price_per_gpu_hour, "life_months": life,
             })
     return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
 

@@ -29,7 +29,8 @@ import pandas as pd
 
 from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
-from costsim.plan.options import CloudPlan, EconomicsValues, HybridPlan, Plan
+from costsim.plan.economics import EconomicsValues
+from costsim.plan.options import Plan
 from costsim.plan.options import pools as plan_pools
 from costsim.results import backlog, finance, to_target
 from costsim.results.advice import checkpoint_advice
@@ -56,16 +57,16 @@ def _startup_h(plan: Plan, rec: UsageRecord, work: WorkPlan) -> np.ndarray:
     offloaded job waits for its rollout instances (``Offloads.first_h``)."""
     out = np.zeros(len(rec.part)) if work.offload is None else work.offload.first_h.copy()
     for part_id, part in enumerate(plan_pools(plan)):
-        if isinstance(part, CloudPlan) and part.pay_as_you_go:  # isinstance: for the type checker
-            out[rec.part == part_id] = part.startup_h
+        if (rental := part.rental) is not None:
+            out[rec.part == part_id] = rental.startup_h
     return out
 
 
 def _ran_on(plan: Plan, rec: UsageRecord, started: np.ndarray) -> np.ndarray:
     """Where each job ran: the option, or a hybrid's base or burst option; empty if never started."""
     # One string object per name, shared by the jobs (np.full / np.where with a str make one per job).
-    names = [plan.base.name, plan.burst.name] if isinstance(plan, HybridPlan) else [plan.name]
-    part = rec.part.astype(np.intp) if isinstance(plan, HybridPlan) else np.zeros(len(started), dtype=np.intp)
+    names = [pool.name for pool in plan_pools(plan)]  # the option itself, or a hybrid's base and burst
+    part = rec.part.astype(np.intp) if len(names) > 1 else np.zeros(len(started), dtype=np.intp)
     return np.array([*names, ""], dtype=object)[np.where(started, part, len(names))]
 
 
@@ -138,12 +139,11 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
     pools = parts(plan, rec)
     for k, (part, sub) in enumerate(pools):
         part_serving = [serving[k]] if serving else None
-        if not part.is_pool:
-            assert isinstance(part, CloudPlan)  # rented per use
-            bill_job, bill = cloud_bills(part, sub, horizon_h)
+        if (rental := part.rental) is not None:  # rented per use
+            bill_job, bill = cloud_bills(rental, sub, horizon_h)
             job_cost += np.bincount(bill_job, weights=bill, minlength=n)
             if part_serving:
-                serving_cost += float(per_bin(part_serving[0][1], horizon_h, whole)[0]) * part.price_per_gpu_hour
+                serving_cost += float(per_bin(part_serving[0][1], horizon_h, whole)[0]) * rental.price_per_gpu_hour
             continue
         part = replace(part, rollout=None)  # the pool alone: its rollout pool is a part of its own here
         items = totals if len(pools) == 1 else {

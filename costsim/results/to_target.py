@@ -44,7 +44,7 @@ import pandas as pd
 
 from costsim.engine.run import ROLLOUT
 from costsim.models import scaling
-from costsim.plan.options import HybridPlan
+from costsim.plan.options import pools
 from costsim.results.costing import held_intervals
 from costsim.units import HOURS_PER_DAY
 
@@ -144,7 +144,7 @@ def reference_gpu_hours(plans, works, option: str | None = None) -> tuple[str, n
     its GPUs, without a rollout pool's preemption stretch). A faster option gets through the same
     run, so the same compute, sooner."""
     plan, ref = next((p, w) for p, w in zip(plans, works, strict=True)
-                     if (p.name == option if option is not None else not isinstance(p, HybridPlan)))
+                     if (p.name == option if option is not None else len(pools(p)) == 1))
     useful = ref.offload.useful if ref.offload is not None else 1.0
     return plan.name, ref.run_h * useful * ref.jobs.gpus
 

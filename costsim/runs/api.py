@@ -9,10 +9,11 @@ from pathlib import Path
 from costsim.engine import run as engine
 from costsim.models.serving import RangeMax
 from costsim.plan.options import CloudPlan, OwnedPlan, pools
-from costsim.plan.prepare import Prepared, prepare
+from costsim.plan.prepare import Prepared
+from costsim.plan.prepare import prepare as prepare_plan
 from costsim.results import tables as results
 from costsim.runs import arguments, budget
-from costsim.runs.memo import RunMemo, cached, file_identity
+from costsim.runs.memo import RunMemo, cached
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, scenario_from_yaml
 from costsim.scenario import dump_scenario as schema_dump
 from costsim.scenario import scenario_from_data as schema_from_data
@@ -25,7 +26,7 @@ from costsim.workload.rng import stream
 def prepared(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | None = None) -> Prepared:
     """``check``, returning all it resolved: the checked scenario, its plans and economics, its trace
     (read once) and serving demand (``costsim.plan.prepare.Prepared``)."""
-    return prepare(scenario, source=source, lines=lines, trace_check=workload.reserved_id_problems)
+    return prepare_plan(scenario, source=source, lines=lines, trace_check=workload.reserved_id_problems)
 
 
 def check(scenario: Scenario, source: str, lines: dict[Loc, tuple[int, int]] | None = None) -> Scenario:
@@ -87,8 +88,28 @@ def rechecked(scenario: Scenario) -> tuple[Scenario, TraceTable | None]:
     return ready.scenario, ready.trace
 
 
+def prepare(scenario: Scenario | Path | str) -> Prepared:
+    """What ``simulate`` runs: a Scenario validated and checked again (whatever built it) or a
+    scenario file read and checked, resolved against the catalog, its trace read once and its
+    serving demand computed (``costsim.plan.prepare.Prepared``). Give it to ``simulate`` to run one
+    scenario on many seeds without preparing it each time; raises ScenarioError as ``simulate``
+    does."""
+    return _prepare(scenario, "prepare")
+
+
+def _prepare(scenario: Scenario | Path | str, function: str) -> Prepared:
+    """``prepare``, a bad argument named as ``function``'s."""
+    if isinstance(scenario, Scenario):
+        scenario, source = revalidated(scenario)  # a Scenario.model_construct may lack any field
+        return prepared(scenario, source)
+    arguments.scenario_like(scenario, function)
+    path = arguments.path(scenario, "path", "load_scenario")
+    scenario, lines = read_scenario(path)
+    return prepared(scenario, str(path), lines)
+
+
 def simulate(
-    scenario: Scenario | Path | str,
+    scenario: Scenario | Prepared | Path | str,
     seed: int | None = None,
     on_option: Callable[[str, int, int], None] | None = None,
     max_events: int | None = budget.DEFAULT_MAX_EVENTS,
@@ -96,9 +117,10 @@ def simulate(
 ) -> results.Results:
     """Run every option of the scenario on the same jobs and return the result tables.
 
-    ``scenario``: a Scenario (validated and checked again here, whatever built it) or a file path.
-    ``seed`` overrides the scenario's root seed. ``on_option(name, done, total)`` is called before
-    each option and once more (name "tables") before the tables are built: for progress bars.
+    ``scenario``: a Scenario (validated and checked again here, whatever built it), a file path, or
+    a ``Prepared`` (``prepare``: run as it was prepared, so replications of one scenario prepare it
+    once). ``seed`` overrides the scenario's root seed. ``on_option(name, done, total)`` is called
+    before each option and once more (name "tables") before the tables are built: for progress bars.
     ``max_events``: a run estimated (``costsim.runs.budget``) to need more SimPy events than this is
     refused with a ScenarioError before it starts, and one that actually passes
     ``budget.ENGINE_MARGIN`` times it is stopped; None: no limit. ``memo``: a ``RunMemo`` that
@@ -110,19 +132,10 @@ def simulate(
     max_events = arguments.max_events(max_events)
     if memo is not None and not isinstance(memo, RunMemo):
         raise arguments.error("simulate", "memo", f"must be a costsim.runs.memo.RunMemo or None, got {type(memo).__name__}")
-    if isinstance(scenario, Scenario):
-        scenario, source = revalidated(scenario)  # a Scenario.model_construct may lack any field
-        trace_id = _trace_identity(scenario)  # before the trace is read: see memo.file_identity
-        ready = prepared(scenario, source)
-    else:
-        arguments.scenario_like(scenario)
-        path = arguments.path(scenario, "path", "load_scenario")
-        scenario, lines = read_scenario(path)
-        trace_id = _trace_identity(scenario)
-        ready = prepared(scenario, str(path), lines)
-    scenario, plans, econ, trace, demand = (ready.scenario, list(ready.plans), ready.economics, ready.trace,
-                                            ready.serving_demand)
-    del ready  # so the trace (perhaps millions of rows) is freed once the jobs are drawn from it, below
+    ready = scenario if isinstance(scenario, Prepared) else _prepare(scenario, "simulate")
+    scenario, plans, econ, trace, demand, trace_id = (ready.scenario, list(ready.plans), ready.economics, ready.trace,
+                                                      ready.serving_demand, ready.trace_identity)
+    del ready  # so a trace prepared here (perhaps millions of rows) is freed once the jobs are drawn, below
     source = f"scenario {scenario.name!r}"
     seed = scenario.seed if seed is None else seed
     rows = len(trace) if trace is not None else 0
@@ -173,10 +186,3 @@ def simulate(
     if on_option is not None:
         on_option("tables", len(plans), len(plans))
     return results.build(scenario, seed, plans, econ, records, work, demand)
-
-
-def _trace_identity(scenario: Scenario) -> tuple[int, ...] | None:
-    """The scenario's trace file's identity (``memo.file_identity``), None without a trace."""
-    if scenario.workload.trace is None:
-        return None
-    return file_identity(scenario.base_dir / scenario.workload.trace)

@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from costsim.engine.pool import nodes_needed
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, pools
+from costsim.plan.options import CloudPlan, OwnedPlan, Plan, pools
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import Spread
 from costsim.workload.jobclass import expected_jobs
@@ -89,9 +89,10 @@ def pool_events(pool: OwnedPlan | CloudPlan, horizon_h: float, serving: bool) ->
     events = 0.0
     if serving and pool.is_pool:  # owned and reserved pools serve inference first
         events += EVENTS_PER_SERVING_HOUR * horizon_h
-    if isinstance(pool, OwnedPlan) and pool.failures_per_node_h > 0:
-        up_h = max(horizon_h - pool.lead_time_h, 0.0)
-        events += EVENTS_PER_NODE_FAILURE * pool.nodes * pool.failures_per_node_h * up_h
+    own = pool.owned
+    if own is not None and own.failures_per_node_h > 0:
+        up_h = max(horizon_h - own.lead_time_h, 0.0)
+        events += EVENTS_PER_NODE_FAILURE * own.nodes * own.failures_per_node_h * up_h
     return events
 
 
@@ -110,12 +111,9 @@ def interruption_events(pool: OwnedPlan | CloudPlan, work: WorkPlan, horizon_h: 
     jobs = work.jobs
     if not len(jobs):
         return 0.0
-    if isinstance(pool, OwnedPlan):
-        units, rate = nodes_needed(jobs.gpus, pool.gpus_per_node), pool.failures_per_node_h
-    elif pool.reserved:  # the provider handles a committed pool's failures: no interruptions
-        units, rate = np.zeros(len(jobs)), 0.0
-    else:
-        units, rate = nodes_needed(jobs.gpus, pool.gpus_per_instance), pool.failures_per_node_h + pool.preemptions_per_instance_h
+    causes = pool.interruptions(0.0)  # none on a reserved pool: the provider handles its failures
+    units = nodes_needed(jobs.gpus, pool.node_gpus) if causes else np.zeros(len(jobs))
+    rate = sum(cause.per_node_h for cause in causes)
     window = np.maximum(horizon_h - jobs.submit_h, 0.0)
     n = _segments(work)
     with np.errstate(all="ignore"):
@@ -125,11 +123,12 @@ def interruption_events(pool: OwnedPlan | CloudPlan, work: WorkPlan, horizon_h: 
         hits = np.where(lam > 0, lam * np.minimum(finish, window), 0.0)
         hits = np.nan_to_num(hits, nan=np.inf)
         total = EVENTS_PER_INTERRUPTION * hits + n * np.minimum(hits, 1.0)
-        if isinstance(pool, CloudPlan) and not pool.reserved and pool.stockout_probability > 0:
-            p = float(pool.stockout_probability)
+        rental = pool.rental
+        if rental is not None and rental.stockout_probability > 0:
+            p = float(rental.stockout_probability)
             tries = p / (1.0 - p) if p < 1 else np.inf
-            cap = window / pool.stockout_retry_h if pool.stockout_retry_h > 0 else np.inf
-            big = units * pool.gpus_per_instance >= pool.stockout_min_gpus
+            cap = window / rental.stockout_retry_h if rental.stockout_retry_h > 0 else np.inf
+            big = units * rental.gpus_per_instance >= rental.stockout_min_gpus
             retries = np.where(big, (1.0 + hits) * np.minimum(tries, cap), 0.0)
             total = total + EVENTS_PER_STOCKOUT * np.nan_to_num(retries, nan=np.inf)
         return float(np.sum(total))
@@ -144,7 +143,7 @@ def estimate_events(scenario: Scenario, plans: list[Plan], jobs: float, iteratio
     serving = scenario.serving is not None
     total = float(iterations)
     for k, plan in enumerate(plans):
-        total += EVENTS_PER_JOB * jobs + (jobs if isinstance(plan, HybridPlan) else 0.0) + horizon_h
+        total += EVENTS_PER_JOB * jobs + (jobs if len(pools(plan)) > 1 else 0.0) + horizon_h  # a hybrid's timers
         for p, pool in enumerate(pools(plan)):
             total += pool_events(pool, horizon_h, serving)
             if works is not None:

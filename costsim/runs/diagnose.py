@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from costsim.plan import facts
 from costsim.plan.resolve import resolve
 from costsim.runs import api, arguments
 from costsim.scenario import Economics, Option, Problem, Scenario, ScenarioError, parse_yaml, read_trace
@@ -188,7 +189,7 @@ def _catalog_errors(options: list[tuple[int, Any]], economics: Economics, horizo
     against the catalog alone, its problems at its own index; and the indices that resolved."""
     errors, ok = [], set()
     for i, opt in options:
-        if opt.kind == "hybrid":  # no catalog values of its own; its parts are checked as options
+        if facts.parts_of(opt):  # a hybrid: no catalog values of its own; its parts are checked as options
             continue
         alone = opt.model_copy(update={"rollout_pool": None, "rollout_link_gb_s": None})  # the pool is a fit check
         try:
@@ -209,8 +210,8 @@ def _resolvable(scenario: Scenario, resolved: set[int]) -> list[int]:
     names = {scenario.options[j].name for j in resolved}
     kept = []
     for j, o in enumerate(scenario.options):
-        parts = {o.base, o.burst} if o.kind == "hybrid" else set()
-        if (j in resolved or o.kind == "hybrid") and parts <= names and (o.rollout_pool is None or o.rollout_pool in names):
+        parts = set(facts.parts_of(o))  # a hybrid's base and burst
+        if (j in resolved or parts) and parts <= names and (o.rollout_pool is None or o.rollout_pool in names):
             kept.append(j)
     return kept
 

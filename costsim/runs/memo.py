@@ -9,8 +9,8 @@ streams for that option's name. So after a price knob only the priced option's r
 and the tables are built again from the rest (``results.build`` prices usage afterwards).
 
 Keys are built from the inputs as values (``repr`` of frozen dataclasses and pydantic dumps: equal
-text means equal inputs) plus the trace file's identity; nothing is keyed by object identity.
-What is kept is made read-only, so a caller that wrote into a shared array would fail loudly
+text means equal inputs) plus the trace file's identity (``scenario.filekind.file_identity``, taken
+by ``plan.prepare`` before it reads the file); nothing is keyed by object identity. What is kept is made read-only, so a caller that wrote into a shared array would fail loudly
 instead of changing a later run. Results equal those without a memo (tests/runs/test_run_memo.py).
 """
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -85,14 +84,3 @@ def freeze(value: Any) -> None:
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
             freeze(getattr(value, f.name))
-
-
-def file_identity(path: Path) -> tuple[int, ...] | None:
-    """Device, inode, size, mtime and ctime (ns) of a file, None if it cannot be read: a changed file
-    (even one whose mtime a tool restored) has another identity. Taken BEFORE the file is read, so
-    an edit during the read can only cause a miss later, never a stale hit."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

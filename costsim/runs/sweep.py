@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from costsim.plan.prepare import Prepared
 from costsim.runs import api, arguments, stats
 from costsim.runs.dataset import SweepFolder, fingerprint, manifest
 from costsim.runs.executors import (
@@ -32,6 +33,7 @@ from costsim.runs.executors import (
     EXECUTORS,
     ExecutorError,
     Run,
+    available_cores,
     check_address,
     dask_available,
     open_executor,
@@ -41,6 +43,7 @@ from costsim.runs.sweepfile import Sweep, load_sweep, replication_seed
 from costsim.runs.taskfiles import TaskId
 from costsim.scenario import Problem, ScenarioError
 from costsim.scenario import scenario_from_data as schema_from_data
+from costsim.scenario.filekind import file_identity
 
 # The summary columns decisions are made on: means and paired differences are computed for these
 # (``runs`` keeps every summary column).
@@ -103,20 +106,38 @@ class SweepResults:
 
 def run_task(task: Task) -> TaskOutput:
     """Simulate one (variant, replication): its summary table with ``variant, replication, seed``
-    first, and its break-even table when ``task.breakeven``. Top level and free of state, so any
-    worker process can run it.
+    first, and its break-even table when ``task.breakeven``. Top level, so any worker process can
+    run it; what it keeps between tasks is the variant prepared (``prepared_variant``).
 
-    The scenario is rebuilt with the schema alone: ``simulate`` re-validates and re-checks every
-    Scenario it is given (catalog, trace, fit), so a full check here would read a trace twice."""
+    The scenario is rebuilt with the schema alone, to check its inputs; the run's is prepared once
+    per variant in each worker (catalog, trace, fit checks), not once per replication."""
     scenario = schema_from_data(task.scenario, task.source, task.base_dir)
     _same_inputs(task, scenario)
-    res = api.simulate(scenario, seed=task.seed)
+    trace = scenario.workload.trace
+    identity = file_identity(Path(task.base_dir) / trace) if trace is not None else None
+    ready = prepared_variant(json.dumps(task.scenario, sort_keys=True), task.base_dir, task.source, identity)
+    res = api.simulate(ready, seed=task.seed)
     _same_inputs(task, scenario)  # the trace was not edited while it ran either
     table = res.summary
     for name, value in reversed(list(zip(LABELS, (task.variant, task.replication, task.seed), strict=True))):
         table.insert(0, name, value)
     breakeven = res.breakeven.assign(variant=task.variant, replication=task.replication) if task.breakeven else None
     return TaskOutput(table, breakeven)
+
+
+# Variants kept prepared per process. A worker (of a pool, of Dask, or this process with the local
+# executor) takes a sweep's tasks in order, a variant's replications one after another, so the
+# latest couple are all it needs; like the trace reader's tables (``read_trace``) they are keyed by
+# value, the trace file's identity included, so an edited trace is prepared again.
+PREPARED_KEPT = 2
+
+
+@functools.lru_cache(maxsize=PREPARED_KEPT)
+def prepared_variant(data: str, base_dir: str, source: str, trace_identity: tuple[int, ...] | None) -> Prepared:
+    """The variant whose scenario is ``data`` (``Task.scenario`` as sorted JSON text), its relative
+    paths read from ``base_dir``, prepared (``api.prepare``) under ``source``; ``trace_identity``
+    (its trace file's ``file_identity`` now) is part of the key only."""
+    return api.prepare(schema_from_data(json.loads(data), source, base_dir))
 
 
 def task_outputs(run: Run | None, todo: Sequence[Task],
@@ -263,15 +284,7 @@ def _settings(executor: Any, workers: Any, address: Any) -> tuple[str, int, str 
     if address is not None and workers is not None:
         raise arguments.error("sweep", "workers", "has no effect with a Dask scheduler's address (its workers are "
                               "started with it: dask worker --nworkers N); leave it out")
-    return executor, workers or _cores(), address
-
-
-def _cores() -> int:
-    """The cores this process may run on (a CPU limit or affinity mask counts), at least 1."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return executor, workers or available_cores(), address
 
 
 def sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str = "processes",

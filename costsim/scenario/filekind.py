@@ -3,7 +3,8 @@
 Opening a FIFO blocks until someone writes to it and a device may never end, so every reader of an
 input file (a trace, a sweep's base scenario, ``import-trace``'s and ``fit-workload``'s files)
 asks ``input_file_problem`` first, which only calls ``stat``. It lives in the schema layer so the
-trace reader can use it; ``costsim.runs.outfiles`` uses the same words."""
+trace reader can use it; ``costsim.runs.outfiles`` uses the same words. ``file_identity`` says
+whether a file is still the one read before (the run memo's key for a trace)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,14 @@ def input_file_problem(path: Path | str) -> str | None:
         return "is a folder, not a file: name a file in it"
     kind = next((name for test, name in _KINDS if test(mode)), "something else")
     return f"is {kind}, not a regular file: reading it could block or never end; name a file"
+
+
+def file_identity(path: Path | str) -> tuple[int, ...] | None:
+    """Device, inode, size, mtime and ctime (ns) of a file, None if it cannot be read: a changed file
+    (even one whose mtime a tool restored) has another identity. Taken BEFORE the file is read, so
+    an edit during the read can only cause a miss later, never a stale hit."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

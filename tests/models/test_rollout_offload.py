@@ -268,8 +268,8 @@ def test_the_editor_shows_the_fields_only_where_they_apply():
 
     pool = next(f for f in editor_schema.fields("CloudOption") if f.name == "rollout_pool")
     assert pool.nullable and "on_demand or spot" in pool.help
-    assert editor_schema.applies(pool, {"pricing": "reserved"})
-    assert not editor_schema.applies(pool, {"pricing": "spot"})
+    assert editor_schema.applies(pool, {"kind": "cloud", "pricing": "reserved"})
+    assert not editor_schema.applies(pool, {"kind": "cloud", "pricing": "spot"})
     link = next(f for f in editor_schema.fields("OwnedOption") if f.name == "rollout_link_gb_s")
     assert editor_schema.applies(link, {"rollout_pool": "spot"}) and not editor_schema.applies(link, {})
 

@@ -89,9 +89,10 @@ def test_every_exported_name_is_documented_and_checked():
     assert set(costsim.__all__) == {"ArgumentError", "CostsimError", "DEFAULT_MAX_EVENTS", "ExecutorError", "OutputError",
                                     "Results", "RunMemo", "Scenario", "ScenarioError", "__version__",
                                     "decide", "dump_scenario", "load_scenario", "load_scenario_text", "optimize",
-                                    "scenario_from_data", "simulate", "sweep"}
+                                    "prepare", "scenario_from_data", "simulate", "sweep"}
     # Their hostile cases: sweep in tests/runs/test_sweep_run.py, decide in tests/decisions/test_decide.py, optimize
-    # in tests/decisions/test_optimize.py, RunMemo (and simulate's memo) in tests/runs/test_run_memo.py.
+    # in tests/decisions/test_optimize.py, RunMemo (and simulate's memo) in tests/runs/test_run_memo.py, prepare (and simulate on
+    # a Prepared) in tests/runs/test_prepared.py.
 
 
 # -- a Scenario object is checked again, however it was built -------------------------------------

@@ -5,17 +5,14 @@ Truth is a plain ``costsim.simulate`` of the same scenario and seed. Every shipp
 through one memo along a chain of edits a user makes with the knobs: a price, the electricity and
 depreciation, an option's size and fabric, the serving load, the seed, back to the first
 settings; each step must equal a plain run. The memo must also repeat only what an edit touches (a price edit reruns only the priced
-option), see an edited trace file, and keep its arrays read-only.
+option), see an edited trace file (one a ``Prepared`` was prepared from too), and keep its arrays read-only.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import numpy as np
-import pandas as pd
 import pytest
+from helpers import halve_trace, lab_trace_copy, same_tables
 from paths import ROOT
 
 import costsim
@@ -25,15 +22,6 @@ from costsim.runs.memo import RunMemo
 from costsim.scenario import scenario_from_data
 
 SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
-TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target",
-          "reward_by_day")
-
-
-def same_tables(a: costsim.Results, b: costsim.Results) -> None:
-    for name in TABLES:
-        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), obj=name)
-
-
 def edited(scenario: costsim.Scenario, change) -> costsim.Scenario:
     data = scenario.model_dump(mode="json")
     change(data)
@@ -148,22 +136,27 @@ def test_a_seed_is_its_own_entry():
 
 
 def test_an_edited_trace_file_is_read_again(tmp_path):
-    src = ROOT / "scenarios" / "lab-trace.yaml"
-    sc = costsim.load_scenario(src)
-    folder = tmp_path / "s"
-    shutil.copytree(src.parent / "traces", folder / "traces")
-    shutil.copy(src, folder / src.name)
-    sc = costsim.load_scenario(folder / src.name)
+    sc = lab_trace_copy(tmp_path)
     memo = RunMemo()
     before = api.simulate(sc, memo=memo)
-    trace = folder / sc.workload.trace
-    lines = trace.read_text().splitlines(keepends=True)
-    trace.write_text("".join(lines[: len(lines) // 2]))  # half the jobs
-    stat = trace.stat()
-    os.utime(trace, ns=(stat.st_atime_ns, stat.st_mtime_ns - 10**9))  # even with an older mtime
+    halve_trace(sc)  # half the jobs, even with an older mtime
     after = api.simulate(sc, memo=memo)
     assert after.summary.jobs_submitted.iloc[0] < before.summary.jobs_submitted.iloc[0]
     same_tables(after, api.simulate(sc))
+
+
+def test_a_prepared_traces_jobs_are_kept_by_the_file_it_was_prepared_from(tmp_path):
+    sc = lab_trace_copy(tmp_path)
+    memo = RunMemo()
+    before = costsim.prepare(sc)
+    first = costsim.simulate(before, memo=memo)
+    halve_trace(sc)
+    after = costsim.prepare(sc)
+    assert after.trace_identity != before.trace_identity
+    shorter = costsim.simulate(after, memo=memo)
+    assert shorter.summary.jobs_submitted.iloc[0] < first.summary.jobs_submitted.iloc[0]
+    same_tables(shorter, costsim.simulate(sc))
+    same_tables(costsim.simulate(before, memo=memo), first)  # run as it was prepared, from the memo
 
 
 def test_what_the_memo_keeps_is_read_only():
