@@ -95,6 +95,11 @@ def committed_gpus(opt: OptionLike) -> int | None:
     return _field(opt, "reserved_gpus") if is_reserved(opt) else None
 
 
+def gpu_type(opt: OptionLike) -> str | None:
+    """The GPU type of an option with capacity of its own; None for a hybrid (its parts have theirs)."""
+    return _field(opt, "gpu_type")
+
+
 def unit_field(opt: OptionLike, field: str) -> str | None:
     """The field holding the GPUs a count ``field`` of ``opt`` moves in whole multiples of: an owned
     cluster's ``gpus`` in nodes (``gpus_per_node``), a cloud option's ``reserved_gpus`` and

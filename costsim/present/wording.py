@@ -11,8 +11,9 @@ import math
 
 from costsim.decisions import flips
 from costsim.decisions.targets import METRICS, Shortfall, Target, value
+from costsim.plan import facts
 from costsim.present.formats import duration, money, percent, plain, significant
-from costsim.scenario import CloudOption, Scenario
+from costsim.scenario import Scenario
 
 __all__ = ["capitalised", "delay_trade", "describe", "flip_reason", "horizon", "met_clause", "metric_name", "misses",
            "pct", "shown", "target_text", "targets_text"]
@@ -27,17 +28,19 @@ def describe(name: str, scenario: Scenario | None) -> str:
     if opt is None:
         return name
     # Rollout offload (docs/rollout-offload.md): name the pool by its pricing and GPU.
-    pool = next((o for o in scenario.options if o.name == opt.rollout_pool), None) if opt.rollout_pool else None
-    assert pool is None or isinstance(pool, CloudOption)  # the schema: a rollout_pool names a cloud option
+    pool = facts.rollout_pool(scenario, opt)
     sampling = f" with rollouts on {pool.pricing.replace('_', '-')} {pool.gpu_type}s" if pool is not None else ""
-    if opt.kind == "owned":
-        return f"owning {opt.gpus:,} {opt.gpu_type}s{sampling} ({name})"
-    if opt.kind == "cloud":
-        if opt.pricing == "reserved" and opt.reserved_gpus:
-            return f"reserving {opt.reserved_gpus:,} {opt.gpu_type}s{sampling} ({name})"
-        return f"renting {opt.pricing.replace('_', '-')} {opt.gpu_type}s ({name})"
-    return (f"{describe(opt.base, scenario).split(' (')[0]} and bursting to {describe(opt.burst, scenario).split(' (')[0]}"
-            f"{sampling} ({name})")
+    parts = facts.parts_of(opt)
+    if parts:  # a hybrid: its base, bursting to its burst
+        base, burst = (describe(part, scenario).split(" (")[0] for part in parts)
+        return f"{base} and bursting to {burst}{sampling} ({name})"
+    gpu = facts.gpu_type(opt)
+    if facts.is_owned(opt):
+        return f"owning {facts.committed_gpus(opt):,} {gpu}s{sampling} ({name})"
+    committed = facts.committed_gpus(opt)
+    if committed:
+        return f"reserving {committed:,} {gpu}s{sampling} ({name})"
+    return f"renting {facts.pricing_label(scenario, opt).replace('_', '-')} {gpu}s ({name})"
 
 
 def capitalised(text: str) -> str:

@@ -23,7 +23,8 @@ import pandas as pd
 
 from costsim.catalog.load import Catalog, default_catalog
 from costsim.catalog.pins import effective_catalog
-from costsim.plan.options import OwnedPlan, pools
+from costsim.plan import facts
+from costsim.plan.options import pools
 from costsim.plan.resolve import resolve
 from costsim.plan.resolved import RL_CONSTANTS, RL_SPECS, resolve_scenario
 from costsim.scenario import CloudOption, Failures, OwnedOption, Scenario
@@ -104,7 +105,7 @@ def assumptions(scenario: Scenario, catalog: Catalog | None = None) -> pd.DataFr
     done = resolve_scenario(scenario, installed)
     out = _Rows(scenario, installed)
     parts = [p for plan in plans for p in pools(plan)]
-    owned = [o for o in scenario.options if isinstance(o, OwnedOption)]
+    owned = facts.owned_options(scenario)
     econ, given_econ = done.economics, scenario.economics
     if owned:
         for key, what, unit in OWNED_ECONOMICS:
@@ -114,20 +115,15 @@ def assumptions(scenario: Scenario, catalog: Catalog | None = None) -> pd.DataFr
                 out.add(what, getattr(econ, key), unit, getattr(given_econ, key), f"economics.{key}")
     out.add("discount rate (net present value)", econ.discount_rate, "per year", given_econ.discount_rate,
             "economics.discount_rate")
-    for option in owned:
-        resolved = done.option(option.name)
-        assert isinstance(resolved, OwnedOption)  # resolving keeps each option's kind
-        _owned_rows(out, option, resolved, cat, installed)
-    for gpu in dict.fromkeys(p.gpu.name for p in parts if isinstance(p, OwnedPlan)):
+    for option, as_resolved in zip(owned, facts.owned_options(done), strict=True):  # resolving keeps kinds and order
+        _owned_rows(out, option, as_resolved, cat, installed)
+    for gpu in dict.fromkeys(p.gpu.name for p in facts.owned_plans(parts).values()):
         for key in ("node_max_kw", "node_idle_kw"):
             what, unit = SPEC_UNITS[key]
             out.add(f"{what}, {gpu}", getattr(cat.gpus[gpu], key), unit, _pinned(scenario, "gpus", gpu, key),
                     f"gpus.{gpu}.{key}")
-    for opt in scenario.options:
-        if isinstance(opt, CloudOption):
-            rented = done.option(opt.name)
-            assert isinstance(rented, CloudOption)  # as above
-            _cloud_rows(out, opt, rented)
+    for cloud, cloud_done in zip(facts.cloud_options(scenario), facts.cloud_options(done), strict=True):
+        _cloud_rows(out, cloud, cloud_done)
     for opt, resolved in zip(scenario.options, done.options, strict=True):
         if opt.rollout_pool is not None:
             out.add(f"rollout link, {opt.name}", resolved.rollout_link_gb_s, "GB/s", opt.rollout_link_gb_s,
@@ -169,8 +165,8 @@ def _owned_rows(out: _Rows, opt: OwnedOption, done: OwnedOption, cat: Catalog, i
 
 
 def _cloud_rows(out: _Rows, opt: CloudOption, done: CloudOption) -> None:
-    term = done.term_years if opt.pricing == "reserved" else None
-    key = f"reserved_{term}y" if term else opt.pricing
+    term = done.term_years if facts.is_reserved(opt) else None
+    key = facts.catalog_price_key(opt.pricing, term) if term else opt.pricing
     label = f"{opt.gpu_type}, {opt.price_tier}, {opt.pricing.replace('_', '-')}" + (f" {term}-year" if term else "")
     out.add(f"price, {opt.name} ({label})", done.price_per_gpu_hour, "USD per GPU-hour", opt.price_per_gpu_hour,
             f"gpus.{opt.gpu_type}.price.{opt.price_tier}.{key}")
@@ -192,7 +188,7 @@ def _cloud_rows(out: _Rows, opt: CloudOption, done: CloudOption) -> None:
         stock = ("none" if s is None else f"{show(s.probability * 100)} % of requests of {s.min_gpus:,} GPUs or more, "
                                           f"retried after {show(s.retry_h)} h")
         out.add(f"stockouts, {opt.name}", stock, "", opt.stockout, None, "schema default: requests never stock out")
-    if opt.pricing == "spot":
+    if facts.is_spot(opt):
         out.add(f"spot preemptions, {opt.name}", done.preemptions_per_instance_day, "per instance-day",
                 opt.preemptions_per_instance_day, "reliability.spot_preemptions_per_instance_day")
         out.add(f"spot reacquire delay, {opt.name}", done.reacquire_delay_h, "h", opt.reacquire_delay_h,
