@@ -6,7 +6,7 @@ leaves the head the nodes (and, with serving, the GPUs) it needs then (``costsim
 states the policy). What keeps a pass cheap on a million-job trace, with the schedule unchanged
 (tests/engine/test_backfill_differential.py holds it against a frozen copy of the slower pass):
 
-- running jobs are kept sorted by planned end as they start and stop (``OwnedCluster.ends``), so
+- running jobs are kept sorted by planned end as they start and stop (the cluster's ``ends``), so
   the reservation walks them only as far as the head needs (``earliest_start``) instead of
   sorting every running job on every pass;
 - without serving the reservation is held between passes: planned ends and backfilled jobs leave
@@ -29,7 +29,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
 
 from costsim.engine.pool import Allocation, NodePool
 from costsim.engine.reservation import INF, reserve
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from costsim.models.serving import RangeMax
 
     from .progress import Progress
-    from .records import Recorder
 
 BACKFILL_DEPTH = 500  # queued jobs examined per pass (Slurm's bf_max_job_test default)
 
@@ -92,45 +93,82 @@ class HeldReservation:
     spare: int
 
 
+class BackfillHost(Protocol):
+    """What the pass needs of the cluster it serves beyond the structures it is given: two live
+    counts and the two actions that change the cluster."""
+
+    @property
+    def changes(self) -> int:
+        """Bumped on every start, stop, failure, repair, delivery and withdrawal."""
+
+    @property
+    def in_service(self) -> int:
+        """GPUs in service now (nodes under repair and an undelivered cluster have none)."""
+
+    def room(self, i: int) -> bool:
+        """Does job i leave serving its GPUs for its whole run if it starts now?"""
+
+    def start(self, i: int, alloc: Allocation) -> None:
+        """Start job i now on ``alloc`` (already taken from the pool)."""
+
+
 class EasyBackfill:
-    """The backfill pass of ``OwnedCluster``, a mixin over its state: the queue ``fifo``, ``pool``,
-    ``running`` and ``ends`` (sorted by planned end), ``repair_end``, ``waiting`` with each queued
-    job's ``queued_hold``, and this pass's own ``held_res`` (the held reservation), ``scanned``
-    (where the last scan stopped) and ``changes`` (bumped by the cluster on every start, stop,
-    failure, repair, delivery and withdrawal)."""
+    """EASY backfill over a cluster's queue: ``run()`` starts the later jobs that may start now
+    without delaying the head.
 
-    # The host's state this pass reads (annotations only: ``OwnedCluster.__init__`` sets them).
-    env: simpy.Environment
-    pool: NodePool
-    gpus: Sequence[int]  # per job
-    gpn: int  # GPUs per node
-    fifo: deque[int]
-    waiting: set[int]
-    queued_hold: array[float] | None  # per job, hours; set under backfill
-    running: dict[int, tuple[float, Allocation]]
-    ends: list[tuple[float, int, int]]  # (planned end, GPUs held, job), sorted
-    repair_end: dict[int, float]  # node under repair -> when it returns, hours
-    serving: RangeMax | None
-    lookahead_h: float  # set with serving
-    progress: Progress
-    rec: Recorder
-    changes: int
-    audit: list[tuple[float, int, float, float]] | None
-    # This pass's own state, also initialised by the host.
-    held_res: HeldReservation | None
-    scanned: tuple[int, int, int]  # (changes, head, position)
+    It reads, never changes, the structures the cluster keeps (given by reference): the ``queue``
+    (job indices; the pass removes the jobs it starts), the ``waiting`` set (queued and not
+    withdrawn), ``running`` (job -> (planned end, allocation)), ``ends`` ((planned end, GPUs held,
+    job) sorted), ``repair_end`` (node under repair -> its return, hours) and the ``pool`` (whose
+    allocations it takes and gives back while trying candidates). Its own state: each queued job's
+    hold time (``queued(i)`` on arrival, hours), the held reservation (``unplanned()`` voids it) and
+    where the last scan stopped. ``audit``: None in runs; a test may set a list to receive, for every
+    pass that starts jobs, ``(time, head, reservation before, reservation recomputed after)``."""
 
-    if TYPE_CHECKING:  # the host's methods the pass calls
+    def __init__(self, *, host: BackfillHost, env: simpy.Environment, pool: NodePool, gpus: Sequence[int],
+                 gpus_per_node: int, queue: deque[int], waiting: set[int],
+                 running: Mapping[int, tuple[float, Allocation]], ends: Sequence[tuple[float, int, int]],
+                 repair_end: Mapping[int, float], progress: Progress, serving: RangeMax | None):
+        """``gpus``: GPUs asked per job; ``serving``: the demand the cluster serves first, or None."""
+        self.host = host
+        self.env = env
+        self.pool = pool
+        self.gpus = gpus
+        self.gpn = gpus_per_node
+        self.queue = queue
+        self.waiting = waiting
+        self.running = running
+        self.ends = ends
+        self.repair_end = repair_end
+        self.progress = progress
+        self.serving = serving
+        if serving is not None:
+            # Demand never lower a day later (growth >= 0): a day past the last planned release shows
+            # every start the head will ever get, so the reservation need not look further.
+            d = serving.demand
+            self.lookahead_h = 25.0 if len(d) <= 24 or bool(np.all(d[24:] >= d[:-24])) else float(len(d))
+        # Each queued job's ``Progress.hold_h``, fixed while it waits, read once on arrival rather
+        # than on each of the many passes that look at it.
+        self.hold = array("d", [0.0]) * len(gpus)
+        # Without serving: the head's reservation, kept between passes (planned ends and backfills
+        # leave it as it is), and (changes, head, position) where the last scan of the queue stopped.
+        self.held_res: HeldReservation | None = None
+        self.scanned = (-1, -1, 1)
+        self.audit: list[tuple[float, int, float, float]] | None = None
 
-        @property
-        def in_service(self) -> int: ...
+    def queued(self, i: int) -> None:
+        """Job i joined the queue: its hold time is fixed until it starts."""
+        self.hold[i] = self.progress.hold_h(i)
 
-        def _room(self, i: int) -> bool: ...
+    def unplanned(self) -> None:
+        """Capacity changed other than by a planned end (delivery, failure, repair): the held
+        reservation is void."""
+        self.held_res = None
 
-        def _start(self, i: int, alloc: Allocation) -> None: ...
-
-    def _backfill(self) -> None:
-        queue, pool, gpus, gpn = self.fifo, self.pool, self.gpus, self.gpn
+    def run(self) -> None:
+        """One pass: the head (``queue[0]``, waiting) does not fit now; start every later job, up to
+        ``BACKFILL_DEPTH`` deep, that may start now without delaying the head's reservation."""
+        queue, pool, gpus, gpn = self.queue, self.pool, self.gpus, self.gpn
         head = queue[0]
         head_g = gpus[head]
         # The head fits at shadow_t iff enough nodes are "good" for it then: fully free nodes for
@@ -142,14 +180,15 @@ class EasyBackfill:
         serving = self.serving is not None
         held_res = None
         if serving:
-            shadow_t, shadow, slack = self._reservation(head)
+            shadow_t, shadow, slack = self.reservation(head)
             spare = sum(1 for f in shadow if f >= good) - (nodes_needed(head_g, gpn) if wide else 1)
         else:
-            held_res = self._held_reservation(head)
+            held_res = self.held_reservation(head)
             shadow_t, shadow, spare = held_res.shadow_t, held_res.shadow, held_res.spare
             slack = INF
         now = self.env.now
-        changes = self.changes
+        host = self.host
+        changes = host.changes
         # Nothing started, stopped or failed since the last pass, same head, no serving: the jobs it
         # scanned would be refused again (nothing fits better, and time only brings ends later), so
         # only jobs queued since are new.
@@ -162,15 +201,14 @@ class EasyBackfill:
         # Sizes refused because, running past shadow_t, they would take what the head needs then:
         # where a job goes depends only on its size until the pool changes, so they stay refused.
         refused: set[int] = set()
-        waiting, hold = self.waiting, self.queued_hold
-        assert hold is not None  # kept whenever the scheduler is backfill
+        waiting, hold = self.waiting, self.hold
         started = []
         for pos, j in enumerate(islice(queue, first, stop), first):
             g = gpus[j]
             if g >= too_big:
                 continue
             past = now + hold[j] > shadow_t
-            if (past and g in refused) or j not in waiting or (serving and not self._room(j)):
+            if (past and g in refused) or j not in waiting or (serving and not host.room(j)):
                 continue
             alloc = pool.allocate(g)
             assert alloc is not None  # g < too_big: it fits now
@@ -197,17 +235,17 @@ class EasyBackfill:
             held_res.spare = spare
         for pos, _j, _alloc, _past in reversed(started):
             del queue[pos]
-        end_h = self.rec.end_h
+        running = self.running
         for _pos, j, alloc, past in started:
-            self._start(j, alloc)
-            if (end_h[j] > shadow_t) != past:  # rounding put its planned end on the other side
+            host.start(j, alloc)
+            if (running[j][0] > shadow_t) != past:  # rounding put its planned end on the other side
                 # Defence only: a restarted job's hold (restart + rest of run) and its planned end
                 # ((now + restart) + rest) are rounded apart; no test or random trace has hit it.
                 self.held_res = None
         if self.audit is not None and started:  # tests: the head's reservation before and after
-            self.audit.append((now, head, shadow_t, self._reservation(head)[0]))
+            self.audit.append((now, head, shadow_t, self.reservation(head)[0]))
 
-    def _held_reservation(self, head: int) -> HeldReservation:
+    def held_reservation(self, head: int) -> HeldReservation:
         """The head's reservation without serving: the one held since an earlier pass while it holds
         (same head, no unplanned change, still ahead), else computed afresh. Backfilled jobs update
         it in place."""
@@ -215,11 +253,11 @@ class EasyBackfill:
         if res is None or res.head != head or res.shadow_t <= self.env.now:
             g = self.gpus[head]
             need = nodes_needed(g, self.gpn) if g > self.gpn else 1
-            shadow_t, shadow, have = self._walk(head)
+            shadow_t, shadow, have = self.walk(head)
             res = self.held_res = HeldReservation(head=head, shadow_t=shadow_t, shadow=shadow, spare=have - need)
         return res
 
-    def _walk(self, head: int) -> tuple[float, list[int], int]:
+    def walk(self, head: int) -> tuple[float, list[int], int]:
         """Without serving: when the head can start as planned, free GPUs per node then, and how many
         nodes are good for it then (walking running jobs by planned end as far as it needs)."""
         gpn, pool = self.gpn, self.pool
@@ -231,11 +269,11 @@ class EasyBackfill:
                                         self.running, repairs, gpn)
         return shadow_t, free, have
 
-    def _reservation(self, head: int) -> tuple[float, list[int], float]:
+    def reservation(self, head: int) -> tuple[float, list[int], float]:
         """When the head can start as planned (running jobs end, nodes under repair return), the
         free GPUs per node then, and the GPUs later jobs may still hold then beside it and serving."""
         if self.serving is None:
-            shadow_t, shadow, _have = self._walk(head)
+            shadow_t, shadow, _have = self.walk(head)
             return shadow_t, shadow, INF
         gpn = self.gpn
         g = self.gpus[head]
@@ -247,7 +285,7 @@ class EasyBackfill:
             events += [(t, 0, ((node, gpn),), gpn) for node, t in self.repair_end.items()]
             events.sort(key=lambda e: e[0])
         good, need = (gpn, nodes_needed(g, gpn)) if wide else (g, 1)
-        cap = self.in_service
+        cap = self.host.in_service
         return reserve(self.env.now, list(self.pool.free), events, good, need, self.serving.peak,
                        held_gpus(g, gpn), self.progress.hold_h(head), cap - self.pool.free_gpus, cap,
                        self.lookahead_h)

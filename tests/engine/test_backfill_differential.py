@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 import simpy
 
+from costsim.engine.backfill import EasyBackfill
 from costsim.engine.events import ARRIVAL, RELEASE, ArrivalFeed, At, Decider
 from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
 from costsim.engine.progress import Progress
@@ -243,21 +244,30 @@ class RefCluster:
                        self.progress.hold_h(head), cap - self.pool.free_gpus, cap, self.lookahead_h)
 
 
-class Logged(OwnedCluster):
-    """The engine's cluster, logging its starts as the reference does; every reservation it holds
-    over from an earlier pass must be the one a fresh walk over the running jobs finds now."""
+class CheckedBackfill(EasyBackfill):
+    """The engine's backfill pass; every reservation it holds over from an earlier pass must be the
+    one a fresh walk over the running jobs finds now."""
 
-    def _start(self, i, alloc):
-        self.log.append((i, self.env.now, alloc))
-        super()._start(i, alloc)
-
-    def _held_reservation(self, head):
-        res = super()._held_reservation(head)
-        t, shadow, have = self._walk(head)
+    def held_reservation(self, head):
+        res = super().held_reservation(head)
+        t, shadow, have = self.walk(head)
         g = self.gpus[head]
         need = -(-g // self.gpn) if g > self.gpn else 1
         assert (res.shadow_t, res.shadow, res.spare) == (t, shadow, have - need), (self.env.now, head, res.shadow_t, t)
         return res
+
+
+class Logged(OwnedCluster):
+    """The engine's cluster, logging its starts as the reference does, with its backfill checked."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.backfill is not None:  # the same pass, state and all, with the check added
+            self.backfill.__class__ = CheckedBackfill
+
+    def start(self, i, alloc):
+        self.log.append((i, self.env.now, alloc))
+        super().start(i, alloc)
 
 
 def trace(seed: int, nodes: int, gpn: int, n: int, serving_base: int):
