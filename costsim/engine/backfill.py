@@ -35,13 +35,13 @@ import numpy as np
 
 from costsim.engine.pool import Allocation, NodePool
 from costsim.engine.reservation import INF, reserve
+from costsim.engine.serving_queue import Refusals, ShortestWaiting
 from costsim.plan.options import held_gpus, nodes_needed
 
 if TYPE_CHECKING:
     import simpy
 
-    from costsim.models.serving import RangeMax
-
+    from .headroom import ServingHeadroom
     from .progress import Progress
 
 BACKFILL_DEPTH = 500  # queued jobs examined per pass (Slurm's bf_max_job_test default)
@@ -82,6 +82,21 @@ def earliest_start(now: float, free: list[int], have: int, good: int, need: int,
 
 
 @dataclass(slots=True, kw_only=True)
+class ServingReservation:
+    """The head job's reservation with serving, kept between passes while the planned profile is the
+    one it was made under (``ServingHeadroom.version``) and its time is still ahead: the head, that
+    version, the hour it can start (``shadow_t``, finite), free GPUs per node then, good nodes to
+    spare then, and the GPUs later jobs may still hold then beside it and serving (``slack``)."""
+
+    head: int
+    version: int
+    shadow_t: float
+    shadow: list[int]
+    spare: int
+    slack: float
+
+
+@dataclass(slots=True, kw_only=True)
 class HeldReservation:
     """The head job's reservation, kept between backfill passes without serving: the head, the hour
     it can start as planned (``shadow_t``), free GPUs per node then (``shadow``, taken down as
@@ -95,7 +110,7 @@ class HeldReservation:
 
 class BackfillHost(Protocol):
     """What the pass needs of the cluster it serves beyond the structures it is given: two live
-    counts and the two actions that change the cluster."""
+    counts and the action that starts a job."""
 
     @property
     def changes(self) -> int:
@@ -104,9 +119,6 @@ class BackfillHost(Protocol):
     @property
     def in_service(self) -> int:
         """GPUs in service now (nodes under repair and an undelivered cluster have none)."""
-
-    def room(self, i: int) -> bool:
-        """Does job i leave serving its GPUs for its whole run if it starts now?"""
 
     def start(self, i: int, alloc: Allocation) -> None:
         """Start job i now on ``alloc`` (already taken from the pool)."""
@@ -128,8 +140,9 @@ class EasyBackfill:
     def __init__(self, *, host: BackfillHost, env: simpy.Environment, pool: NodePool, gpus: Sequence[int],
                  gpus_per_node: int, queue: deque[int], waiting: set[int],
                  running: Mapping[int, tuple[float, Allocation]], ends: Sequence[tuple[float, int, int]],
-                 repair_end: Mapping[int, float], progress: Progress, serving: RangeMax | None):
-        """``gpus``: GPUs asked per job; ``serving``: the demand the cluster serves first, or None."""
+                 repair_end: Mapping[int, float], progress: Progress, headroom: ServingHeadroom | None):
+        """``gpus``: GPUs asked per job; ``headroom``: serving's admission when the cluster serves
+        first, or None."""
         self.host = host
         self.env = env
         self.pool = pool
@@ -141,74 +154,138 @@ class EasyBackfill:
         self.ends = ends
         self.repair_end = repair_end
         self.progress = progress
-        self.serving = serving
-        if serving is not None:
+        self.headroom = headroom
+        if headroom is not None:
             # Demand never lower a day later (growth >= 0): a day past the last planned release shows
             # every start the head will ever get, so the reservation need not look further.
-            d = serving.demand
+            d = headroom.demand.demand
             self.lookahead_h = 25.0 if len(d) <= 24 or bool(np.all(d[24:] >= d[:-24])) else float(len(d))
         # Each queued job's ``Progress.hold_h``, fixed while it waits, read once on arrival rather
         # than on each of the many passes that look at it.
         self.hold = array("d", [0.0]) * len(gpus)
+        self.smallest = min(gpus, default=1)  # GPUs of the smallest job
+        asked = np.asarray(gpus, dtype=np.int64)
+        # GPUs each job holds (whole nodes beyond one), read per candidate.
+        self.held = array("q", np.where(asked <= gpus_per_node, asked, nodes_needed(asked, gpus_per_node) * gpus_per_node).tolist())
         # Without serving: the head's reservation, kept between passes (planned ends and backfills
         # leave it as it is), and (changes, head, position) where the last scan of the queue stopped.
         self.held_res: HeldReservation | None = None
         self.scanned = (-1, -1, 1)
+        # With serving: the head's reservation while it holds, and what serving refused in the scans
+        # since the last full one.
+        self.serving_res: ServingReservation | None = None
+        self.refusals = Refusals()
+        self.shortest = ShortestWaiting() if headroom is not None else None
         self.audit: list[tuple[float, int, float, float]] | None = None
 
     def queued(self, i: int) -> None:
         """Job i joined the queue: its hold time is fixed until it starts."""
-        self.hold[i] = self.progress.hold_h(i)
+        h = self.hold[i] = self.progress.hold_h(i)
+        if self.shortest is not None:
+            self.shortest.push(self.gpus[i], h, i)
 
     def unplanned(self) -> None:
         """Capacity changed other than by a planned end (delivery, failure, repair): the held
         reservation is void."""
         self.held_res = None
 
-    def run(self) -> None:
+    def run(self) -> float:
         """One pass: the head (``queue[0]``, waiting) does not fit now; start every later job, up to
-        ``BACKFILL_DEPTH`` deep, that may start now without delaying the head's reservation."""
+        ``BACKFILL_DEPTH`` deep, that may start now without delaying the head's reservation. Returns
+        a time (hours) before which another pass would start nothing, the cluster and its queue
+        unchanged: at most now if none is known (always, without serving)."""
         queue, pool, gpus, gpn = self.queue, self.pool, self.gpus, self.gpn
         head = queue[0]
         head_g = gpus[head]
+        headroom = self.headroom
+        now = self.env.now
+        # Sizes of at least too_big are not tried: wider than fits in the pool now (fit is monotone in
+        # size), or more than a node wider than the head (the bound this pass has always kept), or,
+        # with serving, holding more than serving leaves free in this hour (it would be refused).
+        too_big = min(head_g + gpn + 1, pool.largest_fit() + 1)
+        pool_too_big = too_big
+        admitted: list[tuple[int, float]] = []  # with serving: (GPUs, shortest hold) of each size it admits
+        if headroom is not None:
+            # Serving would refuse every waiting job that fits the pool: nothing starts.
+            if pool_too_big <= self.smallest:
+                return INF
+            too_big = min(too_big, headroom.room_now() + 1)
+            if too_big <= self.smallest:
+                return headroom.short_until(self.smallest)
+            assert self.shortest is not None  # kept with serving
+            # Among the waiting jobs of a size, the shortest is admitted by serving whenever any is.
+            quiet = INF
+            for g, h, j in self.shortest.shortest(pool_too_big, self.waiting, self.hold):
+                if g >= too_big:  # more than serving leaves free this hour
+                    quiet = min(quiet, headroom.short_until(g))
+                elif headroom.fits(self.held[j], h):
+                    admitted.append((g, h))
+                else:
+                    quiet = min(quiet, headroom.refused_until(self.held[j], h))
+            if not admitted:
+                return quiet
         # The head fits at shadow_t iff enough nodes are "good" for it then: fully free nodes for
         # a multi-node head, nodes with >= head_g free otherwise. ``spare`` is how many good nodes
         # later jobs may still take (exact, without copying the free vector per candidate);
         # ``slack`` how many GPUs they may still hold then without leaving serving short beside it.
-        wide = head_g > gpn
-        good = gpn if wide else head_g
-        serving = self.serving is not None
         held_res = None
-        if serving:
-            shadow_t, shadow, slack = self.reservation(head)
-            spare = sum(1 for f in shadow if f >= good) - (nodes_needed(head_g, gpn) if wide else 1)
+        if headroom is not None:
+            res, kept = self.serving_reservation(head)
+            shadow_t, shadow, spare, slack = res.shadow_t, res.shadow, res.spare, res.slack
         else:
             held_res = self.held_reservation(head)
             shadow_t, shadow, spare = held_res.shadow_t, held_res.shadow, held_res.spare
             slack = INF
-        now = self.env.now
+            kept = True
+        wide = head_g > gpn
+        good = gpn if wide else head_g
+        if headroom is not None and all(now + h > shadow_t and not self.spares(g, good, shadow, spare, slack)
+                                        for g, h in admitted):
+            # Every size serving admits would run past the reservation and take what the head needs
+            # then (where a job goes depends only on its size): nothing starts.
+            return now
         host = self.host
         changes = host.changes
-        # Nothing started, stopped or failed since the last pass, same head, no serving: the jobs it
-        # scanned would be refused again (nothing fits better, and time only brings ends later), so
-        # only jobs queued since are new.
+        # Nothing started, stopped or failed since the last pass, same head and reservation: the jobs
+        # it scanned would be refused again (nothing fits better, and time only brings ends later),
+        # so only jobs queued since are new. With serving, time also moves serving's demand, so the
+        # jobs serving refused must still be refused (``Refusals``).
         seen_changes, seen_head, seen_pos = self.scanned
-        first = seen_pos if (changes == seen_changes and head == seen_head and not serving) else 1
+        first = 1
+        if changes == seen_changes and head == seen_head and kept and (
+                headroom is None or self.refusals.hold(headroom, now, too_big)):
+            first = seen_pos
+        refusals = self.refusals if first > 1 else Refusals()
+        shortest = refusals.shortest
+        limits: dict[int, float] = {}  # GPUs held -> serving's first short moment for them, this profile
         stop = min(len(queue), BACKFILL_DEPTH)
-        # Sizes of at least too_big are not tried: wider than fits in the pool now (fit is monotone in
-        # size), or more than a node wider than the head (the bound this pass has always kept).
-        too_big = min(head_g + gpn + 1, pool.largest_fit() + 1)
         # Sizes refused because, running past shadow_t, they would take what the head needs then:
         # where a job goes depends only on its size until the pool changes, so they stay refused.
         refused: set[int] = set()
-        waiting, hold = self.waiting, self.hold
+        waiting, hold, helds = self.waiting, self.hold, self.held
         started = []
         for pos, j in enumerate(islice(queue, first, stop), first):
             g = gpus[j]
             if g >= too_big:
+                if g < pool_too_big and g < refusals.least_over_room:  # refused by serving this hour
+                    refusals.least_over_room = g
                 continue
+            if j not in waiting:
+                continue
+            held = helds[j]
+            if headroom is not None:
+                # Serving's answer, ``headroom.fits``, from its first short moment per size this pass.
+                h = hold[j]
+                end = now + h
+                limit = limits.get(held)
+                if limit is None:
+                    limit = limits[held] = headroom.short_from(held)
+                if end > limit or (end <= now and not headroom.fits(held, h)):
+                    if h < shortest.get(held, INF):
+                        shortest[held] = h
+                    continue
             past = now + hold[j] > shadow_t
-            if (past and g in refused) or j not in waiting or (serving and not host.room(j)):
+            if past and g in refused:
                 continue
             alloc = pool.allocate(g)
             assert alloc is not None  # g < too_big: it fits now
@@ -216,7 +293,6 @@ class EasyBackfill:
                 # Still running at the reservation: it must not take nodes the head needs then, nor
                 # GPUs serving needs beside the head (counted as held over the head's whole run).
                 lost = sum(1 for node, n in alloc if shadow[node] >= good > shadow[node] - n)
-                held = held_gpus(g, gpn)
                 if lost > spare or held > slack:
                     pool.release(alloc)
                     refused.add(g)
@@ -228,9 +304,15 @@ class EasyBackfill:
             started.append((pos, j, alloc, past))
             refused.clear()
             too_big = min(too_big, pool.largest_fit() + 1)
-            if too_big == 1:  # no GPU free
+            pool_too_big = min(pool_too_big, too_big)
+            if headroom is not None:  # it holds its GPUs from now on: serving's answers move
+                headroom.moved()
+                limits.clear()
+                too_big = min(too_big, headroom.room_now() + 1)
+            if too_big <= self.smallest:  # no job fits what is free, or what serving leaves
                 break
         self.scanned = (changes, head, stop)
+        self.refusals = refusals
         if held_res is not None:
             held_res.spare = spare
         for pos, _j, _alloc, _past in reversed(started):
@@ -244,6 +326,35 @@ class EasyBackfill:
                 self.held_res = None
         if self.audit is not None and started:  # tests: the head's reservation before and after
             self.audit.append((now, head, shadow_t, self.reservation(head)[0]))
+        return now
+
+    def spares(self, g: int, good: int, shadow: list[int], spare: int, slack: float) -> bool:
+        """Would a job of ``g`` GPUs started now and running past the reservation leave the head what
+        it needs then (``good``: free GPUs a node needs to be good for the head; ``shadow``, ``spare``,
+        ``slack``: the reservation's)? Tried on the pool and given back."""
+        alloc = self.pool.allocate(g)
+        assert alloc is not None  # g fits now
+        lost = sum(1 for node, n in alloc if shadow[node] >= good > shadow[node] - n)
+        self.pool.release(alloc)
+        return lost <= spare and held_gpus(g, self.gpn) <= slack
+
+    def serving_reservation(self, head: int) -> tuple[ServingReservation, bool]:
+        """The head's reservation with serving, and whether it is the one kept since an earlier pass:
+        kept while the head, the planned profile and the hold are those it was made under and its
+        time is still ahead (the earliest start from now on is then the same); else planned afresh.
+        One that finds no start in sight is planned afresh on every pass."""
+        headroom = self.headroom
+        assert headroom is not None
+        res = self.serving_res
+        if res is not None and res.head == head and res.version == headroom.version and self.env.now <= res.shadow_t:
+            return res, True
+        g = self.gpus[head]
+        good, need = (self.gpn, nodes_needed(g, self.gpn)) if g > self.gpn else (g, 1)
+        shadow_t, shadow, slack = self.reservation(head)
+        res = ServingReservation(head=head, version=headroom.version, shadow_t=shadow_t, shadow=shadow,
+                                 spare=sum(1 for f in shadow if f >= good) - need, slack=slack)
+        self.serving_res = res if shadow_t < INF else None
+        return res, False
 
     def held_reservation(self, head: int) -> HeldReservation:
         """The head's reservation without serving: the one held since an earlier pass while it holds
@@ -272,7 +383,7 @@ class EasyBackfill:
     def reservation(self, head: int) -> tuple[float, list[int], float]:
         """When the head can start as planned (running jobs end, nodes under repair return), the
         free GPUs per node then, and the GPUs later jobs may still hold then beside it and serving."""
-        if self.serving is None:
+        if self.headroom is None:
             shadow_t, shadow, _have = self.walk(head)
             return shadow_t, shadow, INF
         gpn = self.gpn
@@ -286,6 +397,6 @@ class EasyBackfill:
             events.sort(key=lambda e: e[0])
         good, need = (gpn, nodes_needed(g, gpn)) if wide else (g, 1)
         cap = self.host.in_service
-        return reserve(self.env.now, list(self.pool.free), events, good, need, self.serving.peak,
+        return reserve(self.env.now, list(self.pool.free), events, good, need, self.headroom.demand.peak,
                        held_gpus(g, gpn), self.progress.hold_h(head), cap - self.pool.free_gpus, cap,
                        self.lookahead_h)

@@ -52,10 +52,11 @@ import simpy
 
 from costsim.engine.backfill import BACKFILL_DEPTH, EasyBackfill
 from costsim.engine.events import ARRIVAL, RELEASE, At, Decider
+from costsim.engine.headroom import ServingHeadroom
 from costsim.engine.pool import Allocation, NodePool
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder, integers
-from costsim.engine.reservation import INF, serving_slack
+from costsim.engine.reservation import INF
 from costsim.models.serving import RangeMax
 from costsim.plan.options import held_gpus
 
@@ -130,6 +131,9 @@ class OwnedCluster:
         self.ends: list[tuple[float, int, int]] = []
         self.track_ends = serving is not None or scheduler == "backfill"
         self.changes = 0  # bumped by every start, stop, failure, repair, delivery and withdrawal
+        # The last pass: ``changes`` after it, and a time before which another would start nothing.
+        self.quiet_changes = -1
+        self.quiet_until = -INF
         self.fifo: deque[int] = deque()
         self.heap: list[tuple[float, int]] = []
         self.waiting: set[int] = set()  # queued and not withdrawn (the queues drop the rest lazily)
@@ -147,10 +151,12 @@ class OwnedCluster:
             demand = serving.demand[:max(1, math.ceil(min(horizon_h, len(serving.demand))))]
             # Least serving demand from each hour to the horizon: whether a job can ever fit from now.
             self.serving_floor = np.minimum.accumulate(demand[::-1])[::-1].tolist()
+        self.headroom = ServingHeadroom(host=self, env=env, pool=self.pool, ends=self.ends,
+                                        demand=serving) if serving is not None else None
         self.backfill = EasyBackfill(host=self, env=env, pool=self.pool, gpus=gpus, gpus_per_node=gpus_per_node,
                                      queue=self.fifo, waiting=self.waiting, running=self.running, ends=self.ends,
                                      repair_end=self.repair_end, progress=progress,
-                                     serving=serving) if scheduler == "backfill" else None
+                                     headroom=self.headroom) if scheduler == "backfill" else None
         self.failure_rate = failures_per_node_h * nodes
         self.track_nodes = self.failure_rate > 0  # which jobs run on a node matters only if nodes fail
         self.repair_h = repair_h
@@ -175,7 +181,9 @@ class OwnedCluster:
         self.decider.request()
 
     def _tick(self, _: Any) -> None:
-        if self.waiting:
+        # An hour on, serving's demand has moved: decide again, unless the last pass showed that
+        # nothing can start before a later hour, nothing having changed since.
+        if self.waiting and not (self.changes == self.quiet_changes and self.env.now < self.quiet_until):
             self.decider.request()
         At(self.env, 1.0, ARRIVAL, self._tick)
 
@@ -224,6 +232,8 @@ class OwnedCluster:
         rec.hold(i, now, held)
         self.running[i] = (end, alloc)
         self.changes += 1
+        if self.headroom is not None:
+            self.headroom.moved()
         if self.track_nodes:
             for node, _n in alloc:
                 self.on_node.setdefault(node, set()).add(i)
@@ -237,6 +247,8 @@ class OwnedCluster:
         end, alloc = self.running.pop(i)
         self.pool.release(alloc)
         self.changes += 1
+        if self.headroom is not None and self.env.now != end:  # RL from now on moved only if not as planned
+            self.headroom.moved()
         if self.track_nodes:
             for node, _n in alloc:
                 self.on_node[node].discard(i)
@@ -283,20 +295,25 @@ class OwnedCluster:
         self.changes += 1
         if self.backfill is not None:
             self.backfill.unplanned()
+        if self.headroom is not None:
+            self.headroom.moved()
 
     def room(self, i: int) -> bool:
         """Does job i leave serving its GPUs for its whole run? (Always, without serving.)"""
-        if self.serving is None:
-            return True
-        cap = self.in_service
-        slack = serving_slack(self.env.now, self.progress.hold_h(i), cap - self.pool.free_gpus, cap, self.ends,
-                              self.serving.peak)
-        return held_gpus(self.gpus[i], self.gpn) <= slack
+        headroom = self.headroom
+        return headroom is None or headroom.fits(held_gpus(self.gpus[i], self.gpn), self.progress.hold_h(i))
 
     # -- decisions ------------------------------------------------------------------------
     def _decide(self) -> None:
+        self.quiet_until = self._pass()
+        self.quiet_changes = self.changes
+
+    def _pass(self) -> float:
+        """One scheduling pass. Returns a time (hours) before which another pass would start nothing,
+        the cluster and its queue unchanged (serving's demand moving with the hours): at most now if
+        none is known."""
         if not self.ready:
-            return
+            return INF  # the delivery asks for a pass
         waiting = self.waiting
         pool, gpus = self.pool, self.gpus
         if self.key is not None:
@@ -308,23 +325,31 @@ class OwnedCluster:
                     heapq.heappop(heap)
                     continue
                 if not self.room(i):
-                    return
+                    return self._refused_until(i)
                 alloc = pool.allocate(gpus[i])
                 if alloc is None:
-                    return
+                    return INF
                 heapq.heappop(heap)
                 self.start(i, alloc)
-            return
+            return INF
         queue = self.fifo
+        quiet = INF
         while queue:
             if queue[0] not in waiting:
                 queue.popleft()
                 continue
             if not self.room(queue[0]):
+                quiet = self._refused_until(queue[0])
                 break
             alloc = pool.allocate(gpus[queue[0]])
             if alloc is None:
                 break
             self.start(queue.popleft(), alloc)
         if self.backfill is not None and len(queue) > 1 and pool.free_gpus > 0:
-            self.backfill.run()
+            quiet = min(quiet, self.backfill.run())
+        return quiet
+
+    def _refused_until(self, i: int) -> float:
+        """Job i, refused by serving now: before when it stays refused, the cluster unchanged."""
+        assert self.headroom is not None  # only serving refuses a job that fits the pool
+        return self.headroom.refused_until(held_gpus(self.gpus[i], self.gpn), self.progress.hold_h(i))
