@@ -9,15 +9,30 @@ states the policy). What keeps a pass cheap on a million-job trace, with the sch
 - running jobs are kept sorted by planned end as they start and stop (the cluster's ``ends``), so
   the reservation walks them only as far as the head needs (``earliest_start``) instead of
   sorting every running job on every pass;
-- without serving the reservation is held between passes: planned ends and backfilled jobs leave
-  it as it is (the latter update it in place), so only a new head or an unplanned change (failure,
-  repair, delivery) computes it again;
+- without serving the reservation is held between passes (``HeldReservation``): planned ends and
+  backfilled jobs leave it as it is (the latter update it in place), so only a new head or an
+  unplanned change (failure, repair, delivery) computes it again;
 - a candidate is filtered by size (``NodePool.largest_fit``) and by whether it ends by the shadow
   time before any allocation is tried; a size refused for running past it stays refused until the
   pool changes (where a job goes depends only on its size), so most candidates cost a few
   comparisons and at most one trial allocation per size is made between starts;
-- a pass after nothing but arrivals (no start, stop or failure since the last, same head, no
-  serving) looks only at the jobs queued since: the earlier ones would be refused again.
+- a pass after nothing but arrivals (no start, stop or failure since the last, same head) looks
+  only at the jobs queued since: the earlier ones would be refused again.
+
+With serving, the pool nearly always has free GPUs (serving's share is not allocated), so a pass
+runs at almost every instant and hour, and serving's demand moves with time. What keeps it near a
+pass without serving:
+
+- serving's admission comes from ``ServingHeadroom`` (the first moment a size would be short, kept
+  per size while the planned profile holds), not from a walk per job;
+- a pass returns at once when serving leaves no waiting size room: the hour's room bounds the sizes
+  tried, and of each size only the waiting job with the shortest hold is asked (it is admitted
+  whenever any is; ``ShortestWaiting``), sizes that would run past the reservation by one trial
+  allocation; it returns a time before which that stays so, which spares the hourly passes;
+- the reservation is held between passes while the profile it was planned under holds (planned
+  ends leave it as it is) and its time is ahead (``ServingReservation``);
+- the scan after nothing but time and arrivals skips the jobs scanned before while what serving
+  refused then is still refused (``Refusals``).
 
 Times in hours, sizes in GPUs.
 """
@@ -34,7 +49,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from costsim.engine.pool import Allocation, NodePool
-from costsim.engine.reservation import INF, reserve
+from costsim.engine.reservation import INF, ServingReservation, earliest_start, reserve
 from costsim.engine.serving_queue import Refusals, ShortestWaiting
 from costsim.plan.options import held_gpus, nodes_needed
 
@@ -45,55 +60,6 @@ if TYPE_CHECKING:
     from .progress import Progress
 
 BACKFILL_DEPTH = 500  # queued jobs examined per pass (Slurm's bf_max_job_test default)
-
-
-def earliest_start(now: float, free: list[int], have: int, good: int, need: int, ends: Sequence[tuple],
-                   running: Mapping[int, tuple[float, Allocation]], repairs: Sequence[tuple[float, int]],
-                   gpus_per_node: int) -> tuple[float, int]:
-    """When ``need`` nodes first have at least ``good`` free GPUs, and how many nodes have then.
-
-    ``free``: free GPUs per node now, updated in place to that time; ``have``: nodes with at least
-    ``good`` free now. ``ends``: ``(planned end, GPUs held, job)`` of running jobs sorted by end, each
-    job's nodes in ``running[job][1]``; ``repairs``: ``(time, node)`` sorted, nodes coming back with
-    every GPU free. Events at or before a time count at that time. ``inf`` if nothing in sight
-    makes room (``free`` then holds every release). The answer of ``reservation.reserve`` without
-    serving, from the order the cluster keeps rather than a sort of every planned event."""
-    k, n = 0, len(ends)
-    r, m = 0, len(repairs)
-    t = now
-    while True:
-        while k < n and ends[k][0] <= t:
-            for node, g in running[ends[k][2]][1]:
-                f = free[node]
-                have += f < good <= f + g  # the node becomes good for the head
-                free[node] = f + g
-            k += 1
-        while r < m and repairs[r][0] <= t:
-            node = repairs[r][1]
-            f = free[node]
-            have += f < good <= f + gpus_per_node
-            free[node] = f + gpus_per_node
-            r += 1
-        if have >= need:
-            return t, have
-        t = min(ends[k][0] if k < n else INF, repairs[r][0] if r < m else INF)
-        if t == INF:
-            return INF, have
-
-
-@dataclass(slots=True, kw_only=True)
-class ServingReservation:
-    """The head job's reservation with serving, kept between passes while the planned profile is the
-    one it was made under (``ServingHeadroom.version``) and its time is still ahead: the head, that
-    version, the hour it can start (``shadow_t``, finite), free GPUs per node then, good nodes to
-    spare then, and the GPUs later jobs may still hold then beside it and serving (``slack``)."""
-
-    head: int
-    version: int
-    shadow_t: float
-    shadow: list[int]
-    spare: int
-    slack: float
 
 
 @dataclass(slots=True, kw_only=True)
@@ -209,19 +175,19 @@ class EasyBackfill:
             # Serving would refuse every waiting job that fits the pool: nothing starts.
             if pool_too_big <= self.smallest:
                 return INF
-            too_big = min(too_big, headroom.room_now() + 1)
-            if too_big <= self.smallest:
-                return headroom.short_until(self.smallest)
+            room = headroom.room_now()
+            if room < self.smallest:
+                return headroom.short_until(self.smallest, room)
+            too_big = min(too_big, room + 1)
             assert self.shortest is not None  # kept with serving
             # Among the waiting jobs of a size, the shortest is admitted by serving whenever any is.
             quiet = INF
             for g, h, j in self.shortest.shortest(pool_too_big, self.waiting, self.hold):
-                if g >= too_big:  # more than serving leaves free this hour
-                    quiet = min(quiet, headroom.short_until(g))
-                elif headroom.fits(self.held[j], h):
+                until = headroom.short_until(g, room) if g >= too_big else headroom.refused_until(self.held[j], h)
+                if until == -INF:
                     admitted.append((g, h))
                 else:
-                    quiet = min(quiet, headroom.refused_until(self.held[j], h))
+                    quiet = min(quiet, until)
             if not admitted:
                 return quiet
         # The head fits at shadow_t iff enough nodes are "good" for it then: fully free nodes for
@@ -279,7 +245,7 @@ class EasyBackfill:
                 end = now + h
                 limit = limits.get(held)
                 if limit is None:
-                    limit = limits[held] = headroom.short_from(held)
+                    limit = limits[held] = now if held > headroom.room_now() else headroom.first_bad(held)
                 if end > limit or (end <= now and not headroom.fits(held, h)):
                     if h < shortest.get(held, INF):
                         shortest[held] = h
@@ -397,6 +363,7 @@ class EasyBackfill:
             events.sort(key=lambda e: e[0])
         good, need = (gpn, nodes_needed(g, gpn)) if wide else (g, 1)
         cap = self.host.in_service
-        return reserve(self.env.now, list(self.pool.free), events, good, need, self.headroom.demand.peak,
-                       held_gpus(g, gpn), self.progress.hold_h(head), cap - self.pool.free_gpus, cap,
-                       self.lookahead_h)
+        demand = self.headroom.demand
+        return reserve(self.env.now, list(self.pool.free), events, good, need, demand.peak, held_gpus(g, gpn),
+                       self.progress.hold_h(head), cap - self.pool.free_gpus, cap, self.lookahead_h,
+                       demand.first_at_most)

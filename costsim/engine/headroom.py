@@ -25,10 +25,11 @@ Hours in service and GPUs in GPUs; times in hours.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from costsim.engine.reservation import serving_slack
+from costsim.engine.reservation import INF, serving_slack
 
 if TYPE_CHECKING:
     import simpy
@@ -60,6 +61,7 @@ class ServingHeadroom:
         self.pool = pool
         self.ends = ends
         self.demand = demand
+        self.hourly = demand.levels[0]  # GPUs serving asks for in each hour
         self.version = 0
         self.bad: dict[int, tuple[int, float]] = {}  # GPUs held -> (version, first bad moment)
 
@@ -70,45 +72,46 @@ class ServingHeadroom:
     def fits(self, held: int, hold_h: float) -> bool:
         """Does a job holding ``held`` GPUs for ``hold_h`` hours from now leave serving its GPUs for
         its whole run? The answer of ``serving_slack(...) >= held``."""
+        return self.refused_until(held, hold_h) == -INF
+
+    def refused_until(self, held: int, hold_h: float) -> float:
+        """``-inf`` if a job holding ``held`` GPUs for ``hold_h`` hours from now leaves serving its
+        GPUs for its whole run; else a time before which it stays refused, the profile unchanged: its
+        first short moment if that lies ahead (its run covers it until then), else the first later
+        whole hour whose demand might no longer leave it short from its start (RL stays as it is
+        until the next planned end, itself a change of the profile)."""
         now = self.env.now
         end = now + hold_h
         if end <= now:  # an empty run: the rule then reads the hour it starts in, as the walk does
             cap = self.host.in_service
-            return held <= serving_slack(now, hold_h, cap - self.pool.free_gpus, cap, self.ends, self.demand.peak)
-        return end <= self.short_from(held)
+            slack = serving_slack(now, hold_h, cap - self.pool.free_gpus, cap, self.ends, self.demand.peak)
+            return -INF if held <= slack else now
+        room = self.room_now()
+        if held > room:  # short already now
+            return self.short_until(held, room)
+        m = self.first_bad(held)
+        return -INF if end <= m else m
 
     def room_now(self) -> int:
         """The most GPUs a job starting now could hold in this hour beside RL and serving (its later
         hours aside): the pool's free GPUs, less serving's demand this hour."""
         now = self.env.now
-        room = self.pool.free_gpus - self.demand.at(now)
-        for e, h, _job in self.ends:  # planned to end by now, not yet released: counted free, as the walk does
-            if e > now:
-                break
-            room += h
+        d = self.hourly
+        room = self.pool.free_gpus - d[min(int(now), len(d) - 1)]
+        ends = self.ends
+        if ends and ends[0][0] <= now:  # planned to end by now, not yet released: free, as the walk counts
+            for e, h, _job in ends:
+                if e > now:
+                    break
+                room += h
         return room
 
-    def refused_until(self, held: int, hold_h: float) -> float:
-        """For a job refused now (holding ``held`` GPUs for ``hold_h`` hours): a time before which it
-        stays refused, the profile unchanged. Its first short moment if that lies ahead (its run
-        covers it until then), else the first later hour whose demand no longer leaves it short
-        from its start (``short_until``). Now itself for an empty run (no promise)."""
+    def short_until(self, held: int, room: int) -> float:
+        """For ``held`` GPUs more than ``room`` (``room_now()``): the first later whole hour at which
+        they might fit at their start, the profile unchanged."""
         now = self.env.now
-        if now + hold_h <= now:
-            return now
-        m = self.short_from(held)
-        return m if m > now else self.short_until(held)
-
-    def short_until(self, held: int) -> float:
-        """For ``held`` GPUs short already now: the first later whole hour at which they might not be,
-        the profile unchanged (RL stays as it is until the next planned end, itself a change)."""
-        now = self.env.now
-        demand = self.demand
-        return demand.first_at_most(int(now) + 1, self.room_now() + demand.at(now) - held)
-
-    def short_from(self, held: int) -> float:
-        """``first_bad``, answered at once when ``held`` GPUs are short already now."""
-        return self.env.now if held > self.room_now() else self.first_bad(held)
+        d = self.hourly
+        return self.demand.first_at_most(int(now) + 1, room + d[min(int(now), len(d) - 1)] - held)
 
     def first_bad(self, held: int) -> float:
         """The earliest moment from now on at which ``held`` more GPUs would leave serving short
@@ -127,7 +130,9 @@ class ServingHeadroom:
         cap = self.host.in_service
         room = cap - held  # RL plus serving must stay within this
         rl = cap - self.pool.free_gpus
-        ends, peak, first_above = self.ends, self.demand.peak, self.demand.first_above
+        ends, first_above = self.ends, self.demand.first_above
+        levels = self.demand.levels
+        last = len(levels[0]) - 1
         n = len(ends)
         k = 0
         t = now
@@ -136,7 +141,12 @@ class ServingHeadroom:
             k += 1
         while k < n:
             e = ends[k][0]
-            if peak(t, e) > room - rl:  # some hour the piece [t, e) touches is short
+            # The demand's peak over the hours [t, e) touches (``RangeMax.peak``, inlined: the hot loop).
+            a = min(int(t), last)
+            b = min(max(math.ceil(e) - 1, a), last)
+            w = (b - a + 1).bit_length() - 1
+            row = levels[w]
+            if max(row[a], row[b - (1 << w) + 1]) > room - rl:  # some hour the piece touches is short
                 return max(t, first_above(int(t), room - rl))
             t = e
             while k < n and ends[k][0] <= t:

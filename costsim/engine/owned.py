@@ -131,7 +131,8 @@ class OwnedCluster:
         self.ends: list[tuple[float, int, int]] = []
         self.track_ends = serving is not None or scheduler == "backfill"
         self.changes = 0  # bumped by every start, stop, failure, repair, delivery and withdrawal
-        # The last pass: ``changes`` after it, and a time before which another would start nothing.
+        # The last pass: ``changes`` after it, and a time before which another would start nothing
+        # (until then, nothing changing and no job arriving, a pass returns at once).
         self.quiet_changes = -1
         self.quiet_until = -INF
         self.fifo: deque[int] = deque()
@@ -181,9 +182,7 @@ class OwnedCluster:
         self.decider.request()
 
     def _tick(self, _: Any) -> None:
-        # An hour on, serving's demand has moved: decide again, unless the last pass showed that
-        # nothing can start before a later hour, nothing having changed since.
-        if self.waiting and not (self.changes == self.quiet_changes and self.env.now < self.quiet_until):
+        if self.waiting:
             self.decider.request()
         At(self.env, 1.0, ARRIVAL, self._tick)
 
@@ -210,6 +209,7 @@ class OwnedCluster:
     def arrive(self, i: int, front: bool = False) -> None:
         """Queue job i (``front``: a job that failed keeps its place at the head)."""
         self.waiting.add(i)
+        self.quiet_until = -INF  # a new job may start
         if self.backfill is not None:
             self.backfill.queued(i)
         if self.key is not None:
@@ -298,13 +298,20 @@ class OwnedCluster:
         if self.headroom is not None:
             self.headroom.moved()
 
-    def room(self, i: int) -> bool:
-        """Does job i leave serving its GPUs for its whole run? (Always, without serving.)"""
+    def refused_until(self, i: int) -> float:
+        """``-inf`` if job i leaves serving its GPUs for its whole run when started now (always,
+        without serving); else a time before which it stays refused, the cluster unchanged."""
         headroom = self.headroom
-        return headroom is None or headroom.fits(held_gpus(self.gpus[i], self.gpn), self.progress.hold_h(i))
+        if headroom is None:
+            return -INF
+        return headroom.refused_until(held_gpus(self.gpus[i], self.gpn), self.progress.hold_h(i))
 
     # -- decisions ------------------------------------------------------------------------
     def _decide(self) -> None:
+        # With serving, most passes (on the hour, as its demand moves) start nothing: the last pass
+        # says until when that holds, the cluster and its queue unchanged.
+        if self.changes == self.quiet_changes and self.env.now < self.quiet_until:
+            return
         self.quiet_until = self._pass()
         self.quiet_changes = self.changes
 
@@ -324,8 +331,9 @@ class OwnedCluster:
                 if i not in waiting:
                     heapq.heappop(heap)
                     continue
-                if not self.room(i):
-                    return self._refused_until(i)
+                refused = self.refused_until(i)
+                if refused != -INF:
+                    return refused
                 alloc = pool.allocate(gpus[i])
                 if alloc is None:
                     return INF
@@ -338,8 +346,9 @@ class OwnedCluster:
             if queue[0] not in waiting:
                 queue.popleft()
                 continue
-            if not self.room(queue[0]):
-                quiet = self._refused_until(queue[0])
+            refused = self.refused_until(queue[0])
+            if refused != -INF:
+                quiet = refused
                 break
             alloc = pool.allocate(gpus[queue[0]])
             if alloc is None:
@@ -348,8 +357,3 @@ class OwnedCluster:
         if self.backfill is not None and len(queue) > 1 and pool.free_gpus > 0:
             quiet = min(quiet, self.backfill.run())
         return quiet
-
-    def _refused_until(self, i: int) -> float:
-        """Job i, refused by serving now: before when it stays refused, the cluster unchanged."""
-        assert self.headroom is not None  # only serving refuses a job that fits the pool
-        return self.headroom.refused_until(held_gpus(self.gpus[i], self.gpn), self.progress.hold_h(i))

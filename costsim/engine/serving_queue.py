@@ -45,7 +45,7 @@ class Refusals:
         the fewest GPUs this pass does not try."""
         if self.least_over_room < too_big:
             return False
-        return all(now + h > headroom.short_from(held) for held, h in self.shortest.items())
+        return all(headroom.refused_until(held, h) > now for held, h in self.shortest.items())
 
 
 class ShortestWaiting:
