@@ -29,6 +29,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from costsim.engine.reservation import INF, serving_slack
 
 if TYPE_CHECKING:
@@ -62,6 +64,7 @@ class ServingHeadroom:
         self.ends = ends
         self.demand = demand
         self.hourly = demand.levels[0]  # GPUs serving asks for in each hour
+        self.after = np.maximum.accumulate(demand.demand[::-1])[::-1].tolist()  # the most from each hour on
         self.version = 0
         self.bad: dict[int, tuple[int, float]] = {}  # GPUs held -> (version, first bad moment)
 
@@ -139,10 +142,13 @@ class ServingHeadroom:
         while k < n and ends[k][0] <= t:
             rl -= ends[k][1]
             k += 1
+        after = self.after
         while k < n:
+            a = min(int(t), last)
+            if after[a] <= room - rl:  # serving never asks more from here on, and RL only falls
+                return INF
             e = ends[k][0]
             # The demand's peak over the hours [t, e) touches (``RangeMax.peak``, inlined: the hot loop).
-            a = min(int(t), last)
             b = min(max(math.ceil(e) - 1, a), last)
             w = (b - a + 1).bit_length() - 1
             row = levels[w]

@@ -63,8 +63,9 @@ class RangeMax:
         n = len(d)
         if hour >= n - 1:
             return hour if d[n - 1] <= gpus else math.inf
-        if d[hour] <= gpus:
-            return hour
+        for k in range(hour, min(hour + 4, n)):  # most answers are a few hours on
+            if d[k] <= gpus:
+                return k
         k = hour
         for j in range(len(levels) - 1, -1, -1):
             w = 1 << j
