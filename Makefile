@@ -44,6 +44,7 @@ bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/sweep_scaling.py
 	$(PY) benchmarks/import_slurm.py
 	$(PY) benchmarks/backfill_speed.py
+	$(PY) benchmarks/serving_speed.py
 	$(PY) benchmarks/dashboard_rerun.py
 
 validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from array import array
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,12 +50,13 @@ from typing import Any
 import numpy as np
 import simpy
 
-from costsim.engine.backfill import BACKFILL_DEPTH, EasyBackfill, HeldReservation
+from costsim.engine.backfill import BACKFILL_DEPTH, EasyBackfill
 from costsim.engine.events import ARRIVAL, RELEASE, At, Decider
+from costsim.engine.headroom import ServingHeadroom
 from costsim.engine.pool import Allocation, NodePool
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder, integers
-from costsim.engine.reservation import INF, serving_slack
+from costsim.engine.reservation import INF
 from costsim.models.serving import RangeMax
 from costsim.plan.options import held_gpus
 
@@ -90,12 +90,12 @@ class QueuedJobs:
     duration_h: Sequence[float] | None = None
 
 
-class OwnedCluster(EasyBackfill):
+class OwnedCluster:
     """Runs jobs (by job index) on ``nodes`` nodes; jobs arrive through ``arrive(i)`` and a queued
     job can be taken back with ``withdraw(i)``. Also a reserved pool: nodes are instances, no lead time.
 
-    ``audit``: None in runs; a test may set a list to receive, for every backfill pass that starts
-    jobs, ``(time, head, reservation before, reservation recomputed after)`` in hours."""
+    ``backfill``: the EASY backfill pass the cluster runs after its strict pass (``backfill``
+    scheduler only, else None)."""
 
     def __init__(self, env: simpy.Environment, *, spec: PoolSpec, jobs: QueuedJobs, progress: Progress,
                  rec: Recorder, serving: RangeMax | None = None, rng: np.random.Generator | None = None):
@@ -131,17 +131,14 @@ class OwnedCluster(EasyBackfill):
         self.ends: list[tuple[float, int, int]] = []
         self.track_ends = serving is not None or scheduler == "backfill"
         self.changes = 0  # bumped by every start, stop, failure, repair, delivery and withdrawal
-        # Backfill without serving: the head's reservation [head, time, free GPUs per node then,
-        # spare good nodes], kept between passes (planned ends and backfills leave it as it is), and
-        # (changes, head, position) where the last scan of the queue stopped.
-        self.held_res: HeldReservation | None = None
-        self.scanned = (-1, -1, 1)
-        # Backfill: each queued job's ``Progress.hold_h``, fixed while it waits, read once on arrival
-        # rather than on each of the many passes that look at it.
-        self.queued_hold = array("d", [0.0]) * len(gpus) if scheduler == "backfill" else None
+        # The last pass: ``changes`` after it, and a time before which another would start nothing
+        # (until then, nothing changing and no job arriving, a pass returns at once).
+        self.quiet_changes = -1
+        self.quiet_until = -INF
         self.fifo: deque[int] = deque()
         self.heap: list[tuple[float, int]] = []
         self.waiting: set[int] = set()  # queued and not withdrawn (the queues drop the rest lazily)
+        self.repair_end: dict[int, float] = {}  # node under repair -> when it returns
         self.down_gpus = 0
         self.ready = lead_time_h <= 0
         self.lead_time_h = lead_time_h
@@ -150,17 +147,17 @@ class OwnedCluster(EasyBackfill):
         self.capacity_gpus = [nodes * gpus_per_node if self.ready else 0]
         if not self.ready:
             At(env, lead_time_h, RELEASE, self._deliver)
-        self.audit: list[tuple[float, int, float, float]] | None = None
         if serving is not None:
             At(env, 1.0, ARRIVAL, self._tick)
             demand = serving.demand[:max(1, math.ceil(min(horizon_h, len(serving.demand))))]
             # Least serving demand from each hour to the horizon: whether a job can ever fit from now.
             self.serving_floor = np.minimum.accumulate(demand[::-1])[::-1].tolist()
-            # Demand never lower a day later (growth >= 0): a day past the last planned release shows
-            # every start the head will ever get, so the reservation need not look further.
-            d = serving.demand
-            self.lookahead_h = 25.0 if len(d) <= 24 or bool(np.all(d[24:] >= d[:-24])) else float(len(d))
-        self.repair_end: dict[int, float] = {}  # node under repair -> when it returns
+        self.headroom = ServingHeadroom(host=self, env=env, pool=self.pool, ends=self.ends,
+                                        demand=serving) if serving is not None else None
+        self.backfill = EasyBackfill(host=self, env=env, pool=self.pool, gpus=gpus, gpus_per_node=gpus_per_node,
+                                     queue=self.fifo, waiting=self.waiting, running=self.running, ends=self.ends,
+                                     repair_end=self.repair_end, progress=progress,
+                                     headroom=self.headroom) if scheduler == "backfill" else None
         self.failure_rate = failures_per_node_h * nodes
         self.track_nodes = self.failure_rate > 0  # which jobs run on a node matters only if nodes fail
         self.repair_h = repair_h
@@ -212,8 +209,9 @@ class OwnedCluster(EasyBackfill):
     def arrive(self, i: int, front: bool = False) -> None:
         """Queue job i (``front``: a job that failed keeps its place at the head)."""
         self.waiting.add(i)
-        if self.queued_hold is not None:
-            self.queued_hold[i] = self.progress.hold_h(i)
+        self.quiet_until = -INF  # a new job may start
+        if self.backfill is not None:
+            self.backfill.queued(i)
         if self.key is not None:
             heapq.heappush(self.heap, (self.key[i], -1 - i if front else i))
         elif front or self.lifo:
@@ -222,7 +220,8 @@ class OwnedCluster(EasyBackfill):
             self.fifo.append(i)
         self.decider.request()
 
-    def _start(self, i: int, alloc: Allocation) -> None:
+    def start(self, i: int, alloc: Allocation) -> None:
+        """Start job i now on ``alloc`` (already taken from the pool)."""
         self.waiting.discard(i)
         now = self.env.now
         end = self.progress.begin(i, now)
@@ -233,6 +232,8 @@ class OwnedCluster(EasyBackfill):
         rec.hold(i, now, held)
         self.running[i] = (end, alloc)
         self.changes += 1
+        if self.headroom is not None:
+            self.headroom.moved()
         if self.track_nodes:
             for node, _n in alloc:
                 self.on_node.setdefault(node, set()).add(i)
@@ -246,6 +247,8 @@ class OwnedCluster(EasyBackfill):
         end, alloc = self.running.pop(i)
         self.pool.release(alloc)
         self.changes += 1
+        if self.headroom is not None and self.env.now != end:  # RL from now on moved only if not as planned
+            self.headroom.moved()
         if self.track_nodes:
             for node, _n in alloc:
                 self.on_node[node].discard(i)
@@ -290,21 +293,34 @@ class OwnedCluster(EasyBackfill):
         """Capacity changed other than by a planned end (delivery, failure, repair): the held
         reservation is void."""
         self.changes += 1
-        self.held_res = None
+        if self.backfill is not None:
+            self.backfill.unplanned()
+        if self.headroom is not None:
+            self.headroom.moved()
 
-    def _room(self, i: int) -> bool:
-        """Does job i leave serving its GPUs for its whole run? (Always, without serving.)"""
-        if self.serving is None:
-            return True
-        cap = self.in_service
-        slack = serving_slack(self.env.now, self.progress.hold_h(i), cap - self.pool.free_gpus, cap, self.ends,
-                              self.serving.peak)
-        return held_gpus(self.gpus[i], self.gpn) <= slack
+    def refused_until(self, i: int) -> float:
+        """``-inf`` if job i leaves serving its GPUs for its whole run when started now (always,
+        without serving); else a time before which it stays refused, the cluster unchanged."""
+        headroom = self.headroom
+        if headroom is None:
+            return -INF
+        return headroom.refused_until(held_gpus(self.gpus[i], self.gpn), self.progress.hold_h(i))
 
     # -- decisions ------------------------------------------------------------------------
     def _decide(self) -> None:
-        if not self.ready:
+        # With serving, most passes (on the hour, as its demand moves) start nothing: the last pass
+        # says until when that holds, the cluster and its queue unchanged.
+        if self.changes == self.quiet_changes and self.env.now < self.quiet_until:
             return
+        self.quiet_until = self._pass()
+        self.quiet_changes = self.changes
+
+    def _pass(self) -> float:
+        """One scheduling pass. Returns a time (hours) before which another pass would start nothing,
+        the cluster and its queue unchanged (serving's demand moving with the hours): at most now if
+        none is known."""
+        if not self.ready:
+            return INF  # the delivery asks for a pass
         waiting = self.waiting
         pool, gpus = self.pool, self.gpus
         if self.key is not None:
@@ -315,24 +331,29 @@ class OwnedCluster(EasyBackfill):
                 if i not in waiting:
                     heapq.heappop(heap)
                     continue
-                if not self._room(i):
-                    return
+                refused = self.refused_until(i)
+                if refused != -INF:
+                    return refused
                 alloc = pool.allocate(gpus[i])
                 if alloc is None:
-                    return
+                    return INF
                 heapq.heappop(heap)
-                self._start(i, alloc)
-            return
+                self.start(i, alloc)
+            return INF
         queue = self.fifo
+        quiet = INF
         while queue:
             if queue[0] not in waiting:
                 queue.popleft()
                 continue
-            if not self._room(queue[0]):
+            refused = self.refused_until(queue[0])
+            if refused != -INF:
+                quiet = refused
                 break
             alloc = pool.allocate(gpus[queue[0]])
             if alloc is None:
                 break
-            self._start(queue.popleft(), alloc)
-        if self.scheduler == "backfill" and len(queue) > 1 and pool.free_gpus > 0:
-            self._backfill()
+            self.start(queue.popleft(), alloc)
+        if self.backfill is not None and len(queue) > 1 and pool.free_gpus > 0:
+            quiet = min(quiet, self.backfill.run())
+        return quiet

@@ -12,7 +12,10 @@ ends), its own GPUs and serving's demand in that hour fit the GPUs in service at
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from costsim.engine.pool import Allocation
 
 INF = float("inf")
 
@@ -68,8 +71,8 @@ def first_short_hour(t: float, hold_h: float, rl: int, cap: int, ends: Sequence[
 
 
 def reserve(now: float, free: list[int], events: list[tuple], good: int, need: int, peak: Peak | None = None,
-            head_gpus: int = 0, hold_h: float = 0.0, rl: int = 0, cap: int = 0,
-            lookahead_h: float = INF) -> tuple[float, list[int], float]:
+            head_gpus: int = 0, hold_h: float = 0.0, rl: int = 0, cap: int = 0, lookahead_h: float = INF,
+            first_at_most: Callable[[int, int], float] | None = None) -> tuple[float, list[int], float]:
     """Earliest time the head can start, the free GPUs per node then, and the GPUs to spare for
     serving and RL over its run (``inf`` without serving).
 
@@ -80,6 +83,9 @@ def reserve(now: float, free: list[int], events: list[tuple], good: int, need: i
     (``rl`` held now) and serving over its ``hold_h`` hours within ``cap`` GPUs in service. Admission
     is re-decided at every release and every hour, so those are the candidate times. Returns ``inf``
     when nothing in sight makes room: past the last event and ``lookahead_h`` more hours.
+    ``first_at_most(h, x)``: the first hour from h on in which serving asks for at most x GPUs; with
+    it, the hours before the next event in which the head would be short at its very start are
+    passed over at once rather than one by one (each would find itself its first short hour).
     """
     have = sum(1 for f in free if f >= good)
     n = len(events)
@@ -104,6 +110,8 @@ def reserve(now: float, free: list[int], events: list[tuple], good: int, need: i
                 return t, free, serving_slack(t, hold_h, rl, cap, events, peak, k) - head_gpus
             # Any start before the end of the short hour still covers it with the same RL held.
             nxt = float(short + 1)
+            if first_at_most is not None and (k >= n or nxt < events[k][0]):
+                nxt = float(first_at_most(short + 1, cap - rl - head_gpus))
             if k < n:
                 nxt = min(nxt, events[k][0])
             elif nxt > last + lookahead_h:
@@ -113,3 +121,52 @@ def reserve(now: float, free: list[int], events: list[tuple], good: int, need: i
         else:
             return INF, free, 0.0
         t = nxt  # always later than t: events up to t are applied, short hours are at or after t
+
+
+def earliest_start(now: float, free: list[int], have: int, good: int, need: int, ends: Sequence[tuple],
+                   running: Mapping[int, tuple[float, Allocation]], repairs: Sequence[tuple[float, int]],
+                   gpus_per_node: int) -> tuple[float, int]:
+    """When ``need`` nodes first have at least ``good`` free GPUs, and how many nodes have then.
+
+    ``free``: free GPUs per node now, updated in place to that time; ``have``: nodes with at least
+    ``good`` free now. ``ends``: ``(planned end, GPUs held, job)`` of running jobs sorted by end, each
+    job's nodes in ``running[job][1]``; ``repairs``: ``(time, node)`` sorted, nodes coming back with
+    every GPU free. Events at or before a time count at that time. ``inf`` if nothing in sight
+    makes room (``free`` then holds every release). The answer of ``reservation.reserve`` without
+    serving, from the order the cluster keeps rather than a sort of every planned event."""
+    k, n = 0, len(ends)
+    r, m = 0, len(repairs)
+    t = now
+    while True:
+        while k < n and ends[k][0] <= t:
+            for node, g in running[ends[k][2]][1]:
+                f = free[node]
+                have += f < good <= f + g  # the node becomes good for the head
+                free[node] = f + g
+            k += 1
+        while r < m and repairs[r][0] <= t:
+            node = repairs[r][1]
+            f = free[node]
+            have += f < good <= f + gpus_per_node
+            free[node] = f + gpus_per_node
+            r += 1
+        if have >= need:
+            return t, have
+        t = min(ends[k][0] if k < n else INF, repairs[r][0] if r < m else INF)
+        if t == INF:
+            return INF, have
+
+
+@dataclass(slots=True, kw_only=True)
+class ServingReservation:
+    """The head job's reservation with serving, kept between passes while the planned profile is the
+    one it was made under (``ServingHeadroom.version``) and its time is still ahead: the head, that
+    version, the hour it can start (``shadow_t``, finite), free GPUs per node then, good nodes to
+    spare then, and the GPUs later jobs may still hold then beside it and serving (``slack``)."""
+
+    head: int
+    version: int
+    shadow_t: float
+    shadow: list[int]
+    spare: int
+    slack: float

@@ -2,11 +2,14 @@
 
 Demand is a step function of whole GPUs, constant within each hour h:
 ``D_h = ceil(base · (1 + growth · t/8760) · (1 + amplitude · sin(2π t / 24)))`` at the middle of the
-hour, t = h + 0.5. ``RangeMax`` answers "most GPUs serving needs over [t0, t1)" in O(1), which is
-what RL admission on owned and reserved capacity asks before every start.
+hour, t = h + 0.5. ``RangeMax`` answers "most GPUs serving needs over [t0, t1)" in O(1) and "the
+first hour from h on that asks for more than x" in O(log hours): what RL admission on owned and
+reserved capacity asks, and "the first hour from h on that asks for at most x" likewise.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -32,15 +35,66 @@ class RangeMax:
             levels.append(np.maximum(prev[:-width], prev[width:]))
             width *= 2
         self.levels = [lv.tolist() for lv in levels]
+        self.minima: list[list[int]] | None = None  # the same over minima, for ``first_at_most``
 
     def peak(self, t0: float, t1: float) -> int:
         """Most GPUs demanded in any hour overlapping [t0, t1) (hours past the table: its last hour)."""
-        n = len(self.demand)
+        n = len(self.levels[0])
         a = min(int(t0), n - 1)
-        b = min(max(int(np.ceil(t1)) - 1, a), n - 1)
+        b = min(max(math.ceil(t1) - 1, a), n - 1)
         k = (b - a + 1).bit_length() - 1
         row = self.levels[k]
         return max(row[a], row[b - (1 << k) + 1])
+
+    def first_at_most(self, hour: int, gpus: int) -> float:
+        """The first hour from ``hour`` on in which serving asks for at most ``gpus`` (hours past the
+        table ask what its last hour does), or ``inf`` if none does. O(log hours) on a table of
+        minima built on first use."""
+        if self.minima is None:
+            levels = [self.levels[0]]
+            width = 1
+            while 2 * width <= len(levels[0]):
+                prev = levels[-1]
+                levels.append([min(a, b) for a, b in zip(prev[:-width], prev[width:], strict=True)])
+                width *= 2
+            self.minima = levels
+        levels = self.minima
+        d = levels[0]
+        n = len(d)
+        if hour >= n - 1:
+            return hour if d[n - 1] <= gpus else math.inf
+        for k in range(hour, min(hour + 4, n)):  # most answers are a few hours on
+            if d[k] <= gpus:
+                return k
+        k = hour
+        for j in range(len(levels) - 1, -1, -1):
+            w = 1 << j
+            if k + w <= n and levels[j][k] > gpus:
+                k += w
+        return k if k < n else math.inf
+
+    def at(self, t: float) -> int:
+        """GPUs demanded in the hour containing ``t`` (past the table: its last hour)."""
+        d = self.levels[0]
+        return d[min(int(t), len(d) - 1)]
+
+    def first_above(self, hour: int, gpus: int) -> float:
+        """The first hour from ``hour`` on in which serving asks for more than ``gpus`` (hours past
+        the table ask what its last hour does), or ``inf`` if none does. O(log hours): the sparse
+        table is descended, widest blocks first, over the hours that ask for no more."""
+        levels = self.levels
+        d = levels[0]
+        n = len(d)
+        if hour >= n - 1:
+            return hour if d[n - 1] > gpus else math.inf
+        if d[hour] > gpus:
+            return hour
+        k = hour
+        for j in range(len(levels) - 1, -1, -1):
+            w = 1 << j
+            if k + w <= n and levels[j][k] <= gpus:
+                k += w
+        return k if k < n else math.inf
 
 
 def can_ever_start(demand: np.ndarray, room_gpus: np.ndarray, earliest_h: np.ndarray, hold_h: np.ndarray,

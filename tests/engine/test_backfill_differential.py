@@ -4,9 +4,13 @@
 was before the optimisation, simplified but behaviour-identical: every pass sorts all running jobs
 by planned end to find the head's reservation and tries each candidate by allocating and releasing
 it; its pool is a brute-force list of free GPUs per node (best fit: the fewest free that fit, then
-the lowest index; first fit: the lowest index; a gang: the lowest-indexed whole free nodes). It
-shares only the pure reservation functions (``costsim.engine.reservation``), ``Progress`` and the
-event plumbing with the engine.
+the lowest index; first fit: the lowest index; a gang: the lowest-indexed whole free nodes). Its
+reservation and serving admission are frozen copies (tests/frozen_reservation.py) of the functions
+the engine used before it kept serving's headroom incrementally; it shares only ``Progress``, the
+records and the event plumbing with the engine. It also has the cluster's lead time (nothing starts
+before delivery) and ``withdraw`` (a hybrid taking a queued job back), so
+tests/engine/test_serving_differential.py can hold the engine to it under serving, failures, lead
+times and withdrawals.
 
 On random traces with multi-node jobs, with and without serving and node failures, under every
 scheduler and placement, both must start every job at the same instant on the same nodes, job for
@@ -26,12 +30,14 @@ from collections import deque
 import numpy as np
 import pytest
 import simpy
+from frozen_reservation import RangeMax as FrozenRangeMax
+from frozen_reservation import reserve, serving_slack
 
-from costsim.engine.events import ARRIVAL, RELEASE, ArrivalFeed, At, Decider
+from costsim.engine.backfill import EasyBackfill
+from costsim.engine.events import ARRIVAL, RELEASE, TIMER, ArrivalFeed, At, Decider
 from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder
-from costsim.engine.reservation import reserve, serving_slack
 from costsim.models.serving import RangeMax, hourly_demand
 
 DEPTH = 500  # Slurm's bf_max_job_test, as in the engine
@@ -77,25 +83,44 @@ class RefPool:
 
 
 class RefCluster:
-    """The frozen reference scheduler (lead time 0), kept as first written; ``log`` gets ``(job, time, allocation)`` per start."""
+    """The frozen reference scheduler, kept as first written (with a lead time and withdrawals added
+    since); ``log`` gets ``(job, time, allocation)`` per start."""
 
     def __init__(self, env, nodes, gpn, scheduler, gpus, priority, progress, rec, serving=None,
-                 fail_per_node_h=0.0, repair_h=0.0, rng=None, placement="best_fit", duration_h=None):
+                 fail_per_node_h=0.0, repair_h=0.0, rng=None, placement="best_fit", duration_h=None, lead_h=0.0):
         self.env, self.nodes, self.gpn, self.scheduler = env, nodes, gpn, scheduler
         self.pool = RefPool(nodes, gpn, placement)
+        # Serving's demand through the frozen range maximum, never the engine's.
+        serving = FrozenRangeMax(serving.demand) if serving is not None else None
         self.gpus, self.progress, self.rec, self.serving = gpus, progress, rec, serving
         self.key = [-p for p in priority] if scheduler == "priority" else duration_h if scheduler == "sjf" else None
         self.running, self.on_node, self.ends = {}, {}, []
         self.fifo, self.heap, self.waiting = deque(), [], set()
         self.down_gpus, self.repair_end, self.log = 0, {}, []
         self.backfilled = self.past = 0  # jobs backfilled; of them, jobs running past the reservation
+        self.serving_refusals = 0  # admissions serving refused with enough GPUs free in the pool
         self.decider = Decider(env, self._decide)
+        self.ready = lead_h <= 0
+        if not self.ready:
+            At(env, lead_h, RELEASE, self._deliver)
         if serving is not None:
             At(env, 1.0, ARRIVAL, self._tick)
-            self.lookahead_h = 25.0 if bool(np.all(serving.demand[24:] >= serving.demand[:-24])) else 1e9
+            d = serving.demand
+            self.lookahead_h = 25.0 if len(d) <= 24 or bool(np.all(d[24:] >= d[:-24])) else float(len(d))
         self.rate, self.repair_h, self.rng = fail_per_node_h * nodes, repair_h, rng
         if self.rate > 0:
-            At(env, rng.exponential(1 / self.rate), RELEASE, self._fail)
+            At(env, max(lead_h, 0.0) + rng.exponential(1 / self.rate), RELEASE, self._fail)
+
+    def _deliver(self, _):
+        self.ready = True
+        self.decider.request()
+
+    def withdraw(self, i):
+        """Take a queued job back if it never started; the queues drop it lazily."""
+        if i in self.waiting and self.rec.start_h[i] != self.rec.start_h[i]:
+            self.waiting.discard(i)
+            self.log.append((i, self.env.now, None))
+            self.decider.request()
 
     def _tick(self, _):
         if self.waiting:
@@ -166,12 +191,16 @@ class RefCluster:
     def _room(self, i):
         if self.serving is None:
             return True
-        cap = self.nodes * self.gpn - self.down_gpus
+        cap = self.nodes * self.gpn - self.down_gpus if self.ready else 0
         slack = serving_slack(self.env.now, self.progress.hold_h(i), cap - self.pool.free_gpus, cap, self.ends,
                               self.serving.peak)
-        return whole(self.gpus[i], self.gpn) <= slack
+        fits = whole(self.gpus[i], self.gpn) <= slack
+        self.serving_refusals += not fits and self.pool.free_gpus >= self.gpus[i]
+        return fits
 
     def _decide(self):
+        if not self.ready:
+            return
         if self.key is not None:
             while self.heap:
                 j = self.heap[0][1]
@@ -187,6 +216,9 @@ class RefCluster:
             return
         queue = self.fifo
         while queue:
+            if queue[0] not in self.waiting:  # withdrawn
+                queue.popleft()
+                continue
             alloc = self.pool.allocate(self.gpus[queue[0]]) if self._room(queue[0]) else None
             if alloc is None:
                 break
@@ -207,7 +239,7 @@ class RefCluster:
                 break
             j = queue[pos]
             g = gpus[j]
-            if g >= too_big or not self._room(j):
+            if g >= too_big or j not in self.waiting or not self._room(j):
                 continue
             alloc = pool.allocate(g)
             if alloc is None:
@@ -238,26 +270,41 @@ class RefCluster:
         good, need = (gpn, -(-g // gpn)) if g > gpn else (g, 1)
         if self.serving is None:
             return reserve(self.env.now, list(self.pool.free), events, good, need)
-        cap = self.nodes * self.gpn - self.down_gpus
+        cap = self.nodes * self.gpn - self.down_gpus if self.ready else 0
         return reserve(self.env.now, list(self.pool.free), events, good, need, self.serving.peak, whole(g, gpn),
                        self.progress.hold_h(head), cap - self.pool.free_gpus, cap, self.lookahead_h)
 
 
-class Logged(OwnedCluster):
-    """The engine's cluster, logging its starts as the reference does; every reservation it holds
-    over from an earlier pass must be the one a fresh walk over the running jobs finds now."""
+class CheckedBackfill(EasyBackfill):
+    """The engine's backfill pass; every reservation it holds over from an earlier pass must be the
+    one a fresh walk over the running jobs finds now."""
 
-    def _start(self, i, alloc):
-        self.log.append((i, self.env.now, alloc))
-        super()._start(i, alloc)
-
-    def _held_reservation(self, head):
-        res = super()._held_reservation(head)
-        t, shadow, have = self._walk(head)
+    def held_reservation(self, head):
+        res = super().held_reservation(head)
+        t, shadow, have = self.walk(head)
         g = self.gpus[head]
         need = -(-g // self.gpn) if g > self.gpn else 1
         assert (res.shadow_t, res.shadow, res.spare) == (t, shadow, have - need), (self.env.now, head, res.shadow_t, t)
         return res
+
+
+class Logged(OwnedCluster):
+    """The engine's cluster, logging its starts as the reference does, with its backfill checked."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.backfill is not None:  # the same pass, state and all, with the check added
+            self.backfill.__class__ = CheckedBackfill
+
+    def start(self, i, alloc):
+        self.log.append((i, self.env.now, alloc))
+        super().start(i, alloc)
+
+    def withdraw(self, i):
+        taken = super().withdraw(i)
+        if taken:
+            self.log.append((i, self.env.now, None))
+        return taken
 
 
 def trace(seed: int, nodes: int, gpn: int, n: int, serving_base: int):
@@ -281,28 +328,40 @@ def simulate(cls, seed, scheduler, placement, serving, fail, nodes=4, gpn=4, n=1
 
 
 def replay(cls, submit, gpus, run_h, prio, nodes, gpn, scheduler, placement="best_fit", serving=False, fail=0.0,
-           seed=0):
-    """One run of ``cls`` on these jobs (a checkpoint every hour, restarts of 15 minutes)."""
+           seed=0, *, demand=None, lead_h=0.0, wait_h=None, repair_h=2.0, restart_h=0.25, until=400):
+    """One run of ``cls`` on these jobs (a checkpoint every hour, restarts of ``restart_h``).
+
+    ``serving``: a fixed small demand; ``demand``: serving's hourly demand instead; ``lead_h``: the
+    cluster's delivery; ``wait_h``: per job, hours after its arrival at which it is withdrawn if it
+    has never started (a hybrid's wait limit; None: never); ``fail``: node failures per node-day."""
     n = len(submit)
     env = simpy.Environment()
     rec = Recorder(n)
-    progress = Progress(run_h, lambda i: np.append(np.arange(1.0, run_h[i], 1.0), run_h[i]), [0.25] * n, rec)
-    rm = RangeMax(hourly_demand(3, 0.5, 0.0, 1000)) if serving else None
+    progress = Progress(run_h, lambda i: np.append(np.arange(1.0, run_h[i], 1.0), run_h[i]), [restart_h] * n, rec)
+    if demand is not None:
+        rm = RangeMax(demand)
+    else:
+        rm = RangeMax(hourly_demand(3, 0.5, 0.0, 1000)) if serving else None
     args = (env, nodes, gpn)
     common = dict(serving=rm, rng=np.random.default_rng(seed + 7), placement=placement,
                   duration_h=run_h if scheduler == "sjf" else None)
-    rates = (fail / 24, 2.0) if fail else (0.0, 0.0)
+    rates = (fail / 24, repair_h) if fail else (0.0, 0.0)
     if cls is RefCluster:
         c = RefCluster(*args, scheduler, gpus, prio, progress, rec, fail_per_node_h=rates[0], repair_h=rates[1],
-                       **common)
+                       lead_h=lead_h, **common)
     else:
         spec = PoolSpec(nodes=nodes, gpus_per_node=gpn, scheduler=scheduler, placement=placement,
-                        failures_per_node_h=rates[0], repair_h=rates[1])
+                        failures_per_node_h=rates[0], repair_h=rates[1], lead_time_h=lead_h)
         c = Logged(env, spec=spec, jobs=QueuedJobs(gpus=gpus, priority=prio, duration_h=common["duration_h"]),
                    progress=progress, rec=rec, serving=rm, rng=common["rng"])
         c.log = []
-    ArrivalFeed(env, submit, c.arrive)
-    env.run(until=400)
+    arrive = c.arrive
+    if wait_h is not None:
+        def arrive(i, c=c):
+            c.arrive(i)
+            At(env, wait_h[i], TIMER, lambda _e, i=i: c.withdraw(i))
+    ArrivalFeed(env, submit, arrive)
+    env.run(until=until)
     return c.log, np.asarray(rec.start_h), np.asarray(rec.end_h), c
 
 

@@ -1,10 +1,10 @@
 """Properties of the engine under serving, node failures and preemption.
 
-1. EASY backfill never delays the head: at every backfill pass the cluster records (test-only
-   ``audit`` list) the head's reservation before the pass and recomputed right after it, with the
-   backfilled jobs running. The jobs it started must not push the reservation later; and unless a
-   node failure intervenes (failures are not foreseen, so they may break a reservation) the head
-   does start by its reservation, which is checked from the allocation records.
+1. EASY backfill never delays the head: at every backfill pass the cluster's backfill records (its
+   test-only ``audit`` list) the head's reservation before the pass and recomputed right after it,
+   with the backfilled jobs running. The jobs it started must not push the reservation later; and
+   unless a node failure intervenes (failures are not foreseen, so they may break a reservation)
+   the head does start by its reservation, which is checked from the allocation records.
 2. A failure or preemption never shortens a job or makes it cheaper: one job alone on an option,
    with and without interruptions (so the schedule is held fixed).
 """
@@ -47,7 +47,7 @@ def backfill_run(seed, nodes, gpn, n, base, amplitude, growth, fail_per_node_day
                     repair_h=repair_h)
     cluster = OwnedCluster(env, spec=spec, jobs=QueuedJobs(gpus=gpus, priority=[0] * n), progress=progress, rec=rec,
                            serving=RangeMax(demand), rng=np.random.default_rng(seed + 1))
-    cluster.audit = []
+    cluster.backfill.audit = []
     ArrivalFeed(env, submit, cluster.arrive)
     env.run(until=600)
     return cluster, rec, submit
@@ -63,7 +63,7 @@ def test_backfill_never_delays_the_reserved_head(seed, nodes, gpn, base, amplitu
     failures = [t for k, t in enumerate(cluster.capacity_t[1:], 1)
                 if cluster.capacity_gpus[k] < cluster.capacity_gpus[k - 1]]
     allocs = np.array(rec.allocs, dtype=float).reshape(-1, 6)
-    for now, head, before, after in cluster.audit:
+    for now, head, before, after in cluster.backfill.audit:
         assert after <= before + EPS, (now, head, before, after)
         if math.isinf(before) or any(now <= f <= before for f in failures):
             continue
@@ -76,8 +76,8 @@ def test_the_backfill_property_is_not_vacuous():
     passes = finite = 0
     for seed in range(5):
         cluster, _rec, _ = backfill_run(seed, 3, 8, 60, 4, 0.5, 0.0, 40.0, 3.0, 1.0, 0.5)
-        passes += len(cluster.audit)
-        finite += sum(1 for _n, _h, before, _a in cluster.audit if math.isfinite(before))
+        passes += len(cluster.backfill.audit)
+        finite += sum(1 for _n, _h, before, _a in cluster.backfill.audit if math.isfinite(before))
     assert passes > 20 and finite > 10
 
 

@@ -27,6 +27,21 @@ def test_range_max_matches_brute_force():
         assert rm.peak(a, b) == d[int(a):int(np.ceil(b))].max()
 
 
+@pytest.mark.parametrize("hours", [1, 2, 3, 25, 1000])
+def test_first_hour_above_and_at_most_match_brute_force(hours):
+    # Hours past the table ask what its last hour does, as ``peak`` reads them.
+    d = hourly_demand(20, 0.5, 3.0, hours)
+    rm = RangeMax(d)
+    rng = np.random.default_rng(hours)
+    for _ in range(2000):
+        h, x = int(rng.integers(0, hours + 5)), int(rng.integers(0, 45))
+        asked = [d[min(k, hours - 1)] for k in range(h, max(h, hours) + 2)]
+        above = next((h + k for k, a in enumerate(asked) if a > x), np.inf)
+        at_most = next((h + k for k, a in enumerate(asked) if a <= x), np.inf)
+        assert (rm.first_above(h, x), rm.first_at_most(h, x)) == (above, at_most), (h, x)
+        assert rm.at(h + 0.5) == d[min(h, hours - 1)]
+
+
 SERVING = {"gpus": {"base": 20, "diurnal_amplitude": 0.5, "growth_per_year": 2.0}, "priority": True}
 
 
