@@ -374,7 +374,8 @@ def test_report_assumptions_table_shows_every_catalog_value_used(browser, tmp_pa
     from ruamel.yaml import YAML
 
     import costsim
-    from costsim.results.assumptions import assumptions, shown
+    from costsim.present.assumptions import shown
+    from costsim.results.assumptions import assumptions
 
     (tmp_path / "s.yaml").write_text(TINY_RL.replace("{name: cloud, kind: cloud, gpu_type: H100}",
                                                      "{name: cloud, kind: cloud, gpu_type: H100, pricing: spot}"))
