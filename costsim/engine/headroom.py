@@ -63,7 +63,6 @@ class ServingHeadroom:
         self.pool = pool
         self.ends = ends
         self.demand = demand
-        self.hourly = demand.levels[0]  # GPUs serving asks for in each hour
         self.after = np.maximum.accumulate(demand.demand[::-1])[::-1].tolist()  # the most from each hour on
         self.version = 0
         self.bad: dict[int, tuple[int, float]] = {}  # GPUs held -> (version, first bad moment)
@@ -99,8 +98,7 @@ class ServingHeadroom:
         """The most GPUs a job starting now could hold in this hour beside RL and serving (its later
         hours aside): the pool's free GPUs, less serving's demand this hour."""
         now = self.env.now
-        d = self.hourly
-        room = self.pool.free_gpus - d[min(int(now), len(d) - 1)]
+        room = self.pool.free_gpus - self.demand.at(now)
         ends = self.ends
         if ends and ends[0][0] <= now:  # planned to end by now, not yet released: free, as the walk counts
             for e, h, _job in ends:
@@ -113,8 +111,7 @@ class ServingHeadroom:
         """For ``held`` GPUs more than ``room`` (``room_now()``): the first later whole hour at which
         they might fit at their start, the profile unchanged."""
         now = self.env.now
-        d = self.hourly
-        return self.demand.first_at_most(int(now) + 1, room + d[min(int(now), len(d) - 1)] - held)
+        return self.demand.first_at_most(int(now) + 1, room + self.demand.at(now) - held)
 
     def first_bad(self, held: int) -> float:
         """The earliest moment from now on at which ``held`` more GPUs would leave serving short
