@@ -19,7 +19,7 @@ from collections.abc import Callable
 from costsim.dashboard.uploads import DEFAULT_LIMITS, SCENARIO_DIR, Limits
 from costsim.dashboard.workers import WorkStopped
 from costsim.errors import CostsimError
-from costsim.plan.prepare import Prepared
+from costsim.plan.prepare import Prepared, detached
 from costsim.results.tables import Results
 from costsim.runs import api
 from costsim.runs.isolated import Call, Reply, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
@@ -145,9 +145,9 @@ def simulate_with_memo(scenario: Scenario | Prepared, seed: int | None, memo: Ru
 
 
 def simulate_in_worker(request: tuple[Prepared, int | None], child: Child) -> bytes:
-    """A worker's run of (the scenario as the parent prepared it, seed), pickled, through the memo
-    the worker keeps between runs (the parent sends a seed back to the worker that last ran it,
-    whose memo holds its jobs)."""
+    """A worker's run of (the scenario as the parent prepared it, its trace ``detached``, seed),
+    pickled, through the memo the worker keeps between runs (the parent sends a seed back to the
+    worker that last ran it, whose memo holds its jobs)."""
     ready, seed = request
     results = simulate_with_memo(ready, seed, child.kept("memo", RunMemo))
     return pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
@@ -183,8 +183,8 @@ def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = 
     one whose run finished waits for the next run (``WorkerPool.keep``). A CostsimError from the
     run is raised as it was; other stops are RunStopped in the dashboard's words. The scenario is
     prepared once, here (``api.prepare``: a problem with it is raised before any worker is taken),
-    and sent to each worker prepared."""
-    ready = api.prepare(scenario)
+    and sent to each worker prepared, without its trace (``detached``: each reads the file)."""
+    ready = detached(api.prepare(scenario))
     own = pool is None
     pool = WorkerPool(capacity=limits.worker_slots) if pool is None else pool
     batch = limits.worker_slots

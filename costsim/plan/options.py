@@ -79,6 +79,7 @@ class Interruption(NamedTuple):
     per_node_h: float
     resume_h: float
 
+
 @dataclass(frozen=True)
 class OwnedPlan:
     """An owned option in numbers."""
@@ -132,8 +133,8 @@ class OwnedPlan:
         return 0.0
 
     def interruptions(self, restart_h: float) -> list[Interruption]:
-        """Node failures, each costing the repair-free ``restart_h`` hours (the job restarts on
-        other nodes from its checkpoint)."""
+        """Node failures, each costing ``restart_h`` hours before the job's work resumes (from its
+        last checkpoint)."""
         return [Interruption(self.failures_per_node_h, restart_h)]
 
     @property

@@ -1,12 +1,13 @@
 """A scenario prepared to run: resolved against the catalog once, its trace read, every check that
 needs the plans passed (``costsim.plan.checks``). ``simulate`` runs a ``Prepared``; the front door
 (``costsim.runs.api.prepare``) builds it, once per scenario however many seeds it then runs: the
-report's replications, a sweep worker's replications of a variant, the dashboard's workers."""
+report's replications, a sweep worker's replications of a variant, the dashboard's workers (sent
+them ``detached`` from the trace, which each reads again from its file)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -81,3 +82,25 @@ def _trace(scenario: Scenario, source: str, trace_check: TraceCheck | None) -> T
     if clashes:
         raise ScenarioError(str(trace_path), clashes)
     return trace
+
+
+def detached(ready: Prepared) -> Prepared:
+    """``ready`` without its trace table, to send to another process on this machine, which reads
+    the file again (``attached``): a pickled million-row trace costs seconds each way, a file read
+    by a worker that read it before (``read_trace`` keeps its latest tables) costs nothing."""
+    return replace(ready, trace=None)
+
+
+def attached(ready: Prepared) -> Prepared:
+    """``ready`` with its trace table: itself when it has it or needs none, else (``detached``) the
+    file read again; ScenarioError when the file is no longer the one it was prepared from."""
+    named = ready.scenario.workload.trace
+    if ready.trace is not None or named is None:
+        return ready
+    path = ready.scenario.base_dir / named
+    # Its identity before and after the read: an edit meanwhile is refused, never read as the checked file.
+    trace = read_trace(path) if file_identity(path) == ready.trace_identity else None
+    if trace is None or file_identity(path) != ready.trace_identity:
+        raise ScenarioError(f"scenario {ready.scenario.name!r}", [Problem(("workload", "trace"), (
+            f"the trace file {path} changed after the scenario was checked; run it again to check the new file"))])
+    return replace(ready, trace=trace)

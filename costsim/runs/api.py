@@ -9,7 +9,7 @@ from pathlib import Path
 from costsim.engine import run as engine
 from costsim.models.serving import RangeMax
 from costsim.plan.options import CloudPlan, OwnedPlan, pools
-from costsim.plan.prepare import Prepared
+from costsim.plan.prepare import Prepared, attached
 from costsim.plan.prepare import prepare as prepare_plan
 from costsim.results import tables as results
 from costsim.runs import arguments, budget
@@ -132,7 +132,7 @@ def simulate(
     max_events = arguments.max_events(max_events)
     if memo is not None and not isinstance(memo, RunMemo):
         raise arguments.error("simulate", "memo", f"must be a costsim.runs.memo.RunMemo or None, got {type(memo).__name__}")
-    ready = scenario if isinstance(scenario, Prepared) else _prepare(scenario, "simulate")
+    ready = attached(scenario) if isinstance(scenario, Prepared) else _prepare(scenario, "simulate")
     scenario, plans, econ, trace, demand, trace_id = (ready.scenario, list(ready.plans), ready.economics, ready.trace,
                                                       ready.serving_demand, ready.trace_identity)
     del ready  # so a trace prepared here (perhaps millions of rows) is freed once the jobs are drawn, below

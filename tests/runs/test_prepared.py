@@ -11,12 +11,12 @@ import shutil
 
 import pandas as pd
 import pytest
-from helpers import same_tables, tiny_sweep_files
+from helpers import halve_trace, lab_trace_copy, same_tables, tiny_sweep_files
 from paths import ROOT
 
 import costsim
 from costsim.errors import ArgumentError
-from costsim.plan.prepare import Prepared
+from costsim.plan.prepare import Prepared, attached, detached
 from costsim.report.build import replications_of
 from costsim.runs import api, sweep
 from costsim.runs.sweepfile import load_sweep
@@ -133,22 +133,35 @@ def test_the_verdicts_runs_prepare_each_distinct_scenario_once(prepares):
     assert len(prepares) == 1 + len(flipped)  # ... prepared once, as the replications' one scenario
 
 
-def test_the_dashboard_prepares_once_and_sends_its_workers_the_prepared_scenario(monkeypatch, prepares):
+@pytest.mark.parametrize("name", ["baseline", "lab-trace"])
+def test_the_dashboard_prepares_once_and_sends_its_workers_the_prepared_scenario(monkeypatch, prepares, name):
     from costsim.dashboard import bounded
 
     sent = []
 
     def batch(ready, seeds, *rest):
         sent.append(ready)
-        return [bounded.simulate_in_worker((ready, s), Kept()) for s in seeds]
+        return [bounded.simulate_in_worker(pickle.loads(pickle.dumps((ready, s))), Kept()) for s in seeds]
 
     class Kept:  # a worker's kept objects (costsim.runs.isolated_child.Child), in this process
         def kept(self, name, make):
             return make()
 
     monkeypatch.setattr(bounded, "_simulate_batch", batch)
-    sc = short("baseline")
+    sc = short(name)
     prepares.clear()
     blobs = bounded.simulate_many(sc, [1, 2, 3, 4], bounded.Limits(workers=2))
-    assert prepares == ["baseline"] and len(sent) == 2 and all(isinstance(r, Prepared) for r in sent)
+    assert prepares == [name] and len(sent) == 2 and all(isinstance(r, Prepared) for r in sent)
+    assert all(r.trace is None for r in sent)  # a trace is read by each worker, never pickled to it
     same_tables(pickle.loads(blobs[2]), costsim.simulate(sc, seed=3))
+
+
+def test_a_prepared_scenario_sent_without_its_trace_reads_the_file_it_was_prepared_from(tmp_path):
+    sc = lab_trace_copy(tmp_path)
+    ready = costsim.prepare(sc)
+    sent = detached(ready)
+    assert sent.trace is None and attached(sent).trace is not None and attached(ready) is ready
+    same_tables(costsim.simulate(sent, seed=2), costsim.simulate(ready, seed=2))
+    halve_trace(sc)
+    with pytest.raises(ScenarioError, match="changed after the scenario was checked"):
+        costsim.simulate(sent)
