@@ -191,8 +191,8 @@ def test_bad_upload_shows_error_in_the_browser(browser, own_app_url, tmp_path):
 
 
 def test_each_sidebar_widget_shows_once_while_a_run_goes(browser, app_url, tmp_path):
-    """An upload changes every knob's key; while the upload's run (three replications of a year
-    no other test runs: its own seed) goes on, the sidebar shows each widget once, as settled,
+    """An upload changes every knob's key; while the upload's run (three replications of two years
+    no other test runs: its own seed, and long enough to be sampled a few times) goes on, the sidebar shows each widget once, as settled,
     not the previous run's widgets greyed beside the new ones."""
     page = open_app(browser, app_url)
     side = page.get_by_test_id("stSidebar")
@@ -207,7 +207,7 @@ def test_each_sidebar_widget_shows_once_while_a_run_goes(browser, app_url, tmp_p
     page.wait_for_timeout(500)
     settled_counts = counts()
     path = tmp_path / "own-seed.yaml"
-    path.write_text(BASELINE.replace("seed: 0\n", "seed: 424242\n"))
+    path.write_text(BASELINE.replace("seed: 0\n", "seed: 424242\n").replace("horizon_days: 365\n", "horizon_days: 730\n"))
     side.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(path))
     app, during = page.get_by_test_id("stApp"), []
     for _ in range(1200):  # 0.1 s apart: until the run has been seen and has ended
