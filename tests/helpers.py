@@ -212,14 +212,23 @@ def phases_closed_form_scenario(decode_per_gpu: float, sequence_per_s: float) ->
 
 # --- Figures (tests/plots/)
 
+def shipped_file_cut(folder: Path, name: str, days: int, warmup_days: int | None = None) -> Path:
+    """The shipped scenario file ``name`` written into ``folder`` over at most ``days`` (its
+    warm-up set to ``warmup_days`` if given), beside a link to the shipped traces it may name."""
+    text = (SHIPPED / f"{name}.yaml").read_text()
+    text = re.sub(r"^horizon_days: *(\d+)", lambda m: f"horizon_days: {min(int(m.group(1)), days)}", text, flags=re.M)
+    if warmup_days is not None:
+        text = re.sub(r"^warmup_days: *\d+", f"warmup_days: {warmup_days}", text, flags=re.M)
+    if not (folder / "traces").exists():
+        (folder / "traces").symlink_to(SHIPPED / "traces")
+    path = folder / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
 def short_shipped(tmp_path_factory, name: str, days: int) -> costsim.Scenario:
     """A shipped scenario cut to ``days`` (warm-up 1 day)."""
-    text = (SHIPPED / f"{name}.yaml").read_text()
-    text = re.sub(r"horizon_days: \d+", f"horizon_days: {days}", text)
-    text = re.sub(r"warmup_days: \d+", "warmup_days: 1", text)
-    path = tmp_path_factory.mktemp(name) / f"{name}.yaml"
-    path.write_text(text)
-    return costsim.load_scenario(path)
+    return costsim.load_scenario(shipped_file_cut(tmp_path_factory.mktemp(name), name, days, warmup_days=1))
 
 
 def every_figure(res, runs=None):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -313,6 +314,50 @@ def _is_sweep_file(path: Path) -> bool:
     return isinstance(data, dict) and "base" in data and set(data) <= set(SweepSpec.model_fields)
 
 
+MAX_SET_VALUE_CHARS = 10_000  # the longest text a scenario field takes (its description)
+_FLOW_MARK = re.compile(r"""[\[\]{},'"]""")
+
+
+def values_as_written(rhs: str) -> list[str]:
+    """``rhs`` of ``--set path=v1,v2`` cut at its commas outside brackets, braces and quoted
+    scalars: the values as written, without reading them (an unclosed bracket or quote runs to the
+    end). A quote opens a quoted scalar only where a value starts, as in YAML's flow style; '' is a
+    quote inside single quotes, \\" inside double quotes."""
+    cuts, depth, quote, start, doubled = [], 0, "", 0, -1
+    for mark in _FLOW_MARK.finditer(rhs):
+        at, char = mark.start(), mark.group()
+        if at == doubled:  # the second quote of '' inside single quotes
+            continue
+        if quote:
+            if char == quote == "'" and rhs.startswith("'", at + 1):
+                doubled = at + 1
+            elif char == quote and (quote == "'" or not _escaped(rhs, at)):
+                quote = ""
+        elif char in "'\"":
+            before = at - 1  # the last character before the quote that is not a blank
+            while before >= start and rhs[before] in " \t":
+                before -= 1
+            if before < start or (depth and rhs[before] in "[{,:"):
+                quote = char
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            cuts.append(rhs[start:at])
+            start = at + 1
+    cuts.append(rhs[start:])
+    return cuts
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether the character at ``at`` follows an odd run of backslashes (escaped in double quotes)."""
+    before = at - 1
+    while before >= 0 and text[before] == "\\":
+        before -= 1
+    return (at - 1 - before) % 2 == 1
+
+
 def parse_set(text: str) -> tuple[str, list[Any]]:
     """``--set path=v1,v2,...`` as (path, values); values read by YAML 1.2 scalar rules (256 is an
     int, 0.5 a float, true a boolean, own-256 a string; {mean: 3, cv: 0.5} a mapping)."""
@@ -320,6 +365,16 @@ def parse_set(text: str) -> tuple[str, list[Any]]:
         raise ScenarioError("--set", [Problem((), f"{clipped(repr(text))}: expected path=value[,value...], e.g. options.own-256.gpus=256,384")])
     path, _, rhs = text.partition("=")
     path = path.strip()
+    # YAML takes about half a second per thousand values: refuse what cannot run before reading it
+    written = values_as_written(rhs)
+    if len(written) > MAX_TASKS:
+        raise ScenarioError("--set", [Problem((clipped(path),), (
+            f"{len(written):,} values: a sweep runs at most {MAX_TASKS:,} tasks (variants × replications); give "
+            "fewer values"))])
+    longest = max(written, key=len)
+    if len(longest) > MAX_SET_VALUE_CHARS:
+        raise ScenarioError("--set", [Problem((clipped(path),), (
+            f"{clipped(repr(longest))}: longer than any scenario field takes ({MAX_SET_VALUE_CHARS:,} characters)"))])
     try:
         values, _ = parse_yaml(f"[{rhs}]", "--set")
     except ScenarioError as err:

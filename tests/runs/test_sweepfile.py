@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from paths import ROOT, SHIPPED
 
 import costsim
@@ -18,6 +20,7 @@ from costsim.runs.sweepfile import (
     replication_seed,
     set_path,
     sweep_from_sets,
+    values_as_written,
 )
 
 REPO = ROOT
@@ -212,6 +215,41 @@ def test_set_values_follow_yaml_scalar_rules():
     for bad in ("economics.pue", "economics.pue=", "economics.pue=[1"):
         with pytest.raises(costsim.ScenarioError, match=r"^--set: "):
             parse_set(bad)
+
+
+# values as a user writes them after --set path=: plain scalars, quoted text with commas, brackets,
+# braces and quotes, and mappings and lists of those
+_SCALAR = st.one_of(st.integers(-10**6, 10**6).map(str), st.floats(0, 1e6, allow_nan=False).map(repr),
+                    st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True),
+                    st.text(alphabet="ab ,[]{}'x", max_size=8).map(lambda t: "'" + t.replace("'", "''") + "'"),
+                    st.text(alphabet='ab ,[]{}"x', max_size=8).map(lambda t: '"' + t.replace('"', '\\"') + '"'))
+_VALUE = st.one_of(_SCALAR, st.lists(_SCALAR, max_size=3).map(lambda v: "[" + ", ".join(v) + "]"),
+                   st.lists(_SCALAR, min_size=1, max_size=3).map(
+                       lambda v: "{" + ", ".join(f"k{i}: {x}" for i, x in enumerate(v)) + "}"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_VALUE, min_size=1, max_size=6), st.sampled_from([",", ", ", " ,"]))
+def test_the_values_counted_before_reading_are_the_values_yaml_reads(values, comma):
+    """The count that refuses a --set of more values than a sweep runs, before YAML reads them
+    (half a second per thousand), is YAML's own count."""
+    rhs = comma.join(values)
+    assert len(values_as_written(rhs)) == len(parse_set(f"x={rhs}")[1]) == len(values)
+
+
+def test_too_many_or_too_long_set_values_are_refused_before_yaml_reads_them(monkeypatch):
+    import costsim.runs.sweepfile as sweepfile
+
+    def unread(*_args, **_kw):
+        raise AssertionError("YAML read a --set that was refused by its size")
+
+    monkeypatch.setattr(sweepfile, "parse_yaml", unread)
+    with pytest.raises(costsim.ScenarioError, match=f"{MAX_TASKS + 1:,} values: a sweep runs at most"):
+        parse_set("options.own.gpus=" + ",".join(["8"] * (MAX_TASKS + 1)))
+    with pytest.raises(costsim.ScenarioError, match=r"name: 'aaa.*… \(10,003 characters\): longer than"):
+        parse_set("name=" + "a" * 10_001 + ",b")
+    with pytest.raises(costsim.ScenarioError, match=r"\(20,003 characters\): longer than"):
+        parse_set("options.own.gpus=[" + "1," * 10_000)
 
 
 def test_sweep_from_sets_is_a_quick_grid(base):
