@@ -136,7 +136,7 @@ def test_bad_flags_exit_2(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_real_console_script_has_no_traceback(tmp_path):
     (tmp_path / "s.yaml").write_text(GOOD.replace("gpus: 16", "gpus: -16"))
-    proc = subprocess.run([sys.executable, "-m", "costsim.cli.commands", "run", "s.yaml"], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "costsim.cli", "run", "s.yaml"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "options.0.gpus" in proc.stderr

@@ -23,7 +23,7 @@ from costsim.cli.console import PIPED_WIDTH, stdout_width
 
 BASELINE = SHIPPED / "baseline.yaml"
 DAYS = 60
-CLI = [sys.executable, "-m", "costsim.cli.commands"]
+CLI = [sys.executable, "-m", "costsim.cli"]
 
 
 def baseline_copy(folder: Path, arrival_scale: float = 1.0) -> Path:

@@ -175,7 +175,7 @@ def test_a_scheduler_lost_mid_sweep_is_exit_2_and_the_saved_tasks_resume(tmp_pat
         _wait_for_port(port)
         worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", f"tcp://127.0.0.1:{port}",
                                    "--nthreads", "1", "--no-dashboard"], **quiet)
-        sweep = subprocess.Popen([sys.executable, "-m", "costsim.cli.commands", "sweep", "big.yaml", "--executor",
+        sweep = subprocess.Popen([sys.executable, "-m", "costsim.cli", "sweep", "big.yaml", "--executor",
                                   "dask", "--address", f"127.0.0.1:{port}", "--out", "out"], cwd=tmp_path, env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         runs = tmp_path / "out" / "runs"
@@ -198,7 +198,7 @@ def test_a_scheduler_lost_mid_sweep_is_exit_2_and_the_saved_tasks_resume(tmp_pat
     assert 3 <= saved < 80
     assert (f"error: executor dask: lost the Dask scheduler at 127.0.0.1:{port} (" in message
             and f"): {saved} finished tasks are saved in out/runs; run again to resume" in message), message
-    again = subprocess.run([sys.executable, "-m", "costsim.cli.commands", "sweep", "big.yaml", "--executor", "local",
+    again = subprocess.run([sys.executable, "-m", "costsim.cli", "sweep", "big.yaml", "--executor", "local",
                             "--out", "out"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert f"resuming: {saved} of 80 tasks already in out/" in again.stderr

@@ -29,7 +29,7 @@ from costsim.cli.commands import app
 from costsim.runs.export import TABLES
 from costsim.runs.outdir import MANIFEST, OutputFolder, safe_folder_name
 
-CLI = [sys.executable, "-m", "costsim.cli.commands"]
+CLI = [sys.executable, "-m", "costsim.cli"]
 JOBS = 30_000  # enough for the tables to take a good fraction of a second to write
 
 SMALL = """\

@@ -501,7 +501,7 @@ def test_cli_validate_exits_2_naming_the_field(tmp_path, case, text, trace, expe
     (tmp_path / "s.yaml").write_text(text, encoding="utf-8")
     (tmp_path / "jobs.csv").write_text(trace, encoding="utf-8")
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "costsim.cli.commands", "validate", "s.yaml"], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "costsim.cli", "validate", "s.yaml"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(Path(costsim.__file__).parent.parent)})
     assert proc.returncode == 2, proc.stderr
