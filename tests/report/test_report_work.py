@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import plotly.offline
 import pytest
 import yaml
-from helpers import TINY_RL
+from helpers import TINY_RL, invoke_cli
 
 import costsim
 from costsim.report import html as h
@@ -64,3 +64,50 @@ def test_the_scenario_at_the_end_reads_back_as_the_scenario_run(page, tiny):
     again = scenario_from_data(yaml.safe_load(html.unescape(shown)), "report", folder)
     assert costsim.dump_scenario(again) == costsim.dump_scenario(sc)
     assert again.model_dump(mode="json") == sc.model_dump(mode="json")
+
+
+def test_a_verdict_given_is_not_decided_again_and_every_section_is_told(tiny, monkeypatch):
+    from costsim.decisions import verdict as numbers
+
+    _, _, runs, verdict = tiny
+    decided, told = [], []
+    decide = numbers.decide
+    monkeypatch.setattr(numbers, "decide", lambda *a, **k: decided.append(1) or decide(*a, **k))
+    text = build_report(runs, verdict=verdict, progress=lambda done, total: told.append((done, total)))
+    assert decided == []
+    total = told[-1][1]
+    assert told == [(k, total) for k in range(1, total + 1)]
+    # Thirteen built; no section for time to target (no scaling curve) nor for the tornado (none given).
+    assert total == 13 and text.count("<section") == 11
+    build_report(runs)  # no verdict given: the page decides, once
+    assert decided == [1]
+
+
+@pytest.mark.slow
+def test_costsim_report_decides_once_and_its_tornado_reuses_the_replications(tmp_path, monkeypatch):
+    """Through the CLI with the tornado: one ``decide`` in all (the flip search's, told on stderr),
+    and the simulations are the replications, the flip search's and the tornado's ends, the
+    tornado's base being the replications handed over."""
+    from costsim.decisions import sensitivity
+    from costsim.decisions import verdict as numbers
+    from costsim.runs import api
+
+    (tmp_path / "s.yaml").write_text(TINY_RL)
+    decided, simulated = [], []
+    decide, simulate, tornado = numbers.decide, api.simulate, sensitivity.tornado
+    count = lambda *a, **k: decided.append(1) or decide(*a, **k)  # noqa: E731
+    monkeypatch.setattr(numbers, "decide", count)
+    monkeypatch.setattr(sensitivity, "decide", count)
+    monkeypatch.setattr(api, "simulate", lambda *a, **k: simulated.append(1) or simulate(*a, **k))
+    ends = []
+    monkeypatch.setattr(sensitivity, "tornado", lambda *a, **k: ends.append(k["given"]) or tornado(*a, **k))
+    res = invoke_cli("report", tmp_path / "s.yaml", "--replications", 2, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    assert decided == [1]
+    (given,) = ends
+    assert len(given.runs) == 2 and given.verdict is not None
+    flips = int(re.search(r"searching the utilisation flip: (\d+) simulations?", res.stderr)[1])
+    in_tornado = int(re.search(r"sensitivity tornado \(inputs at both ends\): (\d+) simulations?", res.stderr)[1])
+    assert len(simulated) == 2 + flips + in_tornado
+    assert "the verdict's 2 replications, the same seeds, averaged" in html.unescape(
+        (tmp_path / "r.html").read_text(encoding="utf-8"))
