@@ -1,7 +1,7 @@
 """The report does only its own work: it takes the runs and the verdict it is given (``costsim
 report`` decides once, and its tornado does not run the verdict's replications again), turns each
 figure into data once, inlines plotly.js once, carries the scenario as it was run (its YAML reads
-back as the same scenario) and tells every section it builds.
+back as the same scenario), loads no module it does not use and tells every section it builds.
 """
 
 from __future__ import annotations
@@ -64,6 +64,18 @@ def test_the_scenario_at_the_end_reads_back_as_the_scenario_run(page, tiny):
     again = scenario_from_data(yaml.safe_load(html.unescape(shown)), "report", folder)
     assert costsim.dump_scenario(again) == costsim.dump_scenario(sc)
     assert again.model_dump(mode="json") == sc.model_dump(mode="json")
+
+
+def test_the_verdict_the_report_and_its_tornado_leave_scipy_stats_unloaded():
+    """scipy.stats takes half a second to import and none of them needs it (the t quantile is
+    ``scipy.special.stdtrit``; a sampled sweep's Latin hypercube imports it when it draws)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, costsim.cli.commands, costsim.present.verdict, costsim.report.build, "
+            "costsim.decisions.sensitivity, costsim.runs.sweepfile; print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
 
 
 def test_a_verdict_given_is_not_decided_again_and_every_section_is_told(tiny, monkeypatch):
