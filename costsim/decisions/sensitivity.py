@@ -93,8 +93,8 @@ class Tornado:
 @dataclass(frozen=True, kw_only=True)
 class Given:
     """The base variant's runs a caller has already: ``runs``, replication r of the base scenario on
-    ``replication_seed(seed, r)`` as a sweep seeds it (``costsim.report.build.replications_of``), one
-    per replication; ``verdict``: ``decide`` on those runs with the tornado's targets (None: the
+    ``replication_seed(seed, r)`` as a sweep seeds it (a report's replications), one per
+    replication; ``verdict``: ``decide`` on those runs with the tornado's targets (None: the
     tornado decides on them itself, without the flip search)."""
 
     runs: Sequence[Results]
