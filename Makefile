@@ -46,6 +46,7 @@ bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/backfill_speed.py
 	$(PY) benchmarks/serving_speed.py
 	$(PY) benchmarks/dashboard_rerun.py
+	$(PY) benchmarks/report_overhead.py
 
 validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)
 	$(PY) -m costsim.calibration.validation

@@ -53,7 +53,7 @@ from costsim.runs.outdir import OutputFolder, safe_folder_name
 from costsim.runs.outfiles import scenario_inputs
 from costsim.scenario import Problem, ScenarioError, json_schema
 
-if TYPE_CHECKING:  # imported when a sweep runs: scipy.stats and the executors cost every other command 0.5 s
+if TYPE_CHECKING:  # imported when a sweep runs: the executors and the sweep machinery are not every command's to load
     from costsim.runs.sweep import SweepResults
 
 app = typer.Typer(
@@ -114,7 +114,7 @@ def run(
                                        "columns).")] = False,
 ) -> None:
     """Simulate every option, print the verdict and the comparison, and write the tables (CSV, Parquet)."""
-    from costsim.decisions.targets import parse_target  # brings scipy.stats: only where a verdict is given
+    from costsim.decisions.targets import parse_target  # the decisions: only where a verdict is given
     from costsim.present.verdict import decide
 
     folder = None

@@ -5,13 +5,16 @@ slow import is also a window in which Ctrl-C would interrupt Python before the C
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from costsim.errors import CostsimError
 from costsim.runs.outdir import OutputError
 from costsim.scenario import Problem, ScenarioError
+
+if TYPE_CHECKING:
+    from costsim.results.contract import Results
 
 
 def report_command(
@@ -34,20 +37,22 @@ def report_command(
 
     The verdict and its confidence, the options side by side, break-even, the Pareto frontier, the
     tornado and the figures; the scenario as YAML at the end. Each stage (the replications, the
-    utilisation flip search, the tornado, the page) is shown on stderr as it goes."""
+    utilisation flip search, the tornado, the page's figures and tables, the writing) is shown on
+    stderr as it goes."""
     from rich.text import Text
 
     from costsim.cli.console import err_console, fail, load_scenario_or_exit, out_console
     from costsim.cli.stages import Stages, counting
     from costsim.decisions.targets import targets as as_targets
     from costsim.present.verdict import decide
-    from costsim.report.build import check_out, replications_of, tornado_or_note, write_report
+    from costsim.report.build import build_report, check_out, replications_of, tornado_or_note, write_page
     from costsim.report.sweep import is_sweep_folder, sweep_inputs
     from costsim.runs import api
     from costsim.runs.outfiles import FolderLock, check_out_file, scenario_inputs
 
     stages = Stages(err_console, quiet)
     verdict = None
+    data: Path | list[Results]  # a sweep folder, or the scenario's replications (``runs``)
     try:
         # A FIFO, a device or a symlink is refused, never replaced; the scenario itself even before it is read.
         check_out_file("--out", out, [source / "sweep.json" if source.is_dir() else source])
@@ -71,21 +76,27 @@ def report_command(
             root = sc.seed if seed is None else seed
             n = 3 if replications is None else replications
             with stages.stage(f"simulating {n} replication{'s' if n > 1 else ''}", n, "runs") as step:
-                data = replications_of(sc, n, root, step)
+                runs = replications_of(sc, n, root, step)
+            data = runs
             # Decided here, not by the page: the flip search re-simulates and is told as it goes.
             with stages.stage("searching the utilisation flip") as step:
                 verdict = decide(data, wanted, simulate=counting(lambda s, r: api.simulate(s, seed=r), step))
         shown = None
         if not source.is_dir() and tornado is not False:
-            # The tornado on the verdict's replications (its seeds, averaged): one base difference on the page.
+            # The tornado on the verdict's replications (its seeds, averaged): one base difference on the
+            # page. Those runs and the verdict are handed over: its base is not simulated nor decided again.
             with stages.stage("sensitivity tornado (inputs at both ends)") as step:
-                shown = tornado_or_note(sc, root, wanted, step, replications=n)  # data holds the n replications
+                shown = tornado_or_note(sc, root, wanted, step, replications=n, runs=runs, verdict=verdict)
         # The lock of the folder written into: a run swapping that folder into place meanwhile would
         # otherwise take the report away with the folder's previous contents.
         with FolderLock(out.parent.resolve(), "--out", str(out), required=False):
             check_out_file("--out", out, sweep_inputs(source) if source.is_dir() else scenario_inputs(sc, source))
+            # The page from the runs and the verdict above: nothing simulated or decided again (a
+            # sweep folder's verdicts are decided here, from its stored runs).
+            with stages.stage("building the page (figures and tables)", unit="sections") as step:
+                page = build_report(data, wanted, shown, variant=variant, verdict=verdict, progress=step)
             with stages.stage("writing the report", counted=False):
-                path = write_report(data, out, wanted, shown, variant=variant, verdict=verdict)
+                path = write_page(page, out)
     except CostsimError as err:
         fail(err)
     except KeyboardInterrupt:

@@ -3,7 +3,7 @@
 meeting them (``optimize.py``), the Pareto frontier (``pareto.py``), the sensitivity tornado
 (``sensitivity.py``), the flips (``flips.py``) and time to a target score (``time_to_target.py``).
 
-The names below are re-exported lazily: the verdict brings scipy.stats and the optimizer the sweep
+The names below are re-exported lazily: the verdict brings scipy and the optimizer the sweep
 machinery, which light users (the dashboard's cards, ``fair_rows``) and the CLI's start-up do not
 need. Inside costsim, modules import from the defining module."""
 

@@ -19,7 +19,9 @@ builder (``costsim.runs.variants``), run as the sweep's tasks (``costsim.runs.sw
 replication r of every variant uses the same seed — common random numbers, so each swing is a
 paired difference) on the sweep's executors. Each task runs ``simulate`` once and keeps its summary
 and its break-even table: a sweep's runs table has no cash flow, and running every variant
-a second time for the break-even month would double the work.
+a second time for the break-even month would double the work. A caller that has the base's
+replications already (the report: the verdict's runs) gives them (``Given``) with their verdict: the
+base variant is then not run again, and its pair is the verdict's (no second ``decide``).
 
 An end flips the verdict when the difference changes sign there, or when the option the base
 recommends cannot keep up or misses one of the decision's targets there (``costsim.decide``
@@ -43,14 +45,15 @@ from costsim.decisions.fair import fair_rows
 from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
 from costsim.decisions.tornado_inputs import INPUTS, chosen_inputs
-from costsim.decisions.verdict import decide, held_to, option_table
+from costsim.decisions.verdict import Verdict, decide, held_to, option_table
 from costsim.plan.options import Plan
 from costsim.plan.resolve import resolve
+from costsim.results.contract import Results
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
 from costsim.runs.executors import EXECUTORS, open_executor
-from costsim.runs.sweep import SweepResults, task_outputs, tasks
-from costsim.runs.sweepfile import Sweep
+from costsim.runs.sweep import SweepResults, TaskOutput, task_output, task_outputs, tasks
+from costsim.runs.sweepfile import Sweep, replication_seed
 from costsim.runs.variants import Variant, VariantBuilder
 from costsim.scenario import Problem, Scenario, ScenarioError
 
@@ -87,6 +90,17 @@ class Tornado:
     scenario: Scenario | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Given:
+    """The base variant's runs a caller has already: ``runs``, replication r of the base scenario on
+    ``replication_seed(seed, r)`` as a sweep seeds it (a report's replications), one per
+    replication; ``verdict``: ``decide`` on those runs with the tornado's targets (None: the
+    tornado decides on them itself, without the flip search)."""
+
+    runs: Sequence[Results]
+    verdict: Verdict | None = None
+
+
 # ------------------------------------------------------------------ the sweep of 1 + 2k variants
 
 
@@ -114,12 +128,18 @@ def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[
     return variants, rows
 
 
-def _run(spec: Sweep, executor: str, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _run(spec: Sweep, executor: str, progress, given: Given | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The sweep's runs and break-even tables, in task order (the sweep's task loop: each task
-    keeps its break-even table, the run's own months, extrapolation included)."""
+    keeps its break-even table, the run's own months, extrapolation included); the base's tasks
+    from ``given``'s runs when given, not run again (``progress`` counts the tasks run)."""
     todo = tasks(spec, breakeven=True)
-    with open_executor(executor, min(os.cpu_count() or 1, len(todo))) as run:
-        outs = dict(task_outputs(run, todo, progress))
+    outs: dict[int, TaskOutput] = {}
+    if given is not None:
+        outs = {i: task_output(t, given.runs[t.replication]) for i, t in enumerate(todo) if t.variant == BASE}
+    left = [i for i in range(len(todo)) if i not in outs]
+    if left:
+        with open_executor(executor, min(os.cpu_count() or 1, len(left))) as run:
+            outs.update((left[k], out) for k, out in task_outputs(run, [todo[i] for i in left], progress))
     ordered = [outs[i] for i in range(len(todo))]
     return (pd.concat([o.summary for o in ordered], ignore_index=True),
             pd.concat([o.breakeven for o in ordered if o.breakeven is not None], ignore_index=True))
@@ -128,14 +148,16 @@ def _run(spec: Sweep, executor: str, progress) -> tuple[pd.DataFrame, pd.DataFra
 # ------------------------------------------------------------------ measuring
 
 
-def _pair_of(runs: pd.DataFrame, spec: Sweep, wanted: tuple[Target, ...]) -> tuple[str, str, str | None]:
-    """(build, rent, the base verdict's recommendation): the base verdict's pair when it compares
-    building with renting; else, per side, the cheapest option that keeps up and meets the targets
-    (the cheapest of the side when none does)."""
+def _pair_of(runs: pd.DataFrame, spec: Sweep, wanted: tuple[Target, ...],
+             verdict: Verdict | None) -> tuple[str, str, str | None]:
+    """(build, rent, the base verdict's recommendation): the base verdict's pair (``verdict``, or
+    decided here when None) when it compares building with renting; else, per side, the cheapest
+    option that keeps up and meets the targets (the cheapest of the side when none does)."""
     base = runs[runs["variant"] == BASE]
-    scenarios = {v.id: v.scenario for v in spec.variants}
-    verdict = decide(SweepResults(base, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), scenarios), wanted,
-                     variant=BASE, flips=False)
+    if verdict is None:
+        scenarios = {v.id: v.scenario for v in spec.variants}
+        verdict = decide(SweepResults(base, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), scenarios), wanted,
+                         variant=BASE, flips=False)
     table = option_table(fair_rows(base, _waiting_price(spec)), wanted)
     sides = table.set_index("option")["side"]
     if verdict.option is not None and verdict.versus is not None and sides[verdict.option] != sides[verdict.versus]:
@@ -196,13 +218,15 @@ def _eligibility_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: 
 
 def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | None = None,
             inputs: Sequence[str] | Mapping[str, tuple[float, float]] | None = None, executor: str = "local",
-            progress: Callable[[int, int], None] | None = None, targets=None) -> Tornado:
+            progress: Callable[[int, int], None] | None = None, targets=None, *,
+            given: Given | None = None) -> Tornado:
     """The sensitivity tornado of ``scenario`` (see the module): each input of ``inputs`` (default:
     every input the catalog has a range for) at its low and high, ``replications`` runs per variant
     seeded as a sweep's (``seed`` None: the scenario's), on ``executor`` ("local", "processes" or
     "dask"); ``targets``: as ``decide``'s (None: the scenario's ``decision.targets``).
-    ``progress(done, total)`` after each run. Raises ScenarioError for bad arguments or a
-    scenario without both a build and a rent option."""
+    ``progress(done, total)`` after each run. ``given``: the base's runs (and verdict) already
+    made, used rather than run again (the same table either way). Raises ScenarioError for bad
+    arguments or a scenario without both a build and a rent option."""
     if isinstance(scenario, Scenario):
         scenario = api.revalidated(scenario)[0]  # a Scenario.model_construct may lack any field
     else:
@@ -220,8 +244,9 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     cat = default_catalog()
     variants, rows = _plan(base, chosen_inputs(inputs, cat), cat)
     spec = Sweep("tornado", Path(base.base_dir), tuple(variants), replications, base.seed if seed is None else seed)
-    runs, breakeven = _run(spec, executor, progress)
-    build, rent, chosen = _pair_of(runs, spec, wanted)
+    _check_given(given, spec, wanted)
+    runs, breakeven = _run(spec, executor, progress, given)
+    build, rent, chosen = _pair_of(runs, spec, wanted, None if given is None else given.verdict)
     price = base.decision.waiting_usd_per_gpu_hour
     base_diff = _difference(runs, BASE, build, rent, price)
     ran = {v.id for v in variants}
@@ -238,6 +263,24 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     return Tornado(table=table, build=build, rent=rent, base_difference_usd=base_diff, base_breakeven_month=month,
                    base_breakeven_month_extrapolated=extrapolated, replications=replications, breakeven=pairs,
                    scenario=base)
+
+
+def _check_given(given: Given | None, spec: Sweep, wanted: tuple[Target, ...]) -> None:
+    """Refuse base runs that are not the base variant's tasks: one per replication, each on its
+    seed and of the base scenario as the tornado checked it, and a verdict on other targets."""
+    if given is None:
+        return
+    if not isinstance(given, Given):
+        raise arguments.error("tornado", "given", f"must be a sensitivity.Given or None, got {type(given).__name__}")
+    base = next(v.scenario for v in spec.variants if v.id == BASE).model_dump(mode="json")
+    seeds = [replication_seed(spec.seed, r) for r in range(spec.replications)]
+    if [r.seed for r in given.runs] != seeds or any(r.scenario.model_dump(mode="json") != base for r in given.runs):
+        raise arguments.error("tornado", "given", f"must be the base scenario's {spec.replications} run(s) on the "
+                              f"seeds {seeds}, in that order")
+    v = given.verdict
+    if v is not None and ({str(t) for t in (*v.targets, *v.unmeasured)} != {str(t) for t in wanted}
+                          or v.replications != spec.replications):
+        raise arguments.error("tornado", "given", "its verdict must be decided on its runs with the tornado's targets")
 
 
 def _check_sides(plans: Sequence[Plan]) -> None:
@@ -297,4 +340,4 @@ def _recommended(runs: pd.DataFrame, vid: str, pair: _Pair) -> str | None:
     return None if ok.empty else str(ok["option"].iloc[0])
 
 
-__all__ = ["COLUMNS", "INPUTS", "Tornado", "tornado"]
+__all__ = ["COLUMNS", "INPUTS", "Given", "Tornado", "tornado"]

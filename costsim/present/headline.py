@@ -141,7 +141,7 @@ def card_table(summaries: list[pd.DataFrame], verdict) -> pd.DataFrame:
     """One row per option (in the summaries' order): for each ``CARD_METRICS`` column its mean over
     the replications and the half-width of its 95 % interval (``<col>_pm``, NaN with one run),
     then ``subtitle``, ``keeps_up`` and ``why`` from the verdict."""
-    from costsim.runs import stats  # scipy.stats: only when there are intervals to draw
+    from costsim.runs import stats  # scipy: only when there are intervals to draw
 
     runs = pd.concat([s.assign(replication=i) for i, s in enumerate(summaries)], ignore_index=True)
     rows = fair_rows(runs, verdict.waiting_usd_per_gpu_hour)

@@ -17,7 +17,7 @@ the first replication; a sweep keeps no such detail, so its report has the table
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +35,7 @@ from costsim.report.sections import (
     footer,
     options_section,
     pareto_section,
-    run_figures,
+    run_figure_sections,
     time_to_target_section,
     tornado_section,
     verdict_parts,
@@ -47,6 +47,9 @@ from costsim.scenario import Problem, ScenarioError
 
 if TYPE_CHECKING:
     from costsim.runs.sweep import SweepResults
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: ``done`` sections of the page built, of ``total``."""
 
 
 @dataclass
@@ -98,7 +101,18 @@ def _header(title: str, sub: str, notes: list[str]) -> str:
     return out + (h.bullets(notes) if notes else "") + "</header>"
 
 
-def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None) -> tuple[str, str]:
+def _built(sections: Sequence[Callable[[], str]], progress: Progress | None) -> str:
+    """Each section built in turn and joined; ``progress(done, total)`` after each."""
+    out = []
+    for done, build in enumerate(sections, start=1):
+        out.append(build())
+        if progress is not None:
+            progress(done, len(sections))
+    return "".join(out)
+
+
+def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None,
+                   progress: Progress | None = None) -> tuple[str, str]:
     from costsim.present.verdict import decide
 
     first, reps = src.runs[0], len(src.runs)
@@ -107,15 +121,16 @@ def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None) -
     seeds = ", ".join(str(r.seed) for r in src.runs[:5]) + (", …" if reps > 5 else "")
     label = f"{reps} replication{'s' if reps > 1 else ''} (seed{'s' if reps > 1 else ''} {seeds})"
     mean = "Means over the replications." if reps > 1 else ""
-    be, _ = breakeven_section(src.runs)
-    pareto, _ = pareto_section(v.options, given_frontier, "Options on the frontier")
-    tor, _ = tornado_section(tornado)
-    figures, _ = run_figures(first, reps)
-    target, _ = time_to_target_section(src.runs, v)  # "" unless a class has a scaling curve
     sub = f"{plain(sc.horizon_days)} days, {len(sc.options)} options, {label}."
-    body = [h.section("Verdict", *verdict_parts(v, label), anchor="verdict"), options_section(v, mean),
-            target, be, pareto, tor, *figures, assumptions_section(sc), footer(sc)]
-    return sc.name, _header(sc.name, sub, src.notes) + "".join(body)
+    body = _built([lambda: h.section("Verdict", *verdict_parts(v, label), anchor="verdict"),
+                   lambda: options_section(v, mean),
+                   lambda: time_to_target_section(src.runs, v)[0],  # "" unless a class has a scaling curve
+                   lambda: breakeven_section(src.runs)[0],
+                   lambda: pareto_section(v.options, given_frontier, "Options on the frontier")[0],
+                   lambda: tornado_section(tornado)[0],
+                   *run_figure_sections(first, reps),
+                   lambda: assumptions_section(sc), lambda: footer(sc)], progress)
+    return sc.name, _header(sc.name, sub, src.notes) + body
 
 
 VARIANT_COLUMNS: list[h.Column] = [
@@ -125,7 +140,7 @@ VARIANT_COLUMNS: list[h.Column] = [
 ]
 
 
-def _sweep_body(src: _Input, wanted, given_frontier) -> tuple[str, str]:
+def _sweep_body(src: _Input, wanted, given_frontier, progress: Progress | None = None) -> tuple[str, str]:
     from types import SimpleNamespace
 
     from costsim.present.verdict import decide
@@ -136,37 +151,46 @@ def _sweep_body(src: _Input, wanted, given_frontier) -> tuple[str, str]:
     reps = int(sweep.runs["replication"].nunique())
     swept = {r["variant"]: ", ".join(f"{k}={r[k]}" for k in sweep.variants.columns[1:])
              for r in sweep.variants.to_dict("records")}
-    # The per-variant table leaves out the utilisation flip (a search by re-simulation per variant);
-    # the variant the report leads with has it.
-    verdicts = {x: decide(sweep, wanted, variant=x, flips=False) for x in variants[:FRONTIER_ROWS]}
-    table = pd.DataFrame([{"variant": x, "swept": swept.get(x, ""), "option": v.option or "none",
-                           "close": "yes" if v.same_cost else "", "sentence": v.sentence} for x, v in verdicts.items()])
-    parts = []
     label = f"{reps} replication{'s' if reps > 1 else ''} per variant"
-    if src.variant is not None:
+
+    def lead() -> str:
         v = decide(sweep, wanted, variant=src.variant)
-        parts += [h.section(f"Verdict for variant {src.variant} ({swept.get(src.variant, '')})",
-                            *verdict_parts(v, f"{label} of the sweep"), anchor="verdict"),
-                  options_section(v, "Means over the replications.")]
-    per_variant = h.section("Verdict per variant", h.table(table, VARIANT_COLUMNS, wrap=("sentence",)),
-                            anchor="variants" if src.variant else "verdict")
-    parts.append(per_variant)
-    parts.append(pareto_section(sweep, given_frontier, "Variants and options on the frontier")[0])
-    if src.variant is not None:  # the summary's cost lines are all cost_breakdown reads
+        return (h.section(f"Verdict for variant {src.variant} ({swept.get(src.variant, '')})",
+                          *verdict_parts(v, f"{label} of the sweep"), anchor="verdict")
+                + options_section(v, "Means over the replications."))
+
+    def per_variant() -> str:
+        # The per-variant table leaves out the utilisation flip (a search by re-simulation per
+        # variant); the variant the report leads with has it.
+        verdicts = {x: decide(sweep, wanted, variant=x, flips=False) for x in variants[:FRONTIER_ROWS]}
+        table = pd.DataFrame([{"variant": x, "swept": swept.get(x, ""), "option": v.option or "none",
+                               "close": "yes" if v.same_cost else "", "sentence": v.sentence}
+                              for x, v in verdicts.items()])
+        return h.section("Verdict per variant", h.table(table, VARIANT_COLUMNS, wrap=("sentence",)),
+                         anchor="variants" if src.variant else "verdict")
+
+    def costs() -> str:  # the summary's cost lines are all cost_breakdown reads
         runs = sweep.runs[sweep.runs["variant"] == src.variant]
         one = runs.groupby("option", sort=False)[[c for c in runs if str(c).startswith("cost_")]].mean().reset_index()
-        parts.append(h.section(f"Cost breakdown of variant {src.variant} (means)",
-                               h.figure(plots.cost_breakdown(SimpleNamespace(summary=one))), anchor="costs"))
-    parts.append(h.para("A sweep keeps one summary row per run: for the delay, iteration-speed and reliability "
-                        "figures, report on a variant's scenario (costsim report SCENARIO).", "note"))
-    vt = h.table(sweep.variants.astype(str), [(c, c, str, None) for c in sweep.variants.columns])
-    parts.append(footer(src.scenario, h.para("The variants and their swept values:") + vt))
+        return h.section(f"Cost breakdown of variant {src.variant} (means)",
+                         h.figure(plots.cost_breakdown(SimpleNamespace(summary=one))), anchor="costs")
+
+    def end() -> str:
+        note = h.para("A sweep keeps one summary row per run: for the delay, iteration-speed and reliability "
+                      "figures, report on a variant's scenario (costsim report SCENARIO).", "note")
+        vt = h.table(sweep.variants.astype(str), [(c, c, str, None) for c in sweep.variants.columns])
+        return note + footer(src.scenario, h.para("The variants and their swept values:") + vt)
+
+    led = src.variant is not None
+    body = _built([*([lead] if led else []), per_variant,
+                   lambda: pareto_section(sweep, given_frontier, "Variants and options on the frontier")[0],
+                   *([costs] if led else []), end], progress)
     title = f"Sweep of {len(variants)} variant{'s' if len(variants) > 1 else ''}"
-    return title, _header(title, f"{label}; {len(sweep.runs):,} runs.", src.notes) + "".join(parts)
+    return title, _header(title, f"{label}; {len(sweep.runs):,} runs.", src.notes) + body
 
 
 def build_report(source, targets=None, tornado=None, frontier: pd.DataFrame | None = None, title: str | None = None,
-                 variant: str | None = None, verdict=None) -> str:
+                 variant: str | None = None, verdict=None, *, progress: Progress | None = None) -> str:
     """The report as one self-contained HTML string (see the module).
 
     ``source``: a Results, a list of Results (replications of one scenario), a SweepResults or a
@@ -175,29 +199,37 @@ def build_report(source, targets=None, tornado=None, frontier: pd.DataFrame | No
     runs and targets, when it is already known (it is not decided again);
     ``tornado``: a ``costsim.decisions.Tornado`` (its section is left out when None; a
     string is shown in its place, saying why there is none); ``frontier``: a ``pareto.frontier``
-    table to show instead of the one computed; ``variant``: of a sweep, the one to lead with."""
+    table to show instead of the one computed; ``variant``: of a sweep, the one to lead with;
+    ``progress(done, total)``: after each section of the page is built (its figures drawn)."""
     from costsim.decisions.targets import targets as as_targets
 
     wanted = None if targets is None else as_targets(targets)
     src = _input(source, variant)
-    name, body = (_scenario_body(src, wanted, tornado, frontier, verdict) if src.runs
-                  else _sweep_body(src, wanted, frontier))
+    name, body = (_scenario_body(src, wanted, tornado, frontier, verdict, progress) if src.runs
+                  else _sweep_body(src, wanted, frontier, progress))
     return h.page(title or f"{name}: build or rent? (costsim report)", body)
 
 
 def write_report(source, path_or_folder: str | os.PathLike[str], targets=None, tornado=None,
                  frontier: pd.DataFrame | None = None, title: str | None = None, variant: str | None = None,
                  label: str = "--out", verdict=None) -> Path:
-    """Write ``build_report(...)`` atomically (a temporary file in the same folder, flushed to
-    disk, renamed over the target) to ``path_or_folder``, or to ``report.html`` in it when it is a
-    folder; the path written. OutputError (a ScenarioError naming ``label``) when it cannot be."""
-    from costsim.runs.dataset import write_atomic
-
+    """Write ``build_report(...)`` atomically (``write_page``) to ``path_or_folder``, or to
+    ``report.html`` in it when it is a folder; the path written. OutputError (a ScenarioError
+    naming ``label``) when it cannot be."""
     path = Path(path_or_folder)
     if path.is_dir():
         path = path / "report.html"
     check_out(path, label)
-    text = build_report(source, targets, tornado, frontier, title, variant, verdict)
+    return write_page(build_report(source, targets, tornado, frontier, title, variant, verdict), path, label)
+
+
+def write_page(text: str, path: Path, label: str = "--out") -> Path:
+    """Write ``text`` (a page ``build_report`` built) to ``path`` atomically: a temporary file in the
+    same folder, flushed to disk, renamed over the target; ``path``. OutputError (a ScenarioError
+    naming ``label``) when it cannot be."""
+    from costsim.runs.dataset import write_atomic
+
+    check_out(path, label)
     try:
         write_atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
     except OSError as err:
@@ -227,7 +259,7 @@ def check_out(path: Path, label: str = "--out") -> None:
 # ------------------------------------------------------------------ the command
 
 
-def replications_of(sc, n: int, seed: int, step=None):
+def replications_of(sc, n: int, seed: int, step=None) -> list[Results]:
     """``n`` runs of ``sc`` with seeds ``replication_seed(seed, r)`` (the first is ``costsim run``'s
     run on ``seed``), ``sc`` prepared once for all of them; ``step(done)`` after each."""
     from costsim.runs import api
@@ -242,16 +274,19 @@ def replications_of(sc, n: int, seed: int, step=None):
     return runs
 
 
-def tornado_or_note(sc, seed: int, targets=None, step=None, replications: int = 1):
+def tornado_or_note(sc, seed: int, targets=None, step=None, replications: int = 1, *,
+                    runs: Sequence[Results] | None = None, verdict=None):
     """The tornado (one variant per input at each end of its range; ``step(done, total)`` after
     each run), or a note saying why there is none. ``replications`` and ``seed`` as the verdict's
     (``replications_of``): its base variant is then the verdict's runs, the same seeds averaged, so
-    its base difference is the verdict's."""
+    its base difference is the verdict's. ``runs``: those runs, and ``verdict``: ``decide`` on
+    them with ``targets``, when the caller has them: the base is then not run, nor decided, again."""
     try:
-        from costsim.decisions.sensitivity import tornado
+        from costsim.decisions.sensitivity import Given, tornado
     except ImportError:
         return "The sensitivity tornado is not available in this version of costsim."
+    given = None if runs is None else Given(runs=runs, verdict=verdict)
     try:
-        return tornado(sc, replications=replications, seed=seed, targets=targets, progress=step)
+        return tornado(sc, replications=replications, seed=seed, targets=targets, progress=step, given=given)
     except CostsimError as err:  # e.g. no owned or no rented option to set against each other
         return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)

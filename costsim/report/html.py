@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 import plotly.offline
 
 from costsim.present import formats
@@ -172,13 +173,17 @@ def transposed_table(frame: pd.DataFrame, columns: Sequence[Column], *, best_amo
 
 
 def figure(fig: go.Figure, height: int = 460) -> str:
-    """A figure's div and the script that draws it with the page's plotly.js (not included here)."""
+    """A figure's div and the script that draws it with the page's plotly.js (not included here);
+    ``height`` in pixels."""
     fig.update_layout(height=height)
+    # The figure turned into plain data once: that copy (plotly validates and deep-copies every
+    # property) is most of the cost of a figure on the page, and the id and the div both read it.
+    spec = fig.to_dict()
     # The div's id from the figure itself (plotly's default is a random UUID): the same results
     # give the same file, byte for byte, as every other output of a run.
-    ident = "fig-" + hashlib.sha256(fig.to_json().encode()).hexdigest()[:16]
-    div = fig.to_html(full_html=False, include_plotlyjs=False, config=FIGURE_CONFIG, div_id=ident,
-                      default_width="100%", default_height=f"{height}px")
+    ident = "fig-" + hashlib.sha256(pio.to_json(spec, validate=False, remove_uids=False).encode()).hexdigest()[:16]
+    div = pio.to_html(spec, validate=False, full_html=False, include_plotlyjs=False, config=FIGURE_CONFIG,
+                      div_id=ident, default_width="100%", default_height=f"{height}px")
     return f'<div class="figure">{div}</div>'
 
 

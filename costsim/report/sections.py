@@ -1,9 +1,11 @@
 """The sections of the HTML report (``costsim.report.build``): the verdict and its
 confidence, the options side by side, time to target, break-even, the Pareto frontier, the
 tornado, the figures of one run and the scenario. Each returns HTML (user text escaped by ``report_html``) and, where it
-draws figures, how many."""
+draws figures, how many; the figures of one run come as one builder per section (``run_figure_sections``)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -284,23 +286,26 @@ def gantt_window(horizon_h: float) -> tuple[float, float]:
     return lo, min(lo + span, horizon_h)
 
 
-def run_figures(first: Results, reps: int) -> tuple[list[str], int]:
+def run_figure_sections(first: Results, reps: int) -> list[Callable[[], str]]:
     """Cost breakdown, delays, iteration speed, reliability and the jobs over time (a Gantt view per
-    option) from the first replication."""
+    option) from the first replication: one builder per section, in page order, so that the page
+    can say how far it is while the figures are drawn (each builder draws its own, once)."""
     which = "" if reps == 1 else f" (replication 1 of {reps}, seed {first.seed})"
-    out = [h.section("Cost breakdown" + which, h.figure(plots.cost_breakdown(first)), anchor="costs"),
-           h.section("Queue delays" + which, h.figure(plots.delay_distribution(first)), anchor="delays")]
-    n = 2
+    out = [lambda: h.section("Cost breakdown" + which, h.figure(plots.cost_breakdown(first)), anchor="costs"),
+           lambda: h.section("Queue delays" + which, h.figure(plots.delay_distribution(first)), anchor="delays")]
     if len(first.phases) and (first.phases["iterations_planned"] > 0).any():
-        out.append(h.section("Iteration speed" + which, h.figure(plots.iterations_per_day(first)),
-                             h.figure(plots.phase_breakdown(first), height=520), anchor="iterations"))
-        n += 2
-    out.append(h.section("Reliability" + which, h.figure(plots.lost_work(first)), anchor="reliability"))
+        out.append(lambda: h.section("Iteration speed" + which, h.figure(plots.iterations_per_day(first)),
+                                     h.figure(plots.phase_breakdown(first), height=520), anchor="iterations"))
+    out.append(lambda: h.section("Reliability" + which, h.figure(plots.lost_work(first)), anchor="reliability"))
+    out.append(lambda: _timeline_section(first, which))
+    return out
+
+
+def _timeline_section(first: Results, which: str) -> str:
     lo, hi = gantt_window(first.scenario.horizon_h)
     timeline = plots.gantt(first, start_h=lo, end_h=hi, max_jobs=GANTT_JOBS)
-    out.append(h.section(f"Jobs over time, days {plain(lo / 24)}–{plain(hi / 24)}" + which,
-                         h.figure(timeline, height=max(460, 220 * len(first.summary))), anchor="timeline"))
-    return out, n + 2
+    return h.section(f"Jobs over time, days {plain(lo / 24)}–{plain(hi / 24)}" + which,
+                     h.figure(timeline, height=max(460, 220 * len(first.summary))), anchor="timeline")
 
 
 def footer(scenario, extra: str = "") -> str:

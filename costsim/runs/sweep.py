@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from costsim.plan.prepare import Prepared
+from costsim.results.contract import Results
 from costsim.runs import api, arguments, stats
 from costsim.runs.dataset import SweepFolder, fingerprint, manifest
 from costsim.runs.executors import (
@@ -118,7 +119,14 @@ def run_task(task: Task) -> TaskOutput:
     ready = prepared_variant(json.dumps(task.scenario, sort_keys=True), task.base_dir, task.source, identity)
     res = api.simulate(ready, seed=task.seed)
     _same_inputs(task, scenario)  # the trace was not edited while it ran either
-    table = res.summary
+    return task_output(task, res)
+
+
+def task_output(task: Task, res: Results) -> TaskOutput:
+    """``res``, the run of ``task`` (its variant's scenario on ``task.seed``), as ``run_task``
+    returns it; ``res`` is left as it was. A caller that has that run already (the report's
+    replications, the base of its tornado) gives it here rather than running the task."""
+    table = res.summary.copy()
     for name, value in reversed(list(zip(LABELS, (task.variant, task.replication, task.seed), strict=True))):
         table.insert(0, name, value)
     breakeven = res.breakeven.assign(variant=task.variant, replication=task.replication) if task.breakeven else None

@@ -52,14 +52,19 @@ def test_report_tells_every_stage_on_stderr_and_keeps_stdout_clean(tmp_path):
     assert list(lines) == ["simulating 3 replications",
                            "searching the utilisation flip",
                            "sensitivity tornado (inputs at both ends)",
+                           "building the page (figures and tables)",
                            "writing the report"], res.stderr
     assert lines["simulating 3 replications"] == (3, "runs")
     assert lines["searching the utilisation flip"][0] == flips[0]
-    assert lines["sensitivity tornado (inputs at both ends)"] == (told[-1][1], "simulations")
-    assert told[-1][0] == told[-1][1] > 0
+    # The tornado's base is the verdict's 3 replications, handed over, not simulated again.
+    assert lines["sensitivity tornado (inputs at both ends)"] == (told[-1][1] - 3, "simulations")
+    assert told[-1][0] == told[-1][1] > 3
+    # Every section of the page: verdict, options, time to target, break-even, Pareto, tornado, the
+    # run's five figure sections (costs, delays, iterations, reliability, timeline), assumptions, scenario.
+    assert lines["building the page (figures and tables)"] == (13, "sections")
     assert lines["writing the report"] == (None, None)
     # Not a terminal: each stage also says when it starts, so a log shows what is running now.
-    assert res.stderr.count(" …\n") == 4
+    assert res.stderr.count(" …\n") == 5
 
 
 def test_report_quiet_says_nothing_on_stderr(tmp_path):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 from helpers import cloud, owned, scenario
 
@@ -262,3 +263,54 @@ def test_the_tornados_base_break_even_is_the_first_screens_for_the_base_run(resu
     assert dash == report
     assert dash["spot discount", "low"] == "–"  # skipped: no spot option
     assert all(dash["PUE", e].startswith("from month ") for e in ("low", "high"))  # by hand: both within 12 months
+
+
+def test_base_runs_given_are_used_as_they_are_not_simulated_nor_decided_again(result, tmp_path, monkeypatch):
+    """The report hands its replications and their verdict to the tornado: the base variant's
+    tasks are those runs, so only the inputs' ends are simulated, no second ``decide`` names the
+    pair, and every number is the one the tornado finds on its own (``result``)."""
+    import costsim
+    from costsim.decisions import sensitivity
+    from costsim.runs import api
+    from costsim.runs.sweepfile import replication_seed
+
+    sc = _scenario(tmp_path)
+    runs = [costsim.simulate(sc, seed=replication_seed(sc.seed, 0))]
+    verdict = costsim.decide(runs, flips=False)
+    summary = runs[0].summary.copy()
+    simulated, decided = [], []
+    simulate, decide = api.simulate, sensitivity.decide
+    monkeypatch.setattr(api, "simulate", lambda *a, **k: simulated.append(1) or simulate(*a, **k))
+    monkeypatch.setattr(sensitivity, "decide", lambda *a, **k: decided.append(1) or decide(*a, **k))
+    told = []
+    given = tornado(sc, inputs=ANALYTIC + NOT_HERE, given=sensitivity.Given(runs=runs, verdict=verdict),
+                    progress=lambda done, total: told.append((done, total)))
+    assert len(simulated) == 2 * len(ANALYTIC) and decided == []  # each input's two ends; the base is given
+    assert told[-1] == (2 * len(ANALYTIC), 2 * len(ANALYTIC))
+    pd.testing.assert_frame_equal(given.table, result.table)
+    pd.testing.assert_frame_equal(given.breakeven, result.breakeven)
+    assert (given.build, given.rent, given.base_difference_usd, given.base_breakeven_month) == \
+        (result.build, result.rent, result.base_difference_usd, result.base_breakeven_month)
+    pd.testing.assert_frame_equal(runs[0].summary, summary)  # the caller's run is left as it was
+    # Without the verdict, the tornado decides on the given runs itself: once.
+    tornado(sc, inputs=["pue"], given=sensitivity.Given(runs=runs))
+    assert decided == [1]
+
+
+def test_base_runs_that_are_not_the_base_variants_tasks_are_refused(tmp_path):
+    import costsim
+    from costsim.decisions.sensitivity import Given
+    from costsim.runs.sweepfile import replication_seed
+
+    sc = _scenario(tmp_path)
+    run = costsim.simulate(sc, seed=replication_seed(sc.seed, 0))
+    with pytest.raises(ArgumentError, match="base scenario's 2 run"):
+        tornado(sc, replications=2, inputs=["pue"], given=Given(runs=[run]))  # one run for two replications
+    with pytest.raises(ArgumentError, match="on the seeds"):
+        tornado(sc, seed=sc.seed + 1, inputs=["pue"], given=Given(runs=[run]))
+    other = costsim.simulate(sc.model_copy(update={"horizon_days": 300.0}), seed=replication_seed(sc.seed, 0))
+    with pytest.raises(ArgumentError, match="base scenario"):
+        tornado(sc, inputs=["pue"], given=Given(runs=[other]))
+    verdict = costsim.decide([run], targets=["p95_delay_h<=1"], flips=False)
+    with pytest.raises(ArgumentError, match="tornado's targets"):
+        tornado(sc, inputs=["pue"], given=Given(runs=[run], verdict=verdict))

@@ -49,6 +49,24 @@ def small_runs() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["variant", "replication", "option", "cost", "delay"])
 
 
+def test_the_quantile_is_scipy_stats_t_bit_for_bit():
+    """``stdtrit`` is what ``scipy.stats.t.ppf`` calls: the same intervals, to the last bit, without
+    importing scipy.stats."""
+    from scipy import stats
+
+    rng = np.random.default_rng(5)
+    for n in (2, 3, 5, 30, 200):
+        x = rng.normal(10.0, 3.0, n)
+        for level in (0.9, 0.95, 0.99):
+            half = stats.t.ppf((1 + level) / 2, n - 1) * x.std(ddof=1) / np.sqrt(n)
+            mean, low, high = t_interval(x, level)
+            assert (low, high) == (mean - float(half), mean + float(half))
+    runs = pd.DataFrame({"variant": "v", "option": ["a"] * 7 + ["b"] * 2, "m": rng.normal(size=9)})
+    table = means_table(runs, ["m"]).set_index("option")
+    for option, g in runs.groupby("option"):
+        assert t_interval(g["m"].to_numpy())[1:] == (table.at[option, "m_low"], table.at[option, "m_high"])
+
+
 def test_means_table_by_hand():
     m = means_table(small_runs(), ["cost", "delay"])
     assert list(m.columns) == ["variant", "option", "n", "cost", "cost_low", "cost_high", "cost_n",

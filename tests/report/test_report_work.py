@@ -1,0 +1,125 @@
+"""The report does only its own work: it takes the runs and the verdict it is given (``costsim
+report`` decides once, and its tornado does not run the verdict's replications again), turns each
+figure into data once, inlines plotly.js once, carries the scenario as it was run (its YAML reads
+back as the same scenario), loads no module it does not use and tells every section it builds.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import plotly.graph_objects as go
+import plotly.offline
+import pytest
+import yaml
+from helpers import TINY_RL, invoke_cli
+
+import costsim
+from costsim.report import html as h
+from costsim.report.build import build_report, replications_of
+from costsim.scenario import scenario_from_data
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("work")
+    (folder / "s.yaml").write_text(TINY_RL)
+    sc = costsim.load_scenario(folder / "s.yaml")
+    runs = replications_of(sc, 2, sc.seed)
+    return folder, sc, runs, costsim.decide(runs, flips=False)
+
+
+@pytest.fixture(scope="module")
+def page(tiny):
+    _, _, runs, verdict = tiny
+    return build_report(runs, verdict=verdict)
+
+
+def test_a_figure_is_turned_into_data_once_and_written_as_plotly_writes_it(monkeypatch):
+    """``to_dict`` (plotly validates and deep-copies every property) is a figure's costliest step on
+    the page: the div's id and the div itself read one copy, and the div is the one plotly writes."""
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1.0, 2.0]))
+    to_dict, calls = go.Figure.to_dict, []
+    monkeypatch.setattr(go.Figure, "to_dict", lambda self: calls.append(1) or to_dict(self))
+    div = h.figure(fig)
+    assert calls == [1]
+    ident = re.search(r'id="(fig-[0-9a-f]{16})"', div)[1]
+    assert div == '<div class="figure">' + fig.to_html(full_html=False, include_plotlyjs=False,
+                                                      config=h.FIGURE_CONFIG, div_id=ident,
+                                                      default_width="100%", default_height="460px") + "</div>"
+
+
+def test_plotly_js_is_inlined_once_and_no_figure_loads_it(page):
+    library = plotly.offline.get_plotlyjs()
+    assert page.count(library) == 1
+    assert page.count("plotly.js v") == 1  # the library's banner: no second copy, whole or in part
+    rest = page.replace(library, "")
+    assert rest.count('class="plotly-graph-div"') >= 5 and "cdn.plot.ly" not in rest and "plotly-latest" not in rest
+
+
+def test_the_scenario_at_the_end_reads_back_as_the_scenario_run(page, tiny):
+    folder, sc, _, _ = tiny
+    (shown,) = re.findall(r"<section id=\"scenario\">.*?<pre>(.*?)</pre>", page, re.S)
+    again = scenario_from_data(yaml.safe_load(html.unescape(shown)), "report", folder)
+    assert costsim.dump_scenario(again) == costsim.dump_scenario(sc)
+    assert again.model_dump(mode="json") == sc.model_dump(mode="json")
+
+
+def test_the_verdict_the_report_and_its_tornado_leave_scipy_stats_unloaded():
+    """scipy.stats takes half a second to import and none of them needs it (the t quantile is
+    ``scipy.special.stdtrit``; a sampled sweep's Latin hypercube imports it when it draws)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, costsim.cli.commands, costsim.present.verdict, costsim.report.build, "
+            "costsim.decisions.sensitivity, costsim.runs.sweepfile; print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_a_verdict_given_is_not_decided_again_and_every_section_is_told(tiny, monkeypatch):
+    from costsim.decisions import verdict as numbers
+
+    _, _, runs, verdict = tiny
+    decided, told = [], []
+    decide = numbers.decide
+    monkeypatch.setattr(numbers, "decide", lambda *a, **k: decided.append(1) or decide(*a, **k))
+    text = build_report(runs, verdict=verdict, progress=lambda done, total: told.append((done, total)))
+    assert decided == []
+    total = told[-1][1]
+    assert told == [(k, total) for k in range(1, total + 1)]
+    # Thirteen built; no section for time to target (no scaling curve) nor for the tornado (none given).
+    assert total == 13 and text.count("<section") == 11
+    build_report(runs)  # no verdict given: the page decides, once
+    assert decided == [1]
+
+
+@pytest.mark.slow
+def test_costsim_report_decides_once_and_its_tornado_reuses_the_replications(tmp_path, monkeypatch):
+    """Through the CLI with the tornado: one ``decide`` in all (the flip search's, told on stderr),
+    and the simulations are the replications, the flip search's and the tornado's ends, the
+    tornado's base being the replications handed over."""
+    from costsim.decisions import sensitivity
+    from costsim.decisions import verdict as numbers
+    from costsim.runs import api
+
+    (tmp_path / "s.yaml").write_text(TINY_RL)
+    decided, simulated = [], []
+    decide, simulate, tornado = numbers.decide, api.simulate, sensitivity.tornado
+    count = lambda *a, **k: decided.append(1) or decide(*a, **k)  # noqa: E731
+    monkeypatch.setattr(numbers, "decide", count)
+    monkeypatch.setattr(sensitivity, "decide", count)
+    monkeypatch.setattr(api, "simulate", lambda *a, **k: simulated.append(1) or simulate(*a, **k))
+    ends = []
+    monkeypatch.setattr(sensitivity, "tornado", lambda *a, **k: ends.append(k["given"]) or tornado(*a, **k))
+    res = invoke_cli("report", tmp_path / "s.yaml", "--replications", 2, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    assert decided == [1]
+    (given,) = ends
+    assert len(given.runs) == 2 and given.verdict is not None
+    flips = int(re.search(r"searching the utilisation flip: (\d+) simulations?", res.stderr)[1])
+    in_tornado = int(re.search(r"sensitivity tornado \(inputs at both ends\): (\d+) simulations?", res.stderr)[1])
+    assert len(simulated) == 2 + flips + in_tornado
+    assert "the verdict's 2 replications, the same seeds, averaged" in html.unescape(
+        (tmp_path / "r.html").read_text(encoding="utf-8"))
