@@ -46,6 +46,7 @@ class GPUSpec:
     node_idle_kw: float
     server_price_usd: float
     price: dict[str, dict[str, float]]  # tier -> pricing -> USD per GPU-hour
+    fp8_dense_tflops: float = 0.0  # dense FP8 TFLOP/s; 0: no FP8 tensor cores (FP8 computes at the BF16 rate)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ class GPUValues(StrictModel):
 
     memory_gb: Spec | None = Field(None, description=f"HBM per GPU, GB ({span(Spec)}); null: catalog.")
     bf16_dense_tflops: Spec | None = Field(None, description=f"Dense BF16 TFLOP/s per GPU ({span(Spec)}); null: catalog.")
+    fp8_dense_tflops: Spec | None = Field(None, description=f"Dense FP8 TFLOP/s per GPU ({span(Spec)}); null: catalog.")
     hbm_tb_s: Spec | None = Field(None, description=f"HBM bandwidth per GPU, TB/s ({span(Spec)}); null: catalog.")
     gpus_per_node: NodeGPUs | None = Field(
         None, description=f"GPUs of the catalog's node, whose NICs a smaller node shares ({span(NodeGPUs)}); null: catalog.")
@@ -56,6 +57,10 @@ class GPUTypes(StrictModel):
     B200: GPUValues | None = Field(None, description="B200 specs; null: catalog.")
     A100: GPUValues | None = Field(None, description="A100 specs; null: catalog.")
     L40S: GPUValues | None = Field(None, description="L40S specs; null: catalog.")
+    H20: GPUValues | None = Field(None, description="H20 specs; null: catalog.")
+    H800: GPUValues | None = Field(None, description="H800 specs; null: catalog.")
+    GB200: GPUValues | None = Field(None, description="GB200 (NVL72) specs; null: catalog.")
+    MI300X: GPUValues | None = Field(None, description="MI300X specs; null: catalog.")
 
 
 class FabricValues(StrictModel):
