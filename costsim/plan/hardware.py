@@ -5,7 +5,7 @@ iterations with these, and ``costsim.plan.checks`` asks the model whether a clas
 from __future__ import annotations
 
 from costsim.catalog.load import Catalog, default_catalog
-from costsim.models import network, rl
+from costsim.models import network, rl, weight_sync
 from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario.classes import RLClass
 
@@ -24,12 +24,23 @@ def hardware(plan: OwnedPlan | CloudPlan, catalog: Catalog | None = None) -> rl.
         gpus_per_node=domain, nvlink_busbw_gb_s=gpu.nvlink_busbw_gb_s, inter_busbw_gb_s=inter,
         mem_efficiency=float(consts["hbm_efficiency"]), step_floor_s=float(consts["decode_step_floor_s"]),
         kv_memory_fraction=float(consts["kv_memory_fraction"]), verifier_workers=int(consts["verifier_workers_per_gpu"]),
+        fp8_dense_tflops=gpu.fp8_dense_tflops, engines=engines(consts), prefill_mfu=float(consts["prefill_mfu"]),
+        optimizer_step_s=float(consts["optimizer_step_s"]), microbatch_s=float(consts["microbatch_s"]),
+        microbatch_tokens=float(consts["microbatch_tokens"]),
+        sync_methods={m: weight_sync.method_from_constants(m, consts) for m in weight_sync.METHOD_KEYS},
     )
+
+
+def engines(consts: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """(η_mem, t_floor) per rollout engine from the RL constants: vLLM's are ``hbm_efficiency`` and
+    ``decode_step_floor_s`` (the default engine), SGLang's carry the ``sglang_`` prefix."""
+    return {"vllm": (float(consts["hbm_efficiency"]), float(consts["decode_step_floor_s"])),
+            "sglang": (float(consts["sglang_hbm_efficiency"]), float(consts["sglang_decode_step_floor_s"]))}
 
 
 def shape(cls: RLClass) -> rl.Shape:
     """A class's iteration in the model's symbols."""
-    sc, ro, par = cls.scoring, cls.rollout, cls.parallelism
+    sc, ro, par, moe = cls.scoring, cls.rollout, cls.parallelism, cls.model
     return rl.Shape(
         params_b=cls.model_params_b, gpus=cls.gpus, rollout_gpus=cls.rollout_gpus, train_gpus=cls.train_gpus,
         disaggregated=cls.placement == "disaggregated", asynchronous=cls.mode == "async", staleness=cls.staleness,
@@ -40,4 +51,8 @@ def shape(cls: RLClass) -> rl.Shape:
         rollout_tp=ro.tensor_parallel, train_tp=par.tp if par else None, train_pp=par.pp if par else None,
         recompute_logprobs=cls.update.recompute_logprobs,
         decode_tokens_per_s_per_gpu=ro.decode_tokens_per_s_per_gpu, sequence_tokens_per_s=ro.sequence_tokens_per_s,
+        engine=ro.engine, memory_fraction=ro.memory_fraction, rollout_precision=ro.precision,
+        train_precision=cls.update.precision, sync_method=cls.sync.method, partial_rollout=ro.partial,
+        active_params_b=moe.active_params_b if moe else None, experts=moe.experts if moe else 0,
+        experts_per_token=moe.experts_per_token if moe else 0, expert_parallel=par.ep if par else None,
     )

@@ -1,0 +1,146 @@
+"""The RL model v3's new terms, each against a hand calculation (DESIGN.md section 3, "RL
+iteration time, v3"): prefill, the training passes' fixed costs, weight sync, MoE compute and
+all-to-all, FP8, engine constants and memory fraction."""
+
+from dataclasses import fields, replace
+
+import numpy as np
+import pytest
+
+from costsim.models import moe, prefill, rl, training, weight_sync
+from costsim.plan.hardware import engines
+
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, mem_efficiency=0.4, step_floor_s=0.01, kv_memory_fraction=0.8,
+                   verifier_workers=8, fp8_dense_tflops=1979.0, engines={"sglang": (0.5, 0.008)},
+                   optimizer_step_s=2.0, microbatch_s=0.05, microbatch_tokens=16384.0)
+
+
+def shape(**kw) -> rl.Shape:
+    base = dict(params_b=7.0, gpus=16, rollout_gpus=16, train_gpus=16, disaggregated=False, asynchronous=False,
+                staleness=1, samples=1024, prompt_tokens=500.0, reference_model=False, reward_model_params_b=None,
+                verifier_seconds_per_sample=0.0, epochs=1, minibatches=4, mfu=0.4)
+    return rl.Shape(**{**base, **kw})
+
+
+def test_prefill_by_hand():
+    # 2 × 7e9 × 1,024 × 500 tokens / (16 × 989e12 × 0.5) = 7.168e15 / 7.912e15 = 0.905966 s.
+    assert float(prefill.prefill_s(7.0, 1024 * 500, 16, 989.0, 0.5)) == pytest.approx(0.9059656, rel=1e-6)
+    assert prefill.rollout_prefill_tokens(1024, 500.0) == 512_000.0
+
+
+def test_sync_rollout_includes_the_prompts_prefill():
+    sh = shape()
+    lengths = (np.array([1024 * 800.0]), np.array([2000.0]), np.array([1024 * 800.0 ** 2 * 1.5]))
+    with_prompts = rl.phase_times(sh, H100, *lengths).rollout[0]
+    without = rl.phase_times(replace(sh, prompt_tokens=0.0), replace(H100, prefill_mfu=1e9), *lengths).rollout[0]
+    assert with_prompts > without
+
+
+def test_training_fixed_costs_by_hand():
+    # 4 steps; 3.2e6 tokens over 4 steps × 16 ranks = 50,000 tokens a rank a step → ⌈50,000 / 16,384⌉ = 4
+    # micro-batches; fixed = 4 × 2.0 + 4 × 4 × 0.05 = 8.8 s.
+    micro = training.microbatches_per_step(np.array([3.2e6]), 4, 16, 16384.0)
+    assert micro[0] == 4.0
+    assert float(training.fixed_s(4, micro, 2.0, 0.05)[0]) == pytest.approx(8.8)
+    assert training.microbatches_per_step(np.array([10.0]), 4, 16, 16384.0)[0] == 1.0  # at least one
+    # FSDP: 15/16 × 14e9 / 376e9 = 0.0349069 s a collective; 3 a micro-batch with backward, 1 without.
+    assert float(training.fsdp_traffic_s(14e9, 16, 376.0, 2, backward=True)) == pytest.approx(6 * 0.03490692, rel=1e-6)
+    assert float(training.fsdp_traffic_s(14e9, 16, 376.0, 2, backward=False)) == pytest.approx(2 * 0.03490692, rel=1e-6)
+    assert training.sharded_gather_s(14e9, 1, 376.0) == 0.0
+
+
+def test_update_strong_scaling_bends():
+    # Four times the GPUs give less than four times the speed once fixed costs are counted.
+    tokens = np.array([1e7])
+    small, big = shape(gpus=32, rollout_gpus=32, train_gpus=32), shape(gpus=128, rollout_gpus=128, train_gpus=128)
+    t32 = rl.update_s(small, rl.layout(small, H100), tokens, H100)[0]
+    t128 = rl.update_s(big, rl.layout(big, H100), tokens, H100)[0]
+    assert 1.0 < t32 / t128 < 4.0
+
+
+def test_weight_sync_by_hand():
+    # 14e9 B: 14 buckets × 1 ms + gather 2 s + 14e9 / (47e9 × 0.4) + 14e9 / 2 / 400e9.
+    m = weight_sync.SyncMethod(latency_s=0.001, efficiency=0.4, bucket_gb=1.0, reload_gb_s=400.0)
+    got = weight_sync.weight_sync_s(14e9, path_gb_s=47.0, method=m, gather=2.0, rollout_tp=2)
+    assert got == pytest.approx(0.014 + 2.0 + 14 / 18.8 + 0.0175, rel=1e-9)
+    assert weight_sync.transfers(14e9, 1.0, expert_tensors=100) == 114
+    assert weight_sync.gather_s(8e9, 4, 400.0) == pytest.approx(0.75 * 8e9 / 400e9)
+    assert weight_sync.gather_s(8e9, 1, 400.0) == 0.0
+
+
+def test_checkpoint_engine_never_slower_than_nccl_in_the_catalog():
+    from costsim.catalog.load import default_catalog
+    consts = default_catalog().rl
+    nccl = weight_sync.method_from_constants("nccl_broadcast", consts)
+    ce = weight_sync.method_from_constants("checkpoint_engine", consts)
+    assert ce.latency_s <= nccl.latency_s and ce.efficiency >= nccl.efficiency
+    for w, path, tensors in ((1e9, 47.0, 0), (61e9, 47.0, 13_000), (470e9, 470.0, 25_000)):
+        assert (weight_sync.weight_sync_s(w, path_gb_s=path, method=ce, expert_tensors=tensors)
+                <= weight_sync.weight_sync_s(w, path_gb_s=path, method=nccl, expert_tensors=tensors))
+
+
+def test_moe_terms_by_hand():
+    # P = 12 L h², h = 80 L: 3.3e9 → h = (3.3e9 × 80 / 12)^(1/3) = 2,802; L·h = h² / 80 = 98,140.
+    assert moe.layers_times_hidden(3.3) == pytest.approx(98_140, rel=1e-3)
+    # 30B, 3B active, 128 experts, top-8: per expert (30 − 3) / 120 = 0.225B, shared 3 − 8 × 0.225 = 1.2B.
+    assert float(moe.decode_weight_params_b(30.0, 3.0, 128, 8, 1.0)) == pytest.approx(1.2 + 0.225 * 8, rel=1e-9)
+    touched = 128 * (1 - (1 - 8 / 128) ** 64)
+    assert float(moe.decode_weight_params_b(30.0, 3.0, 128, 8, 64.0)) == pytest.approx(1.2 + 0.225 * touched)
+    assert float(moe.decode_weight_params_b(7.0, 7.0, 0, 0, 64.0)) == 7.0  # dense
+    # All-to-all: 1,000 tokens × 2 × 8 × L·h × 2 B × 7/8 per pass, 3 passes, at 470 GB/s.
+    lh = moe.layers_times_hidden(3.0)
+    want = 3 * 1000 * 2 * 8 * lh * 2 * 7 / 8 / 470e9
+    assert float(moe.alltoall_s(1000.0, 3.0, 8, 8, 2.0, 470.0, 3.0)) == pytest.approx(want)
+    assert float(moe.alltoall_s(1000.0, 3.0, 8, 1, 2.0, 470.0, 3.0)) == 0.0
+
+
+def test_moe_with_active_equal_total_is_the_dense_model():
+    lengths = (np.array([1024 * 800.0]), np.array([4000.0]), np.array([1024 * 800.0 ** 2 * 1.5]))
+    dense = rl.phase_times(shape(), H100, *lengths)
+    same = rl.phase_times(shape(active_params_b=7.0, experts=64, experts_per_token=8), H100, *lengths)
+    for f in fields(dense):
+        np.testing.assert_allclose(getattr(dense, f.name), getattr(same, f.name))
+
+
+def test_moe_computes_with_active_parameters():
+    lengths = (np.array([1024 * 800.0]), np.array([4000.0]), np.array([1024 * 800.0 ** 2 * 1.5]))
+    dense = rl.phase_times(shape(params_b=30.0, train_tp=1, train_pp=1), H100, *lengths)
+    sparse = rl.phase_times(shape(params_b=30.0, active_params_b=3.0, experts=128, experts_per_token=8, train_tp=1,
+                                  train_pp=1), H100, *lengths)
+    assert sparse.logprobs[0] < dense.logprobs[0] and sparse.rollout[0] < dense.rollout[0]
+
+
+def test_fp8_by_hand_and_never_slower():
+    assert H100.tflops("fp8") == 1979.0 and H100.tflops("bf16") == 989.0
+    assert replace(H100, fp8_dense_tflops=0.0).tflops("fp8") == 989.0  # no FP8 tensor cores
+    sh = shape()
+    assert replace(sh, rollout_precision="fp8").rollout_bytes_per_param == 1.0
+    lengths = (np.array([1024 * 800.0]), np.array([4000.0]), np.array([1024 * 800.0 ** 2 * 1.5]))
+    bf16 = rl.phase_times(sh, H100, *lengths)
+    fp8 = rl.phase_times(replace(sh, rollout_precision="fp8", train_precision="fp8"), H100, *lengths)
+    assert fp8.rollout[0] <= bf16.rollout[0] and fp8.update[0] < bf16.update[0]
+
+
+def test_engine_constants_and_memory_fraction():
+    hw = H100.for_engine("sglang", 0.5)
+    assert (hw.mem_efficiency, hw.step_floor_s, hw.kv_memory_fraction) == (0.5, 0.008, 0.5)
+    assert H100.for_engine("vllm").mem_efficiency == 0.4  # not in engines: the hardware's own
+    assert engines({"hbm_efficiency": 0.4, "decode_step_floor_s": 0.01, "sglang_hbm_efficiency": 0.5,
+                    "sglang_decode_step_floor_s": 0.008}) == {"vllm": (0.4, 0.01), "sglang": (0.5, 0.008)}
+    # A smaller memory fraction holds fewer sequences: never a faster rollout.
+    lengths = (np.array([8192 * 3000.0]), np.array([16000.0]), np.array([8192 * 3000.0 ** 2 * 2]))
+    sh = shape(samples=8192, rollout_gpus=8, gpus=8, train_gpus=8)
+    big = rl.phase_times(replace(sh, memory_fraction=0.9), H100, *lengths).rollout[0]
+    small = rl.phase_times(replace(sh, memory_fraction=0.4), H100, *lengths).rollout[0]
+    assert small >= big
+
+
+def test_partial_rollout_never_slows_async_and_fractional_staleness():
+    lengths = (np.array([1024 * 2000.0] * 2), np.array([30000.0] * 2), np.array([1024 * 2000.0 ** 2 * 3] * 2))
+    sh = shape(gpus=16, rollout_gpus=8, train_gpus=8, disaggregated=True, asynchronous=True, staleness=0.5)
+    plain = rl.phase_times(sh, H100, *lengths).total
+    partial = rl.phase_times(replace(sh, partial_rollout=True), H100, *lengths).total
+    assert np.all(partial <= plain * (1 + 1e-12))
+    more = rl.phase_times(replace(sh, staleness=1.5), H100, *lengths).total
+    assert np.all(more <= plain * (1 + 1e-12))
