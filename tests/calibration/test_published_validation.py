@@ -30,6 +30,17 @@ BANDS = {
     "owned_usd_per_gpu_hour": (1.6, 1.95),
     "breakeven_neocloud": (0.55, 0.75),  # ≈ 64 %
     "breakeven_hyperscaler": (0.22, 0.34),  # ≈ 28 %
+    # v3 (NeMo RL v0.5.0, verl fully_async.md and its checkpoint-engine ablation): ± 25 %, sync ×/÷ 1.5.
+    "nemo_8b_on": (92.8 * 0.75, 92.8 * 1.25),
+    "nemo_32b_on": (376 * 0.75, 376 * 1.25),
+    "verl_sync_step": (356.3 * 0.75, 356.3 * 1.25),
+    "verl_gen_128": (177.85 * 0.75, 177.85 * 1.25),
+    "verl_update_scaling": (313.81 / 113.81 * 0.75, 313.81 / 113.81 * 1.25),
+    "sync_7b_nccl_broadcast": (0.12 / 1.5, 0.12 * 1.5),
+    "sync_30b_nccl_broadcast": (15.76 / 1.5, 15.76 * 1.5),
+    "sync_30b_checkpoint_engine": (4.38 / 1.5, 4.38 * 1.5),
+    "sync_235b_nccl_broadcast": (58.57 / 1.5, 58.57 * 1.5),
+    "sync_235b_checkpoint_engine": (23.70 / 1.5, 23.70 * 1.5),
 }
 
 
@@ -107,8 +118,13 @@ def test_distance_to_a_point_and_to_a_band():
 
 def test_calibration_grid_holds_the_catalog_pair_and_beats_it():
     cat = default_catalog()
-    now = (float(cat.rl["hbm_efficiency"]), float(cat.rl["decode_step_floor_s"]))
+    now = (float(cat.rl["sglang_hbm_efficiency"]), float(cat.rl["sglang_decode_step_floor_s"]))
     best, best_score, grid = v.calibrate(cat)
     assert len(grid) == 8 * 11 and now in grid
     assert best_score == min(grid.values()) <= grid[now]
     assert grid[now] == pytest.approx(v.score([r for r in v.rows(cat) if r.score]))
+
+
+def test_uncarried_rows_are_shown_not_hidden():
+    shown = {r.key for r in v.uncarried_rows()}
+    assert shown and not shown & set(BANDS)
