@@ -225,12 +225,13 @@ def split_phase_times(shape: rl.Shape, home: rl.Hardware, pool: rl.Hardware, lin
                       len_sq_sum) -> tuple[rl.PhaseTimes, np.ndarray]:
     """An offloaded job's phases without preemptions: the rollout (its async re-prefill overhead and
     straggler too) on the pool's GPUs, log-probs, scoring and the update on the home GPUs, the
-    per-iteration weight sync over the link between them (``weight_push_s``). The staleness an async
+    per-iteration weight sync over the link between them (``rl.sync_s`` with the link as its path). The staleness an async
     job runs at is the one ``rl.phase_times`` picks on the pool's GPUs; returned with the phases:
     per iteration, whether it pipelines (for ``offloaded``)."""
     on_pool = rl.phase_times(shape, pool, len_sum, len_max, len_sq_sum)
     at_home = on_pool if home == pool else rl.phase_times(shape, home, len_sum, len_max, len_sq_sum)
-    sync = np.full_like(on_pool.rollout, weight_push_s(shape.params_b, link_gb_s, shape.bytes_per_param))
+    # A refit as at home (gather, per-transfer latency, reload), its transfer over the link.
+    sync = np.full_like(on_pool.rollout, rl.sync_s(shape, home, path_gb_s=link_gb_s))
     pipelined = shape.asynchronous & (on_pool.total < on_pool.rollout + on_pool.logprobs + on_pool.scoring
                                       + on_pool.update + on_pool.sync)
     train = at_home.logprobs + at_home.scoring + at_home.update

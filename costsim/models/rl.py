@@ -77,7 +77,7 @@ __all__ = [
     "WEIGHT_SHARE", "Hardware", "Layout", "PhaseTimes", "Shape", "decode_step_s", "default_expert_parallel",
     "default_kv_bytes_per_token", "default_rollout_tp", "default_train_parallel", "drain_s", "drain_terms",
     "fit_problem", "forward_s", "kv_capacity_tokens", "layout", "logprobs_s", "mean_context", "phase_times",
-    "sync_s", "update_s", "verifier_s", "weight_bytes",
+    "sync_path_gb_s", "sync_s", "update_s", "verifier_s", "weight_bytes",
 ]
 MAX_STALENESS_SEARCH = 256  # async: staleness values tried per iteration (beyond, the pool no longer grows)
 
@@ -134,14 +134,15 @@ def _alltoall(shape: Shape, lay: Layout, hw: Hardware, tokens, passes: float):
                           PRECISION_BYTES[shape.train_precision], per_gpu, passes)
 
 
-def _pass_fixed(shape: Shape, lay: Layout, tokens, hw: Hardware, steps: int, backward: bool):
+def _pass_fixed(shape: Shape, lay: Layout, tokens, hw: Hardware, steps: int, backward: bool,
+                params_b: float | None = None):
     """A training pass's fixed costs: per micro-batch t_mb0 (and per optimizer step t_step0 with a
-    backward pass), plus FSDP's parameter traffic when the weights are sharded over the
-    data-parallel ranks (no tensor or pipeline parallelism)."""
+    backward pass), plus FSDP's parameter traffic when the weights (of ``params_b``, default the
+    policy's total) are sharded over the data-parallel ranks (no tensor or pipeline parallelism)."""
     micro = training.microbatches_per_step(tokens, steps, lay.data_parallel, hw.microbatch_tokens)
     fixed = training.fixed_s(steps, micro, hw.optimizer_step_s if backward else 0.0, hw.microbatch_s)
     if lay.train_tp * lay.train_pp == 1 and lay.data_parallel > 1:
-        w = weight_bytes(shape.params_b, shape.bytes_per_param)
+        w = weight_bytes(shape.params_b if params_b is None else params_b, shape.bytes_per_param)
         fixed = fixed + training.fsdp_traffic_s(w, lay.data_parallel, _train_busbw(shape, hw, hw.gpus_per_node),
                                                 steps * micro, backward)
     return fixed
@@ -153,7 +154,8 @@ def logprobs_s(shape: Shape, lay: Layout, tokens, hw: Hardware, params_b: float 
     the MoE all-to-alls."""
     p = shape.active_b if params_b is None else params_b
     compute = forward_s(p, tokens, shape.train_gpus, hw.tflops(shape.train_precision), shape.mfu)
-    fixed = _pass_fixed(shape, lay, tokens, hw, 1, backward=False)
+    # A reward model's own weights are gathered, not the policy's.
+    fixed = _pass_fixed(shape, lay, tokens, hw, 1, backward=False, params_b=params_b)
     return compute + fixed + (_alltoall(shape, lay, hw, tokens, 1.0) if params_b is None else 0.0)
 
 
@@ -177,14 +179,22 @@ def update_s(shape: Shape, lay: Layout, tokens, hw: Hardware):
     return compute + fixed + grads + _alltoall(shape, lay, hw, np.asarray(tokens) * shape.epochs, 3.0)
 
 
-def sync_s(shape: Shape, hw: Hardware) -> float:
+def sync_path_gb_s(shape: Shape, hw: Hardware) -> float:
+    """GB/s of the link a refit crosses between the training and the rollout GPUs: NVLink when
+    colocated or inside one NVLink domain, else one GPU's share of the node's fabric (a broadcast
+    leaves the training side through one rank's NIC)."""
+    across = shape.disaggregated and shape.gpus > hw.gpus_per_node
+    return min(hw.inter_busbw_gb_s / hw.gpus_per_node, hw.nvlink_busbw_gb_s) if across else hw.nvlink_busbw_gb_s
+
+
+def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
     """Weights to the rollout engines (``weight_sync.weight_sync_s``): gathered from the training
-    layout, sent over the slowest link between the pools (the fabric when a disaggregated job spans
-    NVLink domains, NVLink inside one), reloaded by the engines; colocated, a reshard over NVLink."""
+    layout, sent over the slowest link between the pools (``sync_path_gb_s``, or ``path_gb_s`` when
+    the rollout engines are elsewhere, e.g. a rented pool behind a dedicated link), reloaded by the
+    engines; colocated, a reshard over NVLink."""
     lay = layout(shape, hw)
     w = weight_bytes(shape.params_b, shape.rollout_bytes_per_param)
-    across = shape.disaggregated and shape.gpus > hw.gpus_per_node
-    path = min(hw.inter_busbw_gb_s / hw.gpus_per_node, hw.nvlink_busbw_gb_s) if across else hw.nvlink_busbw_gb_s
+    path = sync_path_gb_s(shape, hw) if path_gb_s is None else path_gb_s
     mp = lay.train_tp * lay.train_pp * lay.expert_parallel
     shards = mp if mp > 1 else lay.data_parallel
     gather_bw = hw.nvlink_busbw_gb_s if shards <= hw.gpus_per_node else min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s)

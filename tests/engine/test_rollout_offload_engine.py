@@ -59,9 +59,10 @@ SPOT = ("  - {name: spot, kind: cloud, gpu_type: H100, pricing: spot, preemption
 
 
 def home_link(sc: costsim.Scenario) -> float:
-    """The home fabric's weight-sync bandwidth (rl.sync_s over several nodes): min(inter-node, NVLink)."""
+    """The home fabric's weight-sync path (rl.sync_s over several nodes): a broadcast leaves through
+    one rank's NIC, the node's fabric busbw ÷ its GPUs (376 / 8 = 47 GB/s on H100)."""
     hw = hardware(next(p for p in resolve(sc) if p.name == "home"))
-    return min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s)
+    return min(hw.inter_busbw_gb_s / hw.gpus_per_node, hw.nvlink_busbw_gb_s)
 
 
 def test_with_no_preemptions_it_is_the_disaggregated_job_with_more_rollout_gpus():
