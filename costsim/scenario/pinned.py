@@ -22,6 +22,9 @@ Efficiency: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1)]
 StepFloor: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10)]
 NICs: TypeAlias = Annotated[int, *int_bounds(ge=1, le=MAX_GPUS_PER_NODE)]
 Workers: TypeAlias = Annotated[int, *int_bounds(ge=0, le=10_000)]
+Seconds: TypeAlias = Annotated[float, *float_bounds(ge=0, le=3600)]  # a fixed cost or latency, seconds
+Tokens: TypeAlias = Annotated[float, *float_bounds(ge=1, le=1e9)]
+GBps: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1e6)]
 
 
 class TierPrices(StrictModel):
@@ -87,6 +90,34 @@ class RLValues(StrictModel):
         None, description=f"Share of HBM for weights and KV cache ({span(Efficiency)}); null: catalog.")
     verifier_workers_per_gpu: Workers | None = Field(
         None, description=f"CPU verifier workers per GPU ({span(Workers)}); null: catalog.")
+    sglang_hbm_efficiency: Efficiency | None = Field(
+        None, description=f"SGLang's share of HBM bandwidth a decode step achieves ({span(Efficiency)}); null: catalog.")
+    sglang_decode_step_floor_s: StepFloor | None = Field(
+        None, description=f"SGLang's decode step latency floor, seconds ({span(StepFloor)}); null: catalog.")
+    prefill_mfu: Efficiency | None = Field(
+        None, description=f"Model FLOP utilisation of prompt prefill ({span(Efficiency)}); null: catalog.")
+    optimizer_step_s: Seconds | None = Field(
+        None, description=f"Fixed seconds per optimizer step ({span(Seconds)}); null: catalog.")
+    microbatch_s: Seconds | None = Field(
+        None, description=f"Fixed seconds per micro-batch pass ({span(Seconds)}); null: catalog.")
+    microbatch_tokens: Tokens | None = Field(
+        None, description=f"Tokens a micro-batch packs per GPU ({span(Tokens)}); null: catalog.")
+    sync_nccl_latency_s: Seconds | None = Field(
+        None, description=f"Seconds per transfer of an NCCL broadcast refit ({span(Seconds)}); null: catalog.")
+    sync_nccl_efficiency: Efficiency | None = Field(
+        None, description=f"Share of the path bandwidth an NCCL refit reaches ({span(Efficiency)}); null: catalog.")
+    sync_checkpoint_engine_latency_s: Seconds | None = Field(
+        None, description=f"Seconds per transfer of a checkpoint-engine refit ({span(Seconds)}); null: catalog.")
+    sync_checkpoint_engine_efficiency: Efficiency | None = Field(
+        None, description=f"Share of the path bandwidth a checkpoint engine reaches ({span(Efficiency)}); null: catalog.")
+    sync_nixl_latency_s: Seconds | None = Field(
+        None, description=f"Seconds per transfer of a NIXL refit ({span(Seconds)}); null: catalog.")
+    sync_nixl_efficiency: Efficiency | None = Field(
+        None, description=f"Share of the path bandwidth a NIXL refit reaches ({span(Efficiency)}); null: catalog.")
+    sync_bucket_gb: GBps | None = Field(
+        None, description=f"GB of weights a refit sends per transfer ({span(GBps)}); null: catalog.")
+    reload_gb_s: GBps | None = Field(
+        None, description=f"GB/s at which a rollout engine loads received weights ({span(GBps)}); null: catalog.")
 
 
 class CatalogValues(StrictModel):
