@@ -139,7 +139,9 @@ def _pass_fixed(shape: Shape, lay: Layout, tokens, hw: Hardware, steps: int, bac
     """A training pass's fixed costs: per micro-batch t_mb0 (and per optimizer step t_step0 with a
     backward pass), plus FSDP's parameter traffic when the weights (of ``params_b``, default the
     policy's total) are sharded over the data-parallel ranks (no tensor or pipeline parallelism)."""
-    micro = training.microbatches_per_step(tokens, steps, lay.data_parallel, hw.microbatch_tokens)
+    # A data-parallel rank of TP·PP GPUs packs a micro-batch TP·PP GPUs wide.
+    micro = training.microbatches_per_step(tokens, steps, lay.data_parallel,
+                                           hw.microbatch_tokens * lay.train_tp * lay.train_pp)
     fixed = training.fixed_s(steps, micro, hw.optimizer_step_s if backward else 0.0, hw.microbatch_s)
     if lay.train_tp * lay.train_pp == 1 and lay.data_parallel > 1:
         w = weight_bytes(shape.params_b if params_b is None else params_b, shape.bytes_per_param)
@@ -148,19 +150,24 @@ def _pass_fixed(shape: Shape, lay: Layout, tokens, hw: Hardware, steps: int, bac
     return fixed
 
 
-def logprobs_s(shape: Shape, lay: Layout, tokens, hw: Hardware, params_b: float | None = None):
+def logprobs_s(shape: Shape, lay: Layout, tokens, hw: Hardware, params_b: float | None = None, longest=None):
     """A forward pass over the iteration's tokens on the training GPUs (log-probs, reference or
-    reward model): FLOPs of the active parameters, per-micro-batch costs and FSDP gathers, and
-    the MoE all-to-alls."""
+    reward model): FLOPs of the active parameters, at least those of the rank holding the
+    ``longest`` sequence (tokens, prompt included; None: balanced), per-micro-batch costs and FSDP
+    gathers, and the MoE all-to-alls."""
     p = shape.active_b if params_b is None else params_b
     compute = forward_s(p, tokens, shape.train_gpus, hw.tflops(shape.train_precision), shape.mfu)
+    if longest is not None:
+        compute = compute * training.imbalance(np.asarray(tokens) / lay.data_parallel, longest)
     # A reward model's own weights are gathered, not the policy's.
     fixed = _pass_fixed(shape, lay, tokens, hw, 1, backward=False, params_b=params_b)
     return compute + fixed + (_alltoall(shape, lay, hw, tokens, 1.0) if params_b is None else 0.0)
 
 
-def update_s(shape: Shape, lay: Layout, tokens, hw: Hardware):
-    """Training: 6 · P_active · tokens · epochs FLOPs stretched by the pipeline bubble, the fixed
+def update_s(shape: Shape, lay: Layout, tokens, hw: Hardware, longest=None):
+    """Training: 6 · P_active · tokens · epochs FLOPs stretched by the pipeline bubble and by the
+    rank holding an optimizer step's ``longest`` sequence (tokens, prompt included; None:
+    balanced; ``training.imbalance``), the fixed
     costs of each optimizer step and micro-batch, FSDP's parameter traffic or, with tensor or
     pipeline parallelism, one gradient all-reduce per optimizer step over the data-parallel group
     (β·P / (TP·PP) bytes per GPU), and the MoE all-to-alls forward and backward."""
@@ -169,6 +176,9 @@ def update_s(shape: Shape, lay: Layout, tokens, hw: Hardware):
     bubble = network.pipeline_bubble(lay.train_pp, micro)
     compute = (6.0 * shape.active_b * 1e9 * np.asarray(tokens) * shape.epochs
                / (shape.train_gpus * hw.tflops(shape.train_precision) * 1e12 * shape.mfu) / (1.0 - bubble))
+    if longest is not None:
+        per_rank_step = np.asarray(tokens) / (shape.minibatches * lay.data_parallel)
+        compute = compute * training.imbalance(per_rank_step, longest)
     steps = shape.minibatches * shape.epochs
     fixed = _pass_fixed(shape, lay, np.asarray(tokens) * shape.epochs, hw, steps, backward=True)
     grads = 0.0
@@ -188,19 +198,27 @@ def sync_path_gb_s(shape: Shape, hw: Hardware) -> float:
 
 
 def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
-    """Weights to the rollout engines (``weight_sync.weight_sync_s``): gathered from the training
+    """Weights to the rollout engines: point to point for the methods that move shards so
+    (``weight_sync.point_to_point_s``), else (``weight_sync.weight_sync_s``) gathered from the training
     layout, sent over the slowest link between the pools (``sync_path_gb_s``, or ``path_gb_s`` when
     the rollout engines are elsewhere, e.g. a rented pool behind a dedicated link), reloaded by the
     engines; colocated, a reshard over NVLink."""
     lay = layout(shape, hw)
     w = weight_bytes(shape.params_b, shape.rollout_bytes_per_param)
+    experts = moe.expert_tensors(shape.active_b, shape.experts) if shape.is_moe else 0
+    method = hw.sync_method(shape.sync_method)
+    inside = not (shape.disaggregated and shape.gpus > hw.gpus_per_node)
+    p2p = weight_sync.IN_DOMAIN_POINT_TO_POINT if inside else weight_sync.POINT_TO_POINT
+    if path_gb_s is None and shape.sync_method in p2p:
+        link = hw.nvlink_busbw_gb_s if inside else min(hw.inter_busbw_gb_s / hw.gpus_per_node, hw.nvlink_busbw_gb_s)
+        return weight_sync.point_to_point_s(w, link_gb_s=link, method=method, rollout_tp=lay.rollout_tp,
+                                            replicas=lay.replicas, senders=shape.train_gpus, expert_tensors=experts)
     path = sync_path_gb_s(shape, hw) if path_gb_s is None else path_gb_s
     mp = lay.train_tp * lay.train_pp * lay.expert_parallel
     shards = mp if mp > 1 else lay.data_parallel
     gather_bw = hw.nvlink_busbw_gb_s if shards <= hw.gpus_per_node else min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s)
-    return weight_sync.weight_sync_s(w, path_gb_s=path, method=hw.sync_method(shape.sync_method),
-                                     gather=weight_sync.gather_s(w, shards, gather_bw), rollout_tp=lay.rollout_tp,
-                                     expert_tensors=moe.expert_tensors(shape.active_b, shape.experts) if shape.is_moe else 0)
+    return weight_sync.weight_sync_s(w, path_gb_s=path, method=method, gather=weight_sync.gather_s(w, shards, gather_bw),
+                                     rollout_tp=lay.rollout_tp, expert_tensors=experts)
 
 
 @dataclass(frozen=True)
@@ -276,16 +294,21 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
 
     tokens = shape.samples * shape.prompt_tokens + len_sum
     zero = np.zeros_like(len_sum)
-    logprobs = logprobs_s(shape, lay, tokens, hw) if shape.recompute_logprobs else zero
+    # The longest sequence a data-parallel rank must hold whole: the iteration's in a forward pass,
+    # an optimizer step's in the update.
+    whole = shape.prompt_tokens + len_max
+    in_step = shape.prompt_tokens + training.longest_per_step(len_sum, len_sq, len_max, shape.samples,
+                                                              shape.minibatches)
+    logprobs = logprobs_s(shape, lay, tokens, hw, longest=whole) if shape.recompute_logprobs else zero
     scoring = zero
     if shape.reference_model:
-        scoring = scoring + logprobs_s(shape, lay, tokens, hw)
+        scoring = scoring + logprobs_s(shape, lay, tokens, hw, longest=whole)
     if shape.reward_model_params_b is not None:
-        scoring = scoring + logprobs_s(shape, lay, tokens, hw, params_b=shape.reward_model_params_b)
+        scoring = scoring + logprobs_s(shape, lay, tokens, hw, params_b=shape.reward_model_params_b, longest=whole)
     else:
         scoring = scoring + verifier_s(shape.samples, shape.verifier_seconds_per_sample, shape.train_gpus,
                                        hw.verifier_workers)
-    update = update_s(shape, lay, tokens, hw)
+    update = update_s(shape, lay, tokens, hw, longest=in_step)
     sync = np.full_like(len_sum, sync_s(shape, hw))
     train = logprobs + scoring + update
     f_r = hw.tflops(shape.rollout_precision)
@@ -302,6 +325,13 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     # The engine can always wait as a synchronous one does (s' = 0: no sequence in flight at the
     # update, no re-prefill), or run up to s iterations ahead.
     best = (sync_rollout, zero, sync_rollout + train + sync, ro.straggler)
+    if shape.staleness >= 1:
+        # One-step off-policy: the next batch is generated whole under the current weights while
+        # the trainers train on this one (NeMo RL's async GRPO with trajectory age 1): nothing is in
+        # flight when the weights change, so no re-prefill; the prompts' prefill stays rollout work.
+        whole = (ro.time, prompts, np.maximum(sync_rollout, train) + sync, ro.straggler)
+        better = whole[2] < best[2]
+        best = tuple(np.where(better, new, old) for new, old in zip(whole, best, strict=True))
     for s in _staleness_candidates(shape, lay, context):
         ro = _rollout(shape, lay, hw, len_sum, len_max, context, shape.samples * (s + 1.0), alone, memory,
                       single, spread=s + 1.0, partial=shape.partial_rollout)

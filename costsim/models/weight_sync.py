@@ -16,6 +16,13 @@ The method sets the per-bucket latency ``t_lat`` and the share ``η_method`` of 
 bandwidth it reaches: an NCCL broadcast refit (per-tensor gather to one rank, conversion,
 broadcast), a checkpoint engine (gather, transfer and reload pipelined) or NIXL (RDMA point to
 point). Colocated engines reshard in place over NVLink the same way.
+
+How the bytes move depends on the method. An NCCL broadcast gathers to one rank and broadcasts
+from it: its path is one GPU's link (``weight_sync_s``). NIXL moves each shard point to point (RDMA
+reads): every rollout GPU receives only its shard over its own link, all in parallel
+(``point_to_point_s``), so a refit to many GPUs runs at their aggregate bandwidth. A checkpoint
+engine does the same inside an NVLink domain (CUDA IPC between the trainers' and the engines'
+GPUs), and across nodes a pipelined broadcast (one link, as NCCL's, with its own constants).
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 SyncMethodName = Literal["nccl_broadcast", "checkpoint_engine", "nixl"]
+POINT_TO_POINT = frozenset({"nixl"})  # methods that move shards point to point across nodes too
+IN_DOMAIN_POINT_TO_POINT = frozenset({"nixl", "checkpoint_engine"})  # ... and inside one NVLink domain
 METHOD_KEYS: dict[str, str] = {"nccl_broadcast": "nccl", "checkpoint_engine": "checkpoint_engine", "nixl": "nixl"}
 
 
@@ -70,3 +79,20 @@ def weight_sync_s(weight_bytes: float, *, path_gb_s: float, method: SyncMethod, 
     transfer = weight_bytes / (path_gb_s * 1e9 * method.efficiency)
     reload = weight_bytes / max(rollout_tp, 1) / (method.reload_gb_s * 1e9)
     return buckets * method.latency_s + gather + transfer + reload
+
+
+def point_to_point_s(weight_bytes: float, *, link_gb_s: float, method: SyncMethod, rollout_tp: int, replicas: int,
+                     senders: int, expert_tensors: int = 0) -> float:
+    """One refit sent point to point (seconds): every rollout GPU pulls its own shard
+    (``W / rollout_tp``) from the training GPUs that hold it, each over its own link of
+    ``link_gb_s`` (NVLink inside an NVLink domain, its NIC share across), all at once; no gather
+    to one rank. The receivers take ``W / (TP_r · link)``, the ``senders`` send ``replicas`` copies,
+    ``replicas · W / (senders · link)``; the slower, at the method's share of the links. Each
+    receiver pays the latency of its own buckets and expert tensors, in parallel with the others."""
+    tp = max(rollout_tp, 1)
+    shard = weight_bytes / tp
+    receive = shard / (link_gb_s * 1e9)
+    send = max(replicas, 1) * weight_bytes / (max(senders, 1) * link_gb_s * 1e9)
+    buckets = transfers(shard, method.bucket_gb, math.ceil(expert_tensors / tp))
+    reload = shard / (method.reload_gb_s * 1e9)
+    return buckets * method.latency_s + max(receive, send) / method.efficiency + reload
