@@ -198,27 +198,33 @@ def sync_path_gb_s(shape: Shape, hw: Hardware) -> float:
 
 
 def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
-    """Weights to the rollout engines: point to point for the methods that move shards so
-    (``weight_sync.point_to_point_s``), else (``weight_sync.weight_sync_s``) gathered from the training
-    layout, sent over the slowest link between the pools (``sync_path_gb_s``, or ``path_gb_s`` when
-    the rollout engines are elsewhere, e.g. a rented pool behind a dedicated link), reloaded by the
-    engines; colocated, a reshard over NVLink."""
+    """Weights to the rollout engines (seconds): gathered from the training layout, sent over the
+    slowest link between the pools (``sync_path_gb_s``, or ``path_gb_s`` when the rollout engines are
+    elsewhere, e.g. a rented pool behind a dedicated link) and reloaded by the engines
+    (``weight_sync.weight_sync_s``); colocated, a reshard over NVLink. NIXL moves shards point to
+    point (``weight_sync.point_to_point_s``); a checkpoint engine does so inside an NVLink domain
+    when that beats its broadcast (few replicas; many replicas of few trainers broadcast)."""
     lay = layout(shape, hw)
     w = weight_bytes(shape.params_b, shape.rollout_bytes_per_param)
     experts = moe.expert_tensors(shape.active_b, shape.experts) if shape.is_moe else 0
     method = hw.sync_method(shape.sync_method)
     inside = not (shape.disaggregated and shape.gpus > hw.gpus_per_node)
-    p2p = weight_sync.IN_DOMAIN_POINT_TO_POINT if inside else weight_sync.POINT_TO_POINT
-    if path_gb_s is None and shape.sync_method in p2p:
+    p2p = None
+    if path_gb_s is None and shape.sync_method in (weight_sync.IN_DOMAIN_POINT_TO_POINT if inside
+                                                   else weight_sync.POINT_TO_POINT):
         link = hw.nvlink_busbw_gb_s if inside else min(hw.inter_busbw_gb_s / hw.gpus_per_node, hw.nvlink_busbw_gb_s)
-        return weight_sync.point_to_point_s(w, link_gb_s=link, method=method, rollout_tp=lay.rollout_tp,
-                                            replicas=lay.replicas, senders=shape.train_gpus, expert_tensors=experts)
+        p2p = weight_sync.point_to_point_s(w, link_gb_s=link, method=method, rollout_tp=lay.rollout_tp,
+                                           replicas=lay.replicas, senders=shape.train_gpus, expert_tensors=experts)
+        if shape.sync_method in weight_sync.POINT_TO_POINT:
+            return p2p
     path = sync_path_gb_s(shape, hw) if path_gb_s is None else path_gb_s
     mp = lay.train_tp * lay.train_pp * lay.expert_parallel
     shards = mp if mp > 1 else lay.data_parallel
     gather_bw = hw.nvlink_busbw_gb_s if shards <= hw.gpus_per_node else min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s)
-    return weight_sync.weight_sync_s(w, path_gb_s=path, method=method, gather=weight_sync.gather_s(w, shards, gather_bw),
-                                     rollout_tp=lay.rollout_tp, expert_tensors=experts)
+    broadcast = weight_sync.weight_sync_s(w, path_gb_s=path, method=method,
+                                          gather=weight_sync.gather_s(w, shards, gather_bw),
+                                          rollout_tp=lay.rollout_tp, expert_tensors=experts)
+    return broadcast if p2p is None else min(p2p, broadcast)
 
 
 @dataclass(frozen=True)

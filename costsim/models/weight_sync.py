@@ -22,7 +22,8 @@ from it: its path is one GPU's link (``weight_sync_s``). NIXL moves each shard p
 reads): every rollout GPU receives only its shard over its own link, all in parallel
 (``point_to_point_s``), so a refit to many GPUs runs at their aggregate bandwidth. A checkpoint
 engine does the same inside an NVLink domain (CUDA IPC between the trainers' and the engines'
-GPUs), and across nodes a pipelined broadcast (one link, as NCCL's, with its own constants).
+GPUs) unless broadcasting is faster (many replicas fed by few trainers), and across nodes a
+pipelined broadcast (one link, as NCCL's, with its own constants).
 """
 
 from __future__ import annotations
