@@ -1,4 +1,8 @@
-"""RL iteration time, model v2 (DESIGN.md section 3): pure, vectorised over iterations.
+"""RL iteration time, model v3 (DESIGN.md section 3): pure, vectorised over iterations. v2's
+structure below, with v3's terms from their own modules: prompt prefill (``prefill``), training
+fixed costs, FSDP traffic and the rank holding a step's longest sequence (``training``), weight
+sync by method (``weight_sync``), MoE (``moe``), FP8 and engine constants (``rl_shape.Hardware``),
+one-step off-policy pipelining and partial rollout (``phase_times``).
 
 Symbols: P policy parameters (billions), β bytes per parameter (2, bf16), W = β·P·1e9 weight
 bytes, F peak dense FLOP/s of a GPU, B HBM bytes/s, M HBM bytes, η the memory efficiency and
