@@ -143,15 +143,18 @@ def _pass_fixed(shape: Shape, lay: Layout, tokens, hw: Hardware, steps: int, bac
     """A training pass's fixed costs: per micro-batch t_mb0 (and per optimizer step t_step0 with a
     backward pass), plus FSDP's parameter traffic when the weights (of ``params_b``, default the
     policy's total) are sharded over the data-parallel ranks (no tensor or pipeline parallelism)."""
-    # A data-parallel rank of TP·PP GPUs packs a micro-batch TP·PP GPUs wide.
-    micro = training.microbatches_per_step(tokens, steps, lay.data_parallel,
-                                           hw.microbatch_tokens * lay.train_tp * lay.train_pp)
-    fixed = training.fixed_s(steps, micro, hw.optimizer_step_s if backward else 0.0, hw.microbatch_s)
+    # A data-parallel rank of TP·PP GPUs packs a micro-batch TP·PP GPUs wide. Where every iteration
+    # fits one micro-batch a step (most settings) the count is the number 1, not an array.
+    width = hw.microbatch_tokens * lay.train_tp * lay.train_pp
+    fits = len(np.atleast_1d(tokens)) == 0 or float(np.max(tokens)) <= max(steps, 1) * lay.data_parallel * width
+    micro = 1.0 if fits else training.microbatches_per_step(tokens, steps, lay.data_parallel, width)
+    per_micro = hw.microbatch_s
     if lay.train_tp * lay.train_pp == 1 and lay.data_parallel > 1:
         w = weight_bytes(shape.params_b if params_b is None else params_b, shape.bytes_per_param)
-        fixed = fixed + training.fsdp_traffic_s(w, lay.data_parallel, _train_busbw(shape, hw, hw.gpus_per_node),
-                                                steps * micro, backward)
-    return fixed
+        per_micro += float(training.fsdp_traffic_s(w, lay.data_parallel, _train_busbw(shape, hw, hw.gpus_per_node),
+                                                   1.0, backward))
+    # One pass over the arrays (millions of iterations): the per-micro-batch costs summed first.
+    return training.fixed_s(steps, micro, hw.optimizer_step_s if backward else 0.0, per_micro)
 
 
 def logprobs_s(shape: Shape, lay: Layout, tokens, hw: Hardware, params_b: float | None = None, longest=None):
@@ -259,8 +262,10 @@ def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, context,
     tp, r = lay.rollout_tp, lay.replicas
     batch = np.minimum(lay.kv_capacity_tokens / context, pool / r)  # sequences per replica
     beta = shape.rollout_bytes_per_param
-    w = beta * 1e9 * moe.decode_weight_params_b(shape.params_b, shape.active_b, shape.experts,
-                                                  shape.experts_per_token, batch)
+    # A dense model reads all its weights every step: a number, not an array as long as the iterations.
+    touched = (moe.decode_weight_params_b(shape.params_b, shape.active_b, shape.experts, shape.experts_per_token, batch)
+               if shape.is_moe else shape.params_b)
+    w = beta * 1e9 * touched
     f_r = hw.tflops(shape.rollout_precision)
     step = decode_step_s(w, lay.kv_bytes_per_token * batch * context, batch, tp, replace(hw, bf16_dense_tflops=f_r),
                          2.0 * shape.active_b * 1e9, shape.mfu)
@@ -287,8 +292,8 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     len_sq = np.asarray(len_sq_sum, dtype=float)
     hw = hw.for_engine(shape.engine, shape.memory_fraction)
     lay = layout(shape, hw)
-    w = weight_bytes(moe.decode_weight_params_b(shape.params_b, shape.active_b, shape.experts,
-                                                shape.experts_per_token, 1.0).item(), shape.rollout_bytes_per_param)
+    w = weight_bytes(float(moe.decode_weight_params_b(shape.params_b, shape.active_b, shape.experts,
+                                                shape.experts_per_token, 1.0)), shape.rollout_bytes_per_param)
     tp = lay.rollout_tp
     # One sequence's token passes every pipeline stage in turn: it reads the weights at the
     # bandwidth of one stage's tensor-parallel GPUs.
@@ -305,10 +310,15 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     tokens = shape.samples * shape.prompt_tokens + len_sum
     zero = np.zeros_like(len_sum)
     # The longest sequence a data-parallel rank must hold whole: the iteration's in a forward pass,
-    # an optimizer step's in the update.
-    whole = shape.prompt_tokens + len_max
-    in_step = shape.prompt_tokens + training.longest_per_step(len_sum, len_sq, len_max, shape.samples,
-                                                              shape.minibatches)
+    # an optimizer step's in the update. Skipped (None) where even the longest response cannot
+    # outweigh a rank's share of the tokens, as in most settings: the arrays are millions long.
+    few = float(np.min(tokens)) / lay.data_parallel if len(tokens) else math.inf
+    bound = shape.prompt_tokens + (float(np.max(len_max)) if len(len_max) else 0.0)
+    whole = shape.prompt_tokens + len_max if bound > few else None
+    in_step = None
+    if bound > few / shape.minibatches:
+        in_step = shape.prompt_tokens + training.longest_per_step(len_sum, len_sq, len_max, shape.samples,
+                                                                  shape.minibatches)
     logprobs = logprobs_s(shape, lay, tokens, hw, longest=whole) if shape.recompute_logprobs else zero
     scoring = zero
     if shape.reference_model:

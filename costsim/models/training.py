@@ -59,16 +59,15 @@ def longest_per_step(len_sum, len_sq_sum, len_max, samples: int, steps: int):
     iteration: the quantile ``1 − 1/(m + 1)`` of a lognormal with the iteration's mean and spread
     (from Σ L and Σ L²), at most the iteration's longest. One step (``steps`` 1) holds it."""
     n = max(int(samples), 1)
-    mean = np.asarray(len_sum, dtype=float) / n
     longest = np.asarray(len_max, dtype=float)
     if steps <= 1:
         return longest
     m = max(n / steps, 1.0)
-    var = np.maximum(np.asarray(len_sq_sum, dtype=float) / n - mean * mean, 0.0)
-    sigma2 = np.log1p(var / np.maximum(mean * mean, 1e-12))
+    mean = np.asarray(len_sum, dtype=float) / n
+    # σ² = ln(1 + var / mean²) = ln(E[L²] / mean²); the quantile mean · exp(σ z − σ² / 2).
+    sigma2 = np.log(np.maximum(np.asarray(len_sq_sum, dtype=float) / n / np.maximum(mean * mean, 1e-12), 1.0))
     z = NormalDist().inv_cdf(1.0 - 1.0 / (m + 1.0))
-    quantile = np.exp(np.log(np.maximum(mean, 1e-12)) - sigma2 / 2.0 + np.sqrt(sigma2) * z)
-    return np.minimum(quantile, longest)
+    return np.minimum(mean * np.exp(np.sqrt(sigma2) * z - sigma2 / 2.0), longest)
 
 
 def imbalance(tokens_per_rank, longest_tokens):
