@@ -292,6 +292,10 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     len_sq = np.asarray(len_sq_sum, dtype=float)
     hw = hw.for_engine(shape.engine, shape.memory_fraction)
     lay = layout(shape, hw)
+    if lay.kv_capacity_tokens < 1:
+        # No room for a KV cache beside the weights: no rollout to time (a negative capacity would
+        # come out as a fast one). The plans refuse such a class first (plan.checks).
+        raise ValueError(f"no rollout fits: {fit_problem(shape, hw)}")
     w = weight_bytes(float(moe.decode_weight_params_b(shape.params_b, shape.active_b, shape.experts,
                                                 shape.experts_per_token, 1.0)), shape.rollout_bytes_per_param)
     tp = lay.rollout_tp

@@ -211,7 +211,11 @@ def default_train_parallel(params_b: float, train_gpus: int, hw: Hardware) -> tu
 
 
 def layout(shape: Shape, hw: Hardware) -> Layout:
-    """The class's layout on this hardware: explicit fields, or the default rules."""
+    """The class's layout on this hardware: explicit fields, or the default rules. The rollout
+    replicas hold what the class's engine leaves them: its memory fraction of HBM
+    (``Hardware.for_engine``), whoever asks (the phase times, the fit check, the refit, an
+    offloaded pool's samples in flight)."""
+    hw = hw.for_engine(shape.engine, shape.memory_fraction)
     kv = shape.kv_bytes_per_token or default_kv_bytes_per_token(shape.active_b)
     beta = shape.rollout_bytes_per_param
     tp = shape.rollout_tp or default_rollout_tp(shape.params_b, shape.rollout_gpus, hw, beta)
@@ -249,8 +253,12 @@ def fit_problem(shape: Shape, hw: Hardware) -> str | None:
     if lay.rollout_tp > shape.rollout_gpus:
         return f"rollout tensor parallel {lay.rollout_tp} is more than its {shape.rollout_gpus} rollout GPUs"
     if lay.kv_capacity_tokens < 1:
-        return (f"the {shape.params_b:g}B model's {w_gb:,.0f} GB of weights leave no room for a KV cache on "
-                f"{lay.rollout_tp} GPU(s) of {hw.memory_gb:g} GB per rollout replica: raise rollout.tensor_parallel")
+        frac = hw.for_engine(shape.engine, shape.memory_fraction).kv_memory_fraction
+        engine_gb = lay.rollout_tp * hw.memory_gb * frac
+        return (f"the {shape.params_b:g}B model's {w_gb:,.0f} GB of weights leave no room for a KV cache in the "
+                f"{engine_gb:,.0f} GB its rollout engine takes per replica (memory fraction {frac:g} of "
+                f"{lay.rollout_tp} GPU(s) of {hw.memory_gb:g} GB): raise rollout.memory_fraction or "
+                "rollout.tensor_parallel")
     mp = lay.train_tp * lay.train_pp
     if mp > shape.train_gpus:
         return f"training parallelism tp × pp = {mp} is more than its {shape.train_gpus} training GPUs"

@@ -1,7 +1,8 @@
 """Metamorphic properties of the RL model's v3 fields (DESIGN.md section 3, "RL iteration time, v3"):
-more GPUs never slow a phase, a larger model never speeds one, FP8 never slows decode, a checkpoint
-engine never slows a refit, partial rollout never slows an async iteration, and an MoE whose every
-parameter is active is the dense model.
+more GPUs never slow a phase, a larger model never speeds one, FP8 never slows decode, a smaller
+engine memory fraction never speeds a synchronous rollout, a checkpoint engine never slows a refit,
+partial rollout never slows an async iteration, and an MoE whose every parameter is active is the
+dense model.
 
 Settings are drawn over model sizes, GPU splits, engines, precisions, sync methods and length
 distributions, on an H100 with the catalog's v3 constants (prefill, fixed training costs, refit
@@ -125,6 +126,19 @@ def test_fp8_never_slows_decode(case):
     lay = rl.layout(sh, H100)
     fixed = replace(sh, rollout_tp=lay.rollout_tp)
     assert no_faster(run(fixed, d).rollout, run(replace(fixed, rollout_precision="fp8"), d).rollout)
+
+
+@FAST
+@given(cases(asynchronous=False), st.sampled_from([0.3, 0.5, 0.7, 0.9]), st.sampled_from([0.5, 0.8]))
+def test_a_smaller_memory_fraction_never_speeds_the_rollout(case, fraction, shrink):
+    # The replicas as they are (their tensor parallel held); a share too small for the weights is
+    # refused by the fit check, never timed. (Async, a smaller batch in flight re-prefills less, as
+    # a larger KV cache per token does: rl's docstring.)
+    sh, d = case
+    fixed = replace(sh, rollout_tp=rl.layout(sh, H100).rollout_tp, memory_fraction=fraction)
+    small = replace(fixed, memory_fraction=fraction * shrink)
+    assume(rl.fit_problem(fixed, H100) is None and rl.fit_problem(small, H100) is None)
+    assert no_faster(run(small, d).rollout, run(fixed, d).rollout)
 
 
 @FAST

@@ -136,6 +136,31 @@ def test_engine_constants_and_memory_fraction():
     assert small >= big
 
 
+def test_the_memory_fraction_sets_the_kv_capacity_by_hand():
+    # 7B bf16 on TP 1, 57,344 B of KV a token: (80e9 × 0.8 − 14e9) / 57,344 = 871,931 tokens; at
+    # the engine's 0.3, (24e9 − 14e9) / 57,344 = 174,386. The layout reads the class's engine
+    # whoever asks (the fit check and the refit too, not only the phase times).
+    sh = shape(rollout_tp=1, kv_bytes_per_token=57_344.0)
+    assert rl.layout(sh, H100).kv_capacity_tokens == pytest.approx((64e9 - 14e9) / 57_344)
+    assert rl.layout(replace(sh, memory_fraction=0.3), H100).kv_capacity_tokens == pytest.approx(10e9 / 57_344)
+
+
+def test_a_memory_fraction_too_small_for_the_weights_is_refused_not_fast():
+    # 0.15 × 80 GB = 12 GB beside 14 GB of weights: the fit check says why, and the phase times
+    # refuse to time it (a negative KV capacity once came out as a rollout ~9× too fast).
+    lengths = (np.array([1024 * 800.0]), np.array([4000.0]), np.array([1024 * 800.0 ** 2 * 1.5]))
+    tight = shape(rollout_tp=1, memory_fraction=0.15)
+    why = rl.fit_problem(tight, H100)
+    assert why is not None and "memory fraction 0.15" in why and "raise rollout.memory_fraction" in why
+    assert rl.fit_problem(shape(rollout_tp=1), H100) is None  # the catalog's 0.8: 50 GB of KV cache
+    with pytest.raises(ValueError, match="no rollout fits: .*memory fraction 0.15"):
+        rl.phase_times(tight, H100, *lengths)
+    # Just above the weights the rollout is slower than with the catalog's share, never faster.
+    roomy = rl.phase_times(shape(rollout_tp=1), H100, *lengths).rollout[0]
+    barely = rl.phase_times(shape(rollout_tp=1, memory_fraction=0.19), H100, *lengths).rollout[0]
+    assert barely > roomy
+
+
 def test_partial_rollout_never_slows_async_and_fractional_staleness():
     lengths = (np.array([1024 * 2000.0] * 2), np.array([30000.0] * 2), np.array([1024 * 2000.0 ** 2 * 3] * 2))
     sh = shape(gpus=16, rollout_gpus=8, train_gpus=8, disaggregated=True, asynchronous=True, staleness=0.5)
