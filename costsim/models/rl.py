@@ -81,7 +81,7 @@ __all__ = [
     "WEIGHT_SHARE", "Hardware", "Layout", "PhaseTimes", "Shape", "decode_step_s", "default_expert_parallel",
     "default_kv_bytes_per_token", "default_rollout_tp", "default_train_parallel", "drain_s", "drain_terms",
     "fit_problem", "forward_s", "kv_capacity_tokens", "layout", "logprobs_s", "mean_context", "phase_times",
-    "sync_path_gb_s", "sync_s", "update_s", "verifier_s", "weight_bytes",
+    "refit_inside_nvlink", "sync_path_gb_s", "sync_s", "update_s", "verifier_s", "weight_bytes",
 ]
 MAX_STALENESS_SEARCH = 256  # async: staleness values tried per iteration (beyond, the pool no longer grows)
 
@@ -124,16 +124,16 @@ def verifier_s(samples: int, seconds_per_sample: float, gpus: int, workers_per_g
     return samples * seconds_per_sample / (gpus * workers_per_gpu)
 
 
-def _train_busbw(shape: Shape, hw: Hardware, members_per_node: int) -> float:
-    return network.group_busbw_gb_s(members_per_node, hw.gpus_per_node, hw.nvlink_busbw_gb_s,
-                                    hw.inter_busbw_gb_s, across_nodes=shape.train_gpus > hw.gpus_per_node)
+def _train_busbw(shape: Shape, hw: Hardware, members_per_domain: int) -> float:
+    return network.group_busbw_gb_s(members_per_domain, hw.nvlink_gpus, hw.nvlink_busbw_gb_s, hw.nic_gb_s,
+                                    across_domains=shape.train_gpus > hw.nvlink_gpus)
 
 
 def _alltoall(shape: Shape, lay: Layout, hw: Hardware, tokens, passes: float):
     """Expert-parallel all-to-all of a pass over ``tokens`` (per GPU share), on NVLink when the EP
-    group fits a node, else at each GPU's share of the node's fabric bandwidth."""
+    group fits one NVLink domain, else over each GPU's own NIC."""
     ep = lay.expert_parallel
-    per_gpu = hw.nvlink_busbw_gb_s if ep <= hw.gpus_per_node else hw.inter_busbw_gb_s / hw.gpus_per_node
+    per_gpu = hw.nvlink_busbw_gb_s if ep <= hw.nvlink_gpus else hw.nic_gb_s
     return moe.alltoall_s(np.asarray(tokens) / shape.train_gpus, shape.active_b, shape.experts_per_token, ep,
                           PRECISION_BYTES[shape.train_precision], per_gpu, passes)
 
@@ -151,7 +151,7 @@ def _pass_fixed(shape: Shape, lay: Layout, tokens, hw: Hardware, steps: int, bac
     per_micro = hw.microbatch_s
     if lay.train_tp * lay.train_pp == 1 and lay.data_parallel > 1:
         w = weight_bytes(shape.params_b if params_b is None else params_b, shape.bytes_per_param)
-        per_micro += float(training.fsdp_traffic_s(w, lay.data_parallel, _train_busbw(shape, hw, hw.gpus_per_node),
+        per_micro += float(training.fsdp_traffic_s(w, lay.data_parallel, _train_busbw(shape, hw, hw.nvlink_gpus),
                                                    1.0, backward))
     # One pass over the arrays (millions of iterations): the per-micro-batch costs summed first.
     return training.fixed_s(steps, micro, hw.optimizer_step_s if backward else 0.0, per_micro)
@@ -190,18 +190,23 @@ def update_s(shape: Shape, lay: Layout, tokens, hw: Hardware, longest=None):
     fixed = _pass_fixed(shape, lay, np.asarray(tokens) * shape.epochs, hw, steps, backward=True)
     grads = 0.0
     if mp > 1:
-        busbw = _train_busbw(shape, hw, hw.gpus_per_node // mp)
+        busbw = _train_busbw(shape, hw, hw.nvlink_gpus // mp)
         grads = steps * network.allreduce_s(weight_bytes(shape.params_b, shape.bytes_per_param) / mp,
                                            lay.data_parallel, busbw)
     return compute + fixed + grads + _alltoall(shape, lay, hw, np.asarray(tokens) * shape.epochs, 3.0)
 
 
+def refit_inside_nvlink(shape: Shape, hw: Hardware) -> bool:
+    """Whether a refit stays inside one NVLink domain: colocated, or the class's trainers and
+    rollout engines together in one (a node, or an NVL72 rack)."""
+    return not (shape.disaggregated and shape.gpus > hw.nvlink_gpus)
+
+
 def sync_path_gb_s(shape: Shape, hw: Hardware) -> float:
     """GB/s of the link a refit crosses between the training and the rollout GPUs: NVLink when
-    colocated or inside one NVLink domain, else one GPU's share of the node's fabric (a broadcast
-    leaves the training side through one rank's NIC)."""
-    across = shape.disaggregated and shape.gpus > hw.gpus_per_node
-    return min(hw.inter_busbw_gb_s / hw.gpus_per_node, hw.nvlink_busbw_gb_s) if across else hw.nvlink_busbw_gb_s
+    colocated or inside one NVLink domain, else one GPU's NIC (a broadcast leaves the training
+    side through one rank's NIC)."""
+    return hw.nvlink_busbw_gb_s if refit_inside_nvlink(shape, hw) else hw.nic_gb_s
 
 
 def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
@@ -215,19 +220,18 @@ def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
     w = weight_bytes(shape.params_b, shape.rollout_bytes_per_param)
     experts = moe.expert_tensors(shape.active_b, shape.experts) if shape.is_moe else 0
     method = hw.sync_method(shape.sync_method)
-    inside = not (shape.disaggregated and shape.gpus > hw.gpus_per_node)
+    inside = refit_inside_nvlink(shape, hw)
     p2p = None
     if path_gb_s is None and shape.sync_method in (weight_sync.IN_DOMAIN_POINT_TO_POINT if inside
                                                    else weight_sync.POINT_TO_POINT):
-        link = hw.nvlink_busbw_gb_s if inside else min(hw.inter_busbw_gb_s / hw.gpus_per_node, hw.nvlink_busbw_gb_s)
-        p2p = weight_sync.point_to_point_s(w, link_gb_s=link, method=method, rollout_tp=lay.rollout_tp,
+        p2p = weight_sync.point_to_point_s(w, link_gb_s=sync_path_gb_s(shape, hw), method=method, rollout_tp=lay.rollout_tp,
                                            replicas=lay.replicas, senders=shape.train_gpus, expert_tensors=experts)
         if shape.sync_method in weight_sync.POINT_TO_POINT:
             return p2p
     path = sync_path_gb_s(shape, hw) if path_gb_s is None else path_gb_s
     mp = lay.train_tp * lay.train_pp * lay.expert_parallel
     shards = mp if mp > 1 else lay.data_parallel
-    gather_bw = hw.nvlink_busbw_gb_s if shards <= hw.gpus_per_node else min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s)
+    gather_bw = hw.nvlink_busbw_gb_s if shards <= hw.nvlink_gpus else min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s)
     broadcast = weight_sync.weight_sync_s(w, path_gb_s=path, method=method,
                                           gather=weight_sync.gather_s(w, shards, gather_bw),
                                           rollout_tp=lay.rollout_tp, expert_tensors=experts)

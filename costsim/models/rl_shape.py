@@ -43,15 +43,20 @@ TRAIN_SHARE = 0.5  # default TP·PP: weights and gradients take at most half a G
 
 @dataclass(frozen=True)
 class Hardware:
-    """What an option's GPUs and fabric contribute to an iteration. Units in the names;
-    ``inter_busbw_gb_s`` is a whole node's busbw across the fabric (``network.inter_node_busbw_gb_s``)."""
+    """What an option's GPUs and fabric contribute to an iteration. Units in the names. A group of
+    GPUs inside one NVLink domain (``nvlink_gpus``: a node, a cloud instance, or an NVL72 rack of
+    18 four-GPU nodes) talks over NVLink; across domains over the NICs: ``inter_busbw_gb_s`` is a
+    whole domain's busbw for a collective (``network.inter_node_busbw_gb_s``), ``nic_gb_s`` what one
+    GPU reaches over its own NIC when it alone sends (a refit, an all-to-all). The node as the unit
+    a scheduler allocates and a failure takes out is the plan's, not the model's."""
 
     bf16_dense_tflops: float
     hbm_tb_s: float
     memory_gb: float
-    gpus_per_node: int  # the NVLink domain: a node, or a cloud instance
+    nvlink_gpus: int  # GPUs one NVLink domain joins
     nvlink_busbw_gb_s: float
     inter_busbw_gb_s: float
+    nic_gb_s: float  # one GPU's NIC across domains, the fabric's efficiency applied
     mem_efficiency: float  # η_mem: share of HBM bandwidth decode achieves
     step_floor_s: float  # t_floor: a decode step's latency floor
     kv_memory_fraction: float  # share of HBM a rollout engine gives weights and KV cache
@@ -206,7 +211,7 @@ def default_train_parallel(params_b: float, train_gpus: int, hw: Hardware) -> tu
     while mp < top and (TRAIN_BYTES_PER_PARAM * p / mp > TRAIN_SHARE * mem
                         or TRAIN_BYTES_PER_PARAM * p / mp + OPTIMIZER_BYTES_PER_PARAM * p / train_gpus > mem):
         mp *= 2
-    tp = min(mp, _pow2_at_most(hw.gpus_per_node))
+    tp = min(mp, _pow2_at_most(hw.nvlink_gpus))
     return tp, mp // tp
 
 
@@ -228,7 +233,7 @@ def layout(shape: Shape, hw: Hardware) -> Layout:
         rollout_tp=tp, replicas=max(shape.rollout_gpus // tp, 1), train_tp=ttp, train_pp=tpp,
         data_parallel=dp, kv_bytes_per_token=kv,
         kv_capacity_tokens=kv_capacity_tokens(shape.params_b, tp, hw, kv, beta),
-        rollout_tensor=min(tp, hw.gpus_per_node), expert_parallel=default_expert_parallel(shape, dp, hw),
+        rollout_tensor=min(tp, hw.nvlink_gpus), expert_parallel=default_expert_parallel(shape, dp, hw),
     )
 
 
@@ -241,7 +246,7 @@ def default_expert_parallel(shape: Shape, data_parallel: int, hw: Hardware) -> i
     if shape.expert_parallel is not None:
         return shape.expert_parallel
     ep = 1
-    while ep * 2 <= min(data_parallel, hw.gpus_per_node) and shape.experts % (ep * 2) == 0:
+    while ep * 2 <= min(data_parallel, hw.nvlink_gpus) and shape.experts % (ep * 2) == 0:
         ep *= 2
     return ep
 
@@ -262,8 +267,8 @@ def fit_problem(shape: Shape, hw: Hardware) -> str | None:
     mp = lay.train_tp * lay.train_pp
     if mp > shape.train_gpus:
         return f"training parallelism tp × pp = {mp} is more than its {shape.train_gpus} training GPUs"
-    if lay.train_tp > hw.gpus_per_node:
-        return f"training tensor parallel {lay.train_tp} spans more than one {hw.gpus_per_node}-GPU node"
+    if lay.train_tp > hw.nvlink_gpus:
+        return f"training tensor parallel {lay.train_tp} spans more than one {hw.nvlink_gpus}-GPU NVLink domain"
     per_gpu = (TRAIN_BYTES_PER_PARAM * shape.params_b * 1e9 / mp
                + OPTIMIZER_BYTES_PER_PARAM * shape.params_b * 1e9 / shape.train_gpus)
     if per_gpu > hw.memory_gb * 1e9:

@@ -86,7 +86,7 @@ def point_to_point_s(weight_bytes: float, *, link_gb_s: float, method: SyncMetho
                      senders: int, expert_tensors: int = 0) -> float:
     """One refit sent point to point (seconds): every rollout GPU pulls its own shard
     (``W / rollout_tp``) from the training GPUs that hold it, each over its own link of
-    ``link_gb_s`` (NVLink inside an NVLink domain, its NIC share across), all at once; no gather
+    ``link_gb_s`` (NVLink inside an NVLink domain, its own NIC across), all at once; no gather
     to one rank. The receivers take ``W / (TP_r · link)``, the ``senders`` send ``replicas`` copies,
     ``replicas · W / (senders · link)``; the slower, at the method's share of the links. Each
     receiver pays the latency of its own buckets and expert tensors, in parallel with the others."""

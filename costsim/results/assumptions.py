@@ -55,6 +55,8 @@ SPEC_UNITS = {"memory_gb": ("GPU memory", "GB"), "bf16_dense_tflops": ("dense BF
               "hbm_tb_s": ("HBM bandwidth", "TB/s per GPU"), "gpus_per_node": ("GPUs per catalog node", "GPUs"),
               "nvlink_busbw_gb_s": ("NVLink bus bandwidth", "GB/s"), "nics_per_node": ("NICs per node", "NICs"),
               "nic_busbw_gb_s": ("NIC bus bandwidth", "GB/s per NIC"),
+              "nvlink_domain_gpus": ("GPUs per NVLink domain", "GPUs"),
+              "nic_gb_s_per_gpu": ("NIC bandwidth per GPU", "GB/s per GPU"),
               "node_max_kw": ("node power at full load", "kW per node"), "node_idle_kw": ("node power idle", "kW per node")}
 RL_UNITS = {"hbm_efficiency": ("decode HBM efficiency", "share of peak"),
             "decode_step_floor_s": ("decode step floor", "s"),

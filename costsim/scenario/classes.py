@@ -182,7 +182,7 @@ class Update(StrictModel):
 class Parallelism(StrictModel):
     """The training layout: tensor parallel × pipeline parallel × data parallel over the training GPUs."""
 
-    tp: Parallel | None = Field(None, description=f"Tensor-parallel size, at most a node ({span(Parallel)}); null: 1.")
+    tp: Parallel | None = Field(None, description=f"Tensor-parallel size, at most one NVLink domain ({span(Parallel)}); null: 1.")
     pp: Parallel | None = Field(None, description=f"Pipeline-parallel stages ({span(Parallel)}); null: 1.")
     ep: Parallel | None = Field(None, description=f"Expert-parallel size of an MoE model ({span(Parallel)}); null: "
                                 "the largest power of two dividing the experts within the data-parallel ranks "

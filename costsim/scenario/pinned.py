@@ -44,9 +44,13 @@ class GPUValues(StrictModel):
     hbm_tb_s: Spec | None = Field(None, description=f"HBM bandwidth per GPU, TB/s ({span(Spec)}); null: catalog.")
     gpus_per_node: NodeGPUs | None = Field(
         None, description=f"GPUs of the catalog's node, whose NICs a smaller node shares ({span(NodeGPUs)}); null: catalog.")
+    nvlink_domain_gpus: NodeGPUs | None = Field(
+        None, description=f"GPUs one NVLink domain joins: the node, or an NVL72 rack ({span(NodeGPUs)}); null: catalog.")
     nvlink_busbw_gb_s: Spec | None = Field(None, description=f"NVLink all-reduce bus bandwidth, GB/s ({span(Spec)}); null: catalog.")
     nics_per_node: NICs | None = Field(None, description=f"NICs per catalog node ({span(NICs)}); null: catalog.")
     nic_busbw_gb_s: Spec | None = Field(None, description=f"Bus bandwidth per NIC, GB/s ({span(Spec)}); null: catalog.")
+    nic_gb_s_per_gpu: Spec | None = Field(
+        None, description=f"Bus bandwidth one GPU reaches across nodes over its own NIC, GB/s ({span(Spec)}); null: catalog.")
     node_max_kw: Spec | None = Field(None, description=f"Node power at full load, kW ({span(Spec)}); null: catalog.")
     node_idle_kw: IdleKW | None = Field(None, description=f"Node power when idle, kW ({span(IdleKW)}); null: catalog.")
     on_demand: TierPrices | None = Field(None, description="On-demand prices per tier; null: catalog.")

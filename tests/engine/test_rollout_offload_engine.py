@@ -60,9 +60,8 @@ SPOT = ("  - {name: spot, kind: cloud, gpu_type: H100, pricing: spot, preemption
 
 def home_link(sc: costsim.Scenario) -> float:
     """The home fabric's weight-sync path (rl.sync_s over several nodes): a broadcast leaves through
-    one rank's NIC, the node's fabric busbw ÷ its GPUs (376 / 8 = 47 GB/s on H100)."""
-    hw = hardware(next(p for p in resolve(sc) if p.name == "home"))
-    return min(hw.inter_busbw_gb_s / hw.gpus_per_node, hw.nvlink_busbw_gb_s)
+    one rank's NIC (47 GB/s on H100)."""
+    return hardware(next(p for p in resolve(sc) if p.name == "home")).nic_gb_s
 
 
 def test_with_no_preemptions_it_is_the_disaggregated_job_with_more_rollout_gpus():

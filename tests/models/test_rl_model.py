@@ -14,8 +14,8 @@ import pytest
 from costsim.models import rl
 from costsim.models.sampling import length_draws
 
-H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
-                   inter_busbw_gb_s=376.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, nvlink_gpus=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, nic_gb_s=47.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
                    verifier_workers=8)
 ETA_B = 3.35e12 * 0.55  # 1.8425e12 bytes/s of HBM a decode step reads per GPU
 FLOPS = 989e12 * 0.35  # 3.4615e14 FLOP/s per GPU at MFU 0.35
@@ -50,9 +50,10 @@ def test_hardware_comes_from_the_catalog():
     sc = Scenario.model_validate({"name": "x", "horizon_days": 1, "workload": {"trace": "t.csv"},
                                   "options": [{"name": "o", "kind": "owned", "gpu_type": "H100", "gpus": 8}]})
     hw = hardware(resolve(sc)[0])
-    assert (hw.bf16_dense_tflops, hw.hbm_tb_s, hw.memory_gb, hw.gpus_per_node, hw.nvlink_busbw_gb_s) == (
+    assert (hw.bf16_dense_tflops, hw.hbm_tb_s, hw.memory_gb, hw.nvlink_gpus, hw.nvlink_busbw_gb_s) == (
         989.0, 3.35, 80.0, 8, 470.0)
     assert hw.inter_busbw_gb_s == pytest.approx(8 * 47.0 * 1.0)  # 8 NICs × 47 GB/s × InfiniBand 1.0
+    assert hw.nic_gb_s == 47.0  # one 400G NIC a GPU
     assert (hw.mem_efficiency, hw.step_floor_s, hw.kv_memory_fraction, hw.verifier_workers) == (
         consts["hbm_efficiency"], consts["decode_step_floor_s"], consts["kv_memory_fraction"],
         consts["verifier_workers_per_gpu"])
@@ -218,7 +219,7 @@ def test_update_within_a_node_uses_nvlink():
 
 
 def test_faster_fabric_shortens_the_update():
-    roce = rl.Hardware(**{**H100.__dict__, "inter_busbw_gb_s": 376.0 * 0.92})
+    roce = rl.Hardware(**{**H100.__dict__, "inter_busbw_gb_s": 376.0 * 0.92, "nic_gb_s": 47.0 * 0.92})
     sh = shape(params_b=70.0, gpus=64, rollout_gpus=64, train_gpus=64)
     lay = rl.layout(sh, H100)
     # Only the all-reduce changes: its part grows by 1 / 0.92.
@@ -350,7 +351,7 @@ def test_fit_problems_say_why():
     assert "no room for a KV cache" in rl.fit_problem(shape(**big, rollout_tp=8), H100)
     assert "tp × pp = 32 is more than its 16 training GPUs" in rl.fit_problem(
         shape(**{**big, "train_gpus": 16}, train_tp=8, train_pp=4), H100)
-    assert "spans more than one 8-GPU node" in rl.fit_problem(shape(**big, train_tp=16), H100)
+    assert "spans more than one 8-GPU NVLink domain" in rl.fit_problem(shape(**big, train_tp=16), H100)
     # default TP 8 × PP 2 on 16 GPUs: 4 × 405e9 / 16 + 12 × 405e9 / 16 = 405 GB per GPU > 80 GB
     assert "needs 405 GB per GPU at tp × pp = 16" in rl.fit_problem(shape(**{**big, "train_gpus": 16}), H100)
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from costsim.models import network, rl
 from costsim.models.sampling import length_draws
 
-H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
-                   inter_busbw_gb_s=376.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, nvlink_gpus=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, nic_gb_s=47.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
                    verifier_workers=8)
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 TOL = 1e-9  # relative: the same arithmetic in a different order

@@ -21,8 +21,8 @@ from costsim.models.sampling import length_draws
 from costsim.plan.hardware import engines
 
 CONSTS = default_catalog().rl
-H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
-                   inter_busbw_gb_s=376.0, mem_efficiency=float(CONSTS["hbm_efficiency"]),
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, nvlink_gpus=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, nic_gb_s=47.0, mem_efficiency=float(CONSTS["hbm_efficiency"]),
                    step_floor_s=float(CONSTS["decode_step_floor_s"]), kv_memory_fraction=0.8, verifier_workers=8,
                    fp8_dense_tflops=1979.0, engines=engines(CONSTS), prefill_mfu=float(CONSTS["prefill_mfu"]),
                    optimizer_step_s=float(CONSTS["optimizer_step_s"]), microbatch_s=float(CONSTS["microbatch_s"]),

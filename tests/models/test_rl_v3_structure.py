@@ -11,8 +11,8 @@ import pytest
 
 from costsim.models import rl, training, weight_sync
 
-H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
-                   inter_busbw_gb_s=376.0, mem_efficiency=0.4, step_floor_s=0.01, kv_memory_fraction=0.8,
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, nvlink_gpus=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, nic_gb_s=47.0, mem_efficiency=0.4, step_floor_s=0.01, kv_memory_fraction=0.8,
                    verifier_workers=8, optimizer_step_s=0.0, microbatch_s=0.05, microbatch_tokens=16384.0)
 NIXL = weight_sync.SyncMethod(latency_s=0.0005, efficiency=0.6, bucket_gb=1.0, reload_gb_s=400.0)
 

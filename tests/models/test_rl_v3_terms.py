@@ -10,8 +10,8 @@ import pytest
 from costsim.models import moe, prefill, rl, training, weight_sync
 from costsim.plan.hardware import engines
 
-H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
-                   inter_busbw_gb_s=376.0, mem_efficiency=0.4, step_floor_s=0.01, kv_memory_fraction=0.8,
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, nvlink_gpus=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, nic_gb_s=47.0, mem_efficiency=0.4, step_floor_s=0.01, kv_memory_fraction=0.8,
                    verifier_workers=8, fp8_dense_tflops=1979.0, engines={"sglang": (0.5, 0.008)},
                    optimizer_step_s=2.0, microbatch_s=0.05, microbatch_tokens=16384.0)
 

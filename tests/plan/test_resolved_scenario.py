@@ -69,6 +69,7 @@ CHANGES = [
     (("gpus", "H100", "price", "hyperscaler", "on_demand"), 1.5), (("gpus", "H100", "price", "hyperscaler", "reserved_1y"), 1.0),
     (("gpus", "H100", "price", "neocloud", "reserved_1y"), 1.1),
     (("gpus", "H100", "hbm_tb_s"), 2.0), (("gpus", "H100", "nic_busbw_gb_s"), 10.0),
+    (("gpus", "H100", "nic_gb_s_per_gpu"), 10.0),
     (("fabrics", "infiniband", "efficiency"), 0.5), (("fabrics", "roce", "efficiency"), 0.4),
     (("rl", "hbm_efficiency"), 0.3), (("rl", "rollout_link_gb_s"), 1.0), (("gpus", "H100", "fp8_dense_tflops"), 1500.0),
     (("rl", "prefill_mfu"), 0.3), (("rl", "optimizer_step_s"), 4.0), (("rl", "microbatch_s"), 0.2),
@@ -151,8 +152,8 @@ def test_owned_only_scenario_pins_the_fallback_price(tmp_path, moved_catalog):
 def test_resolve_fills_every_blank_with_the_catalog_value(tmp_path):
     sc, _ = scenario_from_yaml(MIXED, "s.yaml", tmp_path)
     r = resolve_scenario(sc)
-    # Hand-checked against costsim/catalog/catalog.yaml (2026-12-06).
-    assert r.catalog_version == "2026-12-06"
+    # Hand-checked against costsim/catalog/catalog.yaml (2026-12-08).
+    assert r.catalog_version == "2026-12-08"
     assert r.economics.electricity_usd_per_kwh == 0.085 and r.economics.pue == 1.3
     assert r.economics.depreciation_years == 5.0 and r.economics.staff_min_fte == 1
     own, cloud, spot, res, burst = r.options
@@ -175,6 +176,7 @@ def test_resolve_fills_every_blank_with_the_catalog_value(tmp_path):
     assert (pins.rl.sync_checkpoint_engine_latency_s, pins.rl.sync_checkpoint_engine_efficiency) == (0.0001, 0.5)
     assert (pins.rl.sync_nixl_latency_s, pins.rl.sync_nixl_efficiency) == (0.0005, 0.6)
     assert pins.gpus.H100.fp8_dense_tflops == 1979.0
+    assert pins.gpus.H100.nic_gb_s_per_gpu == 47.0 and pins.gpus.H100.nvlink_domain_gpus == 8
     assert pins.fabrics.infiniband.efficiency == 1.0 and pins.fabrics.roce is None  # no option on RoCE
     assert pins.gpus.H100.bf16_dense_tflops == 989.0 and pins.gpus.A100 is None  # only the types in use
     assert pins.gpus.H100.on_demand is None  # options rent: unfinished work is priced at their price
@@ -210,5 +212,5 @@ def test_a_pinned_spec_changes_the_run(tmp_path):
 
 def test_another_catalog_version_warns_but_runs(tmp_path):
     sc, _ = scenario_from_yaml(TINY_RL.replace("seed: 1", "seed: 1\ncatalog_version: '2020-01-01'"), "s.yaml", tmp_path)
-    with pytest.warns(CatalogVersionWarning, match="2020-01-01.*2026-12-06"):
+    with pytest.warns(CatalogVersionWarning, match="2020-01-01.*2026-12-08"):
         costsim.simulate(sc)
