@@ -135,7 +135,7 @@ def _alltoall(shape: Shape, lay: Layout, hw: Hardware, tokens, passes: float):
     ep = lay.expert_parallel
     per_gpu = hw.nvlink_busbw_gb_s if ep <= hw.nvlink_gpus else hw.nic_gb_s
     return moe.alltoall_s(np.asarray(tokens) / shape.train_gpus, shape.active_b, shape.experts_per_token, ep,
-                          PRECISION_BYTES[shape.train_precision], per_gpu, passes)
+                          PRECISION_BYTES[shape.train_precision], per_gpu, passes, shape.layers)
 
 
 def _pass_fixed(shape: Shape, lay: Layout, tokens, hw: Hardware, steps: int, backward: bool,
@@ -218,7 +218,7 @@ def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
     when that beats its broadcast (few replicas; many replicas of few trainers broadcast)."""
     lay = layout(shape, hw)
     w = weight_bytes(shape.params_b, shape.rollout_bytes_per_param)
-    experts = moe.expert_tensors(shape.active_b, shape.experts) if shape.is_moe else 0
+    experts = moe.expert_tensors(shape.active_b, shape.experts, shape.layers) if shape.is_moe else 0
     method = hw.sync_method(shape.sync_method)
     inside = refit_inside_nvlink(shape, hw)
     p2p = None

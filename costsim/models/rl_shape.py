@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from costsim.models import moe
 from costsim.models.weight_sync import SyncMethod
 
 PRECISION_BYTES = {"bf16": 2.0, "fp8": 1.0}
@@ -118,6 +119,7 @@ class Shape:
     experts: int = 0
     experts_per_token: int = 0
     expert_parallel: int | None = None  # training EP; None: the default rule
+    layers: int | None = None  # transformer layers (MoE: all-to-all bytes, expert tensors); None: from active
     rollout_precision: str = "bf16"
     train_precision: str = "bf16"
     sync_method: str = "nccl_broadcast"
@@ -269,10 +271,14 @@ def fit_problem(shape: Shape, hw: Hardware) -> str | None:
         return f"training parallelism tp × pp = {mp} is more than its {shape.train_gpus} training GPUs"
     if lay.train_tp > hw.nvlink_gpus:
         return f"training tensor parallel {lay.train_tp} spans more than one {hw.nvlink_gpus}-GPU NVLink domain"
-    per_gpu = (TRAIN_BYTES_PER_PARAM * shape.params_b * 1e9 / mp
+    # An MoE rank holds its share of the experts over the expert-parallel group too.
+    rank_b = moe.rank_params_b(shape.params_b, shape.active_b, shape.experts, shape.experts_per_token, mp,
+                               lay.expert_parallel)
+    per_gpu = (TRAIN_BYTES_PER_PARAM * rank_b * 1e9
                + OPTIMIZER_BYTES_PER_PARAM * shape.params_b * 1e9 / shape.train_gpus)
     if per_gpu > hw.memory_gb * 1e9:
-        return (f"training the {shape.params_b:g}B model needs {per_gpu / 1e9:,.0f} GB per GPU at tp × pp = {mp} "
+        ep = f" × ep {lay.expert_parallel}" if lay.expert_parallel > 1 else ""
+        return (f"training the {shape.params_b:g}B model needs {per_gpu / 1e9:,.0f} GB per GPU at tp × pp = {mp}{ep} "
                 f"on {shape.train_gpus} GPUs, more than the {hw.memory_gb:g} GB a GPU has")
     return None
 

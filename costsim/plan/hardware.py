@@ -67,4 +67,5 @@ def shape(cls: RLClass) -> rl.Shape:
         train_precision=cls.update.precision, sync_method=cls.sync.method, partial_rollout=ro.partial,
         active_params_b=moe.active_params_b if moe else None, experts=moe.experts if moe else 0,
         experts_per_token=moe.experts_per_token if moe else 0, expert_parallel=par.ep if par else None,
+        layers=moe.layers if moe else None,
     )

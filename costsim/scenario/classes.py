@@ -50,6 +50,7 @@ Staleness: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1000)]
 MemoryFraction: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1)]
 ExpertCount: TypeAlias = Annotated[int, *int_bounds(ge=2, le=100_000)]
 TopK: TypeAlias = Annotated[int, *int_bounds(ge=1, le=100_000)]
+Layers: TypeAlias = Annotated[int, *int_bounds(ge=1, le=10_000)]
 MicrobatchTokens: TypeAlias = Annotated[float, *float_bounds(ge=1, le=MAX_TOKENS)]
 Precision: TypeAlias = Literal["bf16", "fp8"]
 RolloutShare: TypeAlias = Annotated[float, *float_bounds(gt=0, lt=1)]
@@ -197,6 +198,9 @@ class Model(StrictModel):
     active_params_b: ParamsB = Field(description=f"Parameters a token computes with, billions ({span(ParamsB)}).")
     experts: ExpertCount = Field(description=f"Routed experts per MoE layer ({span(ExpertCount)}).")
     experts_per_token: TopK = Field(description=f"Experts each token is routed to, top-k ({span(TopK)}).")
+    layers: Layers | None = Field(
+        None, description=f"Transformer layers, the config's num_hidden_layers ({span(Layers)}): the expert tensors a "
+        "refit moves and the all-to-all bytes; null: estimated from active_params_b (P ≈ 12 L h², h ≈ 80 L).")
 
     @model_validator(mode="after")
     def _consistent(self) -> Model:

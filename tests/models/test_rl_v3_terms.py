@@ -169,3 +169,45 @@ def test_partial_rollout_never_slows_async_and_fractional_staleness():
     assert np.all(partial <= plain * (1 + 1e-12))
     more = rl.phase_times(replace(sh, staleness=1.5), H100, *lengths).total
     assert np.all(more <= plain * (1 + 1e-12))
+
+
+def test_moe_layers_from_the_config_by_hand():
+    # With its layers, L · h = √(P · L / 12): Qwen3-30B-A3B (3.3B active, 48 layers) √(3.3e9 × 48 / 12)
+    # = 114,891; DeepSeek-V3 (37B, 61) 433,686. Without, h = 80 L: L = (P / (12 × 80²))^(1/3) = 35.03.
+    assert moe.layers_times_hidden(3.3, 48) == pytest.approx(114_891.25, rel=1e-6)
+    assert moe.layers_times_hidden(37.0, 61) == pytest.approx(433_685.75, rel=1e-6)
+    assert moe.layer_count(3.3) == pytest.approx((3.3e9 / (12 * 6400)) ** (1 / 3))
+    assert moe.layers_times_hidden(3.3) == pytest.approx(80 * moe.layer_count(3.3) ** 2)  # h = 80 L
+    # Expert tensors, 3 a routed expert a layer: DeepSeek-V3 3 × 256 × 61 = 46,848 (NeMo RL counts 45,395
+    # tensors a vLLM rank loads); estimated from 37B active alone, 3 × 256 × 78.4 = 60,206.
+    assert moe.expert_tensors(37.0, 256, 61) == 46_848
+    assert moe.expert_tensors(37.0, 256) == 60_206
+    assert moe.expert_tensors(7.0, 0, 28) == 0
+
+
+def test_an_moe_rank_holds_its_share_of_the_experts_by_hand():
+    # DeepSeek-V3: one expert (671 − 37) / (256 − 8) = 2.5565B, shared 37 − 8 × 2.5565 = 16.548B. At TP 1 ×
+    # PP 16 with EP 16 a rank holds (16.548 + 256 × 2.5565 / 16) / 16 = 3.591B; without EP 671 / 16 = 41.9B.
+    shared, one = moe.expert_split_b(671.0, 37.0, 256, 8)
+    assert one == pytest.approx(634 / 248) and shared == pytest.approx(37 - 8 * 634 / 248)
+    assert moe.rank_params_b(671.0, 37.0, 256, 8, 16, 16) == pytest.approx((shared + 256 * one / 16) / 16)
+    assert moe.rank_params_b(671.0, 37.0, 256, 8, 16, 1) == pytest.approx(671 / 16)
+    assert moe.rank_params_b(7.0, 7.0, 0, 0, 2, 8) == 3.5  # dense: EP holds nothing apart
+    # The fit check counts it: 4 B × 3.591B + 12 B × 671B / 256 = 45.8 GB a GPU fits 80 GB; 4 × 41.9B alone would not.
+    big = shape(params_b=671.0, active_params_b=37.0, experts=256, experts_per_token=8, layers=61, gpus=256,
+                rollout_gpus=256, train_gpus=256, train_tp=1, train_pp=16, expert_parallel=16, rollout_tp=32)
+    assert rl.fit_problem(big, H100) is None
+    assert "needs 199 GB per GPU" in rl.fit_problem(replace(big, expert_parallel=1), H100)
+
+
+def test_a_point_to_point_refit_loads_every_expert_tensor_on_every_receiver():
+    # DeepSeek-V3 BF16 to one TP-32 replica, NIXL at the checkpoint engine's 0.1 ms and 0.5: each of the
+    # 32 receivers pulls 1,342e9 / 32 = 41.94 GB at 47 GB/s (the 256 senders are faster) and loads its
+    # slice of all 46,848 expert tensors: 42 buckets + 46,848 tensors × 0.1 ms + 41.94e9 / (47e9 × 0.5)
+    # + 41.94e9 / 400e9 = 0.0042 + 4.6848 + 1.784681 + 0.104844 = 6.5785 s (NeMo RL measures 9.25 s).
+    ce = weight_sync.SyncMethod(latency_s=0.0001, efficiency=0.5, bucket_gb=1.0, reload_gb_s=400.0)
+    shard = 1342e9 / 32
+    got = weight_sync.point_to_point_s(1342e9, link_gb_s=47.0, method=ce, rollout_tp=32, replicas=1, senders=256,
+                                       expert_tensors=46_848)
+    assert got == pytest.approx((42 + 46_848) * 0.0001 + shard / (47e9 * 0.5) + shard / 400e9, rel=1e-12)
+    assert got == pytest.approx(6.5785, rel=1e-4)
