@@ -168,13 +168,13 @@ def test_resolve_fills_every_blank_with_the_catalog_value(tmp_path):
     assert res.price_per_gpu_hour == 2.20 and res.term_years == 1 and res.scheduler == "fifo"
     assert burst == sc.options[4]  # a hybrid has nothing of its own to fill
     pins = r.catalog
-    assert pins.rl.hbm_efficiency == 0.4 and pins.rl.decode_step_floor_s == 0.010  # vLLM's
+    assert pins.rl.hbm_efficiency == 0.35 and pins.rl.decode_step_floor_s == 0.010  # vLLM's
     assert pins.rl.sglang_hbm_efficiency == 0.5 and pins.rl.sglang_decode_step_floor_s == 0.008
     assert pins.rl.prefill_mfu == 0.5 and pins.rl.optimizer_step_s == 0.1 and pins.rl.microbatch_s == 0.05
     assert pins.rl.microbatch_tokens == 16384 and pins.rl.sync_bucket_gb == 1.0 and pins.rl.reload_gb_s == 400.0
     assert (pins.rl.sync_nccl_latency_s, pins.rl.sync_nccl_efficiency) == (0.001, 0.4)
     assert (pins.rl.sync_checkpoint_engine_latency_s, pins.rl.sync_checkpoint_engine_efficiency) == (0.0001, 0.5)
-    assert (pins.rl.sync_nixl_latency_s, pins.rl.sync_nixl_efficiency) == (0.0005, 0.6)
+    assert (pins.rl.sync_nixl_latency_s, pins.rl.sync_nixl_efficiency) == (0.0001, 0.5)
     assert pins.gpus.H100.fp8_dense_tflops == 1979.0
     assert pins.gpus.H100.nic_gb_s_per_gpu == 47.0 and pins.gpus.H100.nvlink_domain_gpus == 8
     assert pins.fabrics.infiniband.efficiency == 1.0 and pins.fabrics.roce is None  # no option on RoCE
