@@ -141,35 +141,40 @@ def areal_rows(hw: rl.Hardware, plateau: bool = True) -> list[Row]:
     sync15 = float(phases(rl_shape(1.5, 128), hw, d).total.mean())
     su = {s: async_run(1.5, 128, 96, s, hw, d, sync15) for s in ((1, 8, 16, 32) if plateau else (1, 8))}
     s15 = base.format(p="1.5B", g=128, r="96 (3/4)")
+    a15 = (v3.default_layout(rl_shape(1.5, 128), hw), *assumed)
     lo, hi = within(2.77, 0.25)
-    rows = [Row("areal_1.5b_speedup_s8", "async ÷ sync speed-up, staleness 8", v3.setting(s15 + ", staleness 8", *assumed), AREAL,
-                "2.77×", 2.77, lo, hi, su[8][0], "{:.2f}×", "point")]
+    rows = [Row("areal_1.5b_speedup_s8", "async ÷ sync speed-up, staleness 8", v3.setting(s15 + ", staleness 8", *a15),
+                AREAL, "2.77×", 2.77, lo, hi, su[8][0], "{:.2f}×", "point")]
     lo, hi = within(2.1, 0.25)
-    rows.append(Row("areal_1.5b_speedup_s1", "async ÷ sync speed-up, staleness 1", v3.setting(s15 + ", staleness 1", *assumed),
-                    AREAL + ", staleness ablation", "≈ 2.1×", 2.1, lo, hi, su[1][0], "{:.2f}×", "point"))
+    rows.append(Row("areal_1.5b_speedup_s1", "async ÷ sync speed-up, staleness 1",
+                    v3.setting(s15 + ", staleness 1", *a15), AREAL + ", staleness ablation", "≈ 2.1×", 2.1, lo, hi,
+                    su[1][0], "{:.2f}×", "point"))
     if plateau:
         rows.append(Row("areal_1.5b_plateau", "speed-up levels off past staleness 8: max(s = 16, s = 32) − s = 8",
-                        v3.setting(s15 + ", staleness 8, 16, 32", *assumed), AREAL + ", staleness ablation", "no further gain", None,
-                        -math.inf, 1e-9, max(su[16][0], su[32][0]) - su[8][0], "{:+.3f}", band_text="≤ +1e-9"))
+                        v3.setting(s15 + ", staleness 8, 16, 32", *a15), AREAL + ", staleness ablation",
+                        "no further gain", None, -math.inf, 1e-9, max(su[16][0], su[32][0]) - su[8][0], "{:+.3f}",
+                        band_text="≤ +1e-9"))
         rows.append(Row("areal_1.5b_staleness_helps", "more staleness is never slower: speed-up s = 8 − s = 1",
-                        v3.setting(s15 + ", staleness 1 and 8", *assumed), AREAL, "2.77× > 2.1×", None, 0.0, math.inf,
+                        v3.setting(s15 + ", staleness 1 and 8", *a15), AREAL, "2.77× > 2.1×", None, 0.0, math.inf,
                         su[8][0] - su[1][0], "{:+.2f}"))
     lo, hi = times_or_over(7200.0, 1.6)
     rows.append(Row("areal_1.5b_decode", "decode tokens/s per generating GPU, staleness 8",
-                    v3.setting(s15 + ", staleness 8; rollout seconds, re-prefill excluded", *assumed), AREAL, "≈ 7.2k", 7200.0, lo, hi, su[8][1], "{:,.0f}", "point"))
+                    v3.setting(s15 + ", staleness 8; rollout seconds, re-prefill excluded", *a15), AREAL, "≈ 7.2k",
+                    7200.0, lo, hi, su[8][1], "{:,.0f}", "point"))
 
     sync7 = float(phases(rl_shape(7.0, 192), hw, d).total.mean())
     runs = {f: async_run(7.0, 192, round(192 * f), 8, hw, d, sync7) for f in AREAL_FRACTIONS}
     frac = min(AREAL_FRACTIONS, key=lambda f: runs[f][2])  # AReaL balances rollout and training workers
     s7 = base.format(p="7B", g=192, r=round(192 * frac)) + ", staleness 8"
-    split = (f"{round(192 * frac)} generating: the fastest split of {', '.join(fraction_text(f) for f in AREAL_FRACTIONS)} "
-             "(AReaL balances rollout and training workers)")
+    split = (f"{round(192 * frac)} generating: the fastest split of "
+             f"{', '.join(fraction_text(f) for f in AREAL_FRACTIONS)} (AReaL balances rollout and training workers)",
+             v3.default_layout(rl_shape(7.0, 192), hw))
     lo, hi = within(2.27, 0.25)
-    rows.append(Row("areal_7b_speedup", "async ÷ sync speed-up, staleness 8", v3.setting(s7, split, *assumed), AREAL,
+    rows.append(Row("areal_7b_speedup", "async ÷ sync speed-up, staleness 8", v3.setting(s7, *split, *assumed), AREAL,
                     "2.27×", 2.27, lo, hi, runs[frac][0], "{:.2f}×", "point"))
     lo, hi = times_or_over(4060.0, 1.6)
     rows.append(Row("areal_7b_decode", "decode tokens/s per generating GPU, staleness 8",
-                    v3.setting(s7 + "; rollout seconds, re-prefill excluded", split, *assumed), AREAL, "≈ 4.06k",
+                    v3.setting(s7 + "; rollout seconds, re-prefill excluded", *split, *assumed), AREAL, "≈ 4.06k",
                     4060.0, lo, hi, runs[frac][1], "{:,.0f}", "point"))
     return rows
 
@@ -183,18 +188,20 @@ def rollout_share(params_b: float, gpus: int, lengths: tuple[float, float, float
 def share_rows(hw: rl.Hardware) -> list[Row]:
     """Rollout share of a synchronous GRPO step on long chain-of-thought, 32B and 7B on H100s."""
     src = "OpenRLHF README (“80 % of time in generation”); RollPacker (≈ 70 %)"
-    text = v3.setting("long chain-of-thought GRPO, synchronous (the sources give a share, not a setting)",
-                      "{p} policy (Qwen2.5-{p}-like, DAPO-style) on {g} H100 colocated, vLLM",
-                      "512 prompts × 16 of 512 tokens", "lengths lognormal mean {m:,} cv 0.8 capped at {c:,}",
-                      "reference model on, verifier reward 0.05 s a sample", "4 optimizer steps a batch",
-                      "training at the class default MFU 0.35")
+    def text(p: float, g: int, lengths: tuple[float, float, float]) -> str:
+        return v3.setting("long chain-of-thought GRPO, synchronous (the sources give a share, not a setting)",
+                          f"{p:g}B policy (Qwen2.5-{p:g}B-like, DAPO-style) on {g} H100 colocated, vLLM",
+                          "512 prompts × 16 of 512 tokens",
+                          f"lengths lognormal mean {lengths[0]:,.0f} cv {lengths[1]:g} capped at {lengths[2]:,.0f}",
+                          v3.default_layout(rl_shape(p, g, reference_model=True, engine="vllm"), hw),
+                          "reference model on, verifier reward 0.05 s a sample", "4 optimizer steps a batch",
+                          "training at the class default MFU 0.35")
+
     return [
-        Row("rollout_share_32b", "rollout share of a synchronous iteration",
-            text.format(p="32B", g=128, m=5000, c=20_480), src, "60–80 %", 0.70, 0.60, 0.80,
-            rollout_share(32.0, 128, SHARE_32B_LENGTHS, hw), "{:.1%}", "band"),
-        Row("rollout_share_7b", "rollout share of a synchronous iteration",
-            text.format(p="7B", g=64, m=4000, c=16_384), src, "60–80 %", 0.70, 0.60, 0.80,
-            rollout_share(7.0, 64, SHARE_7B_LENGTHS, hw), "{:.1%}", "band"),
+        Row("rollout_share_32b", "rollout share of a synchronous iteration", text(32.0, 128, SHARE_32B_LENGTHS), src,
+            "60–80 %", 0.70, 0.60, 0.80, rollout_share(32.0, 128, SHARE_32B_LENGTHS, hw), "{:.1%}", "band"),
+        Row("rollout_share_7b", "rollout share of a synchronous iteration", text(7.0, 64, SHARE_7B_LENGTHS), src,
+            "60–80 %", 0.70, 0.60, 0.80, rollout_share(7.0, 64, SHARE_7B_LENGTHS, hw), "{:.1%}", "band"),
     ]
 
 

@@ -179,6 +179,13 @@ def setting(published: str, *assumed: str) -> str:
     return "; ".join([published, *(a if a.startswith("[A]") else f"[A] {a}" for a in assumed)])
 
 
+def default_layout(sh: rl.Shape, hw: rl.Hardware) -> str:
+    """The assumption a row makes when its source gives no layout: the model's default rules'."""
+    lay = rl.layout(sh, hw)
+    return (f"rollout tensor parallel {lay.rollout_tp}, training TP{lay.train_tp} PP{lay.train_pp} (the default "
+            "rules: the fewest GPUs whose weights take at most half their memory)")
+
+
 def nemo_shape(run: NemoRun) -> rl.Shape:
     """A NeMo RL run as the model's class: the table's layouts (context parallel counted as tensor
     parallel), the recipe's memory fraction (0.6 colocated, 0.8 for a separate generation pool)
@@ -186,7 +193,7 @@ def nemo_shape(run: NemoRun) -> rl.Shape:
     tp, cp, ep, pp = run.train
     p = run.policy
     return shape(p.total_b, run.prompts * run.per_prompt, NEMO_PROMPT, gpus=run.gpus, rollout_gpus=run.rollout,
-                 minibatches=run.steps, reference=True, rollout_tp=run.gen_tp, train_tp=tp * cp, train_pp=pp,
+                 minibatches=run.steps, reference="dapo" not in run.key, rollout_tp=run.gen_tp, train_tp=tp * cp, train_pp=pp,
                  expert_parallel=ep if ep > 1 else None, memory_fraction=0.6 if run.rollout is None else 0.8,
                  sync_method="checkpoint_engine" if run.rollout is None else "nccl_broadcast",
                  **p.fields(run.gen_tp))
@@ -202,10 +209,12 @@ def nemo_rows(hw: rl.Hardware, row) -> list:
         tp, cp, ep, pp = run.train
         where = (f"on-policy, colocated on {run.gpus} H100" if run.rollout is None
                  else f"1-step off-policy, {run.rollout} generating + {run.gpus - run.rollout} training")
-        algo = "DAPO (dynamic sampling)" if "dapo" in run.key else "GRPO"
+        dapo = "dapo" in run.key
+        algo = "DAPO (dynamic sampling)" if dapo else "GRPO"
+        reference = "no reference model (KL 0)" if dapo else "reference model (KL 0.01)"
         text = setting(
             f"{run.policy.name} {algo}, {where}; {run.prompts} prompts × {run.per_prompt}, vLLM TP{run.gen_tp}, "
-            f"training TP{tp} CP{cp} EP{ep} PP{pp}, reference model (KL 0.01), {run.steps} optimizer step"
+            f"training TP{tp} CP{cp} EP{ep} PP{pp}, {reference}, {run.steps} optimizer step"
             f"{'s' if run.steps > 1 else ''} (G-GBS ÷ T-GBS); mean generated {run.mean:,.0f} tokens, "
             f"{run.max_seq:,.0f} max sequence; vLLM gpu_memory_utilization {0.6 if run.rollout is None else 0.8}",
             f"prompts {NEMO_PROMPT:.0f} tokens", f"lengths lognormal cv {NEMO_CV} capped at {cap:,.0f}",
@@ -214,7 +223,7 @@ def nemo_rows(hw: rl.Hardware, row) -> list:
             else "refit as an NCCL broadcast (NeMo's non-colocated transport)",
             "training at the class default MFU 0.35")
         lo, hi = run.published * (1 - STEP_BAND), run.published * (1 + STEP_BAND)
-        out.append(row(run.key, "GRPO step (s)" if algo == "GRPO" else "DAPO step (s)", text, NEMO,
+        out.append(row(run.key, "DAPO step (s)" if dapo else "GRPO step (s)", text, NEMO,
                        f"{run.published:g} s", run.published, lo, hi, float(times(nemo_shape(run), hw, d).total.mean()),
                        "{:.1f}"))
     return out
@@ -231,8 +240,8 @@ def verl_rows(hw: rl.Hardware, row) -> list:
     published = ("Qwen2.5-Math-7B DAPO, 512 prompts × 16, 16 optimizer steps (mini-batch 32), no reference "
                  f"model, max response {VERL_CAP:,.0f}")
     assumed = (f"prompts {VERL_PROMPT:.0f} tokens", f"lengths lognormal mean {VERL_MEAN:,.0f} cv {VERL_CV} capped at "
-               f"{VERL_CAP:,.0f}", "vLLM TP1 (the default rollout tensor parallel: 7.6B in half of a replica's "
-               "memory)", "verifier reward 0.05 s a sample", "training at the class default MFU 0.35")
+               f"{VERL_CAP:,.0f}", default_layout(shape(7.6, 8192, VERL_PROMPT, gpus=32, **base), hw),
+               "verifier reward 0.05 s a sample", "training at the class default MFU 0.35")
     rows = []
     for key, fig, where, pub, sim in (
         ("verl_sync_step", "colocated sync step (s)", "128 H20 colocated", 356.3, sync128.total.mean()),
