@@ -57,6 +57,7 @@ import numpy as np
 from costsim.models import moe, network, prefill, training, weight_sync
 from costsim.models.rl_shape import (
     KV_REFERENCE,
+    MOE_KV_REFERENCE,
     OPTIMIZER_BYTES_PER_PARAM,
     PRECISION_BYTES,
     TRAIN_BYTES_PER_PARAM,
@@ -77,7 +78,7 @@ from costsim.models.rl_shape import (
 )
 
 __all__ = [
-    "KV_REFERENCE", "OPTIMIZER_BYTES_PER_PARAM", "PRECISION_BYTES", "TRAIN_BYTES_PER_PARAM", "TRAIN_SHARE",
+    "KV_REFERENCE", "MOE_KV_REFERENCE", "OPTIMIZER_BYTES_PER_PARAM", "PRECISION_BYTES", "TRAIN_BYTES_PER_PARAM", "TRAIN_SHARE",
     "WEIGHT_SHARE", "Hardware", "Layout", "PhaseTimes", "Shape", "decode_step_s", "default_expert_parallel",
     "default_kv_bytes_per_token", "default_rollout_tp", "default_train_parallel", "drain_s", "drain_terms",
     "fit_problem", "forward_s", "kv_capacity_tokens", "layout", "logprobs_s", "mean_context", "phase_times",

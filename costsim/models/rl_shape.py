@@ -33,6 +33,15 @@ KV_REFERENCE = (
     (72.0, 327_680, "Qwen2.5-72B: 80 layers, 8 KV heads, head dim 128"),
     (405.0, 516_096, "Llama-3.1-405B: 126 layers, 8 KV heads, head dim 128"),
 )
+# The same for mixture-of-experts models, by total parameters: their attention is set apart from
+# their size (few KV heads, MLA), so their active parameters say nothing of it.
+MOE_KV_REFERENCE = (
+    (21.0, 49_152, "GPT-OSS-20B: 24 layers, 8 KV heads, head dim 64"),
+    (30.5, 98_304, "Qwen3-30B-A3B: 48 layers, 4 KV heads, head dim 128"),
+    (117.0, 73_728, "GPT-OSS-120B: 36 layers, 8 KV heads, head dim 64"),
+    (235.0, 192_512, "Qwen3-235B-A22B: 94 layers, 4 KV heads, head dim 128"),
+    (671.0, 70_272, "DeepSeek-V3: 61 layers of MLA, a 512 + 64 latent (one rank's copy)"),
+)
 # Default parallel layouts [A]: the smallest tensor-parallel (TP, TP·PP) degree at which the weights
 # take at most half the memory, leaving the rest to the KV cache (rollout) or activations (training);
 # vLLM's and Megatron's own sizing guides pick TP the same way. A scenario's class fields override it.
@@ -177,11 +186,13 @@ def weight_bytes(params_b: float, bytes_per_param: float = 2.0) -> float:
     return bytes_per_param * params_b * 1e9
 
 
-def default_kv_bytes_per_token(params_b: float) -> float:
-    """KV-cache bytes per token for a model of this size: ``KV_REFERENCE``, interpolated log-log
-    (held flat beyond its ends)."""
-    p = np.log([r[0] for r in KV_REFERENCE])
-    kv = np.log([r[1] for r in KV_REFERENCE])
+def default_kv_bytes_per_token(params_b: float, moe: bool = False) -> float:
+    """KV-cache bytes per token for a model of this size (billions; an MoE's total): ``KV_REFERENCE``
+    for a dense model, ``MOE_KV_REFERENCE`` for a mixture of experts, interpolated log-log (held
+    flat beyond their ends)."""
+    table = MOE_KV_REFERENCE if moe else KV_REFERENCE
+    p = np.log([r[0] for r in table])
+    kv = np.log([r[1] for r in table])
     return float(np.exp(np.interp(math.log(params_b), p, kv)))
 
 
@@ -223,7 +234,7 @@ def layout(shape: Shape, hw: Hardware) -> Layout:
     (``Hardware.for_engine``), whoever asks (the phase times, the fit check, the refit, an
     offloaded pool's samples in flight)."""
     hw = hw.for_engine(shape.engine, shape.memory_fraction)
-    kv = shape.kv_bytes_per_token or default_kv_bytes_per_token(shape.active_b)
+    kv = shape.kv_bytes_per_token or default_kv_bytes_per_token(shape.params_b, moe=shape.is_moe)
     beta = shape.rollout_bytes_per_param
     tp = shape.rollout_tp or default_rollout_tp(shape.params_b, shape.rollout_gpus, hw, beta)
     if shape.train_tp is not None or shape.train_pp is not None:

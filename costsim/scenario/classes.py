@@ -91,7 +91,8 @@ class Rollout(StrictModel):
     kv_bytes_per_token: KVBytes | None = Field(
         None,
         description=f"KV-cache bytes per token of the policy, 2 × layers × KV heads × head dim × 2 "
-        f"({span(KVBytes)}); null: from the model size (Qwen2.5 / Llama 3.1 configs, `costsim.models.rl.KV_REFERENCE`).",
+        f"({span(KVBytes)}); null: from the model size (dense: Qwen2.5 / Llama 3.1 configs, `costsim.models.rl.KV_REFERENCE`; "
+        "MoE: by total parameters, Qwen3-MoE / GPT-OSS / DeepSeek-V3 configs, `costsim.models.rl.MOE_KV_REFERENCE`).",
     )
     tensor_parallel: Parallel | None = Field(
         None,

@@ -211,3 +211,15 @@ def test_a_point_to_point_refit_loads_every_expert_tensor_on_every_receiver():
                                        expert_tensors=46_848)
     assert got == pytest.approx((42 + 46_848) * 0.0001 + shard / (47e9 * 0.5) + shard / 400e9, rel=1e-12)
     assert got == pytest.approx(6.5785, rel=1e-4)
+
+
+def test_an_moe_kv_default_comes_from_moe_attention_configs():
+    # Qwen3-30B-A3B: 2 × 48 layers × 4 KV heads × 128 × 2 B = 98,304 B a token, where its 3.3B active
+    # parameters in the dense table would give ~37k; DeepSeek-V3's MLA latent 61 × 576 × 2 = 70,272.
+    assert rl.default_kv_bytes_per_token(30.5, moe=True) == pytest.approx(98_304, rel=1e-12)
+    assert rl.default_kv_bytes_per_token(671.0, moe=True) == pytest.approx(70_272, rel=1e-12)
+    assert rl.default_kv_bytes_per_token(3.3) < 40_000
+    sh = shape(params_b=30.5, active_params_b=3.3, experts=128, experts_per_token=8)
+    assert rl.layout(sh, H100).kv_bytes_per_token == pytest.approx(98_304, rel=1e-12)
+    # Between references, log-log: √(30.5 × 117) = 59.7B lies half way, √(98,304 × 73,728) = 85,133.
+    assert rl.default_kv_bytes_per_token((30.5 * 117.0) ** 0.5, moe=True) == pytest.approx((98_304 * 73_728) ** 0.5)
