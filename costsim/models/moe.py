@@ -71,8 +71,9 @@ def alltoall_s(tokens, active_params_b: float, experts_per_token: int, ep: int, 
                per_gpu_gb_s: float, passes: float, layers: int | None = None):
     """Expert-parallel all-to-all seconds of ``tokens`` tokens per GPU: each MoE layer sends a
     token's hidden state to its ``k`` experts and back (2 all-to-alls a pass), the share
-    (EP − 1)/EP of them to another GPU, at ``per_gpu_gb_s``; ``passes``: 1 forward, 3 forward and
-    backward. Zero without expert parallelism."""
+    (EP − 1)/EP of them to another GPU, at ``per_gpu_gb_s``; ``passes``: 1 a forward pass, 2 a
+    forward and backward (the backward sends the two all-to-alls' gradients). Zero without expert
+    parallelism."""
     if ep <= 1:
         return np.zeros_like(np.asarray(tokens, dtype=float))
     per_token = (2.0 * experts_per_token * layers_times_hidden(active_params_b, layers) * bytes_per_value

@@ -194,7 +194,8 @@ def update_s(shape: Shape, lay: Layout, tokens, hw: Hardware, longest=None):
         busbw = _train_busbw(shape, hw, hw.nvlink_gpus // mp)
         grads = steps * network.allreduce_s(weight_bytes(shape.params_b, shape.bytes_per_param) / mp,
                                            lay.data_parallel, busbw)
-    return compute + fixed + grads + _alltoall(shape, lay, hw, np.asarray(tokens) * shape.epochs, 3.0)
+    # Two all-to-alls a MoE layer forward (dispatch, combine) and their two gradients backward.
+    return compute + fixed + grads + _alltoall(shape, lay, hw, np.asarray(tokens) * shape.epochs, 2.0)
 
 
 def refit_inside_nvlink(shape: Shape, hw: Hardware) -> bool:

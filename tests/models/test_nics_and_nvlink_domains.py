@@ -121,3 +121,19 @@ def test_a_refit_inside_an_nvl72_rack_stays_on_nvlink_beyond_it_the_nics():
     assert rl.refit_inside_nvlink(inside, gb200) and rl.sync_path_gb_s(inside, gb200) == 850.0
     assert not rl.refit_inside_nvlink(across, gb200) and rl.sync_path_gb_s(across, gb200) == 47.0
     assert rl.sync_path_gb_s(shape(), hardware(plan("H100", 16))) == 47.0
+
+
+def test_an_update_sends_the_all_to_alls_forward_and_their_gradients_backward():
+    # Two all-to-alls a MoE layer in the forward pass and two in the backward: the update's all-to-all
+    # time is twice a log-prob pass's over the same tokens (docs/model.md).
+    tokens = np.array([1e6])
+    sh = shape(params_b=30.0, active_params_b=3.0, experts=128, experts_per_token=8, gpus=32, rollout_gpus=32,
+               train_gpus=32, disaggregated=False, train_tp=2, train_pp=1, expert_parallel=16)
+    hw = hardware(plan("H100", 32))
+    no_ep = replace(sh, expert_parallel=1)
+    lay, lay1 = rl.layout(sh, hw), rl.layout(no_ep, hw)
+    forward = rl.logprobs_s(sh, lay, tokens, hw)[0] - rl.logprobs_s(no_ep, lay1, tokens, hw)[0]
+    update = rl.update_s(sh, lay, tokens, hw)[0] - rl.update_s(no_ep, lay1, tokens, hw)[0]
+    per_token = 2 * 8 * moe.layers_times_hidden(3.0) * 2.0 * 15 / 16
+    assert forward == pytest.approx(1e6 / 32 * per_token / 47e9, rel=1e-9)
+    assert update == pytest.approx(2 * forward, rel=1e-9)
