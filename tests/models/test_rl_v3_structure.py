@@ -97,3 +97,23 @@ def test_one_step_off_policy_overlaps_a_whole_batch_with_training():
     off = rl.phase_times(shape(**split, asynchronous=True, staleness=1), H100, *d)
     bound = np.maximum(sync.rollout, sync.logprobs + sync.scoring + sync.update) + sync.sync
     assert (off.total <= bound * (1 + 1e-12)).all()
+
+
+def test_the_longest_sequence_term_in_the_phase_times_by_hand():
+    # 7B on 128 GPUs (pure data parallel), 512 samples of 200-token prompts, Σ L = 512,000, longest
+    # 20,000: 614,400 tokens, 4,800 a rank, but the rank holding the longest sequence computes its
+    # 20,200: the log-prob pass is stretched 20,200 / 4,800 = 4.2083×, the forward compute alone being
+    # 2 × 7e9 × 614,400 / (128 × 989e12 × 0.35) = 0.194135 s.
+    sh = shape(samples=512)
+    d = (np.array([512_000.0]), np.array([20_000.0]), np.array([512 * 1000.0 ** 2 * 2]))
+    lay = rl.layout(sh, H100)
+    compute = 2 * 7e9 * 614_400 / (128 * 989e12 * 0.35)
+    flat = rl.logprobs_s(sh, lay, np.array([614_400.0]), H100)[0]
+    got = rl.phase_times(sh, H100, *d).logprobs[0]
+    assert compute == pytest.approx(0.194135, rel=1e-5)
+    assert got - flat == pytest.approx(compute * (20_200 / 4_800 - 1), rel=1e-9)
+    # Where no response can outweigh a rank's share (16 GPUs: 38,400 tokens a rank), the term is skipped.
+    few = shape(samples=512, gpus=16, rollout_gpus=16, train_gpus=16)
+    lay16 = rl.layout(few, H100)
+    assert rl.phase_times(few, H100, *d).logprobs[0] == pytest.approx(
+        rl.logprobs_s(few, lay16, np.array([614_400.0]), H100)[0], rel=1e-12)
