@@ -130,7 +130,7 @@ NOT_CARRIED: dict[str, str] = {
     "nemo_235b_on": TP_ACROSS_NODES.format(tp=16, nodes=2),
     "nemo_dsv3_on": TP_ACROSS_NODES.format(tp=32, nodes=4),
     "nemo_dsv3_off": TP_ACROSS_NODES.format(tp=32, nodes=4) + " Here the NCCL refit outweighs it: the model "
-    "times NeMo's NCCL refit of DeepSeek-V3 as the weight-sync row below (not carried either), about nine times "
+    "times NeMo's NCCL refit of DeepSeek-V3 as the weight-sync row below (not carried either), several times "
     "the published 14.2 s, so the step comes out too slow.",
     "nemo_dsv3_dapo": "DAPO's dynamic sampling regenerates until 512 samples with a learning signal remain (up to 10 "
     "generation rounds of 256 prompts × 16, batch_multiplier 3): how many rounds a step took is not published, "

@@ -172,7 +172,7 @@ def test_resolve_fills_every_blank_with_the_catalog_value(tmp_path):
     assert pins.rl.sglang_hbm_efficiency == 0.5 and pins.rl.sglang_decode_step_floor_s == 0.008
     assert pins.rl.prefill_mfu == 0.5 and pins.rl.optimizer_step_s == 0.1 and pins.rl.microbatch_s == 0.05
     assert pins.rl.microbatch_tokens == 16384 and pins.rl.sync_bucket_gb == 1.0 and pins.rl.reload_gb_s == 400.0
-    assert (pins.rl.sync_nccl_latency_s, pins.rl.sync_nccl_efficiency) == (0.001, 0.4)
+    assert (pins.rl.sync_nccl_latency_s, pins.rl.sync_nccl_efficiency) == (0.0007, 0.4)
     assert (pins.rl.sync_checkpoint_engine_latency_s, pins.rl.sync_checkpoint_engine_efficiency) == (0.0001, 0.5)
     assert (pins.rl.sync_nixl_latency_s, pins.rl.sync_nixl_efficiency) == (0.0001, 0.5)
     assert pins.gpus.H100.fp8_dense_tflops == 1979.0
