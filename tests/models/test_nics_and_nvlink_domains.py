@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers import rl_shape
 
 from costsim.catalog.load import default_catalog
 from costsim.models import moe, rl, weight_sync
@@ -29,10 +30,8 @@ def plan(gpu_type: str, gpus: int, kind: str = "owned"):
 
 
 def shape(**kw) -> rl.Shape:
-    base = dict(params_b=7.0, gpus=16, rollout_gpus=8, train_gpus=8, disaggregated=True, asynchronous=False,
-                staleness=1, samples=256, prompt_tokens=512.0, reference_model=False, reward_model_params_b=None,
-                verifier_seconds_per_sample=0.0, epochs=1, minibatches=1, mfu=0.35)
-    return rl.Shape(**{**base, **kw})
+    return rl_shape(**{"rollout_gpus": 8, "train_gpus": 8, "disaggregated": True, "samples": 256,
+                       "prompt_tokens": 512.0, "minibatches": 1, **kw})
 
 
 def test_the_catalog_gives_each_gpu_its_own_nic():

@@ -12,12 +12,12 @@ refuses are skipped."""
 from dataclasses import replace
 
 import numpy as np
+from helpers import drawn_lengths
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from costsim.catalog.load import default_catalog
 from costsim.models import rl, weight_sync
-from costsim.models.sampling import length_draws
 from costsim.plan.hardware import engines
 
 CONSTS = default_catalog().rl
@@ -56,8 +56,7 @@ def cases(draw, asynchronous=None):
                   sync_method=draw(st.sampled_from(["nccl_broadcast", "checkpoint_engine", "nixl"])),
                   partial_rollout=draw(st.booleans()))
     assume(rl.fit_problem(sh, H100) is None)
-    d = length_draws(np.random.default_rng(draw(st.integers(0, 2**16))), n, mean, cv, cap, 4)
-    return sh, (d.length_sum, d.length_max, d.length_sq_sum)
+    return sh, drawn_lengths(draw(st.integers(0, 2**16)), n, mean, cv, cap)
 
 
 def run(sh, draws, hw=H100):

@@ -8,6 +8,7 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
+from helpers import rl_shape
 
 from costsim.models import rl, training, weight_sync
 
@@ -18,10 +19,8 @@ NIXL = weight_sync.SyncMethod(latency_s=0.0005, efficiency=0.6, bucket_gb=1.0, r
 
 
 def shape(**kw) -> rl.Shape:
-    base = dict(params_b=7.0, gpus=128, rollout_gpus=128, train_gpus=128, disaggregated=False, asynchronous=False,
-                staleness=1, samples=512, prompt_tokens=200.0, reference_model=False, reward_model_params_b=None,
-                verifier_seconds_per_sample=0.0, epochs=1, minibatches=16, mfu=0.35)
-    return rl.Shape(**{**base, **kw})
+    return rl_shape(**{"gpus": 128, "rollout_gpus": 128, "train_gpus": 128, "samples": 512, "prompt_tokens": 200.0,
+                       "minibatches": 16, **kw})
 
 
 def test_longest_per_step_by_hand():

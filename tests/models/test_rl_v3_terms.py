@@ -6,6 +6,7 @@ from dataclasses import fields, replace
 
 import numpy as np
 import pytest
+from helpers import rl_shape
 
 from costsim.models import moe, prefill, rl, training, weight_sync
 from costsim.plan.hardware import engines
@@ -17,10 +18,7 @@ H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, nvlin
 
 
 def shape(**kw) -> rl.Shape:
-    base = dict(params_b=7.0, gpus=16, rollout_gpus=16, train_gpus=16, disaggregated=False, asynchronous=False,
-                staleness=1, samples=1024, prompt_tokens=500.0, reference_model=False, reward_model_params_b=None,
-                verifier_seconds_per_sample=0.0, epochs=1, minibatches=4, mfu=0.4)
-    return rl.Shape(**{**base, **kw})
+    return rl_shape(**{"mfu": 0.4, **kw})
 
 
 def test_prefill_by_hand():
