@@ -9,8 +9,8 @@ bytes, F peak dense FLOP/s of a GPU, B HBM bytes/s, M HBM bytes, η the memory e
 t_floor the per-step latency floor of decode (catalog ``rl.*``), kv the KV-cache bytes per token,
 n = prompts × samples, Lp prompt tokens, L_i response lengths (capped), T = Σ (Lp + L_i).
 
-*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel within a node, TP = min(g,
-GPUs per node); pipeline stages across nodes beyond). A decode step of a replica reads the weights
+*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel within an NVLink domain, TP =
+min(g, GPUs per domain); pipeline stages beyond). A decode step of a replica reads the weights
 once and the KV cache of every active sequence, and takes at least t_floor:
 ``t_step = max(t_floor, (W + kv · Σ context) / (g·B·η), 2·P·1e9·batch / (g·F·mfu))``.
 
@@ -21,7 +21,7 @@ once and the KV cache of every active sequence, and takes at least t_floor:
   holds only a share f of a replica's sequences, the rest are admitted in waves and the longest
   response starts on average (1 − f) × the full-batch time ÷ 2 late;
 - full batch: ``Σ L`` tokens at the steady rate of replicas whose batch fills the KV memory
-  left after the weights (``g·M·kv_memory_fraction − W``), with a sequence's mean context
+  left after the weights (``g·M·f − W``, f the engine's memory fraction), with a sequence's mean context
   ``c = Lp + Σ L² / (2 Σ L)`` (an active sequence is met in proportion to its length);
 - compute: ``2·P·1e9·Σ L / (G_r·F·mfu)``.
 
@@ -37,11 +37,11 @@ make an async iteration marginally faster.)
 
 | phase | seconds |
 |---|---|
-| log-probs (``recompute_logprobs``) | 2·P·1e9·T / (G_t·F·mfu) |
-| scoring | reference 2·P·1e9·T / (G_t·F·mfu); reward model 2·P_x·1e9·T / (G_t·F·mfu); or verifier n·s / (G_t·w) |
-| update | 6·P·1e9·T·epochs / (G_t·F·mfu) ÷ (1 − bubble) + minibatches·epochs·all-reduce(β·P·1e9 / (TP·PP), DP) |
-| sync | weight sync W / busbw across the fabric (disaggregated), reshard W / NVLink busbw (colocated) |
-| overhead | async: re-prefill of the in-flight context on the rollout GPUs, 2·P·1e9·tokens / (G_r·F·mfu) |
+| log-probs (``recompute_logprobs``) | 2·P_active·1e9·T / (G_t·F·mfu), stretched by the rank holding the longest sequence, + micro-batch costs, FSDP gathers, MoE all-to-alls |
+| scoring | reference as log-probs; reward model 2·P_x·1e9·T / (G_t·F·mfu) + its fixed costs; or verifier n·s / (G_t·w) |
+| update | 6·P_active·1e9·T·epochs / (G_t·F·mfu) ÷ (1 − bubble), stretched by a step's longest sequence, + step and micro-batch costs, FSDP traffic or minibatches·epochs·all-reduce(β·P·1e9 / (TP·PP), DP), MoE all-to-alls forward and backward |
+| sync | the refit by method (``sync_s``: latency per transfer, gather, the path at the method's share, reload), across the NICs when disaggregated beyond an NVLink domain, over NVLink otherwise |
+| overhead | async: re-prefill of the in-flight context on the rollout GPUs, at the prefill MFU; the prompts' prefill |
 
 Iteration: colocated and disaggregated sync = rollout + log-probs + scoring + update + sync;
 async = max(rollout + overhead, log-probs + scoring + update) + sync.
