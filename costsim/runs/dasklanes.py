@@ -45,11 +45,11 @@ class DaskLanes(Lanes):
     def wait(self, handles: Collection[Any]) -> list[Any]:
         import distributed
 
-        try:
-            done = distributed.wait(list(handles), return_when="FIRST_COMPLETED").done
+        try:  # the first to finish (distributed.wait would look for a default client: ours is not)
+            next(iter(distributed.as_completed(list(handles), loop=self.client.loop)))
         except (concurrent.futures.CancelledError, distributed.comm.CommClosedError) as err:
             raise SchedulerLost(self.where, type(err).__name__, self.finished) from None
-        return [h for h in handles if h in done]  # in the order given: the same order each time
+        return [h for h in handles if h.done()]  # in the order given: the same order each time
 
     def result(self, handle: Any) -> Any:
         value = self._value(handle)
