@@ -15,9 +15,12 @@ one):
   every surface has them (``costsim.results.finance.breakeven_over``).
 
 It is a sweep of 1 + 2k variants of the scenario, each built and checked by the sweeps' variant
-builder (``costsim.runs.variants``), run as the sweep's tasks (``costsim.runs.sweep.tasks``:
+builder (``costsim.runs.variants``), run as the sweep's tasks (``costsim.runs.taskrun``:
 replication r of every variant uses the same seed — common random numbers, so each swing is a
-paired difference) on the sweep's executors. Each task runs ``simulate`` once and keeps its summary
+paired difference) on the sweep's executors. The ends of the inputs that are prices (the cloud
+price, capex, electricity, PUE, depreciation, the cost of capital, the spot discount: what no run
+reads, ``costsim.runs.memo.usage_key``) use the base's GPU-hours, so each replication simulates
+the base once and re-costs it for them. Each task runs ``simulate`` once and keeps its summary
 and its break-even table: a sweep's runs table has no cash flow, and running every variant
 a second time for the break-even month would double the work.
 
@@ -31,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,9 +50,10 @@ from costsim.plan.options import Plan
 from costsim.plan.resolve import resolve
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
-from costsim.runs.executors import EXECUTORS, open_executor
-from costsim.runs.sweep import SweepResults, task_outputs, tasks
+from costsim.runs.executors import executor_settings, open_executor
+from costsim.runs.sweep import SweepResults
 from costsim.runs.sweepfile import Sweep
+from costsim.runs.taskrun import shared_runs, task_outputs, tasks
 from costsim.runs.variants import Variant, VariantBuilder
 from costsim.scenario import Problem, Scenario, ScenarioError
 
@@ -114,12 +117,14 @@ def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[
     return variants, rows
 
 
-def _run(spec: Sweep, executor: str, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _run(spec: Sweep, executor: str, workers: int, address: str | None, progress) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The sweep's runs and break-even tables, in task order (the sweep's task loop: each task
-    keeps its break-even table, the run's own months, extrapolation included)."""
+    keeps its break-even table, the run's own months, extrapolation included; the price inputs'
+    ends share the base's simulation of each replication and are only re-costed)."""
     todo = tasks(spec, breakeven=True)
-    with open_executor(executor, min(os.cpu_count() or 1, len(todo))) as run:
-        outs = dict(task_outputs(run, todo, progress))
+    groups = shared_runs(todo)
+    with open_executor(executor, min(workers, len(groups)), address) as run:
+        outs = dict(task_outputs(run, todo, progress, groups=groups))
     ordered = [outs[i] for i in range(len(todo))]
     return (pd.concat([o.summary for o in ordered], ignore_index=True),
             pd.concat([o.breakeven for o in ordered if o.breakeven is not None], ignore_index=True))
@@ -195,14 +200,17 @@ def _eligibility_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: 
 
 
 def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | None = None,
-            inputs: Sequence[str] | Mapping[str, tuple[float, float]] | None = None, executor: str = "local",
-            progress: Callable[[int, int], None] | None = None, targets=None) -> Tornado:
+            inputs: Sequence[str] | Mapping[str, tuple[float, float]] | None = None, executor: str = "processes",
+            progress: Callable[[int, int], None] | None = None, targets=None, workers: int | None = None,
+            address: str | None = None) -> Tornado:
     """The sensitivity tornado of ``scenario`` (see the module): each input of ``inputs`` (default:
     every input the catalog has a range for) at its low and high, ``replications`` runs per variant
-    seeded as a sweep's (``seed`` None: the scenario's), on ``executor`` ("local", "processes" or
-    "dask"); ``targets``: as ``decide``'s (None: the scenario's ``decision.targets``).
-    ``progress(done, total)`` after each run. Raises ScenarioError for bad arguments or a
-    scenario without both a build and a rent option."""
+    seeded as a sweep's (``seed`` None: the scenario's), on ``executor`` ("local": this process;
+    "processes": a pool of ``workers`` processes, by default one per core; "dask": a Dask
+    LocalCluster of as many, or the scheduler at ``address``, HOST:PORT), the same table from each;
+    ``targets``: as ``decide``'s (None: the scenario's ``decision.targets``). ``progress(done,
+    total)`` after each run. Raises ScenarioError for bad arguments or a scenario without both a
+    build and a rent option."""
     if isinstance(scenario, Scenario):
         scenario = api.revalidated(scenario)[0]  # a Scenario.model_construct may lack any field
     else:
@@ -210,8 +218,7 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     if isinstance(replications, bool) or not isinstance(replications, int) or not 1 <= replications <= 1000:
         raise arguments.error("tornado", "replications", f"must be a whole number from 1 to 1,000 (got {replications!r})")
     seed = arguments.seed(seed, "tornado")
-    if executor not in EXECUTORS:
-        raise arguments.error("tornado", "executor", f"must be one of {', '.join(EXECUTORS)} (got {executor!r})")
+    executor, workers, address = executor_settings(executor, workers, address, "tornado")
     progress = arguments.callback(progress, "progress", "tornado")
     ready = api.prepared(scenario, "tornado")
     base = ready.scenario
@@ -220,7 +227,7 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     cat = default_catalog()
     variants, rows = _plan(base, chosen_inputs(inputs, cat), cat)
     spec = Sweep("tornado", Path(base.base_dir), tuple(variants), replications, base.seed if seed is None else seed)
-    runs, breakeven = _run(spec, executor, progress)
+    runs, breakeven = _run(spec, executor, workers, address, progress)
     build, rent, chosen = _pair_of(runs, spec, wanted)
     price = base.decision.waiting_usd_per_gpu_hour
     base_diff = _difference(runs, BASE, build, rent, price)

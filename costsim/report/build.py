@@ -242,16 +242,16 @@ def replications_of(sc, n: int, seed: int, step=None):
     return runs
 
 
-def tornado_or_note(sc, seed: int, targets=None, step=None, replications: int = 1):
+def tornado_or_note(sc, seed: int, targets=None, step=None, replications: int = 1, executor: str = "processes"):
     """The tornado (one variant per input at each end of its range; ``step(done, total)`` after
     each run), or a note saying why there is none. ``replications`` and ``seed`` as the verdict's
     (``replications_of``): its base variant is then the verdict's runs, the same seeds averaged, so
-    its base difference is the verdict's."""
+    its base difference is the verdict's. ``executor``: where its runs go (``tornado``'s)."""
     try:
         from costsim.decisions.sensitivity import tornado
     except ImportError:
         return "The sensitivity tornado is not available in this version of costsim."
     try:
-        return tornado(sc, replications=replications, seed=seed, targets=targets, progress=step)
+        return tornado(sc, replications=replications, seed=seed, targets=targets, progress=step, executor=executor)
     except CostsimError as err:  # e.g. no owned or no rented option to set against each other
         return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)

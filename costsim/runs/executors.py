@@ -33,6 +33,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from costsim.errors import CostsimError, ExecutorError
+from costsim.runs import arguments
 from costsim.runs.scheduler import SchedulerProblem, parse_address
 from costsim.scenario.errors import Problem, ScenarioError
 
@@ -309,6 +310,30 @@ def check_address(address: str) -> str:
     except SchedulerProblem as err:
         raise ExecutorError("dask", str(err)) from None
     return address
+
+
+def executor_settings(executor: Any, workers: Any, address: Any, function: str) -> tuple[str, int, str | None]:
+    """The executor's name, worker count (default: one per core) and scheduler address, checked
+    (a bad one named as ``function``'s argument); Dask's presence and the address's form too,
+    before anything runs or is written."""
+    if executor not in EXECUTORS:
+        raise arguments.error(function, "executor", f"must be one of {', '.join(EXECUTORS)} (got {executor!r})")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise arguments.error(function, "workers", f"must be a whole number >= 1 or None (got {workers!r})")
+    if address is not None:
+        if executor != "dask":
+            raise arguments.error(function, "address", f"names a Dask scheduler: use executor 'dask', not {executor!r}")
+        if not isinstance(address, str) or not address.strip():
+            raise arguments.error(function, "address", f"must be HOST:PORT of a Dask scheduler (got {address!r})")
+    if executor == "dask":  # before anything is written, even when every task is saved already
+        if not dask_available():
+            raise ExecutorError("dask", DASK_MISSING)
+        if address is not None:
+            check_address(address)
+    if address is not None and workers is not None:
+        raise arguments.error(function, "workers", "has no effect with a Dask scheduler's address (its workers are "
+                              "started with it: dask worker --nworkers N); leave it out")
+    return executor, workers or available_cores(), address
 
 
 def available_cores() -> int:

@@ -26,15 +26,7 @@ import pandas as pd
 
 from costsim.runs import arguments, stats
 from costsim.runs.dataset import SweepFolder, manifest
-from costsim.runs.executors import (
-    DASK_MISSING,
-    EXECUTORS,
-    ExecutorError,
-    available_cores,
-    check_address,
-    dask_available,
-    open_executor,
-)
+from costsim.runs.executors import executor_settings, open_executor
 from costsim.runs.outfiles import scenario_inputs
 from costsim.runs.sweepfile import Sweep, load_sweep
 from costsim.runs.taskfiles import TaskId
@@ -136,28 +128,6 @@ def _spec(spec: Any) -> Sweep:
                           f"sweep file, got {type(spec).__name__}")
 
 
-def _settings(executor: Any, workers: Any, address: Any) -> tuple[str, int, str | None]:
-    """The executor's name, worker count (default: one per core) and scheduler address, checked."""
-    if executor not in EXECUTORS:
-        raise arguments.error("sweep", "executor", f"must be one of {', '.join(EXECUTORS)} (got {executor!r})")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise arguments.error("sweep", "workers", f"must be a whole number >= 1 or None (got {workers!r})")
-    if address is not None:
-        if executor != "dask":
-            raise arguments.error("sweep", "address", f"names a Dask scheduler: use executor 'dask', not {executor!r}")
-        if not isinstance(address, str) or not address.strip():
-            raise arguments.error("sweep", "address", f"must be HOST:PORT of a Dask scheduler (got {address!r})")
-    if executor == "dask":  # before anything is written, even when every task is saved already
-        if not dask_available():
-            raise ExecutorError("dask", DASK_MISSING)
-        if address is not None:
-            check_address(address)
-    if address is not None and workers is not None:
-        raise arguments.error("sweep", "workers", "has no effect with a Dask scheduler's address (its workers are "
-                              "started with it: dask worker --nworkers N); leave it out")
-    return executor, workers or available_cores(), address
-
-
 def sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str = "processes",
           workers: int | None = None, address: str | None = None,
           progress: Callable[[int, int], None] | None = None,
@@ -186,7 +156,7 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
               notify: Callable[[str], None] | None = None) -> SweepResults:
     """``sweep``, naming the output folder's setting ``label`` in messages (the CLI: ``--out``)."""
     spec = _spec(spec)
-    executor, workers, address = _settings(executor, workers, address)
+    executor, workers, address = executor_settings(executor, workers, address, "sweep")
     progress = arguments.callback(progress, "progress", "sweep")
     notify = arguments.callback(notify, "notify", "sweep") or _warn
     if out is not None:

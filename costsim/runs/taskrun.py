@@ -190,17 +190,19 @@ def _usage(task: Task) -> Any:
 
 
 def task_outputs(run: Run | None, todo: Sequence[Task], progress: Callable[[int, int], None] | None = None,
-                 runner: TaskRunner | None = None) -> Iterator[tuple[int, TaskOutput]]:
-    """The one task loop: ``(index into todo, its output)`` as each group (``shared_runs``)
-    finishes on ``run`` (an ``open_executor``; None when there is nothing to run), a group's tasks
-    in order. ``runner``: the ``TaskRunner`` the groups run through (default: one made for this
-    loop, keeping as many variants as the largest group has). ``progress(done, total)`` is told 0
-    first and then after each task, once the caller has handled it (a sweep has written it by then)."""
+                 runner: TaskRunner | None = None, groups: list[list[int]] | None = None
+                 ) -> Iterator[tuple[int, TaskOutput]]:
+    """The one task loop: ``(index into todo, its output)`` as each group (``groups``, default
+    ``shared_runs(todo)``) finishes on ``run`` (an ``open_executor``; None when there is nothing to
+    run), a group's tasks in order. ``runner``: the ``TaskRunner`` the groups run through (default:
+    one made for this loop, keeping as many variants as the largest group has). ``progress(done,
+    total)`` is told 0 first and then after each task, once the caller has handled it (a sweep has
+    written it by then)."""
     if progress is not None:
         progress(0, len(todo))
     if run is None or not todo:
         return
-    groups = shared_runs(todo)
+    groups = groups if groups is not None else shared_runs(todo)
     runner = runner or TaskRunner(kept=max(PREPARED_KEPT, max(map(len, groups))))
     done = 0
     for k, outs in run(runner, [tuple(todo[i] for i in g) for g in groups]):
