@@ -239,14 +239,17 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
                                                        f"range with {replications} replication(s): needs {need}")])
     grids = [d.grid(points) for d in dims]
     gaps = [max((b - a for a, b in itertools.pairwise(g)), default=1) for g in grids]
+    search = Search(path=path, dims=dims, candidates=candidates, wanted=wanted, replications=replications,
+                    seed=seed, max_runs=max_runs, lanes=None, progress=progress,
+                    waiting_usd_per_gpu_hour=base.decision.waiting_usd_per_gpu_hour)
+    search.uses = _uses(base, dims, candidates)
+    search.planned = math.prod(map(len, grids)) * replications + \
+        max(math.ceil(math.log2(g)) if g > 1 else 0 for g in gaps) * replications
+    grid = list(itertools.product(*grids))
+    search.plan(grid)  # a value the scenario refuses is named before any worker starts
     with open_executor(executor, workers, address) as lanes:
-        search = Search(path=path, dims=dims, candidates=candidates, wanted=wanted, replications=replications,
-                        seed=seed, max_runs=max_runs, lanes=lanes, progress=progress,
-                        waiting_usd_per_gpu_hour=base.decision.waiting_usd_per_gpu_hour)
-        search.uses = _uses(base, dims, candidates)
-        search.planned = math.prod(map(len, grids)) * replications + \
-            max(math.ceil(math.log2(g)) if g > 1 else 0 for g in gaps) * replications
-        search.run(list(itertools.product(*grids)), "grid")
+        search.lanes = lanes
+        search.run(grid, "grid")
         stopped = _refine(search, search.table(), grids)
     if progress is not None:
         progress(search.done, search.done)

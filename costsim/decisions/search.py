@@ -55,17 +55,19 @@ class _Unit:
     todo: list[Task]
     groups: list[list[int]]
     outputs: dict[int, TaskOutput] = field(default_factory=dict)
+    queued: bool = False
     wanted: bool = False
     recorded: bool = False
 
 
 class Search:
     """The state of one search: the runs recorded so far, priced fairly, by configuration, and the
-    runs queued on ``lanes`` (an open executor). ``done``: runs recorded or wanted and back (the
-    budget ``max_runs`` counts these); ``planned``: the runs the search expects, for ``progress``."""
+    runs queued on ``lanes`` (an open executor, given before the first run: ``plan`` needs none).
+    ``done``: runs recorded or wanted and back (the budget ``max_runs`` counts these); ``planned``:
+    the runs the search expects, for ``progress``."""
 
     def __init__(self, *, path: Path, dims: list[Dimension], candidates: list[str], wanted: tuple[Target, ...],
-                 replications: int, seed: int | None, max_runs: int, lanes: Lanes,
+                 replications: int, seed: int | None, max_runs: int, lanes: Lanes | None,
                  progress: Callable[[int, int], None] | None, waiting_usd_per_gpu_hour: float):
         self.path, self.dims, self.candidates, self.wanted = path, dims, candidates, wanted
         self.replications, self.seed, self.max_runs, self.lanes = replications, seed, max_runs, lanes
@@ -88,11 +90,17 @@ class Search:
         self.want(points)
         self.settle(points, stage)
 
+    def plan(self, points: list[Point]) -> None:
+        """Build the sweep of ``points`` (its variants checked: a value the scenario refuses is a
+        ScenarioError naming ``--vary``) without running it yet."""
+        if tuple(points) not in self.units:
+            self.units[tuple(points)] = self._unit(points)
+
     def want(self, points: list[Point]) -> None:
         """Queue the runs of ``points`` as one sweep (those a guess queued already: urged)."""
-        unit = self.units.get(tuple(points))
-        if unit is None:
-            unit = self.units[tuple(points)] = self._unit(points)
+        self.plan(points)
+        unit = self.units[tuple(points)]
+        if not unit.queued:
             self._put([unit], NOW)
         elif not unit.wanted:
             for g in range(len(unit.groups)):
@@ -157,8 +165,11 @@ class Search:
     def _put(self, units: list[_Unit], priority: int) -> None:
         """Queue the groups of ``units``, the first group of each in turn, then the second, …"""
         if self.queue is None:  # each of the first sweep's groups prepared once across replications
+            assert self.lanes is not None  # given before the first run
             largest = max((len(g) for u in units for g in u.groups), default=1)
             self.queue = TaskQueue(self.lanes, TaskRunner(kept=max(PREPARED_KEPT, largest)))
+        for u in units:
+            u.queued = True
         for g in range(max((len(u.groups) for u in units), default=0)):
             for u in units:
                 if g < len(u.groups):
