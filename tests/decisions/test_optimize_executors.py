@@ -12,11 +12,10 @@ import contextlib
 
 import pandas as pd
 import pytest
-from helpers import bits, cloud, owned, scenario
+from helpers import bits, cloud, option_runs, owned, scenario
 
 from costsim.decisions.optimize import Optimum, optimize
 from costsim.decisions.sensitivity import tornado
-from costsim.engine import run as engine
 from costsim.runs.executors import Lanes
 from costsim.scenario import dump_scenario
 from costsim.workload.synth import JobGroup, make_trace
@@ -39,16 +38,7 @@ def _mmc(folder, days: float = 12.0) -> str:
 
 @pytest.fixture
 def simulated(monkeypatch) -> list[str]:
-    """The options simulated from now on in this process, one entry per option run."""
-    seen: list[str] = []
-    real = engine.run_option
-
-    def counted(plan, *args, **kw):
-        seen.append(plan.name)
-        return real(plan, *args, **kw)
-
-    monkeypatch.setattr(engine, "run_option", counted)
-    return seen
+    return option_runs(monkeypatch)
 
 
 def same_answer(a: Optimum, b: Optimum) -> None:

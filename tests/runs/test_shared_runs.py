@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from helpers import bits, cloud, owned, scenario, tiny_sweep_files
+from helpers import bits, cloud, option_runs, owned, scenario, tiny_sweep_files
 
 import costsim
 from costsim.decisions.sensitivity import tornado
-from costsim.engine import run as engine
 from costsim.runs.sweepfile import load_sweep
 from costsim.runs.taskrun import TaskRunner, run_task, shared_runs, tasks
 
@@ -23,16 +22,7 @@ PRICES = "options.cloud.price_per_gpu_hour: [2.0, 3.0, 4.5]\n  economics.electri
 
 @pytest.fixture
 def simulated(monkeypatch) -> list[str]:
-    """The options simulated from now on, one entry per option run (in this process)."""
-    seen: list[str] = []
-    real = engine.run_option
-
-    def counted(plan, *args, **kw):
-        seen.append(plan.name)
-        return real(plan, *args, **kw)
-
-    monkeypatch.setattr(engine, "run_option", counted)
-    return seen
+    return option_runs(monkeypatch)
 
 
 def _sweep(tmp_path, grid: str, replications: int = 2):
