@@ -261,7 +261,7 @@ class PoolLanes(Lanes):
 def _process_pool(workers: int) -> Iterator[PoolLanes]:
     ctx = multiprocessing.get_context(start_method())
     if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload(["costsim.runs.sweep"])  # takes effect when the server starts
+        ctx.set_forkserver_preload(["costsim.runs.taskrun"])  # what a worker runs; takes effect when the server starts
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_pool_worker_init,
                                initargs=(os.getpid(),))
     lanes = PoolLanes(pool, workers)
