@@ -292,7 +292,7 @@ def test_cli_bad_sweep_file_exit_2_with_file_line_and_path(files):
 
 
 def test_cli_dask_missing_is_a_clear_exit_2(files, monkeypatch):
-    monkeypatch.setattr(sweep_mod, "dask_available", lambda: False)
+    monkeypatch.setattr(executors, "dask_available", lambda: False)
     result = runner.invoke(app, ["sweep", str(files / "sw.yaml"), "--executor", "dask", "--out", str(files / "o")])
     assert result.exit_code == 2
     assert "pip install 'costsim[dask]'" in result.output and not (files / "o").exists()
