@@ -42,6 +42,7 @@ bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/rl_reference.py
 	$(PY) benchmarks/million_trace.py
 	$(PY) benchmarks/sweep_scaling.py
+	$(PY) benchmarks/optimize_scaling.py
 	$(PY) benchmarks/import_slurm.py
 	$(PY) benchmarks/backfill_speed.py
 	$(PY) benchmarks/serving_speed.py

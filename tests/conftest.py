@@ -11,18 +11,12 @@ import pytest  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _fresh_trace_cache():
-    """Each test reads its traces afresh: costsim keeps the last tables read (``read_trace``) and
-    a sweep worker its last variants prepared (``runs.sweep.prepared_variant``), and a test that
-    rewrites a file within the file system's clock tick, or counts reads, must not see another
-    test's table."""
-    import sys
-
+    """Each test reads its traces afresh: costsim keeps the last tables read (``read_trace``), and
+    a test that rewrites a file within the file system's clock tick, or counts reads, must not see
+    another test's table."""
     from costsim.scenario import trace
 
     trace._read_once.cache_clear()
-    sweep = sys.modules.get("costsim.runs.sweep")  # not imported for a test that has no use for it
-    if sweep is not None:
-        sweep.prepared_variant.cache_clear()
     yield
 
 

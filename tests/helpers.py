@@ -107,6 +107,22 @@ def cloud(name="cloud", **kw) -> dict[str, Any]:
     return {"name": name, "kind": "cloud", "gpu_type": "H100", "provisioning_delay_h": 0, "startup_h": 0, **extra, **kw}
 
 
+def option_runs(monkeypatch) -> list[str]:
+    """The options simulated from now on in this process, one entry per option run
+    (``engine.run_option``, patched through ``monkeypatch``)."""
+    from costsim.engine import run as engine
+
+    seen: list[str] = []
+    real = engine.run_option
+
+    def counted(plan, *args, **kw):
+        seen.append(plan.name)
+        return real(plan, *args, **kw)
+
+    monkeypatch.setattr(engine, "run_option", counted)
+    return seen
+
+
 def jobs_of(res: costsim.Results, option: str) -> pd.DataFrame:
     return res.jobs[res.jobs["option"] == option].reset_index(drop=True)
 

@@ -61,9 +61,12 @@ def optimize_command(
         "PATH=V1,V2,... (repeatable), e.g. options.own.gpus=256..1024.")] = None,
     replications: Annotated[int, typer.Option(min=1, help="Runs per configuration (common random numbers).")] = 3,
     seed: Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")] = None,
-    executor: Annotated[str, typer.Option(help="local, processes or dask.")] = "processes",
+    executor: Annotated[str, typer.Option(help="local, processes (a process pool) or dask (a Dask LocalCluster, or "
+                                          "the scheduler at --address).")] = "processes",
     workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core; more than the "
                                                 "cores is capped at them, with a warning).")] = None,
+    address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask scheduler whose workers run the "
+                                                "search (--executor dask).")] = None,
     force_workers: Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
                                                 "they are more than the cores.")] = False,
     max_runs: Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
@@ -88,6 +91,8 @@ def optimize_command(
             if not vary:
                 raise ScenarioError("--vary", [Problem((), "give at least one, e.g. "
                                                            "--vary options.own.gpus=256..1024")])
+            if address is not None and executor != "dask":
+                raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
             if workers is not None and executor != "local":  # "local" runs in this process anyway
                 from costsim.runs.executors import available_cores, worker_cap
 
@@ -96,7 +101,8 @@ def optimize_command(
                     err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
             if out is not None:  # checked and locked before searching: an unusable --out costs no simulation
                 folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES, inputs=_inputs(scenario, vary)))
-            _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder, quiet)
+            _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder, quiet,
+                    address)
     except CostsimError as err:  # bad flags or scenario, an unusable --out, a lost worker
         fail(err)
     except KeyboardInterrupt:
@@ -121,7 +127,7 @@ def _inputs(scenario: Path, vary: list[str]) -> list[Path]:
 
 
 def _search(scenario: Path, target: list[str] | None, vary: list[str], replications: int, seed: int | None, executor: str,
-            workers: int | None, max_runs: int, folder, quiet: bool = False) -> None:
+            workers: int | None, max_runs: int, folder, quiet: bool = False, address: str | None = None) -> None:
     """Search with its progress on stderr, print the answer and the frontier, publish into ``folder``."""
     from costsim.cli.commands import err_console, out_console
     from costsim.cli.stages import Stages, Step
@@ -137,7 +143,8 @@ def _search(scenario: Path, target: list[str] | None, vary: list[str], replicati
                     f"simulating candidate configurations ({executor})", total)))
             shown[0](done, total)
 
-        optimum = optimize(scenario, target, vary, replications, seed, executor, workers, max_runs, progress=step)
+        optimum = optimize(scenario, target, vary, replications, seed, executor, workers, max_runs, progress=step,
+                           address=address)
     out_console.print(Text(optimum.sentence), highlight=False, soft_wrap=True)
     for note in optimum.notes:
         out_console.print(Text(f"note: {note}"), highlight=False, soft_wrap=True)

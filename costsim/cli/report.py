@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from costsim.errors import CostsimError
+from costsim.runs.executors import Executor
 from costsim.runs.outdir import OutputError
 from costsim.scenario import Problem, ScenarioError
 
@@ -30,6 +31,8 @@ def report_command(
     tornado: Annotated[bool | None, typer.Option("--tornado/--no-tornado", help="Include the sensitivity "
                                                  "tornado (a scenario only; default on).")] = None,
     variant: Annotated[str | None, typer.Option(help="Of a sweep: the variant to lead with, e.g. v000.")] = None,
+    executor: Annotated[Executor, typer.Option(help="Where the tornado's runs go: this process, a process pool "
+                                               "(one worker per core) or a Dask LocalCluster.")] = Executor.processes,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (by default each stage: "
                                         "a bar on a terminal, a line when it starts and ends elsewhere).")] = False,
 ) -> None:
@@ -86,7 +89,8 @@ def report_command(
             # The tornado on the verdict's replications (its seeds, averaged): one base difference on the
             # page. Those runs and the verdict are handed over: its base is not simulated nor decided again.
             with stages.stage("sensitivity tornado (inputs at both ends)") as step:
-                shown = tornado_or_note(sc, root, wanted, step, replications=n, runs=runs, verdict=verdict)
+                shown = tornado_or_note(sc, root, wanted, step, replications=n, runs=runs, verdict=verdict,
+                                        executor=executor.value)
         # The lock of the folder written into: a run swapping that folder into place meanwhile would
         # otherwise take the report away with the folder's previous contents.
         with FolderLock(out.parent.resolve(), "--out", str(out), required=False):

@@ -17,12 +17,20 @@ the cheapest rent, USD) that keeps up and meets every target on its mean over th
    never worsen delay: every grid line goes fail…pass as the level rises, or pass…fail), with the
    other fields fixed at the cheapest qualifying grid point: between that point and its failing
    grid neighbour, halve the gap until the two are adjacent levels (one node, one listed value or
-   1/64 of a real range): the boundary value, to the step resolution.
+   1/64 of a real range): the boundary value, to the step resolution. Each step waits for the one
+   before, so while a step runs, workers it leaves idle start the next step's runs for either
+   outcome (``costsim.decisions.search``: guesses, recorded only once wanted), and the other guess
+   is dropped: on one worker nothing is guessed, on several the same steps come sooner.
 4. The answer is the cheapest qualifying configuration evaluated, with its means and 95 %
    t-intervals over the replications (``costsim.runs.stats.t_interval``), everything evaluated and
    its Pareto frontier (``pareto.frontier``: fair total vs p95 queue delay, configurations that
    keep up, each option once per setting of the fields it uses). When nothing qualifies it names
    the closest configuration and what it misses.
+
+The whole search runs on one executor (a process pool by default), started once; configurations
+that differ only in a price (a varied rent, an economics field) share one simulation per
+replication (``costsim.runs.taskrun``). The answer and its tables are the same whatever the
+executor, the workers and whichever guesses ran.
 """
 
 from __future__ import annotations
@@ -36,23 +44,18 @@ from typing import Any
 
 import pandas as pd
 
-from costsim.decisions.fair import fair_rows
 from costsim.decisions.pareto import frontier as pareto_frontier
+from costsim.decisions.search import Point, Search, key, point
 from costsim.decisions.space import Dimension, parse_space
-from costsim.decisions.targets import MAJORITY, METRICS, Shortfall, Target, shortfall, value
-from costsim.decisions.verdict import MEANS, held_to
+from costsim.decisions.targets import METRICS, Shortfall, Target, shortfall
+from costsim.decisions.verdict import held_to
 from costsim.runs import api, arguments
+from costsim.runs.executors import executor_settings, open_executor
 from costsim.runs.stats import t_interval
-from costsim.runs.sweepfile import MAX_REPLICATIONS, sweep_from_sets
+from costsim.runs.sweepfile import MAX_REPLICATIONS
 from costsim.scenario import Problem, ScenarioError
 
 GRID_POINTS = 5
-Point = tuple[int, ...]  # a configuration: one level index per dimension
-
-
-def _key(p: Point) -> str:
-    """A configuration as a table cell ("3,0"): tuples in a column are taken for lists by pandas."""
-    return ",".join(map(str, p))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,87 +120,6 @@ def _whole(x: Any, flag: str, low: int, high: float = math.inf) -> int:
     return x
 
 
-class _Search:
-    """The state of one search: the runs so far, priced fairly, by configuration."""
-
-    def __init__(self, path: Path, dims: list[Dimension], candidates: list[str], wanted: tuple[Target, ...],
-                 replications: int, seed: int | None, executor: str, workers: int | None, max_runs: int,
-                 progress: Callable[[int, int], None] | None, waiting_usd_per_gpu_hour: float):
-        self.path, self.dims, self.candidates, self.wanted = path, dims, candidates, wanted
-        self.replications, self.seed, self.executor, self.workers = replications, seed, executor, workers
-        self.max_runs, self.progress = max_runs, progress
-        self.waiting_usd_per_gpu_hour = waiting_usd_per_gpu_hour
-        # the means reported, and any a target reads that a verdict does not report (p99 delay)
-        self.columns = list(dict.fromkeys([*MEANS, *(METRICS[t.metric][0] for t in wanted)]))
-        self.frames: list[pd.DataFrame] = []
-        self.uses: dict[str, list[int]] = {c: list(range(len(dims))) for c in candidates}
-        self.stage: dict[str, str] = {}  # by configuration as a table cell (_key)
-        self.done = 0
-        self.planned = 0
-
-    def values(self, p: Point) -> dict[str, Any]:
-        return {d.path: d.value(k) for d, k in zip(self.dims, p, strict=True)}
-
-    def run(self, points: list[Point], stage: str) -> None:
-        """Simulate ``points`` (a product of per-dimension levels, or one point) as one sweep."""
-        from costsim.runs.sweep import run_sweep
-
-        axes = [sorted({p[i] for p in points}) for i in range(len(self.dims))]
-        sets = [f"{d.path}={','.join(d.text(k) for k in levels)}" for d, levels in zip(self.dims, axes, strict=True)]
-        try:
-            spec = sweep_from_sets(self.path, sets, self.replications, self.seed)
-        except ScenarioError as err:  # a value the scenario refuses: the --vary that gave it
-            raise (ScenarioError("--vary", err.problems) if err.source == "--set" else err) from None
-        product = list(itertools.product(*axes))  # sweep_from_sets' variant order
-        start = self.done
-
-        def step(done: int, total: int) -> None:
-            self.done = start + done
-            if self.progress is not None:
-                self.progress(self.done, max(self.planned, self.done))
-
-        results = run_sweep(spec, None, self.executor, self.workers, None, progress=step, label="--out")
-        ids = {v.id: product[k] for k, v in enumerate(spec.variants)}
-        # A resized option runs under the name the sweep gave it (own-256 at 320 GPUs: own-320); the
-        # search follows each option of the scenario by its place, the table shows the name it ran as.
-        origin = {(v.id, o.name): self.candidates[i] for v in spec.variants for i, o in enumerate(v.scenario.options)}
-        runs = results.runs.assign(_option=[origin[key] for key in zip(results.runs["variant"], results.runs["option"],
-                                                                            strict=True)])
-        rows = fair_rows(runs.reset_index(drop=True), self.waiting_usd_per_gpu_hour)
-        rows["_point"] = [_key(ids[v]) for v in rows["variant"]]
-        self.frames.append(rows)
-        for p in product:
-            self.stage.setdefault(_key(p), stage)
-
-    def table(self) -> pd.DataFrame:
-        """Per (configuration, option): the varied values, means, keep-up and target flags."""
-        rows = pd.concat(self.frames, ignore_index=True)
-        groups = rows.groupby(["_point", "_option"], sort=False)
-        t = groups[self.columns].mean()
-        t["option"] = groups["option"].first()
-        t["n"] = groups.size()
-        t["keeps_up"] = groups["keeps_up"].mean() >= MAJORITY
-        t["why"] = groups["why"].agg(lambda w: next((x for x in w if x), ""))
-        t = t.reset_index()
-        t["meets_targets"] = [all(g.met(value(r, g.metric)) for g in self.wanted) for _, r in t.iterrows()]
-        t["meets"] = t["keeps_up"] & t["meets_targets"]
-        t["stage"] = [self.stage[p] for p in t["_point"]]
-        levels = [tuple(map(int, k.split(","))) for k in t["_point"]]
-        for i, d in enumerate(self.dims):
-            t.insert(i, d.path, [d.value(p[i]) for p in levels])
-        return t[[*(d.path for d in self.dims), "option", "n", *self.columns, "keeps_up", "why", "meets_targets",
-                  "meets", "stage", "_point", "_option"]]
-
-    def runs_of(self, p: Point, option: str) -> pd.DataFrame:
-        """The runs at ``p`` of the scenario's option ``option`` (by its name in the scenario)."""
-        rows = pd.concat(self.frames, ignore_index=True)
-        return rows[(rows["_point"] == _key(p)) & (rows["_option"] == option)]
-
-
-def _point(row) -> Point:
-    return tuple(map(int, row["_point"].split(",")))
-
-
 def _with_level(p: Point, d: int, k: int) -> Point:
     """``p`` with level ``k`` on dimension ``d``."""
     return p[:d] + (k,) + p[d + 1:]
@@ -220,15 +142,17 @@ def _monotone(meets: dict[Point, bool], d: int) -> str | None:
     return seen.pop() if len(seen) == 1 else None
 
 
-def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]]) -> Stopped | None:
+def _refine(search: Search, table: pd.DataFrame, grids: list[list[int]]) -> Stopped | None:
     """Bisection along the first monotone dimension from the cheapest qualifying grid point; where
-    it stopped when the run budget ran out first."""
+    it stopped when the run budget ran out first. While a step's runs go, lanes they leave idle
+    start on the next step's (its midpoint if this one meets, and if it misses): the same steps,
+    sooner, on more than one worker."""
     ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
     if ok.empty:
         return None
-    best, option = _point(ok.iloc[0]), ok.iloc[0]["_option"]
+    best, option = point(ok.iloc[0]["_point"]), ok.iloc[0]["_option"]
     mine = table[table["_option"] == option]
-    meets = {_point(r): bool(r["meets"]) for _, r in mine.iterrows()}
+    meets = {point(r["_point"]): bool(r["meets"]) for _, r in mine.iterrows()}
     for d, dim in enumerate(search.dims):
         direction = _monotone(meets, d)
         if direction is None:
@@ -243,19 +167,33 @@ def _refine(search: _Search, table: pd.DataFrame, grids: list[list[int]]) -> Sto
             continue
         steps = math.ceil(math.log2(abs(good - fail))) if abs(good - fail) > 1 else 0
         search.planned = search.done + steps * search.replications
-        while abs(good - fail) > 1:
-            if search.done + search.replications > search.max_runs:
-                return Stopped(path=dim.path, misses=dim.value(fail), meets=dim.value(good), max_runs=search.max_runs)
-            mid = (good + fail) // 2
-            search.run([_with_level(best, d, mid)], "bisection")
-            t = search.table()
-            hit = t[(t["_point"] == _key(_with_level(best, d, mid))) & (t["_option"] == option)]
-            if bool(hit["meets"].iloc[0]):
-                good = mid
-            else:
-                fail = mid
+        try:
+            while abs(good - fail) > 1:
+                if search.done + search.replications > search.max_runs:
+                    return Stopped(path=dim.path, misses=dim.value(fail), meets=dim.value(good),
+                                   max_runs=search.max_runs)
+                mid = (good + fail) // 2
+                here = _with_level(best, d, mid)
+                search.want([here])
+                if search.done + 2 * search.replications <= search.max_runs:  # a next step within the budget
+                    search.guess([_with_level(best, d, n) for n in _next_mids(fail, mid, good)])
+                search.settle([here], "bisection")
+                t = search.table()
+                hit = t[(t["_point"] == key(here)) & (t["_option"] == option)]
+                if bool(hit["meets"].iloc[0]):
+                    good = mid
+                else:
+                    fail = mid
+                search.forget([_with_level(best, d, (good + fail) // 2)])
+        finally:
+            search.forget()
         return None
     return None
+
+
+def _next_mids(fail: int, mid: int, good: int) -> list[int]:
+    """The bisection's next midpoint if ``mid`` meets (then it is the good end) and if it misses."""
+    return [(a + b) // 2 for a, b in ((fail, mid), (mid, good)) if abs(a - b) > 1]
 
 
 def _range_ends(dims: list[Dimension], point: Point, uses: list[int]) -> tuple[RangeEnd, ...]:
@@ -272,19 +210,23 @@ def unsure(wanted: tuple[Target, ...], intervals: dict[str, tuple[float, float]]
 
 def optimize(scenario_path: str | Path, targets, vary: list[str], replications: int = 3, seed: int | None = None,
              executor: str = "processes", workers: int | None = None, max_runs: int = 200,
-             progress: Callable[[int, int], None] | None = None) -> Optimum:
+             progress: Callable[[int, int], None] | None = None, address: str | None = None) -> Optimum:
     """The cheapest configuration of ``scenario_path`` meeting every target (see the module).
 
     ``targets``: ``"p95_delay_h<=4"`` strings or Targets (None: the scenario's ``decision.targets``,
     else the defaults; ``[]``: none); ``vary``: ``"PATH=LOW..HIGH"`` or
     ``"PATH=V1,V2"`` strings; ``max_runs``: simulations at most (configurations × replications);
-    ``progress(done, total)``: after each simulation (``total`` grows once the bisection starts).
+    ``executor``: where the simulations run, one executor for the whole search ("local": this
+    process; "processes": a pool of ``workers`` processes, by default one per core; "dask": a Dask
+    LocalCluster of as many, or the scheduler at ``address``, HOST:PORT), the same answer from each;
+    ``progress(done, total)``: as simulations come back (``total`` grows once the bisection starts).
     Raises ScenarioError naming ``--vary``, ``--target``, ``--replications``, ``--max-runs`` or the
     scenario file before anything runs."""
     path = arguments.path(scenario_path, "scenario_path", "optimize")
     replications = _whole(replications, "--replications", 1, MAX_REPLICATIONS)
     max_runs = _whole(max_runs, "--max-runs", 1)
     progress = arguments.callback(progress, "progress", "optimize")
+    executor, workers, address = executor_settings(executor, workers, address, "optimize")
     base = api.load_scenario(path)
     wanted = held_to(targets, base, "--target")
     dims = parse_space(vary, base.model_dump(mode="json"))
@@ -296,14 +238,19 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
         raise ScenarioError("--max-runs", [Problem((), f"{max_runs} runs cannot cover even the ends of every --vary "
                                                        f"range with {replications} replication(s): needs {need}")])
     grids = [d.grid(points) for d in dims]
-    search = _Search(path, dims, candidates, wanted, replications, seed, executor, workers, max_runs, progress,
-                     base.decision.waiting_usd_per_gpu_hour)
-    search.uses = _uses(base, dims, candidates)
     gaps = [max((b - a for a, b in itertools.pairwise(g)), default=1) for g in grids]
+    search = Search(path=path, dims=dims, candidates=candidates, wanted=wanted, replications=replications,
+                    seed=seed, max_runs=max_runs, lanes=None, progress=progress,
+                    waiting_usd_per_gpu_hour=base.decision.waiting_usd_per_gpu_hour)
+    search.uses = _uses(base, dims, candidates)
     search.planned = math.prod(map(len, grids)) * replications + \
         max(math.ceil(math.log2(g)) if g > 1 else 0 for g in gaps) * replications
-    search.run(list(itertools.product(*grids)), "grid")
-    stopped = _refine(search, search.table(), grids)
+    grid = list(itertools.product(*grids))
+    search.plan(grid)  # a value the scenario refuses is named before any worker starts
+    with open_executor(executor, workers, address) as lanes:
+        search.lanes = lanes
+        search.run(grid, "grid")
+        stopped = _refine(search, search.table(), grids)
     if progress is not None:
         progress(search.done, search.done)
     return _answer(search, search.table(), stopped)
@@ -318,7 +265,7 @@ def _uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[
     return {c: [i for i, d in enumerate(dims) if d.option is None or d.option in parts[c]] for c in candidates}
 
 
-def _answer(search: _Search, table: pd.DataFrame, stopped: Stopped | None) -> Optimum:
+def _answer(search: Search, table: pd.DataFrame, stopped: Stopped | None) -> Optimum:
     wanted = search.wanted
     ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
     meets = not ok.empty
@@ -328,8 +275,8 @@ def _answer(search: _Search, table: pd.DataFrame, stopped: Stopped | None) -> Op
         far = [(s.conditions, s.far, r["fair_total_usd"])
                for s, (_, r) in zip((shortfall(r, wanted) for _, r in table.iterrows()), table.iterrows(), strict=True)]
         row = table.iloc[min(range(len(far)), key=far.__getitem__)]
-    point, option, shown_as = _point(row), row["_option"], row["option"]
-    runs = search.runs_of(point, option)
+    at, option, shown_as = point(row["_point"]), row["_option"], row["option"]
+    runs = search.runs_of(at, option)
     intervals = {m: t_interval(runs[m].to_numpy(dtype=float))[1:] for m in search.columns}
     evaluated = table.drop(columns=["_point", "_option"])
     # An option appears once per setting of the fields it uses: a field of another option (a
@@ -338,11 +285,11 @@ def _answer(search: _Search, table: pd.DataFrame, stopped: Stopped | None) -> Op
            for p, o in zip(table["_point"], table["_option"], strict=True)]
     distinct = ~pd.Series(list(zip(table["_option"], own, strict=True))).duplicated().to_numpy()
     front = pareto_frontier(evaluated[evaluated["keeps_up"].to_numpy() & distinct].reset_index(drop=True))
-    return Optimum(values=search.values(point), option=shown_as, metrics={m: float(row[m]) for m in search.columns},
+    return Optimum(values=search.values(at), option=shown_as, metrics={m: float(row[m]) for m in search.columns},
                    intervals=intervals, evaluated=evaluated, frontier=front, meets=meets, targets=wanted,
                    runs=search.done, used=tuple(search.dims[i].path for i in search.uses[option]),
                    searched=tuple(search.candidates), shortfall=shortfall(row, wanted), stopped=stopped,
-                   range_ends=_range_ends(search.dims, point, search.uses[option]), unsure=unsure(wanted, intervals))
+                   range_ends=_range_ends(search.dims, at, search.uses[option]), unsure=unsure(wanted, intervals))
 
 
 __all__ = ["GRID_POINTS", "Optimum", "RangeEnd", "Stopped", "optimize", "unsure"]

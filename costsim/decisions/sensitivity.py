@@ -15,9 +15,12 @@ one):
   every surface has them (``costsim.results.finance.breakeven_over``).
 
 It is a sweep of 1 + 2k variants of the scenario, each built and checked by the sweeps' variant
-builder (``costsim.runs.variants``), run as the sweep's tasks (``costsim.runs.sweep.tasks``:
+builder (``costsim.runs.variants``), run as the sweep's tasks (``costsim.runs.taskrun``:
 replication r of every variant uses the same seed — common random numbers, so each swing is a
-paired difference) on the sweep's executors. Each task runs ``simulate`` once and keeps its summary
+paired difference) on the sweep's executors. The ends of the inputs that are prices (the cloud
+price, capex, electricity, PUE, depreciation, the cost of capital, the spot discount: what no run
+reads, ``costsim.runs.memo.usage_key``) use the base's GPU-hours, so each replication simulates
+the base once and re-costs it for them. Each task runs ``simulate`` once and keeps its summary
 and its break-even table: a sweep's runs table has no cash flow, and running every variant
 a second time for the break-even month would double the work. A caller that has the base's
 replications already (the report: the verdict's runs) gives them (``Given``) with their verdict: the
@@ -33,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,9 +53,10 @@ from costsim.plan.resolve import resolve
 from costsim.results.contract import Results
 from costsim.results.finance import breakeven_over
 from costsim.runs import api, arguments
-from costsim.runs.executors import EXECUTORS, open_executor
-from costsim.runs.sweep import SweepResults, TaskOutput, task_output, task_outputs, tasks
+from costsim.runs.executors import executor_settings, open_executor
+from costsim.runs.sweep import SweepResults
 from costsim.runs.sweepfile import Sweep, replication_seed
+from costsim.runs.taskrun import TaskOutput, shared_runs, task_output, task_outputs, tasks
 from costsim.runs.variants import Variant, VariantBuilder
 from costsim.scenario import Problem, Scenario, ScenarioError
 
@@ -128,18 +131,22 @@ def _plan(base: Scenario, ranges: dict[str, InputRange], cat: Catalog) -> tuple[
     return variants, rows
 
 
-def _run(spec: Sweep, executor: str, progress, given: Given | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _run(spec: Sweep, executor: str, workers: int, address: str | None, progress,
+         given: Given | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The sweep's runs and break-even tables, in task order (the sweep's task loop: each task
-    keeps its break-even table, the run's own months, extrapolation included); the base's tasks
-    from ``given``'s runs when given, not run again (``progress`` counts the tasks run)."""
+    keeps its break-even table, the run's own months, extrapolation included; the price inputs'
+    ends share one simulation of each replication and are only re-costed); the base's tasks from
+    ``given``'s runs when given, not run again (``progress`` counts the tasks run)."""
     todo = tasks(spec, breakeven=True)
     outs: dict[int, TaskOutput] = {}
     if given is not None:
         outs = {i: task_output(t, given.runs[t.replication]) for i, t in enumerate(todo) if t.variant == BASE}
     left = [i for i in range(len(todo)) if i not in outs]
     if left:
-        with open_executor(executor, min(os.cpu_count() or 1, len(left))) as run:
-            outs.update((left[k], out) for k, out in task_outputs(run, [todo[i] for i in left], progress))
+        rest = [todo[i] for i in left]
+        groups = shared_runs(rest)
+        with open_executor(executor, min(workers, len(groups)), address) as run:
+            outs.update((left[k], out) for k, out in task_outputs(run, rest, progress, groups=groups))
     ordered = [outs[i] for i in range(len(todo))]
     return (pd.concat([o.summary for o in ordered], ignore_index=True),
             pd.concat([o.breakeven for o in ordered if o.breakeven is not None], ignore_index=True))
@@ -217,16 +224,18 @@ def _eligibility_note(runs: pd.DataFrame, vid: str, end: str, build: str, rent: 
 
 
 def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | None = None,
-            inputs: Sequence[str] | Mapping[str, tuple[float, float]] | None = None, executor: str = "local",
-            progress: Callable[[int, int], None] | None = None, targets=None, *,
-            given: Given | None = None) -> Tornado:
+            inputs: Sequence[str] | Mapping[str, tuple[float, float]] | None = None, executor: str = "processes",
+            progress: Callable[[int, int], None] | None = None, targets=None, workers: int | None = None,
+            address: str | None = None, *, given: Given | None = None) -> Tornado:
     """The sensitivity tornado of ``scenario`` (see the module): each input of ``inputs`` (default:
     every input the catalog has a range for) at its low and high, ``replications`` runs per variant
-    seeded as a sweep's (``seed`` None: the scenario's), on ``executor`` ("local", "processes" or
-    "dask"); ``targets``: as ``decide``'s (None: the scenario's ``decision.targets``).
-    ``progress(done, total)`` after each run. ``given``: the base's runs (and verdict) already
-    made, used rather than run again (the same table either way). Raises ScenarioError for bad
-    arguments or a scenario without both a build and a rent option."""
+    seeded as a sweep's (``seed`` None: the scenario's), on ``executor`` ("local": this process;
+    "processes": a pool of ``workers`` processes, by default one per core; "dask": a Dask
+    LocalCluster of as many, or the scheduler at ``address``, HOST:PORT), the same table from each;
+    ``targets``: as ``decide``'s (None: the scenario's ``decision.targets``). ``progress(done,
+    total)`` after each run. ``given``: the base's runs (and verdict) already made, used rather
+    than run again (the same table either way). Raises ScenarioError for bad arguments or a
+    scenario without both a build and a rent option."""
     if isinstance(scenario, Scenario):
         scenario = api.revalidated(scenario)[0]  # a Scenario.model_construct may lack any field
     else:
@@ -234,8 +243,7 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     if isinstance(replications, bool) or not isinstance(replications, int) or not 1 <= replications <= 1000:
         raise arguments.error("tornado", "replications", f"must be a whole number from 1 to 1,000 (got {replications!r})")
     seed = arguments.seed(seed, "tornado")
-    if executor not in EXECUTORS:
-        raise arguments.error("tornado", "executor", f"must be one of {', '.join(EXECUTORS)} (got {executor!r})")
+    executor, workers, address = executor_settings(executor, workers, address, "tornado")
     progress = arguments.callback(progress, "progress", "tornado")
     ready = api.prepared(scenario, "tornado")
     base = ready.scenario
@@ -245,7 +253,7 @@ def tornado(scenario: Scenario | str | Path, replications: int = 1, seed: int | 
     variants, rows = _plan(base, chosen_inputs(inputs, cat), cat)
     spec = Sweep("tornado", Path(base.base_dir), tuple(variants), replications, base.seed if seed is None else seed)
     _check_given(given, spec, wanted)
-    runs, breakeven = _run(spec, executor, progress, given)
+    runs, breakeven = _run(spec, executor, workers, address, progress, given)
     build, rent, chosen = _pair_of(runs, spec, wanted, None if given is None else given.verdict)
     price = base.decision.waiting_usd_per_gpu_hour
     base_diff = _difference(runs, BASE, build, rent, price)

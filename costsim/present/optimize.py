@@ -95,6 +95,7 @@ def worded(o: Optimum) -> WordedOptimum:
 
 def optimize(scenario_path: str | Path, targets, vary: list[str], replications: int = 3, seed: int | None = None,
              executor: str = "processes", workers: int | None = None, max_runs: int = 200,
-             progress: Callable[[int, int], None] | None = None) -> WordedOptimum:
+             progress: Callable[[int, int], None] | None = None, address: str | None = None) -> WordedOptimum:
     """``costsim.decisions.optimize.optimize`` (the same arguments), with its words."""
-    return worded(search(scenario_path, targets, vary, replications, seed, executor, workers, max_runs, progress))
+    return worded(search(scenario_path, targets, vary, replications, seed, executor, workers, max_runs, progress,
+                         address))

@@ -275,18 +275,20 @@ def replications_of(sc, n: int, seed: int, step=None) -> list[Results]:
 
 
 def tornado_or_note(sc, seed: int, targets=None, step=None, replications: int = 1, *,
-                    runs: Sequence[Results] | None = None, verdict=None):
+                    runs: Sequence[Results] | None = None, verdict=None, executor: str = "processes"):
     """The tornado (one variant per input at each end of its range; ``step(done, total)`` after
     each run), or a note saying why there is none. ``replications`` and ``seed`` as the verdict's
     (``replications_of``): its base variant is then the verdict's runs, the same seeds averaged, so
     its base difference is the verdict's. ``runs``: those runs, and ``verdict``: ``decide`` on
-    them with ``targets``, when the caller has them: the base is then not run, nor decided, again."""
+    them with ``targets``, when the caller has them: the base is then not run, nor decided, again.
+    ``executor``: where its runs go (``tornado``'s)."""
     try:
         from costsim.decisions.sensitivity import Given, tornado
     except ImportError:
         return "The sensitivity tornado is not available in this version of costsim."
     given = None if runs is None else Given(runs=runs, verdict=verdict)
     try:
-        return tornado(sc, replications=replications, seed=seed, targets=targets, progress=step, given=given)
+        return tornado(sc, replications=replications, seed=seed, targets=targets, progress=step, given=given,
+                       executor=executor)
     except CostsimError as err:  # e.g. no owned or no rented option to set against each other
         return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)

@@ -13,7 +13,7 @@ from costsim.plan.prepare import Prepared, attached
 from costsim.plan.prepare import prepare as prepare_plan
 from costsim.results import tables as results
 from costsim.runs import arguments, budget
-from costsim.runs.memo import RunMemo, cached
+from costsim.runs.memo import RunMemo, cached, serving_key, unpriced_key, workload_key
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_scenario, scenario_from_yaml
 from costsim.scenario import dump_scenario as schema_dump
 from costsim.scenario import scenario_from_data as schema_from_data
@@ -142,21 +142,20 @@ def simulate(
     budget.refuse_above(budget.estimate_events(scenario, plans, *budget.expected_workload(scenario, rows)),
                         max_events, source)  # before drawing: a huge horizon must not hang the draws
     # What the jobs and work plans read (see costsim.runs.memo): a memo hit needs all of it equal.
-    # (An RL class's scaling curve only reads the results: a target knob reruns nothing.)
-    jobs_key = (seed, scenario.workload.model_dump_json(exclude={"classes": {"__all__": {"scaling"}}}),
-                repr(scenario.horizon_h), str(scenario.base_dir), trace_id)
+    jobs_key = (seed, workload_key(scenario, trace_id))
     jobs = cached(memo, "jobs", jobs_key, functools.partial(workload.generate, scenario, seed, trace))
     trace = None  # read once, by the check above; the jobs now hold what the runs need
 
     def work_of(part: OwnedPlan | CloudPlan):
-        part = part.unpriced()  # a work plan never reads prices: a price knob keeps it
-        return cached(memo, "works", (jobs_key, repr(part)), lambda: plan_work(scenario, jobs, part))
+        # A work plan never reads prices: a price knob keeps it.
+        key = (jobs_key, unpriced_key(part))
+        return cached(memo, "works", key, lambda: plan_work(scenario, jobs, part.unpriced()))
 
     works = [tuple(work_of(part) for part in pools(plan)) for plan in plans]  # a hybrid: base, burst
     budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),
                         max_events, source)
     table = RangeMax(demand) if demand is not None else None
-    serving_key = None if scenario.serving is None else scenario.serving.model_dump_json()
+    serving = serving_key(scenario)
     ceiling = None if max_events is None else budget.ENGINE_MARGIN * max_events
     records: list[engine.UsageRecord] = []
     work: list[WorkPlan] = []
@@ -167,7 +166,7 @@ def simulate(
         rngs = {name: stream(seed, name, plan.name) for name in ("failures", "preemptions", "provisioning")}
         left = None if ceiling is None else max(ceiling - sum(r.events for r in records), 1)
         bare = plan.unpriced()  # nor does a run: prices are applied by results.build
-        run_key = (jobs_key, repr(bare), serving_key, left)  # the work, horizon and seed are in jobs_key
+        run_key = (jobs_key, unpriced_key(plan), serving, left)  # the work, horizon and seed are in jobs_key
 
         def run_it(plan=bare, parts=parts, rngs=rngs, left=left):
             return engine.run_option(plan, parts[0], scenario.horizon_h, parts[1] if len(parts) > 1 else None,

@@ -1,14 +1,20 @@
 """Where a sweep's tasks run: in this process, on a process pool, or on a Dask cluster.
 
-``open_executor(name, workers, address)`` is a context manager yielding ``run(fn, tasks)``, an
-iterator of ``(index, fn(tasks[index]))`` in the order the tasks finish. The caller (the main
-process) writes each result as it arrives, so a worker never writes files and a worker that dies
-loses only its own task. Leaving the ``with`` block early (an error, Ctrl-C) stops the workers and
-drops the tasks not yet started.
+``open_executor(name, workers, address)`` is a context manager yielding ``Lanes``: ``slots`` tasks
+can run at once, ``start(fn, task)`` starts one and returns its handle, ``wait(handles)`` blocks
+until some of them have finished and returns those, ``result(handle)`` is its value (or raises its
+error) and ``abandon(handles)`` gives up on tasks whose results nobody wants (a task not yet started
+never starts). Calling the lanes, ``run(fn, tasks)``, is an iterator of ``(index, fn(tasks[index]))``
+in the order the tasks finish. The caller (the main process) writes each result as it arrives, so a
+worker never writes files and a worker that dies loses only its own task. Leaving the ``with``
+block early (an error, Ctrl-C), or with abandoned tasks still running, stops the workers and drops
+the tasks not yet started.
 
-A task's ``ScenarioError`` crosses the process boundary as ``TaskFailed`` (a plain exception of its
-source and problems, which marks it as the task's own input problem, apart from anything the pool
-or the cluster raised) and is raised again in the main process as the ScenarioError it was.
+In this process a task runs when it is waited for, so one started and abandoned before then never
+runs; a pool or Dask starts it at once. A task's ``ScenarioError`` crosses the process boundary as
+``TaskFailed`` (a plain exception of its source and problems, which marks it as the task's own input
+problem, apart from anything the pool or the cluster raised) and is raised again in the main process
+as the ScenarioError it was. Dask's lanes live in ``costsim.runs.dasklanes``.
 """
 
 from __future__ import annotations
@@ -16,20 +22,19 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import enum
-import logging
 import multiprocessing
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Collection, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from functools import partial
 from typing import Any
 
 from costsim.errors import CostsimError, ExecutorError
-from costsim.runs.scheduler import SchedulerProblem, parse_address, probe
+from costsim.runs import arguments
+from costsim.runs.scheduler import SchedulerProblem, parse_address
 from costsim.scenario.errors import Problem, ScenarioError
 
 
@@ -49,7 +54,7 @@ CONNECT_TIMEOUT_S = 10  # how long to wait for a Dask scheduler named by --addre
 # 128 KiB is mapped and unmapped afresh: a 60-day baseline task took 0.30 CPU-s instead of 0.19.
 # The LocalCluster we start leaves glibc's defaults; for a cluster of your own see the README.
 LOCAL_CLUSTER_CONFIG = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-Run = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[tuple[int, Any]]]
+Run = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[tuple[int, Any]]]  # calling ``Lanes``
 
 
 class SchedulerLost(ExecutorError):
@@ -83,7 +88,7 @@ def guarded(fn: Callable[[Any], Any], task: Any) -> Any:
         raise TaskFailed(err.source, tuple(err.problems)) from None
 
 
-def _ignore_sigint() -> None:
+def ignore_sigint() -> None:
     """Pool workers ignore Ctrl-C: the terminal sends it to the whole process group, and the main
     process alone decides what stops (it terminates the workers), without a traceback from each."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -93,10 +98,10 @@ WATCH_S = 1.0  # how often a pool worker checks that the process that started th
 
 
 def _pool_worker_init(main_pid: int) -> None:
-    """``_ignore_sigint``, and exit when the sweep's process is gone (killed with SIGKILL, or by
+    """``ignore_sigint``, and exit when the sweep's process is gone (killed with SIGKILL, or by
     the out-of-memory killer: nothing runs in it to stop the workers, which would otherwise stay,
     each holding its task's memory, with the forkserver and resource tracker they keep alive)."""
-    _ignore_sigint()
+    ignore_sigint()
 
     def watch() -> None:
         while True:
@@ -111,25 +116,92 @@ def _pool_worker_init(main_pid: int) -> None:
     threading.Thread(target=watch, name="costsim-watch-parent", daemon=True).start()
 
 
+class Lanes:
+    """Where tasks run (see the module): ``slots`` at once; ``start``, ``wait``, ``result`` and
+    ``abandon`` are each executor's, calling them runs a list of tasks to the end."""
+
+    slots = 1
+
+    def start(self, fn: Callable[[Any], Any], task: Any) -> Any:
+        raise NotImplementedError
+
+    def wait(self, handles: Collection[Any]) -> list[Any]:
+        raise NotImplementedError
+
+    def result(self, handle: Any) -> Any:
+        raise NotImplementedError
+
+    def abandon(self, handles: Collection[Any]) -> list[Any]:
+        """Give up on ``handles``: those not started never start; returned, those that were
+        running and still are (they hold a lane until ``wait`` returns them)."""
+        raise NotImplementedError
+
+    def __call__(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(tasks[index]))`` in the order the tasks finish, every task started at once
+        (a pool and Dask queue them for their workers)."""
+        raise NotImplementedError
+
+
 @contextlib.contextmanager
-def open_executor(name: str, workers: int, address: str | None = None) -> Iterator[Run]:
+def open_executor(name: str, workers: int, address: str | None = None) -> Iterator[Lanes]:
     """The executor ``name`` (one of ``EXECUTORS``) with ``workers`` processes (ignored by "local"
     and when ``address`` names an existing Dask scheduler)."""
     if name == "local":
-        yield _in_process
+        yield InProcess()
     elif name == "processes":
-        with _process_pool(workers) as run:
-            yield run
+        with _process_pool(workers) as lanes:
+            yield lanes
     elif name == "dask":
-        with _dask(workers, address) as run:
-            yield run
+        from costsim.runs.dasklanes import dask_lanes
+
+        with dask_lanes(workers, address) as lanes:
+            yield lanes
     else:  # the callers check the name; this is a programming error
         raise ValueError(f"unknown executor {name!r}")
 
 
-def _in_process(fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-    for i, task in enumerate(tasks):
-        yield i, fn(task)
+class _Deferred:
+    """A task of ``InProcess``: run when first waited for."""
+
+    def __init__(self, fn: Callable[[Any], Any], task: Any) -> None:
+        self.fn, self.task = fn, task
+        self.ran = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+class InProcess(Lanes):
+    """This process, one task at a time: a task runs when it is waited for (the first of those
+    waited for that has not run), so one abandoned before then never runs."""
+
+    slots = 1
+
+    def start(self, fn: Callable[[Any], Any], task: Any) -> _Deferred:
+        return _Deferred(fn, task)
+
+    def wait(self, handles: Collection[Any]) -> list[Any]:
+        ran = [h for h in handles if h.ran]
+        if ran:
+            return ran
+        first: _Deferred = next(iter(handles))
+        first.ran = True
+        try:
+            first.value = first.fn(first.task)
+        except Exception as exc:  # raised by result(), where a pool or Dask would raise it
+            first.error = exc
+        return [first]
+
+    def result(self, handle: Any) -> Any:
+        if handle.error is not None:
+            raise handle.error
+        return handle.value
+
+    def abandon(self, handles: Collection[Any]) -> list[Any]:
+        return []  # nothing runs until waited for
+
+    def __call__(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        for i, task in enumerate(tasks):  # an error leaves as itself, with its traceback
+            yield i, fn(task)
 
 
 # -- process pool -----------------------------------------------------------------------------------
@@ -145,33 +217,63 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-@contextlib.contextmanager
-def _process_pool(workers: int) -> Iterator[Run]:
-    ctx = multiprocessing.get_context(start_method())
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload(["costsim.runs.sweep"])  # takes effect when the server starts
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_pool_worker_init,
-                               initargs=(os.getpid(),))
-    try:
-        yield partial(_pool_results, pool)
-    except BaseException:
-        _halt(pool)
-        raise
-    pool.shutdown(wait=True)
+class PoolLanes(Lanes):
+    """A process pool's ``workers`` processes; its abandoned tasks that were already running are
+    kept (``abandoned``) so that closing the pool stops them instead of waiting for them."""
 
+    def __init__(self, pool: ProcessPoolExecutor, workers: int) -> None:
+        self.pool, self.slots = pool, workers
+        self.abandoned: list[Future] = []
 
-def _pool_results(pool: ProcessPoolExecutor, fn, tasks) -> Iterator[tuple[int, Any]]:
-    futures = {pool.submit(guarded, fn, task): i for i, task in enumerate(tasks)}
-    for future in as_completed(futures):
+    def start(self, fn: Callable[[Any], Any], task: Any) -> Future:
+        return self.pool.submit(guarded, fn, task)
+
+    def wait(self, handles: Collection[Any]) -> list[Any]:
+        done, _ = concurrent.futures.wait(handles, return_when=concurrent.futures.FIRST_COMPLETED)
+        return [h for h in handles if h in done]  # in the order given: the same order each time
+
+    def result(self, handle: Any) -> Any:
         try:
-            result = future.result()
+            return handle.result()
         except TaskFailed as failed:
             raise failed.error() from None
         except BrokenProcessPool:
             raise ExecutorError("processes", "a worker process died (out of memory, or killed); with an output "
                                 "folder the tasks finished before it are saved, and running the same sweep "
                                 "again resumes") from None
-        yield futures[future], result
+
+    def abandon(self, handles: Collection[Any]) -> list[Any]:
+        running = [h for h in handles if not h.cancel()]
+        self.abandoned += running
+        return running
+
+    def busy(self) -> bool:
+        """Whether an abandoned task is still running."""
+        return any(not h.done() for h in self.abandoned)
+
+    def __call__(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        futures = {self.start(fn, task): i for i, task in enumerate(tasks)}
+        for future in concurrent.futures.as_completed(futures):
+            yield futures[future], self.result(future)
+
+
+@contextlib.contextmanager
+def _process_pool(workers: int) -> Iterator[PoolLanes]:
+    ctx = multiprocessing.get_context(start_method())
+    if ctx.get_start_method() == "forkserver":
+        ctx.set_forkserver_preload(["costsim.runs.taskrun"])  # what a worker runs; takes effect when the server starts
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_pool_worker_init,
+                               initargs=(os.getpid(),))
+    lanes = PoolLanes(pool, workers)
+    try:
+        yield lanes
+    except BaseException:
+        _halt(pool)
+        raise
+    if lanes.busy():  # nobody wants what they are computing: stop them rather than wait
+        _halt(pool)
+    else:
+        pool.shutdown(wait=True)
 
 
 def _halt(pool: ProcessPoolExecutor) -> None:
@@ -210,6 +312,30 @@ def check_address(address: str) -> str:
     return address
 
 
+def executor_settings(executor: Any, workers: Any, address: Any, function: str) -> tuple[str, int, str | None]:
+    """The executor's name, worker count (default: one per core) and scheduler address, checked
+    (a bad one named as ``function``'s argument); Dask's presence and the address's form too,
+    before anything runs or is written."""
+    if executor not in EXECUTORS:
+        raise arguments.error(function, "executor", f"must be one of {', '.join(EXECUTORS)} (got {executor!r})")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise arguments.error(function, "workers", f"must be a whole number >= 1 or None (got {workers!r})")
+    if address is not None:
+        if executor != "dask":
+            raise arguments.error(function, "address", f"names a Dask scheduler: use executor 'dask', not {executor!r}")
+        if not isinstance(address, str) or not address.strip():
+            raise arguments.error(function, "address", f"must be HOST:PORT of a Dask scheduler (got {address!r})")
+    if executor == "dask":  # before anything is written, even when every task is saved already
+        if not dask_available():
+            raise ExecutorError("dask", DASK_MISSING)
+        if address is not None:
+            check_address(address)
+    if address is not None and workers is not None:
+        raise arguments.error(function, "workers", "has no effect with a Dask scheduler's address (its workers are "
+                              "started with it: dask worker --nworkers N); leave it out")
+    return executor, workers or available_cores(), address
+
+
 def available_cores() -> int:
     """The cores this process may run on (a CPU limit or affinity mask counts), at least 1."""
     try:
@@ -226,144 +352,3 @@ def worker_cap(workers: int, cores: int, force: bool = False) -> tuple[int, str 
         return workers, None
     return cores, (f"--workers {workers} is more than the {cores} core(s) this process may use: starting {cores} "
                    "(more would only add processes and memory; --force-workers starts them anyway)")
-
-
-@contextlib.contextmanager
-def _dask(workers: int, address: str | None) -> Iterator[Run]:
-    if not dask_available():
-        raise ExecutorError("dask", DASK_MISSING)
-    import dask
-    import distributed
-
-    cluster = None
-    try:
-        if address is not None:
-            client = _client(distributed, address)
-            try:
-                _check_workers(client, address)
-            except BaseException:
-                _close(client)
-                raise
-        else:
-            # One single-threaded worker process per core, as the process pool; no dashboard port
-            # (parallel runs would fight over 8787), warnings only when something is wrong.
-            with dask.config.set(LOCAL_CLUSTER_CONFIG):
-                cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                   dashboard_address=None, silence_logs=logging.ERROR)
-            client = distributed.Client(cluster, set_as_default=False)
-            client.run(_ignore_sigint)  # its workers share our terminal: Ctrl-C is ours to handle
-    except OSError as err:
-        if cluster is not None:
-            cluster.close()
-        where = f"the Dask scheduler at {address}" if address else "a Dask LocalCluster"
-        raise ExecutorError("dask", f"cannot reach {where}: {err}") from None
-    where = f"the Dask scheduler at {address}" if address else "the Dask LocalCluster's scheduler"
-    try:
-        yield partial(_dask_results, client, where)
-    except SchedulerLost:
-        # Closing a client whose scheduler is gone logs its cancelled reconnect's traceback; the
-        # SchedulerLost message says all there is to say.
-        with _quiet("distributed"):
-            _close(client)
-        raise
-    finally:
-        _close(client)  # a second close is a no-op
-        if cluster is not None:
-            cluster.close()
-
-
-@contextlib.contextmanager
-def _quiet(prefix: str) -> Iterator[None]:
-    """Only CRITICAL records from the loggers named ``prefix`` or ``prefix.*`` while the block runs
-    (each one: distributed sets levels on its children, which then ignore their parent's)."""
-    names = [prefix] + [n for n in list(logging.root.manager.loggerDict) if n.startswith(prefix + ".")]
-    logs = [logging.getLogger(n) for n in names]
-    levels = [log.level for log in logs]
-    for log in logs:
-        log.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for log, level in zip(logs, levels, strict=True):
-            log.setLevel(level)
-
-
-def _client(distributed, address: str):
-    """A client of the scheduler at ``address``, once ``probe`` has heard its greeting (bounded
-    in time); anything the client then raises is an ExecutorError, not a traceback."""
-    try:
-        probe(check_address(address), CONNECT_TIMEOUT_S)
-    except SchedulerProblem as err:
-        raise ExecutorError("dask", str(err)) from None
-    try:
-        return distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
-    except Exception as err:  # noqa: BLE001 — it greeted as Dask does, then failed: say how
-        raise ExecutorError("dask", f"cannot connect to the Dask scheduler at {address} ({type(err).__name__}: "
-                            f"{err}); check that it runs distributed {distributed.__version__}") from None
-
-
-def _close(client) -> None:
-    """Close a client within ``CONNECT_TIMEOUT_S`` even when its scheduler is gone (distributed
-    would try to reconnect, logging each attempt's traceback)."""
-    try:
-        client.close(timeout=CONNECT_TIMEOUT_S)
-    except Exception:  # noqa: BLE001 — closing a client of a dead scheduler: nothing left to save
-        pass
-
-
-def versions() -> dict[str, str]:
-    """What must match between the machine running the sweep and every worker for the tables to be
-    identical, bit for bit: costsim's and numpy's versions (numpy's generators and arithmetic) and
-    Python's (pickle and float formatting)."""
-    import platform
-
-    import numpy
-
-    from costsim._version import __version__
-    return {"costsim": __version__, "numpy": numpy.__version__, "python": platform.python_version()}
-
-
-def _check_workers(client, address: str) -> None:
-    """Wait for a worker of the scheduler at ``address``; refuse workers whose ``versions()`` differ
-    from ours (their runs would differ from a local run, or fail in the middle of the sweep)."""
-    try:
-        client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
-    except TimeoutError:  # distributed's WorkerStartTimeoutError is one
-        raise ExecutorError("dask", f"the Dask scheduler at {address} has no worker (waited "
-                            f"{CONNECT_TIMEOUT_S} s): start some with `dask worker tcp://{address} --nthreads 1`") from None
-    ours = versions()
-    try:
-        theirs = client.run(versions)  # this module's function, by reference: it needs costsim there
-    except Exception as err:  # noqa: BLE001 — a worker without costsim fails to unpickle it
-        raise ExecutorError("dask", f"the workers of {address} cannot run costsim ({type(err).__name__}: "
-                            f"{err}); install costsim {ours['costsim']} on each") from None
-    wrong = [f"{worker} has {', '.join(f'{k} {v}' for k, v in got.items() if ours[k] != v)}"
-             for worker, got in sorted(theirs.items()) if got != ours]
-    if wrong:
-        want = ", ".join(f"{k} {v}" for k, v in ours.items())
-        raise ExecutorError("dask", f"workers differ from this machine ({want}): {'; '.join(wrong[:3])}"
-                            + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
-                            + "; their results would not be those of a local run")
-
-
-def _dask_results(client, where: str, fn, tasks) -> Iterator[tuple[int, Any]]:
-    import distributed
-
-    futures = client.map(partial(guarded, fn), list(tasks), pure=False)
-    index = {f.key: i for i, f in enumerate(futures)}
-    finished = 0
-    try:
-        for future in distributed.as_completed(futures, loop=client.loop):
-            try:
-                result = future.result()
-            except TaskFailed as failed:
-                raise failed.error() from None
-            except distributed.KilledWorker as err:
-                raise ExecutorError("dask", f"workers died running a task ({err}); with an output folder the tasks "
-                                    "finished before are saved, and running the same sweep again resumes") from None
-            yield index[future.key], result
-            finished += 1
-    except (concurrent.futures.CancelledError, distributed.comm.CommClosedError) as err:
-        # costsim cancels nothing while it waits: the client cancels every future when it loses
-        # its scheduler (distributed's FutureCancelledError).
-        raise SchedulerLost(where, type(err).__name__, finished) from None

@@ -10,7 +10,11 @@ and the tables are built again from the rest (``results.build`` prices usage aft
 
 Keys are built from the inputs as values (``repr`` of frozen dataclasses and pydantic dumps: equal
 text means equal inputs) plus the trace file's identity (``scenario.filekind.file_identity``, taken
-by ``plan.prepare`` before it reads the file); nothing is keyed by object identity. What is kept is made read-only, so a caller that wrote into a shared array would fail loudly
+by ``plan.prepare`` before it reads the file); nothing is keyed by object identity. The functions
+below build them, and they are the one place that decides which fields are prices: what none of
+them reads (economics, rents, capex, billing) is applied afterwards, so two scenarios with the same
+``usage_key`` differ only in prices and one's runs, re-costed, are the other's (a sweep's runner
+simulates such variants once: ``costsim.runs.taskrun``). What is kept is made read-only, so a caller that wrote into a shared array would fail loudly
 instead of changing a later run. Results equal those without a memo (tests/runs/test_run_memo.py).
 """
 
@@ -18,12 +22,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from costsim.errors import ArgumentError
+
+if TYPE_CHECKING:
+    from costsim.plan.options import CloudPlan, OwnedPlan, Plan
+    from costsim.scenario import Scenario
 
 T = TypeVar("T")
 
@@ -84,3 +92,28 @@ def freeze(value: Any) -> None:
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
             freeze(getattr(value, f.name))
+
+
+def workload_key(scenario: Scenario, trace_identity: tuple[int, ...] | None) -> tuple:
+    """What drawing the jobs reads besides the seed: the workload (not an RL class's scaling curve,
+    which only the results read: a target knob reruns nothing), the horizon, the folder relative
+    paths are read from and the trace file's identity (``Prepared.trace_identity``)."""
+    return (scenario.workload.model_dump_json(exclude={"classes": {"__all__": {"scaling"}}}),
+            repr(scenario.horizon_h), str(scenario.base_dir), trace_identity)
+
+
+def unpriced_key(part: Plan | OwnedPlan | CloudPlan) -> str:
+    """An option's plan (or one pool of it) as work plans and runs read it: its prices NaN."""
+    return repr(part.unpriced())
+
+
+def serving_key(scenario: Scenario) -> str | None:
+    """The serving load as a run reads it (None without serving)."""
+    return None if scenario.serving is None else scenario.serving.model_dump_json()
+
+
+def usage_key(scenario: Scenario, plans: Sequence[Plan], trace_identity: tuple[int, ...] | None) -> tuple:
+    """What every run of ``scenario`` reads besides the seed (its jobs, each option's work plans
+    and run): scenarios with equal keys use the same GPU-hours on every seed and differ only in
+    what those hours cost."""
+    return (workload_key(scenario, trace_identity), tuple(unpriced_key(p) for p in plans), serving_key(scenario))

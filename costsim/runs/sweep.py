@@ -1,13 +1,12 @@
 """Running a sweep: one task per (variant, replication), on an executor, into a Parquet dataset.
 
-Replication r of every variant simulates with the same seed, ``replication_seed(sweep.seed, r)``
-(replication 0 on the sweep's seed itself: the run ``costsim run`` makes with it): common random numbers, so the variants and options of a replication see the same jobs and every
-difference between them is paired. A task is a small picklable ``Task`` (the variant's scenario as
-JSON data, not a live object) run by ``run_task`` in whichever process the executor chooses
-(``costsim.runs.executors``); results come back to the calling process through ``task_outputs``
-(the one task loop, the tornado's too), which writes each one as it arrives
-(``costsim.runs.dataset``) and assembles the tables in task order, so they are the same, bit for
-bit, whatever the executor and however many workers finished in whatever order.
+Replication r of every variant simulates with the same seed (common random numbers: every
+difference between variants and options is paired). The tasks (``costsim.runs.taskrun``: a small
+picklable ``Task`` each, run in groups that share a simulation in whichever process the executor
+chooses) come back to the calling process through ``task_outputs``, the one task loop, which
+``run_sweep`` writes each one from as it arrives (``costsim.runs.dataset``); the tables are
+assembled in task order, so they are the same, bit for bit, whatever the executor and however many
+workers finished in whatever order.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -25,26 +24,13 @@ from typing import Any
 
 import pandas as pd
 
-from costsim.plan.prepare import Prepared
-from costsim.results.contract import Results
-from costsim.runs import api, arguments, stats
-from costsim.runs.dataset import SweepFolder, fingerprint, manifest
-from costsim.runs.executors import (
-    DASK_MISSING,
-    EXECUTORS,
-    ExecutorError,
-    Run,
-    available_cores,
-    check_address,
-    dask_available,
-    open_executor,
-)
+from costsim.runs import arguments, stats
+from costsim.runs.dataset import SweepFolder, manifest
+from costsim.runs.executors import executor_settings, open_executor
 from costsim.runs.outfiles import scenario_inputs
-from costsim.runs.sweepfile import Sweep, load_sweep, replication_seed
+from costsim.runs.sweepfile import Sweep, load_sweep
 from costsim.runs.taskfiles import TaskId
-from costsim.scenario import Problem, ScenarioError
-from costsim.scenario import scenario_from_data as schema_from_data
-from costsim.scenario.filekind import file_identity
+from costsim.runs.taskrun import LABELS, Task, TaskOutput, bytes_sha256, inputs_sha256, run_task, task_outputs, tasks
 
 # The summary columns decisions are made on: means and paired differences are computed for these
 # (``runs`` keeps every summary column).
@@ -52,38 +38,6 @@ METRICS = [
     "total_cost_usd", "cash_spent_usd", "queue_delay_mean_h", "queue_delay_p95_h", "utilization", "jobs_completed",
     "iterations_per_day", "cost_per_iteration_usd",
 ]
-LABELS = ["variant", "replication", "seed"]  # the columns ``run_task`` puts before the summary's
-
-
-@dataclass(frozen=True)
-class Task:
-    """One simulation of a sweep: variant ``variant``'s scenario, replication ``replication``.
-
-    ``scenario``: the variant's ``Scenario.model_dump(mode="json")``; ``base_dir``: the folder its
-    relative paths (a trace) are read from — a worker on another machine needs the same path;
-    ``seed``: ``replication_seed(sweep seed, replication)``, the same for every variant;
-    ``inputs_sha256``: the variant's ``inputs_sha256`` when the sweep started ("" : unchecked);
-    ``breakeven``: keep the run's break-even table beside its summary (the tornado's tasks)."""
-
-    variant: str
-    replication: int
-    seed: int
-    scenario: dict
-    base_dir: str
-    source: str
-    inputs_sha256: str = ""
-    breakeven: bool = False
-
-
-@dataclass(frozen=True)
-class TaskOutput:
-    """What ``run_task`` returns: ``summary``, the run's summary table with ``variant, replication,
-    seed`` first; ``breakeven``, its ``finance.breakeven`` table with ``variant`` and
-    ``replication`` added when the task asked for it (None otherwise: a sweep writes only the
-    summary, and a break-even table per task would only be pickled back and dropped)."""
-
-    summary: pd.DataFrame
-    breakeven: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -103,89 +57,6 @@ class SweepResults:
     differences: pd.DataFrame
     variants: pd.DataFrame
     scenarios: dict = field(default_factory=dict, compare=False, repr=False)
-
-
-def run_task(task: Task) -> TaskOutput:
-    """Simulate one (variant, replication): its summary table with ``variant, replication, seed``
-    first, and its break-even table when ``task.breakeven``. Top level, so any worker process can
-    run it; what it keeps between tasks is the variant prepared (``prepared_variant``).
-
-    The scenario is rebuilt with the schema alone, to check its inputs; the run's is prepared once
-    per variant in each worker (catalog, trace, fit checks), not once per replication."""
-    scenario = schema_from_data(task.scenario, task.source, task.base_dir)
-    _same_inputs(task, scenario)
-    trace = scenario.workload.trace
-    identity = file_identity(Path(task.base_dir) / trace) if trace is not None else None
-    ready = prepared_variant(json.dumps(task.scenario, sort_keys=True), task.base_dir, task.source, identity)
-    res = api.simulate(ready, seed=task.seed)
-    _same_inputs(task, scenario)  # the trace was not edited while it ran either
-    return task_output(task, res)
-
-
-def task_output(task: Task, res: Results) -> TaskOutput:
-    """``res``, the run of ``task`` (its variant's scenario on ``task.seed``), as ``run_task``
-    returns it; ``res`` is left as it was. A caller that has that run already (the report's
-    replications, the base of its tornado) gives it here rather than running the task."""
-    table = res.summary.copy()
-    for name, value in reversed(list(zip(LABELS, (task.variant, task.replication, task.seed), strict=True))):
-        table.insert(0, name, value)
-    breakeven = res.breakeven.assign(variant=task.variant, replication=task.replication) if task.breakeven else None
-    return TaskOutput(table, breakeven)
-
-
-# Variants kept prepared per process. A worker (of a pool, of Dask, or this process with the local
-# executor) takes a sweep's tasks in order, a variant's replications one after another, so the
-# latest couple are all it needs; like the trace reader's tables (``read_trace``) they are keyed by
-# value, the trace file's identity included, so an edited trace is prepared again.
-PREPARED_KEPT = 2
-
-
-@functools.lru_cache(maxsize=PREPARED_KEPT)
-def prepared_variant(data: str, base_dir: str, source: str, trace_identity: tuple[int, ...] | None) -> Prepared:
-    """The variant whose scenario is ``data`` (``Task.scenario`` as sorted JSON text), its relative
-    paths read from ``base_dir``, prepared (``api.prepare``) under ``source``; ``trace_identity``
-    (its trace file's ``file_identity`` now) is part of the key only."""
-    return api.prepare(schema_from_data(json.loads(data), source, base_dir))
-
-
-def task_outputs(run: Run | None, todo: Sequence[Task],
-                 progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, TaskOutput]]:
-    """The one task loop: ``(index into todo, run_task(todo[index]))`` in the order the tasks
-    finish on ``run`` (an ``open_executor``; None when there is nothing to run).
-    ``progress(done, total)`` is told 0 first and then after each task, once the caller has
-    handled it (a sweep has written it by then)."""
-    if progress is not None:
-        progress(0, len(todo))
-    for done, (k, out) in enumerate(run(run_task, todo) if run is not None else (), start=1):
-        yield k, out
-        if progress is not None:
-            progress(done, len(todo))
-
-
-def _same_inputs(task: Task, scenario) -> None:
-    """Refuse to run (or to report) a task whose trace or catalog bytes differ from those the sweep
-    recorded when it started (an edit during the sweep, another file at the same path on a Dask
-    worker): its runs would be saved as the recorded inputs' and a resume would trust them."""
-    if task.inputs_sha256 and inputs_sha256(scenario) != task.inputs_sha256:
-        trace = scenario.workload.trace
-        which = f"the trace {Path(scenario.base_dir) / trace} or the catalog" if trace else "the catalog"
-        raise ScenarioError(task.source, [Problem(("workload", "trace"), (
-            f"{which} changed while the sweep ran (the bytes differ from those recorded when it started); "
-            "the tasks finished before the change are saved: put the previous file back and run the same "
-            "command to resume them, or run the sweep into a new --out folder to use the new file"))])
-
-
-def tasks(spec: Sweep, shas: dict[str, str] | None = None, *, breakeven: bool = False) -> list[Task]:
-    """Every task of the sweep, variant by variant, replications in order (``shas``: each variant's
-    ``inputs_sha256`` by id; ``breakeven``: as ``Task``'s)."""
-    seeds = [replication_seed(spec.seed, r) for r in range(spec.replications)]
-    out = []
-    for v in spec.variants:
-        data = v.scenario.model_dump(mode="json")
-        base_dir, source = str(v.scenario.base_dir), f"{spec.source} variant {v.id}"
-        sha = (shas or {}).get(v.id, "")
-        out += [Task(v.id, r, seeds[r], data, base_dir, source, sha, breakeven) for r in range(spec.replications)]
-    return out
 
 
 LIBRARIES = ("numpy", "pandas", "scipy", "simpy", "pyarrow")  # their versions can change the numbers
@@ -223,29 +94,13 @@ def code_identity() -> str:
     return digest.hexdigest()
 
 
-def _bytes_sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def inputs_sha256(scenario, file_sha256: Callable[[Path], str] | None = None) -> str:
-    """A variant's identity for resuming: its scenario, the bytes of the trace it reads and of the
-    catalog its defaults come from (a path alone would let an edited trace resume as the same sweep).
-    ``file_sha256``: how a file is hashed (``sweep_manifest`` passes one that hashes each file once)."""
-    file_sha256 = file_sha256 or (lambda path: _bytes_sha256(path.read_bytes()))
-    inputs = {"scenario": scenario.model_dump(mode="json"),
-              "catalog": _bytes_sha256(resources.files("costsim.catalog").joinpath("catalog.yaml").read_bytes())}
-    if scenario.workload.trace is not None:
-        inputs["trace"] = file_sha256(Path(scenario.base_dir) / scenario.workload.trace)
-    return fingerprint(inputs)
-
-
 def sweep_manifest(spec: Sweep) -> dict:
     """The dataset's ``sweep.json``: what identifies the sweep, for resuming. ``base`` is the base
     scenario's absolute path, so that a report run from any folder finds (and protects) it."""
     from costsim._version import __version__
 
     # Variants usually share one trace: hash each file once, not once per variant.
-    file_sha256 = functools.cache(lambda path: _bytes_sha256(path.read_bytes()))
+    file_sha256 = functools.cache(lambda path: bytes_sha256(path.read_bytes()))
     variants = [{"id": v.id, "params": v.params, "scenario_sha256": inputs_sha256(v.scenario, file_sha256)}
                 for v in spec.variants]
     return json.loads(json.dumps(manifest(spec.source, str(Path(spec.base).absolute()), variants, spec.replications, spec.seed,
@@ -271,28 +126,6 @@ def _spec(spec: Any) -> Sweep:
         return load_sweep(arguments.path(spec, "spec", "sweep"))
     raise arguments.error("sweep", "spec", "must be a Sweep (costsim.runs.sweepfile.load_sweep) or the path of a "
                           f"sweep file, got {type(spec).__name__}")
-
-
-def _settings(executor: Any, workers: Any, address: Any) -> tuple[str, int, str | None]:
-    """The executor's name, worker count (default: one per core) and scheduler address, checked."""
-    if executor not in EXECUTORS:
-        raise arguments.error("sweep", "executor", f"must be one of {', '.join(EXECUTORS)} (got {executor!r})")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise arguments.error("sweep", "workers", f"must be a whole number >= 1 or None (got {workers!r})")
-    if address is not None:
-        if executor != "dask":
-            raise arguments.error("sweep", "address", f"names a Dask scheduler: use executor 'dask', not {executor!r}")
-        if not isinstance(address, str) or not address.strip():
-            raise arguments.error("sweep", "address", f"must be HOST:PORT of a Dask scheduler (got {address!r})")
-    if executor == "dask":  # before anything is written, even when every task is saved already
-        if not dask_available():
-            raise ExecutorError("dask", DASK_MISSING)
-        if address is not None:
-            check_address(address)
-    if address is not None and workers is not None:
-        raise arguments.error("sweep", "workers", "has no effect with a Dask scheduler's address (its workers are "
-                              "started with it: dask worker --nworkers N); leave it out")
-    return executor, workers or available_cores(), address
 
 
 def sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor: str = "processes",
@@ -323,7 +156,7 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
               notify: Callable[[str], None] | None = None) -> SweepResults:
     """``sweep``, naming the output folder's setting ``label`` in messages (the CLI: ``--out``)."""
     spec = _spec(spec)
-    executor, workers, address = _settings(executor, workers, address)
+    executor, workers, address = executor_settings(executor, workers, address, "sweep")
     progress = arguments.callback(progress, "progress", "sweep")
     notify = arguments.callback(notify, "notify", "sweep") or _warn
     if out is not None:
@@ -405,4 +238,5 @@ def _task_meta(source: str, params: dict[str, dict], task: Task) -> dict:
     return json.loads(json.dumps({"source": source, "params": params[task.variant]}, default=str))
 
 
-__all__ = ["METRICS", "SweepResults", "Task", "TaskOutput", "run_task", "sweep", "task_outputs", "tasks"]
+__all__ = ["LABELS", "METRICS", "SweepResults", "Task", "TaskOutput", "inputs_sha256", "run_sweep", "run_task", "sweep",
+           "task_outputs", "tasks"]

@@ -254,6 +254,7 @@ def test_the_command_prints_the_answer_and_writes_its_tables(tmp_path):
     (["--vary", "options.own.gpus=16..8"], "--vary"),
     (["--vary", "options.own.gpus=8..9", "--target", "p95_delay_h<4"], "--target"),
     (["--vary", "options.own.gpus=8..9", "--executor", "threads"], "--executor"),
+    (["--vary", "options.own.gpus=8..9", "--address", "127.0.0.1:9"], "--address"),
     ([], "--vary"),
 ])
 def test_bad_input_exits_2_naming_the_flag_and_writes_nothing(tmp_path, args, flag):

@@ -137,7 +137,7 @@ def test_optimize_workers_are_capped_at_the_cores_with_a_warning(here, monkeypat
         return real("local", 1, None)
 
     monkeypatch.setattr(executors, "available_cores", lambda: 2)
-    monkeypatch.setattr("costsim.runs.sweep.open_executor", spy)
+    monkeypatch.setattr("costsim.decisions.optimize.open_executor", spy)
     result = cli("optimize", "s.yaml", "--vary", "options.own.gpus=16,24,32,40,48,56", "--workers", "6",
                  "--replications", "1", "--max-runs", "6")
     assert result.exit_code == 0, result.output

@@ -20,6 +20,7 @@ from costsim.plan.prepare import Prepared, attached, detached
 from costsim.report.build import replications_of
 from costsim.runs import api, sweep
 from costsim.runs.sweepfile import load_sweep
+from costsim.runs.taskrun import TaskRunner
 from costsim.scenario import Scenario, ScenarioError
 
 
@@ -87,7 +88,6 @@ def test_the_reports_replications_prepare_their_scenario_once(prepares):
 def test_a_sweep_prepares_each_variant_once_however_many_replications(tmp_path, prepares):
     files = tiny_sweep_files(tmp_path, "base: s.yaml\nseed: 3\nreplications: 4\ngrid:\n  options.own.gpus: [16, 24]\n")
     spec = load_sweep(files / "sw.yaml")
-    sweep.prepared_variant.cache_clear()
     prepares.clear()  # loading the sweep checked each variant
     res = costsim.sweep(spec, executor="local")
     assert prepares == ["tiny", "tiny"]  # two variants, four replications each
@@ -100,21 +100,33 @@ def test_a_sweep_prepares_each_variant_once_however_many_replications(tmp_path, 
             pd.testing.assert_frame_equal(got, alone)
 
 
-def test_a_sweep_worker_prepares_an_edited_trace_again(tmp_path, prepares):
+def test_a_task_runner_prepares_an_edited_trace_again(tmp_path, prepares):
     sc = short("lab-trace", days=10)
     folder = tmp_path / "s"
     shutil.copytree(ROOT / "scenarios" / "traces", folder / "traces")
     sc = costsim.scenario_from_data(sc.model_dump(mode="json"), "t", folder)
     task = sweep.Task("v000", 0, 5, sc.model_dump(mode="json"), str(folder), "t")
-    sweep.prepared_variant.cache_clear()
+    runner = TaskRunner()  # what it keeps is its own: another runner prepares afresh
     prepares.clear()
-    sweep.run_task(task)
-    sweep.run_task(task)
-    assert len(prepares) == 1
+    runner.run(task)
+    runner.run(task)
+    assert len(prepares) == 1 and runner.prepares == 1
     trace = folder / sc.workload.trace
     trace.write_text(trace.read_text())  # the same bytes, written again: another file identity
-    sweep.run_task(task)
+    runner.run(task)
     assert len(prepares) == 2
+    TaskRunner().run(task)
+    assert len(prepares) == 3
+
+
+def test_a_runner_sent_to_a_worker_keeps_nothing_prepared(tmp_path):
+    sc = short("baseline", days=5)
+    task = sweep.Task("v000", 0, 5, sc.model_dump(mode="json"), str(sc.base_dir), "t")
+    runner = TaskRunner(kept=3)
+    runner.run(task)
+    copy = pickle.loads(pickle.dumps(runner))
+    assert (copy.kept, copy.prepares) == (3, 0) and len(pickle.dumps(runner)) < 200
+    pd.testing.assert_frame_equal(copy.run(task).summary, runner.run(task).summary)
 
 
 def test_the_verdicts_runs_prepare_each_distinct_scenario_once(prepares):
