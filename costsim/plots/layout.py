@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from costsim.plots.downsample import on_screen
 from costsim.plots.styles import Style
 
 # Legend: horizontal, above the plot area, left-aligned. A vertical legend on the right collided
@@ -116,19 +117,21 @@ def option_line(fig: go.Figure, style: Style, name: str, x: Iterable, y: Iterabl
                 hovertemplate: str, customdata=None, **kw) -> None:
     """Add option ``name``'s line (k-th of n) in its style, markers at staggered intervals
     (``marked_points``; ``name`` is escaped here: ``literal``); ``x`` and ``y``: its points in any
-    iterable (a column, an array, a list), in the axes' units.
+    iterable (a column, an array, a list), in the axes' units, x ascending; more than a screen
+    shows are thinned to each pixel column's extremes (``downsample.on_screen``, the hover data
+    with them).
 
     Two traces in one legend group: the line with a hover on every point (``mode="lines"``, out of
     the legend), then the marked points alone (``isolated``: no line joins them) drawn in the
     line's style, which is the legend entry, so the legend shows the dash and the marker. A marker
     on every point, most of size 0, would cost the browser one SVG node per point: on a year of
     days that made drawing a figure several times slower."""
-    x, y = list(x), list(y)
+    xs, ys, custom = on_screen(list(x), list(y), customdata)
     line = {**style.line(widths(n)[k]), **kw.pop("line", {})}
-    fig.add_scatter(x=x, y=y, name=literal(name), legendgroup=literal(name), showlegend=False, mode="lines",
-                    line=line, customdata=customdata, hovertemplate=hovertemplate, **kw)
-    at = marked_points(len(x), k, n)
-    fig.add_scatter(x=isolated(x, at), y=isolated(y, at), name=literal(name), legendgroup=literal(name),
+    fig.add_scatter(x=xs, y=ys, name=literal(name), legendgroup=literal(name), showlegend=False, mode="lines",
+                    line=line, customdata=custom, hovertemplate=hovertemplate, **kw)
+    at = marked_points(len(xs), k, n)
+    fig.add_scatter(x=isolated(xs, at), y=isolated(ys, at), name=literal(name), legendgroup=literal(name),
                     mode="lines+markers", line=line, marker=style.marker(MARKER_PX), hoverinfo="skip")
 
 
