@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
-from scipy.stats import qmc
 
 from costsim.runs import api, arguments
 from costsim.runs.outfiles import input_file_problem
@@ -157,6 +156,8 @@ def latin_hypercube(ranges: list[Range], seed: int) -> np.ndarray:
     """An (n, len(ranges)) design: column j has one point in each of n equal strata of
     [low_j, high_j), in an order that is random and independent between columns. Drawn from its
     own stream of the sweep's seed (``SeedSequence(seed, spawn_key=(name_key('latin-hypercube'),))``)."""
+    from scipy.stats import qmc  # here, not at import: the dashboard imports this module for seeds alone
+
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_LHS_KEY,)))
     try:  # scipy >= 1.15 takes rng=; older versions seed= (same draws from the same Generator)
         engine = qmc.LatinHypercube(d=len(ranges), rng=rng)
