@@ -47,7 +47,7 @@ from costsim.dashboard import (
     warm_up,
 )
 from costsim.dashboard.bounded import RunTimedOut
-from costsim.dashboard.server import server_pool
+from costsim.dashboard.server import imports_frozen, server_pool
 from costsim.dashboard.sidebar import knob_form, sidebar_slot, timed_out
 from costsim.dashboard.views import first_screen, flip_control
 from costsim.errors import CostsimError
@@ -201,6 +201,7 @@ def main() -> None:
         show_error("The dashboard's limits are misconfigured.", err)
         return
     result_cache()
+    imports_frozen()
     base = load_base(limits)
     if base is None:
         return
