@@ -47,7 +47,7 @@ from costsim.dashboard import (
     warm_up,
 )
 from costsim.dashboard.bounded import RunTimedOut
-from costsim.dashboard.server import server_pool
+from costsim.dashboard.server import imports_frozen, server_pool
 from costsim.dashboard.sidebar import knob_form, sidebar_slot, timed_out
 from costsim.dashboard.views import first_screen, flip_control
 from costsim.errors import CostsimError
@@ -85,7 +85,11 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
     replication 0 is ``costsim run`` on the scenario's seed),
     from the cache or bounded runs side by side; None (with a message) if they did not finish."""
     seeds = [replication_seed(scenario.seed, r) for r in range(replications)]
-    found = {s: result_cache().get(run_key(scenario, s)) for s in seeds}
+    keys = [run_key(scenario, s) for s in seeds]
+    shown = st.session_state.get("shown_runs")
+    if shown is not None and shown[0] == keys:  # a rerun of the same runs (a tab, a widget): not unpickled again
+        return shown[1]
+    found = {s: result_cache().get(k) for s, k in zip(seeds, keys, strict=True)}
     missing = [s for s in seeds if found[s] is None]
     if missing:
         status = st.empty()
@@ -114,7 +118,9 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
         for s, blob in zip(missing, blobs, strict=True):
             result_cache().put(run_key(scenario, s), blob)
             found[s] = pickle.loads(blob)
-    return [found[s] for s in seeds]
+    runs = [found[s] for s in seeds]
+    st.session_state["shown_runs"] = (keys, runs)
+    return runs
 
 
 @dataclass
@@ -134,7 +140,8 @@ def from_link(limits: Limits) -> costsim.Scenario | None:
         return None
     try:
         yaml = decode_scenario(text, int(limits.upload_mb * 2**20))
-        return load_upload(Upload(LINK, yaml.encode()), None, upload_root(), limits)
+        return state.kept(st.session_state, "link", yaml,
+                          lambda: load_upload(Upload(LINK, yaml.encode()), None, upload_root(), limits))
     except CostsimError as err:
         show_error("The scenario in this link cannot be used; showing a shipped scenario instead.", err)
         st.session_state["link_text"] = None
@@ -170,13 +177,17 @@ def load_base(limits: Limits) -> Base | None:
         if upload is not None:
             data = upload.getvalue()
             extra = trace.getvalue() if trace is not None else b""
-            sc = load_upload(Upload(upload.name, data), Upload(trace.name, extra) if trace is not None else None,
-                             upload_root(), limits)
-            return Base(sc, content_key(data + b"\0" + extra))
+            key = content_key(data + b"\0" + extra)
+            sc = state.kept(st.session_state, "upload", (key, upload.name, trace.name if trace is not None else None),
+                            lambda: load_upload(Upload(upload.name, data),
+                                                Upload(trace.name, extra) if trace is not None else None,
+                                                upload_root(), limits))
+            return Base(sc, key)
         if linked is not None and choice == f"{LINK}: {linked.name}":
             return Base(linked, content_key(costsim.dump_scenario(linked).encode()))
         path = shipped[choice]
-        return Base(costsim.load_scenario(path), content_key(path.read_bytes()))
+        key = content_key(path.read_bytes())
+        return Base(state.kept(st.session_state, "shipped", (str(path), key), lambda: costsim.load_scenario(path)), key)
     except CostsimError as err:
         show_error("This scenario cannot be used.", err)
         return None
@@ -201,6 +212,7 @@ def main() -> None:
         show_error("The dashboard's limits are misconfigured.", err)
         return
     result_cache()
+    imports_frozen()
     base = load_base(limits)
     if base is None:
         return
@@ -226,7 +238,8 @@ def main() -> None:
         why = "the scenario in the Edit scenario tab has problems (marked there); fix them to update these results."
     else:
         try:
-            scenario = apply_knobs(working.scenario, form.knobs)
+            scenario = state.kept(st.session_state, "knobbed", (working.scenario, form.knobs),
+                                  lambda: apply_knobs(working.scenario, form.knobs))
         except CostsimError as err:
             with head:
                 knob_errors(err, working.scenario, form)
@@ -250,7 +263,8 @@ def main() -> None:
         _, scenario, runs = saved
         why = why or "the last settings did not run."
     # The utilisation flip is a search by re-simulation: on request (flip_control), in the workers.
-    verdict = costsim.decide(runs, flips=False)
+    verdict = state.kept(st.session_state, "verdict", [run_key(r.scenario, r.seed) for r in runs],
+                         lambda: costsim.decide(runs, flips=False))
     with head:
         # The scenario's name first, as typed (escaped), so a user sees at once which scenario this is.
         st.subheader(f"{literal_markdown(scenario.name)}: {plain(scenario.horizon_days)} days, "

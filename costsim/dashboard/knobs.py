@@ -139,7 +139,8 @@ def _edit_class(cls: dict[str, Any], k: ClassKnobs, was: ClassKnobs) -> None:
 
 def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> Scenario:
     """The scenario with the knobs applied, validated and checked like a file (ScenarioError).
-    Only knobs that differ from ``current_knobs(scenario)`` write a field."""
+    Only knobs that differ from ``current_knobs(scenario)`` write a field; with none, ``scenario``
+    itself is returned (it is a checked scenario: loaded, uploaded or the editor's)."""
     was = current_knobs(scenario)
     before: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=False)
     data = copy.deepcopy(before)
@@ -175,6 +176,8 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
     if _changed(knobs.waiting_usd_per_gpu_hour, was.waiting_usd_per_gpu_hour):
         data["decision"]["waiting_usd_per_gpu_hour"] = float(knobs.waiting_usd_per_gpu_hour)
     data, _ = apply_resize(before, data)  # own-256 at 320 GPUs: own-320, as sweeps and optimize name it
+    if data == before:  # no knob turned: the scenario given, already checked (a check per rerun is slow)
+        return scenario
     edited = scenario_from_data(data, source, scenario.base_dir)
     return api.check(edited, source)
 

@@ -1,7 +1,10 @@
 """What one dashboard server shares between its sessions, owned by Streamlit's resource cache (one
-per server process, dropped with ``st.cache_resource.clear()``): its pool of worker processes."""
+per server process, dropped with ``st.cache_resource.clear()``): its pool of worker processes, and
+the garbage collector's view of what its imports made."""
 
 from __future__ import annotations
+
+import gc
 
 import streamlit as st
 
@@ -16,4 +19,20 @@ def server_pool() -> WorkerPool:
     return new_pool()
 
 
-__all__ = ["server_pool"]
+@st.cache_resource
+def imports_frozen() -> bool:
+    """Once per server, after the app's imports: everything alive then (modules, classes, the
+    catalog: about 140,000 objects) is moved out of the garbage collector's sight (``gc.freeze``).
+
+    Streamlit runs a full collection after every script run, before the browser hears that the
+    run ended; walking those objects each time took 0.3–0.8 s of every rerun on this 2-core
+    machine. They live as long as the server anyway (a frozen object is still freed when its last
+    reference goes; only a cycle among them would stay). Once per process: a process that froze
+    already (a test process clearing Streamlit's caches) freezes nothing more."""
+    if gc.get_freeze_count() == 0:
+        gc.collect()
+        gc.freeze()
+    return True
+
+
+__all__ = ["imports_frozen", "server_pool"]

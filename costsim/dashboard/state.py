@@ -9,15 +9,17 @@ next (in widgets drawn under that key) would be dropped.
 
 Session keys: ``generation`` (the reset counter), ``last_good_edit`` (the editor key and the last
 working copy without problems), ``knobs_pushed`` (the editor key, the data the knobs wrote and the
-knobs' key they were drawn under).
+knobs' key they were drawn under); and ``kept:<name>`` for what ``kept`` remembers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping
-from typing import Any
+from typing import Any, TypeVar
 
 from costsim.scenario import Scenario
+
+T = TypeVar("T")
 
 GENERATION = "generation"
 LAST_GOOD_EDIT = "last_good_edit"
@@ -64,3 +66,17 @@ def knob_key(session: MutableMapping[str, Any], *, loaded_key: str, editor_key: 
 def knobs_pushed(session: MutableMapping[str, Any], *, editor_key: str, scenario: Scenario, key: str) -> None:
     """Remember that the knobs (drawn under ``key``) wrote ``scenario`` into the editor's copy."""
     session[KNOBS_PUSHED] = (editor_key, scenario.model_dump(mode="json"), key)
+
+
+def kept(session: MutableMapping[str, Any], name: str, key: object, make: Callable[[], T]) -> T:
+    """``make()``, or what it gave when ``name`` was last asked for with an equal ``key`` (one value
+    kept per name, in the session). Streamlit runs the whole script for every click, so what a
+    rerun would compute again unchanged is kept here: the check of an uploaded or shipped scenario,
+    the knobs applied to it, the verdict on the same runs (on a 3-year lab with serving these took
+    most of a tab switch). An error from ``make`` keeps nothing."""
+    saved = session.get(f"kept:{name}")
+    if saved is not None and saved[0] == key:
+        return saved[1]
+    value = make()
+    session[f"kept:{name}"] = (key, value)
+    return value

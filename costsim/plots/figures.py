@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from costsim.plan.facts import hybrid
 from costsim.plots.band import cumulative_cost_band
 from costsim.plots.decisions import pareto_figure, tornado_figure
+from costsim.plots.downsample import on_screen
 from costsim.plots.layout import (
     LAYOUT,
     finish,
@@ -62,7 +63,8 @@ def class_looks(results: Results) -> dict[str, tuple[str, str]]:
 
 def _groups(frame: pd.DataFrame, styles: dict[str, Style]):
     """(k, n, option, rows) per option in the styles' order (the summary's), skipping absent ones."""
-    present = [o for o in styles if o in set(frame["option"])]
+    names = set(frame["option"].unique())  # once: a set of the column per option cost seconds on long tables
+    present = [o for o in styles if o in names]
     by = dict(tuple(frame.groupby("option", sort=False)))
     return [(k, len(present), o, by[o]) for k, o in enumerate(present)]
 
@@ -142,9 +144,9 @@ def utilization_over_time(results: Results, window_days: int = 7) -> go.Figure:
         daily = g["busy_gpus"] / cap
         roll = lambda c: c.rolling(window_days, center=True, min_periods=1).sum()  # noqa: E731
         weekly = roll(g["busy_gpus"].where(cap.notna())) / roll(cap)
-        fig.add_scatter(x=g["day"], y=daily, name=literal(option), legendgroup=literal(option), showlegend=False,
-                        mode="lines",
-                        line=dict(color=st.color, width=1), opacity=0.3, customdata=np.c_[g["busy_gpus"], cap],
+        days, daily, held = on_screen(g["day"], daily, np.c_[g["busy_gpus"], cap])
+        fig.add_scatter(x=days, y=daily, name=literal(option), legendgroup=literal(option), showlegend=False,
+                        mode="lines", line=dict(color=st.color, width=1), opacity=0.3, customdata=held,
                         hovertemplate=_NAME + " · day %{x} · %{customdata[0]:,.0f} of %{customdata[1]:,.0f} GPUs "
                         "busy (%{y:.0%})<extra></extra>")
         option_line(fig, st, option, g["day"], weekly, k, n,
@@ -173,7 +175,8 @@ def capacity_over_time(results: Results) -> go.Figure:
     fig = go.Figure()
     for k, n, option, g in _groups(d, styles):
         st = styles[option]
-        fig.add_scatter(x=g["day"], y=g["capacity_gpus"], name=literal(f"{option} capacity"), legendgroup=literal(option),
+        days, capacity = on_screen(g["day"], g["capacity_gpus"])
+        fig.add_scatter(x=days, y=capacity, name=literal(f"{option} capacity"), legendgroup=literal(option),
                         showlegend=False, mode="lines+markers",
                         line=dict(color=st.color, width=1.2, dash="dot" if st.dash != "dot" else "solid"),
                         # full colour (contrast) and the option's marker, open and sparse: whose capacity

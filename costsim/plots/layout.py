@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from costsim.plots.downsample import on_screen
 from costsim.plots.styles import Style
 
 # Legend: horizontal, above the plot area, left-aligned. A vertical legend on the right collided
@@ -91,25 +92,47 @@ def widths(n: int, thin: float = 2.0, thick: float = 4.5) -> list[float]:
     return list(np.linspace(thick, thin, n)) if n > 1 else [thin + 0.5]
 
 
-def marker_sizes(n_points: int, k: int, n_lines: int, size: float = 9.0) -> list[float]:
-    """Marker sizes for line ``k`` of ``n_lines``: a marker every ``every`` points (about 8 per
-    line, but at least ``n_lines`` apart), offset by the line's index so that coinciding lines
-    show their markers at different x; 0 elsewhere (hover still works on every point)."""
+def marked_points(n_points: int, k: int, n_lines: int) -> np.ndarray:
+    """Indices of the points of line ``k`` of ``n_lines`` that carry a marker: one every
+    ``every`` points (about 8 per line, but at least ``n_lines`` apart), offset by the line's index
+    so that coinciding lines show their markers at different x."""
     every = max(1, min(max(n_points // 8, n_lines), n_points))
     offset = (k * every) // max(n_lines, 1)
-    return [size if (i + offset) % every == 0 else 0.0 for i in range(n_points)]
+    return np.flatnonzero((np.arange(n_points) + offset) % every == 0)
+
+
+def isolated(values: Sequence, at: np.ndarray) -> list:
+    """``values`` at the indices ``at``, each followed by a gap (None), so a line drawn through
+    them joins none of them: only their markers show."""
+    out: list = []
+    for i in at:
+        out += [values[i], None]
+    return out
+
+
+MARKER_PX = 9.0  # a line's markers, px
 
 
 def option_line(fig: go.Figure, style: Style, name: str, x: Iterable, y: Iterable, k: int, n: int,
                 hovertemplate: str, customdata=None, **kw) -> None:
     """Add option ``name``'s line (k-th of n) in its style, markers at staggered intervals
-    (``name`` is escaped here: ``literal``); ``x`` and ``y``: its points in any iterable (a
-    column, an array, a list), in the axes' units."""
-    x = list(x)
-    fig.add_scatter(x=x, y=list(y), name=literal(name), legendgroup=literal(name), mode="lines+markers",
-                    line={**style.line(widths(n)[k]), **kw.pop("line", {})},
-                    marker={**style.marker(), "size": marker_sizes(len(x), k, n)},
-                    customdata=customdata, hovertemplate=hovertemplate, **kw)
+    (``marked_points``; ``name`` is escaped here: ``literal``); ``x`` and ``y``: its points in any
+    iterable (a column, an array, a list), in the axes' units, x ascending; more than a screen
+    shows are thinned to each pixel column's extremes (``downsample.on_screen``, the hover data
+    with them).
+
+    Two traces in one legend group: the line with a hover on every point (``mode="lines"``, out of
+    the legend), then the marked points alone (``isolated``: no line joins them) drawn in the
+    line's style, which is the legend entry, so the legend shows the dash and the marker. A marker
+    on every point, most of size 0, would cost the browser one SVG node per point: on a year of
+    days that made drawing a figure several times slower."""
+    xs, ys, custom = on_screen(list(x), list(y), customdata)
+    line = {**style.line(widths(n)[k]), **kw.pop("line", {})}
+    fig.add_scatter(x=xs, y=ys, name=literal(name), legendgroup=literal(name), showlegend=False, mode="lines",
+                    line=line, customdata=custom, hovertemplate=hovertemplate, **kw)
+    at = marked_points(len(xs), k, n)
+    fig.add_scatter(x=isolated(xs, at), y=isolated(ys, at), name=literal(name), legendgroup=literal(name),
+                    mode="lines+markers", line=line, marker=style.marker(MARKER_PX), hoverinfo="skip")
 
 
 def option_bars(fig: go.Figure, style: Style, name: str, x: Sequence, y: Sequence, hovertemplate: str,

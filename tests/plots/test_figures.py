@@ -187,29 +187,41 @@ def test_every_figure_builds_with_units_styles_and_a_legend_above(which, request
                 assert (t.marker.color, t.marker.pattern.shape) == (styles[t.name].color, styles[t.name].pattern)
 
 
+def line_of(fig, option):
+    """The option's main line: every point, hovered, drawn in full (not the faint daily context)."""
+    return next(t for t in fig.data if t.name == option and t.mode == "lines" and t.opacity is None)
+
+
+def markers_of(fig, option):
+    """The option's legend entry: its marked points alone, in the line's style."""
+    return next(t for t in fig.data if t.name == option and t.showlegend is not False)
+
+
 def test_coinciding_lines_stay_visible(mixed):
     # On-demand and spot utilisation are both 100 % every day: same y, different dash, width and
     # marker positions, so the line drawn first still shows around the later one.
     fig = plots.utilization_over_time(mixed)
-    lines = [t for t in fig.data if t.showlegend is not False]
-    a, b = (next(t for t in lines if t.name == n) for n in ("on-demand", "spot"))
+    a, b = (line_of(fig, n) for n in ("on-demand", "spot"))
     assert np.allclose(np.asarray(a.y, float), 1) and np.allclose(np.asarray(b.y, float), 1)
     assert a.line.dash != b.line.dash and a.line.width != b.line.width
-    marked = [{x for x, s in zip(t.x, t.marker.size, strict=True) if s} for t in (a, b)]
+    marked = [{x for x in markers_of(fig, n).x if x is not None} for n in ("on-demand", "spot")]
     assert marked[0] and marked[1] and marked[0] != marked[1]
 
 
-def test_weekly_utilisation_is_held_over_capacity_gpu_hours_of_the_week(baseline):
-    ts = baseline.timeseries[baseline.timeseries["option"] == "own-256"]
-    fig = plots.utilization_over_time(baseline)
-    weekly = next(t for t in fig.data if t.name == "own-256" and t.showlegend is not False)
-    daily = next(t for t in fig.data if t.name == "own-256" and t.showlegend is False)
-    for day in (0, 5, 19):  # the first (a 4-day window), a middle and the last day
-        window = ts[(ts["hour"] >= 24 * (day - 3)) & (ts["hour"] < 24 * (day + 4))]
-        assert weekly.y[day] == pytest.approx(window["busy_gpus"].sum() / window["capacity_gpus"].sum(), rel=1e-9)
-        one = ts[ts["hour"] // 24 == day]
-        assert daily.y[day] == pytest.approx(one["busy_gpus"].sum() / one["capacity_gpus"].sum(), rel=1e-9)
-    assert daily.opacity < 0.5 and daily.line.width < weekly.line.width
+def test_markers_are_drawn_only_where_shown_and_never_joined(mixed):
+    """A line's markers are a trace of their own, its marked points each followed by a gap (so
+    no line joins them), on the line's points, in the line's dash (the legend shows both); the
+    line itself carries the hover and no markers (one SVG node per point in the browser)."""
+    fig = plots.utilization_over_time(mixed)
+    for option in mixed.summary["option"]:
+        line, marks = line_of(fig, option), markers_of(fig, option)
+        assert "markers" not in line.mode and line.showlegend is False and "%{" in line.hovertemplate
+        assert marks.mode == "lines+markers" and marks.hoverinfo == "skip" and marks.legendgroup == line.legendgroup
+        assert marks.x[1::2] == (None,) * (len(marks.x) // 2) and marks.y[1::2] == marks.x[1::2]
+        points = dict(zip(line.x, line.y, strict=True))
+        assert all(points[x] == y for x, y in zip(marks.x[::2], marks.y[::2], strict=True))
+        assert 0 < len(marks.x) // 2 <= max(8, len(mixed.summary)) + 1
+        assert (marks.line.dash, marks.line.color) == (line.line.dash, line.line.color)
 
 
 def test_the_band_is_the_mean_and_t_interval_over_replications(tmp_path_factory):
