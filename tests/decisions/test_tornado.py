@@ -283,7 +283,7 @@ def test_base_runs_given_are_used_as_they_are_not_simulated_nor_decided_again(re
     monkeypatch.setattr(api, "simulate", lambda *a, **k: simulated.append(1) or simulate(*a, **k))
     monkeypatch.setattr(sensitivity, "decide", lambda *a, **k: decided.append(1) or decide(*a, **k))
     told = []
-    given = tornado(sc, inputs=ANALYTIC + NOT_HERE, given=sensitivity.Given(runs=runs, verdict=verdict),
+    given = tornado(sc, inputs=ANALYTIC + NOT_HERE, executor="local", given=sensitivity.Given(runs=runs, verdict=verdict),
                     progress=lambda done, total: told.append((done, total)))
     assert len(simulated) == 2 * len(ANALYTIC) and decided == []  # each input's two ends; the base is given
     assert told[-1] == (2 * len(ANALYTIC), 2 * len(ANALYTIC))
@@ -293,7 +293,7 @@ def test_base_runs_given_are_used_as_they_are_not_simulated_nor_decided_again(re
         (result.build, result.rent, result.base_difference_usd, result.base_breakeven_month)
     pd.testing.assert_frame_equal(runs[0].summary, summary)  # the caller's run is left as it was
     # Without the verdict, the tornado decides on the given runs itself: once.
-    tornado(sc, inputs=["pue"], given=sensitivity.Given(runs=runs))
+    tornado(sc, inputs=["pue"], executor="local", given=sensitivity.Given(runs=runs))
     assert decided == [1]
 
 

@@ -97,7 +97,7 @@ def test_a_verdict_given_is_not_decided_again_and_every_section_is_told(tiny, mo
 
 @pytest.mark.slow
 def test_costsim_report_decides_once_and_its_tornado_reuses_the_replications(tmp_path, monkeypatch):
-    """Through the CLI with the tornado: one ``decide`` in all (the flip search's, told on stderr),
+    """Through the CLI with the tornado (in this process, to count): one ``decide`` in all (the flip search's, told on stderr),
     and the simulations are the replications, the flip search's and the tornado's ends, the
     tornado's base being the replications handed over."""
     from costsim.decisions import sensitivity
@@ -113,7 +113,7 @@ def test_costsim_report_decides_once_and_its_tornado_reuses_the_replications(tmp
     monkeypatch.setattr(api, "simulate", lambda *a, **k: simulated.append(1) or simulate(*a, **k))
     ends = []
     monkeypatch.setattr(sensitivity, "tornado", lambda *a, **k: ends.append(k["given"]) or tornado(*a, **k))
-    res = invoke_cli("report", tmp_path / "s.yaml", "--replications", 2, "--out", tmp_path / "r.html")
+    res = invoke_cli("report", tmp_path / "s.yaml", "--replications", 2, "--executor", "local", "--out", tmp_path / "r.html")
     assert res.exit_code == 0, res.output
     assert decided == [1]
     (given,) = ends
