@@ -1,5 +1,6 @@
 """Series thinned to what a screen can show, keeping what the eye needs: the highest and the lowest
-value in every pixel column's worth of x, and every gap.
+value in every pixel column's worth of x, and every gap; a cumulative share, every step of its
+value instead.
 
 A figure is about 1,500 px wide, so a line of more points than that draws several per pixel column
 and only their extremes are seen: a year of hourly points per option is 8,760 × options, and
@@ -51,6 +52,25 @@ def envelope(x, y, max_points: int = SCREEN_POINTS) -> np.ndarray:
     return np.unique(keep)
 
 
+def steps(y, max_points: int = SCREEN_POINTS) -> np.ndarray:
+    """Indices (ascending) of the points of a non-decreasing series drawn as steps (a cumulative
+    share: the queue-delay distribution) to keep: every point when there are at most
+    ``max_points``; else the first point at or above each of ``max_points - 2`` evenly spaced
+    levels from its first to its last value, and both ends. Held flat to the next point kept, the
+    curve is then within one level's spacing of the whole series at every x, however the points
+    crowd along x (a long tail of delays would leave cutting x into equal buckets blind where most
+    jobs are)."""
+    ys = np.asarray(y, dtype=float)
+    n = len(ys)
+    if max_points < 5:
+        raise ValueError(f"steps(): max_points must be at least 5 (got {max_points})")
+    if n <= max_points:
+        return np.arange(n)
+    levels = np.linspace(ys[0], ys[-1], max_points - 2)
+    at = np.minimum(np.searchsorted(ys, levels, side="left"), n - 1)
+    return np.unique(np.concatenate([[0, n - 1], at]))
+
+
 def thinned(at: np.ndarray, *columns) -> list:
     """Each of ``columns`` (a list, an array, a pandas Series, or None) at the indices ``at``, as
     numpy arrays (rows of a 2-D one; None stays None)."""
@@ -63,4 +83,4 @@ def on_screen(x, y, *more, max_points: int = SCREEN_POINTS) -> list:
     return thinned(envelope(x, y, max_points), x, y, *more)
 
 
-__all__ = ["SCREEN_POINTS", "envelope", "on_screen", "thinned"]
+__all__ = ["SCREEN_POINTS", "envelope", "on_screen", "steps", "thinned"]

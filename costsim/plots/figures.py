@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from costsim.plan.facts import hybrid
 from costsim.plots.band import cumulative_cost_band
 from costsim.plots.decisions import pareto_figure, tornado_figure
-from costsim.plots.downsample import on_screen
+from costsim.plots.downsample import on_screen, steps, thinned
 from costsim.plots.layout import (
     LAYOUT,
     finish,
@@ -125,6 +125,7 @@ def delay_distribution(results: Results) -> go.Figure:
         share = np.searchsorted(delays, x, side="right") / len(delays)
         if len(x) and x[-1] < longest:
             x, share = np.append(x, longest), np.append(share, 1.0)
+        x, share = thinned(steps(share), x, share)  # thinned along the share: most jobs wait little
         option_line(fig, styles[option], option, x, share, k, n, _NAME + " · %{y:.0%} of jobs waited at most "
                     "%{x:,.2f} h<extra></extra>", line=dict(shape="hv"))
     return finish(fig, "Queue delay distribution", "queue delay (hours)", "share of jobs waiting at most x",

@@ -324,8 +324,14 @@ _FLOW_MARK = re.compile(r"""[\[\]{},'"]""")
 def values_as_written(rhs: str) -> list[str]:
     """``rhs`` of ``--set path=v1,v2`` cut at its commas outside brackets, braces and quoted
     scalars: the values as written, without reading them (an unclosed bracket or quote runs to the
-    end). A quote opens a quoted scalar only where a value starts, as in YAML's flow style; '' is a
-    quote inside single quotes, \\" inside double quotes."""
+    end). A quote opens a quoted scalar only where a value starts (after a comma, a bracket, a brace
+    or a key's ": "), as in YAML's flow style; '' is a quote inside single quotes, \\" inside
+    double quotes."""
+    return _scan(rhs)[0]
+
+
+def _scan(rhs: str) -> tuple[list[str], bool]:
+    """``values_as_written(rhs)``, and whether every bracket, brace and quote it opens is closed."""
     cuts, depth, quote, start, doubled = [], 0, "", 0, -1
     for mark in _FLOW_MARK.finditer(rhs):
         at, char = mark.start(), mark.group()
@@ -340,7 +346,7 @@ def values_as_written(rhs: str) -> list[str]:
             before = at - 1  # the last character before the quote that is not a blank
             while before >= start and rhs[before] in " \t":
                 before -= 1
-            if before < start or (depth and rhs[before] in "[{,:"):
+            if before < start or rhs[before] in "[{," or (rhs[before] == ":" and before < at - 1):
                 quote = char
         elif char in "[{":
             depth += 1
@@ -350,7 +356,7 @@ def values_as_written(rhs: str) -> list[str]:
             cuts.append(rhs[start:at])
             start = at + 1
     cuts.append(rhs[start:])
-    return cuts
+    return cuts, depth == 0 and not quote
 
 
 def _escaped(text: str, at: int) -> bool:
@@ -369,12 +375,18 @@ def parse_set(text: str) -> tuple[str, list[Any]]:
     path, _, rhs = text.partition("=")
     path = path.strip()
     # YAML takes about half a second per thousand values: refuse what cannot run before reading it
-    written = values_as_written(rhs)
+    written, closed = _scan(rhs)
     if len(written) > MAX_TASKS:
         raise ScenarioError("--set", [Problem((clipped(path),), (
             f"{len(written):,} values: a sweep runs at most {MAX_TASKS:,} tasks (variants × replications); give "
             "fewer values"))])
-    longest = max(written, key=len)
+    if not closed:  # YAML refuses it too, after reading all of it
+        raise ScenarioError("--set", [Problem((clipped(path),), (
+            f"cannot read {clipped(repr(rhs))} as comma-separated YAML values (a bracket, brace or quote is "
+            "not closed)"))])
+    # a list or a mapping may be long (a table of quantiles); no text a field takes is
+    scalars = (v for v in written if not v.lstrip().startswith(("[", "{")))
+    longest = max(scalars, key=len, default="")
     if len(longest) > MAX_SET_VALUE_CHARS:
         raise ScenarioError("--set", [Problem((clipped(path),), (
             f"{clipped(repr(longest))}: longer than any scenario field takes ({MAX_SET_VALUE_CHARS:,} characters)"))])

@@ -16,7 +16,7 @@ from hypothesis import strategies as hs
 
 import costsim
 from costsim.plots import figures as plots
-from costsim.plots.downsample import SCREEN_POINTS, envelope, on_screen
+from costsim.plots.downsample import SCREEN_POINTS, envelope, on_screen, steps
 from costsim.plots.layout import option_line
 from costsim.plots.styles import option_styles
 
@@ -126,3 +126,43 @@ def test_figures_of_a_long_horizon_draw_a_bounded_number_of_points_and_tables_ar
     for option in options:
         line = next(t for t in fig.data if t.name == option and t.mode == "lines")
         assert max(line.y) == daily[option].max() and min(line.y) == daily[option].min()
+
+
+def drawn_as_steps(x_kept, y_kept, x):
+    """The value a step curve through the kept points draws at each ``x`` (held to the next point)."""
+    return np.asarray(y_kept)[np.searchsorted(x_kept, x, side="right") - 1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(hs.integers(2_001, 30_000), hs.integers(0, 2**32 - 1), hs.floats(0.01, 0.5))
+def test_a_long_tailed_delay_distribution_is_drawn_within_one_step_of_its_share(n, seed, tail):
+    """Most jobs wait minutes and a few wait weeks: cut along x, the first buckets would hold most
+    jobs and draw the curve flat at its first value (0 % at 1 h where 36 % waited at most 1 h);
+    cut along the share, every x is drawn within one level of the true share."""
+    rng = np.random.default_rng(seed)
+    delays = np.sort(np.where(rng.random(n) < tail, rng.uniform(100, 2000, n), rng.exponential(2.0, n)))
+    x = np.unique(delays)
+    share = np.searchsorted(delays, x, side="right") / n
+    at = steps(share)
+    assert len(at) <= SCREEN_POINTS and at[0] == 0 and at[-1] == len(x) - 1
+    error = np.abs(drawn_as_steps(x[at], share[at], x) - share)
+    assert error.max() <= 1 / (SCREEN_POINTS - 3) + 1 / n
+
+
+def test_the_delay_figure_is_thinned_along_its_share(run):
+    """The figure itself, on 20,000 jobs of one option, most waiting about 2 h and a tenth 100 to
+    2,000 h: at every delay the line draws within one level of the share that waited at most it."""
+    rng = np.random.default_rng(5)
+    one = run.jobs[run.jobs["option"] == run.jobs["option"].iloc[0]]
+    jobs = one.sample(20_000, replace=True, random_state=5).reset_index(drop=True)
+    jobs["submit_h"] = run.scenario.warmup_h
+    jobs["queue_delay_h"] = np.where(rng.random(len(jobs)) < 0.1, rng.uniform(100, 2000, len(jobs)),
+                                     rng.exponential(2.0, len(jobs)))
+    fig = plots.delay_distribution(dataclasses.replace(run, jobs=jobs))
+    line = fig.data[0]
+    delays = np.sort(jobs["queue_delay_h"].to_numpy())
+    x = np.unique(delays)
+    share = np.searchsorted(delays, x, side="right") / len(delays)
+    assert len(line.x) <= SCREEN_POINTS
+    error = np.abs(drawn_as_steps(np.asarray(line.x), np.asarray(line.y), x) - share)
+    assert error.max() <= 1 / (SCREEN_POINTS - 3) + 1 / len(delays)
