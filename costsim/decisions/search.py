@@ -27,7 +27,7 @@ from costsim.decisions.targets import MAJORITY, METRICS, Target, value
 from costsim.decisions.verdict import MEANS
 from costsim.runs.executors import Lanes
 from costsim.runs.sweepfile import Sweep, sweep_from_sets
-from costsim.runs.taskqueue import TaskQueue
+from costsim.runs.taskqueue import Failed, TaskQueue
 from costsim.runs.taskrun import PREPARED_KEPT, Task, TaskOutput, TaskRunner, shared_runs, tasks
 from costsim.scenario import ScenarioError
 
@@ -58,6 +58,7 @@ class _Unit:
     queued: bool = False
     wanted: bool = False
     recorded: bool = False
+    error: Exception | None = None  # a run's, kept until the unit is wanted (a guess may never be)
 
 
 class Search:
@@ -108,6 +109,8 @@ class Search:
         if not unit.wanted:
             unit.wanted = True
             self._count(len(unit.outputs))  # what a guess has finished already
+        if unit.error is not None:  # a run of it, guessed, failed: as it would have when wanted
+            raise unit.error
 
     def guess(self, points: Sequence[Point]) -> None:
         """Queue each of ``points`` (one sweep each) for lanes the wanted runs leave idle, their
@@ -143,6 +146,11 @@ class Search:
             done, outs = queue.next()
             which, g = cast(tuple[tuple[Point, ...], int], done)  # the keys _put gives: (points, group)
             other = self.units[which]  # a dropped guess never comes back
+            if isinstance(outs, Failed):
+                if other.wanted:
+                    raise outs.error
+                other.error = outs.error  # raised if the search comes to want this guess
+                continue
             other.outputs.update(zip(other.groups[g], outs, strict=True))
             if other.wanted:
                 self._count(len(outs))

@@ -14,9 +14,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from costsim.runs.executors import Lanes
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A task that raised ``error`` (what ``TaskQueue.next`` hands back for it)."""
+
+    error: Exception
 
 
 class TaskQueue:
@@ -63,8 +71,10 @@ class TaskQueue:
         return len(self._waiting) + sum(k is not None for k in self._running.values())
 
     def next(self) -> tuple[Hashable, Any]:
-        """The next task to finish, as ``(key, fn(task))`` (a task's error raised here), once the
-        idle lanes have been given the most urgent tasks waiting."""
+        """The next task to finish, as ``(key, fn(task))``, or ``(key, Failed(error))`` when it
+        raised: the caller decides whether that task's error matters (a guess nobody wanted must not
+        stop the search a pool happened to finish it in), once the idle lanes have been given the
+        most urgent tasks waiting."""
         if not len(self):
             raise LookupError("nothing queued")
         while True:
@@ -72,7 +82,10 @@ class TaskQueue:
             for handle in self.lanes.wait(list(self._running)):
                 key = self._running.pop(handle)
                 if key is not None:
-                    return key, self.lanes.result(handle)
+                    try:
+                        return key, self.lanes.result(handle)
+                    except Exception as error:  # noqa: BLE001 - handed back with its key, not lost
+                        return key, Failed(error)
                 # a dropped task finished: its lane is free for the next one
 
     def _fill(self) -> None:
@@ -83,4 +96,4 @@ class TaskQueue:
             self.started += 1
 
 
-__all__ = ["TaskQueue"]
+__all__ = ["Failed", "TaskQueue"]

@@ -50,8 +50,8 @@ def same_answer(a: Optimum, b: Optimum) -> None:
 
 
 class _Ran:
-    def __init__(self, value):
-        self.value = value
+    def __init__(self, value, error=None):
+        self.value, self.error = value, error
 
 
 class Eager(Lanes):
@@ -61,12 +61,17 @@ class Eager(Lanes):
     slots = 4
 
     def start(self, fn, task):
-        return _Ran(fn(task))
+        try:
+            return _Ran(fn(task))
+        except Exception as error:  # a worker's error comes back with its result, as a pool's
+            return _Ran(None, error)
 
     def wait(self, handles):
         return [next(iter(handles))]
 
     def result(self, handle):
+        if handle.error is not None:
+            raise handle.error
         return handle.value
 
     def abandon(self, handles):
@@ -86,6 +91,34 @@ def test_guesses_run_by_idle_workers_change_nothing_and_this_process_runs_none(t
     # The first two steps guessed both of the next step's midpoints (2 replications each), and
     # the guesses the search went past ran in vain, beside the 16 runs recorded.
     assert here.runs < len(simulated) // 2 <= here.runs + 2 * 2 * 2
+
+
+def test_a_guess_that_fails_stops_nothing_unless_the_search_comes_to_want_it(tmp_path, monkeypatch):
+    """On a pool a guess may finish, and fail, before the step the search waits for: its error
+    belongs to the guess, raised only were that configuration wanted, so every level the search
+    never wants failing leaves the answer as it is."""
+    from costsim.runs.taskrun import TaskRunner
+
+    path = _mmc(tmp_path)
+    here = optimize(path, TARGET, VARY, replications=2, executor="local")
+    wanted = {row["options.own.gpus"] for _, row in here.evaluated.iterrows()}
+    run = TaskRunner.__call__
+
+    def failing_unwanted(self, group):
+        gpus = {next(o for o in t.scenario["options"] if o["kind"] == "owned")["gpus"] for t in group}
+        if gpus - wanted:
+            raise RuntimeError(f"a run-time failure at gpus={sorted(gpus)}")
+        return run(self, group)
+
+    class FailingFirst(Eager):
+        """A failure comes back first, as a pool's quick failure would, before the step waited for."""
+
+        def wait(self, handles):
+            return [next((h for h in handles if h.error is not None), next(iter(handles)))]
+
+    monkeypatch.setattr(TaskRunner, "__call__", failing_unwanted)
+    monkeypatch.setattr("costsim.decisions.optimize.open_executor", lambda *args: contextlib.nullcontext(FailingFirst()))
+    same_answer(optimize(path, TARGET, VARY, replications=2, executor="local"), here)
 
 
 def test_a_price_only_search_simulates_once_per_replication(tmp_path, simulated):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from costsim.runs.executors import open_executor
-from costsim.runs.taskqueue import TaskQueue
+from costsim.runs.taskqueue import Failed, TaskQueue
 from costsim.scenario import ScenarioError
 
 
@@ -37,7 +37,7 @@ def test_in_process_the_most_urgent_runs_first_and_a_dropped_task_never_runs():
         queue.next()
 
 
-def test_a_tasks_error_is_raised_by_next_and_a_key_is_queued_once():
+def test_a_tasks_error_comes_back_with_its_key_and_a_key_is_queued_once():
     def fail(x):
         raise ScenarioError("s", [])
 
@@ -46,8 +46,8 @@ def test_a_tasks_error_is_raised_by_next_and_a_key_is_queued_once():
         queue.put(1, 1)
         with pytest.raises(ValueError, match="queued already"):
             queue.put(1, 1)
-        with pytest.raises(ScenarioError):
-            queue.next()
+        key, outcome = queue.next()
+        assert key == 1 and isinstance(outcome, Failed) and isinstance(outcome.error, ScenarioError)
 
 
 def nap(seconds: float) -> float:
