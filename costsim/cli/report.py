@@ -51,6 +51,7 @@ def report_command(
     from costsim.report.build import build_report, check_out, replications_of, tornado_or_note, write_page
     from costsim.report.sweep import is_sweep_folder, sweep_inputs
     from costsim.runs import api
+    from costsim.runs.executors import executor_settings
     from costsim.runs.outfiles import FolderLock, check_out_file, scenario_inputs
 
     stages = Stages(err_console, quiet)
@@ -76,6 +77,8 @@ def report_command(
                 raise ScenarioError("--variant", [Problem((), "applies to a sweep folder only")])
             sc = load_scenario_or_exit(source)
             check_out_file("--out", out, scenario_inputs(sc, source))  # before the runs: they take a while
+            if tornado is not False:  # Dask missing, say: refused now, not after the replications
+                executor_settings(executor.value, None, None, "report")
             root = sc.seed if seed is None else seed
             n = 3 if replications is None else replications
             with stages.stage(f"simulating {n} replication{'s' if n > 1 else ''}", n, "runs") as step:

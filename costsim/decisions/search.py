@@ -28,7 +28,16 @@ from costsim.decisions.verdict import MEANS
 from costsim.runs.executors import Lanes
 from costsim.runs.sweepfile import Sweep, sweep_from_sets
 from costsim.runs.taskqueue import Failed, TaskQueue
-from costsim.runs.taskrun import PREPARED_KEPT, Task, TaskOutput, TaskRunner, shared_runs, tasks
+from costsim.runs.taskrun import (
+    PREPARED_KEPT,
+    Task,
+    TaskOutput,
+    TaskRunner,
+    bytes_sha256,
+    inputs_sha256,
+    shared_runs,
+    tasks,
+)
 from costsim.scenario import ScenarioError
 
 Point = tuple[int, ...]  # a configuration: one level index per dimension
@@ -82,6 +91,12 @@ class Search:
         self.planned = 0
         self.units: dict[tuple[Point, ...], _Unit] = {}
         self.queue: TaskQueue | None = None  # made with the first sweep, its runner sized to it
+        self.file_sha256: dict[Path, str] = {}  # each input file hashed once, when first varied
+
+    def _file_sha256(self, path: Path) -> str:
+        if path not in self.file_sha256:
+            self.file_sha256[path] = bytes_sha256(path.read_bytes())
+        return self.file_sha256[path]
 
     def values(self, p: Point) -> dict[str, Any]:
         return {d.path: d.value(k) for d, k in zip(self.dims, p, strict=True)}
@@ -163,7 +178,10 @@ class Search:
             spec = sweep_from_sets(self.path, sets, self.replications, self.seed)
         except ScenarioError as err:  # a value the scenario refuses: the --vary that gave it
             raise (ScenarioError("--vary", err.problems) if err.source == "--set" else err) from None
-        todo = tasks(spec)
+        # each task checks its trace and catalog against these as it runs, as a sweep's do: an edit
+        # during the search, or another file at the path on a Dask worker, is refused, never mixed in
+        shas = {v.id: inputs_sha256(v.scenario, self._file_sha256) for v in spec.variants}
+        todo = tasks(spec, shas)
         return _Unit(tuple(itertools.product(*axes)), spec, todo, shared_runs(todo))  # sweep_from_sets' order
 
     def _queue(self) -> TaskQueue:

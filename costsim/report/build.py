@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from costsim.errors import CostsimError
 from costsim.plots import figures as plots
 from costsim.present.formats import plain
 from costsim.report import html as h
@@ -214,7 +213,7 @@ def write_report(source, path_or_folder: str | os.PathLike[str], targets=None, t
                  frontier: pd.DataFrame | None = None, title: str | None = None, variant: str | None = None,
                  label: str = "--out", verdict=None) -> Path:
     """Write ``build_report(...)`` atomically (``write_page``) to ``path_or_folder``, or to
-    ``report.html`` in it when it is a folder; the path written. OutputError (a ScenarioError
+    ``report.html`` in it when it is a folder; the path written. OutputError (an error
     naming ``label``) when it cannot be."""
     path = Path(path_or_folder)
     if path.is_dir():
@@ -225,7 +224,7 @@ def write_report(source, path_or_folder: str | os.PathLike[str], targets=None, t
 
 def write_page(text: str, path: Path, label: str = "--out") -> Path:
     """Write ``text`` (a page ``build_report`` built) to ``path`` atomically: a temporary file in the
-    same folder, flushed to disk, renamed over the target; ``path``. OutputError (a ScenarioError
+    same folder, flushed to disk, renamed over the target; ``path``. OutputError (an error
     naming ``label``) when it cannot be."""
     from costsim.runs.dataset import write_atomic
 
@@ -290,5 +289,6 @@ def tornado_or_note(sc, seed: int, targets=None, step=None, replications: int = 
     try:
         return tornado(sc, replications=replications, seed=seed, targets=targets, progress=step, given=given,
                        executor=executor)
-    except CostsimError as err:  # e.g. no owned or no rented option to set against each other
+    except ScenarioError as err:  # e.g. no owned or no rented option to set against each other; a
+        # pool or a Dask cluster that fails is not a note on the page: it stops the report
         return "No sensitivity tornado: " + "; ".join(p.message for p in err.problems)

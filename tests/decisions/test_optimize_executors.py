@@ -121,6 +121,21 @@ def test_a_guess_that_fails_stops_nothing_unless_the_search_comes_to_want_it(tmp
     same_answer(optimize(path, TARGET, VARY, replications=2, executor="local"), here)
 
 
+def test_a_trace_edited_during_the_search_is_refused_not_mixed_in(tmp_path):
+    """Each run checks its trace against the bytes the search started with, as a sweep's does."""
+    from costsim.scenario import ScenarioError
+
+    path = _mmc(tmp_path, days=4.0)
+    trace = tmp_path / "trace.csv"
+
+    def edit_after_the_first_run(done, total):
+        if done == 1:
+            trace.write_text(trace.read_text() + "95.0,1,1.0\n")
+
+    with pytest.raises(ScenarioError, match="changed while the sweep ran"):
+        optimize(path, TARGET, VARY, replications=2, executor="local", progress=edit_after_the_first_run)
+
+
 def test_a_price_only_search_simulates_once_per_replication(tmp_path, simulated):
     path = _mmc(tmp_path, days=4.0)
     best = optimize(path, [], ["options.cloud.price_per_gpu_hour=2..8"], replications=2, executor="local")

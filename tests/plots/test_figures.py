@@ -197,6 +197,19 @@ def markers_of(fig, option):
     return next(t for t in fig.data if t.name == option and t.showlegend is not False)
 
 
+def test_weekly_utilisation_is_held_over_capacity_gpu_hours_of_the_week(baseline):
+    ts = baseline.timeseries[baseline.timeseries["option"] == "own-256"]
+    fig = plots.utilization_over_time(baseline)
+    weekly = line_of(fig, "own-256")
+    daily = next(t for t in fig.data if t.name == "own-256" and t.opacity is not None and t.opacity < 0.5)
+    for day in (0, 5, 19):  # the first (a 4-day window), a middle and the last day
+        window = ts[(ts["hour"] >= 24 * (day - 3)) & (ts["hour"] < 24 * (day + 4))]
+        assert weekly.y[day] == pytest.approx(window["busy_gpus"].sum() / window["capacity_gpus"].sum(), rel=1e-9)
+        one = ts[ts["hour"] // 24 == day]
+        assert daily.y[day] == pytest.approx(one["busy_gpus"].sum() / one["capacity_gpus"].sum(), rel=1e-9)
+    assert daily.line.width < weekly.line.width
+
+
 def test_coinciding_lines_stay_visible(mixed):
     # On-demand and spot utilisation are both 100 % every day: same y, different dash, width and
     # marker positions, so the line drawn first still shows around the later one.

@@ -123,3 +123,28 @@ def test_costsim_report_decides_once_and_its_tornado_reuses_the_replications(tmp
     assert len(simulated) == 2 + flips + in_tornado
     assert "the verdict's 2 replications, the same seeds, averaged" in html.unescape(
         (tmp_path / "r.html").read_text(encoding="utf-8"))
+
+
+def test_a_pool_that_fails_stops_the_report_and_a_scenario_without_both_sides_is_a_note(tmp_path, monkeypatch):
+    """A tornado that cannot be drawn for this scenario is a note on the page; a pool or a Dask
+    cluster that fails under it is an error, not a page that says "No sensitivity tornado"."""
+    from costsim.decisions import sensitivity
+    from costsim.errors import ExecutorError
+    from costsim.report.build import tornado_or_note
+    from costsim.scenario import Problem, ScenarioError
+
+    (tmp_path / "s.yaml").write_text(TINY_RL)
+    sc = costsim.load_scenario(tmp_path / "s.yaml")
+
+    def no_sides(*_a, **_k):
+        raise ScenarioError("tornado", [Problem((), "needs an owned and a rented option")])
+
+    monkeypatch.setattr(sensitivity, "tornado", no_sides)
+    assert tornado_or_note(sc, 0) == "No sensitivity tornado: needs an owned and a rented option"
+
+    def lost(*_a, **_k):
+        raise ExecutorError("dask", "the scheduler at 127.0.0.1:1 went away")
+
+    monkeypatch.setattr(sensitivity, "tornado", lost)
+    with pytest.raises(ExecutorError):
+        tornado_or_note(sc, 0)
