@@ -91,7 +91,8 @@ def report_command(
         if not source.is_dir() and tornado is not False:
             # The tornado on the verdict's replications (its seeds, averaged): one base difference on the
             # page. Those runs and the verdict are handed over: its base is not simulated nor decided again.
-            with stages.stage("sensitivity tornado (inputs at both ends)") as step:
+            # counted in runs: the ends of a price input re-cost one simulation rather than simulate
+            with stages.stage("sensitivity tornado (inputs at both ends)", unit="runs") as step:
                 shown = tornado_or_note(sc, root, wanted, step, replications=n, runs=runs, verdict=verdict,
                                         executor=executor.value)
         # The lock of the folder written into: a run swapping that folder into place meanwhile would

@@ -57,7 +57,7 @@ def test_report_tells_every_stage_on_stderr_and_keeps_stdout_clean(tmp_path):
     assert lines["simulating 3 replications"] == (3, "runs")
     assert lines["searching the utilisation flip"][0] == flips[0]
     # The tornado's base is the verdict's 3 replications, handed over, not simulated again.
-    assert lines["sensitivity tornado (inputs at both ends)"] == (told[-1][1] - 3, "simulations")
+    assert lines["sensitivity tornado (inputs at both ends)"] == (told[-1][1] - 3, "runs")
     assert told[-1][0] == told[-1][1] > 3
     # Every section of the page: verdict, options, time to target, break-even, Pareto, tornado, the
     # run's five figure sections (costs, delays, iterations, reliability, timeline), assumptions, scenario.

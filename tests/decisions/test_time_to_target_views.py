@@ -198,7 +198,7 @@ def test_figure_one_line_per_option_the_target_and_the_reach_markers(runs):
     assert notes == {f"{o}: day {rows.loc[o, 'day']:.1f}, ${rows.loc[o, 'cost_usd']:,.0f}" for o in rows.index}
     # reach days 48.3, 48.3 and 51.4 are closer than an eighth of the 60 days: one box (texts apart)
     assert len(fig.layout.annotations) == 1 and fig.layout.annotations[0].x == pytest.approx(rows["day"].min())
-    assert len(fig.data) == 3 + 1 + 1  # options, target, the reach markers (no bands for one run)
+    assert len(fig.data) == 2 * 3 + 1 + 1  # each option's line and its marked points, target, reach markers (no bands: one run)
     band = plots.time_to_target(runs)
     assert sum(t.fill == "toself" for t in band.data) == 3 and "mean of 3 replications" in band.layout.title.text
 

@@ -119,7 +119,7 @@ def test_costsim_report_decides_once_and_its_tornado_reuses_the_replications(tmp
     (given,) = ends
     assert len(given.runs) == 2 and given.verdict is not None
     flips = int(re.search(r"searching the utilisation flip: (\d+) simulations?", res.stderr)[1])
-    in_tornado = int(re.search(r"sensitivity tornado \(inputs at both ends\): (\d+) simulations?", res.stderr)[1])
+    in_tornado = int(re.search(r"sensitivity tornado \(inputs at both ends\): (\d+) runs?", res.stderr)[1])
     assert len(simulated) == 2 + flips + in_tornado
     assert "the verdict's 2 replications, the same seeds, averaged" in html.unescape(
         (tmp_path / "r.html").read_text(encoding="utf-8"))

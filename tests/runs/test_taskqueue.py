@@ -61,10 +61,12 @@ def test_on_a_pool_guesses_take_idle_lanes_only_and_a_dropped_running_guess_is_n
     with open_executor("processes", 2) as lanes:
         queue = TaskQueue(lanes, nap)
         queue.put("wanted", 0.5)
-        queue.put("guess", 60.0, priority=1)  # the second lane is idle: the guess takes it
+        queue.put("guess", 600.0, priority=1)  # the second lane is idle: the guess takes it
         queue.put("later", 0.1, priority=2)
         assert queue.next() == ("wanted", 0.5)
         assert queue.started == 2
         queue.drop("guess")  # running: dropped, its lane held until the pool closes
         assert queue.next() == ("later", 0.1) and len(queue) == 0
-    assert time.perf_counter() - t0 < 30  # the pool stopped the guess rather than wait a minute
+    # the pool stopped the guess rather than wait ten minutes (a loaded machine may take a minute
+    # or two to start and stop a pool)
+    assert time.perf_counter() - t0 < 180
