@@ -144,8 +144,7 @@ class OwnedPlan:
 
     @property
     def node_gpus(self) -> int:
-        """GPUs of one node: the unit whole nodes are taken in and a failure takes out (its NVLink
-        domain may span more: ``plan.hardware.nvlink_domain_gpus``)."""
+        """GPUs of one node: the unit whole nodes are taken in and the NVLink domain."""
         return self.gpus_per_node
 
     @property
@@ -269,8 +268,7 @@ class CloudPlan:
 
     @property
     def node_gpus(self) -> int:
-        """GPUs of one instance: the unit capacity is rented in (its NVLink domain:
-        ``plan.hardware.nvlink_domain_gpus``)."""
+        """GPUs of one instance: the unit capacity is rented in and the NVLink domain."""
         return self.gpus_per_instance
 
     @property
