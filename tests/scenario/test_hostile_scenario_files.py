@@ -421,7 +421,7 @@ def test_a_file_of_many_thousand_classes_stops_at_the_node_budget():
     start = time.perf_counter()
     msg = refused(text)
     assert "more than 100,000 YAML nodes" in msg
-    assert time.perf_counter() - start < 30
+    assert time.perf_counter() - start < 90  # the budget stops it in seconds; the whole file would take minutes
 
 
 def test_an_integer_of_thousands_of_digits_is_a_message():
@@ -507,7 +507,7 @@ def test_cli_validate_exits_2_naming_the_field(tmp_path, case, text, trace, expe
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert expected in proc.stderr.replace("\n", " ")
-    assert time.perf_counter() - start < 30  # interpreter start-up included, on a loaded machine
+    assert time.perf_counter() - start < 90  # interpreter start-up included, on a loaded machine
 
 
 def test_term_years_true_is_not_a_term():
