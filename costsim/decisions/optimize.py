@@ -35,6 +35,7 @@ executor, the workers and whichever guesses ran.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -145,8 +146,8 @@ def _monotone(meets: dict[Point, bool], d: int) -> str | None:
 def _refine(search: Search, table: pd.DataFrame, grids: list[list[int]]) -> Stopped | None:
     """Bisection along the first monotone dimension from the cheapest qualifying grid point; where
     it stopped when the run budget ran out first. While a step's runs go, lanes they leave idle
-    start on the next step's (its midpoint if this one meets, and if it misses): the same steps,
-    sooner, on more than one worker."""
+    start on the next step's (its midpoint if this one meets, and if it misses; first the one its
+    replications back so far point to): the same steps, sooner, on more than one worker."""
     ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
     if ok.empty:
         return None
@@ -177,10 +178,8 @@ def _refine(search: Search, table: pd.DataFrame, grids: list[list[int]]) -> Stop
                 search.want([here])
                 if search.done + 2 * search.replications <= search.max_runs:  # a next step within the budget
                     search.guess([_with_level(best, d, n) for n in _next_mids(fail, mid, good)])
-                search.settle([here], "bisection")
-                t = search.table()
-                hit = t[(t["_point"] == key(here)) & (t["_option"] == option)]
-                if bool(hit["meets"].iloc[0]):
+                search.settle([here], "bisection", functools.partial(_lean, search, best, d, option, fail, mid, good))
+                if _meets(search.table(), here, option):
                     good = mid
                 else:
                     fail = mid
@@ -189,6 +188,19 @@ def _refine(search: Search, table: pd.DataFrame, grids: list[list[int]]) -> Stop
             search.forget()
         return None
     return None
+
+
+def _lean(search: Search, best: Point, d: int, option: str, fail: int, mid: int, good: int) -> None:
+    """The next step's guess that the midpoint's replications back so far point to, first."""
+    here = _with_level(best, d, mid)
+    after = (fail + mid) // 2 if _meets(search.partial([here]), here, option) else (mid + good) // 2
+    search.prefer([_with_level(best, d, after)])
+
+
+def _meets(table: pd.DataFrame, p: Point, option: str) -> bool:
+    """Whether ``option`` at ``p`` meets every target in ``table`` (``Search.table``)."""
+    hit = table[(table["_point"] == key(p)) & (table["_option"] == option)]
+    return bool(hit["meets"].iloc[0])
 
 
 def _next_mids(fail: int, mid: int, good: int) -> list[int]:
