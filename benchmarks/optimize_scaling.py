@@ -24,7 +24,8 @@ With ``--repeats N`` each call is timed N times, local and pool alternated, and 
 the pool's search it also prints how busy the workers were (each task's time in its worker, summed,
 ÷ workers × the pool's time: the rest is the pool's start-up and a worker waiting between steps)
 and how many runs the workers made beside those the search recorded (guesses it went past): both
-hold under other load, which stretches the tasks and the pool's time alike.
+hold under other load, which stretches the tasks and the pool's time alike, and their product is
+the efficiency on an idle machine if a task takes as long in a worker as in this process.
 No assertion on time: the README quotes the figures. Run it on an otherwise idle machine: with
 other busy processes each worker gets a share of a core and the ratios say more about them than
 about the executors (the load average is printed at the start and the end).
@@ -152,7 +153,8 @@ def main() -> None:
         row(f"process pool, {w} workers", t_pool, t_local / (w * t_pool))
         t_timed, share, ran = busy(lambda: optimize(path, None, VARY, replications=r, executor="processes", workers=w), w)
         print(f"  the pool again, its tasks timed ({t_timed:.1f} s): workers busy {share:.0%} of the time, "
-              f"{ran} runs for the {local.runs} recorded")
+              f"{ran} runs for the {local.runs} recorded: {share * local.runs / ran:.2f}, the efficiency an idle "
+              "machine gives if a task takes as long in a worker as here")
         if args.dask:
             t_dask, dask = timed(lambda: optimize(path, None, VARY, replications=r, executor="dask", workers=w))
             same_answer(dask, local)
