@@ -74,7 +74,7 @@ def test_sensitivity_tab_shows_the_sentence_figure_and_flips(monkeypatch, tiny):
     assert not at.exception and not at.get("plotly_chart")  # nothing runs before the button
     at.button(key="tabs:sensitivity:run").click().run()
     assert not at.exception and not at.error
-    expected = tornado(costsim.load_scenario(tiny))  # the library, in this process
+    expected = tornado(costsim.load_scenario(tiny), executor="local")  # the library, in this process
     assert "cloud price is ×0.67" in tornado_sentence(expected)  # the crossing the module docstring computes
     assert f"**{literal_markdown(tornado_sentence(expected))}**" in [m.value for m in at.markdown]
     assert len(at.get("plotly_chart")) == 1
