@@ -87,11 +87,6 @@ class Search:
     def values(self, p: Point) -> dict[str, Any]:
         return {d.path: d.value(k) for d, k in zip(self.dims, p, strict=True)}
 
-    def run(self, points: list[Point], stage: str) -> None:
-        """Simulate ``points`` (a product of per-dimension levels, or one point) and record them."""
-        self.want(points)
-        self.settle(points, stage)
-
     def plan(self, points: list[Point]) -> None:
         """Build the sweep of ``points`` (its variants checked: a value the scenario refuses is a
         ScenarioError naming ``--vary``) without running it yet."""
@@ -160,6 +155,15 @@ class Search:
             if other is unit and len(unit.outputs) < len(unit.todo) and lean is not None:
                 lean()
         self._record(unit, stage)
+
+    def outstanding(self, points: list[Point]) -> int:
+        """Groups of tasks of ``points`` not back yet."""
+        unit = self.units[tuple(points)]
+        return sum(g[0] not in unit.outputs for g in unit.groups)
+
+    def slots(self) -> int:
+        """Tasks the executor runs at once."""
+        return self.lanes.slots if self.lanes is not None else 1
 
     def partial(self, points: list[Point]) -> pd.DataFrame:
         """``table`` of the runs of ``points`` back so far (not recorded: a guide, never the answer)."""

@@ -96,9 +96,11 @@ class TwoLanes(Lanes):
 
     def __init__(self):
         self.started: list[tuple[int, ...]] = []
+        self.events: list[tuple[str, int]] = []  # ("start" | "done", the owned option's GPUs)
 
     def start(self, fn, task):
         self.started.append(tuple(t.scenario["options"][0]["gpus"] for t in task))
+        self.events.append(("start", self.started[-1][0]))
         return _Ran((fn, task))
 
     def wait(self, handles):
@@ -106,6 +108,7 @@ class TwoLanes(Lanes):
         if isinstance(first.value, tuple):
             fn, task = first.value
             first.value = [fn(task)]
+            self.events.append(("done", task[0].scenario["options"][0]["gpus"]))
         return [first]
 
     def result(self, handle):
@@ -115,7 +118,7 @@ class TwoLanes(Lanes):
         return []
 
 
-def test_a_lane_freed_mid_step_takes_the_guess_the_replications_back_point_to(tmp_path, monkeypatch):
+def test_a_lane_freed_mid_step_takes_the_guess_the_runs_back_point_to(tmp_path, monkeypatch):
     path = _mmc(tmp_path)
     lanes = TwoLanes()
     monkeypatch.setattr("costsim.decisions.optimize.open_executor", lambda *args: contextlib.nullcontext(lanes))
@@ -125,6 +128,9 @@ def test_a_lane_freed_mid_step_takes_the_guess_the_replications_back_point_to(tm
     # Every guess started was taken (none of 10 or 15, the other ways the steps could have gone):
     # the first replication back of each step pointed the right way.
     assert set(sizes) - {8, 16, 24, 32, 40} == set(bisected) == {12, 13, 14} and len(sizes) == best.runs
+    # The lane the grid's last run left idle started the first midpoint, placed by the grid's runs back.
+    last_grid = max(i for i, e in enumerate(lanes.events) if e == ("done", 40))
+    assert lanes.events.index(("start", 12)) < last_grid
 
 
 def test_a_price_only_search_simulates_once_per_replication(tmp_path, simulated):
