@@ -20,7 +20,12 @@ variants saves, side by side in one process.
    seconds saved, tables identical (checked).
 
 Efficiency = T_local / (workers × T_pool): 1.0 is perfect scaling; the target is 0.8 on 2 workers.
-With ``--repeats N`` each call is timed N times, local and pool alternated, and the best kept.
+With ``--repeats N`` each call is timed N times, local and pool alternated, and the best kept. For
+the pool's search it also prints how busy the workers were (each task's time in its worker, summed,
+÷ workers × the pool's time: the rest is the pool's start-up and a worker waiting between steps)
+and how many runs the workers made beside those the search recorded (guesses it went past): both
+hold under other load, which stretches the tasks and the pool's time alike, and their product is
+the efficiency on an idle machine if a task takes as long in a worker as in this process.
 No assertion on time: the README quotes the figures. Run it on an otherwise idle machine: with
 other busy processes each worker gets a share of a core and the ratios say more about them than
 about the executors (the load average is printed at the start and the end).
@@ -37,11 +42,12 @@ from pathlib import Path
 import pandas as pd
 
 import costsim
+import costsim.decisions.search as search
 from costsim.decisions.optimize import optimize
 from costsim.decisions.sensitivity import tornado
 from costsim.runs.executors import open_executor
 from costsim.runs.sweepfile import sweep_from_sets
-from costsim.runs.taskrun import shared_runs, task_outputs, tasks
+from costsim.runs.taskrun import TaskRunner, shared_runs, task_outputs, tasks
 
 BASELINE = Path(__file__).resolve().parent.parent / "scenarios" / "baseline.yaml"
 VARY = ["options.own-384.gpus=256..768"]
@@ -70,6 +76,33 @@ def side_by_side(local, pool, repeats: int):
 def same_answer(a, b) -> None:
     assert (a.values, a.option, a.meets, a.runs) == (b.values, b.option, b.meets, b.runs)
     pd.testing.assert_frame_equal(a.evaluated, b.evaluated, check_exact=True)
+
+
+LOG = os.environ.setdefault("COSTSIM_BENCH_TASK_LOG", os.path.join(tempfile.gettempdir(), f"tasks-{os.getpid()}.log"))
+
+
+class Timed(TaskRunner):
+    """A runner that appends each group's worker, start, end (wall seconds) and size to ``LOG``."""
+
+    def __call__(self, group):
+        start = time.time()
+        out = super().__call__(group)
+        with open(LOG, "a") as f:
+            f.write(f"{os.getpid()} {start} {time.time()} {len(group)}\n")
+        return out
+
+
+def busy(run, workers: int) -> tuple[float, float, int]:
+    """(wall seconds, share of workers × wall the workers spent in tasks, tasks run) of ``run()``
+    with every group timed by ``Timed`` (the pool's start-up counts as idle)."""
+    open(LOG, "w").close()
+    real, search.TaskRunner = search.TaskRunner, Timed
+    try:
+        t, _ = timed(run)
+    finally:
+        search.TaskRunner = real
+    spans = [line.split() for line in open(LOG)]
+    return t, sum(float(b) - float(a) for _, a, b, _ in spans) / (workers * t), sum(int(n) for *_, n in spans)
 
 
 def load() -> str:
@@ -118,6 +151,10 @@ def main() -> None:
         row("local (one process)", t_local)
         same_answer(pool, local)
         row(f"process pool, {w} workers", t_pool, t_local / (w * t_pool))
+        t_timed, share, ran = busy(lambda: optimize(path, None, VARY, replications=r, executor="processes", workers=w), w)
+        print(f"  the pool again, its tasks timed ({t_timed:.1f} s): workers busy {share:.0%} of the time, "
+              f"{ran} runs for the {local.runs} recorded: {share * local.runs / ran:.2f}, the efficiency an idle "
+              "machine gives if a task takes as long in a worker as here")
         if args.dask:
             t_dask, dask = timed(lambda: optimize(path, None, VARY, replications=r, executor="dask", workers=w))
             same_answer(dask, local)

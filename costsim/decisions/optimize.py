@@ -35,6 +35,7 @@ executor, the workers and whichever guesses ran.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -142,18 +143,29 @@ def _monotone(meets: dict[Point, bool], d: int) -> str | None:
     return seen.pop() if len(seen) == 1 else None
 
 
-def _refine(search: Search, table: pd.DataFrame, grids: list[list[int]]) -> Stopped | None:
-    """Bisection along the first monotone dimension from the cheapest qualifying grid point; where
-    it stopped when the run budget ran out first. While a step's runs go, lanes they leave idle
-    start on the next step's (its midpoint if this one meets, and if it misses): the same steps,
-    sooner, on more than one worker."""
+@dataclass(frozen=True)
+class _Bracket:
+    """Where the bisection runs: along dimension ``d`` from ``best`` (the cheapest qualifying grid
+    point, of the scenario's option ``option``), between level ``good`` (it) and ``fail`` (its
+    failing grid neighbour)."""
+
+    best: Point
+    option: str
+    d: int
+    fail: int
+    good: int
+
+
+def _bracket(search: Search, table: pd.DataFrame, grids: list[list[int]]) -> _Bracket | None:
+    """The bisection's bracket on the grid's ``table``: along the first monotone dimension from the
+    cheapest qualifying grid point (None when nothing qualifies or no dimension brackets it)."""
     ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
     if ok.empty:
         return None
     best, option = point(ok.iloc[0]["_point"]), ok.iloc[0]["_option"]
     mine = table[table["_option"] == option]
     meets = {point(r["_point"]): bool(r["meets"]) for _, r in mine.iterrows()}
-    for d, dim in enumerate(search.dims):
+    for d in range(len(search.dims)):
         direction = _monotone(meets, d)
         if direction is None:
             continue
@@ -162,33 +174,73 @@ def _refine(search: Search, table: pd.DataFrame, grids: list[list[int]]) -> Stop
         j = i - 1 if direction == "up" else i + 1
         if not 0 <= j < len(levels):  # the best is at the range's end (``_edges`` says so)
             continue
-        fail, good = levels[j], best[d]
-        if meets.get(_with_level(best, d, fail), True):
+        if meets.get(_with_level(best, d, levels[j]), True):
             continue
-        steps = math.ceil(math.log2(abs(good - fail))) if abs(good - fail) > 1 else 0
-        search.planned = search.done + steps * search.replications
-        try:
-            while abs(good - fail) > 1:
-                if search.done + search.replications > search.max_runs:
-                    return Stopped(path=dim.path, misses=dim.value(fail), meets=dim.value(good),
-                                   max_runs=search.max_runs)
-                mid = (good + fail) // 2
-                here = _with_level(best, d, mid)
-                search.want([here])
-                if search.done + 2 * search.replications <= search.max_runs:  # a next step within the budget
-                    search.guess([_with_level(best, d, n) for n in _next_mids(fail, mid, good)])
-                search.settle([here], "bisection")
-                t = search.table()
-                hit = t[(t["_point"] == key(here)) & (t["_option"] == option)]
-                if bool(hit["meets"].iloc[0]):
-                    good = mid
-                else:
-                    fail = mid
-                search.forget([_with_level(best, d, (good + fail) // 2)])
-        finally:
-            search.forget()
-        return None
+        return _Bracket(best=best, option=option, d=d, fail=levels[j], good=best[d])
     return None
+
+
+def _refine(search: Search, table: pd.DataFrame, grids: list[list[int]]) -> Stopped | None:
+    """Bisection within ``_bracket``; where it stopped when the run budget ran out first. While a
+    step's runs go, lanes they leave idle start on the next step's (its midpoint if this one meets,
+    and if it misses; first the one its replications back so far point to): the same steps, sooner,
+    on more than one worker."""
+    bracket = _bracket(search, table, grids)
+    if bracket is None:
+        search.forget()
+        return None
+    best, option, d, fail, good = bracket.best, bracket.option, bracket.d, bracket.fail, bracket.good
+    dim = search.dims[d]
+    steps = math.ceil(math.log2(abs(good - fail))) if abs(good - fail) > 1 else 0
+    search.planned = search.done + steps * search.replications
+    search.forget([_with_level(best, d, (good + fail) // 2)])  # a guess the grid's last runs proved wrong
+    try:
+        while abs(good - fail) > 1:
+            if search.done + search.replications > search.max_runs:
+                return Stopped(path=dim.path, misses=dim.value(fail), meets=dim.value(good), max_runs=search.max_runs)
+            mid = (good + fail) // 2
+            here = _with_level(best, d, mid)
+            search.want([here])
+            if search.done + 2 * search.replications <= search.max_runs:  # a next step within the budget
+                search.guess([_with_level(best, d, n) for n in _next_mids(fail, mid, good)])
+            search.settle([here], "bisection", functools.partial(_lean, search, best, d, option, fail, mid, good))
+            if _meets(search.table(), here, option):
+                good = mid
+            else:
+                fail = mid
+            search.forget([_with_level(best, d, (good + fail) // 2)])
+    finally:
+        search.forget()
+    return None
+
+
+def _grid_lean(search: Search, grid: list[Point], grids: list[list[int]]) -> None:
+    """Once the grid's runs still out are fewer than the lanes, an idle lane starts the bisection's
+    first midpoint where the grid's runs back so far place it (a guess, dropped if the whole grid
+    places it elsewhere)."""
+    if search.outstanding(grid) >= search.slots() or len(grid) * search.replications + \
+            search.replications > search.max_runs:
+        return
+    bracket = _bracket(search, search.partial(grid), grids)
+    if bracket is None or abs(bracket.good - bracket.fail) <= 1:
+        return
+    first = _with_level(bracket.best, bracket.d, (bracket.good + bracket.fail) // 2)
+    search.forget([first])
+    search.guess([first])
+    search.prefer([first])
+
+
+def _lean(search: Search, best: Point, d: int, option: str, fail: int, mid: int, good: int) -> None:
+    """The next step's guess that the midpoint's replications back so far point to, first."""
+    here = _with_level(best, d, mid)
+    after = (fail + mid) // 2 if _meets(search.partial([here]), here, option) else (mid + good) // 2
+    search.prefer([_with_level(best, d, after)])
+
+
+def _meets(table: pd.DataFrame, p: Point, option: str) -> bool:
+    """Whether ``option`` at ``p`` meets every target in ``table`` (``Search.table``)."""
+    hit = table[(table["_point"] == key(p)) & (table["_option"] == option)]
+    return bool(hit["meets"].iloc[0])
 
 
 def _next_mids(fail: int, mid: int, good: int) -> list[int]:
@@ -249,7 +301,8 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
     search.plan(grid)  # a value the scenario refuses is named before any worker starts
     with open_executor(executor, workers, address) as lanes:
         search.lanes = lanes
-        search.run(grid, "grid")
+        search.want(grid)
+        search.settle(grid, "grid", functools.partial(_grid_lean, search, grid, grids))
         stopped = _refine(search, search.table(), grids)
     if progress is not None:
         progress(search.done, search.done)

@@ -6,8 +6,9 @@ the same seed in every configuration, so comparisons are paired) whose tasks go 
 groups that share a simulation (``costsim.runs.taskrun``: configurations that differ only in a
 price are simulated once per replication), and *settles* them: waits for their runs and records
 them, in the order wanted. It may also *guess* points it may want next: their tasks take only the
-lanes the wanted runs leave idle (``costsim.runs.taskqueue``), are recorded only once wanted, and
-are dropped when the search goes elsewhere. What is recorded, and so every table and answer, is
+lanes the wanted runs leave idle (``costsim.runs.taskqueue``), the guess the runs back so far point
+to first (``prefer``), are recorded only once wanted, and are dropped when the search goes
+elsewhere. What is recorded, and so every table and answer, is
 the same whatever the executor and whichever guesses ran.
 """
 
@@ -41,7 +42,8 @@ from costsim.runs.taskrun import (
 from costsim.scenario import ScenarioError
 
 Point = tuple[int, ...]  # a configuration: one level index per dimension
-NOW, LATER = 0, 1  # queue priorities: runs the search waits for; guesses, for idle lanes only
+# Queue priorities: runs the search waits for; the guess the runs back so far point to; other guesses.
+NOW, LIKELY, LATER = 0, 1, 2
 
 
 def key(p: Point) -> str:
@@ -101,11 +103,6 @@ class Search:
     def values(self, p: Point) -> dict[str, Any]:
         return {d.path: d.value(k) for d, k in zip(self.dims, p, strict=True)}
 
-    def run(self, points: list[Point], stage: str) -> None:
-        """Simulate ``points`` (a product of per-dimension levels, or one point) and record them."""
-        self.want(points)
-        self.settle(points, stage)
-
     def plan(self, points: list[Point]) -> None:
         """Build the sweep of ``points`` (its variants checked: a value the scenario refuses is a
         ScenarioError naming ``--vary``) without running it yet."""
@@ -149,12 +146,21 @@ class Search:
         kept = {(p,) for p in keep}
         for points, unit in list(self.units.items()):
             if not unit.wanted and points not in kept:
-                for g in range(len(unit.groups)):
+                for g in range(len(unit.groups) if unit.queued else 0):
                     self._queue().drop((points, g))
                 del self.units[points]
 
-    def settle(self, points: list[Point], stage: str) -> None:
-        """Wait for the runs of ``points`` (wanted) and record them under ``stage``."""
+    def prefer(self, points: Sequence[Point]) -> None:
+        """The guess of ``points`` before the others, for the next idle lane."""
+        unit = self.units.get(tuple(points))
+        if unit is not None and unit.queued and not unit.wanted:
+            for g in range(len(unit.groups)):
+                self._queue().urge((unit.points, g), LIKELY)
+
+    def settle(self, points: list[Point], stage: str, lean: Callable[[], None] | None = None) -> None:
+        """Wait for the runs of ``points`` (wanted) and record them under ``stage``; ``lean()``
+        after each of their groups that comes back while others are still out (it may ``prefer`` a
+        guess by what ``partial`` says)."""
         unit = self.units[tuple(points)]
         queue = self._queue()
         while len(unit.outputs) < len(unit.todo):
@@ -169,7 +175,22 @@ class Search:
             other.outputs.update(zip(other.groups[g], outs, strict=True))
             if other.wanted:
                 self._count(len(outs))
+            if other is unit and len(unit.outputs) < len(unit.todo) and lean is not None:
+                lean()
         self._record(unit, stage)
+
+    def outstanding(self, points: list[Point]) -> int:
+        """Groups of tasks of ``points`` not back yet."""
+        unit = self.units[tuple(points)]
+        return sum(g[0] not in unit.outputs for g in unit.groups)
+
+    def slots(self) -> int:
+        """Tasks the executor runs at once."""
+        return self.lanes.slots if self.lanes is not None else 1
+
+    def partial(self, points: list[Point]) -> pd.DataFrame:
+        """``table`` of the runs of ``points`` back so far (not recorded: a guide, never the answer)."""
+        return self.table(self._rows(self.units[tuple(points)]))
 
     def _unit(self, points: list[Point]) -> _Unit:
         axes = [sorted({p[i] for p in points}) for i in range(len(self.dims))]
@@ -209,7 +230,14 @@ class Search:
 
     def _record(self, unit: _Unit, stage: str) -> None:
         """The unit's runs priced fairly, appended to the search's tables."""
-        runs = pd.concat([unit.outputs[i].summary for i in range(len(unit.todo))], ignore_index=True)
+        self.frames.append(self._rows(unit))
+        for p in unit.points:
+            self.stage.setdefault(key(p), stage)
+        unit.recorded, unit.outputs = True, {}
+
+    def _rows(self, unit: _Unit) -> pd.DataFrame:
+        """The unit's runs back so far, in task order, priced fairly."""
+        runs = pd.concat([unit.outputs[i].summary for i in sorted(unit.outputs)], ignore_index=True)
         spec = unit.spec
         ids = {v.id: unit.points[k] for k, v in enumerate(spec.variants)}
         # A resized option runs under the name the sweep gave it (own-256 at 320 GPUs: own-320); the
@@ -218,14 +246,12 @@ class Search:
         runs = runs.assign(_option=[origin[k] for k in zip(runs["variant"], runs["option"], strict=True)])
         rows = fair_rows(runs, self.waiting_usd_per_gpu_hour)
         rows["_point"] = [key(ids[v]) for v in rows["variant"]]
-        self.frames.append(rows)
-        for p in unit.points:
-            self.stage.setdefault(key(p), stage)
-        unit.recorded, unit.outputs = True, {}
+        return rows
 
-    def table(self) -> pd.DataFrame:
-        """Per (configuration, option): the varied values, means, keep-up and target flags."""
-        rows = pd.concat(self.frames, ignore_index=True)
+    def table(self, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+        """Per (configuration, option) of ``rows`` (default: every run recorded): the varied
+        values, means, keep-up and target flags."""
+        rows = pd.concat(self.frames, ignore_index=True) if rows is None else rows
         groups = rows.groupby(["_point", "_option"], sort=False)
         t = groups[self.columns].mean()
         t["option"] = groups["option"].first()
@@ -235,7 +261,7 @@ class Search:
         t = t.reset_index()
         t["meets_targets"] = [all(g.met(value(r, g.metric)) for g in self.wanted) for _, r in t.iterrows()]
         t["meets"] = t["keeps_up"] & t["meets_targets"]
-        t["stage"] = [self.stage[p] for p in t["_point"]]
+        t["stage"] = [self.stage.get(p, "") for p in t["_point"]]  # "": not recorded yet
         levels = [point(k) for k in t["_point"]]
         for i, d in enumerate(self.dims):
             t.insert(i, d.path, [d.value(p[i]) for p in levels])
@@ -248,4 +274,4 @@ class Search:
         return rows[(rows["_point"] == key(p)) & (rows["_option"] == option)]
 
 
-__all__ = ["LATER", "NOW", "Point", "Search", "key", "point"]
+__all__ = ["LATER", "LIKELY", "NOW", "Point", "Search", "key", "point"]

@@ -136,6 +136,51 @@ def test_a_trace_edited_during_the_search_is_refused_not_mixed_in(tmp_path):
         optimize(path, TARGET, VARY, replications=2, executor="local", progress=edit_after_the_first_run)
 
 
+class TwoLanes(Lanes):
+    """Two workers in this process that run a task when it is waited for (the first started that
+    has not run): a lane freed while a step's replications are out goes to the guess started next."""
+
+    slots = 2
+
+    def __init__(self):
+        self.started: list[tuple[int, ...]] = []
+        self.events: list[tuple[str, int]] = []  # ("start" | "done", the owned option's GPUs)
+
+    def start(self, fn, task):
+        self.started.append(tuple(t.scenario["options"][0]["gpus"] for t in task))
+        self.events.append(("start", self.started[-1][0]))
+        return _Ran((fn, task))
+
+    def wait(self, handles):
+        first = next(iter(handles))
+        if isinstance(first.value, tuple):
+            fn, task = first.value
+            first.value = [fn(task)]
+            self.events.append(("done", task[0].scenario["options"][0]["gpus"]))
+        return [first]
+
+    def result(self, handle):
+        return handle.value[0]
+
+    def abandon(self, handles):
+        return []
+
+
+def test_a_lane_freed_mid_step_takes_the_guess_the_runs_back_point_to(tmp_path, monkeypatch):
+    path = _mmc(tmp_path)
+    lanes = TwoLanes()
+    monkeypatch.setattr("costsim.decisions.optimize.open_executor", lambda *args: contextlib.nullcontext(lanes))
+    best = optimize(path, TARGET, VARY, replications=2, executor="local")
+    sizes = [g for (g,) in lanes.started]
+    bisected = [g for g in best.evaluated[best.evaluated["stage"] == "bisection"]["options.own.gpus"].unique()]
+    # Every guess started was taken (none of 10 or 15, the other ways the steps could have gone):
+    # the first replication back of each step pointed the right way.
+    assert set(sizes) - {8, 16, 24, 32, 40} == set(bisected) == {12, 13, 14} and len(sizes) == best.runs
+    # The lane the grid's last run left idle started the first midpoint, placed by the grid's runs back.
+    last_grid = max(i for i, e in enumerate(lanes.events) if e == ("done", 40))
+    assert lanes.events.index(("start", 12)) < last_grid
+
+
 def test_a_price_only_search_simulates_once_per_replication(tmp_path, simulated):
     path = _mmc(tmp_path, days=4.0)
     best = optimize(path, [], ["options.cloud.price_per_gpu_hour=2..8"], replications=2, executor="local")

@@ -41,6 +41,17 @@ def test_price_variants_of_a_replication_form_one_group_and_a_size_another(tmp_p
         assert len({todo[i].scenario["options"][0]["gpus"] for i in g}) == 1
 
 
+def test_groups_start_heaviest_first_ties_in_task_order(tmp_path):
+    spec = _sweep(tmp_path, "workload.arrival_scale: [0.5, 2.0, 1.0]\n  options.cloud.price_per_gpu_hour: [2.0, 3.0]\n",
+                  replications=1)
+    todo = tasks(spec)
+    scales = [[todo[i].scenario["workload"]["arrival_scale"] for i in g] for g in shared_runs(todo)]
+    assert scales == [[2.0, 2.0], [1.0, 1.0], [0.5, 0.5]]  # the most jobs first
+    spec = _sweep(tmp_path, "options.own.gpus: [16, 24]\n  options.cloud.price_per_gpu_hour: [2.0, 3.0]\n")
+    todo = tasks(spec)
+    assert shared_runs(todo) == sorted(shared_runs(todo))  # equal weights: the order of their first task
+
+
 def test_a_price_only_sweep_simulates_once_per_replication_with_each_variants_own_tables(tmp_path, simulated):
     spec = _sweep(tmp_path, PRICES)
     res = costsim.sweep(spec, executor="local")
