@@ -114,6 +114,7 @@ def test_uploaded_trace_is_read_from_the_upload(tmp_path):
     assert at.error and "workload.trace" in shown_problems(at) and not at.metric
 
 
+@pytest.mark.slow
 def test_bad_uploaded_trace_is_named_as_uploaded():
     trace = b"submit_h,gpus,duration_h\n1,8,2\n5,eight,3\n"
     at = upload(with_trace("mine.csv"), trace=("mine.csv", trace))
@@ -142,6 +143,7 @@ def rendered(at: AppTest) -> list[str]:
     return [COMMONMARK.render(b) for b in bodies]
 
 
+@pytest.mark.slow
 def test_markdown_in_an_unknown_key_is_shown_literally():
     key = "x\\n```\\n# Heading\\n![img](http://example.invalid/x.png)\\n<img src=x onerror=alert(1)>"
     at = upload(BASELINE.replace("seed: 0", f'seed: 0\n"{key}": 1'))
@@ -152,6 +154,7 @@ def test_markdown_in_an_unknown_key_is_shown_literally():
     assert "# Heading" in problems and "![img](http://example.invalid/x.png)" in problems  # as typed
 
 
+@pytest.mark.slow
 def test_markdown_in_names_is_shown_literally():
     name = "# Big ![i](http://example.invalid/i.png) <b>bold</b> :red[x] $y$"
     text = (BASELINE.replace("name: baseline", f'name: "{name}"')
@@ -179,6 +182,7 @@ def test_literal_markdown_renders_back_to_the_text(text):
     assert html.unescape(out).replace(WORD_JOINER, "") == expected.replace("\0", "\ufffd").replace(WORD_JOINER, "")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("old, new, field", [
     ("horizon_days: 365", "horizon_days: .inf", "horizon_days"),
     ("iterations: {mean: 300, cv: 0.5}", "iterations: {mean: 1e400, cv: 0.5}", "workload.classes.0.iterations"),
@@ -208,6 +212,7 @@ def test_error_details_are_hidden_from_users():
 # --- 4. bounded work ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_absurd_horizon_is_refused_quickly():
     start = time.monotonic()
     at = upload(BASELINE.replace("horizon_days: 365", "horizon_days: 1e30"), timeout=60)

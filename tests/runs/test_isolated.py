@@ -33,6 +33,8 @@ from costsim.runs.isolated import (
 from costsim.runs.workerpool import WorkerPool
 from costsim.scenario import ScenarioError
 
+pytestmark = pytest.mark.slow  # every test here starts worker processes
+
 HERE = Path(__file__).resolve().parent
 ME = Path(__file__).stem
 MiB = 2**20

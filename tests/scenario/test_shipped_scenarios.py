@@ -31,6 +31,7 @@ def test_every_option_completes_jobs_over_the_shipped_horizon(name):
     assert (whole(name).summary.jobs_completed > 0).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(shipped_scenarios()))
 def test_validate_and_run(name, tmp_path):
     """Each file validates as shipped, and runs through the CLI cut to the golden tables' 60 days
