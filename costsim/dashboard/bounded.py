@@ -10,15 +10,14 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import os
 import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from costsim.dashboard.uploads import DEFAULT_LIMITS, SCENARIO_DIR, Limits
+from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
+from costsim.dashboard.uploads import SCENARIO_DIR
 from costsim.dashboard.workers import WorkStopped
-from costsim.errors import CostsimError
 from costsim.plan.prepare import Prepared, detached
 from costsim.results.tables import Results
 from costsim.runs import api
@@ -104,18 +103,6 @@ class RunTimedOut(RunStopped):
 
 _log = logging.getLogger(__name__)
 SIMULATE = "costsim.dashboard.bounded:simulate_in_worker"  # what a worker runs for a simulation
-WARM = "costsim.dashboard.bounded:warm_worker"  # what a spare runs once, while it waits for work
-SPARE_COUNT = 3  # the default replications run at once without waiting for an import
-RUNS_PER_WORKER = 50  # then a fresh one: a long-lived process's memory only grows (fragmentation)
-
-
-def new_pool(limits: Limits | None = None) -> WorkerPool:
-    """The dashboard's worker processes: ``limits.worker_slots`` alive at once across every session
-    (simulations, spares, the Sensitivity and Sweep tabs, upload readers; default ``DEFAULT_LIMITS``: each
-    call's limits set it again), ``SPARE_COUNT`` warm spares waiting, each worker used for
-    ``RUNS_PER_WORKER`` runs at most. The server keeps one (``costsim.dashboard.server.server_pool``)."""
-    capacity = (limits or DEFAULT_LIMITS).worker_slots
-    return WorkerPool(capacity=capacity, spares=SPARE_COUNT, warm=WARM, max_runs=RUNS_PER_WORKER)
 
 
 def warm_worker(_payload: None, child: Child) -> None:
@@ -151,18 +138,6 @@ def simulate_in_worker(request: tuple[Prepared, int | None], child: Child) -> by
     ready, seed = request
     results = simulate_with_memo(ready, seed, child.kept("memo", RunMemo))
     return pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def warm_up(limits: Limits | None = None, *, pool: WorkerPool) -> None:
-    """Start the warm spares now (the dashboard calls it at start), so the first run is quick too;
-    as many as ``limits.worker_slots`` allows (default: the environment's limits)."""
-    if limits is None:
-        try:
-            limits = Limits.from_env(os.environ)
-        except CostsimError:  # the dashboard says so itself; no spares meanwhile
-            return
-    pool.capacity = limits.worker_slots
-    pool.top_up()
 
 
 def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = DEFAULT_LIMITS,
