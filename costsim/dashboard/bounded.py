@@ -16,15 +16,17 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
-from costsim.dashboard.uploads import SCENARIO_DIR
+from costsim.dashboard.uploads import SCENARIO_DIR, shipped_scenarios
 from costsim.dashboard.workers import WorkStopped
+from costsim.errors import CostsimError
 from costsim.plan.prepare import Prepared, detached
 from costsim.results.tables import Results
 from costsim.runs import api
 from costsim.runs.isolated import Call, Reply, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
 from costsim.runs.isolated_child import Child
 from costsim.runs.memo import RunMemo
-from costsim.runs.workerpool import WorkerPool
+from costsim.runs.sweepfile import replication_seed
+from costsim.runs.workerpool import PRIMED, WorkerPool
 from costsim.scenario import Scenario
 
 
@@ -105,13 +107,46 @@ _log = logging.getLogger(__name__)
 SIMULATE = "costsim.dashboard.bounded:simulate_in_worker"  # what a worker runs for a simulation
 
 
-def warm_worker(_payload: None, child: Child) -> None:
-    """Run a short simulation of the shipped baseline once, so the first real run does not pay
-    for what costsim and its libraries set up on first use (about 0.3 s of CPU on the baseline)."""
+def first_scenario() -> Scenario | None:
+    """The scenario a new session shows first: the first shipped one (the baseline), as loaded;
+    None when there is none or it cannot be used (the session says why)."""
+    shipped = shipped_scenarios()
+    if not shipped:
+        return None
+    try:
+        return api.load_scenario(next(iter(shipped.values())))
+    except CostsimError:
+        return None
+
+
+def warm_worker(replication: str | None, child: Child) -> None:
+    """A spare's warm-up. ``replication`` (a primed spare, ``pool.new_pool``): replication r of the
+    scenario a new session shows first, run as a session's would be (its seed
+    ``replication_seed(seed, r)``, through this worker's memo), so that session's run finds it all
+    in the memo; the server then tags the worker with that seed (``name_primed``). Else a short
+    simulation of the shipped baseline, so the first real run does not pay for what costsim and its
+    libraries set up on first use (about 0.3 s of CPU on the baseline)."""
+    first = first_scenario() if replication is not None else None
+    if first is not None and replication is not None:
+        ready = detached(api.prepare(first))
+        simulate_with_memo(ready, replication_seed(first.seed, int(replication)), child.kept("memo", RunMemo))
+        return
     base = api.load_scenario(SCENARIO_DIR / "baseline.yaml")
     short = api.scenario_from_data({**base.model_dump(mode="json"), "horizon_days": 20, "warmup_days": 0},
                                    "warm-up", SCENARIO_DIR)
     api.simulate(short)
+
+
+def name_primed(pool: WorkerPool) -> None:
+    """Tag each idle spare primed with replication r (``warm_worker``) with that replication's
+    seed, so a run of that seed takes it (``WorkerPool.take``) and finds its jobs and runs in its
+    memo. Loads the first scenario only while such a spare waits (a cold server's first run)."""
+    primed = [w.tag for w in pool.idle if isinstance(w.tag, tuple) and w.tag[:1] == (PRIMED,)]
+    if not primed:
+        return
+    first = first_scenario()
+    for tag in primed:  # none: the spares serve as plain ones
+        pool.retag(tag, replication_seed(first.seed, int(tag[1])) if first is not None else None)
 
 
 def simulate_with_memo(scenario: Scenario | Prepared, seed: int | None, memo: RunMemo) -> Results:
@@ -162,6 +197,7 @@ def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = 
     ready = detached(api.prepare(scenario))
     own = pool is None
     pool = WorkerPool(capacity=limits.worker_slots) if pool is None else pool
+    name_primed(pool)
     batch = limits.worker_slots
     blobs: list[bytes] = []
     try:

@@ -3,7 +3,9 @@
 Imports nothing heavy (``costsim.runs.workerpool``, ``costsim.dashboard.limits``), so ``app.py``
 starts the warm spares before it imports costsim's tables, models and figures itself: each spare
 spends about a second of CPU importing costsim, and they do it beside the script's own imports
-rather than after them.
+rather than after them. The first ``SPARE_COUNT`` spares are primed: each runs one replication of
+the scenario a new session shows first (``bounded.warm_worker``), so on a cold server the first
+screen's runs are under way before the script asks for them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ def new_pool(limits: Limits | None = None) -> WorkerPool:
     call's limits set it again), ``SPARE_COUNT`` warm spares waiting, each worker used for
     ``RUNS_PER_WORKER`` runs at most. The server keeps one (``costsim.dashboard.server.server_pool``)."""
     capacity = (limits or DEFAULT_LIMITS).worker_slots
-    return WorkerPool(capacity=capacity, spares=SPARE_COUNT, warm=WARM, max_runs=RUNS_PER_WORKER)
+    return WorkerPool(capacity=capacity, spares=SPARE_COUNT, warm=WARM, max_runs=RUNS_PER_WORKER,
+                      primes=[str(r) for r in range(SPARE_COUNT)])
 
 
 def warm_up(limits: Limits | None = None, *, pool: WorkerPool) -> None:
