@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_helpers import ARGS, CHROMIUM, VIEW, served, settled
+from browser_helpers import VIEW, launched_chromium, served, settled
 
 from costsim.dashboard.pool import SPARE_COUNT
 from costsim.dashboard.tabs import TABS, TIMELINE_JOBS
@@ -38,14 +38,7 @@ POINTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
 
 @pytest.fixture(scope="module")
 def browser():
-    if CHROMIUM is None:
-        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
+    yield from launched_chromium()
 
 
 def warm_workers() -> list[int]:
