@@ -19,11 +19,14 @@ def server_pool() -> WorkerPool:
     return new_pool()
 
 
-def start_workers() -> None:
-    """Start the server's warm spares (``pool.warm_up`` with the environment's limits) if they are
-    not running: ``app.py`` calls it before its own heavy imports, so each spare imports costsim
-    (about a second of CPU) beside them rather than after them, on a cold server too."""
+@st.cache_resource
+def start_workers() -> bool:
+    """Once per server, start its warm spares (``pool.warm_up`` with the environment's limits):
+    ``app.py`` calls it before its own heavy imports, so on a cold server each spare imports costsim
+    (about a second of CPU) beside them rather than after them. Later spares are started after the
+    work that used them, as before."""
     warm_up(pool=server_pool())
+    return True
 
 
 @st.cache_resource
