@@ -48,6 +48,7 @@ bench: $(STAMP)  ## side-by-side performance ratios (see README)
 	$(PY) benchmarks/serving_speed.py
 	$(PY) benchmarks/dashboard_rerun.py
 	$(PY) benchmarks/report_overhead.py
+	$(PY) benchmarks/dashboard_timing.py
 
 validate: $(STAMP)  ## regenerate docs/validation.md (published vs simulated)
 	$(PY) -m costsim.calibration.validation

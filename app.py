@@ -10,12 +10,18 @@ The edited scenario lives in the URL (``?s=``), so a reload or a shared link res
 
 from __future__ import annotations
 
+import streamlit as st
+
+from costsim.dashboard.server import start_workers
+
+# The warm worker processes start importing costsim now, beside this script's own imports below
+# rather than after them: on a cold server the first screen waits for them.
+start_workers()
+
 import os
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
-
-import streamlit as st
 
 import costsim
 from costsim.dashboard import (

@@ -52,3 +52,16 @@ def settled(page, timeout: float = 120_000) -> None:
     """Wait until the script has run to the end (Streamlit marks the app notRunning)."""
     page.wait_for_timeout(200)
     page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(timeout=timeout)
+
+
+def launched_chromium():
+    """Debian's Chromium, headless, launched by Playwright (the test skipped without it): a
+    generator for a fixture to ``yield from``, closing the browser after its last test."""
+    if CHROMIUM is None:
+        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield browser
+        browser.close()

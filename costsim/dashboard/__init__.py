@@ -6,54 +6,68 @@ for what they do; this module gathers their public names for ``app.py`` and the 
   files in one;
 - ``knobs``: what the sidebar changes, applied as a new validated scenario; problems by knob;
 - ``bounded``: runs cached on every exact value, bounded in time and memory, cancellable,
-  replications side by side in warm worker processes (``costsim.runs.isolated``), the server's
-  pool of them (``new_pool``; ``server.server_pool`` keeps the one a server shares);
+  replications side by side in warm worker processes (``costsim.runs.isolated``);
+- ``pool`` and ``limits``: the server's pool of them (``new_pool``; ``server.server_pool`` keeps the
+  one a server shares) and the session limits, both light, so the spares start first;
 - ``sharing``: the scenario in the URL and the content key of the widgets;
 - ``headline``: the verdict, the cards' numbers, Markdown-safe user text.
+
+Each name is imported on first use (as the ``costsim`` façade does), so ``app.py`` can import the
+light modules and start the worker processes before anything heavy is imported.
 """
 
 from __future__ import annotations
 
-from costsim.dashboard.bounded import (
-    ResultCache,
-    RunStopped,
-    new_pool,
-    run_key,
-    simulate_bounded,
-    simulate_many,
-    warm_up,
-)
-from costsim.dashboard.knobs import (
-    ECONOMY,
-    SETUPS,
-    ClassKnobs,
-    Knobs,
-    apply_knobs,
-    changed_knobs,
-    current_knobs,
-    knob_paths,
-    knob_problems,
-)
-from costsim.dashboard.sharing import LINK, content_key, decode_scenario, encode_scenario
-from costsim.dashboard.uploads import (
-    SCENARIO_DIR,
-    Limits,
-    Upload,
-    load_upload,
-    make_upload_root,
-    public_text,
-    safe_upload_name,
-    shipped_scenarios,
-    shipped_traces,
-)
-from costsim.dashboard.workers import waiting_note
-from costsim.present.headline import literal_markdown
-from costsim.scenario.naming import sized_name
+import importlib
+from typing import Any
 
-__all__ = [
-    "ECONOMY", "LINK", "SCENARIO_DIR", "SETUPS", "ClassKnobs", "Knobs", "Limits", "ResultCache", "RunStopped",
-    "Upload", "apply_knobs", "content_key", "current_knobs", "decode_scenario", "encode_scenario",
-    "changed_knobs", "knob_paths", "knob_problems", "literal_markdown", "load_upload", "make_upload_root", "new_pool",
-    "public_text", "run_key", "safe_upload_name", "shipped_scenarios", "shipped_traces", "simulate_bounded", "simulate_many",
-    "sized_name", "waiting_note", "warm_up",
-]
+# public name -> the module that defines it
+_WHERE = {
+    "ClassKnobs": "costsim.dashboard.knobs",
+    "ECONOMY": "costsim.dashboard.knobs",
+    "Knobs": "costsim.dashboard.knobs",
+    "LINK": "costsim.dashboard.sharing",
+    "Limits": "costsim.dashboard.limits",
+    "ResultCache": "costsim.dashboard.bounded",
+    "RunStopped": "costsim.dashboard.bounded",
+    "SCENARIO_DIR": "costsim.dashboard.uploads",
+    "SETUPS": "costsim.dashboard.knobs",
+    "Upload": "costsim.dashboard.uploads",
+    "apply_knobs": "costsim.dashboard.knobs",
+    "changed_knobs": "costsim.dashboard.knobs",
+    "content_key": "costsim.dashboard.sharing",
+    "current_knobs": "costsim.dashboard.knobs",
+    "decode_scenario": "costsim.dashboard.sharing",
+    "encode_scenario": "costsim.dashboard.sharing",
+    "knob_paths": "costsim.dashboard.knobs",
+    "knob_problems": "costsim.dashboard.knobs",
+    "literal_markdown": "costsim.present.headline",
+    "load_upload": "costsim.dashboard.uploads",
+    "make_upload_root": "costsim.dashboard.uploads",
+    "new_pool": "costsim.dashboard.pool",
+    "public_text": "costsim.dashboard.uploads",
+    "run_key": "costsim.dashboard.bounded",
+    "safe_upload_name": "costsim.dashboard.uploads",
+    "shipped_scenarios": "costsim.dashboard.uploads",
+    "shipped_traces": "costsim.dashboard.uploads",
+    "simulate_bounded": "costsim.dashboard.bounded",
+    "simulate_many": "costsim.dashboard.bounded",
+    "sized_name": "costsim.scenario.naming",
+    "waiting_note": "costsim.dashboard.workers",
+    "warm_up": "costsim.dashboard.pool",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    """Each public name from its module on first use (then kept here)."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'costsim.dashboard' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import os
 import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from costsim.dashboard.uploads import DEFAULT_LIMITS, SCENARIO_DIR, Limits
+from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
+from costsim.dashboard.uploads import SCENARIO_DIR, shipped_scenarios
 from costsim.dashboard.workers import WorkStopped
 from costsim.errors import CostsimError
 from costsim.plan.prepare import Prepared, detached
@@ -25,7 +25,8 @@ from costsim.runs import api
 from costsim.runs.isolated import Call, Reply, Worker, WorkerOutOfMemory, WorkerStopped, WorkerTimedOut, run_calls
 from costsim.runs.isolated_child import Child
 from costsim.runs.memo import RunMemo
-from costsim.runs.workerpool import WorkerPool
+from costsim.runs.sweepfile import replication_seed
+from costsim.runs.workerpool import PRIMED, WorkerPool
 from costsim.scenario import Scenario
 
 
@@ -104,27 +105,48 @@ class RunTimedOut(RunStopped):
 
 _log = logging.getLogger(__name__)
 SIMULATE = "costsim.dashboard.bounded:simulate_in_worker"  # what a worker runs for a simulation
-WARM = "costsim.dashboard.bounded:warm_worker"  # what a spare runs once, while it waits for work
-SPARE_COUNT = 3  # the default replications run at once without waiting for an import
-RUNS_PER_WORKER = 50  # then a fresh one: a long-lived process's memory only grows (fragmentation)
 
 
-def new_pool(limits: Limits | None = None) -> WorkerPool:
-    """The dashboard's worker processes: ``limits.worker_slots`` alive at once across every session
-    (simulations, spares, the Sensitivity and Sweep tabs, upload readers; default ``DEFAULT_LIMITS``: each
-    call's limits set it again), ``SPARE_COUNT`` warm spares waiting, each worker used for
-    ``RUNS_PER_WORKER`` runs at most. The server keeps one (``costsim.dashboard.server.server_pool``)."""
-    capacity = (limits or DEFAULT_LIMITS).worker_slots
-    return WorkerPool(capacity=capacity, spares=SPARE_COUNT, warm=WARM, max_runs=RUNS_PER_WORKER)
+def first_scenario() -> Scenario | None:
+    """The scenario a new session shows first: the first shipped one (the baseline), as loaded;
+    None when there is none or it cannot be used (the session says why)."""
+    shipped = shipped_scenarios()
+    if not shipped:
+        return None
+    try:
+        return api.load_scenario(next(iter(shipped.values())))
+    except CostsimError:
+        return None
 
 
-def warm_worker(_payload: None, child: Child) -> None:
-    """Run a short simulation of the shipped baseline once, so the first real run does not pay
-    for what costsim and its libraries set up on first use (about 0.3 s of CPU on the baseline)."""
+def warm_worker(replication: str | None, child: Child) -> None:
+    """A spare's warm-up. ``replication`` (a primed spare, ``pool.new_pool``): replication r of the
+    scenario a new session shows first, run as a session's would be (its seed
+    ``replication_seed(seed, r)``, through this worker's memo), so that session's run finds it all
+    in the memo; the server then tags the worker with that seed (``name_primed``). Else a short
+    simulation of the shipped baseline, so the first real run does not pay for what costsim and its
+    libraries set up on first use (about 0.3 s of CPU on the baseline)."""
+    first = first_scenario() if replication is not None else None
+    if first is not None and replication is not None:
+        ready = detached(api.prepare(first))
+        simulate_with_memo(ready, replication_seed(first.seed, int(replication)), child.kept("memo", RunMemo))
+        return
     base = api.load_scenario(SCENARIO_DIR / "baseline.yaml")
     short = api.scenario_from_data({**base.model_dump(mode="json"), "horizon_days": 20, "warmup_days": 0},
                                    "warm-up", SCENARIO_DIR)
     api.simulate(short)
+
+
+def name_primed(pool: WorkerPool) -> None:
+    """Tag each idle spare primed with replication r (``warm_worker``) with that replication's
+    seed, so a run of that seed takes it (``WorkerPool.take``) and finds its jobs and runs in its
+    memo. Loads the first scenario only while such a spare waits (a cold server's first run)."""
+    primed = [w.tag for w in pool.idle if isinstance(w.tag, tuple) and w.tag[:1] == (PRIMED,)]
+    if not primed:
+        return
+    first = first_scenario()
+    for tag in primed:  # none: the spares serve as plain ones
+        pool.retag(tag, replication_seed(first.seed, int(tag[1])) if first is not None else None)
 
 
 def simulate_with_memo(scenario: Scenario | Prepared, seed: int | None, memo: RunMemo) -> Results:
@@ -153,18 +175,6 @@ def simulate_in_worker(request: tuple[Prepared, int | None], child: Child) -> by
     return pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def warm_up(limits: Limits | None = None, *, pool: WorkerPool) -> None:
-    """Start the warm spares now (the dashboard calls it at start), so the first run is quick too;
-    as many as ``limits.worker_slots`` allows (default: the environment's limits)."""
-    if limits is None:
-        try:
-            limits = Limits.from_env(os.environ)
-        except CostsimError:  # the dashboard says so itself; no spares meanwhile
-            return
-    pool.capacity = limits.worker_slots
-    pool.top_up()
-
-
 def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = DEFAULT_LIMITS,
                   on_wait: Callable[[float], None] | None = None, poll_s: float = 0.25,
                   warm: bool = False, on_queue: Callable[[float], None] | None = None,
@@ -187,6 +197,7 @@ def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = 
     ready = detached(api.prepare(scenario))
     own = pool is None
     pool = WorkerPool(capacity=limits.worker_slots) if pool is None else pool
+    name_primed(pool)
     batch = limits.worker_slots
     blobs: list[bytes] = []
     try:

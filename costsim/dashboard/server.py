@@ -8,15 +8,25 @@ import gc
 
 import streamlit as st
 
-from costsim.dashboard.bounded import new_pool
+from costsim.dashboard.pool import new_pool, warm_up
 from costsim.runs.workerpool import WorkerPool
 
 
 @st.cache_resource
 def server_pool() -> WorkerPool:
-    """The server's worker processes (``bounded.new_pool``): every session's runs, spares,
+    """The server's worker processes (``pool.new_pool``): every session's runs, spares,
     Sensitivity and Sweep tabs and upload readers count against its one cap."""
     return new_pool()
+
+
+@st.cache_resource
+def start_workers() -> bool:
+    """Once per server, start its warm spares (``pool.warm_up`` with the environment's limits):
+    ``app.py`` calls it before its own heavy imports, so on a cold server each spare imports costsim
+    (about a second of CPU) beside them rather than after them. Later spares are started after the
+    work that used them, as before."""
+    warm_up(pool=server_pool())
+    return True
 
 
 @st.cache_resource
@@ -35,4 +45,4 @@ def imports_frozen() -> bool:
     return True
 
 
-__all__ = ["imports_frozen", "server_pool"]
+__all__ = ["imports_frozen", "server_pool", "start_workers"]

@@ -139,6 +139,34 @@ def cost(res, runs, scenario) -> None:
         plot(one, plots.hybrid_parts, "fig_hybrid")
 
 
+# The job timeline draws two bars per job, each a shape the browser draws and hovers: a window of
+# a month (a few hundred jobs on the shipped scenarios) draws in well under a second, where a whole
+# year's 2,000 first jobs took seconds and squeezed them into a sliver of the axis.
+TIMELINE_DAYS = 30  # the window first shown, days from the start
+TIMELINE_JOBS = 600  # at most this many jobs in it (the figure says how many were left out)
+
+
+def timeline_window(horizon_days: float) -> tuple[float, float]:
+    """The job timeline's window, in hours from the start, as its slider sets it in days: at first
+    the first ``TIMELINE_DAYS`` days (the whole horizon when shorter); a window of no days is
+    widened to one (``window_hours``)."""
+    end = float(horizon_days)
+    first, last = st.slider("Job timeline window (days)", 0.0, end, (0.0, min(end, float(TIMELINE_DAYS))), step=1.0,
+                            key="gantt_window", help=f"Days of the horizon the timeline shows; at most "
+                            f"{TIMELINE_JOBS:,} jobs, the earliest submitted first (the title says how many were left out).")
+    return window_hours(first, last, end)
+
+
+def window_hours(first_day: float, last_day: float, horizon_days: float) -> tuple[float, float]:
+    """(start, end) in hours of the days [first_day, last_day] of a horizon of ``horizon_days``;
+    when they are one day, the day after it (or the horizon's last day, or the whole of a horizon
+    shorter than a day)."""
+    if last_day <= first_day:
+        last_day = min(first_day + 1.0, horizon_days)
+        first_day = max(0.0, min(first_day, last_day - 1.0))
+    return first_day * 24, last_day * 24
+
+
 def capacity(res, runs, scenario) -> None:
     one = [res]
     plot(one, plots.delay_distribution, "fig_delay")
@@ -148,7 +176,8 @@ def capacity(res, runs, scenario) -> None:
     option = st.selectbox("Job timeline of option", options, key="gantt_option",
                           help="Each job waiting (thin grey bar) and holding GPUs (its class's colour and "
                           "pattern; black outline: unfinished at the horizon); first replication.")
-    plot(one, plots.gantt, "fig_gantt", option if option in options else options[0])
+    start_h, end_h = timeline_window(scenario.horizon_days)
+    plot(one, plots.gantt, "fig_gantt", option if option in options else options[0], start_h, end_h, TIMELINE_JOBS)
 
 
 def speed(res, runs, scenario) -> None:

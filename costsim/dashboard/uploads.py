@@ -1,5 +1,5 @@
-"""Scenarios a dashboard user brings: the shipped ones, uploads and their traces, and the limits
-on what one session may ask of the server.
+"""Scenarios a dashboard user brings: the shipped ones, uploads and their traces, within the limits
+on what one session may ask of the server (``Limits``, from ``costsim.dashboard.limits``).
 
 What a dashboard scenario may read (``check_file_fields``, the one rule for uploads, ``?s=`` links
 and the editor): its own YAML, a trace CSV uploaded beside it (kept in a private temporary
@@ -24,11 +24,12 @@ import shutil
 import tempfile
 import threading
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
 from costsim.errors import CostsimError
 from costsim.runs import api
 from costsim.scenario import Problem, Scenario, ScenarioError, scenario_from_yaml
@@ -47,64 +48,6 @@ def shipped_scenarios(folder: Path = SCENARIO_DIR) -> dict[str, Path]:
     return {p.stem: p for p in files}
 
 
-# --- Limits ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one dashboard session may ask of the server. Sizes in MiB, time in seconds, memory in
-    GiB; each can be raised with the environment variable named in ``ENV`` (``make app`` passes
-    the environment through)."""
-
-    upload_mb: float = 5.0  # a scenario YAML
-    trace_upload_mb: float = 50.0  # a trace CSV (a million jobs is about 40 MiB)
-    run_seconds: float = 120.0  # one simulation of every option
-    run_memory_gb: float = 8.0  # address space of the process that simulates
-    cache_mb: float = 1024.0  # pickled results the server keeps for every session (a million-job run: ~281 MiB)
-    workers: float = 4.0  # worker processes of every session together (simulations, spares, tabs, upload readers)
-    workers_memory_gb: float = 32.0  # their address space together
-
-    ENV = {"upload_mb": "COSTSIM_UPLOAD_MB", "trace_upload_mb": "COSTSIM_TRACE_UPLOAD_MB",
-           "run_seconds": "COSTSIM_RUN_SECONDS", "run_memory_gb": "COSTSIM_RUN_MEMORY_GB",
-           "cache_mb": "COSTSIM_CACHE_MB", "workers": "COSTSIM_WORKERS",
-           "workers_memory_gb": "COSTSIM_WORKERS_MEMORY_GB"}
-    WHOLE = ("workers",)  # counts: a fraction is refused, not rounded
-
-    @property
-    def process_memory_gb(self) -> float:
-        """Address space of each worker process, GiB: the run limit, within the workers' total."""
-        return min(self.run_memory_gb, self.workers_memory_gb)
-
-    @property
-    def worker_slots(self) -> int:
-        """Worker processes that may live at once across every session: ``workers``, fewer when
-        that many at ``process_memory_gb`` each would pass ``workers_memory_gb`` (at least one)."""
-        return max(1, min(int(self.workers), int(self.workers_memory_gb // self.process_memory_gb)))
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Limits:
-        """Defaults overridden by the environment; a value that is not a positive finite number is
-        a ScenarioError naming the variable (an operator's typo must not lift a limit silently)."""
-        values, problems = {}, []
-        for name, var in cls.ENV.items():
-            raw = environ.get(var)
-            if raw is None or raw.strip() == "":
-                continue
-            try:
-                value = float(raw)
-            except ValueError:
-                value = math.nan
-            if not (math.isfinite(value) and value > 0):
-                problems.append(Problem((var,), f"must be a positive number (got {raw!r})"))
-            elif name in cls.WHOLE and value != int(value):
-                problems.append(Problem((var,), f"must be a whole number (got {raw!r})"))
-            values[name] = value
-        if problems:
-            raise ScenarioError("environment", problems)
-        return cls(**values)
-
-
-DEFAULT_LIMITS = Limits()  # the limits when the environment sets none (frozen: safe to share)
 
 
 # --- Uploads --------------------------------------------------------------------------------------

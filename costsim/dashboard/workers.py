@@ -1,5 +1,5 @@
 """The dashboard's worker processes, shared by every session of one server: how many may live at
-once (``Limits.worker_slots``, kept by the server's ``WorkerPool``: ``bounded.new_pool``), what a
+once (``Limits.worker_slots``, kept by the server's ``WorkerPool``: ``pool.new_pool``), what a
 session says while its work waits for one, and a one-shot call in a worker for reading untrusted
 files (``read_in_worker``) limited in memory, time and the size of what it sends back.
 

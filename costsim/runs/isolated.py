@@ -167,14 +167,16 @@ def read_frame(stream: IO[bytes], max_bytes: int | None = None) -> bytes:
 class Worker:
     """One worker process. ``own_group``: it leads a process group of its own, so the processes it
     starts (a process pool) are killed with it. ``warm``: a target it runs once at start, before
-    waiting for work (a short run, so first-use costs are paid before the first real call).
+    waiting for work (a short run, so first-use costs are paid before the first real call), given
+    ``warm_arg`` (a string; None when there is none).
 
     ``memory_bytes`` is the limit of its first call (None before); ``runs`` counts the calls that
     finished; ``tag`` is its owner's note of what its last call left in it (the dashboard: the seed
     whose jobs its memo holds). Calls are made by ``run_calls``."""
 
-    def __init__(self, *, own_group: bool = False, warm: str | None = None) -> None:
-        command = [sys.executable, "-m", CHILD_MODULE, *(["--warm", warm] if warm else [])]
+    def __init__(self, *, own_group: bool = False, warm: str | None = None, warm_arg: str | None = None) -> None:
+        command = [sys.executable, "-m", CHILD_MODULE, *(["--warm", warm] if warm else []),
+                   *([warm_arg] if warm and warm_arg is not None else [])]
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          start_new_session=own_group)
         self.own_group = own_group

@@ -1,5 +1,5 @@
 """The worker's side of the bounded child-process runner (``costsim.runs.isolated``): what a
-worker process runs, as ``python -m costsim.runs.isolated_child [--warm TARGET]``.
+worker process runs, as ``python -m costsim.runs.isolated_child [--warm TARGET [ARG]]``.
 
 It serves ``Call``s read from stdin, one after another, until stdin closes (the parent is done
 with it, or gone): the call's target imported, then its ``imports``, then the memory limit set (at
@@ -102,16 +102,17 @@ def _send_reply(out: IO[bytes], reply: tuple[Any, ...]) -> None:
 
 
 def serve(argv: Sequence[str] = ()) -> None:
-    """The body of a worker (``python -m costsim.runs.isolated [--warm TARGET]``): run the warm-up
-    target if one is named (its errors ignored: only a warm-up), then serve calls read from stdin
+    """The body of a worker (``python -m costsim.runs.isolated [--warm TARGET [ARG]]``): run the
+    warm-up target if one is named, given ARG (None without; its errors ignored: only a warm-up),
+    then serve calls read from stdin
     until it closes (the parent is done with this worker, or gone), each reply written to the
     original stdout; stdout itself goes to stderr from here on."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a library prints goes to stderr, not into the replies
     child = Child(out)
-    if len(argv) == 2 and argv[0] == "--warm":
+    if len(argv) in (2, 3) and argv[0] == "--warm":
         try:
-            target(argv[1])(None, child)
+            target(argv[1])(argv[2] if len(argv) == 3 else None, child)
         except Exception:  # the first real call reports its own problems
             pass
     limited: list[int] = []

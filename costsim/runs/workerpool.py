@@ -7,6 +7,10 @@ ended to make room (``trim``), and work that does not fit waits until it does. A
 imported costsim and run a short warm-up target, so the next call pays neither the import nor the
 first-use costs; a worker whose call finished may go back to the spares (``keep``) for the next
 call, up to ``max_runs`` calls (a long-lived process's memory only grows, by fragmentation).
+
+The first spares may be *primed*: each warm-up given an argument of its own (``primes``), as the
+dashboard has each of its first spares run one replication of the scenario a new session shows
+first; such a spare is tagged ``(PRIMED, argument)`` until its owner names what it holds (``retag``).
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from costsim.runs.isolated import Worker
+
+PRIMED = "primed"  # the tag of a spare primed with an argument, beside that argument
 
 
 def _end_all(idle: list[Worker], lock: threading.RLock) -> None:
@@ -28,14 +34,17 @@ def _end_all(idle: list[Worker], lock: threading.RLock) -> None:
 
 class WorkerPool:
     """Worker processes of one server (thread-safe): at most ``capacity`` alive at once, and up to
-    ``spares`` idle warm workers (each started with the ``warm`` target) waiting for work.
+    ``spares`` idle warm workers (each started with the ``warm`` target) waiting for work; the
+    first spares started are given the ``primes`` in turn, one each, as their warm-up's argument.
     ``close()`` ends the idle ones (also done at exit)."""
 
-    def __init__(self, *, capacity: int, spares: int = 0, warm: str | None = None, max_runs: int = 50) -> None:
+    def __init__(self, *, capacity: int, spares: int = 0, warm: str | None = None, max_runs: int = 50,
+                 primes: Sequence[str] = ()) -> None:
         self.capacity = capacity
         self.spares = spares
         self.warm = warm
         self.max_runs = max_runs
+        self._primes = list(primes)  # for the next spares started
         self._busy = 0
         self._idle: list[Worker] = []  # least recently used first
         self._lock = threading.RLock()
@@ -125,7 +134,19 @@ class WorkerPool:
         a stopped call, or while other work holds the processes)."""
         with self._lock:
             while len(self._idle) < self.spares and self._busy + len(self._idle) < self.capacity:
-                self._idle.append(Worker(warm=self.warm))
+                prime = self._primes.pop(0) if self._primes and self.warm else None
+                worker = Worker(warm=self.warm, warm_arg=prime)
+                if prime is not None:
+                    worker.tag = (PRIMED, prime)
+                self._idle.append(worker)
+
+    def retag(self, old: object, new: object) -> None:
+        """Idle workers tagged ``old`` are tagged ``new`` (a primed spare, once its owner knows
+        what its warm-up left in it)."""
+        with self._lock:
+            for worker in self._idle:
+                if worker.tag == old:
+                    worker.tag = new
 
     def retire(self, worker: Worker) -> None:
         """End ``worker`` now; an idle one leaves the spares."""
@@ -139,4 +160,4 @@ class WorkerPool:
         _end_all(self._idle, self._lock)
 
 
-__all__ = ["WorkerPool"]
+__all__ = ["PRIMED", "WorkerPool"]

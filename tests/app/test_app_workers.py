@@ -15,6 +15,7 @@ import pytest
 
 import costsim
 from costsim.dashboard import SCENARIO_DIR, Limits, RunStopped, bounded
+from costsim.dashboard import pool as pool_of_workers
 from costsim.runs.isolated import read_frame
 
 
@@ -29,7 +30,7 @@ def short(days: float = 30, **economics: float) -> costsim.Scenario:
 @pytest.fixture
 def pool():
     """Each test starts and ends with no waiting worker (none outlives the test)."""
-    pool = bounded.new_pool()
+    pool = pool_of_workers.new_pool()
     yield pool
     pool.close()
 
@@ -43,7 +44,7 @@ def test_a_finished_worker_serves_the_next_run_with_the_right_numbers(pool):
     first, second = short(), short(electricity_usd_per_kwh=0.31)
     (a,) = bounded.simulate_many(first, [5], Limits(), warm=True, pool=pool)
     after_first = waiting(pool)
-    assert len(after_first) == bounded.SPARE_COUNT  # the one that ran is back, beside the new spares
+    assert len(after_first) == pool_of_workers.SPARE_COUNT  # the one that ran is back, beside the new spares
     (b,) = bounded.simulate_many(second, [6], Limits(), warm=True, pool=pool)
     assert waiting(pool).keys() == after_first.keys()  # no process started: the run used a waiting worker
     for blob, scenario, seed in ((a, first, 5), (b, second, 6)):
@@ -63,7 +64,7 @@ def test_a_worker_keeps_the_memory_limit_it_was_given(pool):
 
 
 def test_a_stopped_run_kills_its_worker_and_it_is_not_used_again(pool):
-    bounded.warm_up(pool=pool)
+    pool_of_workers.warm_up(pool=pool)
     before = waiting(pool)
     start = time.monotonic()
     with pytest.raises(RunStopped, match="did not finish within"):
@@ -71,7 +72,7 @@ def test_a_stopped_run_kills_its_worker_and_it_is_not_used_again(pool):
     assert time.monotonic() - start < 4  # killed at once, not asked to finish
     gone = [c for pid, c in before.items() if pid not in waiting(pool)]
     assert len(gone) == 1 and gone[0].returncode is not None and gone[0].returncode < 0  # killed, reaped
-    assert len(waiting(pool)) == bounded.SPARE_COUNT  # topped up again
+    assert len(waiting(pool)) == pool_of_workers.SPARE_COUNT  # topped up again
 
 
 def test_reply_frames():

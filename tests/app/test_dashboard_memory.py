@@ -24,6 +24,7 @@ import pytest
 
 import costsim
 from costsim.dashboard import SCENARIO_DIR, Limits, Upload, bounded
+from costsim.dashboard import pool as pool_of_workers
 from costsim.dashboard.bounded import ResultCache
 from costsim.dashboard.sweep_upload import read_sweep_uploads, read_uploads_here, upload_call
 from costsim.runs.isolated import Worker, run_calls
@@ -174,7 +175,7 @@ def short(seed_days: float = 30) -> costsim.Scenario:
 @pytest.fixture
 def cap_of_two(monkeypatch):
     """Every process started while the test runs, sampled for the most alive at once."""
-    pool = bounded.new_pool()
+    pool = pool_of_workers.new_pool()
     started: list[subprocess.Popen] = []
     real = subprocess.Popen
 

@@ -1,0 +1,75 @@
+"""What one dashboard session may ask of the server (``Limits``), read from the environment.
+
+Imports nothing heavy: the server reads its limits before costsim's tables and models are imported,
+to start its warm worker processes first (``costsim.dashboard.pool``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from costsim.errors import Problem
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one dashboard session may ask of the server. Sizes in MiB, time in seconds, memory in
+    GiB; each can be raised with the environment variable named in ``ENV`` (``make app`` passes
+    the environment through)."""
+
+    upload_mb: float = 5.0  # a scenario YAML
+    trace_upload_mb: float = 50.0  # a trace CSV (a million jobs is about 40 MiB)
+    run_seconds: float = 120.0  # one simulation of every option
+    run_memory_gb: float = 8.0  # address space of the process that simulates
+    cache_mb: float = 1024.0  # pickled results the server keeps for every session (a million-job run: ~281 MiB)
+    workers: float = 4.0  # worker processes of every session together (simulations, spares, tabs, upload readers)
+    workers_memory_gb: float = 32.0  # their address space together
+
+    ENV = {"upload_mb": "COSTSIM_UPLOAD_MB", "trace_upload_mb": "COSTSIM_TRACE_UPLOAD_MB",
+           "run_seconds": "COSTSIM_RUN_SECONDS", "run_memory_gb": "COSTSIM_RUN_MEMORY_GB",
+           "cache_mb": "COSTSIM_CACHE_MB", "workers": "COSTSIM_WORKERS",
+           "workers_memory_gb": "COSTSIM_WORKERS_MEMORY_GB"}
+    WHOLE = ("workers",)  # counts: a fraction is refused, not rounded
+
+    @property
+    def process_memory_gb(self) -> float:
+        """Address space of each worker process, GiB: the run limit, within the workers' total."""
+        return min(self.run_memory_gb, self.workers_memory_gb)
+
+    @property
+    def worker_slots(self) -> int:
+        """Worker processes that may live at once across every session: ``workers``, fewer when
+        that many at ``process_memory_gb`` each would pass ``workers_memory_gb`` (at least one)."""
+        return max(1, min(int(self.workers), int(self.workers_memory_gb // self.process_memory_gb)))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Limits:
+        """Defaults overridden by the environment; a value that is not a positive finite number is
+        a ScenarioError naming the variable (an operator's typo must not lift a limit silently)."""
+        values, problems = {}, []
+        for name, var in cls.ENV.items():
+            raw = environ.get(var)
+            if raw is None or raw.strip() == "":
+                continue
+            try:
+                value = float(raw)
+            except ValueError:
+                value = math.nan
+            if not (math.isfinite(value) and value > 0):
+                problems.append(Problem((var,), f"must be a positive number (got {raw!r})"))
+            elif name in cls.WHOLE and value != int(value):
+                problems.append(Problem((var,), f"must be a whole number (got {raw!r})"))
+            values[name] = value
+        if problems:
+            from costsim.scenario.errors import ScenarioError  # here: the schema layer's import is heavy
+
+            raise ScenarioError("environment", problems)
+        return cls(**values)
+
+
+DEFAULT_LIMITS = Limits()  # the limits when the environment sets none (frozen: safe to share)
+
+
+__all__ = ["DEFAULT_LIMITS", "Limits"]

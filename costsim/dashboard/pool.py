@@ -1,0 +1,46 @@
+"""The dashboard server's worker processes: how many, how many wait warm, and starting them.
+
+Imports nothing heavy (``costsim.runs.workerpool``, ``costsim.dashboard.limits``), so ``app.py``
+starts the warm spares before it imports costsim's tables, models and figures itself: each spare
+spends about a second of CPU importing costsim, and they do it beside the script's own imports
+rather than after them. The first ``SPARE_COUNT`` spares are primed: each runs one replication of
+the scenario a new session shows first (``bounded.warm_worker``), so on a cold server the first
+screen's runs are under way before the script asks for them.
+"""
+
+from __future__ import annotations
+
+import os
+
+from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
+from costsim.errors import CostsimError
+from costsim.runs.workerpool import WorkerPool
+
+WARM = "costsim.dashboard.bounded:warm_worker"  # what a spare runs once, while it waits for work
+SPARE_COUNT = 3  # the default replications run at once without waiting for an import
+RUNS_PER_WORKER = 50  # then a fresh one: a long-lived process's memory only grows (fragmentation)
+
+
+def new_pool(limits: Limits | None = None) -> WorkerPool:
+    """The dashboard's worker processes: ``limits.worker_slots`` alive at once across every session
+    (simulations, spares, the Sensitivity and Sweep tabs, upload readers; default ``DEFAULT_LIMITS``: each
+    call's limits set it again), ``SPARE_COUNT`` warm spares waiting, each worker used for
+    ``RUNS_PER_WORKER`` runs at most. The server keeps one (``costsim.dashboard.server.server_pool``)."""
+    capacity = (limits or DEFAULT_LIMITS).worker_slots
+    return WorkerPool(capacity=capacity, spares=SPARE_COUNT, warm=WARM, max_runs=RUNS_PER_WORKER,
+                      primes=[str(r) for r in range(SPARE_COUNT)])
+
+
+def warm_up(limits: Limits | None = None, *, pool: WorkerPool) -> None:
+    """Start the warm spares now (the dashboard calls it at start), so the first run is quick too;
+    as many as ``limits.worker_slots`` allows (default: the environment's limits)."""
+    if limits is None:
+        try:
+            limits = Limits.from_env(os.environ)
+        except CostsimError:  # the dashboard says so itself; no spares meanwhile
+            return
+    pool.capacity = limits.worker_slots
+    pool.top_up()
+
+
+__all__ = ["RUNS_PER_WORKER", "SPARE_COUNT", "WARM", "new_pool", "warm_up"]
