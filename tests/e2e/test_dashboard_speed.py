@@ -41,8 +41,9 @@ def browser():
     yield from launched_chromium()
 
 
-def warm_workers() -> list[int]:
-    """Pids of the warm worker processes under the dashboard this test process started."""
+def warm_workers(but: frozenset[int] = frozenset()) -> list[int]:
+    """Pids of the warm worker processes under this test process (the dashboard it started), but
+    those in ``but``: spares this process's own in-process app tests may have left warm."""
     me = os.getpid()
     parents, commands = {}, {}
     for entry in os.listdir("/proc"):
@@ -62,20 +63,21 @@ def warm_workers() -> list[int]:
         return False
 
     return [pid for pid, cmd in commands.items()
-            if b"costsim.runs.isolated_child" in cmd and b"--warm" in cmd and under_me(pid)]
+            if b"costsim.runs.isolated_child" in cmd and b"--warm" in cmd and under_me(pid) and pid not in but]
 
 
 def test_the_warm_workers_start_with_the_first_page_and_every_tab_draws_thinned_figures(browser):
+    mine = frozenset(warm_workers())  # started by app tests run earlier in this process, not by the server
     with served() as url:
-        assert warm_workers() == []  # a cold server: nothing runs before a page asks
+        assert warm_workers(mine) == []  # a cold server: nothing runs before a page asks
         page = browser.new_page(viewport=VIEW)
         start = time.monotonic()
         page.goto(url)
         page.locator("[data-testid='stApp'][data-test-script-state='running']").wait_for(timeout=60_000)
         deadline = time.monotonic() + 60
-        while len(warm_workers()) < SPARE_COUNT and time.monotonic() < deadline:
+        while len(warm_workers(mine)) < SPARE_COUNT and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(warm_workers()) >= SPARE_COUNT  # started for the first run, before its results
+        assert len(warm_workers(mine)) >= SPARE_COUNT  # started for the first run, before its results
         assert page.get_by_text("Verdict:").count() == 0
         page.get_by_text("Verdict:").first.wait_for(timeout=FIRST_SCREEN_BOUND_S * 1000)
         first = time.monotonic() - start
