@@ -80,27 +80,16 @@ def optimize_command(
 
     A grid over the --vary ranges, refined by bisection along a monotone one, with replications;
     prints the answer with its 95 % interval and the cost-vs-delay Pareto frontier it found."""
-    from costsim.cli.console import err_console, fail, interrupted
+    from costsim.cli.console import fail, interrupted
     from costsim.runs.outdir import OutputFolder
 
     folder = None
     try:
         with contextlib.ExitStack() as stack:
-            if executor not in EXECUTORS:
-                raise ScenarioError("--executor", [Problem((), f"{executor!r}: one of {', '.join(EXECUTORS)}")])
-            if not vary:
-                raise ScenarioError("--vary", [Problem((), "give at least one, e.g. "
-                                                           "--vary options.own.gpus=256..1024")])
-            if address is not None and executor != "dask":
-                raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
-            if workers is not None and executor != "local":  # "local" runs in this process anyway
-                from costsim.runs.executors import available_cores, worker_cap
-
-                workers, warning = worker_cap(workers, available_cores(), force_workers)
-                if warning is not None:
-                    err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
+            workers = search_flags(executor, vary, address, workers, force_workers)
+            assert vary is not None  # search_flags refused none
             if out is not None:  # checked and locked before searching: an unusable --out costs no simulation
-                folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES, inputs=_inputs(scenario, vary)))
+                folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES, inputs=inputs(scenario, vary)))
             _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder, quiet,
                     address)
     except CostsimError as err:  # bad flags or scenario, an unusable --out, a lost worker
@@ -109,7 +98,28 @@ def optimize_command(
         interrupted(folder, out)
 
 
-def _inputs(scenario: Path, vary: list[str]) -> list[Path]:
+def search_flags(executor: str, vary: list[str] | None, address: str | None, workers: int | None,
+                 force_workers: bool) -> int | None:
+    """The flags every search shares (``optimize``, ``plan``), checked before anything runs: the
+    workers to start (capped at the cores unless forced, with a warning on stderr)."""
+    from costsim.cli.console import err_console
+
+    if executor not in EXECUTORS:
+        raise ScenarioError("--executor", [Problem((), f"{executor!r}: one of {', '.join(EXECUTORS)}")])
+    if not vary:
+        raise ScenarioError("--vary", [Problem((), "give at least one, e.g. --vary options.own.gpus=256..1024")])
+    if address is not None and executor != "dask":
+        raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
+    if workers is not None and executor != "local":  # "local" runs in this process anyway
+        from costsim.runs.executors import available_cores, worker_cap
+
+        workers, warning = worker_cap(workers, available_cores(), force_workers)
+        if warning is not None:
+            err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
+    return workers
+
+
+def inputs(scenario: Path, vary: list[str]) -> list[Path]:
     """The files the search reads, which ``--out`` (replaced whole) must not hold: the scenario, its
     trace and points files, and any --vary list value naming a file beside it (a varied trace)."""
     from costsim.runs import api
@@ -163,4 +173,4 @@ def _write(optimum, staging: Path) -> None:
     write_csv(optimum.frontier, staging / "frontier.csv")
 
 
-__all__ = ["optimize_command"]
+__all__ = ["frontier_table", "inputs", "optimize_command", "search_flags"]

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 import typer
-from helpers import cloud, erlang_c, owned, scenario
+from helpers import LAM, MU, cloud, erlang_c, mmc_scenario, owned, scenario
 from typer.testing import CliRunner
 
 from costsim.cli.optimize import optimize_command
@@ -19,20 +19,6 @@ from costsim.decisions.targets import parse_target
 from costsim.present.optimize import optimize, unsure_note
 from costsim.scenario import ScenarioError, dump_scenario
 from costsim.workload.synth import JobGroup, make_trace
-
-LAM, MU = 8.0, 1.0  # jobs per hour, 1 / mean run time in hours: offered load a = 8 GPUs
-
-
-def mmc_scenario(folder, days: float) -> str:
-    """One owned option of 1-GPU nodes (c servers) serving Poisson arrivals of 1-GPU jobs with
-    exponential run times: M/M/c with FIFO. The first 5 % of the horizon is warm-up."""
-    trace = make_trace([JobGroup("mm", per_day=LAM * 24, gpus=1, mean_h=1 / MU, law="exponential")], days, seed=1)
-    sc = scenario(folder, trace[["submit_h", "gpus", "duration_h"]].itertuples(index=False),
-                  [owned(gpus=8, gpus_per_node=1, scheduler="fifo")], horizon_days=days * 1.05,
-                  warmup_days=days * 0.05)
-    path = folder / "mmc.yaml"
-    path.write_text(dump_scenario(sc))
-    return str(path)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,88 @@
+"""A capacity plan in words (``costsim plan``, ``costsim.capacity_plan``): what to buy, reserve and
+rent ("buy 384 H100; reserve 64 H100 for 1 year; burst to cloud-od after 4 h"), the answer's fair
+total with its 95 % interval, and the runner-up plans, from ``costsim.decisions.capacity_plan``'s
+``CapacityPlan`` (money in USD, delays in hours)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from costsim.decisions.capacity_plan import CapacityPlan
+from costsim.decisions.capacity_plan import capacity_plan as search
+from costsim.present.formats import money, plain
+from costsim.present.optimize import notes
+from costsim.present.optimize import sentence as optimum_sentence
+from costsim.runs import api
+from costsim.scenario import Scenario
+
+
+@dataclass(frozen=True, kw_only=True)
+class WordedPlan(CapacityPlan):
+    """A ``CapacityPlan`` with its words: ``steps`` (the plan, a clause per varied field of the
+    answer's option), ``sentence`` (the answer and its confidence), ``runner_up_steps`` (each
+    runner-up's plan and fair total) and ``notes`` (what limits the answer)."""
+
+    steps: str
+    sentence: str
+    runner_up_steps: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return plain(v) if isinstance(v, float) else str(v)
+
+
+def step(base: Scenario, path: str, v: Any) -> str:
+    """One varied field's value as a step of a plan: ``options.own.gpus=384`` on an owned H100
+    option is "buy 384 H100"; a field without words of its own is "PATH = VALUE"."""
+    parts = path.split(".")
+    options = {o.name: o for o in base.options}
+    if len(parts) != 3 or parts[0] != "options" or parts[1] not in options:
+        return f"{path} = {_value(v)}"
+    o, field = options[parts[1]], parts[2]
+    gpu = getattr(o, "gpu_type", "")
+    kind = o.kind if o.kind != "cloud" else getattr(o, "pricing", "cloud")
+    worded = {
+        ("owned", "gpus"): lambda: f"buy {_value(v)} {gpu} ({o.name})",
+        ("reserved", "reserved_gpus"): lambda: f"reserve {_value(v)} {gpu} ({o.name})",
+        ("reserved", "term_years"): lambda: f"reserve {o.name} for {_value(v)} year{'s' if v != 1 else ''}",
+        ("on_demand", "max_gpus"): lambda: f"rent up to {_value(v)} {gpu} on demand ({o.name})",
+        ("spot", "max_gpus"): lambda: f"rent up to {_value(v)} {gpu} on spot ({o.name})",
+        ("hybrid", "max_wait_h"): lambda: f"burst to {getattr(o, 'burst', '')} after {_value(v)} h ({o.name})",
+        ("hybrid", "wait_policy"): lambda: f"burst by the {_value(v)} waiting policy ({o.name})",
+    }.get((kind, field))
+    return worded() if worded is not None else f"{path} = {_value(v)}"
+
+
+def steps(base: Scenario, values: dict[str, Any], option: str | None) -> str:
+    """The plan: a step per varied field the option uses, or the option as the scenario has it."""
+    if not values:
+        return f"{option} as the scenario has it"
+    return "; ".join(step(base, p, v) for p, v in values.items())
+
+
+def worded(plan: CapacityPlan, base: Scenario) -> WordedPlan:
+    """``plan`` with its words."""
+    o = plan.optimum
+    plan_steps = steps(base, {p: o.values[p] for p in o.used}, o.option)
+    ups = tuple(f"{steps(base, {p: r[p] for p in plan.uses[r['base_option']]}, str(r['option']))}: "
+                f"{money(r['fair_total_usd'])} fair total" for _, r in plan.runner_ups.iterrows())
+    head = optimum_sentence(o).replace("Cheapest meeting", "Cheapest plan meeting", 1)
+    text = f"{head} Plan: {plan_steps}." if o.meets else head
+    return WordedPlan(optimum=o, runner_ups=plan.runner_ups, trials=plan.trials, uses=plan.uses, seed=plan.seed,
+                      batch=plan.batch, steps=plan_steps, sentence=text, runner_up_steps=ups, notes=notes(o))
+
+
+def capacity_plan(scenario_path: str | Path, targets, vary: list[str], **options: Any) -> WordedPlan:
+    """``costsim.decisions.capacity_plan.capacity_plan`` (the same arguments), with its words."""
+    plan = search(scenario_path, targets, vary, **options)
+    return worded(plan, api.load_scenario(scenario_path))
+
+
+__all__ = ["WordedPlan", "capacity_plan", "step", "steps", "worded"]
