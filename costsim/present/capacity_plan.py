@@ -11,6 +11,7 @@ from typing import Any
 
 from costsim.decisions.capacity_plan import CapacityPlan
 from costsim.decisions.capacity_plan import capacity_plan as search
+from costsim.plan import facts
 from costsim.present.formats import money, plain
 from costsim.present.optimize import notes
 from costsim.present.optimize import sentence as optimum_sentence
@@ -46,15 +47,15 @@ def step(base: Scenario, path: str, v: Any) -> str:
     if len(parts) != 3 or parts[0] != "options" or parts[1] not in options:
         return f"{path} = {_value(v)}"
     o, field = options[parts[1]], parts[2]
-    gpu = getattr(o, "gpu_type", "")
-    kind = o.kind if o.kind != "cloud" else getattr(o, "pricing", "cloud")
+    gpu, built_of = facts.gpu_type(o) or "", facts.parts_of(o)
+    kind = "hybrid" if built_of else facts.pricing_label(base, o)  # owned, on_demand, reserved or spot
     worded = {
         ("owned", "gpus"): lambda: f"buy {_value(v)} {gpu} ({o.name})",
         ("reserved", "reserved_gpus"): lambda: f"reserve {_value(v)} {gpu} ({o.name})",
         ("reserved", "term_years"): lambda: f"reserve {o.name} for {_value(v)} year{'s' if v != 1 else ''}",
         ("on_demand", "max_gpus"): lambda: f"rent up to {_value(v)} {gpu} on demand ({o.name})",
         ("spot", "max_gpus"): lambda: f"rent up to {_value(v)} {gpu} on spot ({o.name})",
-        ("hybrid", "max_wait_h"): lambda: f"burst to {getattr(o, 'burst', '')} after {_value(v)} h ({o.name})",
+        ("hybrid", "max_wait_h"): lambda: f"burst to {built_of[-1]} after {_value(v)} h ({o.name})",
         ("hybrid", "wait_policy"): lambda: f"burst by the {_value(v)} waiting policy ({o.name})",
     }.get((kind, field))
     return worded() if worded is not None else f"{path} = {_value(v)}"
