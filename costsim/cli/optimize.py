@@ -51,30 +51,43 @@ def frontier_table(optimum, title: str) -> Table:
     return table
 
 
+# The flags every search takes (``optimize``, ``plan``), said once.
+Scenario = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
+Targets = Annotated[list[str] | None, typer.Option(
+    "--target", help="METRIC<=N or METRIC>=N, e.g. p95_delay_h<=4, completion>=0.99, "
+    "rl_iterations_per_day>=50 (repeatable: all must hold; default: the scenario's decision.targets).")]
+Vary = Annotated[list[str] | None, typer.Option(
+    "--vary", help="PATH=LOW..HIGH (GPU counts step by whole nodes; real ranges by 1/64 of the span) or "
+    "PATH=V1,V2,... (repeatable), e.g. options.own.gpus=256..1024.")]
+Replications = Annotated[int, typer.Option(min=1, help="Runs per configuration (common random numbers).")]
+Seed = Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")]
+Executor = Annotated[str, typer.Option(help="local, processes (a process pool) or dask (a Dask LocalCluster, or "
+                                       "the scheduler at --address).")]
+Workers = Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core; more than the "
+                                             "cores is capped at them, with a warning).")]
+Address = Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask scheduler whose workers run the "
+                                             "search (--executor dask).")]
+ForceWorkers = Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
+                                            "they are more than the cores.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (by default: a bar on a "
+                                     "terminal, a line when the search starts and ends elsewhere).")]
+
+
 def optimize_command(
-    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)],
-    target: Annotated[list[str] | None, typer.Option(
-        "--target", help="METRIC<=N or METRIC>=N, e.g. p95_delay_h<=4, completion>=0.99, "
-        "rl_iterations_per_day>=50 (repeatable: all must hold).")] = None,
-    vary: Annotated[list[str] | None, typer.Option(
-        "--vary", help="PATH=LOW..HIGH (GPU counts step by whole nodes; real ranges by 1/64 of the span) or "
-        "PATH=V1,V2,... (repeatable), e.g. options.own.gpus=256..1024.")] = None,
-    replications: Annotated[int, typer.Option(min=1, help="Runs per configuration (common random numbers).")] = 3,
-    seed: Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")] = None,
-    executor: Annotated[str, typer.Option(help="local, processes (a process pool) or dask (a Dask LocalCluster, or "
-                                          "the scheduler at --address).")] = "processes",
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core; more than the "
-                                                "cores is capped at them, with a warning).")] = None,
-    address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask scheduler whose workers run the "
-                                                "search (--executor dask).")] = None,
-    force_workers: Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
-                                                "they are more than the cores.")] = False,
+    scenario: Scenario,
+    target: Targets = None,
+    vary: Vary = None,
+    replications: Replications = 3,
+    seed: Seed = None,
+    executor: Executor = "processes",
+    workers: Workers = None,
+    address: Address = None,
+    force_workers: ForceWorkers = False,
     max_runs: Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
                                           "replications).")] = 200,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv and frontier.csv, "
                                              "replaced whole at the end (default: nothing written).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (by default: a bar on a "
-                                        "terminal, a line when the search starts and ends elsewhere).")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Find the cheapest configuration that meets every --target, with its confidence.
 
@@ -173,4 +186,5 @@ def _write(optimum, staging: Path) -> None:
     write_csv(optimum.frontier, staging / "frontier.csv")
 
 
-__all__ = ["frontier_table", "inputs", "optimize_command", "search_flags"]
+__all__ = ["Address", "Executor", "ForceWorkers", "Quiet", "Replications", "Scenario", "Seed", "Targets", "Vary",
+           "Workers", "frontier_table", "inputs", "optimize_command", "search_flags"]

@@ -16,37 +16,45 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from costsim.cli.optimize import frontier_table, inputs, search_flags
+from costsim.cli.optimize import (
+    Address,
+    Executor,
+    ForceWorkers,
+    Quiet,
+    Replications,
+    Scenario,
+    Seed,
+    Targets,
+    Vary,
+    Workers,
+    frontier_table,
+    inputs,
+    search_flags,
+)
 from costsim.errors import CostsimError
 
 OUTPUT_NAMES = frozenset({"evaluated.csv", "frontier.csv", "trials.csv"})
 
 
 def plan_command(
-    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)],
-    target: Annotated[list[str] | None, typer.Option(
-        "--target", help="METRIC<=N or METRIC>=N, e.g. p95_delay_h<=4 (repeatable: all must hold; default: the "
-        "scenario's decision.targets).")] = None,
-    vary: Annotated[list[str] | None, typer.Option(
-        "--vary", help="PATH=LOW..HIGH or PATH=V1,V2,... (repeatable), e.g. options.own.gpus=256..1024 "
-        "--vary options.hybrid.max_wait_h=0..8.")] = None,
-    replications: Annotated[int, typer.Option(min=1, help="Runs per configuration (common random numbers).")] = 3,
+    scenario: Scenario,
+    target: Targets = None,
+    vary: Vary = None,
+    replications: Replications = 3,
     trials: Annotated[int, typer.Option(min=1, help="Configurations the sampler proposes (the refinement adds "
                                         "its own).")] = 24,
     batch: Annotated[int, typer.Option(min=1, help="Configurations proposed and run at a time (fixes the answer "
                                        "whatever the workers).")] = 4,
-    seed: Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")] = None,
-    executor: Annotated[str, typer.Option(help="local, processes (a process pool) or dask (a Dask LocalCluster, or "
-                                          "the scheduler at --address).")] = "processes",
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core).")] = None,
-    address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask scheduler (--executor dask).")] = None,
-    force_workers: Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
-                                                "they are more than the cores.")] = False,
+    seed: Seed = None,
+    executor: Executor = "processes",
+    workers: Workers = None,
+    address: Address = None,
+    force_workers: ForceWorkers = False,
     max_runs: Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
                                           "replications).")] = 400,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv, frontier.csv and "
                                              "trials.csv, replaced whole at the end (default: nothing written).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Find the cheapest capacity plan that meets every --target.
 
