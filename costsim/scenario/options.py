@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import Field, model_serializer, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from costsim.scenario.base import Name, StrictModel
 from costsim.scenario.bounds import (
     CV,
     MAX_BILLING_S,
+    MAX_HORIZON_DAYS,
     CapexPerGPU,
     Days,
+    Fraction,
     GPUCount,
     GPUType,
     Hours,
@@ -29,6 +31,7 @@ from costsim.scenario.bounds import (
     Scheduler,
     TermYears,
     float_bounds,
+    int_bounds,
     span,
 )
 
@@ -94,13 +97,68 @@ class Stockout(StrictModel):
     retry_h: IntervalHours = Field(1.0, description=f"Hours before trying again ({span(IntervalHours)}).")
 
 
+# A lease of up to 30 years (the longest horizon), in 730-h months; the depreciation life caps it
+# (costsim.plan.resolve). A lessor's rate up to 100% a year.
+LeaseMonths: TypeAlias = Annotated[int, *int_bounds(ge=1, le=360)]
+LeaseRate: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1)]
+AgeYears: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_HORIZON_DAYS / 365)]
+Payment = Literal["order", "delivery", "lease"]
+
+
+class Tranche(StrictModel):
+    """One purchase of an owned cluster: ``gpus`` ordered on ``order_day``, delivered the option's
+    lead time later, when its nodes join the cluster; paid on order, on delivery or leased."""
+
+    gpus: GPUCount = Field(description=f"GPUs bought, a whole number of nodes ({span(GPUCount)}).")
+    order_day: Days = Field(0.0, description=f"Day of the order, from the start ({span(Days)}); before the horizon.")
+    payment: Payment = Field(
+        "order", description="order: the capex is paid in the order's month; delivery: in the delivery's month; "
+        "lease: lease_term_months monthly payments from delivery, the hardware going back to the lessor "
+        "(no book value credited).")
+    lease_term_months: LeaseMonths | None = Field(
+        None, description=f"lease only: months of payments from delivery ({span(LeaseMonths)}; 730-h months), "
+        "at most the depreciation life.")
+    lease_rate_per_year: LeaseRate | None = Field(
+        None, description=f"lease only: the lessor's annual rate ({span(LeaseRate)}; monthly rate = it / 12); "
+        "null: economics.cost_of_capital.")
+
+    @model_validator(mode="after")
+    def _lease_fields(self) -> Tranche:
+        given = [f for f in ("lease_term_months", "lease_rate_per_year") if getattr(self, f) is not None]
+        if self.payment != "lease" and given:
+            raise ValueError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to payment: lease only")
+        if self.payment == "lease" and self.lease_term_months is None:
+            raise ValueError("payment: lease needs lease_term_months (the months of payments)")
+        return self
+
+
+class ResalePoint(StrictModel):
+    """The hardware's value ``age_years`` after its delivery, as a fraction of its capex."""
+
+    age_years: AgeYears = Field(description=f"Years since delivery ({span(AgeYears)}).")
+    value_frac: Fraction = Field(description=f"Value as a fraction of capex ({span(Fraction)}).")
+
+
 class OwnedOption(StrictModel):
-    """An owned cluster: bought, delivered after its lead time, run by a scheduler."""
+    """An owned cluster: bought, delivered after its lead time, run by a scheduler. Bought at once
+    (``gpus``, ordered at the start and paid then) or in ``tranches``, each delivered its lead
+    time after its order and adding its nodes to the cluster then."""
 
     name: Name = Field(description="Unique option name.")
     kind: Literal["owned"] = "owned"
     gpu_type: GPUType = Field(description="Catalog GPU type.")
-    gpus: GPUCount = Field(description=f"GPUs in the cluster, a whole number of nodes ({span(GPUCount)}).")
+    gpus: GPUCount = Field(description=f"GPUs in the cluster, a whole number of nodes ({span(GPUCount)}); with "
+                           "tranches, their total (may be left out).")
+    tranches: tuple[Tranche, ...] | None = Field(
+        None, min_length=1, max_length=1000,
+        description="Purchases over time, order days ascending: each {gpus, order_day, payment, "
+        "lease_term_months, lease_rate_per_year}; null: gpus bought at the start, paid on order.")
+    resale_curve: tuple[ResalePoint, ...] | None = Field(
+        None, min_length=1, max_length=1000,
+        description="Value of the hardware by age, [{age_years, value_frac}], ages ascending and values not "
+        "increasing; (0, 1) is implied before the first point, interpolated linearly between points and held "
+        "after the last. It sets the value credited at the horizon, the residual at the end of the "
+        "depreciation life and a lease's residual; null: economics.residual_value_frac, straight line.")
     gpus_per_node: NodeGPUs | None = Field(None, description=f"GPUs per node ({span(NodeGPUs)}); null: catalog.")
     network: Network = Field("infiniband", description="Inter-node fabric: infiniband | roce.")
     lead_time_days: Days | None = Field(
@@ -119,10 +177,48 @@ class OwnedOption(StrictModel):
     rollout_pool: RolloutPool = None
     rollout_link_gb_s: RolloutLink = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _gpus_of_tranches(cls, data):
+        """With tranches and no ``gpus``, the cluster's GPUs are the tranches' total."""
+        if isinstance(data, dict) and "gpus" not in data and isinstance(data.get("tranches"), list | tuple):
+            sizes = [t.get("gpus") if isinstance(t, dict) else getattr(t, "gpus", None) for t in data["tranches"]]
+            # A bad size is the tranche's own error: the total of the others stands in, so it is the only one.
+            data = {**data, "gpus": max(1, sum(g for g in sizes if type(g) is int and g > 0))}
+        return data
+
+    @field_validator("tranches")
+    @classmethod
+    def _tranches_in_order(cls, tranches: tuple[Tranche, ...] | None) -> tuple[Tranche, ...] | None:
+        for k in range(1, len(tranches or ())):
+            was, now = tranches[k - 1].order_day, tranches[k].order_day  # type: ignore[index]
+            if now <= was:
+                raise ValueError(f"tranche {k} is ordered on day {now:g}, not after tranche {k - 1} (day {was:g}): "
+                                 "order days must ascend (tranches ordered the same day are one tranche)")
+        return tranches
+
+    @field_validator("resale_curve")
+    @classmethod
+    def _resale_curve_shape(cls, curve: tuple[ResalePoint, ...] | None) -> tuple[ResalePoint, ...] | None:
+        for k in range(1, len(curve or ())):
+            was, now = curve[k - 1], curve[k]  # type: ignore[index]
+            if now.age_years <= was.age_years:
+                raise ValueError(f"point {k} (age {now.age_years:g} years) is not older than point {k - 1} "
+                                 f"({was.age_years:g}): ages must ascend")
+            if now.value_frac > was.value_frac:
+                raise ValueError(f"point {k} is worth more ({now.value_frac:g}) than point {k - 1} "
+                                 f"({was.value_frac:g}): hardware does not gain value with age")
+        return curve
+
     @model_validator(mode="after")
     def _whole_nodes(self) -> OwnedOption:
         if self.gpus_per_node is not None and self.gpus % self.gpus_per_node:
             raise ValueError(f"gpus ({self.gpus}) must be a whole number of nodes of {self.gpus_per_node} GPUs")
+        if self.tranches is not None:
+            total = sum(t.gpus for t in self.tranches)
+            if total != self.gpus:
+                raise ValueError(f"gpus ({self.gpus}) is not the tranches' total ({total}): leave gpus out or "
+                                 "make it their sum")
         check_rollout_link(self)
         return self
 
