@@ -42,7 +42,7 @@ def default_capex_per_gpu(gpu: GPUSpec, fabric_capex_frac: float, storage_capex_
 def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source: str, horizon_h: float) -> OwnedPlan:
     gpu = cat.gpus[opt.gpu_type]
     gpn = opt.gpus_per_node or gpu.gpus_per_node
-    if opt.gpus % gpn:
+    if opt.gpus % gpn and opt.tranches is None:  # with tranches, the tranche that is not whole nodes is named
         raise ScenarioError(
             source,
             [Problem(("options", i, "gpus"), f"{opt.gpus} GPUs is not a whole number of {gpn}-GPU {opt.gpu_type} nodes")],
