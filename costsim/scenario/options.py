@@ -222,6 +222,15 @@ class OwnedOption(StrictModel):
         check_rollout_link(self)
         return self
 
+    @model_serializer(mode="wrap")
+    def _without_derived_gpus(self, handler):
+        """With tranches, a dump (YAML, the editor's data) leaves ``gpus`` out: it is their total,
+        filled in again when read back, so editing the tranches alone stays valid."""
+        data = handler(self)
+        if self.tranches is not None and isinstance(data, dict):
+            data.pop("gpus", None)
+        return data
+
 
 class CloudOption(StrictModel):
     """Rented GPUs: on demand (billed per allocation), reserved (a committed pool queueing like an
