@@ -40,6 +40,11 @@ class TranchePlan:
         return self.payment == "lease"
 
     @property
+    def lead_h(self) -> float:
+        """Hours from its order to its delivery: the option's lead time."""
+        return self.delivery_h - self.order_h
+
+    @property
     def paid_h(self) -> float:
         """Hour the capex of a bought tranche is paid: its order's or its delivery's."""
         return self.order_h if self.payment == "order" else self.delivery_h
@@ -83,7 +88,7 @@ def lease_usd_per_month(capex_usd: float, curve: ResaleCurve | None, econ: Econo
 def book_value_at_usd(tranches: Sequence[TranchePlan], curve: ResaleCurve | None, econ: EconomicsValues,
                       horizon_h: float) -> float:
     """Value credited at the horizon's end: each bought tranche paid by then at its age then
-    (``value_usd``; one delivered after the horizon is worth its capex). Leased tranches are the
+    (``value_usd``; one delivered after the horizon at age 0). Leased tranches are the
     lessor's; a tranche paid on a delivery after the horizon was never paid for."""
     total = 0.0
     for t in tranches:
