@@ -17,6 +17,11 @@ Schedulers:
   (serving alone always leaves too little), later jobs start whenever they fit. The pass, and what
   keeps it near FIFO's cost on million-job traces, is ``costsim.engine.backfill``.
 
+Tranches: a cluster bought over time (``PoolSpec.later``) has its later tranches' nodes out of
+service until their delivery, as if under repair: each delivery brings them in and asks for a
+pass, and a backfill reservation counts on them as on a repair's end. ``fits_ever`` is against
+the final cluster.
+
 Node failures (optional) are a Poisson process over all nodes; a failed node is out for its
 repair time (capacity drops) and kills the jobs on it: they fall back to their last checkpoint,
 give back their other nodes and rejoin the queue at its head (priority, sjf: ahead of the jobs

@@ -2,18 +2,22 @@
 month and break-even utilisation between owning (or committing) and renting.
 
 Cash differs from the cost lines in three ways:
-- an owned cluster's capex is paid when it is bought (month 0) instead of being spread as capital
-  cost;
-- its straight-line book value at the horizon's end is credited in the last month (it is still
-  there; leaving it out would make any horizon shorter than its life look like a write-off);
+- an owned cluster's capex is paid when it is bought (month 0; bought in tranches, each in its
+  order's or delivery's month) instead of being spread as capital cost; a leased tranche's
+  monthly payments are in ``capex_usd`` too, as they accrue (the same as its capital line);
+- its book value at the horizon's end (straight line, or a resale curve; leased tranches have
+  none) is credited in the last month (it is still there; leaving it out would make any horizon
+  shorter than its life look like a write-off);
 - the rest of a reservation's term (``commitment_owed``) is owed at the horizon's end, in the
   last month.
 Both horizon-end amounts are discounted at the horizon's end; every other month's cash (bills,
 rent for jobs and serving, opex) at the month's start. With straight-line capital
 (``cost_of_capital`` 0) capex − book value equals the capital cost line over any horizon (both
 stop at the end of the depreciation life), so the cash flow and the cost lines add up to the same
-total. With an annuity (``cost_of_capital`` > 0) the capital line also carries the interest, so
-it exceeds capex − book value by that interest; the cash view leaves interest to discounting.
+total (with a resale curve the value credited follows the curve, the capital line a straight line
+to its value at the life's end: they agree at the life's end). With an annuity
+(``cost_of_capital`` > 0) the capital line also carries the interest, so it exceeds capex − book
+value by that interest; the cash view leaves interest to discounting.
 """
 
 from __future__ import annotations

@@ -15,10 +15,8 @@ from costsim.scenario.base import Name, StrictModel
 from costsim.scenario.bounds import (
     CV,
     MAX_BILLING_S,
-    MAX_HORIZON_DAYS,
     CapexPerGPU,
     Days,
-    Fraction,
     GPUCount,
     GPUType,
     Hours,
@@ -31,9 +29,9 @@ from costsim.scenario.bounds import (
     Scheduler,
     TermYears,
     float_bounds,
-    int_bounds,
     span,
 )
+from costsim.scenario.tranches import ResalePoint, Tranche
 
 DEFAULT_PROVISIONING_DELAY_H = 0.25
 DEFAULT_STARTUP_H = 0.1
@@ -95,48 +93,6 @@ class Stockout(StrictModel):
     )
     min_gpus: GPUCount = Field(64, description=f"Requests of at least this many GPUs can stock out ({span(GPUCount)}).")
     retry_h: IntervalHours = Field(1.0, description=f"Hours before trying again ({span(IntervalHours)}).")
-
-
-# A lease of up to 30 years (the longest horizon), in 730-h months; the depreciation life caps it
-# (costsim.plan.resolve). A lessor's rate up to 100% a year.
-LeaseMonths: TypeAlias = Annotated[int, *int_bounds(ge=1, le=360)]
-LeaseRate: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1)]
-AgeYears: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_HORIZON_DAYS / 365)]
-Payment = Literal["order", "delivery", "lease"]
-
-
-class Tranche(StrictModel):
-    """One purchase of an owned cluster: ``gpus`` ordered on ``order_day``, delivered the option's
-    lead time later, when its nodes join the cluster; paid on order, on delivery or leased."""
-
-    gpus: GPUCount = Field(description=f"GPUs bought, a whole number of nodes ({span(GPUCount)}).")
-    order_day: Days = Field(0.0, description=f"Day of the order, from the start ({span(Days)}); before the horizon.")
-    payment: Payment = Field(
-        "order", description="order: the capex is paid in the order's month; delivery: in the delivery's month; "
-        "lease: lease_term_months monthly payments from delivery, the hardware going back to the lessor "
-        "(no book value credited).")
-    lease_term_months: LeaseMonths | None = Field(
-        None, description=f"lease only: months of payments from delivery ({span(LeaseMonths)}; 730-h months), "
-        "at most the depreciation life.")
-    lease_rate_per_year: LeaseRate | None = Field(
-        None, description=f"lease only: the lessor's annual rate ({span(LeaseRate)}; monthly rate = it / 12); "
-        "null: economics.cost_of_capital.")
-
-    @model_validator(mode="after")
-    def _lease_fields(self) -> Tranche:
-        given = [f for f in ("lease_term_months", "lease_rate_per_year") if getattr(self, f) is not None]
-        if self.payment != "lease" and given:
-            raise ValueError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to payment: lease only")
-        if self.payment == "lease" and self.lease_term_months is None:
-            raise ValueError("payment: lease needs lease_term_months (the months of payments)")
-        return self
-
-
-class ResalePoint(StrictModel):
-    """The hardware's value ``age_years`` after its delivery, as a fraction of its capex."""
-
-    age_years: AgeYears = Field(description=f"Years since delivery ({span(AgeYears)}).")
-    value_frac: Fraction = Field(description=f"Value as a fraction of capex ({span(Fraction)}).")
 
 
 class OwnedOption(StrictModel):
