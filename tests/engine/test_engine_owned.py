@@ -94,6 +94,22 @@ def test_backfill_does_not_take_a_node_the_delivery_owes_the_head(tmp_path):
     assert got == {"W": 30.0, "X": 40.0}
 
 
+def test_nodes_not_yet_delivered_neither_fail_nor_come_early(tmp_path):
+    # Two nodes from 6 h, two more from 30 h; a node fails every ~2.4 h per node and is out 3 h.
+    # Were an undelivered node drawn to fail, its repair would bring it in before its delivery.
+    rows = [(k * 0.5, 8 * (1 + k % 2), 1.5, f"J{k}", 0) for k in range(80)]
+    fail = {"node_failures_per_1000_node_days": 10_000, "repair_hours": 3}
+    opt = owned(gpus=32, gpus_per_node=8, lead_time_days=0.25, failures=fail,
+                tranches=[{"gpus": 16, "order_day": 0}, {"gpus": 16, "order_day": 1}])
+    res = costsim.simulate(scenario(tmp_path, rows, [opt], columns=COLS, horizon_days=3))
+    ts = res.timeseries
+    delivered = np.where(ts.hour < 6, 0, np.where(ts.hour < 30, 16, 32))
+    assert (ts.capacity_gpus <= delivered).all()
+    assert (ts.capacity_gpus[ts.hour < 30] < 16).any()  # failures did strike the first tranche
+    assert (ts.capacity_gpus[ts.hour >= 30] > 16).any()  # and the second came in
+    assert (ts.busy_gpus <= ts.capacity_gpus + 1e-9).all()
+
+
 def test_a_job_larger_than_the_final_cluster_is_still_refused(tmp_path):
     opt = owned(gpus=16, gpus_per_node=8, tranches=TRANCHES)
     with pytest.raises(costsim.ScenarioError, match="needs 24 GPUs but option 'own' has 16 GPUs"):
