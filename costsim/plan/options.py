@@ -186,7 +186,8 @@ class OwnedPlan:
         """The plan with its price (capex, USD) NaN, and its rollout pool's: what work plans and
         runs are given, so a price read there by mistake turns the tables to NaN."""
         rollout = self.rollout.unpriced() if self.rollout is not None else None
-        return replace(self, capex_usd=math.nan, rollout=rollout, tranches=tuple(t.unpriced() for t in self.tranches))
+        return replace(self, capex_usd=math.nan, rollout=rollout, tranches=tuple(t.unpriced() for t in self.tranches),
+                       resale_curve=None)
 
 
 @dataclass(frozen=True)

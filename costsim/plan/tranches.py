@@ -55,11 +55,12 @@ class TranchePlan:
         return self.delivery_h + (self.lease_term_h if self.leased else 0.0)
 
     def unpriced(self) -> TranchePlan:
-        """The tranche with its prices NaN (``OwnedPlan.unpriced``)."""
+        """The tranche as a run reads it (``OwnedPlan.unpriced``): its GPUs and hours only, prices
+        NaN and payment terms dropped (how it is paid moves no job, so variants that differ only
+        in payment share a run)."""
         nan = float("nan")
         return TranchePlan(gpus=self.gpus, nodes=self.nodes, order_h=self.order_h, delivery_h=self.delivery_h,
-                           capex_usd=nan, payment=self.payment, lease_term_h=self.lease_term_h,
-                           lease_usd_per_month=nan)
+                           capex_usd=nan, lease_usd_per_month=nan)
 
 
 def residual_frac(curve: ResaleCurve | None, econ: EconomicsValues) -> float:
