@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import jobs_of, owned, scenario
+from helpers import cloud, jobs_of, owned, scenario
 
 import costsim
 
@@ -108,6 +108,17 @@ def test_nodes_not_yet_delivered_neither_fail_nor_come_early(tmp_path):
     assert (ts.capacity_gpus[ts.hour < 30] < 16).any()  # failures did strike the first tranche
     assert (ts.capacity_gpus[ts.hour >= 30] > 16).any()  # and the second came in
     assert (ts.busy_gpus <= ts.capacity_gpus + 1e-9).all()
+
+
+@pytest.mark.parametrize(("max_wait_h", "where", "start_h"), [(4, "cloud", 4.0), (48, "own", 24.0)])
+def test_a_hybrid_waits_for_a_delivery_or_bursts(tmp_path, max_wait_h, where, start_h):
+    # No lead time: the base has one node from 0 h and two from 24 h. W needs both: waiting 4 h it
+    # bursts at 4 h (on-demand, no provisioning delay); waiting 48 h it starts on the base at 24 h.
+    base = owned(gpus=16, gpus_per_node=8, lead_time_days=0, tranches=TRANCHES)
+    hyb = {"name": "hyb", "kind": "hybrid", "base": "own", "burst": "cloud", "max_wait_h": max_wait_h}
+    res = costsim.simulate(scenario(tmp_path, [(0, 16, 10, "W", 0)], [base, cloud(), hyb], columns=COLS))
+    j = jobs_of(res, "hyb")
+    assert (j.ran_on[0], j.start_h[0]) == (where, start_h)
 
 
 def test_a_job_larger_than_the_final_cluster_is_still_refused(tmp_path):
