@@ -8,6 +8,8 @@ Months are 730 h, years 8,760 h. The economics leave only what a test is about.
 import numpy as np
 import pytest
 from helpers import bits, cloud, owned, scenario
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import costsim
 
@@ -157,3 +159,20 @@ def test_one_tranche_at_the_start_is_the_option_bought_at_once(tmp_path, economi
         tables.append({t: bits(getattr(res, t)) for t in ("jobs", "summary", "timeseries", "costs", "cashflow",
                                                            "breakeven")})
     assert tables[0] == tables[1] == tables[2]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(orders=st.lists(st.integers(0, 300), min_size=1, max_size=4, unique=True),
+       payments=st.lists(st.sampled_from(["order", "delivery"]), min_size=4, max_size=4),
+       lead=st.integers(0, 120), life=st.sampled_from([1, 3, 5]))
+def test_bought_tranches_cash_less_book_value_is_the_capital_line(tmp_path, orders, payments, lead, life):
+    """Straight line, no interest: over any horizon, the capex paid less the value credited at its
+    end is the capital line, whatever the order days, payments, lead time and life (a tranche paid
+    on a delivery after the horizon is in neither)."""
+    tranches = [{"gpus": 8, "order_day": d, "payment": p} for d, p in zip(sorted(orders), payments, strict=False)]
+    opt = owned("own", lead_time_days=lead, capex_usd_per_gpu=1000, gpus_per_node=8, gpus=8 * len(tranches),
+                tranches=tranches)
+    res = run(tmp_path, [opt], economics={**ONLY_CAPITAL, "depreciation_years": life})
+    cf = rows(res, "own")
+    assert cf.capex_usd.sum() - cf.book_value_usd.sum() == pytest.approx(summary(res, "own").cost_capital_usd,
+                                                                         rel=1e-9, abs=1e-6)
