@@ -12,6 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import costsim
+from costsim.plan.resolve import resolve
+from costsim.results import finance
 
 AFTER = [(20_000, 8, 1)]  # one job after the horizon: nothing runs, only the owned lines
 YEAR_DAYS = 365  # 8,760 h: a 12-month horizon
@@ -112,6 +114,18 @@ def test_a_lease_is_paid_monthly_from_delivery_and_leaves_no_book_value(tmp_path
     s = summary(res, "own")
     assert s.cost_capital_usd == pytest.approx(1_321.64 + pmt * (9 + 510 / 730), abs=0.05)
     assert cf.capex_usd.sum() - cf.book_value_usd.sum() == pytest.approx(s.cost_capital_usd, rel=1e-9)
+
+
+def test_lease_payments_go_on_in_the_break_even_pace(tmp_path):
+    # The extrapolated break-even runs each option on at its last three months' spending, lumps
+    # (purchases) left out: here the owned option spends only B's lease, $153.24 a month.
+    lease = {"payment": "lease", "lease_term_months": 24, "lease_rate_per_year": 0.06}
+    opt = two_tranches("own", lease)
+    opt.pop("gpus")
+    sc = scenario(tmp_path, AFTER, [opt, cloud()], horizon_days=YEAR_DAYS, economics=ONLY_CAPITAL)
+    res = costsim.simulate(sc)
+    (plan, _) = resolve(sc)
+    assert finance.pace(plan, rows(res, "own"), YEAR_DAYS * 24).usd_per_month == pytest.approx(153.24, abs=0.01)
 
 
 def test_the_resale_curve_sets_the_value_credited_at_the_horizon(tmp_path):
