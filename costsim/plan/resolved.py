@@ -45,6 +45,9 @@ def _owned(opt: dict, plan: OwnedPlan, cat: Catalog, econ) -> dict:
         rel = cat.reliability
         opt["failures"] = {"node_failures_per_1000_node_days": rel["node_failures_per_1000_node_days"],
                            "repair_hours": rel["repair_hours"]}
+    for t in opt.get("tranches") or ():
+        if t.get("payment") == "lease" and t.get("lease_rate_per_year") is None:
+            t["lease_rate_per_year"] = econ.cost_of_capital  # a lease's rate defaults to the cost of capital
     return opt
 
 

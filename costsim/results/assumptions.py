@@ -117,6 +117,11 @@ def assumptions(scenario: Scenario, catalog: Catalog | None = None) -> pd.DataFr
             "economics.discount_rate")
     for option, as_resolved in zip(owned, facts.owned_options(done), strict=True):  # resolving keeps kinds and order
         _owned_rows(out, option, as_resolved, cat, installed)
+        for j, (t, t_done) in enumerate(zip(option.tranches or (), as_resolved.tranches or (), strict=True)):
+            if t.payment == "lease":  # a blank rate is the cost of capital, as the scenario or catalog says
+                given = t.lease_rate_per_year if t.lease_rate_per_year is not None else given_econ.cost_of_capital
+                out.add(f"lease rate, {option.name} tranche {j}", t_done.lease_rate_per_year, "per year", given,
+                        "economics.cost_of_capital")
     for gpu in dict.fromkeys(p.gpu.name for p in facts.owned_plans(parts).values()):
         for key in ("node_max_kw", "node_idle_kw"):
             what, unit = SPEC_UNITS[key]

@@ -23,7 +23,8 @@ from costsim.models.intervals import binned, hours_in_bins
 from costsim.plan.economics import EconomicsValues
 from costsim.plan.options import CloudPlan, OwnedPlan, Plan, nodes_needed
 from costsim.plan.options import pools as plan_pools
-from costsim.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
+from costsim.plan.tranches import residual_frac
+from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload.jobs import JobTable
 
 OWNED_ITEMS = ("capital", "energy", "facility", "maintenance", "staff", "setup")
@@ -179,36 +180,47 @@ def owned_costs(
     edges: np.ndarray,
     serving_gpu_h: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Owned line items (USD) per bin: facility, maintenance and staff accrue per hour in service
-    (from delivery); capital too, but only until the end of the depreciation life (the hardware
-    is paid for by then: a 7-year horizon on a 5-year life pays the capital once); energy per hour
-    in service plus per busy GPU-hour (RL jobs and, given per bin, serving); setup at the start."""
-    delivered = min(plan.lead_time_h, horizon_h)
-    service_h = hours_in_bins(delivered, horizon_h, edges)
-    paid_off = min(delivered + econ.depreciation_years * HOURS_PER_YEAR, horizon_h)
-    capital_h = hours_in_bins(delivered, paid_off, edges)
+    """Owned line items (USD) per bin, each tranche from its delivery: facility, maintenance and
+    energy at idle accrue per hour each tranche is in service, staff per hour for the GPUs
+    delivered by then (whole engineers); capital too, but only until the end of each tranche's
+    depreciation life (the hardware is paid for by then: a 7-year horizon on a 5-year life pays
+    the capital once), or for a leased tranche its monthly payment over its term; energy also per
+    busy GPU-hour (RL jobs and, given per bin, serving); setup at the start."""
     job, s, e, k = held_intervals(rec, horizon_h)
     # Busy GPUs: the job's own, within what it holds (an offloaded job uses only its training GPUs here).
     busy_gpu_h = binned(s, e, np.minimum(job_gpus[job], rec.alloc_held[k]).astype(float), edges)
     if serving_gpu_h is not None:
         busy_gpu_h = busy_gpu_h + serving_gpu_h
     gpu = plan.gpu
-    annual = eco.annual_capital_cost_usd(
-        plan.capex_usd, econ.residual_value_frac, econ.depreciation_years, econ.cost_of_capital
-    )
-    kwh = eco.it_energy_kwh(plan.nodes, gpu.node_idle_kw, gpu.node_max_kw, plan.gpus_per_node, service_h, busy_gpu_h)
+    residual = residual_frac(plan.resale_curve, econ)
+    purchases = plan.purchases
+    lines = {item: np.zeros(len(edges) - 1) for item in ("capital", "energy", "facility", "maintenance", "staff")}
+    for n, t in enumerate(purchases):
+        delivered = min(t.delivery_h, horizon_h)
+        service_h = hours_in_bins(delivered, horizon_h, edges)
+        if t.leased:
+            lease_h = hours_in_bins(delivered, min(t.lease_end_h, horizon_h), edges)
+            lines["capital"] += t.lease_usd_per_month * lease_h / HOURS_PER_MONTH
+        else:
+            paid_off = min(delivered + econ.depreciation_years * HOURS_PER_YEAR, horizon_h)
+            annual = eco.annual_capital_cost_usd(t.capex_usd, residual, econ.depreciation_years, econ.cost_of_capital)
+            lines["capital"] += annual * hours_in_bins(delivered, paid_off, edges) / HOURS_PER_YEAR
+        # One tranche: the busy GPUs' energy in the same sum as its idle draw (as before tranches, to the bit).
+        busy = busy_gpu_h if n == 0 else np.zeros_like(busy_gpu_h)
+        kwh = eco.it_energy_kwh(t.nodes, gpu.node_idle_kw, gpu.node_max_kw, plan.gpus_per_node, service_h, busy)
+        lines["energy"] += eco.energy_cost_usd(kwh, econ.pue, econ.electricity_usd_per_kwh)
+        lines["facility"] += eco.facility_cost_usd(t.nodes, gpu.node_max_kw, econ.colo_usd_per_kw_month, service_h)
+        lines["maintenance"] += eco.maintenance_cost_usd(t.capex_usd, econ.maintenance_frac_per_year, service_h)
+        # Staff for the GPUs delivered so far, from this delivery to the next (engineers are whole).
+        until = min(purchases[n + 1].delivery_h, horizon_h) if n + 1 < len(purchases) else horizon_h
+        so_far = sum(p.gpus for p in purchases[:n + 1])
+        lines["staff"] += eco.staff_cost_usd(so_far, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
+                                             hours_in_bins(delivered, max(until, delivered), edges),
+                                             min_fte=econ.staff_min_fte)
     setup = np.zeros(len(edges) - 1)
     if len(setup):
         setup[0] = econ.setup_usd
-    return {
-        "capital": annual * capital_h / HOURS_PER_YEAR,
-        "energy": eco.energy_cost_usd(kwh, econ.pue, econ.electricity_usd_per_kwh),
-        "facility": eco.facility_cost_usd(plan.nodes, gpu.node_max_kw, econ.colo_usd_per_kw_month, service_h),
-        "maintenance": eco.maintenance_cost_usd(plan.capex_usd, econ.maintenance_frac_per_year, service_h),
-        "staff": eco.staff_cost_usd(plan.gpus, econ.gpus_per_fte, econ.staff_usd_per_fte_year, service_h,
-                                    min_fte=econ.staff_min_fte),
-        "setup": setup,
-    }
+    return {**lines, "setup": setup}
 
 
 def cloud_bills(plan: CloudPlan, rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.ndarray]:
