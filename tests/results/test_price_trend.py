@@ -123,3 +123,12 @@ def test_no_trend_is_todays_bill_and_a_trend_reruns_nothing(tmp_path):
     trended = scenario(tmp_path, rows, [{**o, "price_change_per_year": -0.3} for o in options], horizon_days=500)
     keys = [usage_key(sc, p.plans, None) for sc in (plain, trended) for p in [prepare(sc)]]
     assert keys[0] == keys[1]
+
+
+def test_a_stated_trend_is_an_assumption_row(tmp_path):
+    from costsim.results.assumptions import assumptions
+
+    options = [cloud(price_per_gpu_hour=2.0, price_change_per_year=-0.2), reserved()]
+    table = assumptions(scenario(tmp_path, [(0, 8, 1)], options, horizon_days=30))
+    rows = table[table["assumption"].str.startswith("price change")]
+    assert rows[["assumption", "value", "from"]].values.tolist() == [["price change, cloud", -0.2, "scenario"]]
