@@ -27,6 +27,7 @@ import pandas as pd
 from costsim.models import economics as eco
 from costsim.plan.economics import EconomicsValues
 from costsim.plan.options import Plan, pools
+from costsim.results.costing import term_prices
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [
@@ -74,13 +75,16 @@ def cash_paid(cash: pd.DataFrame) -> pd.Series:
     return cash["capex_usd"] + cash["opex_usd"] + cash["rent_usd"] + cash["commitment_owed_usd"]
 
 
-def committed_usd_per_month(plan: Plan) -> float:
+def committed_usd_per_month(plan: Plan, horizon_h: float | None = None) -> float:
     """A reservation's bill per whole (730-h) month, reserved GPUs × price × 730 (a hybrid's
-    reserved base's); 0 for any option without a commitment."""
+    reserved base's); 0 for any option without a commitment. Under a price trend, at the locked
+    price of the last term begun by ``horizon_h`` (``costing.term_prices``; the first term's when
+    None), the one its commitment owed is counted at."""
     part = plan.reservation
     if part is not None:
         assert part.reserved_gpus is not None  # a reservation commits to reserved_gpus
-        return float(part.reserved_gpus) * part.price_per_gpu_hour * HOURS_PER_MONTH
+        price = part.price_per_gpu_hour if horizon_h is None else term_prices(part, horizon_h)[-1][2]
+        return float(part.reserved_gpus) * price * HOURS_PER_MONTH
     return 0.0
 
 
@@ -92,7 +96,7 @@ def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
     the term its commitment owed pays for, and back after it."""
     return eco.spend_pace(cash_paid(cash).to_numpy(), horizon_h,
                           lumps_by_month=(cash["capex_usd"] + cash["commitment_owed_usd"]).to_numpy(),
-                          committed_usd_per_month=committed_usd_per_month(plan),
+                          committed_usd_per_month=committed_usd_per_month(plan, horizon_h),
                           owed_usd=float(cash["commitment_owed_usd"].sum()))
 
 

@@ -132,3 +132,16 @@ def test_a_stated_trend_is_an_assumption_row(tmp_path):
     table = assumptions(scenario(tmp_path, [(0, 8, 1)], options, horizon_days=30))
     rows = table[table["assumption"].str.startswith("price change")]
     assert rows[["assumption", "value", "from"]].values.tolist() == [["price change, cloud", -0.2, "scenario"]]
+
+
+def test_the_pace_after_the_horizon_goes_on_at_the_renewal_price(tmp_path):
+    # The renewed reservation above: its commitment owed (4,380 h at $1.76) covers 4,380 / 730 = 6
+    # months after the horizon, then its bill comes back at 16 × 1.76 × 730 = $20,556.8 a month.
+    from costsim.results.finance import pace
+
+    sc = scenario(tmp_path, [(0, 8, 1)], [reserved(renew=True, price_change_per_year=-0.2)], horizon_days=547.5)
+    res = costsim.simulate(sc)
+    p = pace(prepare(sc).plans[0], res.cashflow, sc.horizon_h)
+    assert p.committed_usd_per_month == pytest.approx(20_556.8, rel=1e-12)
+    assert p.covered_months == pytest.approx(6.0, rel=1e-12)
+    assert p.usd_per_month == pytest.approx(0.0, abs=1e-6)  # nothing but the commitment is paid
