@@ -44,6 +44,14 @@ def clock(t_h, k: float):
     return np.expm1(k * np.asarray(t_h, dtype=float)) / k
 
 
+def between(a_h, b_h, k: float):
+    """∫ₐᵇ e^(k·u) du = e^(k·a) · clock(b − a) in hours (numbers or arrays): clock(b) − clock(a)
+    without cancelling two large clock values; ``b_h − a_h`` when k = 0."""
+    if k == 0.0:
+        return np.asarray(b_h) - np.asarray(a_h) if np.ndim(a_h) or np.ndim(b_h) else b_h - a_h
+    return factor(a_h, k) * clock(np.asarray(b_h, dtype=float) - np.asarray(a_h, dtype=float), k)
+
+
 def clock_inverse(y, k: float):
     """The hours t at which ``clock(t, k)`` reaches ``y`` (a number or array). ``y`` itself,
     unchanged, when k = 0. A falling trend's clock never passes its limit −1/k: there (or past it)

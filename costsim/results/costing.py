@@ -226,7 +226,7 @@ def cloud_bills(plan: CloudPlan, rec: UsageRecord, horizon_h: float) -> tuple[np
         rate = trend.per_hour(plan.price_change_per_year)
         gpus = rec.alloc_instances[k] * plan.gpus_per_instance
         extra_h = billed / SECONDS_PER_HOUR - (e - s)
-        held_h = trend.factor(s, rate) * trend.clock(e - s, rate)  # clock(e) − clock(s), without the cancellation
+        held_h = trend.between(s, e, rate)
         bill = gpus * plan.price_per_gpu_hour * (held_h + extra_h * trend.factor(e, rate))
     return job, bill * rec.alloc_share[k]
 
@@ -286,8 +286,7 @@ def cloud_costs(plan: CloudPlan, rec: UsageRecord, horizon_h: float, edges: np.n
     gpus = rec.alloc_instances[k] * plan.gpus_per_instance * rec.alloc_share[k]
     per_bin_usd = rented_usd(plan, s, e, gpus, edges)
     _, bill = cloud_bills(plan, rec, horizon_h)
-    rate = trend.per_hour(plan.price_change_per_year)
-    rounding = bill - (trend.clock(e, rate) - trend.clock(s, rate)) * gpus * plan.price_per_gpu_hour
+    rounding = bill - trend.between(s, e, trend.per_hour(plan.price_change_per_year)) * gpus * plan.price_per_gpu_hour
     where = np.clip(np.searchsorted(edges, e, side="left") - 1, 0, len(edges) - 2)
     per_bin_usd += np.bincount(where, weights=rounding, minlength=len(edges) - 1)
     return {"cloud": per_bin_usd}

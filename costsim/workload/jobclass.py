@@ -2,10 +2,11 @@
 
 - **arrivals** (stream ``arrivals``, per layer): a Poisson process of rate λ(t) = per_day / 24 ·
   hourly[h] · weekly[d] · (1 + g)^(t / 8760) per hour (profiles scaled to mean 1; h, d the hour of
-  the day and the weekday of scenario hour t on the profiles' clock; g the growth per year), drawn in sequence by the time change
-  t = Λ⁻¹(S) of a unit-rate process (``costsim.workload.arrivals``: a longer horizon keeps every
-  earlier arrival, a larger arrival scale keeps every arrival of a smaller one). Memory is the
-  arrivals themselves, whatever the profile's peak;
+  the day and the weekday of scenario hour t on the profiles' clock; g the growth per year, t from
+  hour 0), drawn in sequence by the time change t = Λ⁻¹(S) of a unit-rate process
+  (``costsim.workload.arrivals``: a longer horizon keeps every earlier arrival, a larger arrival
+  scale keeps every arrival of a smaller one). Memory is the arrivals themselves, whatever the
+  profile's peak;
 - **GPUs** (stream ``job_shapes``, per layer, in blocks of ``SHAPE_BLOCK`` jobs): a uniform per
   job, by inverse CDF of the pmf (drawn for a fixed count too, so the durations' draws never
   depend on the GPU law);

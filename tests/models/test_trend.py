@@ -98,3 +98,11 @@ def test_tiny_growth_is_the_flat_week_integral():
     t = np.array([3.0, 170.5, 4000.0])
     np.testing.assert_allclose(grown_week_integral(t, WEEK, trend.per_hour(1e-12)), week_integral(t, WEEK),
                                rtol=1e-9)
+
+
+def test_between_is_the_integral_over_an_interval():
+    # ∫ from year 1 to year 1.5 of 1.8^t dt = (1.8^1.5 − 1.8) / ln 1.8 years
+    k = trend.per_hour(0.8)
+    assert trend.between(YEAR_H, 1.5 * YEAR_H, k) == pytest.approx(YEAR_H * (1.8**1.5 - 1.8) / math.log(1.8), rel=1e-13)
+    a, b = np.array([0.0, 10.0]), np.array([5.0, 10.5])
+    assert np.array_equal(trend.between(a, b, 0.0), b - a)
