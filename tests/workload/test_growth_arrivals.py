@@ -192,3 +192,14 @@ def test_event_budget_counts_the_growing_classes():
     rl = 2.0 * grown_count(3, 0.8, 0, 2)
     assert iterations == pytest.approx(rl, rel=1e-12)  # one iteration per job
     assert jobs == pytest.approx(rl + 2.0 * profiled_count(JOBS, 0.8, 730 * 24.0), rel=1e-9)
+
+
+def test_a_growing_workload_runs_end_to_end():
+    import costsim
+
+    sc = scenario(60, classes=[{**RL, "arrivals_per_day": 1.0, "iterations": 5, "growth_per_year": 10.0}],
+                  job_classes=[{**JOBS, "growth_per_year": -0.5}])
+    res = costsim.simulate(sc)
+    drawn = workload.generate(sc)
+    assert res.summary.jobs_submitted[0] == len(drawn)
+    assert sorted(res.jobs.job_id) == sorted(drawn.job_id)
