@@ -185,6 +185,7 @@ def _option_default(data: dict, opt: dict, field: str) -> Any:
     term = opt.get("term_years") or 1
     table = {
         "price_per_gpu_hour": gpu.price.get(tier, {}).get(facts.catalog_price_key(pricing, term)),
+        "price_change_per_year": 0.0,
         "gpus_per_instance": gpu.gpus_per_node,
         "term_years": 1,
         "scheduler": "fifo",

@@ -224,6 +224,7 @@ class CloudPlan:
     rollout: CloudPlan | None = None  # reserved: the rented pool its disaggregated RL classes sample on
     rollout_link_gb_s: float = 0.0  # GB/s of the link to it
     rl: dict[str, float] | None = None  # the RL model's constants (catalog rl.*); None: the shipped catalog's
+    price_change_per_year: float = 0.0  # compound change of the price per year (costsim.models.trend)
 
     @property
     def reserved(self) -> bool:
@@ -317,7 +318,7 @@ class CloudPlan:
         rollout pool's: what work plans and runs are given (see ``OwnedPlan.unpriced``)."""
         rollout = self.rollout.unpriced() if self.rollout is not None else None
         return replace(self, price_per_gpu_hour=math.nan, billing_granularity_s=math.nan, minimum_billing_s=math.nan,
-                       rollout=rollout)
+                       price_change_per_year=math.nan, rollout=rollout)
 
 
 @dataclass(frozen=True)

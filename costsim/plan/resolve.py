@@ -161,6 +161,7 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float
         gpu=gpu,
         pricing=opt.pricing,
         price_per_gpu_hour=float(price),
+        price_change_per_year=float(opt.price_change_per_year or 0.0),
         gpus_per_instance=gpi,
         billing_granularity_s=float(opt.billing_granularity_s or billing["granularity_s"]),
         minimum_billing_s=float(

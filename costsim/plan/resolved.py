@@ -53,6 +53,7 @@ def _owned(opt: dict, plan: OwnedPlan, cat: Catalog, econ) -> dict:
 
 def _cloud(opt: dict, plan: CloudPlan, cat: Catalog) -> dict:
     opt["price_per_gpu_hour"] = plan.price_per_gpu_hour
+    opt["price_change_per_year"] = plan.price_change_per_year
     opt["gpus_per_instance"] = plan.gpus_per_instance
     if plan.reserved:
         opt.update(term_years=opt.get("term_years") or 1, scheduler=plan.scheduler, placement=plan.placement)

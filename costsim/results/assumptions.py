@@ -175,6 +175,9 @@ def _cloud_rows(out: _Rows, opt: CloudOption, done: CloudOption) -> None:
     label = f"{opt.gpu_type}, {opt.price_tier}, {opt.pricing.replace('_', '-')}" + (f" {term}-year" if term else "")
     out.add(f"price, {opt.name} ({label})", done.price_per_gpu_hour, "USD per GPU-hour", opt.price_per_gpu_hour,
             f"gpus.{opt.gpu_type}.price.{opt.price_tier}.{key}")
+    if opt.price_change_per_year is not None:  # a trend the scenario states (null: today's price throughout)
+        out.add(f"price change, {opt.name}", opt.price_change_per_year, "fraction per year, compound",
+                opt.price_change_per_year, None)
     if term:
         out.add(f"commitment term, {opt.name}", term, "years", opt.term_years, None, "schema default: 1 year")
     else:

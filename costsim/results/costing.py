@@ -13,12 +13,14 @@ its end).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 
 from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models import economics as eco
+from costsim.models import trend
 from costsim.models.intervals import binned, hours_in_bins
 from costsim.plan.economics import EconomicsValues
 from costsim.plan.options import CloudPlan, OwnedPlan, Plan, nodes_needed
@@ -165,7 +167,7 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
             assert rental is not None
             items = cloud_costs(rental, sub, horizon_h, edges)
             if rented is not None:
-                items["serving"] = per_bin(rented, horizon_h, edges) * rental.price_per_gpu_hour
+                items["serving"] = serving_rent_usd(rental, rented, horizon_h, edges)
         for item, v in items.items():
             out[item] = out[item] + v
     return out
@@ -226,33 +228,77 @@ def owned_costs(
 def cloud_bills(plan: CloudPlan, rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.ndarray]:
     """Per allocation: its job and its bill (USD), cut at the horizon. Each allocation (a job holds
     instances again after a preemption) is billed on its own, with its own rounding and minimum, times
-    its share (``held_gpus``)."""
+    its share (``held_gpus``). Under a price trend (``price_change_per_year`` c, ``models.trend``)
+    the hours held on [s, e) cost price × ∫ₛᵉ (1 + c)^(t / 8760) dt = price × (clock(e) − clock(s))
+    and the billed time beyond them (rounding, minimum) the price at release, price × (1 + c)^(e / 8760)."""
     job, s, e, k = held_intervals(rec, horizon_h)
     billed = eco.billed_seconds((e - s) * SECONDS_PER_HOUR, plan.billing_granularity_s, plan.minimum_billing_s)
     bill = eco.cloud_cost_usd(billed, rec.alloc_instances[k], plan.gpus_per_instance, plan.price_per_gpu_hour)
+    if plan.price_change_per_year:
+        rate = trend.per_hour(plan.price_change_per_year)
+        gpus = rec.alloc_instances[k] * plan.gpus_per_instance
+        extra_h = billed / SECONDS_PER_HOUR - (e - s)
+        held_h = trend.between(s, e, rate)
+        bill = gpus * plan.price_per_gpu_hour * (held_h + extra_h * trend.factor(e, rate))
     return job, bill * rec.alloc_share[k]
+
+
+def term_prices(plan: CloudPlan, horizon_h: float) -> list[tuple[float, float, float]]:
+    """A commitment's terms that begin within the horizon: (start, end, USD per GPU-hour), terms of
+    ``term_h`` from hour 0, each at the trended price of its start, price × (1 + c)^(start / 8760),
+    locked for the whole term (c = ``price_change_per_year``; one price without a trend)."""
+    terms = max(1, math.ceil(horizon_h / plan.term_h - 1e-9))  # as economics.commitment_owed_usd counts them
+    rate = trend.per_hour(plan.price_change_per_year)
+    return [(j * plan.term_h, (j + 1) * plan.term_h, plan.price_per_gpu_hour * trend.factor(j * plan.term_h, rate))
+            for j in range(terms)]
 
 
 def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
     """A commitment: reserved GPUs × price for every hour of the horizon, used or not
     (``reserved``), and the rest of the last term begun, owed at the horizon's end even though
-    the simulation stops there (``commitment_owed``, in the last bin)."""
+    the simulation stops there (``commitment_owed``, in the last bin). Under a price trend each
+    term pays its own locked price (``term_prices``)."""
     assert plan.reserved_gpus is not None  # a reservation commits to reserved_gpus
-    hours = hours_in_bins(0.0, horizon_h, edges)
     owed = np.zeros(len(edges) - 1)
+    if plan.price_change_per_year:
+        terms = term_prices(plan, horizon_h)
+        usd = np.zeros(len(edges) - 1)
+        for start, end, price in terms:
+            usd += hours_in_bins(start, min(end, horizon_h), edges) * price
+        if len(owed):
+            _, end, price = terms[-1]
+            owed[-1] = plan.reserved_gpus * price * max(end - horizon_h, 0.0)
+        return {"reserved": usd * plan.reserved_gpus, "commitment_owed": owed}
+    hours = hours_in_bins(0.0, horizon_h, edges)
     if len(owed):
         owed[-1] = eco.commitment_owed_usd(plan.reserved_gpus, plan.price_per_gpu_hour, plan.term_h, horizon_h)
     return {"reserved": hours * plan.reserved_gpus * plan.price_per_gpu_hour, "commitment_owed": owed}
 
 
+def rented_usd(plan: CloudPlan, starts: np.ndarray, ends: np.ndarray, gpus: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """USD per bin of ``gpus`` rented on each [start, end) at the plan's price, trended as it is
+    held: GPU-hours on the trend's clock (``models.trend``: ∫ (1 + c)^(t / 8760) dt over each
+    part of an interval in a bin) × price; plain GPU-hours × price without a trend."""
+    rate = trend.per_hour(plan.price_change_per_year)
+    return binned(trend.clock(starts, rate), trend.clock(ends, rate), gpus, trend.clock(edges, rate)) \
+        * plan.price_per_gpu_hour
+
+
+def serving_rent_usd(plan: CloudPlan, rented_hourly: np.ndarray, horizon_h: float, edges: np.ndarray) -> np.ndarray:
+    """USD per bin of GPUs rented for serving, a level per hour (``serving_use``), at the plan's
+    price trended as it is held (``rented_usd``)."""
+    h = np.arange(len(rented_hourly), dtype=float)
+    return rented_usd(plan, h, np.minimum(h + 1, horizon_h), rented_hourly.astype(float), edges)
+
+
 def cloud_costs(plan: CloudPlan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
-    """Cloud bill per bin: rented GPU-hours × price as they are held, and each allocation's
-    rounding (billing increment, minimum) in the bin where it is released."""
+    """Cloud bill per bin: rented GPU-hours × price as they are held (trended, ``rented_usd``), and
+    each allocation's rounding (billing increment, minimum) in the bin where it is released."""
     _, s, e, k = held_intervals(rec, horizon_h)
     gpus = rec.alloc_instances[k] * plan.gpus_per_instance * rec.alloc_share[k]
-    per_bin_usd = binned(s, e, gpus, edges) * plan.price_per_gpu_hour
+    per_bin_usd = rented_usd(plan, s, e, gpus, edges)
     _, bill = cloud_bills(plan, rec, horizon_h)
-    rounding = bill - (e - s) * gpus * plan.price_per_gpu_hour
+    rounding = bill - trend.between(s, e, trend.per_hour(plan.price_change_per_year)) * gpus * plan.price_per_gpu_hour
     where = np.clip(np.searchsorted(edges, e, side="left") - 1, 0, len(edges) - 2)
     per_bin_usd += np.bincount(where, weights=rounding, minlength=len(edges) - 1)
     return {"cloud": per_bin_usd}

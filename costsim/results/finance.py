@@ -33,7 +33,7 @@ from costsim.models.intervals import hours_in_bins
 from costsim.plan.economics import EconomicsValues
 from costsim.plan.options import OwnedPlan, Plan, pools
 from costsim.plan.tranches import book_value_at_usd
-from costsim.results.costing import bin_edges
+from costsim.results.costing import bin_edges, term_prices
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [
@@ -104,13 +104,16 @@ def cash_paid(cash: pd.DataFrame) -> pd.Series:
     return cash["capex_usd"] + cash["opex_usd"] + cash["rent_usd"] + cash["commitment_owed_usd"]
 
 
-def committed_usd_per_month(plan: Plan) -> float:
+def committed_usd_per_month(plan: Plan, horizon_h: float | None = None) -> float:
     """A reservation's bill per whole (730-h) month, reserved GPUs × price × 730 (a hybrid's
-    reserved base's); 0 for any option without a commitment."""
+    reserved base's); 0 for any option without a commitment. Under a price trend, at the locked
+    price of the last term begun by ``horizon_h`` (``costing.term_prices``; the first term's when
+    None), the one its commitment owed is counted at."""
     part = plan.reservation
     if part is not None:
         assert part.reserved_gpus is not None  # a reservation commits to reserved_gpus
-        return float(part.reserved_gpus) * part.price_per_gpu_hour * HOURS_PER_MONTH
+        price = part.price_per_gpu_hour if horizon_h is None else term_prices(part, horizon_h)[-1][2]
+        return float(part.reserved_gpus) * price * HOURS_PER_MONTH
     return 0.0
 
 
@@ -125,7 +128,7 @@ def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
     leases = leases_by_month(own, len(cash), horizon_h) if own is not None and len(cash) else 0.0
     return eco.spend_pace(cash_paid(cash).to_numpy(), horizon_h,
                           lumps_by_month=(cash["capex_usd"] - leases + cash["commitment_owed_usd"]).to_numpy(),
-                          committed_usd_per_month=committed_usd_per_month(plan),
+                          committed_usd_per_month=committed_usd_per_month(plan, horizon_h),
                           owed_usd=float(cash["commitment_owed_usd"].sum()))
 
 

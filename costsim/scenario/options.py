@@ -24,6 +24,7 @@ from costsim.scenario.bounds import (
     Network,
     NodeGPUs,
     Placement,
+    PriceChangePerYear,
     PricePerGPUHour,
     PriceTier,
     Scheduler,
@@ -203,6 +204,12 @@ class CloudOption(StrictModel):
     price_tier: PriceTier = Field("neocloud", description="Catalog price tier for defaults: hyperscaler | neocloud.")
     price_per_gpu_hour: PricePerGPUHour | None = Field(
         None, description=f"USD per GPU-hour ({span(PricePerGPUHour)}); null: catalog price for the tier, pricing and term."
+    )
+    price_change_per_year: PriceChangePerYear | None = Field(
+        None, description=f"Compound change of price_per_gpu_hour, a fraction per year ({span(PriceChangePerYear)}; "
+        "−0.2: −20 %/yr): on_demand and spot GPU-hours cost price × (1 + change)^t, t years after the horizon's "
+        "start, as they are used (a billing rounding at its release); reserved pays each term at the price of "
+        "the term's start, a renewal re-pricing; null: 0."
     )
     gpus_per_instance: NodeGPUs | None = Field(
         None,
