@@ -61,11 +61,44 @@ def step(base: Scenario, path: str, v: Any) -> str:
     return worded() if worded is not None else f"{path} = {_value(v)}"
 
 
+def _tranche(path: str) -> tuple[str, int, str] | None:
+    """``(option, index, field)`` of a tranche's field (``options.own.tranches.1.gpus``), else None."""
+    parts = path.split(".")
+    if len(parts) == 5 and parts[0] == "options" and parts[2] == "tranches" and parts[3].isdigit():
+        return parts[1], int(parts[3]), parts[4]
+    return None
+
+
+def tranche_step(base: Scenario, option: str, k: int, varied: dict[str, Any]) -> str:
+    """A tranche as a step, its varied fields (``gpus``, ``order_day``, ``payment``) over the
+    scenario's: "order 128 H100 on day 180, leased (own, tranche 2)"."""
+    o = {x.name: x for x in base.options}[option]
+    written = o.tranches[k].model_dump() if getattr(o, "tranches", None) and k < len(o.tranches) else {}
+    t = {**written, **varied}
+    pay = {"order": "", "delivery": ", paid on delivery", "lease": ", leased"}.get(str(t.get("payment", "order")), "")
+    return (f"order {_value(t.get('gpus'))} {facts.gpu_type(o) or ''} on day {_value(t.get('order_day'))}{pay} "
+            f"({option}, tranche {k + 1})")
+
+
 def steps(base: Scenario, values: dict[str, Any], option: str | None) -> str:
-    """The plan: a step per varied field the option uses, or the option as the scenario has it."""
+    """The plan: a step per varied field the option uses (a tranche's fields together), or the
+    option as the scenario has it."""
     if not values:
         return f"{option} as the scenario has it"
-    return "; ".join(step(base, p, v) for p, v in values.items())
+    out: list[str] = []
+    tranches: dict[tuple[str, int], dict[str, Any]] = {}
+    for p, v in values.items():
+        where = _tranche(p)
+        if where is None:
+            out.append(step(base, p, v))
+        else:
+            if (where[0], where[1]) not in tranches:
+                out.append("")  # its place in the plan, filled below
+            tranches.setdefault((where[0], where[1]), {"_at": len(out) - 1})[where[2]] = v
+    for (option_name, k), fields in tranches.items():
+        at = fields.pop("_at")
+        out[at] = tranche_step(base, option_name, k, fields)
+    return "; ".join(out)
 
 
 def worded(plan: CapacityPlan, base: Scenario) -> WordedPlan:

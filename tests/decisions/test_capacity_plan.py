@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import costsim
 from costsim.cli.commands import app
 from costsim.decisions.capacity_plan import capacity_plan
-from costsim.present.capacity_plan import step
+from costsim.present.capacity_plan import step, steps
 from costsim.scenario import ScenarioError, dump_scenario
 
 TARGET = ["p95_delay_h<=0.75"]
@@ -92,6 +92,17 @@ def test_steps_say_what_to_buy_reserve_and_when_to_burst(tmp_path):
     assert step(sc, "options.od.max_gpus", 1024) == "rent up to 1,024 H100 on demand (od)"
     assert step(sc, "options.hyb.max_wait_h", 4.0) == "burst to od after 4 h (hyb)"
     assert step(sc, "economics.electricity_usd_per_kwh", 0.12) == "economics.electricity_usd_per_kwh = 0.12"
+
+
+def test_a_tranches_fields_are_one_step_over_what_the_scenario_writes(tmp_path):
+    sc = scenario(tmp_path, [(1.0, 1, 1.0)], [
+        owned(gpus=128, gpus_per_node=8, tranches=[{"gpus": 64, "order_day": 0}, {"gpus": 64, "order_day": 3}]),
+        cloud(name="od")])
+    said = steps(sc, {"options.own.tranches.1.gpus": 128, "options.hyb.max_wait_h": 2.0,
+                      "options.own.tranches.1.order_day": 180.0}, "own")
+    assert said.split("; ")[0] == "order 128 H100 on day 180 (own, tranche 2)"
+    assert steps(sc, {"options.own.tranches.0.payment": "lease"}, "own") == \
+        "order 64 H100 on day 0, leased (own, tranche 1)"
 
 
 @pytest.mark.parametrize("flags, where, message", [

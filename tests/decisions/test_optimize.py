@@ -160,6 +160,16 @@ def test_gpu_ranges_step_by_whole_nodes(tmp_path):
     assert parse_vary("economics.electricity_usd_per_kwh=0.12,0.06", data).items == (0.06, 0.12)
 
 
+def test_a_tranches_gpus_step_by_its_options_nodes_and_its_order_day_is_a_real_range(tmp_path):
+    data = _data(tmp_path)
+    own = next(o for o in data["options"] if o["name"] == "own")
+    own["tranches"] = [{"gpus": 256, "order_day": 0}, {"gpus": 128, "order_day": 30}]
+    d = parse_vary("options.own.tranches.1.gpus=60..130", data)  # 8-GPU H100 nodes: 64 … 128
+    assert (d.kind, d.value(0), d.value(1), d.value(d.count - 1), d.option) == ("int", 64, 72, 128, "own")
+    d = parse_vary("options.own.tranches.1.order_day=0..180", data)
+    assert d.kind == "float" and d.value(d.count - 1) == 180.0
+
+
 @pytest.mark.parametrize("text, message", [
     ("options.own.gpu=8..16", "no field 'gpu'"),
     ("options.nope.gpus=8..16", "no option named 'nope'"),
