@@ -73,7 +73,8 @@ def tranche_step(base: Scenario, option: str, k: int, varied: dict[str, Any]) ->
     """A tranche as a step, its varied fields (``gpus``, ``order_day``, ``payment``) over the
     scenario's: "order 128 H100 on day 180, leased (own, tranche 2)"."""
     o = {x.name: x for x in base.options}[option]
-    written = o.tranches[k].model_dump() if getattr(o, "tranches", None) and k < len(o.tranches) else {}
+    listed = tuple(getattr(o, "tranches", None) or ())
+    written = listed[k].model_dump() if k < len(listed) else {}
     t = {**written, **varied}
     pay = {"order": "", "delivery": ", paid on delivery", "lease": ", leased"}.get(str(t.get("payment", "order")), "")
     return (f"order {_value(t.get('gpus'))} {facts.gpu_type(o) or ''} on day {_value(t.get('order_day'))}{pay} "
