@@ -33,7 +33,7 @@ from costsim.cli.optimize import (
 )
 from costsim.errors import CostsimError
 
-OUTPUT_NAMES = frozenset({"evaluated.csv", "frontier.csv", "trials.csv"})
+OUTPUT_NAMES = frozenset({"evaluated.csv", "frontier.csv", "trials.csv", "growth.csv"})
 
 
 def plan_command(
@@ -98,6 +98,8 @@ def _plan(scenario: Path, target: list[str] | None, vary: list[str], folder, qui
     out_console.print(Text(plan.sentence), highlight=False, soft_wrap=True)
     for i, up in enumerate(plan.runner_up_steps, start=2):
         out_console.print(Text(f"{i}. {up}"), highlight=False, soft_wrap=True)
+    for line in plan.growth_lines:
+        out_console.print(Text(line), highlight=False, soft_wrap=True)
     for note in plan.notes:
         out_console.print(Text(f"note: {note}"), highlight=False, soft_wrap=True)
     out_console.print(frontier_table(plan.optimum, f"Pareto frontier (fair total vs p95 queue delay), "
@@ -115,6 +117,8 @@ def _write(plan, staging: Path) -> None:
     write_csv(plan.optimum.evaluated, staging / "evaluated.csv")
     write_csv(plan.optimum.frontier, staging / "frontier.csv")
     write_csv(plan.trials, staging / "trials.csv")
+    if not plan.growth.empty:
+        write_csv(plan.growth, staging / "growth.csv")
 
 
 __all__ = ["plan_command"]

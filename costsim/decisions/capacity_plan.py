@@ -18,7 +18,11 @@ model-based one:
 2. **Refinement**: a pattern search from the best configuration, over the fields its option uses:
    each field a step up and down (first an eighth of its levels), moving to any cheaper one that
    meets, halving the steps when none does, until steps of one level find nothing cheaper.
-3. The answer is ``optimize``'s (``optimize.answer``: the cheapest qualifying configuration, its
+3. **Growth**: when the scenario's workload grows (``growth_per_year`` on a class), the answer and
+   the runner-ups run again, on the same seeds, with every class's growth at ``GROWTH_FACTORS``
+   (half and one and a half times the scenario's): whether each still meets the targets, and at
+   what fair total, says how the answer moves if demand grows slower or faster than planned.
+4. The answer is ``optimize``'s (``optimize.answer``: the cheapest qualifying configuration, its
    means and 95 % t-intervals, everything evaluated, the cost-vs-delay frontier, what limits it),
    with the runner-up plans (the next cheapest distinct configurations that meet) and the trials in
    the order run.
@@ -37,17 +41,18 @@ from typing import Any
 import pandas as pd
 
 from costsim.decisions.optimize import Optimum, answer, option_uses, whole_flag
-from costsim.decisions.search import Point, Search, key
+from costsim.decisions.search import Point, Search, key, point
 from costsim.decisions.space import Dimension, parse_space
 from costsim.decisions.targets import shortfall
 from costsim.decisions.verdict import held_to
 from costsim.runs import api, arguments
 from costsim.runs.executors import executor_settings, open_executor
 from costsim.runs.sweepfile import MAX_REPLICATIONS
-from costsim.scenario import Problem, ScenarioError
+from costsim.scenario import Problem, Scenario, ScenarioError
 
 RUNNER_UPS = 3
 FIRST_STEP = 8  # the refinement's first step: an eighth of a field's levels
+GROWTH_FACTORS = (0.5, 1.5)  # the scenario's workload growth scaled by these, for the answer and runner-ups
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +62,10 @@ class CapacityPlan:
     ``RUNNER_UPS`` rows of ``optimum.evaluated``: the next cheapest configurations that meet, one per
     option and setting of the fields it uses; ``base_option``: the scenario's option it is, as
 ``uses`` names them), ``uses`` (per option of the scenario, the varied paths that can change its
-runs), ``trials`` (one row per configuration in the order
+runs), ``growth`` (one row per growth factor in ``GROWTH_FACTORS`` and configuration — the answer,
+then the runner-ups —: ``growth_factor``, ``growth_per_year`` (the first growing class's, scaled),
+``plan`` (1 the answer, 2… the runner-ups), the varied values, ``option``, ``fair_total_usd``,
+``meets``; empty when no class grows), ``trials`` (one row per configuration in the order
     the search ran it: ``trial``, ``stage`` — search or refinement —, the varied values, the
     cheapest option meeting there or the closest, ``fair_total_usd`` and ``meets``), ``seed`` (the
     sampler's) and ``batch``."""
@@ -66,6 +74,7 @@ runs), ``trials`` (one row per configuration in the order
     runner_ups: pd.DataFrame
     trials: pd.DataFrame
     uses: dict[str, tuple[str, ...]]
+    growth: pd.DataFrame
     seed: int
     batch: int
 
@@ -181,7 +190,50 @@ def _runner_ups(table: pd.DataFrame, uses: dict[str, list[int]]) -> pd.DataFrame
     mine = [(o, tuple(p.split(",")[i] for i in uses[o])) for p, o in zip(ok["_point"], ok["_option"], strict=True)]
     distinct = ~pd.Series(mine, dtype=object).duplicated().to_numpy()
     ups = ok[distinct].iloc[1:1 + RUNNER_UPS].rename(columns={"_option": "base_option"})
-    return ups.drop(columns=["_point"]).reset_index(drop=True)
+    return ups.reset_index(drop=True)
+
+
+def scaled_growth(base: Scenario, factor: float) -> Scenario | None:
+    """``base`` with every class's ``growth_per_year`` times ``factor``; None when none grows."""
+    data = base.model_dump(mode="json")
+    classes = [*(data["workload"].get("classes") or []), *(data["workload"].get("job_classes") or [])]
+    growing = [c for c in classes if c.get("growth_per_year")]
+    if not growing:
+        return None
+    for c in growing:
+        c["growth_per_year"] = c["growth_per_year"] * factor
+    return api.scenario_from_data(data, base.name, base.base_dir)
+
+
+def _growth(search: Search, base: Scenario, plans: list[tuple[Point, str]]) -> pd.DataFrame:
+    """The plans (configuration, the scenario's option) again at each scaled growth, paired."""
+    rows = []
+    workload = base.model_dump(mode="json")["workload"]
+    first = next((c["growth_per_year"] for c in [*(workload.get("classes") or []), *(workload.get("job_classes") or [])]
+                  if c.get("growth_per_year")), None)
+    for factor in GROWTH_FACTORS:
+        try:
+            edited = scaled_growth(base, factor)
+        except ScenarioError:  # scaled past what the schema takes (more than +1,000 %/yr): not asked
+            continue
+        if edited is None or first is None:
+            return pd.DataFrame()
+        other = Search(path=search.path, dims=search.dims, candidates=search.candidates, wanted=search.wanted,
+                       replications=search.replications, seed=search.seed, max_runs=10**9, lanes=search.lanes,
+                       progress=None, waiting_usd_per_gpu_hour=search.waiting_usd_per_gpu_hour)
+        other.base, other.uses = edited, search.uses
+        points = list(dict.fromkeys(p for p, _ in plans))
+        for p in points:
+            other.want([p])
+        for p in points:
+            other.settle([p], f"growth x{factor:g}")
+        table = other.table()
+        for rank, (p, option) in enumerate(plans, start=1):
+            r = table[(table["_point"] == key(p)) & (table["_option"] == option)].iloc[0]
+            rows.append({"growth_factor": factor, "growth_per_year": first * factor, "plan": rank,
+                         **search.values(p), "option": r["option"], "fair_total_usd": float(r["fair_total_usd"]),
+                         "meets": bool(r["meets"])})
+    return pd.DataFrame(rows)
 
 
 def capacity_plan(scenario_path: str | Path, targets, vary: list[str], *, replications: int = 3,
@@ -228,12 +280,18 @@ def capacity_plan(scenario_path: str | Path, targets, vary: list[str], *, replic
             _refine(runner, dims, search.uses)
         finally:
             search.forget()
+        table = search.table()
+        optimum = answer(search, table, None)
+        ups = _runner_ups(table, search.uses)
+        plans = [(point(k), o) for k, o in zip(ups["_point"], ups["base_option"], strict=True)]
+        best = table[table["meets"]].sort_values("fair_total_usd", kind="stable").head(1)
+        plans = [(point(k), o) for k, o in zip(best["_point"], best["_option"], strict=True)] + plans
+        growth = _growth(search, base, plans) if plans else pd.DataFrame()
     if progress is not None:
         progress(search.done, search.done)
-    table = search.table()
     uses = {o: tuple(dims[i].path for i in found) for o, found in search.uses.items()}
-    return CapacityPlan(optimum=answer(search, table, None), runner_ups=_runner_ups(table, search.uses),
-                        trials=pd.DataFrame(runner.log), uses=uses, seed=sampler_seed, batch=batch)
+    return CapacityPlan(optimum=optimum, runner_ups=ups.drop(columns=["_point"]), trials=pd.DataFrame(runner.log),
+                        uses=uses, growth=growth, seed=sampler_seed, batch=batch)
 
 
 def _needs_optuna() -> None:
@@ -244,4 +302,4 @@ def _needs_optuna() -> None:
                                                          "'costsim[plan]' (make installs it)")]) from None
 
 
-__all__ = ["FIRST_STEP", "RUNNER_UPS", "CapacityPlan", "capacity_plan"]
+__all__ = ["FIRST_STEP", "GROWTH_FACTORS", "RUNNER_UPS", "CapacityPlan", "capacity_plan", "scaled_growth"]

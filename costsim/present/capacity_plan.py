@@ -23,11 +23,13 @@ from costsim.scenario import Scenario
 class WordedPlan(CapacityPlan):
     """A ``CapacityPlan`` with its words: ``steps`` (the plan, a clause per varied field of the
     answer's option), ``sentence`` (the answer and its confidence), ``runner_up_steps`` (each
-    runner-up's plan and fair total) and ``notes`` (what limits the answer)."""
+    runner-up's plan and fair total), ``growth_lines`` (how the answer moves if demand grows slower or
+faster than the scenario says: a line per growth factor) and ``notes`` (what limits the answer)."""
 
     steps: str
     sentence: str
     runner_up_steps: tuple[str, ...]
+    growth_lines: tuple[str, ...]
     notes: tuple[str, ...]
 
 
@@ -102,6 +104,31 @@ def steps(base: Scenario, values: dict[str, Any], option: str | None) -> str:
     return "; ".join(out)
 
 
+def growth_lines(plan: CapacityPlan) -> tuple[str, ...]:
+    """A line per growth factor: does the answer still meet the targets, at what fair total, and
+    if not, the first runner-up that does ("If demand grows 40 %/yr (0.5× the scenario's): …")."""
+    g = plan.growth
+    if g.empty:
+        return ()
+    out = []
+    for factor, rows in g.groupby("growth_factor", sort=True):
+        rows = rows.sort_values("plan")
+        head = f"If demand grows {rows['growth_per_year'].iloc[0] * 100:.0f} %/yr ({factor:g}× the scenario's): "
+        first = rows.iloc[0]
+        if first["meets"]:
+            out.append(f"{head}the plan still meets the targets, at {money(first['fair_total_usd'])} fair total.")
+            continue
+        other = rows[rows["meets"]]
+        if other.empty:
+            out.append(f"{head}the plan misses the targets, and so does every runner-up: plan again with "
+                       "larger ranges.")
+        else:
+            r = other.iloc[0]
+            out.append(f"{head}the plan misses the targets; runner-up {int(r['plan'])} meets them at "
+                       f"{money(r['fair_total_usd'])} fair total.")
+    return tuple(out)
+
+
 def worded(plan: CapacityPlan, base: Scenario) -> WordedPlan:
     """``plan`` with its words."""
     o = plan.optimum
@@ -110,8 +137,9 @@ def worded(plan: CapacityPlan, base: Scenario) -> WordedPlan:
                 f"{money(r['fair_total_usd'])} fair total" for _, r in plan.runner_ups.iterrows())
     head = optimum_sentence(o).replace("Cheapest meeting", "Cheapest plan meeting", 1)
     text = f"{head} Plan: {plan_steps}." if o.meets else head
-    return WordedPlan(optimum=o, runner_ups=plan.runner_ups, trials=plan.trials, uses=plan.uses, seed=plan.seed,
-                      batch=plan.batch, steps=plan_steps, sentence=text, runner_up_steps=ups, notes=notes(o))
+    return WordedPlan(optimum=o, runner_ups=plan.runner_ups, trials=plan.trials, uses=plan.uses, growth=plan.growth, seed=plan.seed,
+                      batch=plan.batch, steps=plan_steps, sentence=text, runner_up_steps=ups,
+                      growth_lines=growth_lines(plan), notes=notes(o))
 
 
 def capacity_plan(scenario_path: str | Path, targets, vary: list[str], **options: Any) -> WordedPlan:
@@ -120,4 +148,4 @@ def capacity_plan(scenario_path: str | Path, targets, vary: list[str], **options
     return worded(plan, api.load_scenario(scenario_path))
 
 
-__all__ = ["WordedPlan", "capacity_plan", "step", "steps", "worded"]
+__all__ = ["WordedPlan", "capacity_plan", "growth_lines", "step", "steps", "tranche_step", "worded"]

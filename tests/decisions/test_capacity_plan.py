@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import costsim
 from costsim.cli.commands import app
-from costsim.decisions.capacity_plan import capacity_plan
+from costsim.decisions.capacity_plan import capacity_plan, scaled_growth
 from costsim.present.capacity_plan import step, steps
 from costsim.scenario import ScenarioError, dump_scenario
 
@@ -151,3 +151,55 @@ def test_the_command_refuses_a_bad_flag_with_exit_2_and_one_message(tmp_path):
     assert res.exit_code == 2 and "--executor" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(app, ["plan", path, "--executor", "local"])
     assert res.exit_code == 2 and "--vary" in res.output
+
+
+GROWING = """\
+name: growing
+seed: 3
+horizon_days: 60
+warmup_days: 0
+workload:
+  classes:
+    - {name: rl-7b, arrivals_per_day: 6, growth_per_year: 4.0, gpus: 16, iterations: {mean: 200, cv: 0.5},
+       model_params_b: 7}
+options:
+  - {name: own, kind: owned, gpu_type: H100, gpus: 64, lead_time_days: 0, failures: null, scheduler: fifo}
+  - {name: od, kind: cloud, gpu_type: H100, pricing: on_demand, provisioning_delay_h: 0, startup_h: 0}
+"""
+
+
+def test_scaled_growth_scales_every_growing_class_and_nothing_else(tmp_path):
+    (tmp_path / "g.yaml").write_text(GROWING)
+    base = costsim.load_scenario(tmp_path / "g.yaml")
+    half = scaled_growth(base, 0.5)
+    assert half is not None and half.workload.classes[0].growth_per_year == 2.0
+    assert half.model_dump(exclude={"workload"}) == base.model_dump(exclude={"workload"})
+    (tmp_path / "flat.yaml").write_text(GROWING.replace("growth_per_year: 4.0, ", ""))
+    assert scaled_growth(costsim.load_scenario(tmp_path / "flat.yaml"), 0.5) is None
+
+
+@pytest.mark.slow
+def test_the_answer_again_at_half_and_one_and_a_half_times_the_growth_equals_plain_runs(tmp_path):
+    """The growth table's runs are the plan's configuration simulated on the scenario with its
+    growth scaled, on the replications' seeds: the same fair totals as costsim.simulate there."""
+    from costsim.decisions.fair import fair_rows
+    from costsim.runs.sweepfile import replication_seed
+
+    (tmp_path / "g.yaml").write_text(GROWING)
+    plan = capacity_plan(tmp_path / "g.yaml", ["p95_delay_h<=24"], ["options.own.gpus=16..128"], replications=2,
+                         trials=4, batch=2, executor="local")
+    g = plan.growth
+    assert list(g["growth_factor"].unique()) == [0.5, 1.5] and set(g["growth_per_year"]) == {2.0, 6.0}
+    answer = g[g["plan"] == 1]
+    assert (answer["options.own.gpus"] == plan.optimum.values["options.own.gpus"]).all()
+    base = costsim.load_scenario(tmp_path / "g.yaml")
+    for _, row in answer.iterrows():
+        data = scaled_growth(base, row["growth_factor"]).model_dump(mode="json")
+        data["options"][0]["gpus"] = int(row["options.own.gpus"])
+        sc = costsim.scenario_from_data(data, "g.yaml", tmp_path)
+        runs = pd.concat([costsim.simulate(sc, seed=replication_seed(base.seed, r)).summary for r in range(2)])
+        fair = fair_rows(runs, base.decision.waiting_usd_per_gpu_hour)
+        mine = fair[fair["option"] == row["option"]]["fair_total_usd"].mean()
+        assert row["fair_total_usd"] == pytest.approx(mine, rel=1e-12)
+    # Slower growth is less work on the same seeds: the plan's fair total falls, faster rises.
+    assert answer["fair_total_usd"].iloc[0] < plan.optimum.metrics["fair_total_usd"] < answer["fair_total_usd"].iloc[1]
