@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from costsim.plots.downsample import on_screen
 from costsim.plots.styles import Style
@@ -17,7 +18,12 @@ from costsim.plots.styles import Style
 # larger of the legend's and the title's needs, not their sum, so the top margin is sized here:
 # the title's lines plus two legend rows (a third row would reach the title).
 LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, title_text="", itemsizing="constant")
-LAYOUT = dict(template="plotly_white", legend=LEGEND, margin=dict(l=10, r=10, t=90, b=10),
+DRAWN = ("scatter", "bar")  # the trace types costsim's figures draw
+_WHITE = pio.templates["plotly_white"]
+# plotly_white cut to the trace types drawn: the same look, applied in about a quarter of the time
+# (plotly validates the defaults of every trace type a template carries, each time it is set).
+TEMPLATE = go.layout.Template(layout=_WHITE.layout, data={t: getattr(_WHITE.data, t) for t in DRAWN})
+LAYOUT = dict(template=TEMPLATE, legend=LEGEND, margin=dict(l=10, r=10, t=90, b=10),
               hoverlabel=dict(namelength=-1), font=dict(size=13))
 _TITLE_PAD_PX, _TITLE_LINE_PX, _SUB_LINE_PX, _LEGEND_ROWS_PX = 10, 24, 17, 52
 

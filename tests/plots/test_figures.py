@@ -187,6 +187,24 @@ def test_every_figure_builds_with_units_styles_and_a_legend_above(which, request
                 assert (t.marker.color, t.marker.pattern.shape) == (styles[t.name].color, styles[t.name].pattern)
 
 
+@pytest.mark.parametrize("which", ["baseline", "mixed"])
+def test_every_figure_draws_in_plotly_white_for_the_trace_types_it_draws(which, request):
+    """The template is plotly_white cut to the trace types drawn: each figure draws only those,
+    and for them (and the layout) the cut template says what plotly_white says."""
+    import plotly.io as pio
+
+    from costsim.plots.layout import DRAWN, TEMPLATE
+
+    white = pio.templates["plotly_white"]
+    assert TEMPLATE.layout.to_plotly_json() == white.layout.to_plotly_json()
+    for t in DRAWN:
+        assert [d.to_plotly_json() for d in getattr(TEMPLATE.data, t)] == \
+            [d.to_plotly_json() for d in getattr(white.data, t)]
+    for name, fig in every_figure(request.getfixturevalue(which)).items():
+        assert {t.type for t in fig.data} <= set(DRAWN), name
+        assert fig.layout.template.to_plotly_json() == TEMPLATE.to_plotly_json(), name
+
+
 def line_of(fig, option):
     """The option's main line: every point, hovered, drawn in full (not the faint daily context)."""
     return next(t for t in fig.data if t.name == option and t.mode == "lines" and t.opacity is None)
