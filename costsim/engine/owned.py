@@ -153,7 +153,7 @@ class OwnedCluster:
         self.lead_time_h = lead_time_h
         self.decider = Decider(env, self._decide)
         self.capacity_t = [0.0]
-        self.capacity_gpus = [nodes * gpus_per_node if self.ready else 0]
+        self.capacity_gpus = [self.in_service]  # later tranches' nodes are down until delivered
         if not self.ready:
             At(env, lead_time_h, RELEASE, self._deliver)
         if serving is not None:

@@ -94,8 +94,8 @@ class TrancheTerms:
 
 def _tranches(opt: OwnedOption, i: int, source: str, horizon_h: float, terms: TrancheTerms) -> tuple[TranchePlan, ...]:
     """The option's tranches in numbers, () when it has none (bought at once). Every tranche that
-    is not whole nodes, ordered at or after the horizon's end or leased for longer than the
-    depreciation life is a problem, all reported together."""
+    is not whole nodes, ordered at or after the horizon's end, leased for longer than the
+    depreciation life or for less than the rest of the horizon is a problem, all reported together."""
     if opt.tranches is None:
         return ()
     econ, life = terms.econ, terms.econ.depreciation_years
@@ -113,6 +113,12 @@ def _tranches(opt: OwnedOption, i: int, source: str, horizon_h: float, terms: Tr
         if months / 12 > life + 1e-9:
             problems.append(Problem((*at, "lease_term_months"), f"a {months}-month lease is longer than the "
                                     f"{life:g}-year depreciation life ({life * 12:g} months)"))
+        ends_h = order_h + terms.lead_h + months * HOURS_PER_MONTH
+        if t.payment == "lease" and ends_h < horizon_h - 1e-9:
+            # The lessor takes the nodes back at the term's end, mid-run: not modelled, so refused.
+            problems.append(Problem((*at, "lease_term_months"), f"the lease ends on day {ends_h / HOURS_PER_DAY:g}, "
+                                    f"before the horizon's end (day {horizon_h / HOURS_PER_DAY:g}): a lease must "
+                                    "run to the horizon's end (its nodes would be taken back mid-run)"))
         capex = terms.per_gpu * t.gpus
         rate = t.lease_rate_per_year if t.lease_rate_per_year is not None else econ.cost_of_capital
         out.append(TranchePlan(

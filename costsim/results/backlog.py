@@ -56,6 +56,7 @@ import math
 import numpy as np
 
 from costsim.engine.run import UsageRecord
+from costsim.models import trend
 from costsim.plan.options import Plan, pools
 
 STALE_FACTOR = 4.0  # a job never started is stale past this many times the option's p95 delay ...
@@ -171,11 +172,13 @@ def queued_gpu_hours(submit_h: np.ndarray, start_h: np.ndarray, started: np.ndar
     return float((np.clip(end - submit_h, 0.0, None) * home_gpus).sum())
 
 
-def cheapest_rent_usd_per_gpu_hour(plans: list[Plan], plan: Plan) -> float:
+def cheapest_rent_usd_per_gpu_hour(plans: list[Plan], plan: Plan, horizon_h: float = 0.0) -> float:
     """The price unfinished work (and unmet serving) is priced at: the cheapest on-demand or spot
-    price among the scenario's options (hybrid bursts included), or, with none, the catalog's
+    price among the scenario's options (hybrid bursts included) at the horizon's end (each under
+    its ``price_change_per_year``: unfinished work is done after it), or, with none, the catalog's
     cheapest on-demand price of ``plan``'s GPU type (every tier). USD per GPU-hour."""
-    rented = [r.price_per_gpu_hour for q in plans for p in pools(q) if (r := p.rental) is not None]
+    rented = [r.price_per_gpu_hour * trend.factor(horizon_h, trend.per_hour(r.price_change_per_year))
+              for q in plans for p in pools(q) if (r := p.rental) is not None]
     if rented:
         return float(min(rented))
     return float(min(tier["on_demand"] for tier in plan.gpu.price.values() if "on_demand" in tier))

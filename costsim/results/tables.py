@@ -386,7 +386,7 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
     # order, in every option's work plan, so its fastest run is the least over the options.
     fastest = np.min([w.run_h + _startup_h(p, r, w) for p, r, w in zip(plans, records, work, strict=True)], axis=0)
     can_finish = backlog.finishable(work[0].jobs.submit_h, fastest, scenario.horizon_h)
-    tables = [_option_tables(scenario, p, econ, r, w, demand, backlog.cheapest_rent_usd_per_gpu_hour(plans, p),
+    tables = [_option_tables(scenario, p, econ, r, w, demand, backlog.cheapest_rent_usd_per_gpu_hour(plans, p, scenario.horizon_h),
                              can_finish)
               for p, r, w in zip(plans, records, work, strict=True)]
     refs = to_target.references(scenario, plans, work)  # per scaling class: its curve's compute per job

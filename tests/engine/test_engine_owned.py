@@ -84,6 +84,19 @@ def test_capacity_grows_at_each_delivery(tmp_path, scheduler):
     assert (ts.capacity_gpus[ts.hour >= 30] == 16).all()
 
 
+@pytest.mark.parametrize("lead_days", [0, 1])
+def test_capacity_counts_only_delivered_tranches_from_the_start(tmp_path, lead_days):
+    """Two tranches of 8 GPUs over 40 days, the second ordered on day 10: by hand the capacity is
+    8 × (960 − 24·lead) + 8 × (720 − 24·lead) GPU-hours, with no lead time as with one."""
+    o = owned("own", lead_time_days=lead_days, capex_usd_per_gpu=1000, gpus_per_node=8,
+              tranches=[{"gpus": 8, "order_day": 0}, {"gpus": 8, "order_day": 10}])
+    o.pop("gpus")
+    res = costsim.simulate(scenario(tmp_path, [(30, 16, 10)], [o, cloud()], horizon_days=40))
+    s = res.summary.set_index("option").loc["own"]
+    assert s.capacity_gpu_hours == 8 * (960 - 24 * lead_days) + 8 * (720 - 24 * lead_days)
+    assert res.jobs[res.jobs.option == "own"].start_h.iloc[0] == 240 + 24 * lead_days  # the 16-GPU job waits for both
+
+
 def test_backfill_does_not_take_a_node_the_delivery_owes_the_head(tmp_path):
     # As above, but X runs 30 h: started at 7 h it would hold the first node past W's start at the
     # delivery (30 h), so backfill keeps it waiting until W ends (40 h).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from helpers import cloud, jobs_of, same_tables, scenario
+from helpers import cloud, jobs_of, owned, same_tables, scenario
 
 import costsim
 from costsim.plan.prepare import prepare
@@ -145,3 +145,20 @@ def test_the_pace_after_the_horizon_goes_on_at_the_renewal_price(tmp_path):
     assert p.committed_usd_per_month == pytest.approx(20_556.8, rel=1e-12)
     assert p.covered_months == pytest.approx(6.0, rel=1e-12)
     assert p.usd_per_month == pytest.approx(0.0, abs=1e-6)  # nothing but the commitment is paid
+
+
+def test_unfinished_work_is_priced_at_the_cheapest_rent_at_the_horizons_end(tmp_path):
+    """Work left undone is done after the horizon: at the cheapest rental price then, each price
+    under its own trend. By hand: od at $4 falling 20 %/yr → 4 × 0.8^(H/8760); spot at $3 rising
+    50 %/yr → 3 × 1.5^(H/8760); over 200 days the falling one is the cheaper (3.55 vs 3.75)."""
+    horizon_h = 200 * 24.0
+    rows = [(1.0, 8, 3000.0), (2.0, 8, 3000.0)]  # two 8-GPU jobs of 3,000 h on one node: the second is cut
+    sc = scenario(tmp_path, rows, [owned(gpus=8, gpus_per_node=8),
+                                   cloud("od", price_per_gpu_hour=4.0, price_change_per_year=-0.2),
+                                   cloud("spot", pricing="spot", price_per_gpu_hour=3.0, price_change_per_year=0.5)],
+                  horizon_days=200)
+    s = costsim.simulate(sc).summary.set_index("option").loc["own"]
+    od, spot = 4.0 * 0.8 ** (horizon_h / 8760), 3.0 * 1.5 ** (horizon_h / 8760)
+    assert od < spot
+    assert s.work_unfinished_gpu_hours > 0
+    assert s.unfinished_rent_usd == pytest.approx(s.work_unfinished_gpu_hours * od, rel=1e-12)
