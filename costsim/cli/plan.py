@@ -1,7 +1,8 @@
 """``costsim plan``: the cheapest capacity plan that meets every target
 (``costsim.decisions.capacity_plan``, worded by ``costsim.present.capacity_plan``), with its
-progress on stderr, the plan in words, its runner-ups and the frontier it found; ``--out`` writes
-``evaluated.csv``, ``frontier.csv`` and ``trials.csv`` all at once.
+progress on stderr, the plan in words, its runner-ups, how it moves with the workload's growth and
+the frontier it found; ``--out`` writes ``evaluated.csv``, ``frontier.csv``, ``trials.csv`` and
+(with growth) ``growth.csv`` all at once.
 
 Registered by ``cli.commands`` as ``app.command("plan")(plan_command)``; shares ``costsim
 optimize``'s flags, checks and frontier table (``cli.optimize``).
@@ -52,8 +53,9 @@ def plan_command(
     force_workers: ForceWorkers = False,
     max_runs: Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
                                           "replications).")] = 400,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv, frontier.csv and "
-                                             "trials.csv, replaced whole at the end (default: nothing written).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv, frontier.csv, "
+                                             "trials.csv and growth.csv, replaced whole at the end (default: nothing "
+                                             "written).")] = None,
     quiet: Quiet = False,
 ) -> None:
     """Find the cheapest capacity plan that meets every --target.

@@ -14,7 +14,9 @@ model-based one:
    closest misses (``targets.shortfall``: conditions missed plus relative shortfall), which the
    sampler's constraints keep it away from. Each batch's configurations run side by side on the
    executor with ``replications`` on common random numbers (replication r on the same seed in
-   every configuration, so comparisons are paired). A configuration proposed again is not run again.
+   every configuration, so comparisons are paired). A configuration proposed again is not run again;
+   one the scenario refuses (a tranche ordered before the one it follows, a size a class cannot
+   fit) runs nothing and is logged as refused, with the scenario's message.
 2. **Refinement**: a pattern search from the best configuration, over the fields its option uses:
    each field a step up and down (first an eighth of its levels), moving to any cheaper one that
    meets, halving the steps when none does, until steps of one level find nothing cheaper.
@@ -28,11 +30,14 @@ model-based one:
    the order run.
 
 The batch size, not the number of workers, fixes what the sampler sees, so the answer and every
-table are the same from every executor; the run budget (``max_runs``) bounds the simulations.
+table are the same from every executor; the run budget (``max_runs``) bounds the search's
+simulations (a batch it cannot cover runs in part and the search stops); the growth check's runs
+(at most ``len(GROWTH_FACTORS)`` × (1 + ``RUNNER_UPS``) configurations × replications) come on top.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,19 +90,40 @@ def _sampler_seed(search: Search, base) -> int:
     return int(root) % 2**32
 
 
-def _score(table: pd.DataFrame, p: Point, wanted) -> tuple[float, float, str, bool]:
-    """A configuration's (value, violation, option, meets): the cheapest option meeting there
-    (violation 0), else the closest one (fewest conditions missed, then the smallest shortfall)."""
+@dataclass(frozen=True)
+class _Score:
+    """A configuration's score: ``value`` (the fair total, USD: the cheapest option meeting there,
+    else the closest's), ``violation`` (0 when an option meets, else how far the closest misses,
+    ``REFUSED`` when the scenario refuses the configuration), the option as it ran (``shown``) and
+    as the scenario names it (``option``), whether it meets, and a refusal's message."""
+
+    value: float
+    violation: float
+    shown: str
+    option: str
+    meets: bool
+    refused: str = ""
+
+
+REFUSED = 1e9  # the violation of a configuration the scenario refuses: worse than any that runs
+
+
+def _score(table: pd.DataFrame, p: Point, wanted) -> _Score:
+    """The cheapest option meeting at ``p``, else the closest one: the fewest conditions missed,
+    then the smallest relative shortfall (``targets.shortfall``), ranked as ``optimize.answer``
+    ranks them; its violation is the conditions missed plus that shortfall (capped), so the sampler
+    sees both."""
     rows = table[table["_point"] == key(p)]
     ok = rows[rows["meets"]]
     if not ok.empty:
         best = ok.sort_values("fair_total_usd", kind="stable").iloc[0]
-        return float(best["fair_total_usd"]), 0.0, str(best["option"]), True
-    far = [(s.conditions + min(s.far, 1e6), r["fair_total_usd"], i)
+        return _Score(float(best["fair_total_usd"]), 0.0, str(best["option"]), str(best["_option"]), True)
+    far = [(s.conditions, min(s.far, 1e6), r["fair_total_usd"], i)
            for i, (s, (_, r)) in enumerate(zip((shortfall(r, wanted) for _, r in rows.iterrows()), rows.iterrows(),
                                                strict=True))]
-    violation, total, i = min(far)
-    return float(total), float(violation), str(rows.iloc[i]["option"]), False
+    conditions, how_far, total, i = min(far)
+    return _Score(float(total), float(conditions + how_far), str(rows.iloc[i]["option"]),
+                  str(rows.iloc[i]["_option"]), False)
 
 
 class _Runner:
@@ -105,7 +131,7 @@ class _Runner:
 
     def __init__(self, search: Search, progress: Callable[[int, int], None] | None):
         self.search, self.progress = search, progress
-        self.scores: dict[Point, tuple[float, float, str, bool]] = {}
+        self.scores: dict[Point, _Score] = {}
         self.log: list[dict[str, Any]] = []
 
     def affordable(self, n: int) -> int:
@@ -113,31 +139,48 @@ class _Runner:
         left = self.search.max_runs - self.search.done
         return max(0, min(n, left // self.search.replications))
 
-    def run(self, points: list[Point], stage: str) -> list[tuple[float, float, str, bool]]:
-        """Each point's score, running those not run before side by side (the caller checked the budget)."""
+    def run(self, points: list[Point], stage: str) -> list[_Score]:
+        """Each point's score, running those not run before side by side (the caller checked the
+        budget); a configuration the scenario refuses (tranches out of order, a size a class cannot
+        fit) runs nothing and scores as refused, with the scenario's message in the log."""
         fresh = list(dict.fromkeys(p for p in points if p not in self.scores))
         self.search.planned = max(self.search.planned, self.search.done + len(fresh) * self.search.replications)
+        ran = []
         for p in fresh:
-            self.search.want([p])
-        for p in fresh:
+            try:
+                self.search.want([p])
+            except ScenarioError as err:
+                self.scores[p] = _Score(REFUSED_VALUE, REFUSED, "", "", False, refused="; ".join(
+                    x.message for x in err.problems)[:300])
+                continue
+            ran.append(p)
+        for p in ran:
             self.search.settle([p], stage)
-        table = self.search.table()
+        table = self.search.table() if self.search.frames else None
         for p in fresh:
-            self.scores[p] = _score(table, p, self.search.wanted)
-            value, _, option, meets = self.scores[p]
-            self.log.append({"trial": len(self.log) + 1, "stage": stage, **self.search.values(p), "option": option,
-                             "fair_total_usd": value, "meets": meets})
+            if p in ran:
+                assert table is not None
+                self.scores[p] = _score(table, p, self.search.wanted)
+            sc = self.scores[p]
+            self.log.append({"trial": len(self.log) + 1, "stage": stage, **self.search.values(p), "option": sc.shown,
+                             "fair_total_usd": sc.value if not sc.refused else math.nan, "meets": sc.meets,
+                             "refused": sc.refused})
         return [self.scores[p] for p in points]
 
     def best(self) -> Point | None:
-        """The cheapest configuration that meets, else the closest to meeting."""
-        if not self.scores:
+        """The cheapest configuration that meets, else the closest to meeting (never a refused one)."""
+        ran = [p for p in self.scores if not self.scores[p].refused]
+        if not ran:
             return None
-        return min(self.scores, key=lambda p: (not self.scores[p][3], self.scores[p][1], self.scores[p][0]))
+        return min(ran, key=lambda p: (not self.scores[p].meets, self.scores[p].violation, self.scores[p].value))
+
+
+REFUSED_VALUE = 1e30  # what the sampler is told a refused configuration costs (its violation rules it out first)
 
 
 def _trials(runner: _Runner, dims: list[Dimension], trials: int, batch: int, seed: int) -> None:
-    """The sampler's trials, ``batch`` at a time, told in the order asked."""
+    """The sampler's trials, ``batch`` at a time, told in the order asked; when the run budget
+    cannot cover a whole batch, the part it covers runs and the search stops."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -151,14 +194,19 @@ def _trials(runner: _Runner, dims: list[Dimension], trials: int, batch: int, see
         wanted = min(batch, trials - asked)
         batch_trials = [study.ask(space) for _ in range(wanted)]
         points = [tuple(int(t.params[f"d{i}"]) for i in range(len(dims))) for t in batch_trials]
-        new = len({p for p in points if p not in runner.scores})
-        if runner.affordable(new) < new:
-            for t in batch_trials:
+        fresh = list(dict.fromkeys(p for p in points if p not in runner.scores))
+        room = runner.affordable(len(fresh))
+        covered = set(fresh[:room]) | set(runner.scores)
+        runnable = [(t, p) for t, p in zip(batch_trials, points, strict=True) if p in covered]
+        scores = runner.run([p for _, p in runnable], "search") if runnable else []
+        for (t, _), sc in zip(runnable, scores, strict=True):
+            t.set_constraint("shortfall", sc.violation)
+            study.tell(t, sc.value)
+        for t, p in zip(batch_trials, points, strict=True):
+            if p not in covered:
                 study.tell(t, state=optuna.trial.TrialState.FAIL)
+        if room < len(fresh):
             return
-        for t, (value, violation, _, _) in zip(batch_trials, runner.run(points, "search"), strict=True):
-            t.set_constraint("shortfall", violation)
-            study.tell(t, value)
         asked += wanted
 
 
@@ -167,7 +215,7 @@ def _refine(runner: _Runner, dims: list[Dimension], uses: dict[str, list[int]]) 
     best = runner.best()
     if best is None:
         return
-    fields = uses.get(runner.scores[best][2], list(range(len(dims))))
+    fields = uses[runner.scores[best].option]
     steps = {i: max(1, dims[i].count // FIRST_STEP) for i in fields if dims[i].count > 1}
     while steps:
         near = [best[:i] + (best[i] + s,) + best[i + 1:] for i, step in steps.items() for s in (-step, step)
@@ -177,7 +225,7 @@ def _refine(runner: _Runner, dims: list[Dimension], uses: dict[str, list[int]]) 
             return
         runner.run(near, "refinement")
         moved = runner.best()
-        if moved is not None and moved != best and runner.scores[moved][3]:
+        if moved is not None and moved != best and runner.scores[moved].meets:
             best = moved
             continue
         steps = {i: s // 2 for i, s in steps.items() if s > 1}
@@ -269,8 +317,6 @@ def capacity_plan(scenario_path: str | Path, targets, vary: list[str], *, replic
                     waiting_usd_per_gpu_hour=base.decision.waiting_usd_per_gpu_hour)
     search.uses = option_uses(base, dims, candidates)
     search.planned = min(max_runs, trials * replications)
-    search.plan([tuple(0 for _ in dims)])  # a value the scenario refuses is named before any worker starts
-    search.plan([tuple(d.count - 1 for d in dims)])
     runner = _Runner(search, progress)
     sampler_seed = _sampler_seed(search, base)
     with open_executor(executor, workers, address) as lanes:
@@ -280,6 +326,10 @@ def capacity_plan(scenario_path: str | Path, targets, vary: list[str], *, replic
             _refine(runner, dims, search.uses)
         finally:
             search.forget()
+        if runner.best() is None:  # every configuration tried was refused: say why, as the scenario did
+            first = next(iter(runner.scores.values()))
+            raise ScenarioError("--vary", [Problem((), f"every configuration tried is refused by the scenario, "
+                                                       f"e.g.: {first.refused}")])
         table = search.table()
         optimum = answer(search, table, None)
         ups = _runner_ups(table, search.uses)

@@ -113,7 +113,9 @@ def growth_lines(plan: CapacityPlan) -> tuple[str, ...]:
     out = []
     for factor, rows in g.groupby("growth_factor", sort=True):
         rows = rows.sort_values("plan")
-        head = f"If demand grows {rows['growth_per_year'].iloc[0] * 100:.0f} %/yr ({factor:g}× the scenario's): "
+        rate = rows["growth_per_year"].iloc[0]
+        moves = f"grows {rate * 100:.0f} %/yr" if rate >= 0 else f"falls {-rate * 100:.0f} %/yr"
+        head = f"If demand {moves} ({factor:g}× the scenario's growth): "
         first = rows.iloc[0]
         if first["meets"]:
             out.append(f"{head}the plan still meets the targets, at {money(first['fair_total_usd'])} fair total.")

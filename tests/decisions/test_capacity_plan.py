@@ -75,7 +75,7 @@ def test_a_plan_repeats_for_a_seed_and_on_every_executor(tmp_path):
         assert other.optimum.values == here.optimum.values and other.optimum.runs == here.optimum.runs
         assert bits(other.trials) == bits(here.trials) and bits(other.optimum.evaluated) == bits(here.optimum.evaluated)
     other_seed = capacity_plan(path, TARGET, vary, replications=2, trials=6, batch=2, executor="local", seed=7)
-    assert other_seed.seed != here.seed
+    assert other_seed.seed != here.seed and not bits(other_seed.trials) == bits(here.trials)
 
 
 def test_steps_say_what_to_buy_reserve_and_when_to_burst(tmp_path):
@@ -203,3 +203,61 @@ def test_the_answer_again_at_half_and_one_and_a_half_times_the_growth_equals_pla
         assert row["fair_total_usd"] == pytest.approx(mine, rel=1e-12)
     # Slower growth is less work on the same seeds: the plan's fair total falls, faster rises.
     assert answer["fair_total_usd"].iloc[0] < plan.optimum.metrics["fair_total_usd"] < answer["fair_total_usd"].iloc[1]
+
+
+TRANCHED = GROWING.replace(
+    "  - {name: own, kind: owned, gpu_type: H100, gpus: 64, lead_time_days: 0, failures: null, scheduler: fifo}",
+    "  - {name: own-64, kind: owned, gpu_type: H100, lead_time_days: 5, failures: null, scheduler: fifo,\n"
+    "     tranches: [{gpus: 32, order_day: 0}, {gpus: 32, order_day: 20}]}")
+
+
+def test_a_configuration_the_scenario_refuses_is_scored_refused_and_the_search_goes_on(tmp_path):
+    """Varying two tranches' order days proposes tranche 0 after tranche 1 sooner or later: the
+    scenario refuses it, nothing runs for it, the log says why, and the answer is one that ran."""
+    assert "tranches:" in TRANCHED
+    (tmp_path / "t.yaml").write_text(TRANCHED)
+    plan = capacity_plan(tmp_path / "t.yaml", ["p95_delay_h<=24"], ["options.own-64.tranches.0.order_day=0..40",
+                         "options.own-64.tranches.1.order_day=20..55"], replications=1, trials=8, batch=2,
+                         executor="local")
+    t = plan.trials
+    refused = t[t["refused"] != ""]
+    assert len(refused) >= 1 and refused["refused"].str.contains("not after tranche 0").all()
+    assert (refused["options.own-64.tranches.0.order_day"] >= refused["options.own-64.tranches.1.order_day"]).all()
+    assert refused["fair_total_usd"].isna().all() and not refused["meets"].any()
+    ran = t[t["refused"] == ""]
+    assert plan.optimum.runs == len(ran) * 1  # one replication each: refused ones ran nothing
+    v = plan.optimum.values
+    assert v["options.own-64.tranches.0.order_day"] < v["options.own-64.tranches.1.order_day"]
+
+
+def test_a_budget_short_of_a_batch_runs_what_it_covers(tmp_path):
+    (tmp_path / "t.yaml").write_text(TRANCHED)
+    plan = capacity_plan(tmp_path / "t.yaml", ["p95_delay_h<=24"], ["options.own-64.tranches.1.gpus=8..64"],
+                         replications=1, trials=8, batch=4, max_runs=2, executor="local")
+    assert plan.optimum.runs == 2 and len(plan.trials) == 2
+
+
+def test_every_configuration_refused_is_one_message_naming_vary(tmp_path):
+    (tmp_path / "t.yaml").write_text(TRANCHED)
+    with pytest.raises(ScenarioError, match="every configuration tried is refused") as err:
+        capacity_plan(tmp_path / "t.yaml", ["p95_delay_h<=24"], ["options.own-64.tranches.1.order_day=0..0"],
+                      replications=1, trials=2, batch=2, executor="local")
+    assert err.value.source == "--vary"
+
+
+def test_the_refinement_steps_only_the_fields_a_renamed_answer_uses(tmp_path):
+    """own-8 resized runs as own-11: the refinement still knows it as own-8 and steps its size,
+    never the cloud price it does not use."""
+    path = mmc_scenario(tmp_path, 20.0)
+    data = costsim.load_scenario(path).model_dump(mode="json")
+    data["options"][0]["name"] = "own-8"
+    data["options"].append(cloud(price_per_gpu_hour=60.0))
+    (tmp_path / "mmc.yaml").write_text(dump_scenario(costsim.scenario_from_data(data, "mmc.yaml", tmp_path)))
+    plan = capacity_plan(path, TARGET, ["options.own-8.gpus=8..16", "options.cloud.price_per_gpu_hour=40..60"],
+                         replications=1, trials=4, batch=2, executor="local")
+    t = plan.trials
+    searched = t[t["stage"] == "search"]
+    refined = t[t["stage"] == "refinement"]
+    assert plan.optimum.option.startswith("own-") and len(refined) >= 1
+    best_price = plan.optimum.values["options.cloud.price_per_gpu_hour"]
+    assert (refined["options.cloud.price_per_gpu_hour"] == best_price).all(), (searched, refined)
