@@ -117,6 +117,20 @@ def test_bad_flags_are_refused_naming_them(tmp_path, flags, where, message):
     assert err.value.source == where
 
 
+def test_hostile_arguments_are_refused_naming_them(tmp_path):
+    path = mmc_scenario(tmp_path, 2.0)
+    with pytest.raises(costsim.ArgumentError, match="scenario_path"):
+        costsim.capacity_plan(42, TARGET, ["options.own.gpus=8..16"], executor="local")
+    with pytest.raises(costsim.ArgumentError, match="progress"):
+        costsim.capacity_plan(path, TARGET, ["options.own.gpus=8..16"], executor="local", progress="yes")
+    with pytest.raises(ScenarioError, match="--vary"):
+        costsim.capacity_plan(path, TARGET, "options.own.gpus=8..16", executor="local")
+    with pytest.raises(ScenarioError, match="--replications"):
+        costsim.capacity_plan(path, TARGET, ["options.own.gpus=8..16"], executor="local", replications=True)
+    with pytest.raises(ScenarioError, match="--target"):
+        costsim.capacity_plan(path, ["p95<=x"], ["options.own.gpus=8..16"], executor="local")
+
+
 def test_without_optuna_the_plan_says_what_to_install(tmp_path, monkeypatch):
     import builtins
 
