@@ -139,9 +139,7 @@ def rename_option(data: dict, i: int, new: str) -> dict:
     old = out["options"][i]["name"]
     out["options"][i]["name"] = new
     for o in out["options"]:
-        for ref in facts.part_fields(o):
-            if o.get(ref) == old:
-                o[ref] = new
+        facts.rename_parts(o, old, new)
     return out
 
 

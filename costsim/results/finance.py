@@ -31,7 +31,8 @@ import pandas as pd
 from costsim.models import economics as eco
 from costsim.models.intervals import hours_in_bins
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.options import OwnedPlan, Plan, pools
+from costsim.plan.fleet import Plan, pools
+from costsim.plan.options import OwnedPlan
 from costsim.plan.tranches import book_value_at_usd
 from costsim.results.costing import bin_edges, term_prices
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR

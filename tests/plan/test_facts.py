@@ -11,7 +11,8 @@ from paths import SHIPPED
 
 import costsim
 from costsim.plan import facts
-from costsim.plan.options import Interruption, pools
+from costsim.plan.fleet import pools
+from costsim.plan.options import Interruption
 from costsim.plan.resolve import resolve
 
 SCENARIOS = sorted(SHIPPED.glob("*.yaml"))
