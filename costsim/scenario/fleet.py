@@ -147,6 +147,8 @@ def part_problems(fleet: FleetOption, by_name: dict) -> list[tuple[tuple[str | i
         elif isinstance(opt, FleetOption | HybridOption):
             out.append((at, f"option {opt.name!r} is a {opt.kind}; a fleet's parts are owned or cloud options"))
         elif k == last and not (isinstance(opt, CloudOption) and opt.pricing in ("on_demand", "spot")):
+            if any(p[1].startswith("pool part") for p in out):
+                continue  # the burst came too early: said once, at that part
             what = "owned" if isinstance(opt, OwnedOption) else f"cloud, pricing {opt.pricing}"
             out.append((at, f"the last part is the burst and must be a cloud option, on_demand or spot; {opt.name!r} "
                             f"is {what}"))
