@@ -7,7 +7,7 @@ it of the options as written, once, so no other layer compares an option's ``kin
 An option is owned (a cluster of one's own), cloud (rented from a provider: on demand, spot, or a
 reserved commitment), a hybrid of two others (an owned or reserved base, an on-demand or spot
 burst) or a fleet of several (owned or reserved pools in order of preference, an on-demand or spot
-burst last). A hybrid or fleet is on the build side when its first pool is owned (``side_of``). The predicates take an option model or its data (a mapping, as the editor holds it before
+burst last). A hybrid or fleet is on the build side when any of its pools is owned (``side_of``). The predicates take an option model or its data (a mapping, as the editor holds it before
 it validates: a missing field is simply not there); the selectors take a validated scenario and
 return its options typed.
 """

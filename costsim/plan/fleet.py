@@ -97,7 +97,7 @@ class FleetPlan:
 
     @property
     def side(self) -> str:
-        """The first part's side (``side_of``): ``build`` when it is owned, ``rent`` when reserved."""
+        """``build`` when any pool part is owned, else ``rent`` (``side_of``)."""
         return side_of(self.pricing)
 
     def unpriced(self) -> FleetPlan:

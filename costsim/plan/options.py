@@ -30,11 +30,13 @@ BUILD_PRICINGS = frozenset({"owned"})
 
 def side_of(pricing: str) -> str:
     """``build`` or ``rent`` for a pricing label (``Plan.pricing``: ``owned``, ``on_demand``,
-    ``reserved``, ``spot``, a hybrid's ``base+burst``): ``build`` when the capacity, or a hybrid's
-    base, is owned; ``rent`` for on-demand, spot and reserved capacity and a hybrid on a reserved base.
+    ``reserved``, ``spot``, a hybrid's ``base+burst``, a fleet's parts ``+``-joined): ``build`` when
+    any of its capacity is owned — the capacity itself, a hybrid's base, any of a fleet's pools, in
+    any place (a fleet that owns a cluster is a decision to buy hardware); ``rent`` for on-demand,
+    spot and reserved capacity, a hybrid on a reserved base and a fleet of rented parts only.
     The one rule: ``Plan.side`` is this of its label, and tables that carry only the label (a
     summary's ``pricing`` column) read their side through it."""
-    return "build" if pricing.split("+", 1)[0] in BUILD_PRICINGS else "rent"
+    return "build" if any(part in BUILD_PRICINGS for part in pricing.split("+")) else "rent"
 
 
 @overload

@@ -126,3 +126,16 @@ def test_a_later_pool_fails_on_its_own_stream_and_a_failed_job_stays_there(tmp_p
     restarted = j[j.restarts > 0]
     assert len(restarted) and (restarted.ran_on == "own").all()
     assert set(j.ran_on) - {""} == {"res", "own", "od"}
+
+
+def test_an_owned_later_part_is_paid_for_in_the_fleets_cash_flow(tmp_path):
+    # The owned cluster is the second part: its purchase and book value are the fleet's as they are
+    # the cluster's alone (the same hardware, bought on the same day), and the reservation's monthly
+    # bill is in the fleet's rent.
+    rows = [(0.0, 8, 1.0)]
+    opts = [owned(gpus=8, gpus_per_node=8), RES, OD, fleet(parts=("res", "own", "od"))]
+    res = costsim.simulate(scenario(tmp_path, rows, opts, horizon_days=HORIZON_DAYS))
+    cash = res.cashflow.groupby("option")[["capex_usd", "book_value_usd"]].sum()
+    assert cash.loc["own", "capex_usd"] > 0
+    assert cash.loc["fleet", "capex_usd"] == pytest.approx(cash.loc["own", "capex_usd"])
+    assert cash.loc["fleet", "book_value_usd"] == pytest.approx(cash.loc["own", "book_value_usd"])

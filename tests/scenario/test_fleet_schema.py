@@ -75,10 +75,11 @@ def test_a_fleet_resolves_to_its_parts_in_order_and_reads_back_as_written():
 
 
 @pytest.mark.parametrize(("parts", "side"), [
-    ("[{option: own}, {option: res}, {option: od}]", "build"),  # an owned first part: a build option
-    ("[{option: res}, {option: own}, {option: od}]", "rent"),   # a reserved first part: rented capacity first
+    ("[{option: own}, {option: res}, {option: od}]", "build"),  # owns a cluster: a decision to buy hardware
+    ("[{option: res}, {option: own}, {option: od}]", "build"),  # wherever the owned part stands
+    ("[{option: res}, {option: od}]", "rent"),  # rented parts only
 ])
-def test_a_fleets_side_is_its_first_parts(parts, side):
+def test_a_fleet_is_on_the_build_side_when_it_owns_any_part(parts, side):
     sc = load(parts)
     fl = sc.option("fl")
     assert facts.side(sc, fl) == side
