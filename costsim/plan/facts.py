@@ -29,14 +29,14 @@ PAY_AS_YOU_GO = ("on_demand", "spot")  # cloud pricings rented per use, billed p
 HYBRID_PARTS = ("base", "burst")  # a hybrid's fields naming the options it is built of
 
 
-CHOICES = ("owned", "on_demand", "reserved", "spot", "hybrid")
+CHOICES = ("owned", "on_demand", "reserved", "spot", "hybrid", "fleet")
 """Every kind of option, a cloud option by its pricing, in one word each (the editor's "add option")."""
 
 
 def shape_of(choice: str) -> dict[str, str]:
     """The ``kind`` (and a cloud option's ``pricing``) of an option of ``choice``, one of
     ``CHOICES``; ValueError for another word."""
-    if choice in ("owned", "hybrid"):
+    if choice in ("owned", "hybrid", "fleet"):
         return {"kind": choice}
     if choice in ("reserved", *PAY_AS_YOU_GO):
         return {"kind": "cloud", "pricing": choice}
