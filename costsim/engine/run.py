@@ -149,7 +149,8 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Se
     cap_t, cap_g = (cluster.capacity_t, cluster.capacity_gpus) if cluster is not None else ([], [])
     cap_part = None
     if len(clusters) > 1:  # each pool's capacity, told apart by its part (a hybrid's one pool needs none)
-        cap_t, cap_g = [t for c in clusters for t in c.capacity_t], [g for c in clusters for g in c.capacity_gpus]
+        cap_t = [t for c in clusters for t in c.capacity_t]
+        cap_g = [n for c in clusters for n in c.capacity_gpus]
         cap_part = [k for k, c in enumerate(clusters) for _ in c.capacity_t]
     frozen = rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env), cap_part)
     return with_rollouts(frozen, work.offload) if work.offload is not None else frozen

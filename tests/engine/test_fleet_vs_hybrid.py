@@ -104,3 +104,19 @@ def test_the_comparison_can_fail():
     _, fleet = pair(OWNED, ON_DEMAND, {"max_wait_h": 30}, True)
     with pytest.raises(AssertionError):
         assert_same_numbers(costsim.simulate(hybrid, seed=0), costsim.simulate(fleet, seed=0))
+
+
+def test_a_fleet_offloading_rollouts_gives_the_hybrids_numbers():
+    """Rollout offload (docs/rollout-offload.md) on the first part, named by the fleet as by the hybrid."""
+    classes = [*CLASSES, {"name": "dis", "arrivals_per_day": 2, "gpus": 16, "iterations": 80, "model_params_b": 7,
+                          "placement": "disaggregated", "rollout_gpu_fraction": 0.5}]
+    pool = {**SPOT, "name": "ro", "gpu_type": "H100"}
+    out = []
+    for mix in ({"name": "mix", "kind": "hybrid", "base": "own", "burst": "od", "max_wait_h": 3, "rollout_pool": "ro"},
+                {"name": "mix", "kind": "fleet", "parts": [{"option": "own"}, {"option": "od", "max_wait_h": 3}],
+                 "rollout_pool": "ro"}):
+        data = {"name": "pair", "horizon_days": HORIZON_DAYS, "workload": {"classes": classes},
+                "options": [OWNED, ON_DEMAND, pool, mix]}
+        out.append(costsim.simulate(scenario_from_data(data, "test", "."), seed=5))
+    assert_same_numbers(*out)
+    assert out[1].summary.set_index("option").loc["mix", "cost_rollout_usd"] > 0  # rollouts were offloaded
