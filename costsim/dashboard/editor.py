@@ -32,9 +32,9 @@ from costsim.scenario import Scenario
 from costsim.scenario.io import yaml_dump
 
 KIND_LABELS = {"owned": "owned cluster", "on_demand": "cloud, on demand", "reserved": "cloud, reserved",
-               "spot": "cloud, spot", "hybrid": "hybrid (base + burst)"}
+               "spot": "cloud, spot", "hybrid": "hybrid (base + burst)", "fleet": "fleet (pools, then a burst)"}
 SHOWN_KINDS = {**KIND_LABELS, "cloud": "cloud"}  # an option's kind as its heading says it (its pricing is a field)
-_OPTION_MODELS = {"owned": "OwnedOption", "cloud": "CloudOption", "hybrid": "HybridOption"}
+_OPTION_MODELS = {"owned": "OwnedOption", "cloud": "CloudOption", "hybrid": "HybridOption", "fleet": "FleetOption"}
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def _options_tab(ui: Ui, state: dict) -> None:
     loc: Loc = ("options", i)
     name = _OPTION_MODELS.get(opt.get("kind"))
     if name is None:
-        st.error(f"kind: {literal_markdown(str(opt.get('kind')))} is not owned, cloud or hybrid")
+        st.error(f"kind: {literal_markdown(str(opt.get('kind')))} is not owned, cloud, hybrid or fleet")
         ui.slot(loc)
         return
     with st.container(border=True):

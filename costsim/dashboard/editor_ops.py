@@ -14,7 +14,7 @@ import costsim
 from costsim.dashboard.editor_schema import Loc, fields, model
 from costsim.errors import CostsimError
 from costsim.plan import facts
-from costsim.scenario import CloudOption, HybridOption, OwnedOption
+from costsim.scenario import CloudOption, FleetOption, HybridOption, OwnedOption
 from costsim.scenario.classes import RLClass
 
 KINDS = facts.CHOICES
@@ -67,7 +67,7 @@ def _dump(cls, raw: dict) -> dict:
 
 def new_option(data: dict, kind: str) -> tuple[dict, list[dict]]:
     """A valid new option of ``kind`` (one of ``KINDS``) for ``data``, and any options a hybrid
-    needs that ``data`` lacks (an owned base, an on-demand burst), added before it. Every field
+    or fleet needs that ``data`` lacks (an owned base, an on-demand burst), added before it. Every field
     not named here takes the schema's default; an owned or reserved one queues as
     ``queue_settings`` says."""
     options = data.get("options", [])
@@ -96,7 +96,9 @@ def new_option(data: dict, kind: str) -> tuple[dict, list[dict]]:
         opt, _ = new_option({**data, "options": options + extra}, "on_demand")
         extra.append(opt)
         burst = opt["name"]
-    name = unique_name("hybrid", taken | _names(extra))
+    name = unique_name(kind, taken | _names(extra))
+    if facts.is_fleet(shape):  # a fleet of the same two: more pools are added to its parts by hand
+        return _dump(FleetOption, {"name": name, "parts": [{"option": base}, {"option": burst}]}), extra
     return _dump(HybridOption, {"name": name, "base": base, "burst": burst}), extra
 
 
@@ -139,9 +141,7 @@ def rename_option(data: dict, i: int, new: str) -> dict:
     old = out["options"][i]["name"]
     out["options"][i]["name"] = new
     for o in out["options"]:
-        for ref in facts.part_fields(o):
-            if o.get(ref) == old:
-                o[ref] = new
+        facts.rename_parts(o, old, new)
     return out
 
 
@@ -230,7 +230,7 @@ def model_at(data: dict, loc: Loc) -> str | None:
     return name
 
 
-_OPTION_MODELS = {"owned": "OwnedOption", "cloud": "CloudOption", "hybrid": "HybridOption"}
+_OPTION_MODELS = {"owned": "OwnedOption", "cloud": "CloudOption", "hybrid": "HybridOption", "fleet": "FleetOption"}
 
 
 def field_mentioned(data: dict, loc: Loc, message: str) -> str | None:

@@ -35,7 +35,7 @@ APPLIES: dict[tuple[str, str], Any] = {
     ("CloudOption", "rollout_pool"): facts.is_reserved,
     ("OwnedOption", "gpus"): lambda o: not o.get("tranches"),  # with tranches: their total, left out
     **{(m, "rollout_link_gb_s"): (lambda o: o.get("rollout_pool") is not None)
-       for m in ("OwnedOption", "CloudOption", "HybridOption")},
+       for m in ("OwnedOption", "CloudOption", "HybridOption", "FleetOption")},
     ("RLClass", "max_staleness"): lambda c: c.get("mode") == "async",
     ("Scoring", "reward_model_params_b"): lambda s: s.get("reward") == "model",
     ("Scoring", "verifier_seconds_per_sample"): lambda s: s.get("reward") == "verifier",

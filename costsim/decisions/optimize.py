@@ -50,6 +50,7 @@ from costsim.decisions.search import Point, Search, key, point
 from costsim.decisions.space import Dimension, parse_space
 from costsim.decisions.targets import METRICS, Shortfall, Target, shortfall
 from costsim.decisions.verdict import held_to
+from costsim.plan import facts
 from costsim.runs import api, arguments
 from costsim.runs.executors import executor_settings, open_executor
 from costsim.runs.stats import t_interval
@@ -311,10 +312,9 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
 
 def option_uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[int]]:
     """Per candidate option, the dimensions that can change its runs: its own fields, those of the
-    options it is made of (a hybrid's base and burst, a rollout pool), and fields outside
-    ``options`` (economics, workload)."""
-    parts = {o.name: {o.name, getattr(o, "base", o.name), getattr(o, "burst", o.name), o.rollout_pool or o.name}
-             for o in base.options}
+    options it is made of (a hybrid's base and burst, a fleet's parts, a rollout pool), and fields
+    outside ``options`` (economics, workload)."""
+    parts = {o.name: {o.name, *facts.parts_of(o), o.rollout_pool or o.name} for o in base.options}
     return {c: [i for i, d in enumerate(dims) if d.option is None or d.option in parts[c]] for c in candidates}
 
 

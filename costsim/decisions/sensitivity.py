@@ -48,7 +48,7 @@ from costsim.decisions.targets import Target
 from costsim.decisions.targets import value as metric_value
 from costsim.decisions.tornado_inputs import INPUTS, chosen_inputs
 from costsim.decisions.verdict import Verdict, decide, held_to, option_table
-from costsim.plan.options import Plan
+from costsim.plan.fleet import Plan
 from costsim.plan.resolve import resolve
 from costsim.results.contract import Results
 from costsim.results.finance import breakeven_over

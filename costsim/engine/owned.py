@@ -48,7 +48,7 @@ import bisect
 import heapq
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +151,8 @@ class OwnedCluster:
         self._await_tranches(spec.later)
         self.ready = lead_time_h <= 0
         self.lead_time_h = lead_time_h
-        self.decider = Decider(env, self._decide)
+        self.decider = Decider(env, self.decide)  # a fleet puts its shared one here (engine.fleet)
+        self.on_start: Callable[[int], None] | None = None  # a fleet's: job i starts here now
         self.capacity_t = [0.0]
         self.capacity_gpus = [self.in_service]  # later tranches' nodes are down until delivered
         if not self.ready:
@@ -238,6 +239,14 @@ class OwnedCluster:
             return True
         return False
 
+    def forget(self, i: int) -> None:
+        """Drop job i from the queue: it started on another pool of a fleet (which frees the queue's
+        head, so it asks for a scheduling pass)."""
+        if i in self.waiting:
+            self.waiting.discard(i)
+            self.changes += 1
+            self.decider.request()
+
     def arrive(self, i: int, front: bool = False) -> None:
         """Queue job i (``front``: a job that failed keeps its place at the head)."""
         self.waiting.add(i)
@@ -260,6 +269,8 @@ class OwnedCluster:
         rec = self.rec
         g = self.gpus[i]
         held = g if g <= self.gpn else held_gpus(g, self.gpn)
+        if self.on_start is not None:
+            self.on_start(i)
         rec.end_h[i] = end
         rec.hold(i, now, held)
         self.running[i] = (end, alloc)
@@ -339,7 +350,8 @@ class OwnedCluster:
         return headroom.refused_until(held_gpus(self.gpus[i], self.gpn), self.progress.hold_h(i))
 
     # -- decisions ------------------------------------------------------------------------
-    def _decide(self) -> None:
+    def decide(self) -> None:
+        """A scheduling pass now, unless the last one says it would start nothing."""
         # With serving, most passes (on the hour, as its demand moves) start nothing: the last pass
         # says until when that holds, the cluster and its queue unchanged.
         if self.changes == self.quiet_changes and self.env.now < self.quiet_until:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BASE, BURST = 0, 1
-ROLLOUT = 2  # the rollout pool of an offloading option (docs/rollout-offload.md)
+BASE, BURST = 0, 1  # a hybrid's parts; a fleet's are numbered in its order (its burst: the number of its pools)
+ROLLOUT = 100  # the rollout pool of an offloading option (docs/rollout-offload.md): above any fleet's parts
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class UsageRecord:
 
     Per job: ``start_h`` when it first held GPUs; ``end_h`` when its last attempt ends (may lie past
     the horizon: the run is cut there); ``held_gpus`` GPUs it holds (whole nodes beyond one node,
-    whole instances on cloud); ``part`` where it ran on a hybrid (``BASE`` elsewhere); ``restarts``
+    whole instances on cloud); ``part`` where it ran on a hybrid or fleet (its part's number; ``BASE`` elsewhere); ``restarts``
     interruptions (failures and preemptions), ``preemptions`` spot preemptions, ``lost_h`` hours of
     work lost to them, ``overhead_h`` hours held restarting or waiting for a swapped node;
     ``pos_h`` hours of its planned run safely checkpointed, ``work_from_h`` when its current attempt
@@ -53,6 +53,7 @@ class UsageRecord:
     capacity_change_h: np.ndarray  # times the installed capacity changes (delivery, failures, repairs)
     capacity_gpus: np.ndarray  # installed GPUs in service from each change on; empty without a pool
     events: int = 0  # SimPy events scheduled in the run (a cost measure for benchmarks)
+    capacity_part: np.ndarray | None = None  # a fleet's: the pool part of each capacity change; None: one pool
 
 
 def doubles(values) -> array:
@@ -127,7 +128,8 @@ class Recorder:
         """Job i gives its GPUs back now (finished, failed on an owned node, or preempted)."""
         self.alloc_end[self.open.pop(i)] = now
 
-    def freeze(self, option: str, kind: str, cap_t: list[float], cap_gpus: list[int], events: int) -> UsageRecord:
+    def freeze(self, option: str, kind: str, cap_t: list[float], cap_gpus: list[int], events: int,
+               cap_part: list[int] | None = None) -> UsageRecord:
         for i, k in self.open.items():  # still holding at the horizon: planned end
             self.alloc_end[k] = self.end_h[i]
         f8, i8 = np.float64, np.int64
@@ -144,5 +146,5 @@ class Recorder:
             alloc_instances=_frozen(self.alloc_instances, i8), alloc_part=_frozen(self.alloc_part, np.int8),
             alloc_share=np.ones(len(self.alloc_job)),
             capacity_change_h=np.array(cap_t, dtype=float), capacity_gpus=np.array(cap_gpus, dtype=np.int64),
-            events=events,
+            events=events, capacity_part=None if cap_part is None else np.array(cap_part, dtype=np.int8),
         )

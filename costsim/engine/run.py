@@ -16,13 +16,15 @@ import simpy
 
 from costsim.engine.bounded import EventLimitExceeded, events_scheduled, run_bounded
 from costsim.engine.cloud import CloudPool
-from costsim.engine.events import TIMER, ArrivalFeed, At
+from costsim.engine.events import ArrivalFeed
+from costsim.engine.fleet import FleetRouter
 from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
 from costsim.engine.progress import Progress
 from costsim.engine.records import BASE, BURST, ROLLOUT, Recorder, UsageRecord, doubles, integers
 from costsim.engine.rollouts import with_rollouts
 from costsim.models.serving import RangeMax
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
+from costsim.plan.fleet import FleetPlan, Plan
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.workload.plan import WorkPlan
 
 __all__ = ["BASE", "BURST", "ROLLOUT", "EventLimitExceeded", "UsageRecord", "run_option"]
@@ -30,37 +32,8 @@ __all__ = ["BASE", "BURST", "ROLLOUT", "EventLimitExceeded", "UsageRecord", "run
 COLLECT_ABOVE_JOBS = 50_000  # jobs in a run from which its memory is collected as soon as it ends
 
 
-class Router:
-    """A hybrid's arrivals: to the burst while the base is not delivered (when bridging) or for a
-    job the base can never hold (too big, or too big beside serving's least demand from now to the
-    horizon); else to the base, with a timer that sends the job to the burst if it is still
-    waiting ``wait_h[i]`` later (``hybrid_waits``) and has never started on the base. A job that started on the base
-    and was interrupted by a failure stays with the base (its work and GPU-hours are there). Taking
-    a job back from the base's queue triggers a scheduling pass there at the same instant."""
-
-    def __init__(self, env: simpy.Environment, base: OwnedCluster, burst: CloudPool, wait_h: Sequence[float],
-                 bridge: bool, gpus: Sequence[int], rec: Recorder):
-        self.env, self.base, self.burst = env, base, burst
-        self.wait_h, self.bridge, self.gpus, self.rec = wait_h, bridge, gpus, rec
-
-    def arrive(self, i: int) -> None:
-        if (self.bridge and not self.base.ready) or not self.base.fits_ever(self.gpus[i]):
-            self._burst(i)
-            return
-        self.base.arrive(i)
-        At(self.env, self.wait_h[i], TIMER, lambda _e, i=i: self._waited(i))
-
-    def _waited(self, i: int) -> None:
-        if self.base.withdraw(i):
-            self._burst(i)
-
-    def _burst(self, i: int) -> None:
-        self.rec.part[i] = BURST
-        self.burst.arrive(i)
-
-
-def hybrid_waits(plan: HybridPlan, work: WorkPlan) -> np.ndarray:
-    """Hours each job waits for the hybrid's base before it bursts, by ``plan.wait_policy`` (the
+def hybrid_waits(plan: FleetPlan, work: WorkPlan) -> np.ndarray:
+    """Hours each job waits for the hybrid's base (a fleet's pools) before it bursts, by ``plan.wait_policy`` (the
     waiting policies of Starburst, Luo et al., USENIX ATC'24):
     ``constant``: ``max_wait_h`` for every job; ``zero``: 0 (a job the base cannot start at its
     arrival bursts at once); ``linear_runtime``: ``wait_per_hour_h`` × the job's planned run on the
@@ -79,6 +52,13 @@ def hybrid_waits(plan: HybridPlan, work: WorkPlan) -> np.ndarray:
     if policy == "linear_cost":
         return plan.wait_per_gpu_hour_h * np.asarray(work.jobs.gpus, dtype=float) * np.asarray(work.run_h, dtype=float)
     raise ValueError(f"unknown wait_policy {policy!r}")
+
+
+def part_failures(rngs: dict[str, np.random.Generator], name: str, k: int) -> np.random.Generator:
+    """The node failures' stream of a fleet's later pool part ``k`` (its option ``name``): the
+    caller's ``failures:<name>`` (the simulation gives the option's own stream), else one seeded
+    by ``k`` (tests driving the engine directly)."""
+    return rngs.get(f"failures:{name}") or np.random.default_rng(k)
 
 
 def sjf_durations(work: WorkPlan) -> np.ndarray:
@@ -113,13 +93,15 @@ def _owned(env, plan: OwnedPlan | CloudPlan, work: WorkPlan, progress: Progress,
     return OwnedCluster(env, spec=spec, jobs=queued, progress=progress, rec=rec, serving=serving)
 
 
-def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | None = None,
+def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Sequence[WorkPlan] | None = None,
                serving: RangeMax | None = None, rngs: dict[str, np.random.Generator] | None = None,
                max_events: int | None = None) -> UsageRecord:
     """Simulate one option over ``[0, horizon_h)`` on ``work.jobs`` (sorted by submit time).
 
-    ``work``: the jobs timed on the option (a hybrid: on its base; ``burst_work``: on its burst).
-    ``serving``: hourly inference demand that owned and reserved pools serve before RL jobs.
+    ``work``: the jobs timed on the option (a hybrid or fleet: on its first part); ``burst_work``:
+    timed on its other parts (``plan.fleet.pools`` order; a hybrid's burst alone may be given bare).
+    ``serving``: hourly inference demand that owned and reserved pools serve before RL jobs (a
+    fleet's first part only).
     ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.workload.rng``).
     ``max_events``: stop with ``EventLimitExceeded`` past this many events (``engine.bounded``).
     """
@@ -134,7 +116,8 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
             gc.collect()
 
 
-def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | None, serving: RangeMax | None,
+def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Sequence[WorkPlan] | None,
+         serving: RangeMax | None,
          rngs: dict[str, np.random.Generator] | None, max_events: int | None) -> UsageRecord:
     env = simpy.Environment()
     jobs = work.jobs
@@ -142,13 +125,19 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | No
     rngs = rngs or {name: np.random.default_rng(0) for name in ("failures", "preemptions", "provisioning")}
     g = integers(jobs.gpus)  # per-job columns the event loop reads: typed arrays, not lists of boxed numbers
     cluster = None
-    if isinstance(plan, HybridPlan):
-        assert burst_work is not None, "a hybrid needs its jobs' run times on the burst"
-        cluster = _owned(env, plan.base, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
-        burst = CloudPool(env, plan=plan.burst, gpus=g, progress=_progress(burst_work, rec), rec=rec, rngs=rngs)
+    clusters: list[OwnedCluster] = []
+    if isinstance(plan, FleetPlan):
+        works = [work, *((burst_work,) if isinstance(burst_work, WorkPlan) else (burst_work or ()))]
+        assert len(works) == len(plan.pool_parts) + 1, "a fleet needs its jobs' run times on every part"
+        # Serving and the failures' stream are the first part's (its home); later pools serve nothing.
+        clusters = [_owned(env, part, w, _progress(w, rec), rec, serving if k == 0 else None,
+                           rngs["failures"] if k == 0 else part_failures(rngs, part.name, k), horizon_h)
+                    for k, (part, w) in enumerate(zip(plan.pool_parts, works, strict=False))]
+        burst = CloudPool(env, plan=plan.burst, gpus=g, progress=_progress(works[-1], rec), rec=rec, rngs=rngs)
         waits = doubles(hybrid_waits(plan, work))
-        base_g = integers(work.home_gpus) if work.offload is not None else g
-        arrive = Router(env, cluster, burst, waits, plan.bridge_until_ready, base_g, rec).arrive
+        asked = [integers(w.home_gpus) if w.offload is not None else g for w in works[:-1]]
+        arrive = FleetRouter(env, clusters, burst, waits, plan.bridge_until_ready, asked, rec).arrive
+        cluster = clusters[0]
     elif plan.is_pool:
         cluster = _owned(env, plan, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         arrive = cluster.arrive
@@ -158,5 +147,10 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | No
     ArrivalFeed(env, doubles(jobs.submit_h), arrive)
     run_bounded(env, horizon_h, max_events)
     cap_t, cap_g = (cluster.capacity_t, cluster.capacity_gpus) if cluster is not None else ([], [])
-    frozen = rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env))
+    cap_part = None
+    if len(clusters) > 1:  # each pool's capacity, told apart by its part (a hybrid's one pool needs none)
+        cap_t = [t for c in clusters for t in c.capacity_t]
+        cap_g = [n for c in clusters for n in c.capacity_gpus]
+        cap_part = [k for k, c in enumerate(clusters) for _ in c.capacity_t]
+    frozen = rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env), cap_part)
     return with_rollouts(frozen, work.offload) if work.offload is not None else frozen

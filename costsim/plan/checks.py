@@ -14,8 +14,9 @@ from costsim.models import rl
 from costsim.models.reliability import checkpoint_writes
 from costsim.models.scaling import scaling_problems
 from costsim.models.serving import can_ever_start, hourly_demand
+from costsim.plan.fleet import FleetPlan, HybridPlan, Plan, pools
 from costsim.plan.hardware import hardware, shape
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, pools
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario import Problem, Scenario, TraceTable
 from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
@@ -89,7 +90,8 @@ def pool_verdict(pool: OwnedPlan | CloudPlan, jobs: JobsToFit, demand: np.ndarra
 def never_fit(plan: Plan, jobs: JobsToFit, demand: np.ndarray | None) -> NeverFit | None:
     """Which jobs can never run on the option (a hybrid: on neither part), the field to name and
     why; None when every job can."""
-    verdicts = [pool_verdict(p, jobs, demand) for p in pools(plan)]
+    # Serving runs on the option's home only (a fleet's later pools do not serve).
+    verdicts = [pool_verdict(p, jobs, demand if p is plan.home else None) for p in pools(plan)]
     found = [v for v in verdicts if v is not None]
     if len(found) < len(verdicts):  # an unlimited part takes any job
         return None
@@ -109,6 +111,9 @@ def never_fit(plan: Plan, jobs: JobsToFit, demand: np.ndarray | None) -> NeverFi
     if isinstance(plan, HybridPlan):
         return NeverFit(bad, "", f"neither base {plan.base.name!r} ({says(found[0])}) nor burst "
                                  f"{plan.burst.name!r} ({says(found[1])})")
+    if isinstance(plan, FleetPlan):
+        return NeverFit(bad, "", "none of its parts: " + "; ".join(
+            f"{p.name!r} ({says(v)})" for p, v in zip(pools(plan), found, strict=True)))
     limit = plan.job_limit
     assert limit is not None  # a pool without a limit has returned above
     return NeverFit(bad, limit.field, f"option {plan.name!r} has {says(found[0])}")

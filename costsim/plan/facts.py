@@ -5,8 +5,9 @@ it of the options as written, once, so no other layer compares an option's ``kin
 ``pricing`` itself.
 
 An option is owned (a cluster of one's own), cloud (rented from a provider: on demand, spot, or a
-reserved commitment) or a hybrid of two others (an owned or reserved base, an on-demand or spot
-burst). The predicates take an option model or its data (a mapping, as the editor holds it before
+reserved commitment), a hybrid of two others (an owned or reserved base, an on-demand or spot
+burst) or a fleet of several (owned or reserved pools in order of preference, an on-demand or spot
+burst last). A hybrid or fleet is on the build side when any of its pools is owned (``side_of``). The predicates take an option model or its data (a mapping, as the editor holds it before
 it validates: a missing field is simply not there); the selectors take a validated scenario and
 return its options typed.
 """
@@ -18,22 +19,24 @@ from typing import Any
 
 import numpy as np
 
-from costsim.plan.options import CloudPlan, OwnedPlan, Plan, side_of
-from costsim.scenario import CloudOption, HybridOption, OwnedOption, Scenario
+from costsim.plan.fleet import Plan
+from costsim.plan.options import CloudPlan, OwnedPlan, side_of
+from costsim.scenario import CloudOption, FleetOption, HybridOption, OwnedOption, Scenario
 
-OptionLike = OwnedOption | CloudOption | HybridOption | Mapping[str, Any]
+OptionLike = OwnedOption | CloudOption | HybridOption | FleetOption | Mapping[str, Any]
+AnyOption = OwnedOption | CloudOption | HybridOption | FleetOption
 PAY_AS_YOU_GO = ("on_demand", "spot")  # cloud pricings rented per use, billed per allocation
 HYBRID_PARTS = ("base", "burst")  # a hybrid's fields naming the options it is built of
 
 
-CHOICES = ("owned", "on_demand", "reserved", "spot", "hybrid")
+CHOICES = ("owned", "on_demand", "reserved", "spot", "hybrid", "fleet")
 """Every kind of option, a cloud option by its pricing, in one word each (the editor's "add option")."""
 
 
 def shape_of(choice: str) -> dict[str, str]:
     """The ``kind`` (and a cloud option's ``pricing``) of an option of ``choice``, one of
     ``CHOICES``; ValueError for another word."""
-    if choice in ("owned", "hybrid"):
+    if choice in ("owned", "hybrid", "fleet"):
         return {"kind": choice}
     if choice in ("reserved", *PAY_AS_YOU_GO):
         return {"kind": "cloud", "pricing": choice}
@@ -77,14 +80,39 @@ def can_be_base(opt: OptionLike) -> bool:
 
 def part_fields(opt: OptionLike) -> tuple[str, ...]:
     """The fields naming the options ``opt`` is built of: a hybrid's ``base`` and ``burst``; none
-    for an owned or cloud option, which has capacity of its own."""
+    for an owned or cloud option, which has capacity of its own, nor for a fleet, whose parts are
+    a list (``parts_of``, ``rename_parts``)."""
     return HYBRID_PARTS if _field(opt, "kind") == "hybrid" else ()
 
 
+def is_fleet(opt: OptionLike) -> bool:
+    """A fleet: options in order of preference under one scheduler."""
+    return _field(opt, "kind") == "fleet"
+
+
+def _fleet_parts(opt: OptionLike) -> list[Any]:
+    parts = _field(opt, "parts")
+    return list(parts) if isinstance(parts, list | tuple) else []
+
+
 def parts_of(opt: OptionLike) -> tuple[Any, ...]:
-    """The names of the options ``opt`` is built of (a hybrid's base and burst, as written), ()
-    for an owned or cloud option."""
+    """The names of the options ``opt`` is built of (a hybrid's base and burst, a fleet's parts in
+    order, as written), () for an owned or cloud option."""
+    if is_fleet(opt):
+        return tuple(_field(p, "option") if isinstance(p, Mapping) or hasattr(p, "option") else None
+                     for p in _fleet_parts(opt))
     return tuple(_field(opt, f) for f in part_fields(opt))
+
+
+def rename_parts(opt: dict[str, Any], old: str, new: str) -> None:
+    """In option data ``opt`` (a mapping, as the editor holds it), every reference to option
+    ``old`` as a part (a hybrid's base or burst, a fleet's part) made ``new``, in place."""
+    for ref in part_fields(opt):
+        if opt.get(ref) == old:
+            opt[ref] = new
+    for part in _fleet_parts(opt) if is_fleet(opt) else ():
+        if isinstance(part, dict) and part.get("option") == old:
+            part["option"] = new
 
 
 def committed_gpus(opt: OptionLike) -> int | None:
@@ -96,7 +124,7 @@ def committed_gpus(opt: OptionLike) -> int | None:
 
 
 def gpu_type(opt: OptionLike) -> str | None:
-    """The GPU type of an option with capacity of its own; None for a hybrid (its parts have theirs)."""
+    """The GPU type of an option with capacity of its own; None for a hybrid or fleet (its parts have theirs)."""
     return _field(opt, "gpu_type")
 
 
@@ -134,8 +162,8 @@ def spot_options(scenario: Scenario) -> list[CloudOption]:
 
 
 def pool_options(scenario: Scenario) -> list[OwnedOption | CloudOption]:
-    """The scenario's options with capacity of their own (owned and cloud: not hybrids), in order."""
-    return [o for o in scenario.options if not isinstance(o, HybridOption)]
+    """The scenario's options with capacity of their own (owned and cloud: not hybrids or fleets), in order."""
+    return [o for o in scenario.options if isinstance(o, OwnedOption | CloudOption)]
 
 
 def pay_as_you_go_names(scenario: Scenario) -> list[str]:
@@ -143,22 +171,23 @@ def pay_as_you_go_names(scenario: Scenario) -> list[str]:
     return [o.name for o in scenario.options if pay_as_you_go(o)]
 
 
-def rollout_pool(scenario: Scenario, opt: OwnedOption | CloudOption | HybridOption) -> CloudOption | None:
+def rollout_pool(scenario: Scenario, opt: AnyOption) -> CloudOption | None:
     """The option ``opt`` offloads its RL classes' rollouts to (an on-demand or spot option, as the
     schema requires), None without one."""
     return next((o for o in cloud_options(scenario) if o.name == opt.rollout_pool), None) if opt.rollout_pool else None
 
 
-def pricing_label(scenario: Scenario, opt: OwnedOption | CloudOption | HybridOption) -> str:
+def pricing_label(scenario: Scenario, opt: AnyOption) -> str:
     """How the option is paid for, as its plan's ``pricing`` says it: ``owned``, ``on_demand``,
-    ``reserved``, ``spot``, a hybrid's ``base+burst`` (``owned+on_demand``)."""
-    if isinstance(opt, HybridOption):
+    ``reserved``, ``spot``, a hybrid's ``base+burst`` (``owned+on_demand``), a fleet's parts' in
+    order (``owned+reserved+on_demand``)."""
+    if isinstance(opt, HybridOption | FleetOption):
         by_name = {o.name: o for o in scenario.options}
         return "+".join(pricing_label(scenario, by_name[name]) for name in parts_of(opt))
     return opt.pricing if isinstance(opt, CloudOption) else "owned"
 
 
-def side(scenario: Scenario, opt: OwnedOption | CloudOption | HybridOption) -> str:
+def side(scenario: Scenario, opt: AnyOption) -> str:
     """``build`` or ``rent``, as the plan's ``side`` (``side_of`` its pricing label)."""
     return side_of(pricing_label(scenario, opt))
 
@@ -188,17 +217,18 @@ def holding(kind: object, pricing: object) -> tuple[str, str]:
     """From a summary row's ``kind`` and ``pricing`` (None or NaN: unknown), how the option holds
     capacity, ``owned``, ``rented`` or ``hybrid`` (``other`` for anything else), and its pricing:
     an owned option's ``owned``, a rented one's ``on_demand``, ``reserved`` or ``spot`` (on demand
-    when unknown), a hybrid's ``hybrid``, else ``other``."""
+    when unknown), a hybrid's ``hybrid`` (a fleet, a hybrid of more parts, too), else ``other``."""
     kind, pricing = _label(kind), _label(pricing)
     if kind == "owned":
         return "owned", "owned"
     if kind == "cloud":
         return "rented", pricing if pricing in ("reserved", *PAY_AS_YOU_GO) else "on_demand"
-    if kind == "hybrid":
+    if kind in ("hybrid", "fleet"):
         return "hybrid", "hybrid"
     return "other", "other"
 
 
 def hybrid(kinds: Any) -> np.ndarray:
-    """Whether each option of a summary's ``kind`` column (or one kind) is a hybrid."""
-    return np.asarray(kinds, dtype=object) == "hybrid"
+    """Whether each option of a summary's ``kind`` column (or one kind) is a hybrid or a fleet (a
+    hybrid of more parts): built of other options rather than capacity of its own."""
+    return np.isin(np.asarray(kinds, dtype=object), ("hybrid", "fleet"))

@@ -30,11 +30,13 @@ BUILD_PRICINGS = frozenset({"owned"})
 
 def side_of(pricing: str) -> str:
     """``build`` or ``rent`` for a pricing label (``Plan.pricing``: ``owned``, ``on_demand``,
-    ``reserved``, ``spot``, a hybrid's ``base+burst``): ``build`` when the capacity, or a hybrid's
-    base, is owned; ``rent`` for on-demand, spot and reserved capacity and a hybrid on a reserved base.
+    ``reserved``, ``spot``, a hybrid's ``base+burst``, a fleet's parts ``+``-joined): ``build`` when
+    any of its capacity is owned — the capacity itself, a hybrid's base, any of a fleet's pools, in
+    any place (a fleet that owns a cluster is a decision to buy hardware); ``rent`` for on-demand,
+    spot and reserved capacity, a hybrid on a reserved base and a fleet of rented parts only.
     The one rule: ``Plan.side`` is this of its label, and tables that carry only the label (a
     summary's ``pricing`` column) read their side through it."""
-    return "build" if pricing.split("+", 1)[0] in BUILD_PRICINGS else "rent"
+    return "build" if any(part in BUILD_PRICINGS for part in pricing.split("+")) else "rent"
 
 
 @overload
@@ -319,85 +321,3 @@ class CloudPlan:
         rollout = self.rollout.unpriced() if self.rollout is not None else None
         return replace(self, price_per_gpu_hour=math.nan, billing_granularity_s=math.nan, minimum_billing_s=math.nan,
                        price_change_per_year=math.nan, rollout=rollout)
-
-
-@dataclass(frozen=True)
-class HybridPlan:
-    """A hybrid option: its base (owned or reserved) and burst (on-demand or spot) in numbers."""
-
-    name: str
-    base: OwnedPlan | CloudPlan
-    burst: CloudPlan
-    max_wait_h: float
-    bridge_until_ready: bool
-    wait_policy: str = "constant"  # how long each job waits for the base: engine.hybrid_waits
-    wait_per_hour_h: float = 0.0  # linear_runtime: hours of waiting per hour of planned run
-    wait_per_gpu_h: float = 0.0  # linear_gpus: hours of waiting per GPU
-    wait_per_gpu_hour_h: float = 0.0  # linear_cost: hours of waiting per GPU-hour of planned run
-    kind: str = "hybrid"
-
-    @property
-    def gpu(self) -> GPUSpec:
-        return self.base.gpu
-
-    @property
-    def network(self) -> str:
-        return self.base.network
-
-    @property
-    def pay_as_you_go(self) -> bool:
-        """Never: a hybrid has a base of owned or reserved capacity."""
-        return False
-
-    @property
-    def owned(self) -> OwnedPlan | None:
-        """The owned cluster the option runs on first: its base when owned, else None."""
-        return self.base.owned
-
-    @property
-    def reservation(self) -> CloudPlan | None:
-        """The reserved commitment the option runs on first: its base when reserved, else None."""
-        return self.base.reservation
-
-    @property
-    def rental(self) -> None:
-        """Not capacity rented per use (its burst is: ``pools(plan)[1]``)."""
-        return None
-
-    @property
-    def bridged_h(self) -> float:
-        """Hours from the start during which the burst stands in for the base (its jobs and the
-        serving the base cannot do): the base's delivery when the hybrid bridges it, else none."""
-        return self.base.delivery_h if self.bridge_until_ready else 0.0
-
-    @property
-    def home(self) -> OwnedPlan | CloudPlan:
-        """The pool the option's jobs run on first: the base (its rollout pool is the option's)."""
-        return self.base
-
-    @property
-    def delivery_h(self) -> float:
-        """Hours from the start until the option's own capacity is there: the base's."""
-        return self.base.delivery_h
-
-    @property
-    def pricing(self) -> str:
-        """How the capacity is paid for: ``base+burst`` (e.g. ``owned+on_demand``)."""
-        return f"{self.base.pricing}+{self.burst.pricing}"
-
-    @property
-    def side(self) -> str:
-        """The base's side (``side_of``): ``build`` on an owned base, ``rent`` on a reserved one."""
-        return side_of(self.pricing)
-
-    def unpriced(self) -> HybridPlan:
-        """The plan with its base's and burst's prices NaN (see ``OwnedPlan.unpriced``)."""
-        return replace(self, base=self.base.unpriced(), burst=self.burst.unpriced())
-
-
-Plan = OwnedPlan | CloudPlan | HybridPlan
-
-
-def pools(plan: Plan) -> list[OwnedPlan | CloudPlan]:
-    """The option's pools: itself, or a hybrid's base and burst."""
-    return [plan.base, plan.burst] if isinstance(plan, HybridPlan) else [plan]

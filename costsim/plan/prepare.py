@@ -14,7 +14,7 @@ import numpy as np
 from costsim.catalog.load import Catalog
 from costsim.plan.checks import plan_problems, serving_demand
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.options import Plan
+from costsim.plan.fleet import Plan
 from costsim.plan.resolve import economics_values, resolve
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_trace
 from costsim.scenario.errors import Loc

@@ -9,9 +9,10 @@ from costsim.catalog.load import Catalog, GPUSpec, default_catalog
 from costsim.catalog.pins import effective_catalog, warn_version
 from costsim.plan.economics import EconomicsValues
 from costsim.plan.facts import catalog_price_key
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
+from costsim.plan.fleet import FleetPlan, HybridPlan, Plan
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.plan.tranches import ResaleCurve, TranchePlan, lease_usd_per_month
-from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
+from costsim.scenario import CloudOption, FleetOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
 from costsim.units import HOURS_PER_DAY, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 
@@ -214,7 +215,7 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<
             plans.append(_cloud(opt, i, cat, source, scenario.horizon_h))
     rented = {p.name: p for p in plans}  # as the options name them, before any takes a rollout pool
     link = float(cat.rl["rollout_link_gb_s"])
-    singles = [o for o in scenario.options if not isinstance(o, HybridOption)]
+    singles = [o for o in scenario.options if isinstance(o, OwnedOption | CloudOption)]
     plans = [_offloading(p, opt, rented, link) for p, opt in zip(plans, singles, strict=True)]
     by_name = {p.name: p for p in plans}
     for i, opt in enumerate(scenario.options):
@@ -224,4 +225,16 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<
             plans.insert(i, HybridPlan(opt.name, base, burst, opt.max_wait_h, opt.bridge_until_ready,
                                        opt.wait_policy, opt.wait_per_hour_h or 0.0, opt.wait_per_gpu_h or 0.0,
                                        opt.wait_per_gpu_hour_h or 0.0))
+        elif isinstance(opt, FleetOption):
+            plans.insert(i, _fleet(opt, by_name, rented, link))
     return plans
+
+
+def _fleet(opt: FleetOption, by_name: dict, rented: dict, link_gb_s: float) -> FleetPlan:
+    """A fleet's plan from its parts' (checked by the schema: pools, then an on-demand or spot
+    burst); the fleet's ``rollout_pool``, if any, is its first part's."""
+    *pool_parts, burst = (by_name[name] for name in opt.part_names())
+    pool_parts[0] = _offloading(pool_parts[0], opt, rented, link_gb_s)
+    wait = opt.burst
+    return FleetPlan(opt.name, tuple(pool_parts), burst, wait.max_wait_h, opt.bridge_until_ready, wait.wait_policy,
+                     wait.wait_per_hour_h or 0.0, wait.wait_per_gpu_h or 0.0, wait.wait_per_gpu_hour_h or 0.0)

@@ -16,7 +16,8 @@ from typing import Any
 
 from costsim.catalog.load import Catalog, default_catalog
 from costsim.catalog.pins import effective_catalog
-from costsim.plan.options import CloudPlan, OwnedPlan, Plan, pools
+from costsim.plan.fleet import Plan, pools
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.plan.resolve import default_capex_per_gpu, economics_values, resolve
 from costsim.scenario.io import scenario_from_data
 from costsim.scenario.model import Scenario

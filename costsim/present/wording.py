@@ -31,9 +31,9 @@ def describe(name: str, scenario: Scenario | None) -> str:
     pool = facts.rollout_pool(scenario, opt)
     sampling = f" with rollouts on {pool.pricing.replace('_', '-')} {pool.gpu_type}s" if pool is not None else ""
     parts = facts.parts_of(opt)
-    if parts:  # a hybrid: its base, bursting to its burst
-        base, burst = (describe(part, scenario).split(" (")[0] for part in parts)
-        return f"{base} and bursting to {burst}{sampling} ({name})"
+    if parts:  # a hybrid or fleet: its pools in order, bursting to its burst (the last part)
+        *pools, burst = (describe(part, scenario).split(" (")[0] for part in parts)
+        return f"{', then '.join(pools)} and bursting to {burst}{sampling} ({name})"
     gpu = facts.gpu_type(opt)
     if facts.is_owned(opt):
         return f"owning {facts.committed_gpus(opt):,} {gpu}s{sampling} ({name})"

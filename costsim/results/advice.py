@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from costsim.models import reliability as rel
-from costsim.plan.options import Plan, nodes_needed
+from costsim.plan.fleet import Plan
+from costsim.plan.options import nodes_needed
 from costsim.scenario import Scenario
 from costsim.workload.plan import PHASES, WorkPlan
 

@@ -24,7 +24,7 @@ import pandas as pd
 from costsim.catalog.load import Catalog, default_catalog
 from costsim.catalog.pins import effective_catalog
 from costsim.plan import facts
-from costsim.plan.options import pools
+from costsim.plan.fleet import pools
 from costsim.plan.resolve import resolve
 from costsim.plan.resolved import RL_CONSTANTS, RL_SPECS, resolve_scenario
 from costsim.scenario import CloudOption, Failures, OwnedOption, Scenario

@@ -57,7 +57,8 @@ import numpy as np
 
 from costsim.engine.run import UsageRecord
 from costsim.models import trend
-from costsim.plan.options import Plan, pools
+from costsim.plan.fleet import Plan, pools
+from costsim.results.costing import parts, rollout_parts
 
 STALE_FACTOR = 4.0  # a job never started is stale past this many times the option's p95 delay ...
 STALE_FLOOR_H = 24.0  # ... and past this many hours (and past its own planned run)
@@ -66,10 +67,11 @@ STALE_FLOOR_H = 24.0  # ... and past this many hours (and past its own planned r
 def capacity_limit_gpu_h(plan: Plan, rec: UsageRecord, start_h: float, end_h: float) -> float:
     """The most GPU-hours the option can hold within [start_h, end_h]; inf without a limit."""
     total = 0.0
-    for part in pools(plan):
-        if part.is_pool:  # owned, reserved, a hybrid's base: its GPUs as installed over time
-            t = np.clip(np.append(rec.capacity_change_h, end_h), start_h, end_h)
-            total += float((np.diff(t) * np.asarray(rec.capacity_gpus, dtype=float)).sum())
+    own = parts(plan, rec)
+    for part, sub in own[:len(own) - rollout_parts(plan)]:
+        if part.is_pool:  # owned, reserved, a hybrid's base, a fleet's pools: its GPUs as installed over time
+            t = np.clip(np.append(sub.capacity_change_h, end_h), start_h, end_h)
+            total += float((np.diff(t) * np.asarray(sub.capacity_gpus, dtype=float)).sum())
             continue
         quota = part.job_limit  # rented per use: its quota caps the GPUs held at once, as a job's
         if quota is None:

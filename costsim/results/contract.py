@@ -50,8 +50,12 @@ class Results:
 
     ``cashflow``: per (option, month) capex, opex, rent (serving's included), the commitment owed
     and the book value credited at the horizon's end, cash, its cumulative and discounted value
-    (``costsim.results.finance``). ``breakeven``: each owned, reserved or
-    hybrid option against each on-demand or spot one.
+    (``costsim.results.finance``). ``breakeven``: each owned, reserved,
+    hybrid or fleet option against each on-demand or spot one.
+
+    ``costs``: per (option, month, line item) USD; a fleet's items name the part they are paid on,
+    ``item:part`` (``capital:own-256``, ``cloud:cloud-od``), summing per item to the summary's
+    ``cost_<item>_usd`` (``plan.fleet.itemised_by_part``).
 
     ``phases``: mean seconds per iteration in each phase, per (option, RL job class), over the
     iterations planned for the class's jobs; ``iteration_s`` is the whole iteration (async

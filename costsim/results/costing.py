@@ -18,13 +18,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
+from costsim.engine.run import ROLLOUT, UsageRecord
 from costsim.models import economics as eco
 from costsim.models import trend
 from costsim.models.intervals import binned, hours_in_bins
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.options import CloudPlan, OwnedPlan, Plan, nodes_needed
-from costsim.plan.options import pools as plan_pools
+from costsim.plan.fleet import Plan
+from costsim.plan.fleet import pools as plan_pools
+from costsim.plan.options import CloudPlan, OwnedPlan, nodes_needed
 from costsim.plan.tranches import residual_frac
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload.jobs import JobTable
@@ -50,14 +51,14 @@ def held_intervals(rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.n
 
 
 def parts(plan: Plan, rec: UsageRecord) -> list[tuple[OwnedPlan | CloudPlan, UsageRecord]]:
-    """The option's pools with the usage each carried: one, or a hybrid's base and burst (the
-    record's parts ``BASE`` and ``BURST``, in ``plan.options.pools`` order); then the rented pool
+    """The option's pools with the usage each carried: one, or a hybrid's base and burst, a fleet's
+    parts (the record's part numbers, in ``plan.fleet.pools`` order); then the rented pool
     its RL classes offload rollouts to (``rollout_parts``), if any."""
     home = plan.home
     rollouts = [(home.rollout, only(rec, ROLLOUT))] if home.rollout is not None else []
     own = plan_pools(plan)
     split = len(own) > 1 or bool(rollouts)
-    return [*((part, only(rec, k) if split else rec) for k, part in zip((BASE, BURST), own, strict=False)), *rollouts]
+    return [*((part, only(rec, k) if split else rec) for k, part in enumerate(own)), *rollouts]
 
 
 def rollout_parts(plan: Plan) -> int:
@@ -73,7 +74,11 @@ def only(rec: UsageRecord, part: int) -> UsageRecord:
                    held_gpus=np.where(other, 0, rec.held_gpus), instances=np.where(other, 0, rec.instances),
                    alloc_job=rec.alloc_job[keep], alloc_start=rec.alloc_start[keep], alloc_end=rec.alloc_end[keep],
                    alloc_held=rec.alloc_held[keep], alloc_instances=rec.alloc_instances[keep],
-                   alloc_part=rec.alloc_part[keep], alloc_share=rec.alloc_share[keep])
+                   alloc_part=rec.alloc_part[keep], alloc_share=rec.alloc_share[keep],
+                   **({} if rec.capacity_part is None else {
+                       "capacity_change_h": rec.capacity_change_h[rec.capacity_part == part],
+                       "capacity_gpus": rec.capacity_gpus[rec.capacity_part == part],
+                       "capacity_part": rec.capacity_part[rec.capacity_part == part]}))
 
 
 def held_gpus(rec: UsageRecord, k: np.ndarray) -> np.ndarray:
@@ -94,9 +99,9 @@ def capacity(plan: Plan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) 
     cap = np.zeros(len(edges) - 1)
     rented = np.zeros(len(edges) - 1)
     for part, sub in parts(plan, rec):
-        if part.is_pool:
-            t = np.append(rec.capacity_change_h, horizon_h)
-            pool = binned(t[:-1], t[1:], rec.capacity_gpus.astype(float), edges)
+        if part.is_pool:  # its own capacity: a fleet records each pool's (``only``)
+            t = np.append(sub.capacity_change_h, horizon_h)
+            pool = binned(t[:-1], t[1:], sub.capacity_gpus.astype(float), edges)
             cap += pool
             if part.reservation is not None:  # a commitment's GPUs are rented
                 rented += pool
@@ -131,7 +136,9 @@ def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon
     pools = parts(plan, rec)
     for part, sub in pools[:len(pools) - rollout_parts(plan)]:
         gpi = part.node_gpus  # rented parts: GPUs per instance
-        if part.is_pool:
+        if part.is_pool and part is not plan.home:  # a fleet's later pools: serving runs on its first only
+            out.append((zero, zero))
+        elif part.is_pool:
             pool = capacity(part, sub, horizon_h, hourly)[0] / width
             _, st, en, k = held_intervals(sub, horizon_h)
             rl = binned(st, en, sub.alloc_held[k].astype(float), hourly) / width
@@ -147,10 +154,13 @@ def serving_use(plan: Plan, rec: UsageRecord, demand: np.ndarray | None, horizon
 
 
 def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobTable, horizon_h: float,
-                 edges: np.ndarray, serving: Serving = None) -> dict[str, np.ndarray]:
+                 edges: np.ndarray, serving: Serving = None, by_part: bool = False) -> dict[str, np.ndarray]:
     """Every line item (USD) per bin for one option (a hybrid: its base's and its burst's);
-    items the option does not have are zero."""
+    items the option does not have are zero. ``by_part``: each part's items apart, keyed
+    ``item:part`` (the part's option name; a rollout pool's under its own), only those the part has."""
     out = {item: np.zeros(len(edges) - 1) for item in ALL_ITEMS}
+    if by_part:
+        out = {}
     pools = parts(plan, rec)
     for k, (part, sub) in enumerate(pools):
         served, rented = serving[k] if serving else (None, None)
@@ -169,7 +179,8 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
             if rented is not None:
                 items["serving"] = serving_rent_usd(rental, rented, horizon_h, edges)
         for item, v in items.items():
-            out[item] = out[item] + v
+            key = f"{item}:{part.name}" if by_part else item
+            out[key] = out.get(key, 0.0) + v
     return out
 
 

@@ -31,7 +31,8 @@ import pandas as pd
 from costsim.models import economics as eco
 from costsim.models.intervals import hours_in_bins
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.options import OwnedPlan, Plan, pools
+from costsim.plan.fleet import Plan, pools
+from costsim.plan.options import OwnedPlan
 from costsim.plan.tranches import book_value_at_usd
 from costsim.results.costing import bin_edges, term_prices
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
@@ -55,10 +56,9 @@ def cashflow(plan: Plan, econ: EconomicsValues, month_items: dict[str, np.ndarra
     months = len(month_items["cloud"])
     capex = np.zeros(months)
     book = np.zeros(months)
-    own = plan.owned  # a hybrid's owned base too
-    if own is not None and months:
-        capex = purchases_by_month(own, months, horizon_h) + leases_by_month(own, months, horizon_h)
-        book[-1] = book_value_at_usd(own.purchases, own.resale_curve, econ, horizon_h)
+    for own in owned_parts(plan) if months else ():  # a hybrid's owned base, a fleet's owned pools too
+        capex = capex + purchases_by_month(own, months, horizon_h) + leases_by_month(own, months, horizon_h)
+        book[-1] += book_value_at_usd(own.purchases, own.resale_curve, econ, horizon_h)
     opex = sum(month_items[i] for i in OPEX)
     rent = sum(month_items[i] for i in RENT)
     owed = month_items["commitment_owed"]  # zero but in the last month
@@ -97,6 +97,11 @@ def leases_by_month(own: OwnedPlan, months: int, horizon_h: float) -> np.ndarray
     return out
 
 
+def owned_parts(plan: Plan) -> list[OwnedPlan]:
+    """The owned clusters the option pays for: itself, a hybrid's base, each of a fleet's owned pools."""
+    return [own for part in pools(plan) if (own := part.owned) is not None]
+
+
 def cash_paid(cash: pd.DataFrame) -> pd.Series:
     """Cash paid out in each month: capex, opex, rent and, in the last month, the commitment still
     owed after the horizon (a debt, never a saving); the book value credited at the end is left
@@ -109,12 +114,13 @@ def committed_usd_per_month(plan: Plan, horizon_h: float | None = None) -> float
     reserved base's); 0 for any option without a commitment. Under a price trend, at the locked
     price of the last term begun by ``horizon_h`` (``costing.term_prices``; the first term's when
     None), the one its commitment owed is counted at."""
-    part = plan.reservation
-    if part is not None:
-        assert part.reserved_gpus is not None  # a reservation commits to reserved_gpus
-        price = part.price_per_gpu_hour if horizon_h is None else term_prices(part, horizon_h)[-1][2]
-        return float(part.reserved_gpus) * price * HOURS_PER_MONTH
-    return 0.0
+    total = 0.0
+    for part in pools(plan):  # a fleet may hold several commitments
+        if (commitment := part.reservation) is not None:
+            assert commitment.reserved_gpus is not None  # a reservation commits to reserved_gpus
+            price = commitment.price_per_gpu_hour if horizon_h is None else term_prices(commitment, horizon_h)[-1][2]
+            total += float(commitment.reserved_gpus) * price * HOURS_PER_MONTH
+    return total
 
 
 def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
@@ -124,8 +130,7 @@ def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
     rate), a last month cut at the horizon prorated; a reservation's own bill is 0 for the rest of
     the term its commitment owed pays for, and back after it."""
     # Lease payments (in capex_usd) are a rate that goes on, not a lump.
-    own = plan.owned
-    leases = leases_by_month(own, len(cash), horizon_h) if own is not None and len(cash) else 0.0
+    leases = sum((leases_by_month(own, len(cash), horizon_h) for own in owned_parts(plan)), 0.0) if len(cash) else 0.0
     return eco.spend_pace(cash_paid(cash).to_numpy(), horizon_h,
                           lumps_by_month=(cash["capex_usd"] - leases + cash["commitment_owed_usd"]).to_numpy(),
                           committed_usd_per_month=committed_usd_per_month(plan, horizon_h),
@@ -178,7 +183,7 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
             if rental is None:
                 continue
             own = _own_usd_per_gpu_hour(a, s.loc[a.name])
-            part = a.owned  # the hardware's life runs from its delivery
+            part = next(iter(owned_parts(a)), None)  # the hardware's life runs from its (first) delivery
             life = ((part.lead_time_h + depreciation_years * HOURS_PER_YEAR) / HOURS_PER_MONTH
                     if depreciation_years is not None and part is not None else np.nan)
             later = eco.breakeven_month_extrapolated(cum[a.name], cum[b.name], horizon_h=horizon_h,

@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
+from costsim.engine.run import BASE, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.options import Plan
-from costsim.plan.options import pools as plan_pools
+from costsim.plan.fleet import Plan, itemised_by_part
+from costsim.plan.fleet import pools as plan_pools
 from costsim.results import backlog, finance, to_target
 from costsim.results.advice import checkpoint_advice
 from costsim.results.contract import COST_COLUMNS, JOB_COLUMNS, PHASE_COLUMNS, SUMMARY_COLUMNS, Results
@@ -240,6 +240,8 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     n = len(jobs)
     job, s, e, k = held_intervals(rec, H)
     started = ~np.isnan(rec.start_h) & (rec.start_h < H)
+    # A hybrid's burst is its part 1, a fleet's its last; an option of one part has none.
+    burst = rec.part == len(plan_pools(plan)) - 1 if len(plan_pools(plan)) > 1 else np.zeros(n, dtype=bool)
     completed = started & (rec.end_h <= H)
     gpu_hours = np.bincount(job, weights=(e - s) * held_gpus(rec, k), minlength=n)  # rollout instances included
     delay = np.where(started, rec.start_h - jobs.submit_h, H - jobs.submit_h)
@@ -271,9 +273,11 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
 
     monthly = bin_edges(H, HOURS_PER_MONTH)
     month_items = option_costs(plan, econ, rec, jobs, H, monthly, serving)
+    listed = option_costs(plan, econ, rec, jobs, H, monthly, serving, by_part=True) if itemised_by_part(plan) \
+        else month_items  # a fleet's items name their part (capital:own-256)
     costs = pd.DataFrame([
         {"option": plan.name, "month": m, "item": item, "cost_usd": float(v[m])}
-        for item, v in month_items.items() if np.any(v)
+        for item, v in listed.items() if np.any(v)
         for m in range(len(v))
     ], columns=COST_COLUMNS)
     totals = {item: float(v.sum()) for item, v in option_costs(plan, econ, rec, jobs, H, np.array([0.0, H]), serving).items()}
@@ -338,8 +342,8 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
         "trace_jobs_cost_usd": float(job_cost[~rl].sum()),
         "gpu_hours_used": used,
         "capacity_gpu_hours": capacity_h,
-        "jobs_burst": int((started & (rec.part == BURST)).sum()),
-        "gpu_hours_burst": float(gpu_hours[rec.part == BURST].sum()),
+        "jobs_burst": int((started & burst).sum()),
+        "gpu_hours_burst": float(gpu_hours[burst].sum()),
         "idle_cost_usd": idle_cost,
         "serving_gpu_hours": serving_h,
         "serving_unmet_gpu_hours": float(((demand - served) * width).sum()) if demand is not None else 0.0,

@@ -44,7 +44,7 @@ import pandas as pd
 
 from costsim.engine.run import ROLLOUT
 from costsim.models import scaling
-from costsim.plan.options import pools
+from costsim.plan.fleet import pools
 from costsim.results.costing import held_intervals
 from costsim.units import HOURS_PER_DAY
 

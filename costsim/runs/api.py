@@ -8,7 +8,8 @@ from pathlib import Path
 
 from costsim.engine import run as engine
 from costsim.models.serving import RangeMax
-from costsim.plan.options import CloudPlan, OwnedPlan, pools
+from costsim.plan.fleet import pools
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.plan.prepare import Prepared, attached
 from costsim.plan.prepare import prepare as prepare_plan
 from costsim.results import tables as results
@@ -164,12 +165,14 @@ def simulate(
             on_option(plan.name, k, len(plans))
         # Streams keyed by the option's name: adding or reordering options never shifts its draws.
         rngs = {name: stream(seed, name, plan.name) for name in ("failures", "preemptions", "provisioning")}
+        # A fleet's later pools fail as the options they are would alone (the first is the option's home).
+        rngs.update({f"failures:{p.name}": stream(seed, "failures", p.name) for p in pools(plan)[1:-1]})
         left = None if ceiling is None else max(ceiling - sum(r.events for r in records), 1)
         bare = plan.unpriced()  # nor does a run: prices are applied by results.build
         run_key = (jobs_key, unpriced_key(plan), serving, left)  # the work, horizon and seed are in jobs_key
 
         def run_it(plan=bare, parts=parts, rngs=rngs, left=left):
-            return engine.run_option(plan, parts[0], scenario.horizon_h, parts[1] if len(parts) > 1 else None,
+            return engine.run_option(plan, parts[0], scenario.horizon_h, parts[1:] if len(parts) > 1 else None,
                                      serving=table, rngs=rngs, max_events=left)
 
         try:
@@ -179,8 +182,11 @@ def simulate(
                 f"option {plan.name!r} was stopped after {exc.events:,} simulation events at hour "
                 f"{exc.now_h:,.0f} of {exc.until_h:,.0f}, far above the estimate; if the run is meant, raise "
                 "the limit: simulate(..., max_events=N) or costsim run --max-events N"))]) from None
-        # A hybrid job's run time is the one on the part it ran on.
-        work.append(parts[0].merged(rec.part == engine.BURST, parts[1]) if len(parts) > 1 else parts[0])
+        # A hybrid or fleet job's run time is the one on the part it ran on.
+        merged = parts[0]
+        for k in range(1, len(parts)):
+            merged = merged.merged(rec.part == k, parts[k])
+        work.append(merged)
         records.append(rec)
     if on_option is not None:
         on_option("tables", len(plans), len(plans))

@@ -38,7 +38,8 @@ import math
 import numpy as np
 
 from costsim.engine.pool import nodes_needed
-from costsim.plan.options import CloudPlan, OwnedPlan, Plan, pools
+from costsim.plan.fleet import Plan, pools
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import Spread
 from costsim.workload.jobclass import expected_jobs

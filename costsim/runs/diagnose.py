@@ -146,7 +146,7 @@ def _without_bad_options(data: dict, err: ScenarioError, base_dir: Path) -> tupl
     while changed:  # a hybrid on a removed option goes too, and so on
         changed = False
         for i in list(keep):
-            refs = {options[i].get(k) for k in ("base", "burst", "rollout_pool")}
+            refs = {*facts.parts_of(options[i]), options[i].get("rollout_pool")}
             if refs & gone:
                 keep.remove(i)
                 gone.add(options[i].get("name"))

@@ -30,7 +30,8 @@ import numpy as np
 from costsim.errors import ArgumentError
 
 if TYPE_CHECKING:
-    from costsim.plan.options import CloudPlan, OwnedPlan, Plan
+    from costsim.plan.fleet import Plan
+    from costsim.plan.options import CloudPlan, OwnedPlan
     from costsim.scenario import Scenario
 
 T = TypeVar("T")

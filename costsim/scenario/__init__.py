@@ -1,6 +1,7 @@
 """Schema layer: scenario models, YAML load/dump with line numbers, trace files, JSON schema."""
 
 from costsim.scenario.errors import Problem, ScenarioError
+from costsim.scenario.fleet import FleetOption, FleetPart, Option
 from costsim.scenario.io import (
     dump_scenario,
     json_schema,
@@ -10,7 +11,7 @@ from costsim.scenario.io import (
     scenario_from_yaml,
 )
 from costsim.scenario.model import Decision, Economics, Scenario, Serving, ServingGPUs, TraceCheckpoint, Workload
-from costsim.scenario.options import CloudOption, Failures, HybridOption, Option, OwnedOption, Stockout
+from costsim.scenario.options import CloudOption, Failures, HybridOption, OwnedOption, Stockout
 from costsim.scenario.trace import TraceTable, read_trace
 
 __all__ = [
@@ -18,6 +19,8 @@ __all__ = [
     "Decision",
     "Economics",
     "Failures",
+    "FleetOption",
+    "FleetPart",
     "HybridOption",
     "Option",
     "OwnedOption",

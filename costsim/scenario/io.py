@@ -170,7 +170,7 @@ def validation_problems(err: ValidationError) -> list[Problem]:
     problems: list[Problem] = []
     model_branch: set[int] = set()  # a model branch's "not a mapping" complaint about a number
     for e in err.errors(include_url=False):
-        raw = tuple(p for p in e["loc"] if p not in ("owned", "cloud", "hybrid"))  # the options' discriminator
+        raw = tuple(p for p in e["loc"] if p not in ("owned", "cloud", "hybrid", "fleet"))  # the options' discriminator
         scalar_branch = any(isinstance(p, str) and _SCALAR_BRANCH.match(p) for p in raw)
         if scalar_branch and isinstance(e.get("input"), dict):
             continue  # a mapping was given: the number branch's complaint is noise
@@ -184,7 +184,8 @@ def validation_problems(err: ValidationError) -> list[Problem]:
             msg = "required field is missing"
         elif e["type"] in ("union_tag_invalid", "union_tag_not_found"):
             given = e.get("input", {}).get("kind") if isinstance(e.get("input"), dict) else None
-            msg = f"must be one of: owned, cloud, hybrid (got {given!r})" if given is not None else "is required: owned, cloud or hybrid"
+            msg = (f"must be one of: owned, cloud, hybrid, fleet (got {given!r})" if given is not None
+                   else "is required: owned, cloud, hybrid or fleet")
             loc = (*loc, "kind")
         problems.append(Problem(loc, msg))
         if e["type"] == "model_type" and isinstance(e.get("input"), (int, float)):

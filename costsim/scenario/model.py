@@ -30,8 +30,9 @@ from costsim.scenario.bounds import (
     span,
 )
 from costsim.scenario.classes import RLClass
+from costsim.scenario.fleet import FleetOption, Option, part_problems
 from costsim.scenario.jobclass import JobClass
-from costsim.scenario.options import CloudOption, HybridOption, Option, OwnedOption
+from costsim.scenario.options import CloudOption, HybridOption, OwnedOption
 from costsim.scenario.pinned import CatalogValues
 from costsim.scenario.targets import DEFAULT_TARGETS, target_problem
 from costsim.units import HOURS_PER_DAY
@@ -263,6 +264,7 @@ class Scenario(StrictModel):
         for opt in self.options:
             if isinstance(opt, HybridOption):
                 self._check_hybrid(opt)
+        self._check_fleets()
         self._check_rollout_pools()
         self._check_scaling_references()
         return self
@@ -278,8 +280,9 @@ class Scenario(StrictModel):
                 continue
             if name not in by_name:
                 why = f"{name!r} is not an option of this scenario (options: {', '.join(sorted(by_name))})"
-            elif isinstance(by_name[name], HybridOption):
-                why = f"option {name!r} is a hybrid; the reference must be an owned or cloud option (its base, say)"
+            elif isinstance(by_name[name], HybridOption | FleetOption):
+                why = (f"option {name!r} is a {by_name[name].kind}; the reference must be an owned or cloud option "
+                       "(one of its parts, say)")
             else:
                 continue
             errors.append(InitErrorDetails(type=PydanticCustomError("reference_option", "{why}", {"why": why}),
@@ -315,6 +318,17 @@ class Scenario(StrictModel):
         if errors:
             raise ValidationError.from_exception_data("Scenario", errors)
 
+    def _check_fleets(self) -> None:
+        """Each fleet's parts name owned or cloud options of this scenario, pools first and an
+        on-demand or spot burst last (``fleet.part_problems``), raised at the part's field."""
+        by_name = {o.name: o for o in self.options}
+        errors = [InitErrorDetails(type=PydanticCustomError("fleet_part", "{why}", {"why": why}),
+                                   loc=("options", i, "fleet", *at), input=None)
+                  for i, opt in enumerate(self.options) if isinstance(opt, FleetOption)
+                  for at, why in part_problems(opt, by_name)]
+        if errors:
+            raise ValidationError.from_exception_data("Scenario", errors)
+
     def _check_hybrid(self, hybrid: HybridOption) -> None:
         by_name = {o.name: o for o in self.options}
         base, burst = by_name.get(hybrid.base), by_name.get(hybrid.burst)
@@ -346,7 +360,7 @@ class Scenario(StrictModel):
         copy._base_dir = Path(base_dir).resolve()
         return copy
 
-    def option(self, name: str) -> OwnedOption | CloudOption | HybridOption:
+    def option(self, name: str) -> OwnedOption | CloudOption | HybridOption | FleetOption:
         for opt in self.options:
             if opt.name == name:
                 return opt

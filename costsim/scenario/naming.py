@@ -81,7 +81,7 @@ def resize_renames(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
 
 def rename_options(data: Mapping[str, Any], renames: Mapping[str, str]) -> dict[str, Any]:
     """A copy of scenario ``data`` with options renamed by ``renames`` (old -> new) and every
-    reference to them following: hybrids' ``base`` and ``burst``, options' ``rollout_pool`` and
+    reference to them following: hybrids' ``base`` and ``burst``, fleets' ``parts``, options' ``rollout_pool`` and
     RL classes' ``scaling.reference_option``."""
     out = copy.deepcopy(dict(data))
     if not renames:
@@ -92,6 +92,10 @@ def rename_options(data: Mapping[str, Any], renames: Mapping[str, str]) -> dict[
         for ref in ("name", "base", "burst", "rollout_pool"):
             if isinstance(opt.get(ref), str) and opt[ref] in renames:
                 opt[ref] = renames[opt[ref]]
+        fleet_parts = opt.get("parts")
+        for part in fleet_parts if isinstance(fleet_parts, list) else ():  # a fleet's parts
+            if isinstance(part, dict) and isinstance(part.get("option"), str) and part["option"] in renames:
+                part["option"] = renames[part["option"]]
     workload = out.get("workload")
     for cls in (workload.get("classes") or ()) if isinstance(workload, dict) else ():
         scaling = cls.get("scaling") if isinstance(cls, dict) else None

@@ -75,6 +75,24 @@ def check_rollout_link(option) -> None:
     if option.rollout_link_gb_s is not None and option.rollout_pool is None:
         raise ValueError("rollout_link_gb_s applies with a rollout_pool only (the link to that pool)")
 
+WAIT_COEFFICIENTS = {"linear_runtime": "wait_per_hour_h", "linear_gpus": "wait_per_gpu_h",
+                     "linear_cost": "wait_per_gpu_hour_h"}  # the field each linear waiting policy needs
+
+
+def check_wait_fields(model) -> None:
+    """A waiting policy's fields (a hybrid's, a fleet's burst part's): the coefficient its policy
+    needs is given, no other policy's is, and ``max_wait_h`` is written only for ``constant``."""
+    own = WAIT_COEFFICIENTS.get(model.wait_policy)
+    if own is not None and getattr(model, own) is None:
+        raise ValueError(f"wait_policy {model.wait_policy} needs {own}")
+    for policy, field in WAIT_COEFFICIENTS.items():
+        if policy != model.wait_policy and getattr(model, field) is not None:
+            raise ValueError(f"{field} applies to wait_policy {policy} only")
+    # Any max_wait_h written is refused, its default value too (a dump leaves it out).
+    if model.wait_policy != "constant" and "max_wait_h" in model.model_fields_set:
+        raise ValueError("max_wait_h applies to wait_policy constant only")
+
+
 class Failures(StrictModel):
     """Node failures as a Poisson process: each node fails at this rate; a failed owned node is out
     for ``repair_hours`` (rented nodes are swapped by the provider after its provisioning delay)."""
@@ -361,17 +379,7 @@ class HybridOption(StrictModel):
     @model_validator(mode="after")
     def _wait_fields(self) -> HybridOption:
         check_rollout_link(self)
-        needs = {"linear_runtime": "wait_per_hour_h", "linear_gpus": "wait_per_gpu_h",
-                 "linear_cost": "wait_per_gpu_hour_h"}
-        own = needs.get(self.wait_policy)
-        if own is not None and getattr(self, own) is None:
-            raise ValueError(f"wait_policy {self.wait_policy} needs {own}")
-        for policy, field in needs.items():
-            if policy != self.wait_policy and getattr(self, field) is not None:
-                raise ValueError(f"{field} applies to wait_policy {policy} only")
-        # Any max_wait_h written is refused, its default value too (a dump leaves it out: below).
-        if self.wait_policy != "constant" and "max_wait_h" in self.model_fields_set:
-            raise ValueError("max_wait_h applies to wait_policy constant only")
+        check_wait_fields(self)
         return self
 
     @model_serializer(mode="wrap")
@@ -383,5 +391,3 @@ class HybridOption(StrictModel):
             data.pop("max_wait_h", None)
         return data
 
-
-Option = Annotated[OwnedOption | CloudOption | HybridOption, Field(discriminator="kind")]

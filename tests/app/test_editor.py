@@ -164,7 +164,7 @@ def test_help_texts_are_the_schema_descriptions(name):
                                          ("on_demand", {"kind": "cloud", "pricing": "on_demand"}),
                                          ("reserved", {"kind": "cloud", "pricing": "reserved"}),
                                          ("spot", {"kind": "cloud", "pricing": "spot"}),
-                                         ("hybrid", {"kind": "hybrid"})])
+                                         ("hybrid", {"kind": "hybrid"}), ("fleet", {"kind": "fleet"})])
 def test_every_kind_can_be_added(kind, expect):
     at = app("baseline")
     n = len(result(at).data["options"])
@@ -178,6 +178,22 @@ def test_every_kind_can_be_added(kind, expect):
     assert widget(at, "text_input", f"options.{n}.name").value == new["name"]
     if kind == "hybrid":  # built on the scenario's own owned base and on-demand burst
         assert (new["base"], new["burst"]) == ("own-256", "cloud-od")
+    if kind == "fleet":  # the same two, as its parts
+        assert [p["option"] for p in new["parts"]] == ["own-256", "cloud-od"]
+
+
+def test_a_fleets_parts_are_edited_as_yaml():
+    at = app("hybrid-burst")
+    add_option(at, "fleet")
+    n = len(result(at).data["options"]) - 1
+    area = widget(at, "text_area", f"options.{n}.parts")
+    area.set_value("[{option: own-256}, {option: own-384}, {option: on-demand, max_wait_h: 2}]").run()
+    r = result(at)
+    assert r.errors == {} and r.scenario is not None, r.errors
+    assert r.scenario.options[n].part_names() == ("own-256", "own-384", "on-demand")
+    # A pool after the burst is named under the part's field.
+    widget(at, "text_area", f"options.{n}.parts").set_value("[{option: on-demand}, {option: own-256}]").run()
+    assert any("comes after the burst part" in m for m in result(at).errors.values())
 
 
 def test_a_hybrid_added_without_a_base_brings_one():

@@ -9,7 +9,7 @@ import pytest
 
 import costsim
 from costsim.plan.checks import JobsToFit, layout_problems, never_fit, offload_problems, pool_verdict, serving_demand
-from costsim.plan.options import HybridPlan
+from costsim.plan.fleet import HybridPlan
 from costsim.plan.prepare import prepare
 from costsim.plan.resolve import economics_values, resolve
 from costsim.runs import api

@@ -11,7 +11,8 @@ from paths import SHIPPED
 
 import costsim
 from costsim.plan import facts
-from costsim.plan.options import Interruption, pools
+from costsim.plan.fleet import pools
+from costsim.plan.options import Interruption
 from costsim.plan.resolve import resolve
 
 SCENARIOS = sorted(SHIPPED.glob("*.yaml"))
@@ -81,10 +82,12 @@ def test_a_hybrid_bridges_its_bases_lead_time_only_when_it_says_so():
 def test_the_editors_data_and_words():
     assert [facts.shape_of(c) for c in facts.CHOICES] == [
         {"kind": "owned"}, {"kind": "cloud", "pricing": "on_demand"}, {"kind": "cloud", "pricing": "reserved"},
-        {"kind": "cloud", "pricing": "spot"}, {"kind": "hybrid"}]
+        {"kind": "cloud", "pricing": "spot"}, {"kind": "hybrid"}, {"kind": "fleet"}]
     with pytest.raises(ValueError, match="unknown option kind 'gpu'"):
         facts.shape_of("gpu")
     assert facts.parts_of({"kind": "hybrid", "base": "a"}) == ("a", None)  # half-edited data
+    assert facts.parts_of({"kind": "fleet", "parts": [{"option": "a"}, {}]}) == ("a", None)
+    assert facts.parts_of({"kind": "fleet", "parts": "a"}) == ()  # not a list yet: no parts
     assert facts.part_fields({"kind": "owned"}) == () and not facts.is_spot({"pricing": "spot"})  # no kind: no option
     assert facts.unit_field({"kind": "owned"}, "gpus") == "gpus_per_node"
     assert facts.unit_field({"kind": "cloud"}, "max_gpus") == "gpus_per_instance"

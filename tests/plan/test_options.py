@@ -15,7 +15,8 @@ from costsim.decisions.sensitivity import tornado
 from costsim.engine import cloud as engine_cloud
 from costsim.engine import owned as engine_owned
 from costsim.engine import pool as engine_pool
-from costsim.plan.options import CloudPlan, HybridPlan, JobLimit, OwnedPlan, held_gpus, nodes_needed, side_of
+from costsim.plan.fleet import HybridPlan
+from costsim.plan.options import CloudPlan, JobLimit, OwnedPlan, held_gpus, nodes_needed, side_of
 from costsim.plan.resolve import resolve
 from costsim.scenario import scenario_from_data
 

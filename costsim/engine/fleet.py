@@ -1,0 +1,105 @@
+"""How a fleet (and a hybrid, the fleet of one pool) routes its jobs: pools in order of preference,
+then a burst after the job's wait.
+
+A job arriving joins the queue of every pool part that could ever hold it (``fits_ever``; with
+``bridge``, only those already delivered). The pools decide in one ``DECIDE`` event per instant,
+in part order (``SharedDecider``), so when several could start a job at the same instant the first
+part does. A job started on one pool is dropped from the others' queues (``OwnedCluster.forget``)
+and stays with that pool for good (a failure sends it back to that pool's queue, where its work
+and GPU-hours are). If it has never started when its wait ends (``TIMER``, after the releases and
+the passes at that instant: ``costsim.engine.events``), it is withdrawn from every queue and runs
+on the burst; a job no pool can hold (or, bridging, arriving before any is delivered) bursts at once.
+
+With one pool part this is exactly the hybrid's rule: join the base's queue, burst after the wait.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import simpy
+
+from costsim.engine.cloud import CloudPool
+from costsim.engine.events import DECIDE, TIMER, At
+from costsim.engine.owned import OwnedCluster
+from costsim.engine.records import Recorder
+
+
+class PartDecider:
+    """One pool's handle on the fleet's ``SharedDecider``: what the pool calls ``request`` on."""
+
+    def __init__(self, shared: SharedDecider, k: int):
+        self.shared, self.k = shared, k
+
+    def request(self) -> None:
+        self.shared.request(self.k)
+
+
+class SharedDecider:
+    """Coalesces the pools' requests for a scheduling pass into one ``DECIDE`` event per instant,
+    at which the pools that asked decide in part order (a pool asking again during it, e.g. after a
+    job it queued started elsewhere, decides again in the same event if it comes later in the
+    order, else in another ``DECIDE`` event at the same instant)."""
+
+    def __init__(self, env: simpy.Environment, passes: Sequence[Callable[[], None]]):
+        self.env, self.passes = env, passes
+        self.asked = [False] * len(passes)
+        self.pending = False
+
+    def request(self, k: int) -> None:
+        self.asked[k] = True
+        if not self.pending:
+            self.pending = True
+            At(self.env, 0.0, DECIDE, self._fire)
+
+    def _fire(self, _: Any) -> None:
+        self.pending = False
+        for k, decide in enumerate(self.passes):
+            if self.asked[k]:
+                self.asked[k] = False
+                decide()
+
+
+class FleetRouter:
+    """A fleet's arrivals (see the module): ``pools`` in order of preference, ``burst`` last.
+    ``wait_h[i]``: hours job i waits for the pools (``hybrid_waits``); ``gpus[k][i]``: the GPUs job
+    i asks of pool k; ``bridge``: a pool not yet delivered takes no new job; ``parts[k]``: the
+    record's part number of pool k, ``burst_part`` the burst's."""
+
+    def __init__(self, env: simpy.Environment, pools: Sequence[OwnedCluster], burst: CloudPool,
+                 wait_h: Sequence[float], bridge: bool, gpus: Sequence[Sequence[int]], rec: Recorder):
+        self.env, self.pools, self.burst = env, list(pools), burst
+        self.wait_h, self.bridge, self.gpus, self.rec = wait_h, bridge, gpus, rec
+        self.burst_part = len(self.pools)
+        shared = SharedDecider(env, [p.decide for p in self.pools])
+        for k, pool in enumerate(self.pools):
+            pool.decider = PartDecider(shared, k)  # type: ignore[assignment]
+            pool.on_start = lambda i, k=k: self._started(i, k)
+
+    def arrive(self, i: int) -> None:
+        joined = False
+        for k, pool in enumerate(self.pools):
+            if (self.bridge and not pool.ready) or not pool.fits_ever(self.gpus[k][i]):
+                continue
+            pool.arrive(i)
+            joined = True
+        if not joined:
+            self._burst(i)
+            return
+        At(self.env, self.wait_h[i], TIMER, lambda _e, i=i: self._waited(i))
+
+    def _started(self, i: int, k: int) -> None:
+        self.rec.part[i] = k
+        for other, pool in enumerate(self.pools):
+            if other != k:
+                pool.forget(i)
+
+    def _waited(self, i: int) -> None:
+        # withdraw from every pool (a list, not any(): each queue must let it go)
+        if any([pool.withdraw(i) for pool in self.pools]):
+            self._burst(i)
+
+    def _burst(self, i: int) -> None:
+        self.rec.part[i] = self.burst_part
+        self.burst.arrive(i)
