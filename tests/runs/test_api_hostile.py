@@ -88,11 +88,11 @@ def test_every_exported_name_is_documented_and_checked():
     # What costsim exports is what these tests cover: a new export needs its hostile cases.
     assert set(costsim.__all__) == {"ArgumentError", "CostsimError", "DEFAULT_MAX_EVENTS", "ExecutorError", "OutputError",
                                     "Results", "RunMemo", "Scenario", "ScenarioError", "__version__",
-                                    "decide", "dump_scenario", "load_scenario", "load_scenario_text", "optimize",
+                                    "capacity_plan", "decide", "dump_scenario", "load_scenario", "load_scenario_text", "optimize",
                                     "prepare", "scenario_from_data", "simulate", "sweep"}
     # Their hostile cases: sweep in tests/runs/test_sweep_run.py, decide in tests/decisions/test_decide.py, optimize
-    # in tests/decisions/test_optimize.py, RunMemo (and simulate's memo) in tests/runs/test_run_memo.py, prepare (and simulate on
-    # a Prepared) in tests/runs/test_prepared.py.
+    # in tests/decisions/test_optimize.py, capacity_plan in tests/decisions/test_capacity_plan.py, RunMemo (and
+    # simulate's memo) in tests/runs/test_run_memo.py, prepare (and simulate on a Prepared) in tests/runs/test_prepared.py.
 
 
 # -- a Scenario object is checked again, however it was built -------------------------------------
