@@ -135,16 +135,29 @@ def grid_sweep(scenario: Scenario, axes: dict[str, str], replications: int = 1, 
 
 @dataclass(frozen=True)
 class Job:
-    """What the child runs: ``kind`` "tornado" (of ``scenario``, ``replications``) or "sweep" (``spec``)."""
+    """What the child runs: ``kind`` "tornado" (of ``scenario``, ``replications``), "sweep"
+    (``spec``) or "plan" (``costsim plan`` of ``scenario`` over ``vary``, ``trials`` in batches of
+    ``batch``, at most ``max_runs`` simulations: ``plan_tab.py``)."""
 
     kind: str
     executor: str = "local"
     scenario: Scenario | None = None
     replications: int = 1
     spec: Sweep | None = None
+    vary: tuple[str, ...] = ()
+    trials: int = 12
+    batch: int = 4
+    max_runs: int = 120
 
 
 def _execute(job: Job, progress: Callable[[int, int], None]) -> Any:
+    if job.kind == "plan":
+        from costsim.dashboard.plan_runs import plan_of
+
+        assert job.scenario is not None  # a plan's Job names its scenario
+        return plan_of(job.scenario, list(job.vary), replications=job.replications, trials=job.trials,
+                       batch=job.batch, max_runs=job.max_runs, executor=job.executor, workers=POOL_WORKERS,
+                       progress=progress)
     if job.kind == "tornado":
         from costsim.decisions.sensitivity import tornado
 
@@ -162,7 +175,7 @@ RUN_JOB = "costsim.dashboard.decision_runs:run_job_in_worker"  # what the worker
 
 def _pool(job: Job) -> int:
     """Pool workers the child starts for ``job`` (0: it runs in the child)."""
-    return POOL_WORKERS if job.kind == "sweep" and job.executor == "processes" else 0
+    return POOL_WORKERS if job.kind in ("sweep", "plan") and job.executor == "processes" else 0
 
 
 def run_job_in_worker(job: Job, child: Child) -> Any:
@@ -172,7 +185,7 @@ def run_job_in_worker(job: Job, child: Child) -> Any:
 
 def run_bounded(job: Job, limits: Limits = DEFAULT_LIMITS, on_progress: Callable[[int, int, float], None] | None = None,
                 poll_s: float = 0.25, *, pool: WorkerPool | None = None) -> Any:
-    """``job``'s result (a Tornado or SweepResults), run in a worker process limited to
+    """``job``'s result (a Tornado, SweepResults or WordedPlan), run in a worker process limited to
     ``limits.run_memory_gb`` per process and stopped when no run finishes within
     ``limits.run_seconds`` (each run is one simulation of every option, what that limit bounds).
     ``on_progress(done, total, seconds)`` every ``poll_s`` and after each run: where Streamlit stops

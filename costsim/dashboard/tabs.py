@@ -22,7 +22,7 @@ from costsim.present.headline import breakeven_view, literal_markdown, npv_sente
 from costsim.traces.csvcells import csv_text
 
 TABS = ["Overview", "Cost", "Capacity", "Iteration speed", "Time to target", "Failures", "Sensitivity", "Sweep",
-        "Edit scenario", "Data"]
+        "Plan", "Edit scenario", "Data"]
 
 
 def _optional(module: str, name: str):
@@ -93,6 +93,12 @@ def render(tab: str, scenario: costsim.Scenario, runs: list, limits, replication
             st.info("The sweep tab is not available in this build.")
         else:
             fn(scenario, "sweep", limits=limits)
+    if tab == "Plan":
+        fn = _optional("costsim.dashboard.plan_tab", "plan_tab")
+        if fn is None:
+            st.info("The plan tab is not available in this build.")
+        else:
+            fn(scenario, runs, "plan", limits=limits)
 
 
 FIRST_REPLICATION = "First replication; the cards above are means over all replications."

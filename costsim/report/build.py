@@ -28,6 +28,7 @@ from costsim.plots import figures as plots
 from costsim.present.formats import plain
 from costsim.report import html as h
 from costsim.report.assumptions import assumptions_section
+from costsim.report.capacity import capacity_section
 from costsim.report.sections import (
     FRONTIER_ROWS,
     breakeven_section,
@@ -125,6 +126,7 @@ def _scenario_body(src: _Input, wanted, tornado, given_frontier, verdict=None,
                    lambda: options_section(v, mean),
                    lambda: time_to_target_section(src.runs, v)[0],  # "" unless a class has a scaling curve
                    lambda: breakeven_section(src.runs)[0],
+                   lambda: capacity_section(first, reps),  # "" unless the scenario changes over time
                    lambda: pareto_section(v.options, given_frontier, "Options on the frontier")[0],
                    lambda: tornado_section(tornado)[0],
                    *run_figure_sections(first, reps),

@@ -30,14 +30,25 @@ def cases() -> list[tuple[str, Path, float | None]]:
     return out
 
 
+def cut(data: dict, horizon_days: float) -> dict:
+    """A scenario's data (``model_dump(mode="json", exclude_unset=True)``) over ``horizon_days``:
+    the tranches ordered on or after the cut's end are left out, since an order past the horizon
+    is an error, not an order never made (growing-lab buys its second tranche in month 9)."""
+    out = {**data, "horizon_days": horizon_days}
+    out["options"] = [
+        {**o, "tranches": [t for t in o["tranches"] if t.get("order_day", 0) < horizon_days]}
+        | ({"gpus": sum(t["gpus"] for t in o["tranches"] if t.get("order_day", 0) < horizon_days)} if "gpus" in o else {})
+        if o.get("tranches") else o for o in data.get("options", [])]
+    return out
+
+
 def run_case(path: Path, horizon_days: float | None):
     """The case's Results and its verdict sentence (flips off: they re-simulate)."""
     import costsim
 
     sc = costsim.load_scenario(path)
     if horizon_days is not None and sc.horizon_days > horizon_days:
-        data = sc.model_dump(mode="json", exclude_unset=True)
-        data["horizon_days"] = horizon_days
+        data = cut(sc.model_dump(mode="json", exclude_unset=True), horizon_days)
         sc = costsim.scenario_from_data(data, str(path), path.parent)
     res = costsim.simulate(sc)
     verdict = costsim.decide(res, flips=False)

@@ -89,8 +89,9 @@ def test_a_verdict_given_is_not_decided_again_and_every_section_is_told(tiny, mo
     assert decided == []
     total = told[-1][1]
     assert told == [(k, total) for k in range(1, total + 1)]
-    # Thirteen built; no section for time to target (no scaling curve) nor for the tornado (none given).
-    assert total == 13 and text.count("<section") == 11
+    # Fourteen built; no section for time to target (no scaling curve), for the tornado (none given)
+    # nor for capacity over time (nothing grows, no tranches).
+    assert total == 14 and text.count("<section") == 11
     build_report(runs)  # no verdict given: the page decides, once
     assert decided == [1]
 
