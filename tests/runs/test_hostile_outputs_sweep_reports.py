@@ -7,6 +7,7 @@ command: they must be the same after it."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from pathlib import Path
 
@@ -137,7 +138,8 @@ def test_optimize_workers_are_capped_at_the_cores_with_a_warning(here, monkeypat
         return real("local", 1, None)
 
     monkeypatch.setattr(executors, "available_cores", lambda: 2)
-    monkeypatch.setattr("costsim.decisions.optimize.open_executor", spy)
+    # The module, not the package's lazy name for its function (costsim.decisions.optimize).
+    monkeypatch.setattr(importlib.import_module("costsim.decisions.optimize"), "open_executor", spy)
     result = cli("optimize", "s.yaml", "--vary", "options.own.gpus=16,24,32,40,48,56", "--workers", "6",
                  "--replications", "1", "--max-runs", "6")
     assert result.exit_code == 0, result.output
