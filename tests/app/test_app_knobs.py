@@ -296,6 +296,8 @@ def check_p95_target(before, after, name, old, new):
 
 
 def check_completion_target(before, after, name, old, new):
+    # The verdict states the new target, with the recommended option's completion when it compares
+    # two options, or alone when it names the only option that meets the targets.
     assert re.search(rf"completion[^;]* ≥ {new:g} %", after.verdict) and f"≥ {new:g} %" not in before.verdict, \
         after.verdict
     same_cards(before, after, list(before.cards))
