@@ -9,11 +9,11 @@ PORT ?= 8501
 
 .PHONY: app run lint test test-fast bench validate clean
 
-# The Makefile is a prerequisite too: a change to what it installs (the dask extra) re-installs.
+# The Makefile is a prerequisite too: a change to what it installs (an extra) re-installs.
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[app,test,dask]'
+	$(PY) -m pip install --quiet -e '.[app,test,dask,plan]'
 	touch $(STAMP)
 
 app: $(STAMP)  ## open the dashboard on the baseline scenario

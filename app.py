@@ -96,6 +96,7 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
     if shown is not None and shown[0] == keys:  # a rerun of the same runs (a tab, a widget): not unpickled again
         return shown[1]
     found = {s: result_cache().get(k) for s, k in zip(seeds, keys, strict=True)}
+    nbytes = {s: result_cache().size(k) for s, k in zip(seeds, keys, strict=True)}
     missing = [s for s in seeds if found[s] is None]
     if missing:
         status = st.empty()
@@ -123,9 +124,14 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
         status.empty()
         for s, blob in zip(missing, blobs, strict=True):
             result_cache().put(run_key(scenario, s), blob)
-            found[s] = pickle.loads(blob)
+            found[s], nbytes[s] = pickle.loads(blob), len(blob)
     runs = [found[s] for s in seeds]
-    st.session_state["shown_runs"] = (keys, runs)
+    # Kept for this session's reruns only while small beside the server's cache (every open
+    # session may hold one such set, outside the cache's byte limit); tabs never modify them.
+    if sum(n or 0 for n in nbytes.values()) <= limits.session_runs_bytes:
+        st.session_state["shown_runs"] = (keys, runs)
+    else:
+        st.session_state.pop("shown_runs", None)
     return runs
 
 

@@ -1,4 +1,4 @@
-"""Parallel efficiency of ``optimize`` and the tornado, and what sharing a simulation between price
+"""Parallel efficiency of ``optimize``, the tornado and ``plan``, and what sharing a simulation between price
 variants saves, side by side in one process.
 
     .venv/bin/python benchmarks/optimize_scaling.py [--days 365] [--replications 3] [--workers 2] [--dask]
@@ -14,7 +14,10 @@ variants saves, side by side in one process.
    each, as ``costsim report`` runs it; the same horizon): local against the pool, tables
    identical (checked). Of its runs, those of the price inputs share the base's simulation of each
    replication; the count is printed.
-3. **Price variants**: a sweep of the baseline over 3 cloud prices × 3 electricity prices (9
+3. **plan** on the same baseline: own-384's size (256 to 768 GPUs) and own-256's scheduler (fifo or
+   backfill) together, ``PLAN_TRIALS`` trials in batches of ``PLAN_BATCH``, then the refinement,
+   ``--replications`` each: local against the pool, plans identical (checked).
+4. **Price variants**: a sweep of the baseline over 3 cloud prices × 3 electricity prices (9
    variants, one replication), in this process, each task simulated alone against the
    variants of a replication sharing one simulation (``costsim.runs.taskrun.shared_runs``): the
    seconds saved, tables identical (checked).
@@ -43,6 +46,7 @@ import pandas as pd
 
 import costsim
 import costsim.decisions.search as search
+from costsim.decisions.capacity_plan import capacity_plan
 from costsim.decisions.optimize import optimize
 from costsim.decisions.sensitivity import tornado
 from costsim.runs.executors import open_executor
@@ -53,6 +57,8 @@ BASELINE = Path(__file__).resolve().parent.parent / "scenarios" / "baseline.yaml
 VARY = ["options.own-384.gpus=256..768"]
 PRICES = ["options.cloud-od.price_per_gpu_hour=2.5,3.0,4.0", "economics.electricity_usd_per_kwh=0.06,0.1,0.15"]
 TARGET = 0.8
+PLAN_VARY = [*VARY, "options.own-256.scheduler=fifo,backfill"]
+PLAN_TRIALS, PLAN_BATCH = 8, 4
 
 
 def timed(fn):
@@ -170,7 +176,21 @@ def main() -> None:
         row("local (one process)", t_local)
         row(f"process pool, {w} workers", t_pool, t_local / (w * t_pool))
 
-        print(f"3. price variants: {' × '.join(p.split('=')[0] for p in PRICES)}, 9 variants")
+        print(f"3. plan --vary {' --vary '.join(PLAN_VARY)}, {PLAN_TRIALS} trials in batches of {PLAN_BATCH}, "
+              f"{r} replications")
+        t_local, here, t_pool, there = side_by_side(
+            lambda: capacity_plan(path, None, PLAN_VARY, replications=r, trials=PLAN_TRIALS, batch=PLAN_BATCH,
+                                  executor="local"),
+            lambda: capacity_plan(path, None, PLAN_VARY, replications=r, trials=PLAN_TRIALS, batch=PLAN_BATCH,
+                                  executor="processes", workers=w), args.repeats)
+        same_answer(there.optimum, here.optimum)
+        pd.testing.assert_frame_equal(there.trials, here.trials, check_exact=True)
+        print(f"  {len(here.trials)} configurations, {here.optimum.runs} runs; answer {here.optimum.values} "
+              f"({here.optimum.option})")
+        row("local (one process)", t_local)
+        row(f"process pool, {w} workers", t_pool, t_local / (w * t_pool))
+
+        print(f"4. price variants: {' × '.join(p.split('=')[0] for p in PRICES)}, 9 variants")
         spec = sweep_from_sets(path, PRICES, replications=1)
         todo = tasks(spec)
         groups = shared_runs(todo)

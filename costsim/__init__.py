@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from costsim.errors import CostsimError as CostsimError
     from costsim.errors import ExecutorError as ExecutorError
     from costsim.errors import OutputError as OutputError
+    from costsim.present.capacity_plan import capacity_plan as capacity_plan
     from costsim.present.optimize import optimize as optimize
     from costsim.present.verdict import decide as decide
     from costsim.results.contract import Results as Results
@@ -51,6 +52,7 @@ _WHERE = {
     "RunMemo": "costsim.runs.memo",
     "Scenario": "costsim.scenario",
     "ScenarioError": "costsim.scenario",
+    "capacity_plan": "costsim.present.capacity_plan",
     "decide": "costsim.present.verdict",
     "dump_scenario": "costsim.runs.api",
     "load_scenario": "costsim.runs.api",

@@ -275,3 +275,21 @@ def drawn_lengths(seed: int, n: int, mean: float, cv: float, cap: float, iterati
 
     d = length_draws(np.random.default_rng(seed), n, mean, cv, cap, iterations)
     return d.length_sum, d.length_max, d.length_sq_sum
+
+
+LAM, MU = 8.0, 1.0  # M/M/c: jobs per hour, 1 / mean run time in hours (offered load a = 8 GPUs)
+
+
+def mmc_scenario(folder: Path, days: float) -> str:
+    """One owned option of 1-GPU nodes (c servers) serving Poisson arrivals of 1-GPU jobs with
+    exponential run times: M/M/c with FIFO. The first 5 % of the horizon is warm-up."""
+    from costsim.scenario import dump_scenario
+    from costsim.workload.synth import JobGroup, make_trace
+
+    trace = make_trace([JobGroup("mm", per_day=LAM * 24, gpus=1, mean_h=1 / MU, law="exponential")], days, seed=1)
+    sc = scenario(folder, trace[["submit_h", "gpus", "duration_h"]].itertuples(index=False),
+                  [owned(gpus=8, gpus_per_node=1, scheduler="fifo")], horizon_days=days * 1.05,
+                  warmup_days=days * 0.05)
+    path = folder / "mmc.yaml"
+    path.write_text(dump_scenario(sc))
+    return str(path)

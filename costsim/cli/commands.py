@@ -31,6 +31,7 @@ from costsim.cli.console import (
 from costsim.cli.fit_workload import fit_workload_command
 from costsim.cli.import_trace import import_trace_command
 from costsim.cli.optimize import optimize_command
+from costsim.cli.plan import plan_command
 from costsim.cli.report import report_command
 from costsim.cli.stages import progress_columns
 from costsim.cli.tables import (
@@ -334,6 +335,7 @@ def catalog() -> None:
 
 # Commands written in their own modules (they import this one's helpers when they run).
 app.command("optimize")(optimize_command)
+app.command("plan")(plan_command)
 app.command("report")(report_command)
 app.command("import-trace")(import_trace_command)
 app.command("fit-workload")(fit_workload_command)

@@ -51,56 +51,58 @@ def frontier_table(optimum, title: str) -> Table:
     return table
 
 
+# The flags every search takes (``optimize``, ``plan``), said once.
+Scenario = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
+Targets = Annotated[list[str] | None, typer.Option(
+    "--target", help="METRIC<=N or METRIC>=N, e.g. p95_delay_h<=4, completion>=0.99, "
+    "rl_iterations_per_day>=50 (repeatable: all must hold; default: the scenario's decision.targets).")]
+Vary = Annotated[list[str] | None, typer.Option(
+    "--vary", help="PATH=LOW..HIGH (GPU counts step by whole nodes; real ranges by 1/64 of the span) or "
+    "PATH=V1,V2,... (repeatable), e.g. options.own.gpus=256..1024.")]
+Replications = Annotated[int, typer.Option(min=1, help="Runs per configuration (common random numbers).")]
+Seed = Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")]
+Executor = Annotated[str, typer.Option(help="local, processes (a process pool) or dask (a Dask LocalCluster, or "
+                                       "the scheduler at --address).")]
+Workers = Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core; more than the "
+                                             "cores is capped at them, with a warning).")]
+Address = Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask scheduler whose workers run the "
+                                             "search (--executor dask).")]
+ForceWorkers = Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
+                                            "they are more than the cores.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (by default: a bar on a "
+                                     "terminal, a line when the search starts and ends elsewhere).")]
+
+
 def optimize_command(
-    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)],
-    target: Annotated[list[str] | None, typer.Option(
-        "--target", help="METRIC<=N or METRIC>=N, e.g. p95_delay_h<=4, completion>=0.99, "
-        "rl_iterations_per_day>=50 (repeatable: all must hold).")] = None,
-    vary: Annotated[list[str] | None, typer.Option(
-        "--vary", help="PATH=LOW..HIGH (GPU counts step by whole nodes; real ranges by 1/64 of the span) or "
-        "PATH=V1,V2,... (repeatable), e.g. options.own.gpus=256..1024.")] = None,
-    replications: Annotated[int, typer.Option(min=1, help="Runs per configuration (common random numbers).")] = 3,
-    seed: Annotated[int | None, typer.Option(min=0, help="Root seed (default: the scenario's).")] = None,
-    executor: Annotated[str, typer.Option(help="local, processes (a process pool) or dask (a Dask LocalCluster, or "
-                                          "the scheduler at --address).")] = "processes",
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per core; more than the "
-                                                "cores is capped at them, with a warning).")] = None,
-    address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask scheduler whose workers run the "
-                                                "search (--executor dask).")] = None,
-    force_workers: Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
-                                                "they are more than the cores.")] = False,
+    scenario: Scenario,
+    target: Targets = None,
+    vary: Vary = None,
+    replications: Replications = 3,
+    seed: Seed = None,
+    executor: Executor = "processes",
+    workers: Workers = None,
+    address: Address = None,
+    force_workers: ForceWorkers = False,
     max_runs: Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
                                           "replications).")] = 200,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv and frontier.csv, "
                                              "replaced whole at the end (default: nothing written).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (by default: a bar on a "
-                                        "terminal, a line when the search starts and ends elsewhere).")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Find the cheapest configuration that meets every --target, with its confidence.
 
     A grid over the --vary ranges, refined by bisection along a monotone one, with replications;
     prints the answer with its 95 % interval and the cost-vs-delay Pareto frontier it found."""
-    from costsim.cli.console import err_console, fail, interrupted
+    from costsim.cli.console import fail, interrupted
     from costsim.runs.outdir import OutputFolder
 
     folder = None
     try:
         with contextlib.ExitStack() as stack:
-            if executor not in EXECUTORS:
-                raise ScenarioError("--executor", [Problem((), f"{executor!r}: one of {', '.join(EXECUTORS)}")])
-            if not vary:
-                raise ScenarioError("--vary", [Problem((), "give at least one, e.g. "
-                                                           "--vary options.own.gpus=256..1024")])
-            if address is not None and executor != "dask":
-                raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
-            if workers is not None and executor != "local":  # "local" runs in this process anyway
-                from costsim.runs.executors import available_cores, worker_cap
-
-                workers, warning = worker_cap(workers, available_cores(), force_workers)
-                if warning is not None:
-                    err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
+            workers = search_flags(executor, vary, address, workers, force_workers)
+            assert vary is not None  # search_flags refused none
             if out is not None:  # checked and locked before searching: an unusable --out costs no simulation
-                folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES, inputs=_inputs(scenario, vary)))
+                folder = stack.enter_context(OutputFolder(out, ours=OUTPUT_NAMES, inputs=inputs(scenario, vary)))
             _search(scenario, target or None, vary, replications, seed, executor, workers, max_runs, folder, quiet,
                     address)
     except CostsimError as err:  # bad flags or scenario, an unusable --out, a lost worker
@@ -109,7 +111,28 @@ def optimize_command(
         interrupted(folder, out)
 
 
-def _inputs(scenario: Path, vary: list[str]) -> list[Path]:
+def search_flags(executor: str, vary: list[str] | None, address: str | None, workers: int | None,
+                 force_workers: bool) -> int | None:
+    """The flags every search shares (``optimize``, ``plan``), checked before anything runs: the
+    workers to start (capped at the cores unless forced, with a warning on stderr)."""
+    from costsim.cli.console import err_console
+
+    if executor not in EXECUTORS:
+        raise ScenarioError("--executor", [Problem((), f"{executor!r}: one of {', '.join(EXECUTORS)}")])
+    if not vary:
+        raise ScenarioError("--vary", [Problem((), "give at least one, e.g. --vary options.own.gpus=256..1024")])
+    if address is not None and executor != "dask":
+        raise ScenarioError("--address", [Problem((), "names a Dask scheduler: add --executor dask")])
+    if workers is not None and executor != "local":  # "local" runs in this process anyway
+        from costsim.runs.executors import available_cores, worker_cap
+
+        workers, warning = worker_cap(workers, available_cores(), force_workers)
+        if warning is not None:
+            err_console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), highlight=False)
+    return workers
+
+
+def inputs(scenario: Path, vary: list[str]) -> list[Path]:
     """The files the search reads, which ``--out`` (replaced whole) must not hold: the scenario, its
     trace and points files, and any --vary list value naming a file beside it (a varied trace)."""
     from costsim.runs import api
@@ -163,4 +186,5 @@ def _write(optimum, staging: Path) -> None:
     write_csv(optimum.frontier, staging / "frontier.csv")
 
 
-__all__ = ["optimize_command"]
+__all__ = ["Address", "Executor", "ForceWorkers", "Quiet", "Replications", "Scenario", "Seed", "Targets", "Vary",
+           "Workers", "frontier_table", "inputs", "optimize_command", "search_flags"]

@@ -74,6 +74,12 @@ class ResultCache:
                 self._items.move_to_end(key)
         return None if blob is None else pickle.loads(blob)
 
+    def size(self, key: str) -> int | None:
+        """Bytes of the pickle kept under ``key``; None when it is not kept."""
+        with self._lock:
+            blob = self._items.get(key)
+        return None if blob is None else len(blob)
+
     def put(self, key: str, blob: bytes) -> None:
         """Keep a pickled ``Results`` (as ``simulate_bounded`` returns it)."""
         with self._lock:

@@ -33,6 +33,7 @@ APPLIES: dict[tuple[str, str], Any] = {
     ("CloudOption", "reacquire_delay_h"): facts.is_spot,
     ("RLClass", "rollout_gpu_fraction"): lambda c: c.get("placement") == "disaggregated",
     ("CloudOption", "rollout_pool"): facts.is_reserved,
+    ("OwnedOption", "gpus"): lambda o: not o.get("tranches"),  # with tranches: their total, left out
     **{(m, "rollout_link_gb_s"): (lambda o: o.get("rollout_pool") is not None)
        for m in ("OwnedOption", "CloudOption", "HybridOption")},
     ("RLClass", "max_staleness"): lambda c: c.get("mode") == "async",
@@ -184,6 +185,7 @@ def _option_default(data: dict, opt: dict, field: str) -> Any:
     term = opt.get("term_years") or 1
     table = {
         "price_per_gpu_hour": gpu.price.get(tier, {}).get(facts.catalog_price_key(pricing, term)),
+        "price_change_per_year": 0.0,
         "gpus_per_instance": gpu.gpus_per_node,
         "term_years": 1,
         "scheduler": "fifo",

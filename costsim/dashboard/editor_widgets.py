@@ -16,6 +16,8 @@ from typing import Any
 
 import streamlit as st
 from pydantic import BaseModel
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from costsim.dashboard import editor_schema as schema
 from costsim.dashboard.editor_schema import Field, Loc
@@ -33,6 +35,7 @@ from costsim.scenario.classes import (
     Spread,
     Update,
 )
+from costsim.scenario.io import yaml_dump
 
 _MODELS: dict[str, type[BaseModel]] = {
     "Failures": _options_mod.Failures, "Stockout": _options_mod.Stockout, "Serving": _model_mod.Serving,
@@ -134,6 +137,8 @@ def scalar(ui: Ui, f: Field, spec: dict, loc: Loc, value: Any, **kw: Any) -> Any
         return st.checkbox(f.name, bool(value), key=ui.key(loc), help=f.help)
     if kind in ("integer", "number"):
         return number(ui, f, spec, loc, value)
+    if kind == "array" and "$ref" in spec.get("items", {}):  # a list of mappings (tranches, a resale curve)
+        return _mappings_text(ui, f, loc, value, **kw)
     if kind == "array":  # a list of words (decision.targets): one per line
         typed = st.text_area(f.name, "\n".join(map(str, value or ())), key=ui.key(loc),
                              help=f"{f.help} One per line.", **kw)
@@ -142,6 +147,21 @@ def scalar(ui: Ui, f: Field, spec: dict, loc: Loc, value: Any, **kw: Any) -> Any
     if f.name == "description":
         return st.text_area(f.name, text, key=ui.key(loc), help=f.help, **kw)
     return st.text_input(f.name, text, key=ui.key(loc), help=f.help, **kw)
+
+
+def _mappings_text(ui: Ui, f: Field, loc: Loc, value: Any, **kw: Any) -> Any:
+    """A list of mappings as YAML text, one mapping a line (``{gpus: 8, order_day: 30}``). Text that
+    is not a YAML list is kept as typed, so the check names the field."""
+    if isinstance(value, str):  # what was typed last, not YAML
+        shown = value
+    else:
+        shown = yaml_dump(list(value or ()), inline_leaves=True) if value else ""
+    typed = st.text_area(f.name, shown, key=ui.key(loc), help=f"{f.help} YAML, one mapping a line.", **kw)
+    try:
+        parsed = YAML(typ="safe").load(typed) if typed.strip() else []
+    except YAMLError:
+        return typed
+    return typed if not isinstance(parsed, list) else parsed
 
 
 def _variant_of(f: Field, value: Any) -> int | None:

@@ -103,7 +103,7 @@ def current_knobs(scenario: Scenario) -> Knobs:
             for c in scenario.workload.classes
         },
         capex_per_gpu={o.name: owned_plans[o.name].capex_usd / o.gpus for o in owned},
-        lead_time_days={o.name: owned_plans[o.name].lead_time_h / 24 for o in owned},
+        lead_time_days={o.name: owned_plans[o.name].purchases[0].lead_h / 24 for o in owned},
         economy={k: getattr(econ, k) for k in ECONOMY},
         horizon_days=scenario.horizon_days,
         seed=scenario.seed,

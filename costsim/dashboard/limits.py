@@ -34,6 +34,13 @@ class Limits:
     WHOLE = ("workers",)  # counts: a fraction is refused, not rounded
 
     @property
+    def session_runs_bytes(self) -> int:
+        """Bytes of pickled runs a session may keep unpickled between its reruns (a tab, a widget),
+        outside the result cache: an eighth of the cache's limit, since every open session may
+        hold one such set."""
+        return int(self.cache_mb * 2**20) // 8
+
+    @property
     def process_memory_gb(self) -> float:
         """Address space of each worker process, GiB: the run limit, within the workers' total."""
         return min(self.run_memory_gb, self.workers_memory_gb)

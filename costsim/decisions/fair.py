@@ -20,9 +20,9 @@ and prices every option on the same work:
   had to rent elsewhere), and the waiting (``waiting_cost_usd``: queued GPU-hours × the scenario's
   ``decision.waiting_usd_per_gpu_hour``, 0 unless stated). The work every option then pays for is
   the work and the serving submitted within the horizon.
-- ``cash_spent_usd``: the cash view — capex when paid, opex, rent and commitments owed within the
-  horizon — beside ``book_value_usd``, the straight-line value of the hardware still owned at its
-  end. Cash and amortised totals differ for owned capacity within its life; both are named.
+- ``cash_spent_usd``: the cash view — capex when paid (lease payments as they fall due), opex, rent
+  and commitments owed within the horizon — beside ``book_value_usd``, the value of the hardware
+  still owned at its end (straight line, or the option's resale curve). Cash and amortised totals differ for owned capacity within its life; both are named.
 - per unit of work: ``cost_per_work_gpu_hour_usd`` (amortised total ÷ GPU-hours of planned work
   done) and ``cost_per_iteration_usd`` (the summary's, per RL iteration done).
 """

@@ -114,7 +114,7 @@ class Optimum:
     unsure: tuple[Target, ...] = ()
 
 
-def _whole(x: Any, flag: str, low: int, high: float = math.inf) -> int:
+def whole_flag(x: Any, flag: str, low: int, high: float = math.inf) -> int:
     if isinstance(x, bool) or not isinstance(x, int) or not low <= x <= high:
         top = "" if math.isinf(high) else f" to {high:,}"
         raise ScenarioError(flag, [Problem((), f"must be a whole number from {low}{top} (got {x!r})")])
@@ -275,8 +275,8 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
     Raises ScenarioError naming ``--vary``, ``--target``, ``--replications``, ``--max-runs`` or the
     scenario file before anything runs."""
     path = arguments.path(scenario_path, "scenario_path", "optimize")
-    replications = _whole(replications, "--replications", 1, MAX_REPLICATIONS)
-    max_runs = _whole(max_runs, "--max-runs", 1)
+    replications = whole_flag(replications, "--replications", 1, MAX_REPLICATIONS)
+    max_runs = whole_flag(max_runs, "--max-runs", 1)
     progress = arguments.callback(progress, "progress", "optimize")
     executor, workers, address = executor_settings(executor, workers, address, "optimize")
     base = api.load_scenario(path)
@@ -294,7 +294,7 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
     search = Search(path=path, dims=dims, candidates=candidates, wanted=wanted, replications=replications,
                     seed=seed, max_runs=max_runs, lanes=None, progress=progress,
                     waiting_usd_per_gpu_hour=base.decision.waiting_usd_per_gpu_hour)
-    search.uses = _uses(base, dims, candidates)
+    search.uses = option_uses(base, dims, candidates)
     search.planned = math.prod(map(len, grids)) * replications + \
         max(math.ceil(math.log2(g)) if g > 1 else 0 for g in gaps) * replications
     grid = list(itertools.product(*grids))
@@ -306,10 +306,10 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
         stopped = _refine(search, search.table(), grids)
     if progress is not None:
         progress(search.done, search.done)
-    return _answer(search, search.table(), stopped)
+    return answer(search, search.table(), stopped)
 
 
-def _uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[int]]:
+def option_uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[int]]:
     """Per candidate option, the dimensions that can change its runs: its own fields, those of the
     options it is made of (a hybrid's base and burst, a rollout pool), and fields outside
     ``options`` (economics, workload)."""
@@ -318,7 +318,7 @@ def _uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[
     return {c: [i for i, d in enumerate(dims) if d.option is None or d.option in parts[c]] for c in candidates}
 
 
-def _answer(search: Search, table: pd.DataFrame, stopped: Stopped | None) -> Optimum:
+def answer(search: Search, table: pd.DataFrame, stopped: Stopped | None) -> Optimum:
     wanted = search.wanted
     ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
     meets = not ok.empty
@@ -345,4 +345,4 @@ def _answer(search: Search, table: pd.DataFrame, stopped: Stopped | None) -> Opt
                    range_ends=_range_ends(search.dims, at, search.uses[option]), unsure=unsure(wanted, intervals))
 
 
-__all__ = ["GRID_POINTS", "Optimum", "RangeEnd", "Stopped", "optimize", "unsure"]
+__all__ = ["GRID_POINTS", "Optimum", "RangeEnd", "Stopped", "answer", "option_uses", "optimize", "unsure", "whole_flag"]

@@ -39,7 +39,7 @@ from costsim.runs.taskrun import (
     shared_runs,
     tasks,
 )
-from costsim.scenario import ScenarioError
+from costsim.scenario import Scenario, ScenarioError
 
 Point = tuple[int, ...]  # a configuration: one level index per dimension
 # Queue priorities: runs the search waits for; the guess the runs back so far point to; other guesses.
@@ -94,6 +94,7 @@ class Search:
         self.units: dict[tuple[Point, ...], _Unit] = {}
         self.queue: TaskQueue | None = None  # made with the first sweep, its runner sized to it
         self.file_sha256: dict[Path, str] = {}  # each input file hashed once, when first varied
+        self.base: Scenario | None = None  # the scenario varied, when not the file's (an edit of it)
 
     def _file_sha256(self, path: Path) -> str:
         if path not in self.file_sha256:
@@ -196,7 +197,7 @@ class Search:
         axes = [sorted({p[i] for p in points}) for i in range(len(self.dims))]
         sets = [f"{d.path}={','.join(d.text(k) for k in levels)}" for d, levels in zip(self.dims, axes, strict=True)]
         try:
-            spec = sweep_from_sets(self.path, sets, self.replications, self.seed)
+            spec = sweep_from_sets(self.path, sets, self.replications, self.seed, base=self.base)
         except ScenarioError as err:  # a value the scenario refuses: the --vary that gave it
             raise (ScenarioError("--vary", err.problems) if err.source == "--set" else err) from None
         # each task checks its trace and catalog against these as it runs, as a sweep's do: an edit

@@ -1,8 +1,9 @@
 """What the optimiser may vary: ``--vary`` items parsed into ordered dimensions.
 
 - ``options.own.gpus=256..1024``: a whole-number range; GPU counts step by whole nodes (an owned
-  option's ``gpus_per_node``, a cloud option's ``gpus_per_instance`` for ``reserved_gpus`` and
-  ``max_gpus``; the catalog's when the option leaves it null), the ends rounded inwards to them.
+  option's ``gpus_per_node``, for its ``gpus`` and each tranche's, ``options.own.tranches.1.gpus``;
+  a cloud option's ``gpus_per_instance`` for ``reserved_gpus`` and ``max_gpus``; the catalog's when
+  the option leaves it null), the ends rounded inwards to them.
 - ``options.hybrid.max_wait_h=0..8``: a real range, resolved to 1/``FLOAT_STEPS`` of its span.
 - ``options.own.scheduler=fifo,backfill`` or ``…gpus=256,512,768``: the values listed (numbers
   sorted ascending).
@@ -83,11 +84,13 @@ def _number(text: str, path: str, whole: bool) -> float:
 
 
 def _unit(data: dict, loc: tuple) -> tuple[int, str]:
-    """The step a whole-number field moves by (GPUs per node or instance) and what it is."""
-    if len(loc) != 3 or loc[0] != "options" or not isinstance(loc[1], int):
+    """The step a whole-number field moves by (GPUs per node or instance) and what it is: an
+    option's own count, or a tranche's (``options.own.tranches.1.gpus``, whole nodes too)."""
+    tranche = len(loc) == 5 and loc[2] == "tranches" and loc[4] == "gpus"
+    if not (len(loc) == 3 or tranche) or loc[0] != "options" or not isinstance(loc[1], int):
         return 1, ""
     option = data["options"][loc[1]]
-    per = facts.unit_field(option, str(loc[2]))
+    per = facts.unit_field(option, "gpus" if tranche else str(loc[2]))
     if per is None:
         return 1, ""
     n = option.get(per)

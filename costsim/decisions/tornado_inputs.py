@@ -112,7 +112,7 @@ INPUTS: dict[str, tuple[str, Callable, Callable | None]] = {
     "arrival_scale": ("arrival scale", _arrival_edits, None),
     "node_failures_per_1000_node_days": ("failure rate", _failure_edits, _failure_base),
     "lead_time_days": ("lead time", _lead_edits,
-                       lambda sc, p, c: next((p[o.name].lead_time_h / 24 for o in _owned(sc)), math.nan)),
+                       lambda sc, p, c: next((p[o.name].purchases[0].lead_h / 24 for o in _owned(sc)), math.nan)),
     "iterations_per_job": ("iterations per job", _iterations_edits, None),
 }
 

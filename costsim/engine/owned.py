@@ -17,6 +17,11 @@ Schedulers:
   (serving alone always leaves too little), later jobs start whenever they fit. The pass, and what
   keeps it near FIFO's cost on million-job traces, is ``costsim.engine.backfill``.
 
+Tranches: a cluster bought over time (``PoolSpec.later``) has its later tranches' nodes out of
+service until their delivery, as if under repair: each delivery brings them in and asks for a
+pass, and a backfill reservation counts on them as on a repair's end. ``fits_ever`` is against
+the final cluster.
+
 Node failures (optional) are a Poisson process over all nodes; a failed node is out for its
 repair time (capacity drops) and kills the jobs on it: they fall back to their last checkpoint,
 give back their other nodes and rejoin the queue at its head (priority, sjf: ahead of the jobs
@@ -78,6 +83,9 @@ class PoolSpec:
     failures_per_node_h: float = 0.0
     repair_h: float = 0.0
     horizon_h: float = INF
+    # (delivery hour, nodes) of the tranches bought after the first (costsim.plan.tranches), delivery
+    # ascending: their nodes, the pool's last, are out of service until then, as if under repair.
+    later: tuple[tuple[float, int], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,8 +146,9 @@ class OwnedCluster:
         self.fifo: deque[int] = deque()
         self.heap: list[tuple[float, int]] = []
         self.waiting: set[int] = set()  # queued and not withdrawn (the queues drop the rest lazily)
-        self.repair_end: dict[int, float] = {}  # node under repair -> when it returns
+        self.repair_end: dict[int, float] = {}  # node under repair (or not yet delivered) -> when it returns
         self.down_gpus = 0
+        self._await_tranches(spec.later)
         self.ready = lead_time_h <= 0
         self.lead_time_h = lead_time_h
         self.decider = Decider(env, self._decide)
@@ -165,6 +174,29 @@ class OwnedCluster:
         if self.failure_rate > 0:
             assert rng is not None, "node failures are drawn from rng"
             At(env, max(lead_time_h, 0.0) + rng.exponential(1 / self.failure_rate), RELEASE, self._fail)
+
+    def _await_tranches(self, later: tuple[tuple[float, int], ...]) -> None:
+        """Later tranches' nodes are down until their delivery, which each backfill reservation
+        sees coming as it sees a repair's end; node failures skip them (a node not there yet
+        cannot fail: drawn over every node, those draws are thinned away)."""
+        first = self.nodes - sum(n for _, n in later)
+        for delivery_h, n in later:
+            nodes = range(first, first + n)
+            first += n
+            for node in nodes:
+                self.pool.down_node(node)
+                self.repair_end[node] = delivery_h
+            self.down_gpus += n * self.gpn
+            At(self.env, delivery_h, RELEASE, lambda _e, ns=nodes: self._tranche_delivered(ns))
+
+    def _tranche_delivered(self, nodes: range) -> None:
+        for node in nodes:
+            del self.repair_end[node]
+            self.pool.up(node)
+        self.down_gpus -= len(nodes) * self.gpn
+        self._unplanned()
+        self._capacity_changed()
+        self.decider.request()
 
     @property
     def in_service(self) -> int:

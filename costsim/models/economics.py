@@ -7,6 +7,7 @@ Units are in the names: ``_usd``, ``_h`` (hours), ``_s`` (seconds), ``_kw``, ``_
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -116,6 +117,30 @@ def book_value_usd(capex_usd: float, residual_frac: float, years: float, years_i
     """Straight-line book value after ``years_in_service``: capex less depreciation to the residual."""
     depreciated = (capex_usd - capex_usd * residual_frac) * min(max(years_in_service, 0.0) / years, 1.0)
     return capex_usd - depreciated
+
+
+def resale_frac(curve: Sequence[tuple[float, float]], age_years: float) -> float:
+    """Value of hardware ``age_years`` after its delivery as a fraction of its capex, read off
+    ``curve``: (age in years, fraction) points, ages ascending. Linear between points, held at the
+    last point's value after it; before the first point the line runs from (0, 1) (new hardware
+    is worth its price) unless the curve gives age 0 itself. Negative ages read as 0."""
+    ages = [float(a) for a, _ in curve]
+    fracs = [float(v) for _, v in curve]
+    if ages[0] > 0:
+        ages, fracs = [0.0, *ages], [1.0, *fracs]
+    return float(np.interp(max(age_years, 0.0), ages, fracs))
+
+
+def lease_payment_usd(capex_usd: float, residual_usd: float, annual_rate: float, months: int) -> float:
+    """Monthly payment of a lease of ``months`` months on hardware worth ``capex_usd`` that goes
+    back to the lessor worth ``residual_usd`` at its end: the level annuity at the monthly rate
+    i = ``annual_rate`` / 12 that repays the capex net of the residual's present value,
+    ``(capex − residual·(1+i)^−n) · i / (1 − (1+i)^−n)``; at rate 0, ``(capex − residual) / n``."""
+    if annual_rate == 0:
+        return (capex_usd - residual_usd) / months
+    log_growth = months * math.log1p(annual_rate / 12.0)
+    i = annual_rate / 12.0
+    return (capex_usd - residual_usd * math.exp(-log_growth)) * i / -math.expm1(-log_growth)
 
 
 def discount_factor(years: np.ndarray | float, annual_rate: float) -> np.ndarray:

@@ -19,6 +19,7 @@ from typing import NamedTuple, overload
 import numpy as np
 
 from costsim.catalog.load import GPUSpec
+from costsim.plan.tranches import ResaleCurve, TranchePlan
 from costsim.units import HOURS_PER_YEAR
 
 # The pricing labels (``Plan.pricing``; a hybrid's base's) whose capacity is built rather than rented.
@@ -101,6 +102,15 @@ class OwnedPlan:
     rollout: CloudPlan | None = None  # the rented pool its disaggregated RL classes sample on (rollout_pool)
     rollout_link_gb_s: float = 0.0  # GB/s of the link to it
     rl: dict[str, float] | None = None  # the RL model's constants (catalog rl.*); None: the shipped catalog's
+    tranches: tuple[TranchePlan, ...] = ()  # purchases over time (lead_time_h: the first's delivery); (): one
+    resale_curve: ResaleCurve | None = None  # (age years, value fraction); None: straight line to the residual
+
+    @property
+    def purchases(self) -> tuple[TranchePlan, ...]:
+        """The cluster's tranches, delivery ascending; bought at once: one, every GPU ordered at hour
+        0, delivered at ``lead_time_h`` and paid on order."""
+        return self.tranches or (TranchePlan(gpus=self.gpus, nodes=self.nodes, order_h=0.0,
+                                             delivery_h=self.lead_time_h, capex_usd=self.capex_usd),)
 
     @property
     def is_pool(self) -> bool:
@@ -177,7 +187,8 @@ class OwnedPlan:
         """The plan with its price (capex, USD) NaN, and its rollout pool's: what work plans and
         runs are given, so a price read there by mistake turns the tables to NaN."""
         rollout = self.rollout.unpriced() if self.rollout is not None else None
-        return replace(self, capex_usd=math.nan, rollout=rollout)
+        return replace(self, capex_usd=math.nan, rollout=rollout, tranches=tuple(t.unpriced() for t in self.tranches),
+                       resale_curve=None)
 
 
 @dataclass(frozen=True)
@@ -214,6 +225,7 @@ class CloudPlan:
     rollout: CloudPlan | None = None  # reserved: the rented pool its disaggregated RL classes sample on
     rollout_link_gb_s: float = 0.0  # GB/s of the link to it
     rl: dict[str, float] | None = None  # the RL model's constants (catalog rl.*); None: the shipped catalog's
+    price_change_per_year: float = 0.0  # compound change of the price per year (costsim.models.trend)
 
     @property
     def reserved(self) -> bool:
@@ -308,7 +320,7 @@ class CloudPlan:
         rollout pool's: what work plans and runs are given (see ``OwnedPlan.unpriced``)."""
         rollout = self.rollout.unpriced() if self.rollout is not None else None
         return replace(self, price_per_gpu_hour=math.nan, billing_granularity_s=math.nan, minimum_billing_s=math.nan,
-                       rollout=rollout)
+                       price_change_per_year=math.nan, rollout=rollout)
 
 
 @dataclass(frozen=True)

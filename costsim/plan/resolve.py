@@ -3,15 +3,16 @@ models and the engine never look anything up."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from costsim.catalog.load import Catalog, GPUSpec, default_catalog
 from costsim.catalog.pins import effective_catalog, warn_version
 from costsim.plan.economics import EconomicsValues
 from costsim.plan.facts import catalog_price_key
 from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan
+from costsim.plan.tranches import ResaleCurve, TranchePlan, lease_usd_per_month
 from costsim.scenario import CloudOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
-from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
+from costsim.units import HOURS_PER_DAY, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 
 def _offloading(plan, option, rented: dict, link_gb_s: float):
@@ -38,10 +39,10 @@ def default_capex_per_gpu(gpu: GPUSpec, fabric_capex_frac: float, storage_capex_
     return gpu.server_price_usd / gpu.gpus_per_node * (1 + fabric_capex_frac + storage_capex_frac + install_capex_frac)
 
 
-def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source: str) -> OwnedPlan:
+def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source: str, horizon_h: float) -> OwnedPlan:
     gpu = cat.gpus[opt.gpu_type]
     gpn = opt.gpus_per_node or gpu.gpus_per_node
-    if opt.gpus % gpn:
+    if opt.gpus % gpn and opt.tranches is None:  # with tranches, the tranche that is not whole nodes is named
         raise ScenarioError(
             source,
             [Problem(("options", i, "gpus"), f"{opt.gpus} GPUs is not a whole number of {gpn}-GPU {opt.gpu_type} nodes")],
@@ -49,10 +50,15 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
     nodes = opt.gpus // gpn
     fabric = cat.fabrics[opt.network]
     if opt.capex_usd_per_gpu is not None:
-        capex = opt.capex_usd_per_gpu * opt.gpus
+        per_gpu = opt.capex_usd_per_gpu
     else:
-        capex = default_capex_per_gpu(gpu, fabric["capex_frac"], econ.storage_capex_frac, econ.install_capex_frac) * opt.gpus
+        per_gpu = default_capex_per_gpu(gpu, fabric["capex_frac"], econ.storage_capex_frac, econ.install_capex_frac)
+    capex = per_gpu * opt.gpus
     lead_days = opt.lead_time_days if opt.lead_time_days is not None else cat.economics["lead_time_days"]
+    lead_h = float(lead_days) * HOURS_PER_DAY
+    curve = tuple((p.age_years, p.value_frac) for p in opt.resale_curve) if opt.resale_curve is not None else None
+    tranches = _tranches(opt, i, source, horizon_h, TrancheTerms(gpn=gpn, per_gpu=per_gpu, lead_h=lead_h,
+                                                                  curve=curve, econ=econ))
     rate, repair = _failures(opt.failures, cat)
     return OwnedPlan(
         name=opt.name,
@@ -62,14 +68,60 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
         nodes=nodes,
         network=opt.network,
         fabric_efficiency=float(fabric["efficiency"]),
-        lead_time_h=float(lead_days) * HOURS_PER_DAY,
+        lead_time_h=tranches[0].delivery_h if tranches else lead_h,
         scheduler=opt.scheduler,
         placement=opt.placement,
         capex_usd=float(capex),
         rl=dict(cat.rl),
         failures_per_node_h=rate,
         repair_h=repair,
+        tranches=tranches,
+        resale_curve=curve,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrancheTerms:
+    """What an owned option's tranches share: node size, capex per GPU (USD), lead time (hours),
+    resale curve and the economics a lease is priced with."""
+
+    gpn: int
+    per_gpu: float
+    lead_h: float
+    curve: ResaleCurve | None
+    econ: EconomicsValues
+
+
+def _tranches(opt: OwnedOption, i: int, source: str, horizon_h: float, terms: TrancheTerms) -> tuple[TranchePlan, ...]:
+    """The option's tranches in numbers, () when it has none (bought at once). Every tranche that
+    is not whole nodes, ordered at or after the horizon's end or leased for longer than the
+    depreciation life is a problem, all reported together."""
+    if opt.tranches is None:
+        return ()
+    econ, life = terms.econ, terms.econ.depreciation_years
+    problems, out = [], []
+    for j, t in enumerate(opt.tranches):
+        at = ("options", i, "tranches", j)
+        if t.gpus % terms.gpn:
+            problems.append(Problem((*at, "gpus"), f"{t.gpus} GPUs is not a whole number of {terms.gpn}-GPU "
+                                    f"{opt.gpu_type} nodes"))
+        order_h = t.order_day * HOURS_PER_DAY
+        if order_h >= horizon_h:
+            problems.append(Problem((*at, "order_day"), f"ordered on day {t.order_day:g}, not before the horizon's "
+                                    f"end (day {horizon_h / HOURS_PER_DAY:g})"))
+        months = t.lease_term_months or 0
+        if months / 12 > life + 1e-9:
+            problems.append(Problem((*at, "lease_term_months"), f"a {months}-month lease is longer than the "
+                                    f"{life:g}-year depreciation life ({life * 12:g} months)"))
+        capex = terms.per_gpu * t.gpus
+        rate = t.lease_rate_per_year if t.lease_rate_per_year is not None else econ.cost_of_capital
+        out.append(TranchePlan(
+            gpus=t.gpus, nodes=t.gpus // terms.gpn, order_h=order_h, delivery_h=order_h + terms.lead_h,
+            capex_usd=float(capex), payment=t.payment, lease_term_h=months * HOURS_PER_MONTH,
+            lease_usd_per_month=lease_usd_per_month(capex, terms.curve, econ, months, rate) if months else 0.0))
+    if problems:
+        raise ScenarioError(source, problems)
+    return tuple(out)
 
 
 def _failures(failures, cat: Catalog) -> tuple[float, float]:
@@ -109,6 +161,7 @@ def _cloud(opt: CloudOption, i: int, cat: Catalog, source: str, horizon_h: float
         gpu=gpu,
         pricing=opt.pricing,
         price_per_gpu_hour=float(price),
+        price_change_per_year=float(opt.price_change_per_year or 0.0),
         gpus_per_instance=gpi,
         billing_granularity_s=float(opt.billing_granularity_s or billing["granularity_s"]),
         minimum_billing_s=float(
@@ -150,7 +203,7 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<
     plans: list[Plan] = []
     for i, opt in enumerate(scenario.options):
         if isinstance(opt, OwnedOption):
-            plans.append(_owned(opt, i, econ, cat, source))
+            plans.append(_owned(opt, i, econ, cat, source, scenario.horizon_h))
         elif isinstance(opt, CloudOption):
             plans.append(_cloud(opt, i, cat, source, scenario.horizon_h))
     rented = {p.name: p for p in plans}  # as the options name them, before any takes a rollout pool

@@ -49,11 +49,15 @@ def _owned(opt: dict, plan: OwnedPlan, cat: Catalog, econ) -> dict:
         rel = cat.reliability
         opt["failures"] = {"node_failures_per_1000_node_days": rel["node_failures_per_1000_node_days"],
                            "repair_hours": rel["repair_hours"]}
+    for t in opt.get("tranches") or ():
+        if t.get("payment") == "lease" and t.get("lease_rate_per_year") is None:
+            t["lease_rate_per_year"] = econ.cost_of_capital  # a lease's rate defaults to the cost of capital
     return opt
 
 
 def _cloud(opt: dict, plan: CloudPlan, cat: Catalog) -> dict:
     opt["price_per_gpu_hour"] = plan.price_per_gpu_hour
+    opt["price_change_per_year"] = plan.price_change_per_year
     opt["gpus_per_instance"] = plan.gpus_per_instance
     if plan.reserved:
         opt.update(term_years=opt.get("term_years") or 1, scheduler=plan.scheduler, placement=plan.placement)

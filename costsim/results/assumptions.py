@@ -134,6 +134,11 @@ def assumptions(scenario: Scenario, catalog: Catalog | None = None) -> pd.DataFr
             "economics.discount_rate")
     for option, as_resolved in zip(owned, facts.owned_options(done), strict=True):  # resolving keeps kinds and order
         _owned_rows(out, option, as_resolved, cat, installed)
+        for j, (t, t_done) in enumerate(zip(option.tranches or (), as_resolved.tranches or (), strict=True)):
+            if t.payment == "lease":  # a blank rate is the cost of capital, as the scenario or catalog says
+                given = t.lease_rate_per_year if t.lease_rate_per_year is not None else given_econ.cost_of_capital
+                out.add(f"lease rate, {option.name} tranche {j}", t_done.lease_rate_per_year, "per year", given,
+                        "economics.cost_of_capital")
     for gpu in dict.fromkeys(p.gpu.name for p in facts.owned_plans(parts).values()):
         for key in ("node_max_kw", "node_idle_kw"):
             what, unit = SPEC_UNITS[key]
@@ -187,6 +192,9 @@ def _cloud_rows(out: _Rows, opt: CloudOption, done: CloudOption) -> None:
     label = f"{opt.gpu_type}, {opt.price_tier}, {opt.pricing.replace('_', '-')}" + (f" {term}-year" if term else "")
     out.add(f"price, {opt.name} ({label})", done.price_per_gpu_hour, "USD per GPU-hour", opt.price_per_gpu_hour,
             f"gpus.{opt.gpu_type}.price.{opt.price_tier}.{key}")
+    if opt.price_change_per_year is not None:  # a trend the scenario states (null: today's price throughout)
+        out.add(f"price change, {opt.name}", opt.price_change_per_year, "fraction per year, compound",
+                opt.price_change_per_year, None)
     if term:
         out.add(f"commitment term, {opt.name}", term, "years", opt.term_years, None, "schema default: 1 year")
     else:

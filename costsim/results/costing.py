@@ -13,17 +13,20 @@ its end).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 
 from costsim.engine.run import BASE, BURST, ROLLOUT, UsageRecord
 from costsim.models import economics as eco
+from costsim.models import trend
 from costsim.models.intervals import binned, hours_in_bins
 from costsim.plan.economics import EconomicsValues
 from costsim.plan.options import CloudPlan, OwnedPlan, Plan, nodes_needed
 from costsim.plan.options import pools as plan_pools
-from costsim.units import HOURS_PER_YEAR, SECONDS_PER_HOUR
+from costsim.plan.tranches import residual_frac
+from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload.jobs import JobTable
 
 OWNED_ITEMS = ("capital", "energy", "facility", "maintenance", "staff", "setup")
@@ -164,7 +167,7 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
             assert rental is not None
             items = cloud_costs(rental, sub, horizon_h, edges)
             if rented is not None:
-                items["serving"] = per_bin(rented, horizon_h, edges) * rental.price_per_gpu_hour
+                items["serving"] = serving_rent_usd(rental, rented, horizon_h, edges)
         for item, v in items.items():
             out[item] = out[item] + v
     return out
@@ -179,68 +182,123 @@ def owned_costs(
     edges: np.ndarray,
     serving_gpu_h: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Owned line items (USD) per bin: facility, maintenance and staff accrue per hour in service
-    (from delivery); capital too, but only until the end of the depreciation life (the hardware
-    is paid for by then: a 7-year horizon on a 5-year life pays the capital once); energy per hour
-    in service plus per busy GPU-hour (RL jobs and, given per bin, serving); setup at the start."""
-    delivered = min(plan.lead_time_h, horizon_h)
-    service_h = hours_in_bins(delivered, horizon_h, edges)
-    paid_off = min(delivered + econ.depreciation_years * HOURS_PER_YEAR, horizon_h)
-    capital_h = hours_in_bins(delivered, paid_off, edges)
+    """Owned line items (USD) per bin, each tranche from its delivery: facility, maintenance and
+    energy at idle accrue per hour each tranche is in service, staff per hour for the GPUs
+    delivered by then (whole engineers); capital too, but only until the end of each tranche's
+    depreciation life (the hardware is paid for by then: a 7-year horizon on a 5-year life pays
+    the capital once), or for a leased tranche its monthly payment over its term; energy also per
+    busy GPU-hour (RL jobs and, given per bin, serving); setup at the start."""
     job, s, e, k = held_intervals(rec, horizon_h)
     # Busy GPUs: the job's own, within what it holds (an offloaded job uses only its training GPUs here).
     busy_gpu_h = binned(s, e, np.minimum(job_gpus[job], rec.alloc_held[k]).astype(float), edges)
     if serving_gpu_h is not None:
         busy_gpu_h = busy_gpu_h + serving_gpu_h
     gpu = plan.gpu
-    annual = eco.annual_capital_cost_usd(
-        plan.capex_usd, econ.residual_value_frac, econ.depreciation_years, econ.cost_of_capital
-    )
-    kwh = eco.it_energy_kwh(plan.nodes, gpu.node_idle_kw, gpu.node_max_kw, plan.gpus_per_node, service_h, busy_gpu_h)
+    residual = residual_frac(plan.resale_curve, econ)
+    purchases = plan.purchases
+    lines = {item: np.zeros(len(edges) - 1) for item in ("capital", "energy", "facility", "maintenance", "staff")}
+    for n, t in enumerate(purchases):
+        delivered = min(t.delivery_h, horizon_h)
+        service_h = hours_in_bins(delivered, horizon_h, edges)
+        if t.leased:
+            lease_h = hours_in_bins(delivered, min(t.lease_end_h, horizon_h), edges)
+            lines["capital"] += t.lease_usd_per_month * lease_h / HOURS_PER_MONTH
+        else:
+            paid_off = min(delivered + econ.depreciation_years * HOURS_PER_YEAR, horizon_h)
+            annual = eco.annual_capital_cost_usd(t.capex_usd, residual, econ.depreciation_years, econ.cost_of_capital)
+            lines["capital"] += annual * hours_in_bins(delivered, paid_off, edges) / HOURS_PER_YEAR
+        # One tranche: the busy GPUs' energy in the same sum as its idle draw (as before tranches, to the bit).
+        busy = busy_gpu_h if n == 0 else np.zeros_like(busy_gpu_h)
+        kwh = eco.it_energy_kwh(t.nodes, gpu.node_idle_kw, gpu.node_max_kw, plan.gpus_per_node, service_h, busy)
+        lines["energy"] += eco.energy_cost_usd(kwh, econ.pue, econ.electricity_usd_per_kwh)
+        lines["facility"] += eco.facility_cost_usd(t.nodes, gpu.node_max_kw, econ.colo_usd_per_kw_month, service_h)
+        lines["maintenance"] += eco.maintenance_cost_usd(t.capex_usd, econ.maintenance_frac_per_year, service_h)
+        # Staff for the GPUs delivered so far, from this delivery to the next (engineers are whole).
+        until = min(purchases[n + 1].delivery_h, horizon_h) if n + 1 < len(purchases) else horizon_h
+        so_far = sum(p.gpus for p in purchases[:n + 1])
+        lines["staff"] += eco.staff_cost_usd(so_far, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
+                                             hours_in_bins(delivered, max(until, delivered), edges),
+                                             min_fte=econ.staff_min_fte)
     setup = np.zeros(len(edges) - 1)
     if len(setup):
         setup[0] = econ.setup_usd
-    return {
-        "capital": annual * capital_h / HOURS_PER_YEAR,
-        "energy": eco.energy_cost_usd(kwh, econ.pue, econ.electricity_usd_per_kwh),
-        "facility": eco.facility_cost_usd(plan.nodes, gpu.node_max_kw, econ.colo_usd_per_kw_month, service_h),
-        "maintenance": eco.maintenance_cost_usd(plan.capex_usd, econ.maintenance_frac_per_year, service_h),
-        "staff": eco.staff_cost_usd(plan.gpus, econ.gpus_per_fte, econ.staff_usd_per_fte_year, service_h,
-                                    min_fte=econ.staff_min_fte),
-        "setup": setup,
-    }
+    return {**lines, "setup": setup}
 
 
 def cloud_bills(plan: CloudPlan, rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.ndarray]:
     """Per allocation: its job and its bill (USD), cut at the horizon. Each allocation (a job holds
     instances again after a preemption) is billed on its own, with its own rounding and minimum, times
-    its share (``held_gpus``)."""
+    its share (``held_gpus``). Under a price trend (``price_change_per_year`` c, ``models.trend``)
+    the hours held on [s, e) cost price × ∫ₛᵉ (1 + c)^(t / 8760) dt = price × (clock(e) − clock(s))
+    and the billed time beyond them (rounding, minimum) the price at release, price × (1 + c)^(e / 8760)."""
     job, s, e, k = held_intervals(rec, horizon_h)
     billed = eco.billed_seconds((e - s) * SECONDS_PER_HOUR, plan.billing_granularity_s, plan.minimum_billing_s)
     bill = eco.cloud_cost_usd(billed, rec.alloc_instances[k], plan.gpus_per_instance, plan.price_per_gpu_hour)
+    if plan.price_change_per_year:
+        rate = trend.per_hour(plan.price_change_per_year)
+        gpus = rec.alloc_instances[k] * plan.gpus_per_instance
+        extra_h = billed / SECONDS_PER_HOUR - (e - s)
+        held_h = trend.between(s, e, rate)
+        bill = gpus * plan.price_per_gpu_hour * (held_h + extra_h * trend.factor(e, rate))
     return job, bill * rec.alloc_share[k]
+
+
+def term_prices(plan: CloudPlan, horizon_h: float) -> list[tuple[float, float, float]]:
+    """A commitment's terms that begin within the horizon: (start, end, USD per GPU-hour), terms of
+    ``term_h`` from hour 0, each at the trended price of its start, price × (1 + c)^(start / 8760),
+    locked for the whole term (c = ``price_change_per_year``; one price without a trend)."""
+    terms = max(1, math.ceil(horizon_h / plan.term_h - 1e-9))  # as economics.commitment_owed_usd counts them
+    rate = trend.per_hour(plan.price_change_per_year)
+    return [(j * plan.term_h, (j + 1) * plan.term_h, plan.price_per_gpu_hour * trend.factor(j * plan.term_h, rate))
+            for j in range(terms)]
 
 
 def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
     """A commitment: reserved GPUs × price for every hour of the horizon, used or not
     (``reserved``), and the rest of the last term begun, owed at the horizon's end even though
-    the simulation stops there (``commitment_owed``, in the last bin)."""
+    the simulation stops there (``commitment_owed``, in the last bin). Under a price trend each
+    term pays its own locked price (``term_prices``)."""
     assert plan.reserved_gpus is not None  # a reservation commits to reserved_gpus
-    hours = hours_in_bins(0.0, horizon_h, edges)
     owed = np.zeros(len(edges) - 1)
+    if plan.price_change_per_year:
+        terms = term_prices(plan, horizon_h)
+        usd = np.zeros(len(edges) - 1)
+        for start, end, price in terms:
+            usd += hours_in_bins(start, min(end, horizon_h), edges) * price
+        if len(owed):
+            _, end, price = terms[-1]
+            owed[-1] = plan.reserved_gpus * price * max(end - horizon_h, 0.0)
+        return {"reserved": usd * plan.reserved_gpus, "commitment_owed": owed}
+    hours = hours_in_bins(0.0, horizon_h, edges)
     if len(owed):
         owed[-1] = eco.commitment_owed_usd(plan.reserved_gpus, plan.price_per_gpu_hour, plan.term_h, horizon_h)
     return {"reserved": hours * plan.reserved_gpus * plan.price_per_gpu_hour, "commitment_owed": owed}
 
 
+def rented_usd(plan: CloudPlan, starts: np.ndarray, ends: np.ndarray, gpus: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """USD per bin of ``gpus`` rented on each [start, end) at the plan's price, trended as it is
+    held: GPU-hours on the trend's clock (``models.trend``: ∫ (1 + c)^(t / 8760) dt over each
+    part of an interval in a bin) × price; plain GPU-hours × price without a trend."""
+    rate = trend.per_hour(plan.price_change_per_year)
+    return binned(trend.clock(starts, rate), trend.clock(ends, rate), gpus, trend.clock(edges, rate)) \
+        * plan.price_per_gpu_hour
+
+
+def serving_rent_usd(plan: CloudPlan, rented_hourly: np.ndarray, horizon_h: float, edges: np.ndarray) -> np.ndarray:
+    """USD per bin of GPUs rented for serving, a level per hour (``serving_use``), at the plan's
+    price trended as it is held (``rented_usd``)."""
+    h = np.arange(len(rented_hourly), dtype=float)
+    return rented_usd(plan, h, np.minimum(h + 1, horizon_h), rented_hourly.astype(float), edges)
+
+
 def cloud_costs(plan: CloudPlan, rec: UsageRecord, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
-    """Cloud bill per bin: rented GPU-hours × price as they are held, and each allocation's
-    rounding (billing increment, minimum) in the bin where it is released."""
+    """Cloud bill per bin: rented GPU-hours × price as they are held (trended, ``rented_usd``), and
+    each allocation's rounding (billing increment, minimum) in the bin where it is released."""
     _, s, e, k = held_intervals(rec, horizon_h)
     gpus = rec.alloc_instances[k] * plan.gpus_per_instance * rec.alloc_share[k]
-    per_bin_usd = binned(s, e, gpus, edges) * plan.price_per_gpu_hour
+    per_bin_usd = rented_usd(plan, s, e, gpus, edges)
     _, bill = cloud_bills(plan, rec, horizon_h)
-    rounding = bill - (e - s) * gpus * plan.price_per_gpu_hour
+    rounding = bill - trend.between(s, e, trend.per_hour(plan.price_change_per_year)) * gpus * plan.price_per_gpu_hour
     where = np.clip(np.searchsorted(edges, e, side="left") - 1, 0, len(edges) - 2)
     per_bin_usd += np.bincount(where, weights=rounding, minlength=len(edges) - 1)
     return {"cloud": per_bin_usd}

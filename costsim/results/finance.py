@@ -2,18 +2,22 @@
 month and break-even utilisation between owning (or committing) and renting.
 
 Cash differs from the cost lines in three ways:
-- an owned cluster's capex is paid when it is bought (month 0) instead of being spread as capital
-  cost;
-- its straight-line book value at the horizon's end is credited in the last month (it is still
-  there; leaving it out would make any horizon shorter than its life look like a write-off);
+- an owned cluster's capex is paid when it is bought (month 0; bought in tranches, each in its
+  order's or delivery's month) instead of being spread as capital cost; a leased tranche's
+  monthly payments are in ``capex_usd`` too, as they accrue (the same as its capital line);
+- its book value at the horizon's end (straight line, or a resale curve; leased tranches have
+  none) is credited in the last month (it is still there; leaving it out would make any horizon
+  shorter than its life look like a write-off);
 - the rest of a reservation's term (``commitment_owed``) is owed at the horizon's end, in the
   last month.
 Both horizon-end amounts are discounted at the horizon's end; every other month's cash (bills,
 rent for jobs and serving, opex) at the month's start. With straight-line capital
 (``cost_of_capital`` 0) capex − book value equals the capital cost line over any horizon (both
 stop at the end of the depreciation life), so the cash flow and the cost lines add up to the same
-total. With an annuity (``cost_of_capital`` > 0) the capital line also carries the interest, so
-it exceeds capex − book value by that interest; the cash view leaves interest to discounting.
+total (with a resale curve the value credited follows the curve, the capital line a straight line
+to its value at the life's end: they agree at the life's end). With an annuity
+(``cost_of_capital`` > 0) the capital line also carries the interest, so it exceeds capex − book
+value by that interest; the cash view leaves interest to discounting.
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ import numpy as np
 import pandas as pd
 
 from costsim.models import economics as eco
+from costsim.models.intervals import hours_in_bins
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.options import Plan, pools
+from costsim.plan.options import OwnedPlan, Plan, pools
+from costsim.plan.tranches import book_value_at_usd
+from costsim.results.costing import bin_edges, term_prices
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [
@@ -50,9 +57,8 @@ def cashflow(plan: Plan, econ: EconomicsValues, month_items: dict[str, np.ndarra
     book = np.zeros(months)
     own = plan.owned  # a hybrid's owned base too
     if own is not None and months:
-        capex[0] = own.capex_usd
-        in_service = max(horizon_h - own.lead_time_h, 0.0) / HOURS_PER_YEAR
-        book[-1] = eco.book_value_usd(own.capex_usd, econ.residual_value_frac, econ.depreciation_years, in_service)
+        capex = purchases_by_month(own, months, horizon_h) + leases_by_month(own, months, horizon_h)
+        book[-1] = book_value_at_usd(own.purchases, own.resale_curve, econ, horizon_h)
     opex = sum(month_items[i] for i in OPEX)
     rent = sum(month_items[i] for i in RENT)
     owed = month_items["commitment_owed"]  # zero but in the last month
@@ -67,6 +73,30 @@ def cashflow(plan: Plan, econ: EconomicsValues, month_items: dict[str, np.ndarra
     }, columns=CASHFLOW_COLUMNS)
 
 
+def purchases_by_month(own: OwnedPlan, months: int, horizon_h: float) -> np.ndarray:
+    """Capex of the tranches bought (not leased), USD, in the month each is paid (its order's or
+    its delivery's, ``TranchePlan.paid_h``); a payment after the horizon is not in it."""
+    out = np.zeros(months)
+    for t in own.purchases:
+        if not t.leased and t.paid_h < horizon_h:
+            out[min(int(t.paid_h // HOURS_PER_MONTH), months - 1)] += t.capex_usd
+    return out
+
+
+def leases_by_month(own: OwnedPlan, months: int, horizon_h: float) -> np.ndarray:
+    """Lease payments, USD per month: each leased tranche's monthly payment from its delivery for its
+    term, prorated by the hours of each month it covers (a month cut by the horizon or the term pays
+    its share), so they equal the capital cost line of the leased tranches. The payments due after
+    the horizon are neither counted nor owed: the use of the hardware they pay for is after it too."""
+    out = np.zeros(months)
+    edges = bin_edges(horizon_h, HOURS_PER_MONTH)
+    for t in own.purchases:
+        if t.leased and t.delivery_h < horizon_h:
+            out += t.lease_usd_per_month * hours_in_bins(t.delivery_h, min(t.lease_end_h, horizon_h), edges)[:months] \
+                / HOURS_PER_MONTH
+    return out
+
+
 def cash_paid(cash: pd.DataFrame) -> pd.Series:
     """Cash paid out in each month: capex, opex, rent and, in the last month, the commitment still
     owed after the horizon (a debt, never a saving); the book value credited at the end is left
@@ -74,13 +104,16 @@ def cash_paid(cash: pd.DataFrame) -> pd.Series:
     return cash["capex_usd"] + cash["opex_usd"] + cash["rent_usd"] + cash["commitment_owed_usd"]
 
 
-def committed_usd_per_month(plan: Plan) -> float:
+def committed_usd_per_month(plan: Plan, horizon_h: float | None = None) -> float:
     """A reservation's bill per whole (730-h) month, reserved GPUs × price × 730 (a hybrid's
-    reserved base's); 0 for any option without a commitment."""
+    reserved base's); 0 for any option without a commitment. Under a price trend, at the locked
+    price of the last term begun by ``horizon_h`` (``costing.term_prices``; the first term's when
+    None), the one its commitment owed is counted at."""
     part = plan.reservation
     if part is not None:
         assert part.reserved_gpus is not None  # a reservation commits to reserved_gpus
-        return float(part.reserved_gpus) * part.price_per_gpu_hour * HOURS_PER_MONTH
+        price = part.price_per_gpu_hour if horizon_h is None else term_prices(part, horizon_h)[-1][2]
+        return float(part.reserved_gpus) * price * HOURS_PER_MONTH
     return 0.0
 
 
@@ -90,9 +123,12 @@ def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
     lumps left out (capex and the commitment owed are paid once, part of the cumulative, not a
     rate), a last month cut at the horizon prorated; a reservation's own bill is 0 for the rest of
     the term its commitment owed pays for, and back after it."""
+    # Lease payments (in capex_usd) are a rate that goes on, not a lump.
+    own = plan.owned
+    leases = leases_by_month(own, len(cash), horizon_h) if own is not None and len(cash) else 0.0
     return eco.spend_pace(cash_paid(cash).to_numpy(), horizon_h,
-                          lumps_by_month=(cash["capex_usd"] + cash["commitment_owed_usd"]).to_numpy(),
-                          committed_usd_per_month=committed_usd_per_month(plan),
+                          lumps_by_month=(cash["capex_usd"] - leases + cash["commitment_owed_usd"]).to_numpy(),
+                          committed_usd_per_month=committed_usd_per_month(plan, horizon_h),
                           owed_usd=float(cash["commitment_owed_usd"].sum()))
 
 

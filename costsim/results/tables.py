@@ -44,7 +44,7 @@ from costsim.results.costing import (
     held_intervals,
     option_costs,
     parts,
-    per_bin,
+    serving_rent_usd,
     serving_use,
 )
 from costsim.scenario import Scenario
@@ -143,7 +143,7 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
             bill_job, bill = cloud_bills(rental, sub, horizon_h)
             job_cost += np.bincount(bill_job, weights=bill, minlength=n)
             if part_serving:
-                serving_cost += float(per_bin(part_serving[0][1], horizon_h, whole)[0]) * rental.price_per_gpu_hour
+                serving_cost += float(serving_rent_usd(rental, part_serving[0][1], horizon_h, whole)[0])
             continue
         part = replace(part, rollout=None)  # the pool alone: its rollout pool is a part of its own here
         items = totals if len(pools) == 1 else {

@@ -42,6 +42,7 @@ from costsim.plan.options import CloudPlan, OwnedPlan, Plan, pools
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import Spread
 from costsim.workload.jobclass import expected_jobs
+from costsim.workload.jobs import expected_class_jobs
 from costsim.workload.plan import WorkPlan
 
 DEFAULT_MAX_EVENTS = 50_000_000
@@ -65,7 +66,7 @@ def expected_workload(scenario: Scenario, trace_rows: int) -> tuple[float, float
     """Expected jobs and RL iterations before anything is drawn.
 
     Per class: min(count, arrivals_per_day × arrival_scale × (horizon_days − start_day)) jobs of
-    mean ``iterations``; per job class: the integral of its profiled rate from start_day to the
+    mean ``iterations`` (with ``growth_per_year``, the integral of the growing rate instead); per job class: the integral of its profiled rate from start_day to the
     horizon (no iterations); a trace: rows × arrival_scale (rows past the horizon counted too: an
     upper bound). Floats: a 10³⁰-day horizon is a number here, never an array.
     """
@@ -73,7 +74,10 @@ def expected_workload(scenario: Scenario, trace_rows: int) -> tuple[float, float
     jobs = float(trace_rows) * max(scale, 1.0)
     iterations = 0.0
     for cls in scenario.workload.classes:
-        n = float(cls.arrivals_per_day) * scale * max(days - float(cls.start_day), 0.0)
+        if cls.growth_per_year == 0:
+            n = float(cls.arrivals_per_day) * scale * max(days - float(cls.start_day), 0.0)
+        else:  # the integral of the growing rate (a float for any horizon)
+            n = expected_class_jobs(cls, scale, float(scenario.horizon_h))
         if cls.count is not None:
             n = min(n, float(cls.count))
         mean = float(cls.iterations.mean) if isinstance(cls.iterations, Spread) else float(cls.iterations)

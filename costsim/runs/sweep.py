@@ -30,7 +30,17 @@ from costsim.runs.executors import executor_settings, open_executor
 from costsim.runs.outfiles import scenario_inputs
 from costsim.runs.sweepfile import Sweep, load_sweep
 from costsim.runs.taskfiles import TaskId
-from costsim.runs.taskrun import LABELS, Task, TaskOutput, bytes_sha256, inputs_sha256, run_task, task_outputs, tasks
+from costsim.runs.taskrun import (
+    LABELS,
+    Task,
+    TaskOutput,
+    bytes_sha256,
+    inputs_sha256,
+    run_task,
+    shared_runs,
+    task_outputs,
+    tasks,
+)
 
 # The summary columns decisions are made on: means and paired differences are computed for these
 # (``runs`` keeps every summary column).
@@ -174,12 +184,13 @@ def run_sweep(spec: Sweep | str | Path, out: str | Path | None = None, executor:
         # Workers start before the folder is written, so an unusable executor (no Dask, a scheduler
         # that does not answer) writes nothing; not at all when every task is already saved.
         pending = [i for i in range(len(todo)) if i not in frames]
-        run = stack.enter_context(open_executor(executor, min(workers, len(pending)), address)) if pending else None
+        groups = shared_runs([todo[i] for i in pending])  # a worker per group at most: tasks sharing a run go together
+        run = stack.enter_context(open_executor(executor, min(workers, len(groups)), address)) if pending else None
         if folder is not None:
             stack.enter_context(folder)  # checks again under the lock
         params = {v.id: v.params for v in spec.variants}
         # run is None exactly when nothing is pending.
-        for k, output in task_outputs(run, [todo[i] for i in pending], progress):
+        for k, output in task_outputs(run, [todo[i] for i in pending], progress, groups=groups):
             if folder is not None:
                 task = todo[pending[k]]
                 folder.write_task(output.summary, _task_id(task, swept), _task_meta(spec.source, params, task))

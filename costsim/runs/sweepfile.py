@@ -407,10 +407,12 @@ def parse_set(text: str) -> tuple[str, list[Any]]:
 
 
 def sweep_from_sets(scenario_path: str | Path, sets: list[str], replications: int = 1,
-                    seed: int | None = None, progress: Callable[[int, int], None] | None = None) -> Sweep:
+                    seed: int | None = None, progress: Callable[[int, int], None] | None = None, *,
+                    base: Scenario | None = None) -> Sweep:
     """A quick grid on a plain scenario: ``sets`` as ``--set path=v1,v2`` gives them (the product
     in the order given); ``seed`` None: the scenario's. Raises ScenarioError like ``load_sweep``;
-    ``progress`` as there."""
+    ``progress`` as there. ``base``: the scenario to vary, in place of the file's (an edit of it
+    with the same folder: a search asking how its answer moves with an input)."""
     scenario_path = arguments.path(scenario_path, "scenario_path", "sweep_from_sets")
     progress = arguments.callback(progress, "progress", "sweep_from_sets")
     if isinstance(sets, str) or not isinstance(sets, (list, tuple)):
@@ -428,7 +430,7 @@ def sweep_from_sets(scenario_path: str | Path, sets: list[str], replications: in
         if path in grid:
             raise ScenarioError("--set", [Problem((path,), "given twice: list all its values in one --set")])
         grid[path] = tuple(values)
-    base = api.load_scenario(scenario_path)
+    base = api.load_scenario(scenario_path) if base is None else base
     axes = _Axes("--set", grid, {}, lambda section, p: (p,), {})
     return _expand(axes, base, scenario_path, replications, base.seed if seed is None else seed, progress)
 

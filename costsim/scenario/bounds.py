@@ -131,6 +131,12 @@ Hours: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_HOURS)]
 IntervalHours: TypeAlias = Annotated[float, *float_bounds(ge=MIN_INTERVAL_H, le=MAX_HOURS)]
 Minutes: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_MINUTES)]
 
+# Yearly trends: compound fractions per year (0.8: +80 %/yr; −0.2: −20 %/yr), continuous in time
+# (costsim.models.trend). −0.9 keeps a tenth each year (the logarithm stays finite); +1000 %/yr
+# over the 30-year horizon is 11³⁰ ≈ 2·10³¹, still a finite float.
+GrowthPerYear: TypeAlias = Annotated[float, *float_bounds(ge=-0.9, le=10)]
+PriceChangePerYear: TypeAlias = Annotated[float, *float_bounds(ge=-0.9, le=1)]
+
 # Shares and spreads.
 Fraction: TypeAlias = Annotated[float, *float_bounds(ge=0, le=1)]
 CV: TypeAlias = Annotated[float, *float_bounds(ge=0, le=MAX_CV)]

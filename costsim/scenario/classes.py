@@ -21,6 +21,7 @@ from costsim.scenario.bounds import (
     Count,
     Days,
     GPUCount,
+    GrowthPerYear,
     Minutes,
     ParamsB,
     Priority,
@@ -289,9 +290,15 @@ class RLClass(StrictModel):
 
     name: Name = Field(description="Class name (job_class in results).")
     arrivals_per_day: ArrivalsPerDay = Field(
-        description=f"Poisson arrival rate of jobs per day ({span(ArrivalsPerDay)})."
+        description=f"Poisson arrival rate of jobs per day ({span(ArrivalsPerDay)}); with growth_per_year, the "
+        "rate at day 0."
     )
     start_day: Days = Field(0.0, description=f"Day the arrivals start ({span(Days)}).")
+    growth_per_year: GrowthPerYear = Field(
+        0.0, description=f"Compound growth of the arrival rate, a fraction per year ({span(GrowthPerYear)}; 0.8: "
+        "+80 %/yr, −0.3: −30 %/yr; 0: constant): the rate t years after the horizon's start (day 0, not "
+        "start_day) is arrivals_per_day × (1 + growth_per_year)^t, continuously."
+    )
     count: Count | None = Field(None, description=f"At most this many jobs ({span(Count)}); null: no cap.")
     priority: Priority = Field(
         0, description=f"Scheduling priority, higher first under the priority scheduler ({span(Priority)})."

@@ -19,7 +19,17 @@ from pydantic import AfterValidator, Discriminator, Field, Tag
 
 from costsim import units
 from costsim.scenario.base import Name, StrictModel
-from costsim.scenario.bounds import MAX_HOURS, MIN_JOB_H, Days, GPUCount, Priority, float_bounds, show, span
+from costsim.scenario.bounds import (
+    MAX_HOURS,
+    MIN_JOB_H,
+    Days,
+    GPUCount,
+    GrowthPerYear,
+    Priority,
+    float_bounds,
+    show,
+    span,
+)
 
 HOURS_PER_DAY = int(units.HOURS_PER_DAY)  # a profile's hourly slots: the model's day as a count
 DAYS_PER_WEEK = 7
@@ -177,6 +187,11 @@ class JobClass(StrictModel):
         0, description=f"Scheduling priority, higher first under the priority scheduler ({span(Priority)})."
     )
     start_day: Days = Field(0.0, description=f"Day the arrivals start ({span(Days)}).")
+    growth_per_year: GrowthPerYear = Field(
+        0.0, description=f"Compound growth of the arrival rate, a fraction per year ({span(GrowthPerYear)}; 0.8: "
+        "+80 %/yr, −0.3: −30 %/yr; 0: the profiles alone): the rate t years after the horizon's start (day 0, "
+        "not start_day) is multiplied by (1 + growth_per_year)^t, continuously."
+    )
 
     @property
     def max_gpus(self) -> int:

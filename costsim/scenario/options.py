@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import Field, model_serializer, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from costsim.scenario.base import Name, StrictModel
 from costsim.scenario.bounds import (
@@ -24,6 +24,7 @@ from costsim.scenario.bounds import (
     Network,
     NodeGPUs,
     Placement,
+    PriceChangePerYear,
     PricePerGPUHour,
     PriceTier,
     Scheduler,
@@ -31,6 +32,7 @@ from costsim.scenario.bounds import (
     float_bounds,
     span,
 )
+from costsim.scenario.tranches import ResalePoint, Tranche
 
 DEFAULT_PROVISIONING_DELAY_H = 0.25
 DEFAULT_STARTUP_H = 0.1
@@ -95,12 +97,25 @@ class Stockout(StrictModel):
 
 
 class OwnedOption(StrictModel):
-    """An owned cluster: bought, delivered after its lead time, run by a scheduler."""
+    """An owned cluster: bought, delivered after its lead time, run by a scheduler. Bought at once
+    (``gpus``, ordered at the start and paid then) or in ``tranches``, each delivered its lead
+    time after its order and adding its nodes to the cluster then."""
 
     name: Name = Field(description="Unique option name.")
     kind: Literal["owned"] = "owned"
     gpu_type: GPUType = Field(description="Catalog GPU type.")
-    gpus: GPUCount = Field(description=f"GPUs in the cluster, a whole number of nodes ({span(GPUCount)}).")
+    gpus: GPUCount = Field(description=f"GPUs in the cluster, a whole number of nodes ({span(GPUCount)}); with "
+                           "tranches, their total (may be left out).")
+    tranches: tuple[Tranche, ...] | None = Field(
+        None, min_length=1, max_length=1000,
+        description="Purchases over time, order days ascending: each {gpus, order_day, payment, "
+        "lease_term_months, lease_rate_per_year}; null: gpus bought at the start, paid on order.")
+    resale_curve: tuple[ResalePoint, ...] | None = Field(
+        None, min_length=1, max_length=1000,
+        description="Value of the hardware by age, [{age_years, value_frac}], ages ascending and values not "
+        "increasing; (0, 1) is implied before the first point, interpolated linearly between points and held "
+        "after the last. It sets the value credited at the horizon, the residual at the end of the "
+        "depreciation life and a lease's residual; null: economics.residual_value_frac, straight line.")
     gpus_per_node: NodeGPUs | None = Field(None, description=f"GPUs per node ({span(NodeGPUs)}); null: catalog.")
     network: Network = Field("infiniband", description="Inter-node fabric: infiniband | roce.")
     lead_time_days: Days | None = Field(
@@ -119,12 +134,59 @@ class OwnedOption(StrictModel):
     rollout_pool: RolloutPool = None
     rollout_link_gb_s: RolloutLink = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _gpus_of_tranches(cls, data):
+        """With tranches and no ``gpus``, the cluster's GPUs are the tranches' total."""
+        if isinstance(data, dict) and "gpus" not in data and isinstance(data.get("tranches"), list | tuple):
+            sizes = [t.get("gpus") if isinstance(t, dict) else getattr(t, "gpus", None) for t in data["tranches"]]
+            # A bad size is the tranche's own error: the total of the others stands in, so it is the only one.
+            data = {**data, "gpus": max(1, sum(g for g in sizes if type(g) is int and g > 0))}
+        return data
+
+    @field_validator("tranches")
+    @classmethod
+    def _tranches_in_order(cls, tranches: tuple[Tranche, ...] | None) -> tuple[Tranche, ...] | None:
+        for k in range(1, len(tranches or ())):
+            was, now = tranches[k - 1].order_day, tranches[k].order_day  # type: ignore[index]
+            if now <= was:
+                raise ValueError(f"tranche {k} is ordered on day {now:g}, not after tranche {k - 1} (day {was:g}): "
+                                 "order days must ascend (tranches ordered the same day are one tranche)")
+        return tranches
+
+    @field_validator("resale_curve")
+    @classmethod
+    def _resale_curve_shape(cls, curve: tuple[ResalePoint, ...] | None) -> tuple[ResalePoint, ...] | None:
+        for k in range(1, len(curve or ())):
+            was, now = curve[k - 1], curve[k]  # type: ignore[index]
+            if now.age_years <= was.age_years:
+                raise ValueError(f"point {k} (age {now.age_years:g} years) is not older than point {k - 1} "
+                                 f"({was.age_years:g}): ages must ascend")
+            if now.value_frac > was.value_frac:
+                raise ValueError(f"point {k} is worth more ({now.value_frac:g}) than point {k - 1} "
+                                 f"({was.value_frac:g}): hardware does not gain value with age")
+        return curve
+
     @model_validator(mode="after")
     def _whole_nodes(self) -> OwnedOption:
         if self.gpus_per_node is not None and self.gpus % self.gpus_per_node:
             raise ValueError(f"gpus ({self.gpus}) must be a whole number of nodes of {self.gpus_per_node} GPUs")
+        if self.tranches is not None:
+            total = sum(t.gpus for t in self.tranches)
+            if total != self.gpus:
+                raise ValueError(f"gpus ({self.gpus}) is not the tranches' total ({total}): leave gpus out or "
+                                 "make it their sum")
         check_rollout_link(self)
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_derived_gpus(self, handler):
+        """With tranches, a dump (YAML, the editor's data) leaves ``gpus`` out: it is their total,
+        filled in again when read back, so editing the tranches alone stays valid."""
+        data = handler(self)
+        if self.tranches is not None and isinstance(data, dict):
+            data.pop("gpus", None)
+        return data
 
 
 class CloudOption(StrictModel):
@@ -142,6 +204,12 @@ class CloudOption(StrictModel):
     price_tier: PriceTier = Field("neocloud", description="Catalog price tier for defaults: hyperscaler | neocloud.")
     price_per_gpu_hour: PricePerGPUHour | None = Field(
         None, description=f"USD per GPU-hour ({span(PricePerGPUHour)}); null: catalog price for the tier, pricing and term."
+    )
+    price_change_per_year: PriceChangePerYear | None = Field(
+        None, description=f"Compound change of price_per_gpu_hour, a fraction per year ({span(PriceChangePerYear)}; "
+        "−0.2: −20 %/yr): on_demand and spot GPU-hours cost price × (1 + change)^t, t years after the horizon's "
+        "start, as they are used (a billing rounding at its release); reserved pays each term at the price of "
+        "the term's start, a renewal re-pricing; null: 0."
     )
     gpus_per_instance: NodeGPUs | None = Field(
         None,

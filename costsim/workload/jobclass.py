@@ -1,11 +1,12 @@
 """Drawing the jobs of a plain job class (``costsim.scenario.jobclass.JobClass``).
 
 - **arrivals** (stream ``arrivals``, per layer): a Poisson process of rate λ(t) = per_day / 24 ·
-  hourly[h] · weekly[d] per hour (profiles scaled to mean 1; h, d the hour of the day and the
-  weekday of scenario hour t on the profiles' clock), drawn in sequence by the time change
-  t = Λ⁻¹(S) of a unit-rate process (``costsim.workload.arrivals``: a longer horizon keeps every
-  earlier arrival, a larger arrival scale keeps every arrival of a smaller one). Memory is the
-  arrivals themselves, whatever the profile's peak;
+  hourly[h] · weekly[d] · (1 + g)^(t / 8760) per hour (profiles scaled to mean 1; h, d the hour of
+  the day and the weekday of scenario hour t on the profiles' clock; g the growth per year, t from
+  hour 0), drawn in sequence by the time change t = Λ⁻¹(S) of a unit-rate process
+  (``costsim.workload.arrivals``: a longer horizon keeps every earlier arrival, a larger arrival
+  scale keeps every arrival of a smaller one). Memory is the arrivals themselves, whatever the
+  profile's peak;
 - **GPUs** (stream ``job_shapes``, per layer, in blocks of ``SHAPE_BLOCK`` jobs): a uniform per
   job, by inverse CDF of the pmf (drawn for a fixed count too, so the durations' draws never
   depend on the GPU law);
@@ -16,9 +17,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from costsim.models.profiles import week_integral, week_integral_inverse, week_rates
+from costsim.models import trend
+from costsim.models.profiles import (
+    grown_week_integral,
+    grown_week_integral_inverse,
+    week_integral,
+    week_integral_inverse,
+    week_rates,
+)
 from costsim.models.sampling import lognormal
 from costsim.scenario.bounds import MAX_HOURS, MIN_JOB_H
 from costsim.scenario.jobclass import DAYS_PER_WEEK, HOURS_PER_DAY, JobClass, LognormalDuration
@@ -41,20 +51,46 @@ def week_profile(cls: JobClass) -> np.ndarray:
 def profiled_arrivals(cls: JobClass, seed: int, scale: float, horizon_h: float) -> Arrivals:
     """The class's arrivals on [start_day, horizon_h) at arrival scale ``scale``: the time change
     t = Λ⁻¹(S) of layered unit-rate points (``costsim.workload.arrivals``), Λ the integral of the
-    rate per_day / 24 · week[hour of the week] (``costsim.models.profiles``), scenario hour t being
+    rate per_day / 24 · week[hour of the week] (× (1 + g)^(t / 8760) with growth g;
+    ``costsim.models.profiles``, ``time_change``), scenario hour t being
     ``profile_start_hour_of_week`` + t hours after Monday 00:00."""
+    total, to_time = time_change(cls, horizon_h)
+    return layered_arrivals(seed, cls.name, scale, total, to_time, horizon_h)
+
+
+def time_change(cls: JobClass, horizon_h: float) -> tuple[float, Callable[[np.ndarray], np.ndarray]]:
+    """The class's Λ(horizon_h) and t = Λ⁻¹(S) (scenario hours, vectorised), Λ(t) the integral of
+    its rate from ``start_day``. On the profiles' clock τ = offset + t, Λ(t) = per_h · (W(τ) −
+    W(τ₀)) with W the week integral of the profile (``week_integral``), or with growth g
+    (rate × e^(k·t), k = ln(1 + g) / 8760, t from the horizon's start) per_h · e^(−k·offset) ·
+    (W_k(τ) − W_k(τ₀)), W_k the profile's integral against e^(k·τ) (``grown_week_integral``, a
+    closed form inverted exactly). g = 0 keeps the first, so its arrivals are bit for bit those
+    drawn before growth existed."""
     per_h = cls.arrivals_per_day / HOURS_PER_DAY
     week = week_profile(cls)
     offset = cls.profile_start_hour_of_week
     start = cls.start_day * HOURS_PER_DAY
-    origin = float(week_integral(offset + start, week))
-    total = per_h * max(float(week_integral(offset + horizon_h, week)) - origin, 0.0) if horizon_h > start else 0.0
+    if cls.growth_per_year == 0:
+        integral, inverse = week_integral, week_integral_inverse
+        unit = per_h
+    else:
+        k = trend.per_hour(cls.growth_per_year)
+
+        def integral(t, w):
+            return grown_week_integral(t, w, k)
+
+        def inverse(y, w):
+            return grown_week_integral_inverse(y, w, k)
+
+        unit = per_h * float(trend.factor(-offset, k))  # the growth clock starts at hour 0, τ = offset
+    origin = float(integral(offset + start, week))
+    total = unit * max(float(integral(offset + horizon_h, week)) - origin, 0.0) if horizon_h > start else 0.0
 
     def to_time(s: np.ndarray) -> np.ndarray:
         # never before the start (rounding); a start in an hour of rate 0 moves to the next busy hour
-        return np.maximum(week_integral_inverse(origin + s / per_h, week) - offset, start)
+        return np.maximum(inverse(origin + s / unit, week) - offset, start)
 
-    return layered_arrivals(seed, cls.name, scale, total, to_time, horizon_h)
+    return total, to_time
 
 
 def draw_gpus(rng: np.random.Generator, cls: JobClass, n: int) -> np.ndarray:
@@ -104,6 +140,8 @@ def expected_jobs(cls: JobClass, scale: float, horizon_h: float) -> float:
     start = cls.start_day * HOURS_PER_DAY
     if horizon_h <= start:
         return 0.0
+    if cls.growth_per_year != 0:
+        return scale * time_change(cls, horizon_h)[0]
     per_h = cls.arrivals_per_day * scale / HOURS_PER_DAY
     week = week_profile(cls)
     offset = cls.profile_start_hour_of_week

@@ -35,10 +35,12 @@ layer a scale above 1 adds. ``costsim.runs.api.check`` refuses trace ids of the 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from costsim.models import trend
 from costsim.models.sampling import LengthDraws, length_draws, lognormal
 from costsim.scenario import Problem, Scenario, TraceTable, read_trace
 from costsim.scenario.classes import RLClass, Spread
@@ -167,14 +169,36 @@ def class_iterations(cls: RLClass, rng: np.random.Generator, n: int) -> np.ndarr
     return np.full(n, int(cls.iterations), dtype=np.int64)
 
 
-def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[dict[str, np.ndarray], LengthDraws]:
-    """An RL class's jobs (``costsim.workload.arrivals``: layered sequential arrivals at its constant
-    rate from ``start_day``; per-job iteration counts; per-iteration response lengths), at most
-    ``count`` of them, in submit order."""
-    start, end = cls.start_day * HOURS_PER_DAY, float(scenario.horizon_h)
+def class_time_change(cls: RLClass, horizon_h: float) -> tuple[float, Callable[[np.ndarray], np.ndarray]]:
+    """An RL class's Λ(horizon) and t = Λ⁻¹(S) (hours), Λ(t) the integral of its rate from
+    ``start_day``: per_h · (t − start) at a constant rate; with growth g (rate per_h · e^(k·t),
+    k = ln(1 + g) / 8760, t from the horizon's start) per_h · (clock(t) − clock(start)), inverted
+    exactly by ``trend.clock_inverse``. g = 0 keeps the constant-rate formula, so its arrivals are
+    bit for bit those drawn before growth existed."""
+    start = cls.start_day * HOURS_PER_DAY
     per_h = cls.arrivals_per_day / HOURS_PER_DAY
-    arrivals = layered_arrivals(seed, cls.name, scenario.workload.arrival_scale, per_h * max(end - start, 0.0),
-                                lambda s: start + s / per_h, end).head(cls.count)
+    if cls.growth_per_year == 0:
+        return per_h * max(horizon_h - start, 0.0), lambda s: start + s / per_h
+    k = trend.per_hour(cls.growth_per_year)
+    origin = float(trend.clock(start, k))
+    total = per_h * max(float(trend.clock(horizon_h, k)) - origin, 0.0)
+    # never before the start (rounding)
+    return total, lambda s: np.maximum(trend.clock_inverse(origin + s / per_h, k), start)
+
+
+def expected_class_jobs(cls: RLClass, scale: float, horizon_h: float) -> float:
+    """Expected arrivals of an RL class on [start_day, horizon_h) at arrival scale ``scale``, before
+    its ``count`` cap: scale · Λ(horizon) (``class_time_change``). A float for any horizon."""
+    return scale * class_time_change(cls, horizon_h)[0]
+
+
+def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[dict[str, np.ndarray], LengthDraws]:
+    """An RL class's jobs (``costsim.workload.arrivals``: layered sequential arrivals at its rate
+    from ``start_day``, ``class_time_change``; per-job iteration counts; per-iteration response
+    lengths), at most ``count`` of them, in submit order."""
+    end = float(scenario.horizon_h)
+    total, to_time = class_time_change(cls, end)
+    arrivals = layered_arrivals(seed, cls.name, scenario.workload.arrival_scale, total, to_time, end).head(cls.count)
     shapes = layer_draws(arrivals, seed, "job_shapes", cls.name, lambda rng, n: (class_iterations(cls, rng, n),))
     (iterations,) = per_job(arrivals, shapes)
     lengths = cls.rollout.lengths

@@ -268,3 +268,36 @@ def test_a_cheaper_option_the_verdict_rules_out_shows_its_differences_in_grey(mo
     assert {c for _, _, c in shown[:n]} == {"off"}  # grey: the verdict cannot choose it
     assert [c for _, _, c in shown[n:]] == ["inverse" if lower else "normal" for _, _, lower, _ in CARD_METRICS]
     assert (delta_color(True, False), delta_color(True, True), delta_color(False, True)) == ("off", "inverse", "normal")
+
+
+# --- the session's runs between reruns -----------------------------------------------------------
+
+def frames(run: costsim.Results) -> dict[str, pd.DataFrame]:
+    return {name: value for name, value in vars(run).items() if isinstance(value, pd.DataFrame)}
+
+
+@pytest.mark.slow
+def test_reruns_show_runs_no_tab_has_modified(reserved):
+    """Every tab drew from the session's runs (AppTest runs every tab's body), and a rerun (a
+    widget) drew them again from the same objects: each table is still the library's."""
+    at, runs = reserved
+    at.run()
+    assert not at.exception and not at.error
+    keys, shown = at.session_state["shown_runs"]
+    assert len(shown) == len(runs) == 3
+    for mine, truth in zip(shown, runs, strict=True):
+        assert frames(mine).keys() == frames(truth).keys()
+        for name, table in frames(truth).items():
+            pd.testing.assert_frame_equal(frames(mine)[name], table, obj=name)
+
+
+@pytest.mark.slow
+def test_a_session_keeps_no_runs_larger_than_its_share_of_the_cache(monkeypatch):
+    """Runs larger than the session's share of COSTSIM_CACHE_MB (an eighth) are unpickled from
+    the cache on each rerun instead of kept in the session."""
+    monkeypatch.setenv("COSTSIM_CACHE_MB", "0.05")  # a share of 6.4 KiB: smaller than any run
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["s"] = encode_scenario(cut("reserved-vs-on-demand", 20))
+    at.run()
+    assert not at.exception and not at.error and at.metric
+    assert "shown_runs" not in at.session_state

@@ -98,6 +98,39 @@ def test_editing_nothing_returns_the_input(name):
     assert r.scenario.model_dump(mode="json") == at.session_state["input"]
 
 
+TRANCHED = """\
+name: tranched
+horizon_days: 60
+workload:
+  classes:
+    - {name: grpo, arrivals_per_day: 2, gpus: 8, iterations: 20, model_params_b: 7}
+options:
+  - name: own
+    kind: owned
+    gpu_type: H100
+    tranches: [{gpus: 8}, {gpus: 8, order_day: 20, payment: lease, lease_term_months: 24}]
+    resale_curve: [{age_years: 1, value_frac: 0.7}, {age_years: 3, value_frac: 0.4}]
+"""
+
+
+def test_tranches_and_a_resale_curve_are_edited_as_yaml(tmp_path):
+    (tmp_path / "tranched.yaml").write_text(TRANCHED)
+    at = app(str(tmp_path / "tranched"))
+    at.run()
+    r = result(at)
+    assert r.data == at.session_state["input"] and r.errors == {} and r.scenario is not None
+    area = widget(at, "text_area", "options.0.tranches")
+    area.set_value("[{gpus: 8}, {gpus: 16, order_day: 30, payment: delivery}]").run()
+    r = result(at)
+    assert r.errors == {}
+    assert [(t.gpus, t.order_day, t.payment) for t in r.scenario.options[0].tranches] == [
+        (8, 0, "order"), (16, 30, "delivery")]
+    assert r.scenario.options[0].gpus == 24 and "gpus" not in r.data["options"][0]  # their total, not written
+    # Order days that do not ascend are named under the field.
+    widget(at, "text_area", "options.0.tranches").set_value("[{gpus: 8, order_day: 9}, {gpus: 8, order_day: 3}]").run()
+    assert any("order days must ascend" in m for m in result(at).errors.values())
+
+
 def _field_description(scenario: Scenario, loc: list[str]) -> str:
     """The pydantic description of the field at ``loc`` among the loaded scenario's objects."""
     obj = scenario

@@ -97,6 +97,30 @@ CORPUS = [
     ("no-jobs", RL.replace("workload:\n  classes:", "workload:\n  arrival_scale: 1\n  other:"), None, ["s.yaml", "workload"]),
     ("job-too-big-quota", GOOD + "    max_gpus: 8\n", "submit_h,gpus,duration_h\n0,8,1\n1,16,2\n",
      ["s.yaml:13:5", "options.1.max_gpus", "never run"]),
+    # Tranches of an owned cluster and its resale curve.
+    ("tranches-unordered", GOOD.replace("gpus: 16", "tranches: [{gpus: 8, order_day: 5}, {gpus: 8, order_day: 2}]"),
+     TRACE, ["s.yaml:9:5", "options.0.tranches", "tranche 1 is ordered on day 2, not after tranche 0 (day 5)"]),
+    ("tranches-same-day", GOOD.replace("gpus: 16", "tranches: [{gpus: 8, order_day: 3}, {gpus: 8, order_day: 3}]"),
+     TRACE, ["options.0.tranches", "order days must ascend"]),
+    ("tranche-after-horizon", GOOD.replace("gpus: 16", "tranches: [{gpus: 8}, {gpus: 8, order_day: 10}]"),
+     TRACE, ["s.yaml:9:", "options.0.tranches.1.order_day", "not before the horizon's end (day 10)"]),
+    ("tranche-zero-gpus", GOOD.replace("gpus: 16", "tranches: [{gpus: 16}, {gpus: 0, order_day: 1}]"),
+     TRACE, ["options.0.tranches.1.gpus", "greater than or equal to 1"]),
+    ("tranche-partial-node", GOOD.replace("gpus: 16", "tranches: [{gpus: 16}, {gpus: 4, order_day: 1}]"),
+     TRACE, ["s.yaml:9:", "options.0.tranches.1.gpus", "not a whole number of 8-GPU H100 nodes"]),
+    ("tranches-total-mismatch", GOOD.replace("gpus: 16", "gpus: 16\n    tranches: [{gpus: 8}]"),
+     TRACE, ["options.0", "gpus (16) is not the tranches' total (8)"]),
+    ("lease-past-life", GOOD.replace("gpus: 16", "tranches: [{gpus: 16, payment: lease, lease_term_months: 72}]")
+     + "economics: {depreciation_years: 5}\n", TRACE,
+     ["options.0.tranches.0.lease_term_months", "a 72-month lease is longer than the 5-year depreciation life (60 months)"]),
+    ("lease-without-term", GOOD.replace("gpus: 16", "tranches: [{gpus: 16, payment: lease}]"), TRACE,
+     ["options.0.tranches.0", "payment: lease needs lease_term_months"]),
+    ("resale-increasing", GOOD.replace("gpus: 16", "gpus: 16\n    resale_curve: [{age_years: 1, value_frac: 0.5}, "
+                                       "{age_years: 2, value_frac: 0.6}]"), TRACE,
+     ["s.yaml:10:5", "options.0.resale_curve", "point 1 is worth more (0.6) than point 0 (0.5)"]),
+    ("resale-ages-unordered", GOOD.replace("gpus: 16", "gpus: 16\n    resale_curve: [{age_years: 3, value_frac: 0.5}, "
+                                           "{age_years: 2, value_frac: 0.4}]"), TRACE,
+     ["options.0.resale_curve", "ages must ascend"]),
 ]
 
 

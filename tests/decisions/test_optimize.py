@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 import typer
-from helpers import cloud, erlang_c, owned, scenario
+from helpers import LAM, MU, cloud, erlang_c, mmc_scenario, owned, scenario
 from typer.testing import CliRunner
 
 from costsim.cli.optimize import optimize_command
@@ -19,20 +19,6 @@ from costsim.decisions.targets import parse_target
 from costsim.present.optimize import optimize, unsure_note
 from costsim.scenario import ScenarioError, dump_scenario
 from costsim.workload.synth import JobGroup, make_trace
-
-LAM, MU = 8.0, 1.0  # jobs per hour, 1 / mean run time in hours: offered load a = 8 GPUs
-
-
-def mmc_scenario(folder, days: float) -> str:
-    """One owned option of 1-GPU nodes (c servers) serving Poisson arrivals of 1-GPU jobs with
-    exponential run times: M/M/c with FIFO. The first 5 % of the horizon is warm-up."""
-    trace = make_trace([JobGroup("mm", per_day=LAM * 24, gpus=1, mean_h=1 / MU, law="exponential")], days, seed=1)
-    sc = scenario(folder, trace[["submit_h", "gpus", "duration_h"]].itertuples(index=False),
-                  [owned(gpus=8, gpus_per_node=1, scheduler="fifo")], horizon_days=days * 1.05,
-                  warmup_days=days * 0.05)
-    path = folder / "mmc.yaml"
-    path.write_text(dump_scenario(sc))
-    return str(path)
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +158,16 @@ def test_gpu_ranges_step_by_whole_nodes(tmp_path):
     d = parse_vary("options.own.scheduler=backfill,fifo,backfill", data)
     assert d.items == ("backfill", "fifo")
     assert parse_vary("economics.electricity_usd_per_kwh=0.12,0.06", data).items == (0.06, 0.12)
+
+
+def test_a_tranches_gpus_step_by_its_options_nodes_and_its_order_day_is_a_real_range(tmp_path):
+    data = _data(tmp_path)
+    own = next(o for o in data["options"] if o["name"] == "own")
+    own["tranches"] = [{"gpus": 256, "order_day": 0}, {"gpus": 128, "order_day": 30}]
+    d = parse_vary("options.own.tranches.1.gpus=60..130", data)  # 8-GPU H100 nodes: 64 … 128
+    assert (d.kind, d.value(0), d.value(1), d.value(d.count - 1), d.option) == ("int", 64, 72, 128, "own")
+    d = parse_vary("options.own.tranches.1.order_day=0..180", data)
+    assert d.kind == "float" and d.value(d.count - 1) == 180.0
 
 
 @pytest.mark.parametrize("text, message", [

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import jobs_of, owned, scenario
+from helpers import cloud, jobs_of, owned, scenario
 
 import costsim
 
@@ -60,6 +60,71 @@ def test_nothing_runs_before_the_lead_time(tmp_path):
     assert j.start_h.tolist() == [24.0, 24.0, 30.0]
     ts = res.timeseries
     assert (ts.capacity_gpus[ts.hour < 24] == 0).all() and (ts.capacity_gpus[ts.hour >= 24] == 16).all()
+
+
+# Tranches: 8 GPUs (one node) ordered at the start, 8 more ordered on day 1; lead time 6 h: the
+# cluster has one node from 6 h and two from 30 h.
+TRANCHES = [{"gpus": 8, "order_day": 0}, {"gpus": 8, "order_day": 1}]
+
+
+@pytest.mark.parametrize("scheduler", ["fifo", "backfill"])
+def test_capacity_grows_at_each_delivery(tmp_path, scheduler):
+    # W (16 GPUs, both nodes) arrives at 0 h and starts exactly at the second delivery, 30 h. X (one
+    # node, 2 h) arrives at 7 h: fifo holds it behind W until W ends at 40 h; backfill runs it on the
+    # first node at 7 h, as it ends (9 h) before W's reservation at the delivery.
+    rows = [(0, 16, 10, "W", 0), (7, 8, 2, "X", 0)]
+    opt = owned(gpus_per_node=8, lead_time_days=0.25, scheduler=scheduler, tranches=TRANCHES)
+    del opt["gpus"]  # the tranches' total
+    res = costsim.simulate(scenario(tmp_path, rows, [opt], columns=COLS))
+    got = dict(zip(jobs_of(res, "own").job_id, jobs_of(res, "own").start_h, strict=True))
+    assert got == {"W": 30.0, "X": 40.0 if scheduler == "fifo" else 7.0}
+    ts = res.timeseries
+    assert (ts.capacity_gpus[ts.hour < 6] == 0).all()
+    assert (ts.capacity_gpus[(ts.hour >= 6) & (ts.hour < 30)] == 8).all()
+    assert (ts.capacity_gpus[ts.hour >= 30] == 16).all()
+
+
+def test_backfill_does_not_take_a_node_the_delivery_owes_the_head(tmp_path):
+    # As above, but X runs 30 h: started at 7 h it would hold the first node past W's start at the
+    # delivery (30 h), so backfill keeps it waiting until W ends (40 h).
+    rows = [(0, 16, 10, "W", 0), (7, 8, 30, "X", 0)]
+    opt = owned(gpus=16, gpus_per_node=8, lead_time_days=0.25, scheduler="backfill", tranches=TRANCHES)
+    res = costsim.simulate(scenario(tmp_path, rows, [opt], columns=COLS))
+    got = dict(zip(jobs_of(res, "own").job_id, jobs_of(res, "own").start_h, strict=True))
+    assert got == {"W": 30.0, "X": 40.0}
+
+
+def test_nodes_not_yet_delivered_neither_fail_nor_come_early(tmp_path):
+    # Two nodes from 6 h, two more from 30 h; a node fails every ~2.4 h per node and is out 3 h.
+    # Were an undelivered node drawn to fail, its repair would bring it in before its delivery.
+    rows = [(k * 0.5, 8 * (1 + k % 2), 1.5, f"J{k}", 0) for k in range(80)]
+    fail = {"node_failures_per_1000_node_days": 10_000, "repair_hours": 3}
+    opt = owned(gpus=32, gpus_per_node=8, lead_time_days=0.25, failures=fail,
+                tranches=[{"gpus": 16, "order_day": 0}, {"gpus": 16, "order_day": 1}])
+    res = costsim.simulate(scenario(tmp_path, rows, [opt], columns=COLS, horizon_days=3))
+    ts = res.timeseries
+    delivered = np.where(ts.hour < 6, 0, np.where(ts.hour < 30, 16, 32))
+    assert (ts.capacity_gpus <= delivered).all()
+    assert (ts.capacity_gpus[ts.hour < 30] < 16).any()  # failures did strike the first tranche
+    assert (ts.capacity_gpus[ts.hour >= 30] > 16).any()  # and the second came in
+    assert (ts.busy_gpus <= ts.capacity_gpus + 1e-9).all()
+
+
+@pytest.mark.parametrize(("max_wait_h", "where", "start_h"), [(4, "cloud", 4.0), (48, "own", 24.0)])
+def test_a_hybrid_waits_for_a_delivery_or_bursts(tmp_path, max_wait_h, where, start_h):
+    # No lead time: the base has one node from 0 h and two from 24 h. W needs both: waiting 4 h it
+    # bursts at 4 h (on-demand, no provisioning delay); waiting 48 h it starts on the base at 24 h.
+    base = owned(gpus=16, gpus_per_node=8, lead_time_days=0, tranches=TRANCHES)
+    hyb = {"name": "hyb", "kind": "hybrid", "base": "own", "burst": "cloud", "max_wait_h": max_wait_h}
+    res = costsim.simulate(scenario(tmp_path, [(0, 16, 10, "W", 0)], [base, cloud(), hyb], columns=COLS))
+    j = jobs_of(res, "hyb")
+    assert (j.ran_on[0], j.start_h[0]) == (where, start_h)
+
+
+def test_a_job_larger_than_the_final_cluster_is_still_refused(tmp_path):
+    opt = owned(gpus=16, gpus_per_node=8, tranches=TRANCHES)
+    with pytest.raises(costsim.ScenarioError, match="needs 24 GPUs but option 'own' has 16 GPUs"):
+        scenario(tmp_path, [(0, 24, 1, "Y", 0)], [opt], columns=COLS)
 
 
 def test_horizon_cuts_jobs(tmp_path):

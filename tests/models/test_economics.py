@@ -99,3 +99,34 @@ def test_breakeven_utilization_against_free_rental():
     assert eco.breakeven_utilization(1.8, 0.0) == float("inf")
     assert math.isnan(eco.breakeven_utilization(0.0, 0.0))
     assert eco.breakeven_utilization(1.8, 2.0) == pytest.approx(0.9)
+
+
+# Resale curve and lease payment (tranches of an owned cluster).
+
+def test_resale_curve_interpolates_from_new_and_holds_after_the_last_point():
+    curve = ((1.0, 0.6), (3.0, 0.3))
+    # (0, 1) is implied: half a year in, halfway from 1 to 0.6 = 0.8.
+    assert eco.resale_frac(curve, 0.5) == pytest.approx(0.8, rel=1e-12)
+    assert eco.resale_frac(curve, 1.0) == pytest.approx(0.6, rel=1e-12)
+    # Two years: halfway from 0.6 (1 y) to 0.3 (3 y) = 0.45.
+    assert eco.resale_frac(curve, 2.0) == pytest.approx(0.45, rel=1e-12)
+    # Past the last point the value is held; a negative age reads as new.
+    assert eco.resale_frac(curve, 7.0) == pytest.approx(0.3, rel=1e-12)
+    assert eco.resale_frac(curve, -1.0) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_resale_curve_given_at_age_zero_is_used_as_given():
+    # Worth 0.9 new, 0.6 at a year: half a year in, 0.75.
+    assert eco.resale_frac(((0.0, 0.9), (1.0, 0.6)), 0.5) == pytest.approx(0.75, rel=1e-12)
+    assert eco.resale_frac(((0.0, 0.9), (1.0, 0.6)), 0.0) == pytest.approx(0.9, rel=1e-12)
+
+
+def test_lease_payment_is_the_monthly_annuity():
+    # $12,000 over 12 months at 12 %/yr (1 % a month), nothing back: 12,000 × 0.01 / (1 − 1.01^−12).
+    # 1.01^12 = 1.1268250; 1 − 1/1.1268250 = 0.1125508; 120 / 0.1125508 = $1,066.19 a month.
+    assert eco.lease_payment_usd(12_000, 0.0, 0.12, 12) == pytest.approx(1_066.19, abs=0.01)
+    # With $2,400 back to the lessor at the end: its present value 2,400 / 1.1268250 = 2,129.88;
+    # (12,000 − 2,129.88) × 0.01 / 0.1125508 = $876.95.
+    assert eco.lease_payment_usd(12_000, 2_400, 0.12, 12) == pytest.approx(876.95, abs=0.01)
+    # Rate 0: (12,000 − 2,400) / 12 = $800.
+    assert eco.lease_payment_usd(12_000, 2_400, 0.0, 12) == 800.0

@@ -169,3 +169,15 @@ def test_renting_says_what_capacity_it_assumed():
     table = assumptions(tiny(text))
     assert (row(table, "quota, cloud")["value"], row(table, "quota, cloud")["from"]) == (64, "scenario")
     assert row(table, "stockouts, cloud")["value"] == "20 % of requests of 32 GPUs or more, retried after 2 h"
+
+
+def test_a_lease_rate_left_blank_is_the_cost_of_capital_with_its_source(catalog_file):
+    text = TINY_RL.replace("gpus: 16, lead_time_days: 0}", "lead_time_days: 0, tranches: [{gpus: 8}, "
+                           "{gpus: 8, order_day: 1, payment: lease, lease_term_months: 12}, "
+                           "{gpus: 8, order_day: 2, payment: lease, lease_term_months: 12, lease_rate_per_year: 0.1}]}")
+    table = assumptions(scenario_from_yaml(text, "t.yaml", ".")[0])
+    blank, given = row(table, "lease rate, own tranche 1"), row(table, "lease rate, own tranche 2")
+    entry = leaf(catalog_file, "economics.cost_of_capital")
+    assert (blank["value"], blank["source"], blank["date"]) == (entry["value"], entry["source"], entry["date"])
+    assert (given["value"], given["from"]) == (0.1, "scenario")
+    assert "lease rate, own tranche 0" not in set(table["assumption"])  # bought, not leased

@@ -116,6 +116,29 @@ def test_a_price_edit_simulates_nothing_again():
     assert not priced.summary.total_cost_usd.isna().any()
 
 
+def test_payment_terms_and_a_resale_curve_simulate_nothing_again(tmp_path):
+    """How tranches are paid and what the hardware resells for move no job: such an edit reuses
+    every run, and its tables equal a plain run's."""
+    (tmp_path / "t.csv").write_text("submit_h,gpus,duration_h\n0,16,5\n3,8,2\n")
+    data = {"name": "t", "horizon_days": 40, "workload": {"trace": "t.csv"},
+            "options": [{"name": "own", "kind": "owned", "gpu_type": "H100", "lead_time_days": 0, "failures": None,
+                         "tranches": [{"gpus": 8}, {"gpus": 8, "order_day": 1}]},
+                        {"name": "cloud", "kind": "cloud", "gpu_type": "H100"}]}
+    sc = scenario_from_data(data, "t", tmp_path)
+    memo = RunMemo()
+    api.simulate(sc, memo=memo)
+    misses = memo.misses
+
+    def lease_and_curve(d):
+        d["options"][0]["tranches"][1].update(payment="lease", lease_term_months=12)
+        d["options"][0]["resale_curve"] = [{"age_years": 1, "value_frac": 0.5}]
+
+    again = api.simulate(edited(sc, lease_and_curve), memo=memo)
+    assert memo.misses == misses
+    same_tables(again, api.simulate(edited(sc, lease_and_curve)))
+    assert not again.cashflow.capex_usd.isna().any()
+
+
 def test_work_plans_and_runs_are_given_no_prices():
     """What plan_work and the engine receive has NaN prices: were one read there, the chain test
     above would see NaN (or other) numbers against plain runs."""

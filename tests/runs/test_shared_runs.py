@@ -64,6 +64,26 @@ def test_a_price_only_sweep_simulates_once_per_replication_with_each_variants_ow
     assert res.runs["total_cost_usd"].nunique() > 6  # the prices did change the costs
 
 
+def test_a_sweep_starts_no_more_workers_than_it_has_groups(tmp_path, monkeypatch):
+    """Six price variants of one replication are one simulation: one worker, not six (or the
+    machine's cores) each started for nothing."""
+    import costsim.runs.sweep as sweep_module
+    from costsim.runs.executors import open_executor
+
+    asked = []
+
+    def recorded(executor, workers, address):
+        asked.append(workers)
+        return open_executor("local", 1, None)
+
+    monkeypatch.setattr(sweep_module, "open_executor", recorded)
+    costsim.sweep(_sweep(tmp_path, PRICES, replications=1), executor="processes", workers=4)
+    assert asked == [1]
+    asked.clear()
+    costsim.sweep(_sweep(tmp_path, PRICES, replications=3), executor="processes", workers=2)
+    assert asked == [2]
+
+
 def test_a_sweep_mixing_sizes_and_prices_simulates_each_size_once_per_replication(tmp_path, simulated):
     spec = _sweep(tmp_path, "options.own.gpus: [16, 24]\n  options.cloud.price_per_gpu_hour: [2.0, 3.0]\n")
     costsim.sweep(spec, executor="local")

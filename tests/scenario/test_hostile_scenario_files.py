@@ -162,6 +162,14 @@ NUMBERS = [
     (("options", 1, "stockout", "probability"), "0.9999999", AT_MOST),
     (("options", 1, "provisioning_delay_cv"), ".inf", FINITE),
     (("serving", "gpus", "growth_per_year"), "1e308", AT_MOST),
+    # compound trends: −90 %/yr … +1000 %/yr of arrivals, −90 %/yr … +100 %/yr of a rental price
+    (("workload", "classes", 0, "growth_per_year"), ".inf", FINITE),
+    (("workload", "classes", 0, "growth_per_year"), "-1", f"{AT_LEAST} -0.9"),  # ln(1 + g) = −inf
+    (("workload", "classes", 1, "growth_per_year"), "11", f"{AT_MOST} 10"),
+    (("workload", "classes", 0, "growth_per_year"), "true", "must be a number, not true"),
+    (("options", 1, "price_change_per_year"), ".nan", FINITE),
+    (("options", 1, "price_change_per_year"), "-0.95", f"{AT_LEAST} -0.9"),
+    (("options", 2, "price_change_per_year"), "1.5", f"{AT_MOST} 1"),
     # RL model fields near zero, which used to pass validation and crash or hang `run`
     (("workload", "classes", 0, "model_params_b"), "1e-300", AT_LEAST),
     (("workload", "classes", 0, "rollout", "sequence_tokens_per_s"), "1e-300", AT_LEAST),
@@ -218,6 +226,10 @@ AT_BOUNDS = {
     ("options", 1, "max_gpus"): 10_000_000,
     ("options", 1, "stockout", "probability"): 0.99,
     ("serving", "gpus", "growth_per_year"): -0.9,
+    ("workload", "classes", 0, "growth_per_year"): 10.0,
+    ("workload", "classes", 1, "growth_per_year"): -0.9,
+    ("options", 1, "price_change_per_year"): -0.9,
+    ("options", 2, "price_change_per_year"): 1.0,
     ("economics", "setup_usd"): 1e12,
 }
 

@@ -1,0 +1,99 @@
+"""An owned cluster's purchases (tranches) in numbers: when each is ordered, delivered and paid,
+what it costs, and what the hardware is worth as it ages (``value_usd``), for the engine (capacity
+grows at each delivery) and for pricing (capital, cash and book value follow each tranche).
+
+An option bought at once is one tranche: its GPUs ordered at hour 0, delivered after the lead
+time and paid on order (``OwnedPlan.purchases``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from costsim.models import economics as eco
+from costsim.plan.economics import EconomicsValues
+from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
+
+ResaleCurve = tuple[tuple[float, float], ...]  # (age in years since delivery, value as a fraction of capex)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TranchePlan:
+    """One purchase: ``gpus`` GPUs (``nodes`` nodes) ordered at ``order_h``, in service from
+    ``delivery_h`` (hours from the start), costing ``capex_usd`` and paid by ``payment``:
+    ``order`` (in the order's month), ``delivery`` (in the delivery's month) or ``lease``
+    (``lease_usd_per_month`` per 730-h month for ``lease_term_h`` hours from delivery)."""
+
+    gpus: int
+    nodes: int
+    order_h: float
+    delivery_h: float
+    capex_usd: float
+    payment: str = "order"
+    lease_term_h: float = 0.0
+    lease_usd_per_month: float = 0.0
+
+    @property
+    def leased(self) -> bool:
+        """Leased: paid monthly, the hardware going back to the lessor (no book value of one's own)."""
+        return self.payment == "lease"
+
+    @property
+    def lead_h(self) -> float:
+        """Hours from its order to its delivery: the option's lead time."""
+        return self.delivery_h - self.order_h
+
+    @property
+    def paid_h(self) -> float:
+        """Hour the capex of a bought tranche is paid: its order's or its delivery's."""
+        return self.order_h if self.payment == "order" else self.delivery_h
+
+    @property
+    def lease_end_h(self) -> float:
+        """Hour a lease's last payment period ends (its delivery for a bought tranche)."""
+        return self.delivery_h + (self.lease_term_h if self.leased else 0.0)
+
+    def unpriced(self) -> TranchePlan:
+        """The tranche as a run reads it (``OwnedPlan.unpriced``): its GPUs and hours only, prices
+        NaN and payment terms dropped (how it is paid moves no job, so variants that differ only
+        in payment share a run)."""
+        nan = float("nan")
+        return TranchePlan(gpus=self.gpus, nodes=self.nodes, order_h=self.order_h, delivery_h=self.delivery_h,
+                           capex_usd=nan, lease_usd_per_month=nan)
+
+
+def residual_frac(curve: ResaleCurve | None, econ: EconomicsValues) -> float:
+    """What the hardware is worth at the end of its depreciation life, as a fraction of capex: the
+    resale curve's value at ``depreciation_years`` when there is one, else ``residual_value_frac``."""
+    return econ.residual_value_frac if curve is None else eco.resale_frac(curve, econ.depreciation_years)
+
+
+def value_usd(capex_usd: float, curve: ResaleCurve | None, econ: EconomicsValues, age_years: float) -> float:
+    """What hardware bought for ``capex_usd`` is worth ``age_years`` after its delivery: read off the
+    resale curve, or without one its straight-line book value (to ``residual_value_frac`` over
+    ``depreciation_years``)."""
+    if curve is None:
+        return eco.book_value_usd(capex_usd, econ.residual_value_frac, econ.depreciation_years, age_years)
+    return capex_usd * eco.resale_frac(curve, age_years)
+
+
+def lease_usd_per_month(capex_usd: float, curve: ResaleCurve | None, econ: EconomicsValues, months: int,
+                        rate: float) -> float:
+    """A lease's monthly payment (``economics.lease_payment_usd``): the hardware goes back to the
+    lessor at the term's end worth ``value_usd`` at that age (the residual the lessee does not pay for)."""
+    residual = value_usd(capex_usd, curve, econ, months * HOURS_PER_MONTH / HOURS_PER_YEAR)
+    return eco.lease_payment_usd(capex_usd, residual, rate, months)
+
+
+def book_value_at_usd(tranches: Sequence[TranchePlan], curve: ResaleCurve | None, econ: EconomicsValues,
+                      horizon_h: float) -> float:
+    """Value credited at the horizon's end: each bought tranche paid by then at its age then
+    (``value_usd``; one delivered after the horizon at age 0). Leased tranches are the
+    lessor's; a tranche paid on a delivery after the horizon was never paid for."""
+    total = 0.0
+    for t in tranches:
+        if t.leased or t.paid_h >= horizon_h:
+            continue
+        total += value_usd(t.capex_usd, curve, econ, max(horizon_h - t.delivery_h, 0.0) / HOURS_PER_YEAR)
+    return total
