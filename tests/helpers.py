@@ -16,6 +16,7 @@ import yaml
 from paths import SHIPPED
 
 import costsim
+from costsim.models import rl
 from costsim.runs import api
 from costsim.scenario import scenario_from_data
 
@@ -262,6 +263,25 @@ def every_figure(res, runs=None):
     figures["gantt"] = plots.gantt(res)
     figures["band"] = plots.cumulative_cost_band(runs or [res])
     return figures
+
+
+def rl_shape(**kw) -> rl.Shape:
+    """An RL class in the model's symbols for hand checks: a 7B policy colocated synchronous on 16
+    GPUs, 1,024 samples of 500-token prompts, a verifier at no cost, 4 optimizer steps, MFU 0.35;
+    any field given in its place."""
+    base = dict(params_b=7.0, gpus=16, rollout_gpus=16, train_gpus=16, disaggregated=False, asynchronous=False,
+                staleness=1, samples=1024, prompt_tokens=500.0, reference_model=False, reward_model_params_b=None,
+                verifier_seconds_per_sample=0.0, epochs=1, minibatches=4, mfu=0.35)
+    return rl.Shape(**{**base, **kw})
+
+
+def drawn_lengths(seed: int, n: int, mean: float, cv: float, cap: float, iterations: int = 4):
+    """(Σ L, max L, Σ L²) of ``iterations`` iterations of ``n`` capped lognormal response lengths
+    (``sampling.length_draws`` on ``seed``): what ``rl.phase_times`` takes after the shape."""
+    from costsim.models.sampling import length_draws
+
+    d = length_draws(np.random.default_rng(seed), n, mean, cv, cap, iterations)
+    return d.length_sum, d.length_max, d.length_sq_sum
 
 
 LAM, MU = 8.0, 1.0  # M/M/c: jobs per hour, 1 / mean run time in hours (offered load a = 8 GPUs)

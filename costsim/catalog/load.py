@@ -38,14 +38,17 @@ class GPUSpec:
     memory_gb: float
     bf16_dense_tflops: float
     hbm_tb_s: float
-    gpus_per_node: int
+    gpus_per_node: int  # the node: the unit a scheduler allocates and a failure takes out
+    nvlink_domain_gpus: int  # GPUs one NVLink domain joins: the node, or an NVL72 rack of 18 nodes
     nvlink_busbw_gb_s: float
     nics_per_node: int
     nic_busbw_gb_s: float
+    nic_gb_s_per_gpu: float  # bus bandwidth one GPU reaches across nodes over its own NIC (its share of one)
     node_max_kw: float
     node_idle_kw: float
     server_price_usd: float
     price: dict[str, dict[str, float]]  # tier -> pricing -> USD per GPU-hour
+    fp8_dense_tflops: float = 0.0  # dense FP8 TFLOP/s; 0: no FP8 tensor cores (FP8 computes at the BF16 rate)
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,14 @@ from costsim.present.formats import MISSING
 from costsim.present.headline import (
     CANNOT_KEEP_UP,
     CARD_METRICS,
+    DETAILS,
     best_options,
     breakeven_sentence,
     breakeven_versus,
     card_delta,
     card_table,
     card_value,
+    details_markdown,
     flip_words,
     headline_markdown,
     literal_markdown,
@@ -47,24 +49,29 @@ COMPACT = """<style>
 
 
 def first_screen(verdict, runs: list, stale: str | None) -> None:
-    """The verdict with its confidence, the cash break-even against one rental
-    (``breakeven_versus``), then one card per option, the recommended option's first, up to six
+    """The verdict's lead with its confidence, a line for each option set aside and the rest of the
+    verdict in an expander, then one card per option, the recommended option's first, up to six
     in a row (the best value of each metric marked ★, deltas against the recommended option,
-    flags). ``stale``: why
+    flags), then the cash break-even against one rental (``breakeven_versus``). ``stale``: why
     these are an earlier run's results (None when they are this run's)."""
     st.html(COMPACT)
     if stale:
         st.warning(f"**Stale:** these are the results of the last settings that worked; {stale}")
+    # The decision and a line per option set aside stay short whatever the verdict says, so every
+    # card stays above the fold; the why and the flips are one click away, directly below.
     st.markdown(headline_markdown(verdict, literal_markdown))
+    details = details_markdown(verdict, literal_markdown)
+    if details:
+        with st.expander(DETAILS):
+            st.markdown(details)
     reps = len(runs)
     note = (f"Means of {reps} replications (± half-width of the 95 % interval)." if reps > 1
             else "One replication: no intervals (raise Replications in the sidebar).")
     table = card_table([r.summary for r in runs], verdict)
     pairs = breakeven_over([r.breakeven for r in runs])
     breakeven = breakeven_sentence(pairs, breakeven_versus(pairs, table, verdict.option))
-    st.caption(" ".join(filter(None, [literal_markdown(breakeven), note,
-                                      f"★ best among the options that keep up and meet the targets; deltas against "
-                                      f"{literal_markdown(verdict.option or 'nothing')}, the recommendation."])))
+    st.caption(" ".join([note, f"★ best among the options that keep up and meet the targets; deltas against "
+                               f"{literal_markdown(verdict.option or 'nothing')}, the recommendation."]))
     best = best_options(table)
     ref = table.set_index("option").loc[verdict.option] if verdict.option in set(table["option"]) else None
     table = recommended_first(table, verdict.option)
@@ -75,6 +82,9 @@ def first_screen(verdict, runs: list, stale: str | None) -> None:
         for col, (_, row) in zip(st.columns(len(chunk), border=True, gap="small"), chunk.iterrows(), strict=True):
             with col:
                 option_card(row, best, ref, row.option == verdict.option)
+    # Under the cards: when owning pays back is read after which option and what each costs.
+    if breakeven:
+        st.caption(literal_markdown(breakeven))
 
 
 def flip_control(verdict, runs: list, simulate, key: str) -> None:
@@ -107,7 +117,9 @@ def option_card(row, best: dict, ref, recommended: bool) -> None:
     tag = " — recommended" if recommended else ""
     st.markdown(f"**{literal_markdown(row.option)}**{tag}  \n{literal_markdown(row.subtitle)}")
     if not row.keeps_up:
-        st.markdown(f"**{CANNOT_KEEP_UP}**", help=literal_markdown(row.why or ""))
+        # why is on the headline's line for this option, right above: a hover here would wrap the
+        # flag onto two lines in a narrow card and push the card's last numbers below the fold
+        st.markdown(f"**{CANNOT_KEEP_UP}**")
     # An option that misses a target or cannot keep up is not a better choice where it is cheaper:
     # its differences are shown in grey, not in the green of a gain.
     eligible = bool(getattr(row, "eligible", row.keeps_up))

@@ -47,6 +47,13 @@ FAIR_COLUMNS = [
 FAIR_LINES = ("unfinished_rent_usd", "serving_unmet_rent_usd", "waiting_cost_usd")
 
 
+# What follows each reason's first words in ``why_not``: its explanation, which ``brief_why`` leaves
+# out where there is room for a few words only (a page's first screen).
+LOAD_EXPLAINED = " within the horizon, with jobs still waiting: the queue cannot drain"
+STALE_EXPLAINED = (f" and are stale (waiting past {STALE_FACTOR:g} × its p95 delay, their own run and "
+                   f"{STALE_FLOOR_H:g} h)")
+
+
 def why_not(offered_load: float, stale_share: float, jobs_waiting: float = math.nan) -> str:
     """Why an option cannot keep up, "" when it keeps up: the gate's reason, a label kept with its
     numbers (the ``why`` column of ``fair_rows``, ``Verdict.options`` and ``optimize``'s table).
@@ -56,12 +63,16 @@ def why_not(offered_load: float, stale_share: float, jobs_waiting: float = math.
         return ""
     reasons = []
     if offered_load >= LOAD_LIMIT:  # NaN (no capacity limit) compares False
-        reasons.append(f"offered load {offered_load * 100:.0f} % of its capacity within the horizon, with jobs "
-                       "still waiting: the queue cannot drain")
+        reasons.append(f"offered load {offered_load * 100:.0f} % of its capacity{LOAD_EXPLAINED}")
     if stale_share > STALE_LIMIT:
-        reasons.append(f"{stale_share * 100:.0f} % of the jobs never started and are stale (waiting past "
-                       f"{STALE_FACTOR:g} × its p95 delay, their own run and {STALE_FLOOR_H:g} h)")
+        reasons.append(f"{stale_share * 100:.0f} % of the jobs never started{STALE_EXPLAINED}")
     return "; ".join(reasons)
+
+
+def brief_why(why: str) -> str:
+    """``why_not``'s reasons by their first words, the same numbers without the explanations:
+    "offered load 112 % of its capacity"; "31 % of the jobs never started"."""
+    return "; ".join(r.removesuffix(LOAD_EXPLAINED).removesuffix(STALE_EXPLAINED) for r in why.split("; "))
 
 
 def fair_rows(runs: pd.DataFrame, waiting_usd_per_gpu_hour: float = 0.0) -> pd.DataFrame:

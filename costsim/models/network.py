@@ -9,9 +9,12 @@ by NVLink: 8 × 400 Gb/s InfiniBand reaches 8 × 47 ≈ 376 GB/s, as nccl-tests 
 (NVIDIA/nccl-tests#290), not the 47 GB/s of one NIC.
 
 When several groups reduce at once (the data-parallel groups of a tensor- or pipeline-parallel
-layout), a group with d of its members on each node of ``gpus_per_node`` GPUs gets d /
-gpus_per_node of the node's NICs: with tensor parallel 8 each data-parallel group has one GPU
-per node and so one NIC.
+layout), a group with d of its members in each NVLink domain gets those members' own NICs, d ×
+one GPU's NIC bandwidth: with tensor parallel 8 each data-parallel group has one GPU per node and
+so one NIC. One GPU's NIC figure is the catalog's ``nic_gb_s_per_gpu`` (one 400G NIC per GPU on
+H100, H800, H20, GB200 and MI300X systems), not the node's busbw over its GPUs: that is capped by
+NVLink, which a GPU's traffic to its own NIC does not cross (an H800's 200 GB/s NVLink busbw over
+8 GPUs would give 25 GB/s, where its NIC gives 47).
 """
 
 from __future__ import annotations
@@ -26,15 +29,15 @@ def inter_node_busbw_gb_s(nics_per_node: float, nic_busbw_gb_s: float, nvlink_bu
     return min(nvlink_busbw_gb_s, nics_per_node * nic_busbw_gb_s * efficiency)
 
 
-def group_busbw_gb_s(members_per_node: int, gpus_per_node: int, nvlink_busbw_gb_s: float,
-                     inter_busbw_gb_s: float, across_nodes: bool) -> float:
+def group_busbw_gb_s(members_per_domain: int, domain_gpus: int, nvlink_busbw_gb_s: float, nic_gb_s: float,
+                     across_domains: bool) -> float:
     """Bus bandwidth one of several concurrent groups sees (GB/s): NVLink inside one NVLink
-    domain; across nodes, its members' share ``members_per_node / gpus_per_node`` of the node's
-    fabric bandwidth ``inter_busbw_gb_s`` (the whole-node figure), never above NVLink."""
-    if not across_nodes:
+    domain; across domains, the NICs of its members in each domain (``members_per_domain``, at
+    least 1 and at most ``domain_gpus``) at one GPU's NIC figure ``nic_gb_s`` each, never above
+    NVLink (a collective reduces inside the domain first)."""
+    if not across_domains:
         return nvlink_busbw_gb_s
-    share = min(max(members_per_node, 1), gpus_per_node) / gpus_per_node
-    return min(nvlink_busbw_gb_s, inter_busbw_gb_s * share)
+    return min(nvlink_busbw_gb_s, min(max(members_per_domain, 1), domain_gpus) * nic_gb_s)
 
 
 def allreduce_s(nbytes: float, gpus: int, busbw_gb_s: float) -> float:

@@ -5,8 +5,8 @@ A disaggregated job keeps its training GPUs on its own option and runs its G_r r
 k = ⌈G_r ÷ g⌉ instances of g GPUs rented from a spot (or on-demand) pool. Each instance is
 preempted at rate λ while it is up (a Poisson process, per instance, as ``CloudOption``'s
 ``preemptions_per_instance_day``); a preempted instance is back after ``restart_h`` (reacquire,
-provisioning, startup) plus the push of the current weights to it (``weight_push_s``,
-``costsim.models.network.transfer_s``). Training state is never lost: a preemption loses only the
+provisioning, startup) plus the push of the current weights to it (``weight_push_s``: a refit over
+the link, ``rl.sync_s``). Training state is never lost: a preemption loses only the
 samples in flight on that instance, which are generated again.
 
 Symbols: R the rollout seconds of an iteration on the whole pool (``costsim.models.rl``'s rollout
@@ -77,7 +77,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from costsim.models import network, rl
+from costsim.models import rl
 from costsim.units import SECONDS_PER_HOUR
 
 SECONDS_PER_DAY = 24 * SECONDS_PER_HOUR
@@ -104,10 +104,12 @@ def availability(preemptions_per_instance_day: float, down_h: float) -> float:
     return 1.0 / (1.0 + preemptions_per_instance_day / 24.0 * down_h)
 
 
-def weight_push_s(params_b: float, inter_busbw_gb_s: float, bytes_per_param: float = 2.0) -> float:
-    """Seconds to push the current weights to a new rollout instance over its fabric link
-    (``network.transfer_s``; the instance's whole-node busbw, ``network.inter_node_busbw_gb_s``)."""
-    return network.transfer_s(rl.weight_bytes(params_b, bytes_per_param), inter_busbw_gb_s)
+def weight_push_s(shape: rl.Shape, home: rl.Hardware, link_gb_s: float) -> float:
+    """Seconds to push the current weights to a new rollout instance: a refit as every iteration's
+    (``rl.sync_s`` on the home hardware: per-transfer latency, the gather from the training layout,
+    the weights over the ``link_gb_s`` link at the method's share, the engines' reload), not the
+    bytes over the link alone."""
+    return rl.sync_s(shape, home, path_gb_s=link_gb_s)
 
 
 def inflight_samples(shape: rl.Shape, hw: rl.Hardware, len_sum, len_sq_sum) -> np.ndarray:
@@ -225,12 +227,13 @@ def split_phase_times(shape: rl.Shape, home: rl.Hardware, pool: rl.Hardware, lin
                       len_sq_sum) -> tuple[rl.PhaseTimes, np.ndarray]:
     """An offloaded job's phases without preemptions: the rollout (its async re-prefill overhead and
     straggler too) on the pool's GPUs, log-probs, scoring and the update on the home GPUs, the
-    per-iteration weight sync over the link between them (``weight_push_s``). The staleness an async
+    per-iteration weight sync over the link between them (``rl.sync_s`` with the link as its path). The staleness an async
     job runs at is the one ``rl.phase_times`` picks on the pool's GPUs; returned with the phases:
     per iteration, whether it pipelines (for ``offloaded``)."""
     on_pool = rl.phase_times(shape, pool, len_sum, len_max, len_sq_sum)
     at_home = on_pool if home == pool else rl.phase_times(shape, home, len_sum, len_max, len_sq_sum)
-    sync = np.full_like(on_pool.rollout, weight_push_s(shape.params_b, link_gb_s, shape.bytes_per_param))
+    # A refit as at home (gather, per-transfer latency, reload), its transfer over the link.
+    sync = np.full_like(on_pool.rollout, rl.sync_s(shape, home, path_gb_s=link_gb_s))
     pipelined = shape.asynchronous & (on_pool.total < on_pool.rollout + on_pool.logprobs + on_pool.scoring
                                       + on_pool.update + on_pool.sync)
     train = at_home.logprobs + at_home.scoring + at_home.update

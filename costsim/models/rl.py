@@ -1,12 +1,16 @@
-"""RL iteration time, model v2 (DESIGN.md section 3): pure, vectorised over iterations.
+"""RL iteration time, model v3 (DESIGN.md section 3): pure, vectorised over iterations. v2's
+structure below, with v3's terms from their own modules: prompt prefill (``prefill``), training
+fixed costs, FSDP traffic and the rank holding a step's longest sequence (``training``), weight
+sync by method (``weight_sync``), MoE (``moe``), FP8 and engine constants (``rl_shape.Hardware``),
+one-step off-policy pipelining and partial rollout (``phase_times``).
 
 Symbols: P policy parameters (billions), β bytes per parameter (2, bf16), W = β·P·1e9 weight
 bytes, F peak dense FLOP/s of a GPU, B HBM bytes/s, M HBM bytes, η the memory efficiency and
 t_floor the per-step latency floor of decode (catalog ``rl.*``), kv the KV-cache bytes per token,
 n = prompts × samples, Lp prompt tokens, L_i response lengths (capped), T = Σ (Lp + L_i).
 
-*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel within a node, TP = min(g,
-GPUs per node); pipeline stages across nodes beyond). A decode step of a replica reads the weights
+*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel within an NVLink domain, TP =
+min(g, GPUs per domain); pipeline stages beyond). A decode step of a replica reads the weights
 once and the KV cache of every active sequence, and takes at least t_floor:
 ``t_step = max(t_floor, (W + kv · Σ context) / (g·B·η), 2·P·1e9·batch / (g·F·mfu))``.
 
@@ -17,7 +21,7 @@ once and the KV cache of every active sequence, and takes at least t_floor:
   holds only a share f of a replica's sequences, the rest are admitted in waves and the longest
   response starts on average (1 − f) × the full-batch time ÷ 2 late;
 - full batch: ``Σ L`` tokens at the steady rate of replicas whose batch fills the KV memory
-  left after the weights (``g·M·kv_memory_fraction − W``), with a sequence's mean context
+  left after the weights (``g·M·f − W``, f the engine's memory fraction), with a sequence's mean context
   ``c = Lp + Σ L² / (2 Σ L)`` (an active sequence is met in proportion to its length);
 - compute: ``2·P·1e9·Σ L / (G_r·F·mfu)``.
 
@@ -33,11 +37,11 @@ make an async iteration marginally faster.)
 
 | phase | seconds |
 |---|---|
-| log-probs (``recompute_logprobs``) | 2·P·1e9·T / (G_t·F·mfu) |
-| scoring | reference 2·P·1e9·T / (G_t·F·mfu); reward model 2·P_x·1e9·T / (G_t·F·mfu); or verifier n·s / (G_t·w) |
-| update | 6·P·1e9·T·epochs / (G_t·F·mfu) ÷ (1 − bubble) + minibatches·epochs·all-reduce(β·P·1e9 / (TP·PP), DP) |
-| sync | weight sync W / busbw across the fabric (disaggregated), reshard W / NVLink busbw (colocated) |
-| overhead | async: re-prefill of the in-flight context on the rollout GPUs, 2·P·1e9·tokens / (G_r·F·mfu) |
+| log-probs (``recompute_logprobs``) | 2·P_active·1e9·T / (G_t·F·mfu), stretched by the rank holding the longest sequence, + micro-batch costs, FSDP gathers, MoE all-to-alls |
+| scoring | reference as log-probs; reward model 2·P_x·1e9·T / (G_t·F·mfu) + its fixed costs; or verifier n·s / (G_t·w) |
+| update | 6·P_active·1e9·T·epochs / (G_t·F·mfu) ÷ (1 − bubble), stretched by a step's longest sequence, + step and micro-batch costs, FSDP traffic or minibatches·epochs·all-reduce(β·P·1e9 / (TP·PP), DP), MoE all-to-alls forward and backward |
+| sync | the refit by method (``sync_s``: latency per transfer, gather, the path at the method's share, reload), across the NICs when disaggregated beyond an NVLink domain, over NVLink otherwise |
+| overhead | async: re-prefill of the in-flight context on the rollout GPUs, at the prefill MFU; the prompts' prefill |
 
 Iteration: colocated and disaggregated sync = rollout + log-probs + scoring + update + sync;
 async = max(rollout + overhead, log-probs + scoring + update) + sync.
@@ -46,191 +50,41 @@ async = max(rollout + overhead, log-probs + scoring + update) + sync.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from costsim.models import network
-
-# KV-cache bytes per token of common grouped-query-attention models, 2 · layers · kv_heads ·
-# head_dim · 2 bytes (bf16), from their config.json: (params B, bytes, model). Defaults for other
-# sizes are interpolated log-log between neighbours.
-KV_REFERENCE = (
-    (0.5, 12_288, "Qwen2.5-0.5B: 24 layers, 2 KV heads, head dim 64"),
-    (1.5, 28_672, "Qwen2.5-1.5B: 28 layers, 2 KV heads, head dim 128"),
-    (3.0, 36_864, "Qwen2.5-3B: 36 layers, 2 KV heads, head dim 128"),
-    (7.0, 57_344, "Qwen2.5-7B: 28 layers, 4 KV heads, head dim 128"),
-    (14.0, 196_608, "Qwen2.5-14B: 48 layers, 8 KV heads, head dim 128"),
-    (32.0, 262_144, "Qwen2.5-32B: 64 layers, 8 KV heads, head dim 128"),
-    (72.0, 327_680, "Qwen2.5-72B: 80 layers, 8 KV heads, head dim 128"),
-    (405.0, 516_096, "Llama-3.1-405B: 126 layers, 8 KV heads, head dim 128"),
+from costsim.models import moe, network, prefill, training, weight_sync
+from costsim.models.rl_shape import (
+    KV_REFERENCE,
+    MOE_KV_REFERENCE,
+    OPTIMIZER_BYTES_PER_PARAM,
+    PRECISION_BYTES,
+    TRAIN_BYTES_PER_PARAM,
+    TRAIN_SHARE,
+    WEIGHT_SHARE,
+    Hardware,
+    Layout,
+    PhaseTimes,
+    Shape,
+    default_expert_parallel,
+    default_kv_bytes_per_token,
+    default_rollout_tp,
+    default_train_parallel,
+    fit_problem,
+    kv_capacity_tokens,
+    layout,
+    weight_bytes,
 )
-# Default parallel layouts [A]: the smallest tensor-parallel (TP, TP·PP) degree at which the weights
-# take at most half the memory, leaving the rest to the KV cache (rollout) or activations (training);
-# vLLM's and Megatron's own sizing guides pick TP the same way. A scenario's class fields override it.
-WEIGHT_SHARE = 0.5  # default rollout TP: the weights take at most half the replica's rollout memory
-TRAIN_BYTES_PER_PARAM = 4.0  # bf16 weights + gradients per model-parallel rank
-OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master weights and Adam moments, sharded over every training GPU
-TRAIN_SHARE = 0.5  # default TP·PP: weights and gradients take at most half a GPU's memory
+
+__all__ = [
+    "KV_REFERENCE", "MOE_KV_REFERENCE", "OPTIMIZER_BYTES_PER_PARAM", "PRECISION_BYTES", "TRAIN_BYTES_PER_PARAM", "TRAIN_SHARE",
+    "WEIGHT_SHARE", "Hardware", "Layout", "PhaseTimes", "Shape", "decode_step_s", "default_expert_parallel",
+    "default_kv_bytes_per_token", "default_rollout_tp", "default_train_parallel", "drain_s", "drain_terms",
+    "fit_problem", "forward_s", "kv_capacity_tokens", "layout", "logprobs_s", "mean_context", "phase_times",
+    "refit_inside_nvlink", "sync_path_gb_s", "sync_s", "update_s", "verifier_s", "weight_bytes",
+]
 MAX_STALENESS_SEARCH = 256  # async: staleness values tried per iteration (beyond, the pool no longer grows)
-
-
-@dataclass(frozen=True)
-class Hardware:
-    """What an option's GPUs and fabric contribute to an iteration. Units in the names;
-    ``inter_busbw_gb_s`` is a whole node's busbw across the fabric (``network.inter_node_busbw_gb_s``)."""
-
-    bf16_dense_tflops: float
-    hbm_tb_s: float
-    memory_gb: float
-    gpus_per_node: int  # the NVLink domain: a node, or a cloud instance
-    nvlink_busbw_gb_s: float
-    inter_busbw_gb_s: float
-    mem_efficiency: float  # η_mem: share of HBM bandwidth decode achieves
-    step_floor_s: float  # t_floor: a decode step's latency floor
-    kv_memory_fraction: float  # share of HBM a rollout engine gives weights and KV cache
-    verifier_workers: int  # CPU verifier workers per GPU (catalog ``verifier_workers_per_gpu``)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """A job class's iteration in the model's symbols (plain numbers; ``None``: the default rule)."""
-
-    params_b: float
-    gpus: int
-    rollout_gpus: int
-    train_gpus: int
-    disaggregated: bool
-    asynchronous: bool
-    staleness: int
-    samples: int
-    prompt_tokens: float
-    reference_model: bool
-    reward_model_params_b: float | None  # None: verifier
-    verifier_seconds_per_sample: float
-    epochs: int
-    minibatches: int
-    mfu: float
-    kv_bytes_per_token: float | None = None
-    rollout_tp: int | None = None
-    train_tp: int | None = None
-    train_pp: int | None = None
-    recompute_logprobs: bool = True
-    decode_tokens_per_s_per_gpu: float | None = None  # override of the full-batch rate
-    sequence_tokens_per_s: float | None = None  # override of the straggler's pace
-    bytes_per_param: float = 2.0
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How a class runs on one option's GPUs: rollout replicas and the training layout."""
-
-    rollout_tp: int  # GPUs per rollout replica: tensor parallel within a node, pipeline stages beyond
-    replicas: int
-    train_tp: int
-    train_pp: int
-    data_parallel: int
-    kv_bytes_per_token: float
-    kv_capacity_tokens: float  # per replica
-    rollout_tensor: int = 1  # the replica's tensor-parallel width, at most an NVLink domain
-
-
-@dataclass(frozen=True)
-class PhaseTimes:
-    """Seconds per iteration, one entry per iteration. ``straggler`` is the part of ``rollout``
-    spent on the longest response alone (not a phase of its own); ``total`` is the iteration."""
-
-    rollout: np.ndarray
-    logprobs: np.ndarray
-    scoring: np.ndarray
-    update: np.ndarray
-    sync: np.ndarray
-    overhead: np.ndarray
-    total: np.ndarray
-    straggler: np.ndarray
-
-
-def weight_bytes(params_b: float, bytes_per_param: float = 2.0) -> float:
-    """Bytes of a model's weights."""
-    return bytes_per_param * params_b * 1e9
-
-
-def default_kv_bytes_per_token(params_b: float) -> float:
-    """KV-cache bytes per token for a model of this size: ``KV_REFERENCE``, interpolated log-log
-    (held flat beyond its ends)."""
-    p = np.log([r[0] for r in KV_REFERENCE])
-    kv = np.log([r[1] for r in KV_REFERENCE])
-    return float(np.exp(np.interp(math.log(params_b), p, kv)))
-
-
-def _pow2_at_most(n: int) -> int:
-    return 1 << (max(int(n), 1).bit_length() - 1)
-
-
-def kv_capacity_tokens(params_b: float, tp: int, hw: Hardware, kv_bytes: float, bytes_per_param: float = 2.0) -> float:
-    """Tokens of KV cache a replica of ``tp`` GPUs holds beside the weights (≤ 0: it does not fit)."""
-    return (tp * hw.memory_gb * 1e9 * hw.kv_memory_fraction - weight_bytes(params_b, bytes_per_param)) / kv_bytes
-
-
-def default_rollout_tp(params_b: float, rollout_gpus: int, hw: Hardware, bytes_per_param: float = 2.0) -> int:
-    """Smallest power of two whose replica keeps the weights within ``WEIGHT_SHARE`` of its rollout
-    memory, at most the rollout GPUs."""
-    need = weight_bytes(params_b, bytes_per_param) / (WEIGHT_SHARE * hw.memory_gb * 1e9 * hw.kv_memory_fraction)
-    tp = 1 << max(math.ceil(math.log2(max(need, 1.0))), 0)
-    return min(tp, _pow2_at_most(rollout_gpus))
-
-
-def default_train_parallel(params_b: float, train_gpus: int, hw: Hardware) -> tuple[int, int]:
-    """(TP, PP): the smallest power-of-two model-parallel degree whose rank holds the bf16 weights
-    and gradients in ``TRAIN_SHARE`` of a GPU's memory and, with the optimizer states sharded over
-    every training GPU, fits the GPU; tensor parallel up to the NVLink domain, pipeline beyond; at
-    most the training GPUs."""
-    p, mem = params_b * 1e9, hw.memory_gb * 1e9
-    top = _pow2_at_most(train_gpus)
-    mp = 1
-    while mp < top and (TRAIN_BYTES_PER_PARAM * p / mp > TRAIN_SHARE * mem
-                        or TRAIN_BYTES_PER_PARAM * p / mp + OPTIMIZER_BYTES_PER_PARAM * p / train_gpus > mem):
-        mp *= 2
-    tp = min(mp, _pow2_at_most(hw.gpus_per_node))
-    return tp, mp // tp
-
-
-def layout(shape: Shape, hw: Hardware) -> Layout:
-    """The class's layout on this hardware: explicit fields, or the default rules."""
-    kv = shape.kv_bytes_per_token or default_kv_bytes_per_token(shape.params_b)
-    tp = shape.rollout_tp or default_rollout_tp(shape.params_b, shape.rollout_gpus, hw, shape.bytes_per_param)
-    if shape.train_tp is not None or shape.train_pp is not None:
-        ttp, tpp = shape.train_tp or 1, shape.train_pp or 1
-    else:
-        ttp, tpp = default_train_parallel(shape.params_b, shape.train_gpus, hw)
-    return Layout(
-        rollout_tp=tp, replicas=max(shape.rollout_gpus // tp, 1), train_tp=ttp, train_pp=tpp,
-        data_parallel=max(shape.train_gpus // (ttp * tpp), 1), kv_bytes_per_token=kv,
-        kv_capacity_tokens=kv_capacity_tokens(shape.params_b, tp, hw, kv, shape.bytes_per_param),
-        rollout_tensor=min(tp, hw.gpus_per_node),
-    )
-
-
-def fit_problem(shape: Shape, hw: Hardware) -> str | None:
-    """Why this class cannot run on this hardware (a sentence), or None."""
-    lay = layout(shape, hw)
-    w_gb = weight_bytes(shape.params_b, shape.bytes_per_param) / 1e9
-    if lay.rollout_tp > shape.rollout_gpus:
-        return f"rollout tensor parallel {lay.rollout_tp} is more than its {shape.rollout_gpus} rollout GPUs"
-    if lay.kv_capacity_tokens < 1:
-        return (f"the {shape.params_b:g}B model's {w_gb:,.0f} GB of weights leave no room for a KV cache on "
-                f"{lay.rollout_tp} GPU(s) of {hw.memory_gb:g} GB per rollout replica: raise rollout.tensor_parallel")
-    mp = lay.train_tp * lay.train_pp
-    if mp > shape.train_gpus:
-        return f"training parallelism tp × pp = {mp} is more than its {shape.train_gpus} training GPUs"
-    if lay.train_tp > hw.gpus_per_node:
-        return f"training tensor parallel {lay.train_tp} spans more than one {hw.gpus_per_node}-GPU node"
-    per_gpu = (TRAIN_BYTES_PER_PARAM * shape.params_b * 1e9 / mp
-               + OPTIMIZER_BYTES_PER_PARAM * shape.params_b * 1e9 / shape.train_gpus)
-    if per_gpu > hw.memory_gb * 1e9:
-        return (f"training the {shape.params_b:g}B model needs {per_gpu / 1e9:,.0f} GB per GPU at tp × pp = {mp} "
-                f"on {shape.train_gpus} GPUs, more than the {hw.memory_gb:g} GB a GPU has")
-    return None
 
 
 def decode_step_s(weight_b: float, kv_read_bytes, batch, tp: int, hw: Hardware, flops_per_token: float, mfu: float):
@@ -271,27 +125,119 @@ def verifier_s(samples: int, seconds_per_sample: float, gpus: int, workers_per_g
     return samples * seconds_per_sample / (gpus * workers_per_gpu)
 
 
-def update_s(shape: Shape, lay: Layout, tokens, hw: Hardware):
-    """Training: 6 · P · tokens · epochs FLOPs stretched by the pipeline bubble, plus one gradient
-    all-reduce per optimizer step over the data-parallel group (β·P / (TP·PP) bytes per GPU)."""
+def _train_busbw(shape: Shape, hw: Hardware, members_per_domain: int) -> float:
+    return network.group_busbw_gb_s(members_per_domain, hw.nvlink_gpus, hw.nvlink_busbw_gb_s, hw.nic_gb_s,
+                                    across_domains=shape.train_gpus > hw.nvlink_gpus)
+
+
+def _alltoall(shape: Shape, lay: Layout, hw: Hardware, tokens, passes: float):
+    """Expert-parallel all-to-all of a pass over ``tokens`` (per GPU share), on NVLink when the EP
+    group fits one NVLink domain, else over each GPU's own NIC."""
+    ep = lay.expert_parallel
+    per_gpu = hw.nvlink_busbw_gb_s if ep <= hw.nvlink_gpus else hw.nic_gb_s
+    return moe.alltoall_s(np.asarray(tokens) / shape.train_gpus, shape.active_b, shape.experts_per_token, ep,
+                          PRECISION_BYTES[shape.train_precision], per_gpu, passes, shape.layers)
+
+
+def _pass_fixed(shape: Shape, lay: Layout, tokens, hw: Hardware, steps: int, backward: bool,
+                params_b: float | None = None):
+    """A training pass's fixed costs: per micro-batch t_mb0 (and per optimizer step t_step0 with a
+    backward pass), plus FSDP's parameter traffic when the weights (of ``params_b``, default the
+    policy's total) are sharded over the data-parallel ranks (no tensor or pipeline parallelism)."""
+    # A data-parallel rank of TP·PP GPUs packs a micro-batch TP·PP GPUs wide. Where every iteration
+    # fits one micro-batch a step (most settings) the count is the number 1, not an array.
+    width = hw.microbatch_tokens * lay.train_tp * lay.train_pp
+    fits = len(np.atleast_1d(tokens)) == 0 or float(np.max(tokens)) <= max(steps, 1) * lay.data_parallel * width
+    micro = 1.0 if fits else training.microbatches_per_step(tokens, steps, lay.data_parallel, width)
+    per_micro = hw.microbatch_s
+    if lay.train_tp * lay.train_pp == 1 and lay.data_parallel > 1:
+        w = weight_bytes(shape.params_b if params_b is None else params_b, shape.bytes_per_param)
+        per_micro += float(training.fsdp_traffic_s(w, lay.data_parallel, _train_busbw(shape, hw, hw.nvlink_gpus),
+                                                   1.0, backward))
+    # One pass over the arrays (millions of iterations): the per-micro-batch costs summed first.
+    return training.fixed_s(steps, micro, hw.optimizer_step_s if backward else 0.0, per_micro)
+
+
+def logprobs_s(shape: Shape, lay: Layout, tokens, hw: Hardware, params_b: float | None = None, longest=None):
+    """A forward pass over the iteration's tokens on the training GPUs (log-probs, reference or
+    reward model): FLOPs of the active parameters, at least those of the rank holding the
+    ``longest`` sequence (tokens, prompt included; None: balanced), per-micro-batch costs and FSDP
+    gathers, and the MoE all-to-alls."""
+    p = shape.active_b if params_b is None else params_b
+    compute = forward_s(p, tokens, shape.train_gpus, hw.tflops(shape.train_precision), shape.mfu)
+    if longest is not None:
+        compute = compute * training.imbalance(np.asarray(tokens) / lay.data_parallel, longest)
+    # A reward model's own weights are gathered, not the policy's.
+    fixed = _pass_fixed(shape, lay, tokens, hw, 1, backward=False, params_b=params_b)
+    return compute + fixed + (_alltoall(shape, lay, hw, tokens, 1.0) if params_b is None else 0.0)
+
+
+def update_s(shape: Shape, lay: Layout, tokens, hw: Hardware, longest=None):
+    """Training: 6 · P_active · tokens · epochs FLOPs stretched by the pipeline bubble and by the
+    rank holding an optimizer step's ``longest`` sequence (tokens, prompt included; None:
+    balanced; ``training.imbalance``), the fixed
+    costs of each optimizer step and micro-batch, FSDP's parameter traffic or, with tensor or
+    pipeline parallelism, one gradient all-reduce per optimizer step over the data-parallel group
+    (β·P / (TP·PP) bytes per GPU), and the MoE all-to-alls forward and backward."""
     mp = lay.train_tp * lay.train_pp
     micro = max(math.ceil(shape.samples / (shape.minibatches * lay.data_parallel)), 1)
     bubble = network.pipeline_bubble(lay.train_pp, micro)
-    compute = (6.0 * shape.params_b * 1e9 * np.asarray(tokens) * shape.epochs
-               / (shape.train_gpus * hw.bf16_dense_tflops * 1e12 * shape.mfu) / (1.0 - bubble))
-    busbw = network.group_busbw_gb_s(hw.gpus_per_node // mp, hw.gpus_per_node, hw.nvlink_busbw_gb_s,
-                                     hw.inter_busbw_gb_s, across_nodes=shape.train_gpus > hw.gpus_per_node)
-    grads = weight_bytes(shape.params_b, shape.bytes_per_param) / mp
-    return compute + shape.minibatches * shape.epochs * network.allreduce_s(grads, lay.data_parallel, busbw)
+    compute = (6.0 * shape.active_b * 1e9 * np.asarray(tokens) * shape.epochs
+               / (shape.train_gpus * hw.tflops(shape.train_precision) * 1e12 * shape.mfu) / (1.0 - bubble))
+    if longest is not None:
+        per_rank_step = np.asarray(tokens) / (shape.minibatches * lay.data_parallel)
+        compute = compute * training.imbalance(per_rank_step, longest)
+    steps = shape.minibatches * shape.epochs
+    fixed = _pass_fixed(shape, lay, np.asarray(tokens) * shape.epochs, hw, steps, backward=True)
+    grads = 0.0
+    if mp > 1:
+        busbw = _train_busbw(shape, hw, hw.nvlink_gpus // mp)
+        grads = steps * network.allreduce_s(weight_bytes(shape.params_b, shape.bytes_per_param) / mp,
+                                           lay.data_parallel, busbw)
+    # Two all-to-alls a MoE layer forward (dispatch, combine) and their two gradients backward.
+    return compute + fixed + grads + _alltoall(shape, lay, hw, np.asarray(tokens) * shape.epochs, 2.0)
 
 
-def sync_s(shape: Shape, hw: Hardware) -> float:
-    """Weights to the rollout engines: across the fabric when disaggregated over several nodes,
-    a reshard inside the node when colocated."""
-    w = weight_bytes(shape.params_b, shape.bytes_per_param)
-    if shape.disaggregated and shape.gpus > hw.gpus_per_node:
-        return network.transfer_s(w, min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s))
-    return network.transfer_s(w, hw.nvlink_busbw_gb_s)
+def refit_inside_nvlink(shape: Shape, hw: Hardware) -> bool:
+    """Whether a refit stays inside one NVLink domain: colocated, or the class's trainers and
+    rollout engines together in one (a node, or an NVL72 rack)."""
+    return not (shape.disaggregated and shape.gpus > hw.nvlink_gpus)
+
+
+def sync_path_gb_s(shape: Shape, hw: Hardware) -> float:
+    """GB/s of the link a refit crosses between the training and the rollout GPUs: NVLink when
+    colocated or inside one NVLink domain, else one GPU's NIC (a broadcast leaves the training
+    side through one rank's NIC)."""
+    return hw.nvlink_busbw_gb_s if refit_inside_nvlink(shape, hw) else hw.nic_gb_s
+
+
+def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
+    """Weights to the rollout engines (seconds): gathered from the training layout, sent over the
+    slowest link between the pools (``sync_path_gb_s``, or ``path_gb_s`` when the rollout engines are
+    elsewhere, e.g. a rented pool behind a dedicated link) and reloaded by the engines
+    (``weight_sync.weight_sync_s``); colocated, a reshard over NVLink. NIXL moves shards point to
+    point (``weight_sync.point_to_point_s``); a checkpoint engine does so inside an NVLink domain
+    when that beats its broadcast (few replicas; many replicas of few trainers broadcast)."""
+    lay = layout(shape, hw)
+    w = weight_bytes(shape.params_b, shape.rollout_bytes_per_param)
+    experts = moe.expert_tensors(shape.active_b, shape.experts, shape.layers) if shape.is_moe else 0
+    method = hw.sync_method(shape.sync_method)
+    inside = refit_inside_nvlink(shape, hw)
+    p2p = None
+    if path_gb_s is None and shape.sync_method in (weight_sync.IN_DOMAIN_POINT_TO_POINT if inside
+                                                   else weight_sync.POINT_TO_POINT):
+        p2p = weight_sync.point_to_point_s(w, link_gb_s=sync_path_gb_s(shape, hw), method=method, rollout_tp=lay.rollout_tp,
+                                           replicas=lay.replicas, senders=shape.train_gpus, expert_tensors=experts)
+        if shape.sync_method in weight_sync.POINT_TO_POINT:
+            return p2p
+    path = sync_path_gb_s(shape, hw) if path_gb_s is None else path_gb_s
+    mp = lay.train_tp * lay.train_pp * lay.expert_parallel
+    shards = mp if mp > 1 else lay.data_parallel
+    gather_bw = hw.nvlink_busbw_gb_s if shards <= hw.nvlink_gpus else min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s)
+    broadcast = weight_sync.weight_sync_s(w, path_gb_s=path, method=method,
+                                          gather=weight_sync.gather_s(w, shards, gather_bw),
+                                          rollout_tp=lay.rollout_tp, expert_tensors=experts)
+    return broadcast if p2p is None else min(p2p, broadcast)
 
 
 @dataclass(frozen=True)
@@ -308,7 +254,7 @@ def mean_context(prompt_tokens: float, len_sum, len_sq):
 
 
 def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, context, pool: float, alone, memory,
-             single: float, spread: int = 1) -> _Rollout:
+             single: float, spread: float = 1.0, partial: bool = False) -> _Rollout:
     """Rollout with at most ``pool`` sequences available (n synchronous; (s+1)·n async, ``spread``
     = s+1 iterations sharing a drain's worth of work). ``alone`` and ``memory`` are the drain's
     totals (``drain_terms``); with a given full-batch rate the memory total scales with it. When the
@@ -317,11 +263,18 @@ def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, context,
     done before it starts stay in the memory total: against step-by-step continuous batching this
     overstates one replica's drain by up to a quarter at f ≈ 0.1 and understates 64 replicas'
     by 7–9 % at f ≈ 0.4, where the slowest replica sets the pace; it keeps the drain monotone in
-    the KV cache.)"""
+    the KV cache.) With ``partial`` rollout the responses in flight continue under the next
+    weights, so no drain holds the iteration: only the throughput bounds it."""
     tp, r = lay.rollout_tp, lay.replicas
     batch = np.minimum(lay.kv_capacity_tokens / context, pool / r)  # sequences per replica
-    w = weight_bytes(shape.params_b, shape.bytes_per_param)
-    step = decode_step_s(w, lay.kv_bytes_per_token * batch * context, batch, tp, hw, 2.0 * shape.params_b * 1e9, shape.mfu)
+    beta = shape.rollout_bytes_per_param
+    # A dense model reads all its weights every step: a number, not an array as long as the iterations.
+    touched = (moe.decode_weight_params_b(shape.params_b, shape.active_b, shape.experts, shape.experts_per_token, batch)
+               if shape.is_moe else shape.params_b)
+    w = beta * 1e9 * touched
+    f_r = hw.tflops(shape.rollout_precision)
+    step = decode_step_s(w, lay.kv_bytes_per_token * batch * context, batch, tp, replace(hw, bf16_dense_tflops=f_r),
+                         2.0 * shape.active_b * 1e9, shape.mfu)
     rate = batch / step
     if shape.decode_tokens_per_s_per_gpu is not None:
         given = shape.decode_tokens_per_s_per_gpu * tp
@@ -329,8 +282,8 @@ def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, context,
         rate = np.full_like(batch, given)
     full = len_sum / (r * rate)
     waiting = np.clip(1.0 - batch * r / pool, 0.0, 1.0)
-    drain = (waiting * full / 2.0 + np.maximum(alone, memory)) / spread
-    compute = forward_s(shape.params_b, len_sum, r * tp, hw.bf16_dense_tflops, shape.mfu)
+    drain = np.zeros_like(full) if partial else (waiting * full / 2.0 + np.maximum(alone, memory)) / spread
+    compute = forward_s(shape.active_b, len_sum, r * tp, f_r, shape.mfu)
     time = np.maximum(np.maximum(full, drain), compute)
     # The straggler holds the rollout only where the drain is strictly the longest bound (with equal
     # lengths the drain's memory total and the full batch are the same number).
@@ -343,8 +296,14 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     len_sum = np.asarray(len_sum, dtype=float)
     len_max = np.asarray(len_max, dtype=float)
     len_sq = np.asarray(len_sq_sum, dtype=float)
+    hw = hw.for_engine(shape.engine, shape.memory_fraction)
     lay = layout(shape, hw)
-    w = weight_bytes(shape.params_b, shape.bytes_per_param)
+    if lay.kv_capacity_tokens < 1:
+        # No room for a KV cache beside the weights: no rollout to time (a negative capacity would
+        # come out as a fast one). The plans refuse such a class first (plan.checks).
+        raise ValueError(f"no rollout fits: {fit_problem(shape, hw)}")
+    w = weight_bytes(float(moe.decode_weight_params_b(shape.params_b, shape.active_b, shape.experts,
+                                                shape.experts_per_token, 1.0)), shape.rollout_bytes_per_param)
     tp = lay.rollout_tp
     # One sequence's token passes every pipeline stage in turn: it reads the weights at the
     # bandwidth of one stage's tensor-parallel GPUs.
@@ -359,34 +318,59 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
                                 tp, hw, single, weight_step)
 
     tokens = shape.samples * shape.prompt_tokens + len_sum
-    g_t = shape.train_gpus
     zero = np.zeros_like(len_sum)
-    logprobs = forward_s(shape.params_b, tokens, g_t, hw.bf16_dense_tflops, shape.mfu) if shape.recompute_logprobs else zero
+    # The longest sequence a data-parallel rank must hold whole: the iteration's in a forward pass,
+    # an optimizer step's in the update. Skipped (None) where even the longest response cannot
+    # outweigh a rank's share of the tokens, as in most settings: the arrays are millions long.
+    few = float(np.min(tokens)) / lay.data_parallel if len(tokens) else math.inf
+    bound = shape.prompt_tokens + (float(np.max(len_max)) if len(len_max) else 0.0)
+    whole = shape.prompt_tokens + len_max if bound > few else None
+    in_step = None
+    if bound > few / shape.minibatches:
+        in_step = shape.prompt_tokens + training.longest_per_step(len_sum, len_sq, len_max, shape.samples,
+                                                                  shape.minibatches)
+    logprobs = logprobs_s(shape, lay, tokens, hw, longest=whole) if shape.recompute_logprobs else zero
     scoring = zero
     if shape.reference_model:
-        scoring = scoring + forward_s(shape.params_b, tokens, g_t, hw.bf16_dense_tflops, shape.mfu)
+        scoring = scoring + logprobs_s(shape, lay, tokens, hw, longest=whole)
     if shape.reward_model_params_b is not None:
-        scoring = scoring + forward_s(shape.reward_model_params_b, tokens, g_t, hw.bf16_dense_tflops, shape.mfu)
+        scoring = scoring + logprobs_s(shape, lay, tokens, hw, params_b=shape.reward_model_params_b, longest=whole)
     else:
-        scoring = scoring + verifier_s(shape.samples, shape.verifier_seconds_per_sample, g_t, hw.verifier_workers)
-    update = update_s(shape, lay, tokens, hw)
+        scoring = scoring + verifier_s(shape.samples, shape.verifier_seconds_per_sample, shape.train_gpus,
+                                       hw.verifier_workers)
+    update = update_s(shape, lay, tokens, hw, longest=in_step)
     sync = np.full_like(len_sum, sync_s(shape, hw))
     train = logprobs + scoring + update
+    f_r = hw.tflops(shape.rollout_precision)
+    prompts = prefill.prefill_s(shape.active_b, prefill.rollout_prefill_tokens(shape.samples, shape.prompt_tokens),
+                                shape.rollout_gpus, f_r, hw.prefill_mfu)
 
     context = mean_context(shape.prompt_tokens, len_sum, len_sq)
     ro = _rollout(shape, lay, hw, len_sum, len_max, context, float(shape.samples), alone, memory, single)
+    sync_rollout = ro.time + prompts
     if not shape.asynchronous:
-        return PhaseTimes(ro.time, logprobs, scoring, update, sync, zero, ro.time + train + sync, ro.straggler)
+        return PhaseTimes(sync_rollout, logprobs, scoring, update, sync, zero, sync_rollout + train + sync,
+                          ro.straggler)
 
     # The engine can always wait as a synchronous one does (s' = 0: no sequence in flight at the
     # update, no re-prefill), or run up to s iterations ahead.
-    best = (ro.time, zero, ro.time + train + sync, ro.straggler)
+    best = (sync_rollout, zero, sync_rollout + train + sync, ro.straggler)
+    if shape.staleness >= 1:
+        # One-step off-policy: the next batch is generated whole under the current weights while
+        # the trainers train on this one (NeMo RL's async GRPO with trajectory age 1): nothing is in
+        # flight when the weights change, so no re-prefill; the prompts' prefill stays rollout work.
+        whole = (ro.time, prompts, np.maximum(sync_rollout, train) + sync, ro.straggler)
+        better = whole[2] < best[2]
+        best = tuple(np.where(better, new, old) for new, old in zip(whole, best, strict=True))
     for s in _staleness_candidates(shape, lay, context):
-        ro = _rollout(shape, lay, hw, len_sum, len_max, context, float(shape.samples * (s + 1)), alone, memory,
-                      single, spread=s + 1)
+        ro = _rollout(shape, lay, hw, len_sum, len_max, context, shape.samples * (s + 1.0), alone, memory,
+                      single, spread=s + 1.0, partial=shape.partial_rollout)
         # Re-prefilling what is in flight when the weights change occupies the rollout GPUs, not
-        # the trainers: it delays the next batch of samples only.
-        overhead = forward_s(shape.params_b, ro.inflight_tokens, shape.rollout_gpus, hw.bf16_dense_tflops, shape.mfu)
+        # the trainers: it delays the next batch of samples only. Partial rollout keeps the KV cache
+        # of the responses in flight (they continue under the new weights): no re-prefill.
+        reprefill = zero if shape.partial_rollout else prefill.prefill_s(shape.active_b, ro.inflight_tokens,
+                                                                          shape.rollout_gpus, f_r, hw.prefill_mfu)
+        overhead = reprefill + prompts
         total = np.maximum(ro.time + overhead, train) + sync
         better = total < best[2]
         best = tuple(np.where(better, new, old) for new, old in zip((ro.time, overhead, total, ro.straggler), best,
@@ -394,11 +378,12 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     return PhaseTimes(best[0], logprobs, scoring, update, sync, best[1], best[2], best[3])
 
 
-def _staleness_candidates(shape: Shape, lay: Layout, context) -> list[int]:
-    """Staleness values s' ≤ s worth trying: every one while the sequence pool (s'+1)·n still
-    limits the batch somewhere (capped at ``MAX_STALENESS_SEARCH``), and s itself — beyond the
-    point where the KV memory, not the pool, limits the batch, more staleness only shortens the drain."""
+def _staleness_candidates(shape: Shape, lay: Layout, context) -> list[float]:
+    """Staleness values s' ≤ s worth trying: every whole one while the sequence pool (s'+1)·n still
+    limits the batch somewhere (capped at ``MAX_STALENESS_SEARCH``), and s itself (fractional or
+    not) — beyond the point where the KV memory, not the pool, limits the batch, more staleness
+    only shortens the drain."""
     s = shape.staleness
     useful = lay.kv_capacity_tokens * lay.replicas / (shape.samples * float(np.min(context))) if len(context) else 1.0
     last = int(min(s, max(math.ceil(useful), 1), MAX_STALENESS_SEARCH))
-    return sorted(set(range(1, last + 1)) | {s})
+    return sorted({float(k) for k in range(1, last + 1) if k <= s} | {float(s)})

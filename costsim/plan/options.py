@@ -156,7 +156,8 @@ class OwnedPlan:
 
     @property
     def node_gpus(self) -> int:
-        """GPUs of one node: the unit whole nodes are taken in and the NVLink domain."""
+        """GPUs of one node: the unit whole nodes are taken in and a failure takes out (its NVLink
+        domain may span more: ``plan.hardware.nvlink_domain_gpus``)."""
         return self.gpus_per_node
 
     @property
@@ -282,7 +283,8 @@ class CloudPlan:
 
     @property
     def node_gpus(self) -> int:
-        """GPUs of one instance: the unit capacity is rented in and the NVLink domain."""
+        """GPUs of one instance: the unit capacity is rented in (its NVLink domain:
+        ``plan.hardware.nvlink_domain_gpus``)."""
         return self.gpus_per_instance
 
     @property

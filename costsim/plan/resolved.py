@@ -23,10 +23,14 @@ from costsim.scenario.io import scenario_from_data
 from costsim.scenario.model import Scenario
 
 # The GPU specs each part of the model reads (costsim.plan.hardware; costing's energy and facility).
-RL_SPECS = ("memory_gb", "bf16_dense_tflops", "hbm_tb_s", "gpus_per_node", "nvlink_busbw_gb_s", "nics_per_node",
-            "nic_busbw_gb_s")
+RL_SPECS = ("memory_gb", "bf16_dense_tflops", "fp8_dense_tflops", "hbm_tb_s", "gpus_per_node", "nvlink_domain_gpus",
+            "nvlink_busbw_gb_s", "nics_per_node", "nic_busbw_gb_s", "nic_gb_s_per_gpu")
 POWER_SPECS = ("node_max_kw", "node_idle_kw")
-RL_CONSTANTS = ("hbm_efficiency", "decode_step_floor_s", "kv_memory_fraction", "verifier_workers_per_gpu")
+RL_CONSTANTS = ("hbm_efficiency", "decode_step_floor_s", "sglang_hbm_efficiency", "sglang_decode_step_floor_s",
+                "prefill_mfu", "optimizer_step_s", "microbatch_s", "microbatch_tokens", "sync_nccl_latency_s",
+                "sync_nccl_efficiency", "sync_checkpoint_engine_latency_s", "sync_checkpoint_engine_efficiency",
+                "sync_nixl_latency_s", "sync_nixl_efficiency", "sync_bucket_gb", "reload_gb_s", "kv_memory_fraction",
+                "verifier_workers_per_gpu")
 
 
 def _whole(x: Any) -> Any:

@@ -13,14 +13,15 @@ import re
 import numpy as np
 import pandas as pd
 
-from costsim.decisions.fair import fair_rows
+from costsim.decisions.fair import brief_why, fair_rows
 from costsim.decisions.targets import shortfall
 from costsim.present import formats
 from costsim.present.formats import MISSING, money_exact
-from costsim.present.wording import misses
+from costsim.present.wording import misses, misses_briefly
 from costsim.results.finance import breakeven_over, round_month
 
 FLAG = "⚠"
+EMOJI = "\ufe0f"  # after FLAG: drawn as the emoji
 NBSP = "\u00a0"
 CANNOT_KEEP_UP = f"{FLAG} cannot keep up"
 
@@ -61,18 +62,48 @@ def missed_targets(verdict) -> list[tuple[str, str]]:
 
 
 def headline_markdown(verdict, escape) -> str:
-    """The dashboard's headline in Markdown: the verdict sentence, then each option that cannot
-    keep up with its reason (never recommended), then those that miss a target.
+    """The dashboard's headline in Markdown, short enough to leave every option's card above the
+    fold whatever the verdict says: the verdict's lead (which option, its cost, how sure), the
+    time-to-target sentence when there is one, then one line a set-aside option (``set_aside``).
+    The rest of the verdict is ``details_markdown``, for an expander under it.
 
     ``escape``: makes user text literal Markdown (``dashboard.literal_markdown``); the sentence
     holds option names and dollar signs, which Markdown would otherwise read as math."""
-    lines = [f"**Verdict:** {escape(verdict.sentence)}"]
-    for option, why in flagged(verdict):
-        lines.append(f"{FLAG}\ufe0f **{escape(option)}: cannot keep up** ({escape(why)}); never recommended, "
-                     "its totals leave work undone.")
-    for option, missed in missed_targets(verdict):
-        lines.append(f"✗ **{escape(option)}** misses {escape(missed)}.")
+    lines = [f"**Verdict:** {escape(verdict.lead)}"]
+    if verdict.time_to_target:
+        lines.append(escape(verdict.time_to_target))
+    # the warning sign as an emoji (U+FE0F), as the cards draw it; ✗ has no emoji form
+    lines += [f"{mark}{EMOJI if mark == FLAG else ''} **{escape(option)}** {escape(what)}"
+              for mark, option, what in set_aside(verdict)]
     return "  \n".join(lines)
+
+
+DETAILS = "Why, and what would flip it"  # the expander under the headline that holds details_markdown
+
+
+def details_markdown(verdict, escape) -> str:
+    """The verdict after its lead, for the expander under the headline: a bullet a clause (the
+    targets met, the delay trade, the cheaper option ruled out, the flips), then each option that
+    cannot keep up with its whole reason; "" when the lead says it all."""
+    lines = [escape(d) for d in verdict.details]
+    # an option the clauses above already name as unable to keep up is not named twice
+    lines += [f"{FLAG}{EMOJI} {escape(option)} cannot keep up ({escape(why)}): never recommended, its totals leave "
+              "work undone." for option, why in flagged(verdict)
+              if not any(d.startswith(f"{option} cannot keep up") for d in verdict.details)]
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def set_aside(verdict) -> list[tuple[str, str, str]]:
+    """(mark, option, why in a few words) for each option the verdict could not choose, in the
+    table's order: ``FLAG`` "cannot keep up: offered load 112 % of its capacity"; ✗ "misses p95
+    queue delay ≤ 24 h: 3.4 days" for one that keeps up but misses a target."""
+    out = []
+    for _, r in verdict.options.iterrows():
+        if not r.keeps_up:
+            out.append((FLAG, r.option, f"cannot keep up: {brief_why(r.why)}"))
+        elif not r.meets_targets:
+            out.append(("✗", r.option, f"misses {'; '.join(misses_briefly(shortfall(r, verdict.targets)))}"))
+    return out
 
 
 def searchable_flip(verdict) -> bool:

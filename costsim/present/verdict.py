@@ -34,12 +34,19 @@ from costsim.present.wording import (
 @dataclass(frozen=True, kw_only=True)
 class WordedVerdict(Verdict):
     """A ``Verdict`` with its words: ``sentence``, the recommendation in one sentence with its
-    confidence and what would flip it (the time-to-target sentence appended); ``time_to_target``:
-    that sentence alone ("" when no class has ``scaling`` or there is nothing to compare);
+    confidence and what would flip it (the time-to-target sentence appended); ``lead``: that
+    sentence's first clause as a sentence of its own (which option, its cost against the option it
+    is compared with, and how sure; the sentence starts with it); ``details``: each of the
+    sentence's further clauses as a sentence of its own (the targets met, the delay trade, the
+    cheaper option a target rules out, the flips, the options set aside, a target not measured),
+    so a page can lead with the decision and show the rest on request; ``time_to_target``: that
+    sentence alone ("" when no class has ``scaling`` or there is nothing to compare);
     ``utilization_flip_reason``: why no utilisation flips it ("" when one does or none was looked
     for)."""
 
     sentence: str
+    lead: str = ""
+    details: tuple[str, ...] = ()
     time_to_target: str = ""
     utilization_flip_reason: str = ""
 
@@ -51,9 +58,11 @@ def decide(source, targets=None, variant: str | None = None, *, flips: bool = Tr
 
 
 def worded(v: Verdict) -> WordedVerdict:
-    """``v`` with its sentence, time-to-target sentence and flip reason."""
+    """``v`` with its sentence, its lead and details, time-to-target sentence and flip reason."""
+    lead, _ = _parts(v)
     return WordedVerdict(**{f.name: getattr(v, f.name) for f in fields(Verdict)}, sentence=sentence(v),
-                         time_to_target=time_to_target(v), utilization_flip_reason=flip_reason(v.utilization_search))
+                         lead=f"{lead}.", details=details(v), time_to_target=time_to_target(v),
+                         utilization_flip_reason=flip_reason(v.utilization_search))
 
 
 def time_to_target(v: Verdict) -> str:
@@ -64,17 +73,32 @@ def time_to_target(v: Verdict) -> str:
     return target_sentence(v.to_target, v.option, v.to_target_versus)
 
 
+# A clause after the lead: as the sentence joins it (with its "; " or ", ") and as a sentence alone.
+Clause = tuple[str, str]
+
+
+def _parts(v: Verdict) -> tuple[str, list[Clause]]:
+    """The sentence's first clause (no full stop) and its further clauses."""
+    if v.option is None:
+        return _none_parts(v)
+    if v.versus is None:
+        return _only_parts(v)
+    return _pair_parts(v)
+
+
 def sentence(v: Verdict) -> str:
     """The verdict in one sentence (see the module), the time-to-target sentence appended."""
-    if v.option is None:
-        said = _none_sentence(v)
-    elif v.versus is None:
-        said = _only_sentence(v)
-    else:
-        said = _pair_sentence(v)
-    said += _unmeasured_note(v.unmeasured)
+    lead, rest = _parts(v)
+    said = lead + "".join(joined for joined, _ in rest) + "." + _unmeasured_note(v.unmeasured)
     to_target = time_to_target(v)
     return f"{said} {to_target}" if to_target else said
+
+
+def details(v: Verdict) -> tuple[str, ...]:
+    """The sentence after its lead, a clause a sentence (the note on unmeasured targets last)."""
+    _, rest = _parts(v)
+    note = _unmeasured_note(v.unmeasured).strip()
+    return tuple(alone for _, alone in rest) + ((note,) if note else ())
 
 
 def _row(v: Verdict, option: str):
@@ -116,7 +140,7 @@ def _fair_words(v: Verdict) -> str:
     return f"fair totals: amortised cost, with unfinished work and unmet serving at the cheapest rent{waiting}"
 
 
-def _pair_sentence(v: Verdict) -> str:
+def _pair_parts(v: Verdict) -> tuple[str, list[Clause]]:
     assert v.option is not None and v.versus is not None  # a pair compared
     best, alt, scenario = _row(v, v.option), _row(v, v.versus), v.scenario
     a, b = describe(best.option, scenario), describe(alt.option, scenario)
@@ -124,20 +148,21 @@ def _pair_sentence(v: Verdict) -> str:
     if v.same_cost:
         why = ("the 95 % interval of the paired difference spans zero" if v.close_call
                else f"within {plain(TIE_TOLERANCE * 100)} %")
-        s = (f"{capitalised(a)} and {b} cost the same over {horizon(scenario)} ({why}; {_fair_words(v)}: "
-             f"{money(best.fair_total_usd)} against {money(alt.fair_total_usd)}); {best.option} is listed first")
+        lead = (f"{capitalised(a)} and {b} cost the same over {horizon(scenario)} ({why}; {_fair_words(v)}: "
+                f"{money(best.fair_total_usd)} against {money(alt.fair_total_usd)}); {best.option} is listed first")
     else:
-        s = (f"{capitalised(a)} costs {_size(v, alt)} less than {b} over {horizon(scenario)} "
-             f"({_fair_words(v)}: {money(best.fair_total_usd)} against {money(alt.fair_total_usd)})")
+        lead = (f"{capitalised(a)} costs {_size(v, alt)} less than {b} over {horizon(scenario)} "
+                f"({_fair_words(v)}: {money(best.fair_total_usd)} against {money(alt.fair_total_usd)})")
     if v.replications < 2:
-        s += " (one run: no confidence interval; replications give one)"
-    s += _lines_clause(best, alt)
+        lead += " (one run: no confidence interval; replications give one)"
+    rest: list[Clause] = [(f"; {line}", f"{line}.") for line in _lines_clauses(best, alt)]
     if when:
-        s += f", meeting {when}"
-    s += f"; {delay_trade(best.option, best, alt.option, alt)}"
+        rest.append((f", meeting {when}", f"{best.option} meets {when}."))
+    trade = delay_trade(best.option, best, alt.option, alt)
+    rest.append((f"; {trade}", f"{capitalised(trade)}."))
     binding = _binding_words(v, best)
     if binding:
-        s += f"; {binding}"
+        rest.append((f"; {binding}", f"{binding}."))
     flips = []
     u, e = v.utilization_flip, v.electricity_flip_usd_per_kwh
     if best.side == "build" and alt.side == "rent":
@@ -151,36 +176,37 @@ def _pair_sentence(v: Verdict) -> str:
         if not math.isnan(e) and best.cost_energy_usd < alt.cost_energy_usd:
             flips.append(f"below ${e:.2f} per kWh")
     if flips and not v.same_cost:
-        s += f"; {best.option} stops being cheaper {' or '.join(flips)}"
-    return s + "."
+        flip = f"{best.option} stops being cheaper {' or '.join(flips)}"
+        rest.append((f"; {flip}", f"{flip}."))
+    return lead, rest
 
 
-def _lines_clause(*rows) -> str:
+def _lines_clauses(*rows) -> list[str]:
     """What the fair totals of ``rows`` hold beyond the amortised cost and unfinished work, when
-    anything: "; own-384's fair total includes $436 k of serving it could not give"."""
+    anything: "own-384's fair total includes $436 k of serving it could not give"."""
     parts = []
     for r in rows:
         held = [f"{money(r.serving_unmet_rent_usd)} of serving it could not give"] if r.serving_unmet_rent_usd > 0 else []
         held += [f"{money(r.waiting_cost_usd)} of waiting"] if r.waiting_cost_usd > 0 else []
         if held:
             parts.append(f"{r.option}'s fair total includes {' and '.join(held)}")
-    return "".join(f"; {p}" for p in parts)
+    return parts
 
 
-def _only_sentence(v: Verdict) -> str:
+def _only_parts(v: Verdict) -> tuple[str, list[Clause]]:
     assert v.option is not None  # one option to recommend
     best, wanted = _row(v, v.option), v.targets
     a = describe(best.option, v.scenario)
-    s = f"{capitalised(a)} is the only option that keeps up" + (f" and meets {targets_text(wanted)}" if wanted else "")
-    s += f" ({money(best.fair_total_usd)} fair total, p95 queue delay {duration(best.queue_delay_p95_h)})"
+    lead = f"{capitalised(a)} is the only option that keeps up" + (f" and meets {targets_text(wanted)}" if wanted else "")
+    lead += f" ({money(best.fair_total_usd)} fair total, p95 queue delay {duration(best.queue_delay_p95_h)})"
+    rest: list[Clause] = []
     binding = _binding_words(v, best)
     if binding:
-        s += f"; {binding}"
+        rest.append((f"; {binding}", f"{binding}."))
     table = v.options
     left = table[~table["eligible"] & (table["option"] != v.binding_option)]
-    if not left.empty:
-        s += "; " + "; ".join(_missed_words(r, wanted) for _, r in left.iterrows())
-    return s + "."
+    rest += [(f"; {w}", f"{w}.") for w in (_missed_words(r, wanted) for _, r in left.iterrows())]
+    return lead, rest
 
 
 def _missed_words(row, wanted: tuple[Target, ...]) -> str:
@@ -192,15 +218,14 @@ def _missed_words(row, wanted: tuple[Target, ...]) -> str:
     return f"{row.option} {' and '.join(words)}"
 
 
-def _none_sentence(v: Verdict) -> str:
+def _none_parts(v: Verdict) -> tuple[str, list[Clause]]:
     assert v.closest is not None  # with no option to recommend, the closest is named
     table, wanted, closest = v.options, v.targets, v.closest
     what = f"keeps up and meets {targets_text(wanted)}" if wanted else "keeps up"
     row = table.set_index("option").loc[closest]
     words = _missed_words(row.rename(closest).to_frame().T.assign(option=closest).iloc[0], wanted)
-    s = (f"No option {what}. The closest is {describe(closest, v.scenario)} at {money(row.fair_total_usd)} fair "
-         f"total, which {words.removeprefix(closest + ' ')}")
+    lead = (f"No option {what}. The closest is {describe(closest, v.scenario)} at {money(row.fair_total_usd)} fair "
+            f"total, which {words.removeprefix(closest + ' ')}")
     rest = table[table["option"] != closest]
-    if not rest.empty:
-        s += "; the others: " + "; ".join(_missed_words(r, wanted) for _, r in rest.iterrows())
-    return s + "."
+    others = [_missed_words(r, wanted) for _, r in rest.iterrows()]
+    return lead, [(f"; the others: {w}" if i == 0 else f"; {w}", f"{w}.") for i, w in enumerate(others)]

@@ -16,7 +16,7 @@ from costsim.present.formats import duration, money, percent, plain, significant
 from costsim.scenario import Scenario
 
 __all__ = ["capitalised", "delay_trade", "describe", "flip_reason", "horizon", "met_clause", "metric_name", "misses",
-           "pct", "shown", "target_text", "targets_text"]
+           "misses_briefly", "pct", "shown", "target_text", "targets_text"]
 
 
 def describe(name: str, scenario: Scenario | None) -> str:
@@ -116,6 +116,12 @@ def misses(s: Shortfall) -> list[str]:
     "p95 queue delay ≤ 24 h (p95 queue delay 6.8 days)"."""
     words = [] if s.keeps_up else [f"cannot keep up ({s.why})"]
     return words + [f"{target_text(t)} ({metric_name(t.metric)} {shown(t.metric, x)})" for t, x in s.missed]
+
+
+def misses_briefly(s: Shortfall) -> list[str]:
+    """The targets a row misses with its value, in few words: "p95 queue delay ≤ 24 h: 3.4 days"
+    (``misses`` without the metric named twice; nothing for keeping up, which has its own mark)."""
+    return [f"{target_text(t)}: {shown(t.metric, x)}" for t, x in s.missed]
 
 
 def delay_trade(a_name: str, a_row, b_name: str, b_row) -> str:

@@ -51,14 +51,31 @@ OWNED_ECONOMICS = (
 CAPEX_SHARES = (("storage_capex_frac", "storage capex", "share of server price"),
                 ("install_capex_frac", "installation capex", "share of server price"))
 SPEC_UNITS = {"memory_gb": ("GPU memory", "GB"), "bf16_dense_tflops": ("dense BF16 compute", "TFLOP/s per GPU"),
+              "fp8_dense_tflops": ("dense FP8 compute", "TFLOP/s per GPU"),
               "hbm_tb_s": ("HBM bandwidth", "TB/s per GPU"), "gpus_per_node": ("GPUs per catalog node", "GPUs"),
               "nvlink_busbw_gb_s": ("NVLink bus bandwidth", "GB/s"), "nics_per_node": ("NICs per node", "NICs"),
               "nic_busbw_gb_s": ("NIC bus bandwidth", "GB/s per NIC"),
+              "nvlink_domain_gpus": ("GPUs per NVLink domain", "GPUs"),
+              "nic_gb_s_per_gpu": ("NIC bandwidth per GPU", "GB/s per GPU"),
               "node_max_kw": ("node power at full load", "kW per node"), "node_idle_kw": ("node power idle", "kW per node")}
 RL_UNITS = {"hbm_efficiency": ("decode HBM efficiency", "share of peak"),
             "decode_step_floor_s": ("decode step floor", "s"),
             "kv_memory_fraction": ("rollout memory for weights and KV cache", "share of HBM"),
-            "verifier_workers_per_gpu": ("verifier workers", "per GPU")}
+            "verifier_workers_per_gpu": ("verifier workers", "per GPU"),
+            "sglang_hbm_efficiency": ("decode HBM efficiency, SGLang", "share of peak"),
+            "sglang_decode_step_floor_s": ("decode step floor, SGLang", "s"),
+            "prefill_mfu": ("prefill FLOP utilisation", "share of peak"),
+            "optimizer_step_s": ("fixed cost per optimizer step", "s"),
+            "microbatch_s": ("fixed cost per micro-batch", "s"),
+            "microbatch_tokens": ("tokens per micro-batch", "tokens per GPU"),
+            "sync_nccl_latency_s": ("NCCL refit latency", "s per transfer"),
+            "sync_nccl_efficiency": ("NCCL refit efficiency", "share of the path"),
+            "sync_checkpoint_engine_latency_s": ("checkpoint-engine refit latency", "s per transfer"),
+            "sync_checkpoint_engine_efficiency": ("checkpoint-engine refit efficiency", "share of the path"),
+            "sync_nixl_latency_s": ("NIXL refit latency", "s per transfer"),
+            "sync_nixl_efficiency": ("NIXL refit efficiency", "share of the path"),
+            "sync_bucket_gb": ("refit bucket", "GB per transfer"),
+            "reload_gb_s": ("engine weight reload", "GB/s")}
 
 
 class _Rows:

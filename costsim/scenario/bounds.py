@@ -154,7 +154,7 @@ Tokens: TypeAlias = Annotated[float, *float_bounds(ge=1, le=MAX_TOKENS)]
 NonNegative: TypeAlias = Annotated[float, *float_bounds(ge=0)]
 Positive: TypeAlias = Annotated[float, *float_bounds(gt=0)]
 
-GPUType = Literal["H100", "H200", "B200", "A100", "L40S"]
+GPUType = Literal["H100", "H200", "B200", "A100", "L40S", "H20", "H800", "GB200", "MI300X"]
 """GPU types the catalog knows (``costsim catalog`` lists their specs and prices)."""
 
 Network = Literal["infiniband", "roce"]

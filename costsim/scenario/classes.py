@@ -46,7 +46,14 @@ VerifierSeconds: TypeAlias = Annotated[float, *float_bounds(ge=0, le=3600)]
 Epochs: TypeAlias = Annotated[int, *int_bounds(ge=1, le=1000)]
 Minibatches: TypeAlias = Annotated[int, *int_bounds(ge=1, le=10_000)]
 Mfu: TypeAlias = Annotated[float, *float_bounds(ge=0.01, le=1)]
-Staleness: TypeAlias = Annotated[int, *int_bounds(ge=1, le=1000)]
+# Fractional staleness: a share of a batch may be generated under older weights (verl's 0.5).
+Staleness: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1000)]
+MemoryFraction: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1)]
+ExpertCount: TypeAlias = Annotated[int, *int_bounds(ge=2, le=100_000)]
+TopK: TypeAlias = Annotated[int, *int_bounds(ge=1, le=100_000)]
+Layers: TypeAlias = Annotated[int, *int_bounds(ge=1, le=10_000)]
+MicrobatchTokens: TypeAlias = Annotated[float, *float_bounds(ge=1, le=MAX_TOKENS)]
+Precision: TypeAlias = Literal["bf16", "fp8"]
 RolloutShare: TypeAlias = Annotated[float, *float_bounds(gt=0, lt=1)]
 SpreadMean: TypeAlias = Annotated[float, *float_bounds(ge=1, le=10_000_000)]  # iterations per job or tokens per response
 KVBytes: TypeAlias = Annotated[float, *float_bounds(ge=1, le=100_000_000)]  # a 405B model has ~0.5 MB per token
@@ -85,7 +92,8 @@ class Rollout(StrictModel):
     kv_bytes_per_token: KVBytes | None = Field(
         None,
         description=f"KV-cache bytes per token of the policy, 2 × layers × KV heads × head dim × 2 "
-        f"({span(KVBytes)}); null: from the model size (Qwen2.5 / Llama 3.1 configs, `costsim.models.rl.KV_REFERENCE`).",
+        f"({span(KVBytes)}); null: from the model size (dense: Qwen2.5 / Llama 3.1 configs, `costsim.models.rl.KV_REFERENCE`; "
+        "MoE: by total parameters, Qwen3-MoE / GPT-OSS / DeepSeek-V3 configs, `costsim.models.rl.MOE_KV_REFERENCE`).",
     )
     tensor_parallel: Parallel | None = Field(
         None,
@@ -100,6 +108,22 @@ class Rollout(StrictModel):
     sequence_tokens_per_s: TokensPerS | None = Field(
         None, description=f"Override: decode speed of one sequence alone, the straggler's pace, tokens/s "
         f"({span(TokensPerS)}); null: from the decode roofline (the larger of the step floor and a weight read).",
+    )
+
+    engine: Literal["vllm", "sglang"] = Field(
+        "vllm", description="Inference engine: vllm | sglang (its decode step floor and HBM efficiency come from "
+        "the catalog, rl.* and rl.sglang_*)."
+    )
+    memory_fraction: MemoryFraction | None = Field(
+        None, description=f"Share of each rollout GPU's HBM the engine takes for weights and KV cache, vLLM's "
+        f"gpu_memory_utilization or SGLang's mem_fraction_static ({span(MemoryFraction)}); null: catalog "
+        "rl.kv_memory_fraction."
+    )
+    precision: Precision = Field("bf16", description="Generation precision: bf16 | fp8 (weights' bytes and peak "
+                                 "FLOP/s from the catalog).")
+    partial: bool = Field(
+        False, description="Partial rollout (mode: async only): responses in flight when the weights change "
+        "continue under the new weights, with no re-prefill, instead of holding the update."
     )
 
     @property
@@ -154,13 +178,49 @@ class Update(StrictModel):
         True, description="Recompute the old policy's log-probabilities with a forward pass before the update "
         "(PPO/GRPO importance ratios)."
     )
+    precision: Precision = Field("bf16", description="Training and scoring precision: bf16 | fp8 (peak FLOP/s "
+                                 "from the catalog).")
 
 
 class Parallelism(StrictModel):
     """The training layout: tensor parallel × pipeline parallel × data parallel over the training GPUs."""
 
-    tp: Parallel | None = Field(None, description=f"Tensor-parallel size, at most a node ({span(Parallel)}); null: 1.")
+    tp: Parallel | None = Field(None, description=f"Tensor-parallel size, at most one NVLink domain ({span(Parallel)}); null: 1.")
     pp: Parallel | None = Field(None, description=f"Pipeline-parallel stages ({span(Parallel)}); null: 1.")
+    ep: Parallel | None = Field(None, description=f"Expert-parallel size of an MoE model ({span(Parallel)}); null: "
+                                "the largest power of two dividing the experts within the data-parallel ranks "
+                                "and one NVLink domain.")
+
+
+class Model(StrictModel):
+    """The policy's parameters when it is a mixture of experts: it computes with the active ones and
+    holds, checkpoints and syncs all of them."""
+
+    total_params_b: ParamsB = Field(description=f"All parameters, billions ({span(ParamsB)}).")
+    active_params_b: ParamsB = Field(description=f"Parameters a token computes with, billions ({span(ParamsB)}).")
+    experts: ExpertCount = Field(description=f"Routed experts per MoE layer ({span(ExpertCount)}).")
+    experts_per_token: TopK = Field(description=f"Experts each token is routed to, top-k ({span(TopK)}).")
+    layers: Layers | None = Field(
+        None, description=f"Transformer layers, the config's num_hidden_layers ({span(Layers)}): the expert tensors a "
+        "refit moves and the all-to-all bytes; null: estimated from active_params_b (P ≈ 12 L h², h ≈ 80 L).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Model:
+        if self.active_params_b > self.total_params_b:
+            raise ValueError(f"active_params_b ({self.active_params_b:g}) is more than total_params_b "
+                             f"({self.total_params_b:g})")
+        if self.experts_per_token > self.experts:
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) is more than experts ({self.experts})")
+        return self
+
+
+class WeightSync(StrictModel):
+    """How the trainers' weights reach the rollout engines each iteration."""
+
+    method: Literal["nccl_broadcast", "checkpoint_engine", "nixl"] = Field(
+        "nccl_broadcast", description="nccl_broadcast | checkpoint_engine | nixl (latency, bandwidth share and "
+        "reload from the catalog, rl.sync_*)."
+    )
 
 
 class ClassCheckpoint(StrictModel):
@@ -247,7 +307,13 @@ class RLClass(StrictModel):
     iterations: Count | Spread = Field(
         description=f"Iterations per job: a number ({span(Count)}), or {{mean, cv}} (lognormal, rounded, at least 1)."
     )
-    model_params_b: ParamsB = Field(description=f"Policy size in billions of parameters ({span(ParamsB)}).")
+    model_params_b: ParamsB = Field(description=f"Policy size in billions of parameters ({span(ParamsB)}); "
+                                    "with `model`, its total_params_b (may be left out).")
+    model: Model | None = Field(
+        None, description="Mixture of experts {total_params_b, active_params_b, experts, experts_per_token}; "
+        "null: a dense model of model_params_b."
+    )
+    sync: WeightSync = Field(default_factory=WeightSync, description="Weight sync to the rollout engines.")
     placement: Literal["colocated", "disaggregated"] = Field(
         "colocated", description="colocated: every phase on all GPUs; disaggregated: rollout and training pools."
     )
@@ -273,8 +339,24 @@ class RLClass(StrictModel):
         "results' to_target table; null: none."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _total_from_model(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("model"), dict) and data.get("model_params_b") is None:
+            total = data["model"].get("total_params_b")
+            if total is not None:
+                data = {**data, "model_params_b": total}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> RLClass:
+        if self.model is not None and self.model.total_params_b != self.model_params_b:
+            raise ValueError(f"model_params_b ({self.model_params_b:g}) differs from model.total_params_b "
+                             f"({self.model.total_params_b:g}): give one of them")
+        if self.rollout.partial and self.mode != "async":
+            raise ValueError("rollout.partial applies to mode: async only")
+        if self.parallelism is not None and self.parallelism.ep is not None and self.model is None:
+            raise ValueError("parallelism.ep applies to a mixture-of-experts model (model: {...}) only")
         if self.placement == "colocated" and self.rollout_gpu_fraction is not None:
             raise ValueError("rollout_gpu_fraction applies to placement: disaggregated only")
         if self.mode == "async" and self.placement != "disaggregated":
@@ -306,6 +388,6 @@ class RLClass(StrictModel):
         return self.gpus if self.placement == "colocated" else self.gpus - self.rollout_gpus
 
     @property
-    def staleness(self) -> int:
+    def staleness(self) -> float:
         s = self.max_staleness
         return DEFAULT_MAX_STALENESS if s is None else s

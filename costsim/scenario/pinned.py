@@ -22,6 +22,9 @@ Efficiency: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1)]
 StepFloor: TypeAlias = Annotated[float, *float_bounds(ge=0, le=10)]
 NICs: TypeAlias = Annotated[int, *int_bounds(ge=1, le=MAX_GPUS_PER_NODE)]
 Workers: TypeAlias = Annotated[int, *int_bounds(ge=0, le=10_000)]
+Seconds: TypeAlias = Annotated[float, *float_bounds(ge=0, le=3600)]  # a fixed cost or latency, seconds
+Tokens: TypeAlias = Annotated[float, *float_bounds(ge=1, le=1e9)]
+GBps: TypeAlias = Annotated[float, *float_bounds(gt=0, le=1e6)]
 
 
 class TierPrices(StrictModel):
@@ -37,12 +40,17 @@ class GPUValues(StrictModel):
 
     memory_gb: Spec | None = Field(None, description=f"HBM per GPU, GB ({span(Spec)}); null: catalog.")
     bf16_dense_tflops: Spec | None = Field(None, description=f"Dense BF16 TFLOP/s per GPU ({span(Spec)}); null: catalog.")
+    fp8_dense_tflops: Spec | None = Field(None, description=f"Dense FP8 TFLOP/s per GPU ({span(Spec)}); null: catalog.")
     hbm_tb_s: Spec | None = Field(None, description=f"HBM bandwidth per GPU, TB/s ({span(Spec)}); null: catalog.")
     gpus_per_node: NodeGPUs | None = Field(
         None, description=f"GPUs of the catalog's node, whose NICs a smaller node shares ({span(NodeGPUs)}); null: catalog.")
+    nvlink_domain_gpus: NodeGPUs | None = Field(
+        None, description=f"GPUs one NVLink domain joins: the node, or an NVL72 rack ({span(NodeGPUs)}); null: catalog.")
     nvlink_busbw_gb_s: Spec | None = Field(None, description=f"NVLink all-reduce bus bandwidth, GB/s ({span(Spec)}); null: catalog.")
     nics_per_node: NICs | None = Field(None, description=f"NICs per catalog node ({span(NICs)}); null: catalog.")
     nic_busbw_gb_s: Spec | None = Field(None, description=f"Bus bandwidth per NIC, GB/s ({span(Spec)}); null: catalog.")
+    nic_gb_s_per_gpu: Spec | None = Field(
+        None, description=f"Bus bandwidth one GPU reaches across nodes over its own NIC, GB/s ({span(Spec)}); null: catalog.")
     node_max_kw: Spec | None = Field(None, description=f"Node power at full load, kW ({span(Spec)}); null: catalog.")
     node_idle_kw: IdleKW | None = Field(None, description=f"Node power when idle, kW ({span(IdleKW)}); null: catalog.")
     on_demand: TierPrices | None = Field(None, description="On-demand prices per tier; null: catalog.")
@@ -56,6 +64,10 @@ class GPUTypes(StrictModel):
     B200: GPUValues | None = Field(None, description="B200 specs; null: catalog.")
     A100: GPUValues | None = Field(None, description="A100 specs; null: catalog.")
     L40S: GPUValues | None = Field(None, description="L40S specs; null: catalog.")
+    H20: GPUValues | None = Field(None, description="H20 specs; null: catalog.")
+    H800: GPUValues | None = Field(None, description="H800 specs; null: catalog.")
+    GB200: GPUValues | None = Field(None, description="GB200 (NVL72) specs; null: catalog.")
+    MI300X: GPUValues | None = Field(None, description="MI300X specs; null: catalog.")
 
 
 class FabricValues(StrictModel):
@@ -82,6 +94,34 @@ class RLValues(StrictModel):
         None, description=f"Share of HBM for weights and KV cache ({span(Efficiency)}); null: catalog.")
     verifier_workers_per_gpu: Workers | None = Field(
         None, description=f"CPU verifier workers per GPU ({span(Workers)}); null: catalog.")
+    sglang_hbm_efficiency: Efficiency | None = Field(
+        None, description=f"SGLang's share of HBM bandwidth a decode step achieves ({span(Efficiency)}); null: catalog.")
+    sglang_decode_step_floor_s: StepFloor | None = Field(
+        None, description=f"SGLang's decode step latency floor, seconds ({span(StepFloor)}); null: catalog.")
+    prefill_mfu: Efficiency | None = Field(
+        None, description=f"Model FLOP utilisation of prompt prefill ({span(Efficiency)}); null: catalog.")
+    optimizer_step_s: Seconds | None = Field(
+        None, description=f"Fixed seconds per optimizer step ({span(Seconds)}); null: catalog.")
+    microbatch_s: Seconds | None = Field(
+        None, description=f"Fixed seconds per micro-batch pass ({span(Seconds)}); null: catalog.")
+    microbatch_tokens: Tokens | None = Field(
+        None, description=f"Tokens a micro-batch packs per GPU ({span(Tokens)}); null: catalog.")
+    sync_nccl_latency_s: Seconds | None = Field(
+        None, description=f"Seconds per transfer of an NCCL broadcast refit ({span(Seconds)}); null: catalog.")
+    sync_nccl_efficiency: Efficiency | None = Field(
+        None, description=f"Share of the path bandwidth an NCCL refit reaches ({span(Efficiency)}); null: catalog.")
+    sync_checkpoint_engine_latency_s: Seconds | None = Field(
+        None, description=f"Seconds per transfer of a checkpoint-engine refit ({span(Seconds)}); null: catalog.")
+    sync_checkpoint_engine_efficiency: Efficiency | None = Field(
+        None, description=f"Share of the path bandwidth a checkpoint engine reaches ({span(Efficiency)}); null: catalog.")
+    sync_nixl_latency_s: Seconds | None = Field(
+        None, description=f"Seconds per transfer of a NIXL refit ({span(Seconds)}); null: catalog.")
+    sync_nixl_efficiency: Efficiency | None = Field(
+        None, description=f"Share of the path bandwidth a NIXL refit reaches ({span(Efficiency)}); null: catalog.")
+    sync_bucket_gb: GBps | None = Field(
+        None, description=f"GB of weights a refit sends per transfer ({span(GBps)}); null: catalog.")
+    reload_gb_s: GBps | None = Field(
+        None, description=f"GB/s at which a rollout engine loads received weights ({span(GBps)}); null: catalog.")
 
 
 class CatalogValues(StrictModel):

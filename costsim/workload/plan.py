@@ -183,7 +183,7 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
         lengths = (jobs.length_sum[its], jobs.length_max[its], jobs.length_sq_sum[its])
         if takes[k]:
             assert off is not None and pool is not None  # takes[k]: a rollout pool, whose offloads are kept
-            pt, lost, nominal_s = _offloaded(cls, hw, _offload_columns(off, idx, cls, pool, plan.rollout_link_gb_s),
+            pt, lost, nominal_s = _offloaded(cls, hw, _offload_columns(off, idx, cls, pool, hw, plan.rollout_link_gb_s),
                                              *lengths)
             if not np.isfinite(pt.total).all():
                 raise ScenarioError(f"scenario {scenario.name!r}", [Problem(("workload", "classes", k), (
@@ -225,13 +225,14 @@ class _Pool:
     instances: int
 
 
-def _offload_columns(off: Offloads, idx: np.ndarray, cls: RLClass, pool: CloudPlan, link: float) -> _Pool:
-    """Fill ``off`` for a class's jobs ``idx`` offloading to ``pool`` over a ``link`` of GB/s, and return
-    what their iterations read of it. A node failure on the pool loses the instance's samples as a
-    preemption does (the provider swaps it): both count in the rate."""
+def _offload_columns(off: Offloads, idx: np.ndarray, cls: RLClass, pool: CloudPlan, home: rl.Hardware,
+                     link: float) -> _Pool:
+    """Fill ``off`` for a class's jobs ``idx`` offloading to ``pool`` over a ``link`` of GB/s from the
+    ``home`` hardware, and return what their iterations read of it. A node failure on the pool loses
+    the instance's samples as a preemption does (the provider swaps it): both count in the rate."""
     per_day = (pool.preemptions_per_instance_h + pool.failures_per_node_h) * 24.0
     restart_h = pool.reacquire_delay_h + pool.provisioning_delay_h + pool.startup_h
-    push_s = offload.weight_push_s(cls.model_params_b, link)
+    push_s = offload.weight_push_s(shape(cls), home, link)
     instances = -(-cls.rollout_gpus // pool.gpus_per_instance)
     off.home_gpus[idx] = cls.train_gpus
     off.offloads[idx] = True

@@ -5,6 +5,7 @@ shows the amortised total beside the cash spent."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -14,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 import costsim
 from costsim.dashboard import SCENARIO_DIR, apply_knobs, content_key, current_knobs, encode_scenario, literal_markdown
 from costsim.dashboard.sidebar import REPLICATIONS_KEY
+from costsim.present.headline import DETAILS
 from costsim.runs.sweepfile import replication_seed
 
 pytestmark = pytest.mark.usefixtures("fresh_cache_data")
@@ -57,15 +59,24 @@ def test_headline_is_the_verdict_and_never_a_flagged_option():
     (headline,) = [m for m in shown if m.startswith("**Verdict:**")]
     assert "Lowest total cost" not in " ".join(shown)
     verdict, *flags = headline.split("  \n")
-    assert verdict == f"**Verdict:** {literal_markdown(costsim.decide(res).sentence)}"
-    # the recommendation (the sentence's first clause) names on-demand and no owned cluster
-    first = verdict.split(";")[0]
-    assert literal_markdown("(cloud-od)") in first
-    assert not any(literal_markdown(o) in first for o in ("own-256", "own-384", "own-512"))
+    # the lead of the verdict, the sentence's first clause, leads the page; the sentence goes on from it
+    worded = costsim.decide(res)
+    assert verdict == f"**Verdict:** {literal_markdown(worded.lead)}"
+    assert worded.sentence.startswith(worded.lead.removesuffix("."))
+    # the recommendation names on-demand and no owned cluster
+    assert literal_markdown("(cloud-od)") in verdict
+    assert not any(literal_markdown(o) in verdict for o in ("own-256", "own-384", "own-512"))
+    # a line each for the owned clusters, flagged, with the run's own offered load in a few words
+    plain = [re.sub(r"\\(.)", r"\1", f) for f in flags]  # as shown: Markdown's escapes resolved
     for option in ("own-256", "own-384", "own-512"):
-        (line,) = [f for f in flags if f.startswith(f"⚠\ufe0f **{literal_markdown(option)}: cannot keep up**")]
-        assert "offered load" in line and "never recommended" in line
+        (line,) = [f for f in plain if f.startswith(f"⚠\ufe0f **{option}** cannot keep up: ")]
+        load = s.loc[option, "offered_load"] * 100
+        assert f"cannot keep up: offered load {load:.0f} % of its capacity" in line and load >= 100
     assert not any("cloud" in f for f in flags)
+    # the rest of the sentence, clause by clause, in the expander right under it
+    (details,) = [e for e in at.expander if e.label == DETAILS]
+    said = " ".join(m.value for m in details.markdown)
+    assert all(f"- {literal_markdown(d)}" in said for d in worded.details) and worded.details
     assert [m for m in shown if "cannot keep up" in m and m.startswith("**⚠")] == ["**⚠ cannot keep up**"] * 3
     assert sum("recommended" in m for m in shown if m.startswith("**cloud")) == 1
     # each card: the amortised total beside the cash spent, the app's numbers being the run's

@@ -9,6 +9,9 @@ import pytest
 from paths import ROOT
 
 from costsim.calibration import validation as v
+from costsim.calibration import validation_fit as vf
+from costsim.calibration import validation_rows as vr
+from costsim.calibration import validation_v3 as v3
 from costsim.catalog.load import default_catalog
 
 # key -> (low, high), from the published figure and the tolerance the issue sets.
@@ -30,12 +33,31 @@ BANDS = {
     "owned_usd_per_gpu_hour": (1.6, 1.95),
     "breakeven_neocloud": (0.55, 0.75),  # ≈ 64 %
     "breakeven_hyperscaler": (0.22, 0.34),  # ≈ 28 %
+    # v3 (NeMo RL v0.5.0, verl fully_async.md and its checkpoint-engine ablation): ± 25 %, sync ×/÷ 1.5.
+    "nemo_8b_on": (92.8 * 0.75, 92.8 * 1.25),
+    "nemo_32b_on": (376 * 0.75, 376 * 1.25),
+    "verl_sync_step": (356.3 * 0.75, 356.3 * 1.25),
+    "verl_gen_128": (177.85 * 0.75, 177.85 * 1.25),
+    "verl_update_scaling": (313.81 / 113.81 * 0.75, 313.81 / 113.81 * 1.25),
+    "sync_7b_nccl_broadcast": (0.12 / 1.5, 0.12 * 1.5),
+    "sync_30b_nccl_broadcast": (15.76 / 1.5, 15.76 * 1.5),
+    "sync_30b_checkpoint_engine": (4.38 / 1.5, 4.38 * 1.5),
+    "sync_235b_nccl_broadcast": (58.57 / 1.5, 58.57 * 1.5),
+    "sync_235b_checkpoint_engine": (23.70 / 1.5, 23.70 * 1.5),
+    "nemo_32b_off": (200 * 0.75, 200 * 1.25),  # 1-step off-policy: max(rollout, training) + sync
+    "nemo_30b_on": (198 * 0.75, 198 * 1.25),  # Qwen3-30B-A3B, MoE
+    "nemo_30b_off": (154 * 0.75, 154 * 1.25),
+    "nemo_235b_off": (203 * 0.75, 203 * 1.25),  # Qwen3-235B-A22B, MoE, one step off-policy
+    "sync_dsv3_nixl": (9.25 / 1.5, 9.25 * 1.5),  # DeepSeek-V3 BF16, NIXL point to point
+    "verl_fully_async": (150.63 * 0.75, 150.63 * 1.25),  # partial rollout, staleness 0.5
+    "verl_async_speedup": (356.3 / 150.63 * 0.75, 356.3 / 150.63 * 1.25),
+    "sync_7b_checkpoint_engine": (0.02 / 1.5, 0.02 * 1.5),  # in one node: point to point over NVLink
 }
 
 
 @pytest.fixture(scope="module")
 def table():
-    return {r.key: r for r in v.rows()}
+    return {r.key: r for r in vr.rows()}
 
 
 def test_every_row_has_a_band_here(table):
@@ -58,9 +80,9 @@ def test_doc_is_what_the_generator_writes_now(table):
 def test_async_speedup_grows_with_staleness_then_levels_off():
     # AReaL 1.5B on 128 H800, 96 generating: speed-up never falls as staleness grows, and past
     # staleness 8 it gains nothing (the throughput bound).
-    hw, d = v.h800(), v.draws(*v.AREAL_LENGTHS)
-    sync = float(v.phases(v.rl_shape(1.5, 128), hw, d).total.mean())
-    su = {s: v.async_run(1.5, 128, 96, s, hw, d, sync)[0] for s in (1, 2, 4, 8, 16, 32)}
+    hw, d = vr.h800(), vr.draws(*vr.AREAL_LENGTHS)
+    sync = float(vr.phases(vr.rl_shape(1.5, 128), hw, d).total.mean())
+    su = {s: vr.async_run(1.5, 128, 96, s, hw, d, sync)[0] for s in (1, 2, 4, 8, 16, 32)}
     steps = list(su.values())
     assert all(b >= a - 1e-9 for a, b in zip(steps, steps[1:], strict=False))
     assert su[16] <= su[8] + 1e-9 and su[32] <= su[8] + 1e-9
@@ -68,7 +90,7 @@ def test_async_speedup_grows_with_staleness_then_levels_off():
 
 
 def test_h800_is_an_h100_with_half_the_nvlink():
-    hw = v.h800()
+    hw = vr.h800()
     assert (hw.bf16_dense_tflops, hw.hbm_tb_s, hw.memory_gb) == (989.0, 3.35, 80)
     # cross-node busbw: min(NVLink 200, 8 NICs × 47 GB/s × 1.0 = 376) = 200 GB/s
     assert hw.nvlink_busbw_gb_s == 200.0 and hw.inter_busbw_gb_s == 200.0
@@ -87,28 +109,63 @@ def test_owned_cost_per_gpu_hour_by_hand():
         + 2 * 225_000 / (1024 * 8760) + 150_000 / 5 / (1024 * 8760)
     assert capital == pytest.approx(1.199028, abs=1e-6)
     assert hand == pytest.approx(1.922022, abs=1e-6)
-    assert v.owned_usd_per_gpu_hour(default_catalog()) == pytest.approx(hand, rel=1e-12)
+    assert vr.owned_usd_per_gpu_hour(default_catalog()) == pytest.approx(hand, rel=1e-12)
 
 
 def _row(score, simulated, published=1.0, low=0.6, high=0.8):
-    return v.Row("k", "f", "s", "src", "p", published, low, high, simulated, score=score)
+    return vr.Row("k", "f", "s", "src", "p", published, low, high, simulated, score=score)
 
 
 def test_distance_to_a_point_and_to_a_band():
-    assert v.row_distance(_row("point", 2.0, published=1.6)) == pytest.approx(math.log(1.25))
-    assert v.row_distance(_row("point", 1.6 / 1.25, published=1.6)) == pytest.approx(math.log(1.25))
-    assert v.row_distance(_row("band", 0.7)) == 0.0
-    assert v.row_distance(_row("band", 0.5)) == pytest.approx(math.log(0.6 / 0.5))
-    assert v.row_distance(_row("band", 0.9)) == pytest.approx(math.log(0.9 / 0.8))
+    assert vf.row_distance(_row("point", 2.0, published=1.6)) == pytest.approx(math.log(1.25))
+    assert vf.row_distance(_row("point", 1.6 / 1.25, published=1.6)) == pytest.approx(math.log(1.25))
+    assert vf.row_distance(_row("band", 0.7)) == 0.0
+    assert vf.row_distance(_row("band", 0.5)) == pytest.approx(math.log(0.6 / 0.5))
+    assert vf.row_distance(_row("band", 0.9)) == pytest.approx(math.log(0.9 / 0.8))
     # score: the worst weighed row; rows without a score kind are not weighed
-    assert v.score([_row("band", 0.5), _row("point", 2.0, published=1.6), _row(None, 100.0)]) == \
+    assert vf.score([_row("band", 0.5), _row("point", 2.0, published=1.6), _row(None, 100.0)]) == \
         pytest.approx(math.log(1.25))
 
 
 def test_calibration_grid_holds_the_catalog_pair_and_beats_it():
     cat = default_catalog()
-    now = (float(cat.rl["hbm_efficiency"]), float(cat.rl["decode_step_floor_s"]))
-    best, best_score, grid = v.calibrate(cat)
+    now = (float(cat.rl["sglang_hbm_efficiency"]), float(cat.rl["sglang_decode_step_floor_s"]))
+    best, best_score, grid = vf.calibrate(cat)
     assert len(grid) == 8 * 11 and now in grid
     assert best_score == min(grid.values()) <= grid[now]
-    assert grid[now] == pytest.approx(v.score([r for r in v.rows(cat) if r.score]))
+    assert grid[now] == pytest.approx(vf.score([r for r in vr.rows(cat) if r.score]))
+
+
+def test_uncarried_rows_are_shown_not_hidden():
+    shown = {r.key for r in vr.uncarried_rows()}
+    assert shown and not shown & set(BANDS)
+    doc = (ROOT / v.DOC).read_text(encoding="utf-8")
+    for key in shown:  # each with its written reason
+        assert v3.NOT_CARRIED[key] and v3.NOT_CARRIED[key] in doc
+
+
+def test_vllm_calibration_puts_the_catalog_pair_at_the_grid_best():
+    # vLLM's (η_mem, t_floor) are fitted once to every carried NeMo RL and verl row together: no grid
+    # point brings the worst of them closer than the catalog's pair.
+    cat = default_catalog()
+    now = (float(cat.rl["hbm_efficiency"]), float(cat.rl["decode_step_floor_s"]))
+    _, best_score, grid = vf.calibrate_vllm(cat)
+    assert now in grid and grid[now] == pytest.approx(best_score)
+
+
+def test_every_rl_row_states_its_assumptions():
+    # A row's setting says what its source publishes, then each assumption marked [A].
+    rl_rows = [r for r in vr.rows() + vr.uncarried_rows() if r.key.split("_")[0] in ("areal", "rollout", "nemo", "verl", "sync")]
+    assert len(rl_rows) > 20
+    for r in rl_rows:
+        assert "; [A] " in r.setting, r.key
+    nemo = {r.key: r.setting for r in vr.rows() if r.key.startswith("nemo_")}
+    assert "4 optimizer steps (G-GBS ÷ T-GBS)" in nemo["nemo_8b_on"] and "64 prompts × 32" in nemo["nemo_8b_on"]
+    assert "[A] prompts 130 tokens" in nemo["nemo_8b_on"] and "gpu_memory_utilization 0.6" in nemo["nemo_8b_on"]
+
+
+def test_nixl_refits_with_the_checkpoint_engines_constants():
+    # NeMo RL's NIXL refit is its checkpoint-engine interface: no constant fitted to its one row.
+    consts = default_catalog().rl
+    assert consts["sync_nixl_latency_s"] == consts["sync_checkpoint_engine_latency_s"]
+    assert consts["sync_nixl_efficiency"] == consts["sync_checkpoint_engine_efficiency"]

@@ -66,11 +66,19 @@ def test_longer_names_wrap_but_numbers_stay_whole():
         assert any(f"{r.rollout_tokens_per_s_per_gpu:,.0f}" in line.split() for line in lines)
 
 
-@pytest.mark.parametrize(("sequence_per_s", "tok_s", "straggler"), [(1e6, "2,000", "0"), (50, "400", "100")])
+# The prompts' prefill before decoding: 2 · 7e9 · 64 · 512 / (8 × 989e12 × 0.5) = 0.116 s
+# (tests/results/test_phases_table.py's PREFILL_S, at the catalog's prefill MFU 0.5).
+PREFILL_S = 2 * 7e9 * 64 * 512 / (8 * 989e12 * 0.5)
+
+
+@pytest.mark.parametrize(("sequence_per_s", "tok_s", "straggler"), [
+    (1e6, f"{64_000 / ((4 + PREFILL_S) * 8):,.0f}", "0"),  # 1,944
+    (50, f"{64_000 / ((20 + PREFILL_S) * 8):,.0f}", f"{100 * 20 / (20 + PREFILL_S):.0f}"),  # 398, 99
+])
 def test_row_shows_the_closed_form_rates(sequence_per_s, tok_s, straggler):
-    """The closed forms of tests/results/test_phases_table.py as the CLI prints them: 2,000 tok/s/GPU with
-    no straggler when the full batch bounds rollout; 64,000 / (20 s × 8) = 400 when the
-    20-second straggler does."""
+    """The closed forms of tests/results/test_phases_table.py as the CLI prints them: 2,000 tok/s/GPU
+    while decoding with no straggler when the full batch bounds rollout, 64,000 / ((4 s + prefill) × 8)
+    over the rollout; 64,000 / ((20 s + prefill) × 8) when the 20-second straggler does."""
     res = costsim.simulate(closed_form_scenario(2000, sequence_per_s))
     (line,) = [line for line in rendered(res.phases) if "flat" in line]
     cells = line.split()

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import costsim
-from costsim.models import network, rl
+from costsim.models import offload
+from costsim.plan.hardware import shape
 from costsim.plan.resolve import resolve
 from costsim.results.costing import ALL_ITEMS
 from costsim.scenario import ScenarioError
@@ -59,9 +60,17 @@ SPOT = ("  - {name: spot, kind: cloud, gpu_type: H100, pricing: spot, preemption
 
 
 def home_link(sc: costsim.Scenario) -> float:
-    """The home fabric's weight-sync bandwidth (rl.sync_s over several nodes): min(inter-node, NVLink)."""
-    hw = hardware(next(p for p in resolve(sc) if p.name == "home"))
-    return min(hw.inter_busbw_gb_s, hw.nvlink_busbw_gb_s)
+    """The home fabric's weight-sync path (rl.sync_s over several nodes): a broadcast leaves through
+    one rank's NIC (47 GB/s on H100)."""
+    return hardware(next(p for p in resolve(sc) if p.name == "home")).nic_gb_s
+
+
+def push_hours(sc: costsim.Scenario, link: float) -> float:
+    """Hours an offloaded job's weights take to reach a new rollout instance: the class's refit from
+    the home option over the link (``offload.weight_push_s``, hand-checked in
+    tests/models/test_rollout_offload.py): 7B over 12.5 GB/s at NCCL's 0.4 is 2.8 s of bytes alone."""
+    home = next(p for p in resolve(sc) if p.name == "home")
+    return offload.weight_push_s(shape(sc.workload.classes[0]), hardware(home), link) / 3600.0
 
 
 def test_with_no_preemptions_it_is_the_disaggregated_job_with_more_rollout_gpus():
@@ -77,7 +86,7 @@ def test_with_no_preemptions_it_is_the_disaggregated_job_with_more_rollout_gpus(
     assert len(ja) == len(jb) > 5 and ja["completed"].all() and jb["completed"].all()
     np.testing.assert_allclose(ja["start_h"], jb["start_h"], rtol=0, atol=1e-9)  # no queue in either
     # The offloaded job first pushes its weights to its new instances (no provisioning or startup here).
-    push_h = network.transfer_s(rl.weight_bytes(7.0), link) / 3600.0
+    push_h = push_hours(off, link)
     np.testing.assert_allclose(ja["end_h"] - ja["start_h"], jb["end_h"] - jb["start_h"] + push_h, rtol=1e-12)
     # 8 GPUs at home + 24 on the pool (from the start: no delivery delay) = the plain job's 32.
     np.testing.assert_allclose(ja["gpu_hours"], jb["gpu_hours"] + 32 * push_h, rtol=1e-12)
@@ -97,7 +106,8 @@ def test_the_rollout_bill_and_the_lost_samples_by_hand():
     res = costsim.simulate(sc)
     spot = next(p for p in resolve(sc) if p.name == "spot")
     link = 12.5  # the catalog's rl.rollout_link_gb_s: a 100 Gbps link
-    push_h = 14e9 / (link * 1e9) / 3600.0  # 7B × 2 bytes over 12.5 GB/s
+    push_h = push_hours(sc, link)  # the 7B's refit over 12.5 GB/s
+    assert push_h * 3600.0 > 14e9 / (link * 1e9 * 0.4)  # more than its bytes at NCCL's share of the link
     lam_h = 2.0 / 24.0
     down_h = 0.5 + 0.25 + 0.1 + push_h  # reacquire, provisioning, startup, push
     a = 1.0 / (1.0 + lam_h * down_h)
@@ -215,7 +225,7 @@ def test_a_home_failure_keeps_the_rollout_instances_beside_each_hold():
     np.testing.assert_allclose(rec.alloc_start[pool_rows],
                                np.minimum(rec.alloc_start[home_rows] + 0.25, rec.alloc_end[home_rows]), rtol=1e-12)
     # A restart takes at least the first wait (re-acquiring the instances), not only restart_minutes.
-    first_h = 0.25 + 0.1 + 14e9 / 12.5e9 / 3600.0
+    first_h = 0.25 + 0.1 + push_hours(sc, 12.5)
     assert work.restart_h[0] == pytest.approx(max(5 / 60, first_h), rel=1e-12)
     # Goodput by hand, hold by hold: the 8 training GPUs idle through each wait (the first wait, then
     # the restart) and the lost work; the 24 rollout GPUs (at their share) through the part of each

@@ -57,18 +57,21 @@ def test_transfer_by_hand():
 
 
 def test_group_busbw_tensor_parallel_8_leaves_one_nic_per_group():
-    # TP 8: each data-parallel group has one GPU per 8-GPU node, so one NIC's share of the
-    # node's 376 GB/s: 376 × 1/8 = 47 GB/s.
-    assert network.group_busbw_gb_s(1, 8, NVLINK, 376.0, across_nodes=True) == pytest.approx(47.0)
-    # TP 2: four members per node, half the node's NICs: 376 × 4/8 = 188 GB/s.
-    assert network.group_busbw_gb_s(4, 8, NVLINK, 376.0, across_nodes=True) == pytest.approx(188.0)
-    # Pure data parallel: the whole node, 376 GB/s.
-    assert network.group_busbw_gb_s(8, 8, NVLINK, 376.0, across_nodes=True) == pytest.approx(376.0)
+    # TP 8: each data-parallel group has one GPU per 8-GPU node, so one NIC: 47 GB/s.
+    assert network.group_busbw_gb_s(1, 8, NVLINK, 47.0, across_domains=True) == pytest.approx(47.0)
+    # TP 2: four members per node, four NICs: 4 × 47 = 188 GB/s.
+    assert network.group_busbw_gb_s(4, 8, NVLINK, 47.0, across_domains=True) == pytest.approx(188.0)
+    # Pure data parallel: the whole node, 8 × 47 = 376 GB/s.
+    assert network.group_busbw_gb_s(8, 8, NVLINK, 47.0, across_domains=True) == pytest.approx(376.0)
+    # H800: NVLink busbw 200 caps the whole node (8 × 47 = 376 → 200), not one member's NIC:
+    # 47 GB/s, where the node's capped figure over its GPUs would give 200 / 8 = 25.
+    assert network.group_busbw_gb_s(8, 8, 200.0, 47.0, across_domains=True) == pytest.approx(200.0)
+    assert network.group_busbw_gb_s(1, 8, 200.0, 47.0, across_domains=True) == pytest.approx(47.0)
     # Members beyond the node (or none, TP·PP > node) are clamped to [1, node].
-    assert network.group_busbw_gb_s(0, 8, NVLINK, 376.0, across_nodes=True) == pytest.approx(47.0)
-    assert network.group_busbw_gb_s(16, 8, NVLINK, 376.0, across_nodes=True) == pytest.approx(376.0)
+    assert network.group_busbw_gb_s(0, 8, NVLINK, 47.0, across_domains=True) == pytest.approx(47.0)
+    assert network.group_busbw_gb_s(16, 8, NVLINK, 47.0, across_domains=True) == pytest.approx(376.0)
     # Inside one NVLink domain the group reduces over NVLink whatever its size.
-    assert network.group_busbw_gb_s(1, 8, NVLINK, 376.0, across_nodes=False) == NVLINK
+    assert network.group_busbw_gb_s(1, 8, NVLINK, 47.0, across_domains=False) == NVLINK
 
 
 def test_pipeline_bubble_by_hand():

@@ -1,4 +1,4 @@
-"""RL iteration model v2 (costsim.models.rl) against hand calculations written out here.
+"""RL iteration model (costsim.models.rl, v3 terms included) against hand calculations written out here.
 
 Hardware: H100 — 989 TFLOP/s bf16 dense, 3.35 TB/s HBM, 80 GB, 8 GPUs per node, NVLink busbw
 470 GB/s, fabric busbw 8 × 47 = 376 GB/s per node (InfiniBand); decode at η_mem = 0.55 of HBM
@@ -14,8 +14,8 @@ import pytest
 from costsim.models import rl
 from costsim.models.sampling import length_draws
 
-H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
-                   inter_busbw_gb_s=376.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, nvlink_gpus=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, nic_gb_s=47.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
                    verifier_workers=8)
 ETA_B = 3.35e12 * 0.55  # 1.8425e12 bytes/s of HBM a decode step reads per GPU
 FLOPS = 989e12 * 0.35  # 3.4615e14 FLOP/s per GPU at MFU 0.35
@@ -50,9 +50,10 @@ def test_hardware_comes_from_the_catalog():
     sc = Scenario.model_validate({"name": "x", "horizon_days": 1, "workload": {"trace": "t.csv"},
                                   "options": [{"name": "o", "kind": "owned", "gpu_type": "H100", "gpus": 8}]})
     hw = hardware(resolve(sc)[0])
-    assert (hw.bf16_dense_tflops, hw.hbm_tb_s, hw.memory_gb, hw.gpus_per_node, hw.nvlink_busbw_gb_s) == (
+    assert (hw.bf16_dense_tflops, hw.hbm_tb_s, hw.memory_gb, hw.nvlink_gpus, hw.nvlink_busbw_gb_s) == (
         989.0, 3.35, 80.0, 8, 470.0)
     assert hw.inter_busbw_gb_s == pytest.approx(8 * 47.0 * 1.0)  # 8 NICs × 47 GB/s × InfiniBand 1.0
+    assert hw.nic_gb_s == 47.0  # one 400G NIC a GPU
     assert (hw.mem_efficiency, hw.step_floor_s, hw.kv_memory_fraction, hw.verifier_workers) == (
         consts["hbm_efficiency"], consts["decode_step_floor_s"], consts["kv_memory_fraction"],
         consts["verifier_workers_per_gpu"])
@@ -197,23 +198,28 @@ def test_update_compute_with_pipeline_bubble_and_tp8_allreduce():
 
 
 def test_update_data_parallel_across_nodes_uses_the_whole_fabric():
-    # 7B, pure DP over 16 GPUs on 2 nodes: 6 × 7e9 × T / (16 × 3.4615e14) = 4.876684 s;
-    # 4 × 2 × 15/16 × 14e9 / 376e9 = 4 × 0.0698138 s (v1: ÷ 8 GPUs per node, 8× slower).
+    # 7B, pure DP over 16 GPUs on 2 nodes shards its weights (FSDP): 6 × 7e9 × T / (16 × 3.4615e14)
+    # = 4.876684 s; per optimizer step one micro-batch, whose all-gather (forward), all-gather
+    # (backward) and reduce-scatter each move 15/16 × 14e9 / 376e9 = 0.0349069 s over the whole
+    # node's fabric (v1: ÷ 8 GPUs per node, 8× slower): 4 × 3 × 0.0349069 s.
     sh = shape()
+    micro = np.ceil(T / (4 * 16 * H100.microbatch_tokens))
     got = float(rl.update_s(sh, rl.layout(sh, H100), np.array([T]), H100)[0])
-    assert got == pytest.approx(6 * 7e9 * T / (16 * FLOPS) + 4 * 0.06981383, rel=1e-6)
+    assert got == pytest.approx(6 * 7e9 * T / (16 * FLOPS) + 4 * micro * 3 * 0.03490692, rel=1e-6)
     assert 6 * 7e9 * T / (16 * FLOPS) == pytest.approx(4.876684, rel=1e-6)
 
 
 def test_update_within_a_node_uses_nvlink():
-    # 8 training GPUs in one node: 4 × 2 × 7/8 × 14e9 / 470e9 = 4 × 0.0521277 s.
+    # 8 training GPUs in one node shard the weights (FSDP): per optimizer step ⌈643,072 / (4 × 8 ×
+    # 16,384)⌉ = 2 micro-batches, each with 3 collectives of 7/8 × 14e9 / 470e9 = 0.0260638 s over
+    # NVLink: 4 × 2 × 3 × 0.0260638 = 0.6255319 s.
     sh = shape(gpus=8, rollout_gpus=8, train_gpus=8)
     got = float(rl.update_s(sh, rl.layout(sh, H100), np.array([T]), H100)[0])
-    assert got == pytest.approx(6 * 7e9 * T / (8 * FLOPS) + 4 * 0.05212766, rel=1e-6)
+    assert got == pytest.approx(6 * 7e9 * T / (8 * FLOPS) + 4 * 2 * 3 * 0.02606383, rel=1e-6)
 
 
 def test_faster_fabric_shortens_the_update():
-    roce = rl.Hardware(**{**H100.__dict__, "inter_busbw_gb_s": 376.0 * 0.92})
+    roce = rl.Hardware(**{**H100.__dict__, "inter_busbw_gb_s": 376.0 * 0.92, "nic_gb_s": 47.0 * 0.92})
     sh = shape(params_b=70.0, gpus=64, rollout_gpus=64, train_gpus=64)
     lay = rl.layout(sh, H100)
     # Only the all-reduce changes: its part grows by 1 / 0.92.
@@ -231,15 +237,29 @@ def test_doubling_gpus_shortens_update_by_less_than_half():
 
 
 def test_sync_fabric_when_disaggregated_nvlink_reshard_when_colocated():
-    assert rl.sync_s(shape(disaggregated=True, rollout_gpus=8, train_gpus=8), H100) == pytest.approx(14 / 376)
-    assert rl.sync_s(shape(), H100) == pytest.approx(14 / 470)  # colocated: reshard in the node
-    # disaggregated inside one 8-GPU node: NVLink too
-    assert rl.sync_s(shape(gpus=8, rollout_gpus=4, train_gpus=4, disaggregated=True), H100) == pytest.approx(14 / 470)
+    # No method constants in H100 here: no latency, the path's full bandwidth, instant reload.
+    # Disaggregated 8 + 8 on two nodes: gather the FSDP shards of the 8 trainers over NVLink,
+    # 7/8 × 14e9 / 470e9 = 0.0260638 s, then 14 GB over the fabric, 14e9 / 47e9 = 0.2978723 s
+    # (a broadcast leaves through one rank's NIC).
+    assert rl.sync_s(shape(disaggregated=True, rollout_gpus=8, train_gpus=8), H100) == pytest.approx(
+        7 / 8 * 14 / 470 + 14 / 47)
+    # Colocated on 16 GPUs: gather 16 shards across the fabric, 15/16 × 14 / 376, reshard in the node, 14 / 470.
+    assert rl.sync_s(shape(), H100) == pytest.approx(15 / 16 * 14 / 376 + 14 / 470)
+    # disaggregated inside one 8-GPU node: NVLink for both, 3/4 × 14 / 470 + 14 / 470
+    assert rl.sync_s(shape(gpus=8, rollout_gpus=4, train_gpus=4, disaggregated=True), H100) == pytest.approx(
+        3 / 4 * 14 / 470 + 14 / 470)
 
 
 # --- phase times -------------------------------------------------------------------------------
 # Shared hand figures for 256 × 2,000 tokens: logprobs on G_t GPUs 2 × 7e9 × 643,072 / (G_t × 3.4615e14),
-# i.e. 1.625561 s on 16, 3.251122 s on 8; the reference model the same; update 3× that plus all-reduces.
+# i.e. 1.625561 s on 16, 3.251122 s on 8; the reference model the same; update 3× that. Pure data
+# parallel (7B) shards the weights (FSDP): a forward pass has ⌈643,072 / (G_t × 16,384)⌉ micro-batches
+# (3 on 16 GPUs, 5 on 8), each one all-gather; the update ⌈643,072 / (4 × G_t × 16,384)⌉ per optimizer
+# step (1 on 16, 2 on 8), each 3 collectives. A collective moves 15/16 × 14e9 / 376e9 = 0.0349069 s
+# on 16 GPUs (two nodes: the fabric), 7/8 × 14e9 / 470e9 = 0.0260638 s on 8 (NVLink). Prompt prefill
+# on the rollout GPUs: 2 × 7e9 × 256 × 512 / (G_r × 989e12 × 0.5) = 0.2319272 s on 16, 0.4638544 s on 8.
+G16, G8 = 15 / 16 * 14 / 376, 7 / 8 * 14 / 470
+PRE16, PRE8 = 2 * 7e9 * 256 * 512 / (16 * 989e12 * 0.5), 2 * 7e9 * 256 * 512 / (8 * 989e12 * 0.5)
 
 def test_colocated_sync_by_hand():
     t = times(shape())
@@ -249,14 +269,16 @@ def test_colocated_sync_by_hand():
     # step (14e9 + 57,344 × 16 × 1,512) / 1.8425e12 = 8.3513 ms, 512,000 × 8.3513 ms / (16 × 16) = 16.7026 s
     # — with equal lengths the drain's memory term is the full batch; compute 2 × 7e9 × 512,000 /
     # (16 × 3.4615e14) = 1.2942 s.
-    assert t["rollout"] == pytest.approx(16.702594, rel=1e-6)
+    # Prompt prefill adds PRE16 to the rollout.
+    assert t["rollout"] == pytest.approx(16.702594 + PRE16, rel=1e-6)
     assert t["straggler"] in (0.0, 16.0)
-    assert t["logprobs"] == pytest.approx(1.625561, rel=1e-6)
-    assert t["scoring"] == pytest.approx(1.625561 + 256 * 0.05 / (16 * 8), rel=1e-6)  # + verifier 0.1 s
-    assert t["update"] == pytest.approx(3 * 1.625561 + 4 * 0.06981383, rel=1e-6)
-    assert t["sync"] == pytest.approx(14 / 470)
+    assert t["logprobs"] == pytest.approx(1.625561 + 3 * G16, rel=1e-6)
+    assert t["scoring"] == pytest.approx(1.625561 + 3 * G16 + 256 * 0.05 / (16 * 8), rel=1e-6)  # + verifier 0.1 s
+    assert t["update"] == pytest.approx(3 * 1.625561 + 4 * 1 * 3 * G16, rel=1e-6)
+    sync = G16 + 14 / 470  # gather the 16 shards across the fabric, reshard in the node
+    assert t["sync"] == pytest.approx(sync)
     assert t["overhead"] == 0.0
-    assert t["total"] == pytest.approx(26.042700 - 17.505852 + 16.702594, rel=1e-6)
+    assert t["total"] == pytest.approx(16.702594 + PRE16 + 5 * 1.625561 + 0.1 + 18 * G16 + sync, rel=1e-6)
 
 
 def test_disaggregated_sync_by_hand():
@@ -264,12 +286,14 @@ def test_disaggregated_sync_by_hand():
     # drain on 8 replicas: max(16, 15.19674 + 57,344 × 7.74144e8 / (8 × 1.8425e12) = 15.19674 + 3.011704
     # = 18.208444 s); full batch 32 per replica: step (14e9 + 57,344 × 32 × 1,512) / 1.8425e12 = 9.1043 ms
     # → 512,000 × 9.1043 ms / 256 = 18.2086 s (the same, lengths being equal).
-    assert t["rollout"] == pytest.approx(18.208445, rel=1e-6)
-    assert t["logprobs"] == pytest.approx(3.251122, rel=1e-6)
-    assert t["scoring"] == pytest.approx(3.451122, rel=1e-6)  # verifier 256 × 0.05 / 64 = 0.2 s
-    assert t["update"] == pytest.approx(3 * 3.251122 + 4 * 0.05212766, rel=1e-6)  # 8 training GPUs: NVLink
-    assert t["sync"] == pytest.approx(14 / 376)  # weights across the fabric
-    assert t["total"] == pytest.approx(18.208445 + 16.664122 + 14 / 376, rel=1e-6)
+    assert t["rollout"] == pytest.approx(18.208445 + PRE8, rel=1e-6)
+    assert t["logprobs"] == pytest.approx(3.251122 + 5 * G8, rel=1e-6)
+    assert t["scoring"] == pytest.approx(3.451122 + 5 * G8, rel=1e-6)  # verifier 256 × 0.05 / 64 = 0.2 s
+    assert t["update"] == pytest.approx(3 * 3.251122 + 4 * 2 * 3 * G8, rel=1e-6)  # 8 training GPUs: NVLink
+    sync = G8 + 14 / 47  # gather in the trainers' node, then one NIC across the fabric
+    assert t["sync"] == pytest.approx(sync)
+    train = 5 * 3.251122 + 0.2 + 34 * G8
+    assert t["total"] == pytest.approx(18.208445 + PRE8 + train + sync, rel=1e-6)
 
 
 def test_async_by_hand():
@@ -277,12 +301,13 @@ def test_async_by_hand():
     # 512 sequences in flight over 8 replicas: batch 64 (KV holds 576.7 at context 1,512);
     # step (14e9 + 57,344 × 64 × 1,512) / 1.8425e12 = 10.6101 ms; full 512,000 × 10.6101 ms / (8 × 64)
     # = 10.610076 s exceeds drain / 2 = 9.104222 s: no straggler. Re-prefill of 8 × 64 × 1,512 = 774,144
-    # tokens on the rollout GPUs: 2 × 7e9 × 774,144 / (8 × 3.4615e14) = 3.913771 s; rollout + re-prefill
-    # 14.523847 s < training 16.664122 s, which sets the pace: total 16.664122 + 14 / 376 s.
+    # tokens on the rollout GPUs at the prefill MFU: 2 × 7e9 × 774,144 / (8 × 989e12 × 0.5) = 2.739640 s,
+    # plus the prompts' prefill PRE8; rollout + overhead 13.81 s < training 5 × 3.251122 + 0.2 + 34 × G8
+    # = 17.341784 s, which sets the pace.
     assert t["rollout"] == pytest.approx(10.610076, rel=1e-6)
     assert t["straggler"] == 0.0
-    assert t["overhead"] == pytest.approx(3.913771, rel=1e-6)
-    assert t["total"] == pytest.approx(16.664122 + 14 / 376, rel=1e-6)
+    assert t["overhead"] == pytest.approx(2.739640 + PRE8, rel=1e-6)
+    assert t["total"] == pytest.approx(5 * 3.251122 + 0.2 + 34 * G8 + G8 + 14 / 47, rel=1e-6)
 
 
 def test_async_total_is_max_of_rollout_plus_overhead_and_training_plus_sync():
@@ -295,21 +320,24 @@ def test_async_total_is_max_of_rollout_plus_overhead_and_training_plus_sync():
 
 
 def test_sequence_speed_override_sets_the_straggler():
-    # 50 tokens/s alone: the straggler takes 2,000 / 50 = 40 s, more than weights + KV (16.702592 s).
+    # 50 tokens/s alone: the straggler takes 2,000 / 50 = 40 s, more than weights + KV (16.702592 s);
+    # the prompts' prefill comes first.
     t = times(shape(sequence_tokens_per_s=50.0))
-    assert t["straggler"] == pytest.approx(40.0) and t["rollout"] == pytest.approx(40.0, rel=1e-12)
+    assert t["straggler"] == pytest.approx(40.0) and t["rollout"] == pytest.approx(40.0 + PRE16, rel=1e-12)
 
 
 def test_decode_throughput_override_sets_the_full_batch_rate():
-    # 1,000 tokens/s per GPU on 16 GPUs: 512,000 / 16,000 = 32 s, the drain scaled to the same rate.
+    # 1,000 tokens/s per GPU on 16 GPUs: 512,000 / 16,000 = 32 s, the drain scaled to the same rate;
+    # the given rate is decode's, prefill comes on top.
     t = times(shape(decode_tokens_per_s_per_gpu=1000.0))
-    assert t["rollout"] == pytest.approx(32.0) and t["straggler"] == 0.0
+    assert t["rollout"] == pytest.approx(32.0 + PRE16) and t["straggler"] == 0.0
 
 
 def test_reward_model_replaces_the_verifier_and_logprobs_can_be_skipped():
     t = times(shape(reward_model_params_b=70.0, reference_model=False, recompute_logprobs=False))
-    # one 70B forward pass over T: 2 × 70e9 × 643,072 / (16 × 3.4615e14) = 16.25561 s
-    assert t["scoring"] == pytest.approx(16.25561, rel=1e-6)
+    # one 70B forward pass over T: 2 × 70e9 × 643,072 / (16 × 3.4615e14) = 16.25561 s, and its own
+    # 140 GB of weights all-gathered (FSDP) for each of 3 micro-batches: 3 × 15/16 × 140e9 / 376e9.
+    assert t["scoring"] == pytest.approx(16.25561 + 3 * 15 / 16 * 140 / 376, rel=1e-6)
     assert t["logprobs"] == 0.0
 
 
@@ -323,7 +351,7 @@ def test_fit_problems_say_why():
     assert "no room for a KV cache" in rl.fit_problem(shape(**big, rollout_tp=8), H100)
     assert "tp × pp = 32 is more than its 16 training GPUs" in rl.fit_problem(
         shape(**{**big, "train_gpus": 16}, train_tp=8, train_pp=4), H100)
-    assert "spans more than one 8-GPU node" in rl.fit_problem(shape(**big, train_tp=16), H100)
+    assert "spans more than one 8-GPU NVLink domain" in rl.fit_problem(shape(**big, train_tp=16), H100)
     # default TP 8 × PP 2 on 16 GPUs: 4 × 405e9 / 16 + 12 × 405e9 / 16 = 405 GB per GPU > 80 GB
     assert "needs 405 GB per GPU at tp × pp = 16" in rl.fit_problem(shape(**{**big, "train_gpus": 16}), H100)
 
@@ -368,11 +396,12 @@ def test_kv_waves_delay_the_straggler_by_hand():
     # them. Full batch: step (14e9 + 50e9) / 1.8425e12 = 34.7354 ms, 576.674 / 34.7354 ms = 16,601.9
     # tok/s, 2,048,000 tokens in 123.35939 s. The longest starts (1 − f) × 123.35939 / 2 = 26.94428 s
     # late, then max(2,000 × 8 ms, 2,000 × 7.59837 ms + 57,344 × (512 × 2.048e6 + 2.048e9) /
-    # 1.8425e12 = 111.57126 s): rollout 26.94428 + 111.57126 = 138.51554 s, above the full batch.
+    # 1.8425e12 = 111.57126 s): rollout 26.94428 + 111.57126 = 138.51554 s, above the full batch; the
+    # prompts' prefill before it, 2 × 7e9 × 1,024 × 512 / (989e12 × 0.5) = 14.843398 s.
     n = 1024
     draws = (np.array([n * L]), np.array([L]), np.array([n * L * L]))
     t = times(shape(gpus=1, rollout_gpus=1, train_gpus=1, samples=n), draws=draws)
-    assert t["rollout"] == pytest.approx(26.94428 + 111.57126, rel=1e-6)
+    assert t["rollout"] == pytest.approx(26.94428 + 111.57126 + 14.843398, rel=1e-6)
     # With every sequence resident (256 of them) there is no delay: test_colocated_sync_by_hand.
 
 
@@ -419,7 +448,8 @@ def test_default_training_layout_counts_optimizer_memory():
 
 def test_a_faster_given_decode_rate_speeds_the_rollout():
     # Without an override the rollout is 16.70 s (test_colocated_sync_by_hand); at 50,000 tok/s per
-    # GPU the roofline's memory time scales with the rate: the drain falls to the 16 s straggler alone.
+    # GPU the roofline's memory time scales with the rate: the drain falls to the 16 s straggler alone
+    # (after the prompts' prefill).
     fast = times(shape(decode_tokens_per_s_per_gpu=50_000.0))
-    assert fast["rollout"] == pytest.approx(16.0, rel=1e-9)
+    assert fast["rollout"] == pytest.approx(16.0 + PRE16, rel=1e-9)
     assert fast["rollout"] < times(shape())["rollout"]

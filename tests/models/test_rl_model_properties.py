@@ -10,14 +10,14 @@ import math
 from dataclasses import replace
 
 import numpy as np
+from helpers import drawn_lengths
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from costsim.models import network, rl
-from costsim.models.sampling import length_draws
 
-H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
-                   inter_busbw_gb_s=376.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, nvlink_gpus=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, nic_gb_s=47.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
                    verifier_workers=8)
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 TOL = 1e-9  # relative: the same arithmetic in a different order
@@ -46,8 +46,7 @@ def settings_(draw, asynchronous=None):
                   minibatches=draw(st.sampled_from([1, 4, 16])), mfu=draw(st.sampled_from([0.2, 0.35, 0.5])),
                   recompute_logprobs=draw(st.booleans()))
     assume(rl.fit_problem(sh, H100) is None)
-    d = length_draws(np.random.default_rng(draw(st.integers(0, 2**16))), n, mean, cv, cap, 4)
-    return sh, (d.length_sum, d.length_max, d.length_sq_sum)
+    return sh, drawn_lengths(draw(st.integers(0, 2**16)), n, mean, cv, cap)
 
 
 def run(sh, draws, hw=H100):

@@ -3,16 +3,17 @@
 preempted and come back. The engine's use of it: tests/engine/test_rollout_offload_engine.py."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from costsim.models import offload, rl
+from costsim.models import offload, rl, weight_sync
 from costsim.scenario import ScenarioError
 from costsim.scenario.io import scenario_from_yaml
 
-H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, gpus_per_node=8, nvlink_busbw_gb_s=470.0,
-                   inter_busbw_gb_s=376.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
+H100 = rl.Hardware(bf16_dense_tflops=989.0, hbm_tb_s=3.35, memory_gb=80.0, nvlink_gpus=8, nvlink_busbw_gb_s=470.0,
+                   inter_busbw_gb_s=376.0, nic_gb_s=47.0, mem_efficiency=0.55, step_floor_s=0.008, kv_memory_fraction=0.8,
                    verifier_workers=8)
 
 
@@ -100,8 +101,15 @@ def test_availability_by_hand():
 
 
 def test_weight_push_by_hand():
-    # 7B bf16 = 14e9 bytes over a 376 GB/s node link: 14 / 376 s.
-    assert offload.weight_push_s(7.0, 376.0) == pytest.approx(14e9 / 376e9)
+    # A new instance gets the weights as a refit does, over the 12.5 GB/s link: 7B bf16 from 8 trainers
+    # (FSDP shards gathered over NVLink, 7/8 × 14e9 / 470e9 = 0.0260638 s) by NCCL broadcast: 14 buckets
+    # × 1 ms + the gather + 14e9 / (12.5e9 × 0.4) = 2.8 s + the engines' reload 14e9 / 400e9 (TP 1) =
+    # 2.8750638 s; the bytes over the link alone would be 1.12 s.
+    nccl = weight_sync.SyncMethod(latency_s=0.001, efficiency=0.4, bucket_gb=1.0, reload_gb_s=400.0)
+    home = replace(H100, sync_methods={"nccl_broadcast": nccl})
+    got = offload.weight_push_s(shape(rollout_tp=1), home, 12.5)
+    assert got == pytest.approx(0.014 + 7 / 8 * 14e9 / 470e9 + 14e9 / (12.5e9 * 0.4) + 14e9 / 400e9, rel=1e-12)
+    assert got == pytest.approx(2.8750638, rel=1e-7)
 
 
 def test_samples_in_flight_by_hand():

@@ -144,6 +144,23 @@ def test_a_model_too_big_for_the_gpus_is_a_layout_problem_once_per_pool():
     assert problems[0].message.startswith("class 'huge' cannot run on option 'own' (H100): ")
 
 
+def test_a_memory_fraction_too_small_for_the_weights_is_a_layout_problem():
+    # 7B bf16 on one H100 a replica: 14 GB of weights; the engine takes 0.15 × 80 = 12 GB: no room
+    # for a KV cache (the catalog's 0.8 would leave 50 GB), so the class is refused, not run.
+    data = {"name": "t", "horizon_days": 2, "workload": {"classes": [
+        {"name": "tight", "arrivals_per_day": 1, "gpus": 8, "iterations": 10, "model_params_b": 7,
+         "rollout": {"tensor_parallel": 1, "memory_fraction": 0.15}}]},
+        "options": [{"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 64}]}
+    scenario = scenario_from_data(data, "t", ".")
+    problem, = layout_problems(scenario, resolve(scenario))
+    assert problem.message == (
+        "class 'tight' cannot run on option 'own' (H100): the 7B model's 14 GB of weights leave no room for a KV "
+        "cache in the 12 GB its rollout engine takes per replica (memory fraction 0.15 of 1 GPU(s) of 80 GB): raise "
+        "rollout.memory_fraction or rollout.tensor_parallel")
+    data["workload"]["classes"][0]["rollout"]["memory_fraction"] = 0.3  # 24 GB: 10 GB of KV cache
+    assert layout_problems(scenario_from_data(data, "t", "."), resolve(scenario)) == []
+
+
 # --- prepare --------------------------------------------------------------------------------------
 
 def test_serving_demand_covers_the_horizon_and_a_year():

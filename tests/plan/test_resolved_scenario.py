@@ -19,7 +19,7 @@ from costsim.plan.resolved import resolve_scenario
 from costsim.runs.export import RESOLVED_SCENARIO, write_results
 from costsim.scenario import dump_scenario, scenario_from_yaml
 
-# TINY_RL with every kind of option: failures and capex from the catalog, on-demand, spot, a
+# TINY_RL with every kind of option (and a class on SGLang in FP8 with a checkpoint engine): failures and capex from the catalog, on-demand, spot, a
 # reservation and a hybrid, a rollout pool (its link), and no lead time, PUE or price of its own.
 MIXED = """\
 name: mixed
@@ -39,6 +39,8 @@ workload:
       rollout_gpu_fraction: 0.5
       iterations: {mean: 20, cv: 0.5}
       model_params_b: 7
+      rollout: {engine: sglang, precision: fp8}
+      sync: {method: checkpoint_engine}
 options:
   - {name: own, kind: owned, gpu_type: H100, gpus: 32, rollout_pool: spot}
   - {name: cloud, kind: cloud, gpu_type: H100}
@@ -67,8 +69,15 @@ CHANGES = [
     (("gpus", "H100", "price", "hyperscaler", "on_demand"), 1.5), (("gpus", "H100", "price", "hyperscaler", "reserved_1y"), 1.0),
     (("gpus", "H100", "price", "neocloud", "reserved_1y"), 1.1),
     (("gpus", "H100", "hbm_tb_s"), 2.0), (("gpus", "H100", "nic_busbw_gb_s"), 10.0),
+    (("gpus", "H100", "nic_gb_s_per_gpu"), 10.0),
     (("fabrics", "infiniband", "efficiency"), 0.5), (("fabrics", "roce", "efficiency"), 0.4),
-    (("rl", "hbm_efficiency"), 0.3), (("rl", "rollout_link_gb_s"), 1.0),
+    (("rl", "hbm_efficiency"), 0.3), (("rl", "rollout_link_gb_s"), 1.0), (("gpus", "H100", "fp8_dense_tflops"), 1500.0),
+    (("rl", "prefill_mfu"), 0.3), (("rl", "optimizer_step_s"), 4.0), (("rl", "microbatch_s"), 0.2),
+    (("rl", "microbatch_tokens"), 4096), (("rl", "sync_nccl_latency_s"), 0.01), (("rl", "sync_nccl_efficiency"), 0.2),
+    (("rl", "sync_bucket_gb"), 0.25), (("rl", "reload_gb_s"), 50.0), (("rl", "sglang_hbm_efficiency"), 0.3),
+    (("rl", "sglang_decode_step_floor_s"), 0.02), (("rl", "sync_checkpoint_engine_latency_s"), 0.01),
+    (("rl", "sync_checkpoint_engine_efficiency"), 0.2), (("rl", "sync_nixl_latency_s"), 0.01),
+    (("rl", "sync_nixl_efficiency"), 0.2),
     (("reliability", "node_failures_per_1000_node_days"), 40.0), (("reliability", "spot_preemptions_per_instance_day"), 3.0),
     (("billing", "neocloud", "granularity_s"), 3600), (("billing", "neocloud", "minimum_s"), 3600),
 ]
@@ -143,8 +152,8 @@ def test_owned_only_scenario_pins_the_fallback_price(tmp_path, moved_catalog):
 def test_resolve_fills_every_blank_with_the_catalog_value(tmp_path):
     sc, _ = scenario_from_yaml(MIXED, "s.yaml", tmp_path)
     r = resolve_scenario(sc)
-    # Hand-checked against costsim/catalog/catalog.yaml (2026-11-30).
-    assert r.catalog_version == "2026-11-30"
+    # Hand-checked against costsim/catalog/catalog.yaml (2026-12-08).
+    assert r.catalog_version == "2026-12-08"
     assert r.economics.electricity_usd_per_kwh == 0.085 and r.economics.pue == 1.3
     assert r.economics.depreciation_years == 5.0 and r.economics.staff_min_fte == 1
     own, cloud, spot, res, burst = r.options
@@ -159,7 +168,15 @@ def test_resolve_fills_every_blank_with_the_catalog_value(tmp_path):
     assert res.price_per_gpu_hour == 2.20 and res.term_years == 1 and res.scheduler == "fifo"
     assert burst == sc.options[4]  # a hybrid has nothing of its own to fill
     pins = r.catalog
-    assert pins.rl.hbm_efficiency == 0.5 and pins.rl.decode_step_floor_s == 0.008
+    assert pins.rl.hbm_efficiency == 0.35 and pins.rl.decode_step_floor_s == 0.010  # vLLM's
+    assert pins.rl.sglang_hbm_efficiency == 0.5 and pins.rl.sglang_decode_step_floor_s == 0.008
+    assert pins.rl.prefill_mfu == 0.5 and pins.rl.optimizer_step_s == 0.1 and pins.rl.microbatch_s == 0.05
+    assert pins.rl.microbatch_tokens == 16384 and pins.rl.sync_bucket_gb == 1.0 and pins.rl.reload_gb_s == 400.0
+    assert (pins.rl.sync_nccl_latency_s, pins.rl.sync_nccl_efficiency) == (0.0007, 0.4)
+    assert (pins.rl.sync_checkpoint_engine_latency_s, pins.rl.sync_checkpoint_engine_efficiency) == (0.0001, 0.5)
+    assert (pins.rl.sync_nixl_latency_s, pins.rl.sync_nixl_efficiency) == (0.0001, 0.5)
+    assert pins.gpus.H100.fp8_dense_tflops == 1979.0
+    assert pins.gpus.H100.nic_gb_s_per_gpu == 47.0 and pins.gpus.H100.nvlink_domain_gpus == 8
     assert pins.fabrics.infiniband.efficiency == 1.0 and pins.fabrics.roce is None  # no option on RoCE
     assert pins.gpus.H100.bf16_dense_tflops == 989.0 and pins.gpus.A100 is None  # only the types in use
     assert pins.gpus.H100.on_demand is None  # options rent: unfinished work is priced at their price
@@ -195,5 +212,5 @@ def test_a_pinned_spec_changes_the_run(tmp_path):
 
 def test_another_catalog_version_warns_but_runs(tmp_path):
     sc, _ = scenario_from_yaml(TINY_RL.replace("seed: 1", "seed: 1\ncatalog_version: '2020-01-01'"), "s.yaml", tmp_path)
-    with pytest.warns(CatalogVersionWarning, match="2020-01-01.*2026-11-30"):
+    with pytest.warns(CatalogVersionWarning, match="2020-01-01.*2026-12-08"):
         costsim.simulate(sc)

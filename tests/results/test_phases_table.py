@@ -109,50 +109,61 @@ def test_shares_are_shares(run, name):
 # - full batch: n·L / (replicas × X) = 64,000 / (8 × X) seconds, X the per-GPU decode rate;
 # - drain: L / S (the straggler at S tokens/s) + kv · n · (Lp·L + L²/2) / (8 × 3.35e12 × η)
 #   = 1 · 64 · (512,000 + 500,000) / (2.68e13 · η) ≈ 2.4e-6 / η s, negligible;
-# - compute: 2 · 7e9 · 64,000 / (8 × 989e12 × 0.35) = 0.324 s.
-# Rollout is the largest; rollout tokens/s per GPU = 64,000 / (rollout × 8).
+# - compute: 2 · 7e9 · 64,000 / (8 × 989e12 × 0.35) = 0.324 s;
+# - before decoding, the prompts' prefill: 2 · 7e9 · 64 · 512 / (8 × 989e12 × prefill MFU) s (PREFILL_S).
+# Rollout is the largest plus the prefill; rollout tokens/s per GPU = 64,000 / (rollout × 8).
 # (helpers.phases_closed_form_scenario builds it.)
 
 
 KV_DRAIN_S = 1e-5  # bound on the drain's KV term above for any η ≥ 0.25
+PREFILL_S = 2 * 7e9 * 64 * 512 / (8 * 989e12 * default_catalog().rl["prefill_mfu"])  # 0.116 s at MFU 0.5
 
 
 def test_throughput_bound_rollout_runs_at_the_given_rate_with_no_straggler():
     # X = 2,000 tok/s/GPU, S = 1e6 tok/s: full batch 64,000 / 16,000 = 4.0 s beats the drain
-    # (1,000 / 1e6 = 0.001 s) and compute (0.324 s): tokens/s per GPU is X, and the longest
-    # response never runs alone.
+    # (1,000 / 1e6 = 0.001 s) and compute (0.324 s), after the prefill: tokens/s per GPU is
+    # 64,000 / ((4 + prefill) × 8) (X while decoding), and the longest response never runs alone.
     row = costsim.simulate(closed_form_scenario(2000, 1e6)).phases.iloc[0]
-    assert row.rollout_s == pytest.approx(4.0, rel=1e-12)
-    assert row.rollout_tokens_per_s_per_gpu == pytest.approx(2000, rel=1e-12)
+    assert row.rollout_s == pytest.approx(4.0 + PREFILL_S, rel=1e-12)
+    assert row.rollout_tokens_per_s_per_gpu == pytest.approx(64_000 / ((4.0 + PREFILL_S) * 8), rel=1e-12)
     assert row.straggler_share == 0.0
     assert row.capped_share == 0.0
 
 
 def test_drain_bound_rollout_is_the_straggler():
     # X = 2,000, S = 50 tok/s: the drain, 1,000 / 50 = 20 s (+ the negligible KV term), beats the
-    # full batch (4 s): the straggler is 20 s of it; tokens/s per GPU = 64,000 / (20 × 8) = 400.
+    # full batch (4 s): the straggler is 20 s of it, after the prefill; tokens/s per GPU =
+    # 64,000 / ((20 + prefill) × 8), 400 while decoding.
     assert default_catalog().rl["hbm_efficiency"] >= 0.25  # the KV term's bound assumes it
     row = costsim.simulate(closed_form_scenario(2000, 50)).phases.iloc[0]
-    assert 20.0 <= row.rollout_s <= 20.0 + KV_DRAIN_S
+    assert 20.0 + PREFILL_S <= row.rollout_s <= 20.0 + PREFILL_S + KV_DRAIN_S
     assert row.straggler_share == pytest.approx(20.0 / row.rollout_s, rel=1e-12)
-    assert row.straggler_share == pytest.approx(1.0, abs=KV_DRAIN_S / 20)
-    assert row.rollout_tokens_per_s_per_gpu == pytest.approx(400.0, rel=KV_DRAIN_S)
+    assert row.straggler_share == pytest.approx(20.0 / (20.0 + PREFILL_S), abs=KV_DRAIN_S / 20)
+    assert row.rollout_tokens_per_s_per_gpu == pytest.approx(64_000 / ((20.0 + PREFILL_S) * 8), rel=KV_DRAIN_S)
 
 
 def test_closed_form_training_phases():
     # T = n·Lp + n·L = 32,768 + 64,000 = 96,768 tokens. Log-probs: one forward pass of the policy,
     # 2 · 7e9 · 96,768 / (8 × 989e12 × 0.35) s. Scoring: the reference model's forward pass (the
-    # same) plus the verifier, 64 × 0.05 s over 8 GPUs × w CPU workers. Reshard (colocated): the
-    # 14 GB of bf16 weights at the node's NVLink bus bandwidth.
+    # same) plus the verifier, 64 × 0.05 s over 8 GPUs × w CPU workers. Each forward pass is one
+    # micro-batch (96,768 tokens ≤ 8 × 16,384): its fixed t_mb0 and, the 7B being pure data
+    # parallel (FSDP), one all-gather of 7/8 × 14 GB over NVLink. Reshard (colocated), an NCCL
+    # refit: ⌈14 GB / bucket⌉ latencies, the same all-gather of the shards, the 14 GB of bf16
+    # weights at the method's share of the node's NVLink bus bandwidth, the engines' reload.
     sc = closed_form_scenario(2000, 1e6)
     row = costsim.simulate(sc).phases.iloc[0]
     gpu = resolve(sc, default_catalog())[0].gpu
-    workers = default_catalog().rl["verifier_workers_per_gpu"]
-    forward = 2 * 7e9 * 96_768 / (8 * 989e12 * 0.35)
+    c = default_catalog().rl
+    workers = c["verifier_workers_per_gpu"]
+    nvlink = gpu.nvlink_busbw_gb_s * 1e9
+    gather = 7 / 8 * 14e9 / nvlink
+    forward = 2 * 7e9 * 96_768 / (8 * 989e12 * 0.35) + c["microbatch_s"] + gather
     assert gpu.bf16_dense_tflops == 989.0
     assert row.logprobs_s == pytest.approx(forward, rel=1e-12)
     assert row.scoring_s == pytest.approx(forward + 64 * 0.05 / (8 * workers), rel=1e-12)
-    assert row.sync_s == pytest.approx(14e9 / (gpu.nvlink_busbw_gb_s * 1e9), rel=1e-12)
+    refit = (math.ceil(14 / c["sync_bucket_gb"]) * c["sync_nccl_latency_s"] + gather
+             + 14e9 / (nvlink * c["sync_nccl_efficiency"]) + 14e9 / (c["reload_gb_s"] * 1e9))
+    assert row.sync_s == pytest.approx(refit, rel=1e-12)
     assert math.isclose(row.iteration_s, sum(row[c] for c in PHASE_COLUMNS), rel_tol=1e-12)
 
 

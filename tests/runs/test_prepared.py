@@ -130,7 +130,7 @@ def test_a_runner_sent_to_a_worker_keeps_nothing_prepared(tmp_path):
 
 
 def test_the_verdicts_runs_prepare_each_distinct_scenario_once(prepares):
-    sc = short("baseline", days=60)
+    sc = short("lab-trace", days=60)  # a verdict whose utilisation flip is searched
     prepares.clear()
     runs = replications_of(sc, 3, sc.seed)
     flipped: list[str] = []

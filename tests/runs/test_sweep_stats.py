@@ -176,7 +176,7 @@ horizon_days: 40
 workload:
   classes:
     - name: grpo
-      arrivals_per_day: 29.6
+      arrivals_per_day: 24.8
       gpus: 8
       iterations: 10
       model_params_b: 7
@@ -204,7 +204,7 @@ def test_sweep_intervals_cover_the_md1_mean_wait_about_95_percent(tmp_path):
     run_h = (one.end_h - one.start_h).to_numpy()
     run_h = run_h[np.isfinite(run_h)]  # the jobs that finish within the horizon
     assert len(run_h) > 800 and np.ptp(run_h) < 1e-9  # deterministic service: M/D/1
-    d, lam = run_h[0], 29.6 / 24
+    d, lam = run_h[0], 24.8 / 24
     rho = lam * d
     assert 0.55 < rho < 0.65
     wq = rho * d / (2 * (1 - rho))

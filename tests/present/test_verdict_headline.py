@@ -1,0 +1,86 @@
+"""The verdict laid out for a first screen: its lead (which option, its cost, how sure) is the
+sentence's first clause, each further clause is a sentence of its own for the expander under it,
+and each option set aside has one short line with its reason's numbers, the sentence's own."""
+
+from __future__ import annotations
+
+import math
+
+from helpers import cloud, owned, scenario
+
+import costsim
+from costsim.decisions.fair import brief_why, why_not
+from costsim.present.headline import details_markdown, headline_markdown, set_aside
+
+H_DAYS = 10.0
+BURST = [(0.0, 8, 6.0)] * 20  # 20 jobs of 8 GPUs × 6 h, all at hour 0
+
+
+def burst(folder, **top):
+    """8 owned GPUs (FIFO) against on-demand at $20 per GPU-hour for the burst above. By hand: the
+    owned cluster runs the jobs one after another, job k from hour 6k, so the delays are 0, 6, …,
+    114 h and their p95 (numpy's linear rule, index 0.95 × 19 = 18.05) is 108 + 0.05 × 6 = 108.3 h,
+    4.5 days; on-demand starts every job at once."""
+    top.setdefault("economics", {"setup_usd": 0})
+    return scenario(folder, BURST, [owned(gpus=8, gpus_per_node=8, scheduler="fifo"),
+                                    cloud(price_per_gpu_hour=20.0)], H_DAYS, **top)
+
+
+def same_text(part: str, sentence: str) -> bool:
+    """``part`` (a sentence of its own: first letter capitalised, a full stop) is said in ``sentence``."""
+    body = part.removesuffix(".")
+    return body in sentence or (body[:1].lower() + body[1:]) in sentence
+
+
+def test_a_target_that_rules_out_the_cheaper_option_leaves_a_short_lead_and_one_line_for_it(tmp_path):
+    v = costsim.decide(costsim.simulate(burst(tmp_path)), flips=False)
+    assert v.option == "cloud" and v.binding_option == "own"
+    assert v.lead.endswith(".") and v.sentence.startswith(v.lead.removesuffix("."))
+    assert "(cloud)" in v.lead and "own would cost" not in v.lead
+    # the rest, clause by clause: the cheaper option ruled out by the day-long p95 target
+    assert len(v.details) == 1 and v.details[0].startswith("own would cost ")
+    assert v.details[0].endswith("less but misses p95 queue delay ≤ 24 h (p95 queue delay 4.5 days).")
+    assert v.sentence == f"{v.lead.removesuffix('.')}; {v.details[0]}"
+    # one line for own with the target and its p95 (108.3 h by hand) in a few words
+    assert set_aside(v) == [("✗", "own", "misses p95 queue delay ≤ 24 h: 4.5 days")]
+    assert headline_markdown(v, str).split("  \n") == [f"**Verdict:** {v.lead}",
+                                                      "✗ **own** misses p95 queue delay ≤ 24 h: 4.5 days"]
+    assert details_markdown(v, str) == f"- {v.details[0]}"
+
+
+def test_a_pair_compared_says_the_delay_trade_and_flip_in_the_details_not_the_lead(tmp_path):
+    v = costsim.decide(costsim.simulate(burst(tmp_path, decision={"targets": []})), flips=False)
+    assert v.option == "own" and v.versus == "cloud" and set_aside(v) == []
+    assert v.sentence.startswith(v.lead.removesuffix(".")) and "less than" in v.lead and "at p95" not in v.lead
+    assert "At p95 a job waits 4.5 days on own against no time on cloud." in v.details
+    assert all(same_text(d, v.sentence) for d in v.details)
+    # what is said after the lead is the details, in order, and nothing else
+    rest = v.sentence[len(v.lead) - 1:]
+    for d in v.details:
+        at = rest.lower().find(d.removesuffix(".").lower())
+        assert at >= 0, (d, rest)
+        rest = rest[at + len(d) - 1:]
+    assert rest == "."
+    assert headline_markdown(v, str) == f"**Verdict:** {v.lead}"  # nothing set aside: the lead alone
+
+
+def test_an_option_that_cannot_keep_up_is_set_aside_with_the_first_words_of_its_reason(tmp_path):
+    # 40 jobs of 8 GPUs × 8 h arriving every 4 h on 8 GPUs: twice the work the cluster can do
+    rows = [(4.0 * k, 8, 8.0) for k in range(40)]
+    res = costsim.simulate(scenario(tmp_path, rows, [owned(gpus=8, gpus_per_node=8, scheduler="fifo"),
+                                                     cloud(price_per_gpu_hour=20.0)], H_DAYS))
+    v = costsim.decide(res, flips=False)
+    load = res.summary.set_index("option").loc["own", "offered_load"]
+    assert load >= 1.0
+    ((mark, option, what),) = set_aside(v)
+    assert (mark, option) == ("⚠", "own") and what.startswith(f"cannot keep up: offered load {load * 100:.0f} % of its capacity")
+    assert "⚠\ufe0f **own** cannot keep up: offered load" in headline_markdown(v, str)
+
+
+def test_brief_why_keeps_each_reasons_numbers_and_drops_its_explanation():
+    full = why_not(1.5, 0.2, 3)
+    assert full.startswith("offered load 150 % of its capacity within the horizon") and "20 % of the jobs" in full
+    assert brief_why(full) == "offered load 150 % of its capacity; 20 % of the jobs never started"
+    assert brief_why(why_not(1.2, 0.0, 3)) == "offered load 120 % of its capacity"
+    assert brief_why(why_not(math.nan, 0.05, 3)) == "5 % of the jobs never started"
+    assert brief_why(why_not(1.5, 0.2, 0)) == ""
