@@ -102,7 +102,8 @@ def set_aside(verdict) -> list[tuple[str, str, str]]:
         if not r.keeps_up:
             out.append((FLAG, r.option, f"cannot keep up: {brief_why(r.why)}"))
         elif not r.meets_targets:
-            out.append(("✗", r.option, f"misses {'; '.join(misses_briefly(shortfall(r, verdict.targets)))}"))
+            # written as the card below writes the same number (units, precision)
+            out.append(("✗", r.option, f"misses {'; '.join(misses_briefly(shortfall(r, verdict.targets), card_value))}"))
     return out
 
 

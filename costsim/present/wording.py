@@ -8,6 +8,7 @@ it is: the fair total (amortised cost plus the lines ``fair.FAIR_LINES`` adds), 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from costsim.decisions import flips
 from costsim.decisions.targets import METRICS, Shortfall, Target, value
@@ -118,10 +119,22 @@ def misses(s: Shortfall) -> list[str]:
     return words + [f"{target_text(t)} ({metric_name(t.metric)} {shown(t.metric, x)})" for t, x in s.missed]
 
 
-def misses_briefly(s: Shortfall) -> list[str]:
+def misses_briefly(s: Shortfall, value_text: Callable[[str, float], str] | None = None) -> list[str]:
     """The targets a row misses with its value, in few words: "p95 queue delay ≤ 24 h: 3.4 days"
-    (``misses`` without the metric named twice; nothing for keeping up, which has its own mark)."""
-    return [f"{target_text(t)}: {shown(t.metric, x)}" for t, x in s.missed]
+    (``misses`` without the metric named twice; nothing for keeping up, which has its own mark).
+    ``value_text(metric column, value)``: how the value is written (default ``shown``), so a line
+    beside a card can write it as the card does; a value written as its limit is written with the
+    side it is on ("> 24.0 h"): rounded, it would read as met."""
+    out = []
+    for t, x in s.missed:
+        column = METRICS[t.metric][0]
+        write = (lambda v, m=t.metric: shown(m, v)) if value_text is None else \
+            (lambda v, c=column: value_text(c, v))
+        text = write(x)
+        if text == write(t.value):
+            text = f"{'>' if t.op == '<=' else '<'} {text}"
+        out.append(f"{target_text(t)}: {text}")
+    return out
 
 
 def delay_trade(a_name: str, a_row, b_name: str, b_row) -> str:

@@ -41,10 +41,10 @@ def test_a_target_that_rules_out_the_cheaper_option_leaves_a_short_lead_and_one_
     assert len(v.details) == 1 and v.details[0].startswith("own would cost ")
     assert v.details[0].endswith("less but misses p95 queue delay ≤ 24 h (p95 queue delay 4.5 days).")
     assert v.sentence == f"{v.lead.removesuffix('.')}; {v.details[0]}"
-    # one line for own with the target and its p95 (108.3 h by hand) in a few words
-    assert set_aside(v) == [("✗", "own", "misses p95 queue delay ≤ 24 h: 4.5 days")]
+    # one line for own with the target and its p95 (108.3 h by hand), written as its card writes it
+    assert set_aside(v) == [("✗", "own", "misses p95 queue delay ≤ 24 h: 108 h")]
     assert headline_markdown(v, str).split("  \n") == [f"**Verdict:** {v.lead}",
-                                                      "✗ **own** misses p95 queue delay ≤ 24 h: 4.5 days"]
+                                                      "✗ **own** misses p95 queue delay ≤ 24 h: 108 h"]
     assert details_markdown(v, str) == f"- {v.details[0]}"
 
 
@@ -84,3 +84,20 @@ def test_brief_why_keeps_each_reasons_numbers_and_drops_its_explanation():
     assert brief_why(why_not(1.2, 0.0, 3)) == "offered load 120 % of its capacity"
     assert brief_why(why_not(math.nan, 0.05, 3)) == "5 % of the jobs never started"
     assert brief_why(why_not(1.5, 0.2, 0)) == ""
+
+
+def test_a_set_aside_line_writes_its_value_as_the_card_does_and_never_as_its_limit():
+    """The ✗ line sits above the option's card: the same number in the same unit and precision
+    (155.3 h is "155 h" on both, never "6.5 days" above "155 h"); a value that rounds to its limit
+    says which side it is on, since "≤ 24 h: 24.0 h" or "≥ 99 %: 99.0 %" would read as met."""
+    from costsim.decisions.targets import Shortfall
+    from costsim.present.headline import card_value
+    from costsim.present.wording import misses_briefly
+    from costsim.scenario.targets import Target
+
+    p95, done = Target("p95_delay_h", "<=", 24.0), Target("completion", ">=", 0.99)
+    assert misses_briefly(Shortfall(missed=((p95, 155.3),)), card_value) == ["p95 queue delay ≤ 24 h: 155 h"]
+    assert card_value("queue_delay_p95_h", 155.3) == "155 h"
+    assert misses_briefly(Shortfall(missed=((p95, 24.03),)), card_value) == ["p95 queue delay ≤ 24 h: > 24.0 h"]
+    assert misses_briefly(Shortfall(missed=((done, 0.9896),)), card_value) == ["completion ≥ 99 %: < 99.0 %"]
+    assert misses_briefly(Shortfall(missed=((done, 0.981),)), card_value) == ["completion ≥ 99 %: 98.1 %"]
