@@ -30,7 +30,7 @@ lint: $(STAMP)  ## ruff and mypy, clean
 	$(PY) -m mypy costsim
 
 test: lint  ## the whole suite: unit, theory, property, CLI, dashboard (browser tests need chromium)
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25
 
 # The quick loop while editing: everything but the tests marked slow (full-year simulations,
 # statistical validation, process pools, CLI subprocesses) and the browser tests (e2e).

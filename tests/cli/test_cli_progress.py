@@ -59,9 +59,10 @@ def test_report_tells_every_stage_on_stderr_and_keeps_stdout_clean(tmp_path):
     # The tornado's base is the verdict's 3 replications, handed over, not simulated again.
     assert lines["sensitivity tornado (inputs at both ends)"] == (told[-1][1] - 3, "runs")
     assert told[-1][0] == told[-1][1] > 3
-    # Every section of the page: verdict, options, time to target, break-even, Pareto, tornado, the
-    # run's five figure sections (costs, delays, iterations, reliability, timeline), assumptions, scenario.
-    assert lines["building the page (figures and tables)"] == (13, "sections")
+    # Every section of the page: verdict, options, time to target, break-even, capacity over time,
+    # Pareto, tornado, the run's five figure sections (costs, delays, iterations, reliability,
+    # timeline), assumptions, scenario (a section with nothing to show is built and left out).
+    assert lines["building the page (figures and tables)"] == (14, "sections")
     assert lines["writing the report"] == (None, None)
     # Not a terminal: each stage also says when it starts, so a log shows what is running now.
     assert res.stderr.count(" …\n") == 5
