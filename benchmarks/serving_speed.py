@@ -27,7 +27,8 @@ import costsim
 from costsim.engine import run as engine
 from costsim.models.serving import RangeMax
 from costsim.plan.checks import serving_demand
-from costsim.plan.options import CloudPlan, HybridPlan, OwnedPlan, Plan, pools
+from costsim.plan.fleet import HybridPlan, Plan, pools
+from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.plan.resolve import resolve
 from costsim.workload import jobs as workload
 from costsim.workload.plan import plan_work
