@@ -18,7 +18,7 @@ import time
 from operator import le
 
 import pytest
-from browser_helpers import ARGS, CHROMIUM, VIEW, served, settled
+from browser_helpers import VIEW, launched_chromium, served, settled
 from paths import ROOT
 
 from costsim.present.headline import CARD_METRICS
@@ -46,14 +46,7 @@ def own_app_url():
 
 @pytest.fixture(scope="module")
 def browser():
-    if CHROMIUM is None:
-        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
+    yield from launched_chromium()
 
 
 def open_app(browser, url: str):
