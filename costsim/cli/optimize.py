@@ -69,6 +69,8 @@ Address = Annotated[str | None, typer.Option(help="HOST:PORT of a running Dask s
                                              "search (--executor dask).")]
 ForceWorkers = Annotated[bool, typer.Option("--force-workers", help="Start --workers processes even when "
                                             "they are more than the cores.")]
+MaxRuns = Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
+                                      "replications).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (by default: a bar on a "
                                      "terminal, a line when the search starts and ends elsewhere).")]
 
@@ -83,8 +85,7 @@ def optimize_command(
     workers: Workers = None,
     address: Address = None,
     force_workers: ForceWorkers = False,
-    max_runs: Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
-                                          "replications).")] = 200,
+    max_runs: MaxRuns = 200,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv and frontier.csv, "
                                              "replaced whole at the end (default: nothing written).")] = None,
     quiet: Quiet = False,
@@ -186,5 +187,5 @@ def _write(optimum, staging: Path) -> None:
     write_csv(optimum.frontier, staging / "frontier.csv")
 
 
-__all__ = ["Address", "Executor", "ForceWorkers", "Quiet", "Replications", "Scenario", "Seed", "Targets", "Vary",
+__all__ = ["Address", "Executor", "ForceWorkers", "MaxRuns", "Quiet", "Replications", "Scenario", "Seed", "Targets", "Vary",
            "Workers", "frontier_table", "inputs", "optimize_command", "search_flags"]

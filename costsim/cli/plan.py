@@ -21,6 +21,7 @@ from costsim.cli.optimize import (
     Address,
     Executor,
     ForceWorkers,
+    MaxRuns,
     Quiet,
     Replications,
     Scenario,
@@ -51,8 +52,7 @@ def plan_command(
     workers: Workers = None,
     address: Address = None,
     force_workers: ForceWorkers = False,
-    max_runs: Annotated[int, typer.Option("--max-runs", min=1, help="Simulations at most (configurations × "
-                                          "replications).")] = 400,
+    max_runs: MaxRuns = 400,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for evaluated.csv, frontier.csv, "
                                              "trials.csv and growth.csv, replaced whole at the end (default: nothing "
                                              "written).")] = None,

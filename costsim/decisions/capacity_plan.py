@@ -106,6 +106,7 @@ class _Score:
 
 
 REFUSED = 1e9  # the violation of a configuration the scenario refuses: worse than any that runs
+REFUSED_VALUE = 1e30  # what the sampler is told a refused configuration costs (its violation rules it out first)
 
 
 def _score(table: pd.DataFrame, p: Point, wanted) -> _Score:
@@ -129,8 +130,8 @@ def _score(table: pd.DataFrame, p: Point, wanted) -> _Score:
 class _Runner:
     """Runs configurations on the search's executor, each once, and keeps the trial log."""
 
-    def __init__(self, search: Search, progress: Callable[[int, int], None] | None):
-        self.search, self.progress = search, progress
+    def __init__(self, search: Search):
+        self.search = search  # which reports progress as runs come back
         self.scores: dict[Point, _Score] = {}
         self.log: list[dict[str, Any]] = []
 
@@ -173,9 +174,6 @@ class _Runner:
         if not ran:
             return None
         return min(ran, key=lambda p: (not self.scores[p].meets, self.scores[p].violation, self.scores[p].value))
-
-
-REFUSED_VALUE = 1e30  # what the sampler is told a refused configuration costs (its violation rules it out first)
 
 
 def _trials(runner: _Runner, dims: list[Dimension], trials: int, batch: int, seed: int) -> None:
@@ -317,7 +315,7 @@ def capacity_plan(scenario_path: str | Path, targets, vary: list[str], *, replic
                     waiting_usd_per_gpu_hour=base.decision.waiting_usd_per_gpu_hour)
     search.uses = option_uses(base, dims, candidates)
     search.planned = min(max_runs, trials * replications)
-    runner = _Runner(search, progress)
+    runner = _Runner(search)
     sampler_seed = _sampler_seed(search, base)
     with open_executor(executor, workers, address) as lanes:
         search.lanes = lanes
