@@ -143,16 +143,28 @@ def warm_worker(replication: str | None, child: Child) -> None:
     api.simulate(short)
 
 
-def name_primed(pool: WorkerPool) -> None:
+def name_primed(pool: WorkerPool, scenario: Scenario | None = None) -> None:
     """Tag each idle spare primed with replication r (``warm_worker``) with that replication's
     seed, so a run of that seed takes it (``WorkerPool.take``) and finds its jobs and runs in its
-    memo. Loads the first scenario only while such a spare waits (a cold server's first run)."""
-    primed = [w.tag for w in pool.idle if isinstance(w.tag, tuple) and w.tag[:1] == (PRIMED,)]
+    memo. Loads the first scenario only while such a spare waits (a cold server's first run).
+
+    When the run about to start is of another scenario (``scenario``: a shared link, an upload, a
+    knob moved), a primed spare still running its replication helps no one: a call sent to it
+    would wait behind a replication nobody asked for, so it is ended and the run starts a fresh
+    worker; one that has finished serves as a plain spare."""
+    primed = [w for w in pool.idle if isinstance(w.tag, tuple) and w.tag[:1] == (PRIMED,)]
     if not primed:
         return
     first = first_scenario()
-    for tag in primed:  # none: the spares serve as plain ones
-        pool.retag(tag, replication_seed(first.seed, int(tag[1])) if first is not None else None)
+    if first is None or (scenario is not None and scenario != first):
+        for worker in primed:
+            if worker.warming and first is not None:
+                pool.retire(worker)
+            else:
+                pool.retag(worker.tag, None)
+        return
+    for worker in primed:
+        pool.retag(worker.tag, replication_seed(first.seed, int(worker.tag[1])))
 
 
 def simulate_with_memo(scenario: Scenario | Prepared, seed: int | None, memo: RunMemo) -> Results:
@@ -203,7 +215,7 @@ def simulate_many(scenario: Scenario, seeds: list[int | None], limits: Limits = 
     ready = detached(api.prepare(scenario))
     own = pool is None
     pool = WorkerPool(capacity=limits.worker_slots) if pool is None else pool
-    name_primed(pool)
+    name_primed(pool, scenario)
     batch = limits.worker_slots
     blobs: list[bytes] = []
     try:

@@ -21,14 +21,16 @@ SPARE_COUNT = 3  # the default replications run at once without waiting for an i
 RUNS_PER_WORKER = 50  # then a fresh one: a long-lived process's memory only grows (fragmentation)
 
 
-def new_pool(limits: Limits | None = None) -> WorkerPool:
+def new_pool(limits: Limits | None = None, *, primed: bool = True) -> WorkerPool:
     """The dashboard's worker processes: ``limits.worker_slots`` alive at once across every session
     (simulations, spares, the Sensitivity and Sweep tabs, upload readers; default ``DEFAULT_LIMITS``: each
     call's limits set it again), ``SPARE_COUNT`` warm spares waiting, each worker used for
-    ``RUNS_PER_WORKER`` runs at most. The server keeps one (``costsim.dashboard.server.server_pool``)."""
+    ``RUNS_PER_WORKER`` runs at most. The server keeps one (``costsim.dashboard.server.server_pool``).
+    ``primed``: the first spares started run the first screen's replications (``primed=False``: plain
+    warm spares only, as a server's pool is once those have been used)."""
     capacity = (limits or DEFAULT_LIMITS).worker_slots
     return WorkerPool(capacity=capacity, spares=SPARE_COUNT, warm=WARM, max_runs=RUNS_PER_WORKER,
-                      primes=[str(r) for r in range(SPARE_COUNT)])
+                      primes=[str(r) for r in range(SPARE_COUNT)] if primed else [])
 
 
 def warm_up(limits: Limits | None = None, *, pool: WorkerPool) -> None:

@@ -41,6 +41,7 @@ from typing import IO, Any
 from costsim.errors import CostsimError, ExecutorError
 
 CHILD_MODULE = "costsim.runs.isolated_child"  # what a worker runs (``python -m``): its side of the protocol
+WARMED = "warmed"  # the message a worker sends once its warm-up has run, before any reply
 STEP_S = 0.02  # how often ``run_calls`` looks for messages, seconds
 CLOSE_WAIT_S = 5.0  # how long a worker told to finish (EOF) may take before it is killed, seconds
 
@@ -187,6 +188,7 @@ class Worker:
         self._max_reply: int | None = None
         self._reply: Reply | None = None
         self._finished = True  # its latest call ran to its end (or there was none)
+        self._warming = warm is not None  # until the child says its warm-up is done
         self._busy = False
         self._stop_reason: WorkerStopped | None = None
         self._last = time.monotonic()
@@ -206,6 +208,11 @@ class Worker:
     def busy(self) -> bool:
         """A call was started and its reply has not come (``poll`` takes replies in)."""
         return self._busy
+
+    @property
+    def warming(self) -> bool:
+        """Started with a warm-up that has not finished yet: a call sent now waits behind it."""
+        return self._warming
 
     @property
     def reply(self) -> Reply | None:
@@ -309,7 +316,11 @@ class Worker:
                 body = stdout.read(size)
                 if len(body) < size:
                     break
-                self._messages.put(pickle.loads(body))
+                message = pickle.loads(body)
+                if message == (WARMED,):  # not a reply: the warm-up ran, no call waits behind it now
+                    self._warming = False
+                    continue
+                self._messages.put(message)
         except (OSError, ValueError):  # its pipe closed under us: killed
             pass
         except Exception as exc:  # a reply that does not unpickle here
@@ -411,6 +422,6 @@ def _told(on_progress: Callable[[int, Any], None] | None, index: int) -> Callabl
     return lambda message: on_progress(index, message)
 
 
-__all__ = ["CHILD_MODULE", "Call", "FrameTooLarge", "ReplyTooLarge", "Reply", "Worker", "WorkerCancelled",
+__all__ = ["CHILD_MODULE", "WARMED", "Call", "FrameTooLarge", "ReplyTooLarge", "Reply", "Worker", "WorkerCancelled",
            "WorkerFailed", "WorkerOutOfMemory", "WorkerStopped", "WorkerTimedOut", "read_frame", "read_size", "run_calls",
            "write_frame"]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any, TypeVar
 
 from costsim.errors import CostsimError
-from costsim.runs.isolated import CHILD_MODULE, Call, read_frame, write_frame
+from costsim.runs.isolated import CHILD_MODULE, WARMED, Call, read_frame, write_frame
 
 T = TypeVar("T")
 
@@ -115,6 +115,10 @@ def serve(argv: Sequence[str] = ()) -> None:
             target(argv[1])(argv[2] if len(argv) == 3 else None, child)
         except Exception:  # the first real call reports its own problems
             pass
+        try:  # the parent may now hand other work to a worker whose warm-up is done
+            write_frame(out, (WARMED,))
+        except (BrokenPipeError, OSError):  # the parent is gone
+            return
     limited: list[int] = []
     while True:
         try:

@@ -29,8 +29,10 @@ def short(days: float = 30, **economics: float) -> costsim.Scenario:
 
 @pytest.fixture
 def pool():
-    """Each test starts and ends with no waiting worker (none outlives the test)."""
-    pool = pool_of_workers.new_pool()
+    """Each test starts and ends with no waiting worker (none outlives the test); its spares are
+    plain warm ones (a primed spare still running its replication is ended by a run of another
+    scenario: ``tests/dashboard/test_primed_first_run.py``)."""
+    pool = pool_of_workers.new_pool(primed=False)
     yield pool
     pool.close()
 

@@ -6,15 +6,17 @@ its replication's seed (``name_primed``), so that run goes to it."""
 from __future__ import annotations
 
 import io
+import time
 
 from costsim.dashboard import bounded
-from costsim.dashboard.pool import SPARE_COUNT, new_pool
+from costsim.dashboard.pool import SPARE_COUNT, WARM, new_pool
 from costsim.plan.prepare import detached
 from costsim.runs import api
+from costsim.runs.isolated import Call, Worker, run_calls
 from costsim.runs.isolated_child import Child
 from costsim.runs.memo import RunMemo
 from costsim.runs.sweepfile import replication_seed
-from costsim.runs.workerpool import PRIMED
+from costsim.runs.workerpool import PRIMED, WorkerPool
 
 
 def test_a_primed_worker_holds_the_whole_run_of_its_replication():
@@ -40,3 +42,51 @@ def test_the_server_names_its_primed_spares_by_their_seeds():
         assert sorted(w.tag for w in pool.idle) == sorted(replication_seed(seed, r) for r in range(SPARE_COUNT))
     finally:
         pool.close()
+
+
+def _until_warm(workers, limit_s: float = 120.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while any(w.warming for w in workers):
+        assert time.monotonic() < deadline, "a warm-up did not finish"
+        time.sleep(0.05)
+
+
+def test_a_worker_says_when_its_warm_up_is_done_and_one_without_never_warms():
+    plain, warmed = Worker(), Worker(warm=WARM)  # no argument: the short warm-up of a plain spare
+    try:
+        assert not plain.warming and warmed.warming
+        _until_warm([warmed])
+        (reply,) = run_calls([(warmed, Call(target="builtins:print", payload="to stderr"))], limit_s=60)
+        assert reply.error is None  # the message that said so was not taken for the call's reply
+    finally:
+        plain.close()
+        warmed.close()
+
+
+def test_a_run_of_another_scenario_ends_primed_spares_still_running_and_keeps_finished_ones():
+    """A shared link opened on a cold server: its run must not wait behind the first scenario's
+    replications, which no one asked for; a primed spare that has finished is a warm spare."""
+    other = bounded.first_scenario().model_copy(update={"horizon_days": 30.0})
+    pool = new_pool()
+    pool.capacity = SPARE_COUNT
+    try:
+        pool.top_up()
+        running = list(pool.idle)
+        assert all(w.warming for w in running)  # a replication of a 365-day year takes seconds
+        bounded.name_primed(pool, other)
+        assert not pool.idle
+        for worker in running:
+            worker.close()
+            assert worker.returncode is not None  # ended, not left computing
+    finally:
+        pool.close()
+    plain = WorkerPool(capacity=2, spares=2, warm=WARM)
+    try:
+        plain.top_up()
+        for r, worker in enumerate(plain.idle):  # as if primed: their warm-ups are short ones
+            worker.tag = (PRIMED, str(r))
+        _until_warm(plain.idle)
+        bounded.name_primed(plain, other)
+        assert [w.tag for w in plain.idle] == [None, None]
+    finally:
+        plain.close()

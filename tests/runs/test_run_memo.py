@@ -69,12 +69,12 @@ def reseeded(data: dict) -> None:
 
 
 def short(scenario: costsim.Scenario) -> costsim.Scenario:
-    """The scenario over at most the golden tables' 60 days (the memo's keys and reuse do not
-    depend on the horizon), its warm-up kept shorter."""
-    if scenario.horizon_days <= 60:
+    """The scenario over at most 30 days (the memo's keys and reuse do not depend on the
+    horizon), its warm-up kept shorter."""
+    if scenario.horizon_days <= 30:
         return scenario
-    # as the golden tables cut it: a tranche ordered past day 60 left out
-    return edited(scenario, lambda d: d.update(cut(d, 60), warmup_days=min(d.get("warmup_days", 0), 14)))
+    # as the golden tables cut it: a tranche ordered past the horizon left out
+    return edited(scenario, lambda d: d.update(cut(d, 30), warmup_days=min(d.get("warmup_days", 0), 7)))
 
 
 @pytest.mark.slow
