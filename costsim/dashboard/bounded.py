@@ -152,19 +152,17 @@ def name_primed(pool: WorkerPool, scenario: Scenario | None = None) -> None:
     knob moved), a primed spare still running its replication helps no one: a call sent to it
     would wait behind a replication nobody asked for, so it is ended and the run starts a fresh
     worker; one that has finished serves as a plain spare."""
-    primed = [w for w in pool.idle if isinstance(w.tag, tuple) and w.tag[:1] == (PRIMED,)]
+    primed = [(w, w.tag) for w in pool.idle if isinstance(w.tag, tuple) and w.tag[:1] == (PRIMED,)]
     if not primed:
         return
     first = first_scenario()
-    if first is None or (scenario is not None and scenario != first):
-        for worker in primed:
-            if worker.warming and first is not None:
-                pool.retire(worker)
-            else:
-                pool.retag(worker.tag, None)
-        return
-    for worker in primed:
-        pool.retag(worker.tag, replication_seed(first.seed, int(worker.tag[1])))
+    for worker, (_, replication) in primed:
+        if first is not None and (scenario is None or scenario == first):
+            pool.retag(worker.tag, replication_seed(first.seed, int(replication)))
+        elif worker.warming and first is not None:
+            pool.retire(worker)
+        else:
+            pool.retag(worker.tag, None)
 
 
 def simulate_with_memo(scenario: Scenario | Prepared, seed: int | None, memo: RunMemo) -> Results:
