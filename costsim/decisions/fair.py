@@ -69,6 +69,19 @@ def why_not(offered_load: float, stale_share: float, jobs_waiting: float = math.
     return "; ".join(reasons)
 
 
+def why_over(rows: pd.DataFrame) -> str:
+    """The gate's reason for one option over its replications (``rows``: its ``fair_rows``), ""
+    when every replication kept up. Each reason's number is the mean over the replications that
+    failed on it (not one replication's), and "in k of n replications: " leads when not all failed."""
+    failed = rows[rows["why"] != ""]
+    if failed.empty:
+        return ""
+    load = failed["offered_load"].where(failed["offered_load"] >= LOAD_LIMIT).mean()
+    stale = failed["stale_share"].where(failed["stale_share"] > STALE_LIMIT).mean()
+    why = why_not(0.0 if math.isnan(load) else float(load), 0.0 if math.isnan(stale) else float(stale))
+    return why if len(failed) == len(rows) else f"in {len(failed)} of {len(rows)} replications: {why}"
+
+
 def brief_why(why: str) -> str:
     """``why_not``'s reasons by their first words, the same numbers without the explanations:
     "offered load 112 % of its capacity"; "31 % of the jobs never started"."""

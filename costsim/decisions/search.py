@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from costsim.decisions.fair import fair_rows
+from costsim.decisions.fair import fair_rows, why_over
 from costsim.decisions.space import Dimension
 from costsim.decisions.targets import MAJORITY, METRICS, Target, value
 from costsim.decisions.verdict import MEANS
@@ -258,7 +258,7 @@ class Search:
         t["option"] = groups["option"].first()
         t["n"] = groups.size()
         t["keeps_up"] = groups["keeps_up"].mean() >= MAJORITY
-        t["why"] = groups["why"].agg(lambda w: next((x for x in w if x), ""))
+        t["why"] = [why_over(g) for _, g in groups]
         t = t.reset_index()
         t["meets_targets"] = [all(g.met(value(r, g.metric)) for g in self.wanted) for _, r in t.iterrows()]
         t["meets"] = t["keeps_up"] & t["meets_targets"]

@@ -38,7 +38,7 @@ import pandas as pd
 
 from costsim.decisions import flips as flip_points
 from costsim.decisions import time_to_target
-from costsim.decisions.fair import fair_rows
+from costsim.decisions.fair import fair_rows, why_over
 from costsim.decisions.flips import NO_SCENARIO, NOT_SEARCHED, ORDER_DIFFERS, Flip
 from costsim.decisions.targets import DEFAULT_TARGETS, MAJORITY, METRICS, Target, shortfall, value
 from costsim.decisions.targets import targets as as_targets
@@ -177,7 +177,7 @@ def option_table(rows: pd.DataFrame, wanted: tuple[Target, ...]) -> pd.DataFrame
     groups = rows.groupby("option", sort=False)
     table = groups[MEANS + list(dict.fromkeys(extra))].mean()
     table["keeps_up"] = groups["keeps_up"].mean() >= MAJORITY
-    table["why"] = groups["why"].agg(lambda w: next((x for x in w if x), ""))
+    table["why"] = [why_over(g) for _, g in groups]
     table["side"] = groups["side"].first()
     table["meets_targets"] = [all(t.met(value(r, t.metric)) for t in wanted) for _, r in table.iterrows()]
     table["eligible"] = table["keeps_up"] & table["meets_targets"]

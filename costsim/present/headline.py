@@ -95,15 +95,17 @@ def details_markdown(verdict, escape) -> str:
 
 def set_aside(verdict) -> list[tuple[str, str, str]]:
     """(mark, option, why in a few words) for each option the verdict could not choose, in the
-    table's order: ``FLAG`` "cannot keep up: offered load 112 % of its capacity"; ✗ "misses p95
-    queue delay ≤ 24 h: 3.4 days" for one that keeps up but misses a target."""
+    table's order: ``FLAG`` "cannot keep up: offered load 112 % of its capacity" (then the targets it
+    also misses, if any); ✗ "misses p95 queue delay ≤ 24 h: 3.4 days" for one that keeps up but
+    misses a target."""
     out = []
     for _, r in verdict.options.iterrows():
+        # written as the card below writes the same number (units, precision)
+        misses = "" if r.meets_targets else f"misses {'; '.join(misses_briefly(shortfall(r, verdict.targets), card_value))}"
         if not r.keeps_up:
-            out.append((FLAG, r.option, f"cannot keep up: {brief_why(r.why)}"))
-        elif not r.meets_targets:
-            # written as the card below writes the same number (units, precision)
-            out.append(("✗", r.option, f"misses {'; '.join(misses_briefly(shortfall(r, verdict.targets), card_value))}"))
+            out.append((FLAG, r.option, f"cannot keep up: {brief_why(r.why)}" + (f"; {misses}" if misses else "")))
+        elif misses:
+            out.append(("✗", r.option, misses))
     return out
 
 

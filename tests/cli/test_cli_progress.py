@@ -47,7 +47,7 @@ def test_report_tells_every_stage_on_stderr_and_keeps_stdout_clean(tmp_path):
 
     costsim.decide(runs, simulate=simulate)
     told: list[tuple[int, int]] = []
-    tornado(sc, replications=3, seed=sc.seed, progress=lambda done, total: told.append((done, total)))  # the verdict's 3
+    tornado(sc, replications=3, seed=sc.seed, executor="local", progress=lambda done, total: told.append((done, total)))  # the verdict's 3
     lines = stage_lines(res.stderr)
     assert list(lines) == ["simulating 3 replications",
                            "searching the utilisation flip",

@@ -17,7 +17,7 @@ from helpers import cloud, owned, scenario
 
 import costsim
 from costsim.catalog.load import default_catalog
-from costsim.decisions.fair import fair_rows, why_not
+from costsim.decisions.fair import fair_rows, why_not, why_over
 from costsim.engine.run import UsageRecord
 from costsim.plan.resolve import resolve
 from costsim.results.backlog import keep_up_measures, stale_jobs
@@ -262,3 +262,31 @@ def test_queued_gpu_hours_is_the_timeseries_integral_with_a_lead_time_and_partia
     assert res.summary.queued_gpu_hours[0] == pytest.approx(by_hand)
     assert by_hand == pytest.approx(float((t.queued_gpus * width).sum()))
     assert by_hand > 30 * 16  # most of them waited for delivery
+
+
+def _gate_rows(loads, stales, waiting) -> pd.DataFrame:
+    """One option's replications as ``fair_rows`` sees them (the gate's columns only)."""
+    rows = pd.DataFrame({"option": "own", "offered_load": loads, "stale_share": stales, "jobs_waiting": waiting})
+    rows["why"] = [why_not(a, b, c) for a, b, c in zip(loads, stales, waiting, strict=True)]
+    return rows
+
+
+def test_the_reason_over_replications_is_the_mean_of_those_that_failed_on_it():
+    # Loads 1.2 and 1.4 fail (jobs wait at the end); 0.5 keeps up: the reason is their mean, 130 %,
+    # not the first replication's 120 %, and says it held in 2 of the 3.
+    rows = _gate_rows([1.2, 1.4, 0.5], [0.0, 0.0, 0.0], [5, 5, 0])
+    assert why_over(rows) == "in 2 of 3 replications: " + why_not(1.3, 0.0)
+    assert "130 %" in why_over(rows)
+    # Every replication failed, one also on stale jobs (3 %): each number over the replications it held in.
+    rows = _gate_rows([1.1, 1.3], [0.0, 0.03], [2, 7])
+    assert why_over(rows) == why_not(1.2, 0.03)
+    assert why_over(_gate_rows([0.9, 0.8], [0.0, 0.0], [3, 0])) == ""
+
+
+def test_the_verdicts_option_table_gives_the_reason_over_its_replications():
+    from costsim.decisions.verdict import MEANS, option_table
+
+    rows = _gate_rows([1.4, 1.2, 1.0], [0.0, 0.0, 0.0], [5, 5, 1])
+    rows = rows.assign(**{c: 1.0 for c in MEANS if c not in rows}, side="own", keeps_up=False)
+    (why,) = option_table(rows, ())["why"]
+    assert why == why_not(1.2, 0.0) and "120 %" in why  # (1.4 + 1.2 + 1.0) / 3, not the first's 140 %

@@ -192,17 +192,19 @@ def test_a_price_only_search_simulates_once_per_replication(tmp_path, simulated)
 
 @pytest.mark.slow
 def test_the_same_answer_and_tornado_from_this_process_a_pool_and_dask(tmp_path):
-    pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] not installed (pip install 'costsim[dask]')")
     path = _mmc(tmp_path, days=6.0)
-    answers = {ex: optimize(path, TARGET, VARY, replications=2, executor=ex, workers=None if ex == "local" else 2)
-               for ex in ("local", "processes", "dask")}
-    same_answer(answers["processes"], answers["local"])
-    same_answer(answers["dask"], answers["local"])
     sc = scenario(tmp_path, [(10.0 * k, 8, 5.0) for k in range(40)],
                   [owned(gpus=8, capex_usd_per_gpu=10_000.0), cloud(price_per_gpu_hour=2.99)], 20.0)
     inputs = ["cloud_price", "electricity_usd_per_kwh", "lead_time_days", "arrival_scale"]
-    tables = {ex: tornado(sc, replications=2, inputs=inputs, executor=ex, workers=None if ex == "local" else 2)
-              for ex in ("local", "processes", "dask")}
+    # One Dask cluster of two worker processes serves both searches (each would otherwise start its own).
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster:
+        at = {"local": {}, "processes": {"workers": 2}, "dask": {"address": cluster.scheduler_address}}
+        answers = {ex: optimize(path, TARGET, VARY, replications=2, executor=ex, **kw) for ex, kw in at.items()}
+        tables = {ex: tornado(sc, replications=2, inputs=inputs, executor=ex, **kw) for ex, kw in at.items()}
+    same_answer(answers["processes"], answers["local"])
+    same_answer(answers["dask"], answers["local"])
     for ex in ("processes", "dask"):
         pd.testing.assert_frame_equal(tables[ex].table, tables["local"].table, check_exact=True)
         pd.testing.assert_frame_equal(tables[ex].breakeven, tables["local"].breakeven, check_exact=True)

@@ -83,7 +83,7 @@ def _expected(name: str, end: str) -> tuple[float, float]:
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory) -> Tornado:
-    return tornado(_scenario(tmp_path_factory.mktemp("tornado")), inputs=ANALYTIC + NOT_HERE)
+    return tornado(_scenario(tmp_path_factory.mktemp("tornado")), inputs=ANALYTIC + NOT_HERE, executor="local")
 
 
 def test_the_pair_and_the_base_difference_by_hand(result):

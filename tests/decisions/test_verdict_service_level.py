@@ -243,7 +243,7 @@ def test_the_tornado_flags_an_end_where_the_recommended_option_misses_a_target(t
     from costsim.decisions.sensitivity import tornado
 
     t = tornado(steady_scenario(tmp_path, 6.0, decision={"targets": ["p95_delay_h<=24"]}),
-                inputs={"lead_time_days": (0.25, 3.0)})
+                inputs={"lead_time_days": (0.25, 3.0)}, executor="local")
     row = t.table.set_index("input").loc["lead time"]
     assert row["flips_at"] == "high" and row["note"] == "at high: own misses p95_delay_h<=24"
 

@@ -10,7 +10,7 @@ from helpers import cloud, owned, scenario
 
 import costsim
 from costsim.decisions.fair import brief_why, why_not
-from costsim.present.headline import details_markdown, headline_markdown, set_aside
+from costsim.present.headline import card_value, details_markdown, headline_markdown, set_aside
 
 H_DAYS = 10.0
 BURST = [(0.0, 8, 6.0)] * 20  # 20 jobs of 8 GPUs × 6 h, all at hour 0
@@ -75,6 +75,19 @@ def test_an_option_that_cannot_keep_up_is_set_aside_with_the_first_words_of_its_
     ((mark, option, what),) = set_aside(v)
     assert (mark, option) == ("⚠", "own") and what.startswith(f"cannot keep up: offered load {load * 100:.0f} % of its capacity")
     assert "⚠\ufe0f **own** cannot keep up: offered load" in headline_markdown(v, str)
+
+
+def test_an_option_set_aside_for_its_queue_also_names_the_targets_it_misses(tmp_path):
+    rows = [(4.0 * k, 8, 8.0) for k in range(40)]  # as above: twice the work 8 GPUs can do
+    res = costsim.simulate(scenario(tmp_path, rows, [owned(gpus=8, gpus_per_node=8, scheduler="fifo"),
+                                                     cloud(price_per_gpu_hour=20.0)], H_DAYS))
+    v = costsim.decide(res, ["p95_delay_h<=1"], flips=False)
+    p95 = res.summary.set_index("option").loc["own", "queue_delay_p95_h"]
+    assert p95 > 1
+    ((mark, option, what),) = set_aside(v)
+    reason, misses = what.split("; misses ")
+    assert (mark, option) == ("⚠", "own") and reason.startswith("cannot keep up: offered load")
+    assert misses == f"p95 queue delay ≤ 1 h: {card_value('queue_delay_p95_h', p95)}"
 
 
 def test_brief_why_keeps_each_reasons_numbers_and_drops_its_explanation():

@@ -141,7 +141,7 @@ def test_report_opens_offline_in_chromium_and_draws_every_figure(tiny, tmp_path)
         from costsim.decisions.sensitivity import tornado as make_tornado
         from costsim.plots.figures import tornado_figure  # noqa: F401
 
-        tornado = make_tornado(sc, replications=1, seed=SEED)
+        tornado = make_tornado(sc, replications=1, seed=SEED, executor="local")
     except ImportError:
         pass
     out = write_report(runs, tmp_path / "report.html", tornado=tornado)
@@ -220,7 +220,8 @@ def test_cli_writes_the_report_of_replications_seeded_as_documented(tmp_path):
     else:  # on the verdict's replications and targets: 2 runs per input value, seeded by --seed
         from costsim.present.tornado import sentence
 
-        assert html.escape(sentence(tornado(sc, replications=2, seed=SEED, targets=["p95_delay_h<=1000"]))) in text
+        assert html.escape(sentence(tornado(sc, replications=2, seed=SEED, targets=["p95_delay_h<=1000"],
+                                                    executor="local"))) in text
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
 
 

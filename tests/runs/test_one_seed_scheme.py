@@ -328,7 +328,7 @@ def test_the_report_tornado_runs_on_the_verdicts_replications(tmp_path):
     sc = costsim.load_scenario(tmp_path / "s.yaml")
     runs = replications_of(sc, 2, sc.seed)
     verdict = costsim.decide(runs, flips=False)
-    t = tornado(sc, replications=2, seed=sc.seed, inputs=["electricity_usd_per_kwh"])
+    t = tornado(sc, replications=2, seed=sc.seed, inputs=["electricity_usd_per_kwh"], executor="local")
     # The base variant is the verdict's two runs: the same paired differences, averaged.
     assert {verdict.option, verdict.versus} == {t.build, t.rent}
     sign = 1 if verdict.option == t.build else -1
