@@ -33,7 +33,7 @@ def test_report_tells_every_stage_on_stderr_and_keeps_stdout_clean(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(TINY_RL)
     out = tmp_path / "r.html"
-    res = invoke_cli("report", path, "--out", out)
+    res = invoke_cli("report", path, "--out", out, "--executor", "local")
     assert res.exit_code == 0, res.output
     assert res.stdout == f"wrote {out}\n"
     # The counts, independently: the three replications, the flip search's runs, the tornado's runs.

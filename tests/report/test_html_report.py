@@ -205,7 +205,8 @@ def test_cli_writes_the_report_of_replications_seeded_as_documented(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(tiny_text("cli"))
     out = tmp_path / "r.html"
-    res = invoke(path, "--out", out, "--replications", 2, "--seed", SEED, "--target", "p95_delay_h<=1000")
+    res = invoke(path, "--out", out, "--replications", 2, "--seed", SEED, "--target", "p95_delay_h<=1000",
+                 "--executor", "local")  # the tornado's executors give one table: tests/decisions
     assert res.exit_code == 0, res.output
     sc = costsim.load_scenario(path)
     runs = [costsim.simulate(sc, seed=replication_seed(SEED, r)) for r in range(2)]
