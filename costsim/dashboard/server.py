@@ -1,22 +1,30 @@
-"""What one dashboard server shares between its sessions, owned by Streamlit's resource cache (one
-per server process, dropped with ``st.cache_resource.clear()``): its pool of worker processes, and
-the garbage collector's view of what its imports made."""
+"""What one dashboard server shares between its sessions: its pool of worker processes (one per
+server process, for as long as it lives), and, in Streamlit's resource cache, starting its warm
+spares and the garbage collector's view of what its imports made."""
 
 from __future__ import annotations
 
 import gc
+import threading
 
 import streamlit as st
 
 from costsim.dashboard.pool import new_pool, warm_up
 from costsim.runs.workerpool import WorkerPool
 
+_pool: list[WorkerPool] = []  # the server's, once made: one per process, for as long as it lives
+_pool_lock = threading.Lock()
 
-@st.cache_resource
+
 def server_pool() -> WorkerPool:
     """The server's worker processes (``pool.new_pool``): every session's runs, spares,
-    Sensitivity and Sweep tabs and upload readers count against its one cap."""
-    return new_pool()
+    Sensitivity and Sweep tabs and upload readers count against its one cap. One per server
+    process, kept outside Streamlit's resource cache: clearing the caches (a user's "Clear cache",
+    a test's fresh start) drops results, not the warm workers that make the next run quick."""
+    with _pool_lock:
+        if not _pool:
+            _pool.append(new_pool())
+        return _pool[0]
 
 
 @st.cache_resource
