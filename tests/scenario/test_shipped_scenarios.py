@@ -34,11 +34,11 @@ def test_every_option_completes_jobs_over_the_shipped_horizon(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(shipped_scenarios()))
 def test_validate_and_run(name, tmp_path):
-    """Each file validates as shipped, and runs through the CLI cut to the golden tables' 60 days
-    (the whole horizon runs the same code; the test above and the stories below run it)."""
+    """Each file validates as shipped, and runs through the CLI cut to 30 days (the whole horizon
+    runs the same code; the test above and the stories below run it)."""
     path = shipped_scenarios()[name]
     assert CliRunner().invoke(app, ["validate", str(path)]).exit_code == 0
-    cut = shipped_file_cut(tmp_path, name, days=60)
+    cut = shipped_file_cut(tmp_path, name, days=30)
     result = CliRunner().invoke(app, ["run", str(cut), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
