@@ -149,20 +149,22 @@ def name_primed(pool: WorkerPool, scenario: Scenario | None = None) -> None:
     memo. Loads the first scenario only while such a spare waits (a cold server's first run).
 
     When the run about to start is of another scenario (``scenario``: a shared link, an upload, a
-    knob moved), a primed spare still running its replication helps no one: a call sent to it
-    would wait behind a replication nobody asked for, so it is ended and the run starts a fresh
-    worker; one that has finished serves as a plain spare."""
+    knob moved), a primed spare still running its replication helps no one now: a call sent to it
+    would wait behind a replication nobody asked for, so it is ended (if no other session has
+    taken it meanwhile) and the run starts a fresh worker. One that has finished keeps its seed's
+    tag: its memo may still serve that seed."""
     primed = [(w, w.tag) for w in pool.idle if isinstance(w.tag, tuple) and w.tag[:1] == (PRIMED,)]
     if not primed:
         return
     first = first_scenario()
-    for worker, (_, replication) in primed:
-        if first is not None and (scenario is None or scenario == first):
-            pool.retag(worker.tag, replication_seed(first.seed, int(replication)))
-        elif worker.warming and first is not None:
-            pool.retire(worker)
+    other = first is not None and scenario is not None and scenario != first
+    for worker, tag in primed:
+        if first is None:
+            pool.retag(tag, None)
+        elif other and worker.warming and pool.retire_idle(worker):
+            continue
         else:
-            pool.retag(worker.tag, None)
+            pool.retag(tag, replication_seed(first.seed, int(tag[1])))
 
 
 def simulate_with_memo(scenario: Scenario | Prepared, seed: int | None, memo: RunMemo) -> Results:

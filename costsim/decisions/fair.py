@@ -72,14 +72,18 @@ def why_not(offered_load: float, stale_share: float, jobs_waiting: float = math.
 def why_over(rows: pd.DataFrame) -> str:
     """The gate's reason for one option over its replications (``rows``: its ``fair_rows``), ""
     when every replication kept up. Each reason's number is the mean over the replications that
-    failed on it (not one replication's), and "in k of n replications: " leads when not all failed."""
+    failed on that reason (not one replication's), led by "in k of n replications: " when it held
+    in some of them only."""
     failed = rows[rows["why"] != ""]
-    if failed.empty:
-        return ""
-    load = failed["offered_load"].where(failed["offered_load"] >= LOAD_LIMIT).mean()
-    stale = failed["stale_share"].where(failed["stale_share"] > STALE_LIMIT).mean()
-    why = why_not(0.0 if math.isnan(load) else float(load), 0.0 if math.isnan(stale) else float(stale))
-    return why if len(failed) == len(rows) else f"in {len(failed)} of {len(rows)} replications: {why}"
+    loads, stales = failed["offered_load"], failed["stale_share"]
+    reasons = []
+    for values, held, reason in ((loads, loads >= LOAD_LIMIT, lambda x: why_not(x, 0.0)),
+                                 (stales, stales > STALE_LIMIT, lambda x: why_not(0.0, x))):
+        k = int(held.sum())
+        if k:
+            words = reason(float(values[held].mean()))
+            reasons.append(words if k == len(rows) else f"in {k} of {len(rows)} replications: {words}")
+    return "; ".join(reasons)
 
 
 def brief_why(why: str) -> str:

@@ -81,7 +81,7 @@ def verdict_parts(v, reps_label: str) -> list[str]:
         parts.append(h.para("Options that cannot keep up (never recommended):", "warn"))
         parts.append(h.bullets([f"{r.option}: {r.why}" for r in behind.itertuples()]))
     if len(partly):
-        parts.append(h.para("Fell behind in some replications (fewer than half): "
+        parts.append(h.para("Fell behind in some replications (at most half): "
                             + "; ".join(f"{r.option}: {r.why}" for r in partly.itertuples()), "note"))
     return parts
 

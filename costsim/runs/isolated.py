@@ -13,7 +13,8 @@ script) kills every worker still running first.
 Why a fresh interpreter rather than ``multiprocessing``: fork from a server's threads can deadlock
 (and crashes on macOS), and spawn or forkserver re-run the caller's ``__main__``, which under
 Streamlit is the app script. The price, importing costsim again, is paid ahead of time by warm
-workers (``costsim.runs.workerpool``).
+workers (``costsim.runs.workerpool``); a worker started with a warm-up says when it is done
+(``WARMED``, before any reply), so its owner knows whether a call sent now would wait behind it.
 
 What crosses back: the function's value; a ``CostsimError`` it raised, as the error it was (its
 type and problems); or a ``WorkerStopped`` saying why there is no reply: out of memory (a
@@ -325,6 +326,7 @@ class Worker:
             pass
         except Exception as exc:  # a reply that does not unpickle here
             self._messages.put(("failed", type(exc).__name__, traceback.format_exc()))
+        self._warming = False  # gone: no warm-up will finish, and nothing waits behind one
         self._messages.put(None)
 
     def _take(self, message: tuple[Any, ...] | None, on_progress: Callable[[Any], None] | None) -> None:

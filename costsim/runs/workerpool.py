@@ -155,6 +155,16 @@ class WorkerPool:
                 self._idle.remove(worker)
         worker.cancel()
 
+    def retire_idle(self, worker: Worker) -> bool:
+        """End ``worker`` if it is still idle, in one step under the pool's lock (False, and nothing
+        done, when work has taken it meanwhile: that work owns it now)."""
+        with self._lock:
+            if worker not in self._idle:
+                return False
+            self._idle.remove(worker)
+            worker.cancel()
+            return True
+
     def close(self) -> None:
         """End every idle worker (busy ones belong to their work, which ends them)."""
         _end_all(self._idle, self._lock)

@@ -75,9 +75,10 @@ def test_a_run_of_another_scenario_ends_primed_spares_still_running_and_keeps_fi
         assert all(w.warming for w in running)  # a replication of a 365-day year takes seconds
         bounded.name_primed(pool, other)
         assert not pool.idle
-        for worker in running:
-            worker.close()
-            assert worker.returncode is not None  # ended, not left computing
+        deadline = time.monotonic() + 10
+        while any(w.returncode is None for w in running) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(w.returncode is not None and w.returncode < 0 for w in running)  # killed, not left computing
     finally:
         pool.close()
     plain = WorkerPool(capacity=2, spares=2, warm=WARM)
@@ -87,6 +88,51 @@ def test_a_run_of_another_scenario_ends_primed_spares_still_running_and_keeps_fi
             worker.tag = (PRIMED, str(r))
         _until_warm(plain.idle)
         bounded.name_primed(plain, other)
-        assert [w.tag for w in plain.idle] == [None, None]
+        seed = bounded.first_scenario().seed  # finished: kept, with the seed whose runs its memo holds
+        assert [w.tag for w in plain.idle] == [replication_seed(seed, 0), replication_seed(seed, 1)]
     finally:
         plain.close()
+
+
+def test_the_first_screens_run_takes_its_primed_spares_loaded_as_a_session_loads_it():
+    """The session's scenario is its own load of the first file: equal, not the same object, so
+    the primed spares are named by their seeds, none ended."""
+    pool = new_pool()
+    pool.capacity = SPARE_COUNT
+    try:
+        pool.top_up()
+        running = list(pool.idle)
+        session = api.load_scenario(bounded.SCENARIO_DIR / "baseline.yaml")
+        assert session is not bounded.first_scenario()
+        bounded.name_primed(pool, session)
+        assert list(pool.idle) == running
+        assert sorted(w.tag for w in pool.idle) == sorted(replication_seed(session.seed, r) for r in range(SPARE_COUNT))
+    finally:
+        pool.close()
+
+
+def test_a_worker_that_dies_while_warming_is_not_warming():
+    worker = Worker(warm=WARM)
+    try:
+        worker.cancel()
+        deadline = time.monotonic() + 10
+        while worker.warming and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not worker.warming
+    finally:
+        worker.close()
+
+
+def test_a_primed_spare_another_session_took_is_never_ended():
+    """Two sessions at once: one takes a primed spare for its run while the other, on another
+    scenario, still holds the list it read; ending that spare would kill the first one's run."""
+    pool = WorkerPool(capacity=1, spares=1, warm=WARM)
+    try:
+        pool.top_up()
+        (spare,) = pool.idle
+        taken = pool.take(memory_bytes=None)
+        assert taken is spare and not pool.retire_idle(spare)
+        assert spare.returncode is None and spare.reusable  # alive, still the first session's
+    finally:
+        spare.close()
+        pool.close()

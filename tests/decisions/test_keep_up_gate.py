@@ -277,9 +277,14 @@ def test_the_reason_over_replications_is_the_mean_of_those_that_failed_on_it():
     rows = _gate_rows([1.2, 1.4, 0.5], [0.0, 0.0, 0.0], [5, 5, 0])
     assert why_over(rows) == "in 2 of 3 replications: " + why_not(1.3, 0.0)
     assert "130 %" in why_over(rows)
-    # Every replication failed, one also on stale jobs (3 %): each number over the replications it held in.
+    # Every replication failed on its load, one also on stale jobs (3 %): each reason over the
+    # replications it held in, and says so when that is not all of them.
     rows = _gate_rows([1.1, 1.3], [0.0, 0.03], [2, 7])
-    assert why_over(rows) == why_not(1.2, 0.03)
+    assert why_over(rows) == why_not(1.2, 0.0) + "; in 1 of 2 replications: " + why_not(0.0, 0.03)
+    # One replication failed on its load only, the other on stale jobs only: neither held throughout.
+    rows = _gate_rows([1.3, 0.8], [0.0, 0.05], [2, 7])
+    assert why_over(rows) == ("in 1 of 2 replications: " + why_not(1.3, 0.0) + "; in 1 of 2 replications: "
+                              + why_not(0.0, 0.05))
     assert why_over(_gate_rows([0.9, 0.8], [0.0, 0.0], [3, 0])) == ""
 
 
