@@ -113,14 +113,17 @@ def test_wide_prints_every_column_wider(baseline, folder):
 def test_piped_output_is_80_columns_or_COLUMNS(baseline, folder):
     path, _ = baseline
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    # Piped for real (a subprocess: no terminal) without COLUMNS, then COLUMNS=100 in this process
+    # (CliRunner's output is no terminal either): one simulation in a new interpreter is enough.
+    proc = subprocess.run([*CLI, "run", str(path), "--out", str(folder / "p")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    wide = CliRunner().invoke(app, ["run", str(path), "--out", str(folder / "p100")], env={"COLUMNS": "100"})
+    assert wide.exit_code == 0, wide.output
     widths = {}
-    for columns in (None, "100"):
-        run_env = env if columns is None else {**env, "COLUMNS": columns}
-        proc = subprocess.run([*CLI, "run", str(path), "--out", str(folder / f"p{columns}")], env=run_env,
-                              capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith("Verdict: ")
-        widths[columns] = max(len(line) for line in proc.stdout.splitlines())
+    for columns, out in ((None, proc.stdout), ("100", wide.stdout)):
+        assert out.startswith("Verdict: ")
+        widths[columns] = max(len(line) for line in out.splitlines())
     assert widths[None] <= 80
     assert 80 < widths["100"] <= 100  # the verdict wraps at 100, not at 80
 
