@@ -161,7 +161,7 @@ def name_primed(pool: WorkerPool, scenario: Scenario | None = None) -> None:
     for worker, tag in primed:
         if first is None:
             pool.retag(tag, None)
-        elif other and worker.warming and pool.retire_idle(worker):
+        elif other and worker.warming and pool.retire(worker):
             continue
         else:
             pool.retag(tag, replication_seed(first.seed, int(tag[1])))

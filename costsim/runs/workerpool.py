@@ -148,16 +148,9 @@ class WorkerPool:
                 if worker.tag == old:
                     worker.tag = new
 
-    def retire(self, worker: Worker) -> None:
-        """End ``worker`` now; an idle one leaves the spares."""
-        with self._lock:
-            if worker in self._idle:
-                self._idle.remove(worker)
-        worker.cancel()
-
-    def retire_idle(self, worker: Worker) -> bool:
-        """End ``worker`` if it is still idle, in one step under the pool's lock (False, and nothing
-        done, when work has taken it meanwhile: that work owns it now)."""
+    def retire(self, worker: Worker) -> bool:
+        """End an idle ``worker`` and drop it from the spares, in one step under the pool's lock
+        (False, and nothing done, when work has taken it meanwhile: that work owns it now)."""
         with self._lock:
             if worker not in self._idle:
                 return False

@@ -131,7 +131,7 @@ def test_a_primed_spare_another_session_took_is_never_ended():
         pool.top_up()
         (spare,) = pool.idle
         taken = pool.take(memory_bytes=None)
-        assert taken is spare and not pool.retire_idle(spare)
+        assert taken is spare and not pool.retire(spare)
         assert spare.returncode is None and spare.reusable  # alive, still the first session's
     finally:
         spare.close()
