@@ -14,8 +14,8 @@ from typing import Protocol
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from costsim.plan.facts import hybrid
 from costsim.plots.band import cumulative_cost_band
@@ -236,42 +236,50 @@ def phase_breakdown(results: Results) -> go.Figure:
     iteration: the hover and the title say so."""
     ph = results.phases
     overlapping = _async_classes(results)
-    long = ph.melt(id_vars=["option", "job_class", "iteration_s"], value_vars=list(PHASE_LABELS),
-                   var_name="phase", value_name="seconds")
-    long = long.assign(
-        option=literals(long["option"]), job_class=literals(long["job_class"]),
-        phase=long["phase"].map(PHASE_LABELS),
-        share=long["seconds"] / long["iteration_s"],
-        note=long["job_class"].map(lambda c: _OVERLAP_NOTE if c in overlapping else _SYNC_NOTE),
-    )
     title = "Where an iteration goes (mean seconds per iteration; ◆ the iteration)"
     if overlapping:
         title += ("<br><sup>async classes overlap rollout with training: their bars add up to more than the "
                   "iteration</sup>")
     looks = category_styles(PHASE_LABELS.values())
-    fig = px.bar(long, x="job_class", y="seconds", color="phase", facet_col="option", facet_col_wrap=3, title=title,
-                 labels={"job_class": "job class", "seconds": "seconds per iteration"},
-                 custom_data=["share", "iteration_s", "note"],
-                 category_orders={"phase": list(PHASE_LABELS.values())},
-                 color_discrete_map={p: c for p, (c, _) in looks.items()},
-                 pattern_shape="phase", pattern_shape_map={p: s for p, (_, s) in looks.items()})
-    fig.update_traces(marker_pattern_fillmode="overlay", marker_pattern_fgcolor="white",
-                      hovertemplate="<b>%{fullData.name}</b> · %{x} · %{y:,.2f} s per iteration "
-                      "(%{customdata[0]:.0%} of the %{customdata[1]:,.1f} s iteration)<br>%{customdata[2]}"
-                      "<extra></extra>")
     options = list(dict.fromkeys(ph["option"]))
+    cols = min(len(options), 3) or 1
+    rows = max((len(options) + 2) // 3, 1)
+    # One panel per option, three to a row, the first at the top left; every panel's axes match
+    # (one scale for seconds and one order of job classes), as facets do.
+    last = len(options) - 3 * (rows - 1)  # panels in the last row; its empty cells get no axes
+    specs = [[{}] * cols] * (rows - 1) + [[{}] * last + [None] * (cols - last)]
+    fig = make_subplots(rows=rows, cols=cols, specs=specs, subplot_titles=literals(options), horizontal_spacing=0.02,
+                        vertical_spacing=0.07 if rows > 1 else 0.0)
+    fig.update_annotations(font_size=None)  # the panels' titles in the figure's font, not 16 px
+    classes = literals(dict.fromkeys(ph["job_class"]))
     for k, option in enumerate(options):
         sub = ph[ph["option"] == option]
-        fig.add_scatter(x=literals(sub["job_class"]), y=sub["iteration_s"], mode="markers", marker_symbol="diamond",
-                        marker_color=BLACK, marker_size=10, name="iteration", showlegend=k == 0,
-                        row=(len(options) - 1) // 3 - k // 3 + 1, col=k % 3 + 1,
+        at = dict(row=k // 3 + 1, col=k % 3 + 1)
+        x = literals(sub["job_class"])
+        notes = [_OVERLAP_NOTE if c in overlapping else _SYNC_NOTE for c in sub["job_class"]]
+        for column, label in PHASE_LABELS.items():
+            colour, pattern = looks[label]
+            fig.add_bar(x=x, y=sub[column], name=label, legendgroup=label, showlegend=k == 0,
+                        marker=dict(color=colour, pattern=dict(shape=pattern, fillmode="overlay", fgcolor="white")),
+                        customdata=np.column_stack([sub[column] / sub["iteration_s"], sub["iteration_s"],
+                                                    np.array(notes, dtype=object)]),
+                        hovertemplate="<b>%{fullData.name}</b> · %{x} · %{y:,.2f} s per iteration "
+                        "(%{customdata[0]:.0%} of the %{customdata[1]:,.1f} s iteration)<br>%{customdata[2]}"
+                        "<extra></extra>", **at)
+        fig.add_scatter(x=x, y=sub["iteration_s"], mode="markers", marker_symbol="diamond", marker_color=BLACK,
+                        marker_size=10, name="iteration", showlegend=k == 0, **at,
                         hovertemplate=f"{literal(option)} · %{{x}} · iteration %{{y:,.1f}} s<extra></extra>")
-    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
-    fig.update_layout(**LAYOUT)
+        # A panel with none below it shows the job classes; the first column shows the seconds.
+        below = k + 3 < len(options)
+        fig.update_xaxes(matches="x" if k else None, categoryorder="array", categoryarray=classes, showticklabels=not below,
+                         title_text=None if below else "job class", **at)
+        fig.update_yaxes(matches="y" if k else None, showticklabels=k % 3 == 0,
+                         title_text="seconds per iteration" if k % 3 == 0 else None, **at)
+    fig.update_layout(**LAYOUT, barmode="relative")
     layout = title_layout(title, legend_entries(fig))
     # The panels' titles sit just above the plot area: lift the legend 26 px clear of them, which
     # needs the plot's height in pixels (300 per row of panels).
-    plot_px = 300 * ((len(options) + 2) // 3)
+    plot_px = 300 * rows
     layout["margin"]["t"] += 26
     fig.update_layout(**layout, height=plot_px + layout["margin"]["t"] + 60, legend_y=1 + 26 / plot_px)
     return fig

@@ -47,11 +47,12 @@ def lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 def held_marker(look: tuple[str, str], completed: np.ndarray) -> dict:
     """The marker of one job class's held bars: the class's colour and its own pattern (so classes
-    differ without colour), and a black outline on each job not finished by the horizon."""
+    differ without colour), and a black outline on each job not finished by the horizon. The
+    outline's colour is one for all bars: a finished job's outline is 0 px wide (a colour per bar
+    is validated one string at a time, most of a year's timeline's cost)."""
     colour, pattern = look
     return dict(color=colour, pattern=dict(shape=pattern, fillmode="overlay", fgcolor="white"),
-                line=dict(color=np.where(completed, colour, UNFINISHED["color"]).tolist(),
-                          width=np.where(completed, 0, UNFINISHED["width"]).tolist()))
+                line=dict(color=UNFINISHED["color"], width=np.where(completed, 0, UNFINISHED["width"])))
 
 
 def _window(results, option, start_h, end_h, max_jobs) -> tuple[pd.DataFrame, int, float, float]:
