@@ -246,8 +246,9 @@ def phase_breakdown(results: Results) -> go.Figure:
     rows = max((len(options) + 2) // 3, 1)
     # One panel per option, three to a row, the first at the top left; every panel's axes match
     # (one scale for seconds and one order of job classes), as facets do.
-    last = len(options) - 3 * (rows - 1)  # panels in the last row; its empty cells get no axes
-    specs: list[list[dict | None]] = [[{}] * cols] * (rows - 1) + [[{}] * last + [None] * (cols - last)]
+    # The last row's empty cells get no axes.
+    specs: list[list[dict | None]] = [[{} if 3 * r + c < len(options) else None for c in range(cols)]
+                                      for r in range(rows)]
     fig = make_subplots(rows=rows, cols=cols, specs=specs, subplot_titles=literals(options), horizontal_spacing=0.02,
                         vertical_spacing=0.07 if rows > 1 else 0.0)
     fig.update_annotations(font_size=None)  # the panels' titles in the figure's font, not 16 px
