@@ -52,7 +52,8 @@ from costsim.dashboard import (
     waiting_note,
     warm_up,
 )
-from costsim.dashboard.bounded import RunTimedOut
+from costsim.dashboard.bounded import RunTimedOut, note_first_screen
+from costsim.dashboard.disk_runs import server_disk
 from costsim.dashboard.server import imports_frozen, server_pool
 from costsim.dashboard.sidebar import knob_form, sidebar_slot, timed_out
 from costsim.dashboard.views import first_screen, flip_control
@@ -73,10 +74,10 @@ def upload_root() -> Path:
 @st.cache_resource
 def result_cache() -> ResultCache:
     """Runs shared by every session, by exact scenario and seed (``run_key``), within the byte
-    limit (``COSTSIM_CACHE_MB``; main() has checked the environment before the first call)."""
+    limit (``COSTSIM_CACHE_MB``; main() has checked the environment before the first call), and
+    on disk for the next server start (``disk_runs``, within ``COSTSIM_DISK_CACHE_MB``)."""
     limits = Limits.from_env(os.environ)
-    warm_up(limits, pool=server_pool())  # worker processes with costsim imported, ready for the first run
-    return ResultCache(max_entries=64, max_bytes=int(limits.cache_mb * 2**20))
+    return ResultCache(max_entries=64, max_bytes=int(limits.cache_mb * 2**20), disk=server_disk(os.environ))
 
 
 def show_error(title: str, err: Exception) -> None:
@@ -125,6 +126,7 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
         for s, blob in zip(missing, blobs, strict=True):
             result_cache().put(run_key(scenario, s), blob)
             found[s], nbytes[s] = pickle.loads(blob), len(blob)
+        note_first_screen(result_cache().disk, scenario)
     runs = [found[s] for s in seeds]
     # Kept for this session's reruns only while small beside the server's cache (every open
     # session may hold one such set, outside the cache's byte limit); tabs never modify them.
@@ -224,7 +226,6 @@ def main() -> None:
         show_error("The dashboard's limits are misconfigured.", err)
         return
     result_cache()
-    imports_frozen()
     base = load_base(limits)
     if base is None:
         return
@@ -293,3 +294,7 @@ def main() -> None:
 
 
 main()
+# After the first screen has been sent: the garbage collector's pass (0.3–0.5 s once per server),
+# then the warm spares topped up (on a server whose first screen came from disk, their first start).
+imports_frozen()
+warm_up(pool=server_pool())

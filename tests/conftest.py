@@ -6,7 +6,14 @@ settings.register_profile("ci", derandomize=True, deadline=None, max_examples=30
 settings.load_profile("ci")
 
 
+import os  # noqa: E402
+
 import pytest  # noqa: E402
+
+# The dashboard keeps runs on disk between server starts (costsim.dashboard.disk_runs): never in the
+# user's own cache from a test, and a test (or a server it starts) sees runs from disk only when it
+# asks for a folder of its own.
+os.environ["COSTSIM_DISK_CACHE_MB"] = "0"
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,9 @@
 """The dashboard's logic, without Streamlit (``app.py`` only lays out widgets), in modules named
 for what they do; this module gathers their public names for ``app.py`` and the tests:
 
-- ``uploads``: shipped scenarios, uploads and traces that read no server file, the session limits;
+- ``shipped``: the scenarios and traces shipped beside it (light); ``uploads``: uploads and traces
+  that read no server file, the session limits;
+- ``disk_runs``: runs kept on disk between server starts, by their key and the code's identity;
 - ``workers``: what a session says while it waits for a worker process, and reading untrusted
   files in one;
 - ``knobs``: what the sidebar changes, applied as a new validated scenario; problems by knob;
@@ -30,7 +32,7 @@ _WHERE = {
     "Limits": "costsim.dashboard.limits",
     "ResultCache": "costsim.dashboard.bounded",
     "RunStopped": "costsim.dashboard.bounded",
-    "SCENARIO_DIR": "costsim.dashboard.uploads",
+    "SCENARIO_DIR": "costsim.dashboard.shipped",
     "SETUPS": "costsim.dashboard.knobs",
     "Upload": "costsim.dashboard.uploads",
     "apply_knobs": "costsim.dashboard.knobs",
@@ -48,8 +50,8 @@ _WHERE = {
     "public_text": "costsim.dashboard.uploads",
     "run_key": "costsim.dashboard.bounded",
     "safe_upload_name": "costsim.dashboard.uploads",
-    "shipped_scenarios": "costsim.dashboard.uploads",
-    "shipped_traces": "costsim.dashboard.uploads",
+    "shipped_scenarios": "costsim.dashboard.shipped",
+    "shipped_traces": "costsim.dashboard.shipped",
     "simulate_bounded": "costsim.dashboard.bounded",
     "simulate_many": "costsim.dashboard.bounded",
     "sized_name": "costsim.scenario.naming",

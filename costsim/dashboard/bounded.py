@@ -10,13 +10,16 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
 import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
+from costsim.dashboard.disk_runs import DiskRuns, server_disk
 from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
-from costsim.dashboard.uploads import SCENARIO_DIR, shipped_scenarios
+from costsim.dashboard.pool import SPARE_COUNT, first_screen_key
+from costsim.dashboard.shipped import SCENARIO_DIR, shipped_scenarios
 from costsim.dashboard.workers import WorkStopped
 from costsim.errors import CostsimError
 from costsim.plan.prepare import Prepared, detached
@@ -52,11 +55,15 @@ class ResultCache:
     """The latest runs by ``run_key``, kept pickled so each reader gets its own copy of the tables
     (as ``st.cache_data`` does): at most ``max_entries`` and ``max_bytes`` of pickles together
     (``Limits.cache_mb``), the least recently used dropped first; a run bigger than ``max_bytes``
-    alone is not kept. Shared by sessions: thread-safe."""
+    alone is not kept. Shared by sessions: thread-safe. With ``disk`` (``DiskRuns``), every run
+    kept is written there too, and a run not in memory is looked for there: a server started
+    again finds what an earlier one ran with the same code."""
 
-    def __init__(self, max_entries: int = 32, max_bytes: int = int(DEFAULT_LIMITS.cache_mb * 2**20)):
+    def __init__(self, max_entries: int = 32, max_bytes: int = int(DEFAULT_LIMITS.cache_mb * 2**20),
+                 disk: DiskRuns | None = None):
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self.disk = disk
         self._items: OrderedDict[str, bytes] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -72,7 +79,19 @@ class ResultCache:
             blob = self._items.get(key)
             if blob is not None:
                 self._items.move_to_end(key)
-        return None if blob is None else pickle.loads(blob)
+        if blob is not None:
+            return pickle.loads(blob)
+        disk = self.disk
+        blob = disk.get(key) if disk is not None else None
+        if disk is None or blob is None:
+            return None
+        try:
+            results = pickle.loads(blob)
+        except Exception:  # a file damaged on disk: a miss, and it is not read again
+            disk.forget(key)
+            return None
+        self._keep(key, blob)
+        return results
 
     def size(self, key: str) -> int | None:
         """Bytes of the pickle kept under ``key``; None when it is not kept."""
@@ -81,7 +100,12 @@ class ResultCache:
         return None if blob is None else len(blob)
 
     def put(self, key: str, blob: bytes) -> None:
-        """Keep a pickled ``Results`` (as ``simulate_bounded`` returns it)."""
+        """Keep a pickled ``Results`` (as ``simulate_bounded`` returns it), on disk too."""
+        self._keep(key, blob)
+        if self.disk is not None:
+            self.disk.put(key, blob)
+
+    def _keep(self, key: str, blob: bytes) -> None:
         with self._lock:
             old = self._items.pop(key, None)
             self._bytes -= len(old) if old is not None else 0
@@ -125,6 +149,18 @@ def first_scenario() -> Scenario | None:
         return None
 
 
+def note_first_screen(disk: DiskRuns | None, scenario: Scenario) -> None:
+    """After runs of ``scenario`` were kept: when it is the scenario a new session shows first and
+    ``disk`` now holds every replication the spares prime, say so on disk
+    (``pool.first_screen_key``), so a server started again shows it without starting them first."""
+    key = first_screen_key()
+    first = first_scenario() if disk is not None and key is not None else None
+    if disk is None or key is None or first is None or scenario != first:
+        return
+    if all(disk.has(run_key(first, replication_seed(first.seed, r))) for r in range(SPARE_COUNT)):
+        disk.put(key, b"")
+
+
 def warm_worker(replication: str | None, child: Child) -> None:
     """A spare's warm-up. ``replication`` (a primed spare, ``pool.new_pool``): replication r of the
     scenario a new session shows first, run as a session's would be (its seed
@@ -134,8 +170,12 @@ def warm_worker(replication: str | None, child: Child) -> None:
     libraries set up on first use (about 0.3 s of CPU on the baseline)."""
     first = first_scenario() if replication is not None else None
     if first is not None and replication is not None:
+        seed = replication_seed(first.seed, int(replication))
+        disk = server_disk(os.environ)
+        if disk is not None and disk.has(run_key(first, seed)):
+            return  # an earlier server ran it with this code: the session will read it from disk
         ready = detached(api.prepare(first))
-        simulate_with_memo(ready, replication_seed(first.seed, int(replication)), child.kept("memo", RunMemo))
+        simulate_with_memo(ready, seed, child.kept("memo", RunMemo))
         return
     base = api.load_scenario(SCENARIO_DIR / "baseline.yaml")
     short = api.scenario_from_data({**base.model_dump(mode="json"), "horizon_days": 20, "warmup_days": 0},

@@ -26,12 +26,14 @@ class Limits:
     cache_mb: float = 1024.0  # pickled results the server keeps for every session (a million-job run: ~281 MiB)
     workers: float = 4.0  # worker processes of every session together (simulations, spares, tabs, upload readers)
     workers_memory_gb: float = 32.0  # their address space together
+    disk_cache_mb: float = 2048.0  # runs kept on disk between server starts (disk_runs; 0: none)
 
     ENV = {"upload_mb": "COSTSIM_UPLOAD_MB", "trace_upload_mb": "COSTSIM_TRACE_UPLOAD_MB",
            "run_seconds": "COSTSIM_RUN_SECONDS", "run_memory_gb": "COSTSIM_RUN_MEMORY_GB",
            "cache_mb": "COSTSIM_CACHE_MB", "workers": "COSTSIM_WORKERS",
-           "workers_memory_gb": "COSTSIM_WORKERS_MEMORY_GB"}
+           "workers_memory_gb": "COSTSIM_WORKERS_MEMORY_GB", "disk_cache_mb": "COSTSIM_DISK_CACHE_MB"}
     WHOLE = ("workers",)  # counts: a fraction is refused, not rounded
+    ZERO_OK = ("disk_cache_mb",)  # 0 turns it off
 
     @property
     def session_runs_bytes(self) -> int:
@@ -53,8 +55,8 @@ class Limits:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Limits:
-        """Defaults overridden by the environment; a value that is not a positive finite number is
-        a ScenarioError naming the variable (an operator's typo must not lift a limit silently)."""
+        """Defaults overridden by the environment; a value that is not a positive finite number (or
+        0, where ``ZERO_OK``) is a ScenarioError naming the variable (an operator's typo must not lift a limit silently)."""
         values, problems = {}, []
         for name, var in cls.ENV.items():
             raw = environ.get(var)
@@ -64,8 +66,9 @@ class Limits:
                 value = float(raw)
             except ValueError:
                 value = math.nan
-            if not (math.isfinite(value) and value > 0):
-                problems.append(Problem((var,), f"must be a positive number (got {raw!r})"))
+            if not (math.isfinite(value) and (value > 0 or (value == 0 and name in cls.ZERO_OK))):
+                kind = "a number ≥ 0" if name in cls.ZERO_OK else "a positive number"
+                problems.append(Problem((var,), f"must be {kind} (got {raw!r})"))
             elif name in cls.WHOLE and value != int(value):
                 problems.append(Problem((var,), f"must be a whole number (got {raw!r})"))
             values[name] = value

@@ -5,14 +5,19 @@ starts the warm spares before it imports costsim's tables, models and figures it
 spends about a second of CPU importing costsim, and they do it beside the script's own imports
 rather than after them. The first ``SPARE_COUNT`` spares are primed: each runs one replication of
 the scenario a new session shows first (``bounded.warm_worker``), so on a cold server the first
-screen's runs are under way before the script asks for them.
+screen's runs are under way before the script asks for them. When an earlier server kept those
+runs on disk (``first_screen_kept``), the spares start after the first screen instead: it needs
+no simulation then, and their imports would only compete with it for the CPU.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 
+from costsim.dashboard.disk_runs import DiskRuns, server_disk
 from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
+from costsim.dashboard.shipped import shipped_scenarios
 from costsim.errors import CostsimError
 from costsim.runs.workerpool import WorkerPool
 
@@ -45,4 +50,27 @@ def warm_up(limits: Limits | None = None, *, pool: WorkerPool) -> None:
     pool.top_up()
 
 
-__all__ = ["RUNS_PER_WORKER", "SPARE_COUNT", "WARM", "new_pool", "warm_up"]
+def first_screen_key() -> str | None:
+    """The disk's key for "the first screen's replications are kept" (``DiskRuns``): the bytes of
+    the scenario a new session shows first (the first shipped file) and how many replications
+    the spares prime; None when nothing is shipped. Reads one file: no schema, no models."""
+    shipped = shipped_scenarios()
+    if not shipped:
+        return None
+    try:
+        data = next(iter(shipped.values())).read_bytes()
+    except OSError:
+        return None
+    return f"first screen: {hashlib.sha256(data).hexdigest()} × {SPARE_COUNT}"
+
+
+def first_screen_kept(disk: DiskRuns | None = None) -> bool:
+    """Whether an earlier server kept the first screen's replications on disk (``disk``; None: the
+    server's, ``disk_runs.server_disk``), with this code: then a server started again shows them
+    from disk, and its spares start after that first screen rather than beside it."""
+    disk = server_disk(os.environ) if disk is None else disk
+    key = first_screen_key()
+    return disk is not None and key is not None and disk.get(key) is not None
+
+
+__all__ = ["RUNS_PER_WORKER", "SPARE_COUNT", "WARM", "first_screen_key", "first_screen_kept", "new_pool", "warm_up"]

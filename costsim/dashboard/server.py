@@ -9,7 +9,7 @@ import threading
 
 import streamlit as st
 
-from costsim.dashboard.pool import new_pool, warm_up
+from costsim.dashboard.pool import first_screen_kept, new_pool, warm_up
 from costsim.runs.workerpool import WorkerPool
 
 _pool: list[WorkerPool] = []  # the server's, once made: one per process, for as long as it lives
@@ -31,16 +31,21 @@ def server_pool() -> WorkerPool:
 def start_workers() -> bool:
     """Once per server, start its warm spares (``pool.warm_up`` with the environment's limits):
     ``app.py`` calls it before its own heavy imports, so on a cold server each spare imports costsim
-    (about a second of CPU) beside them rather than after them. Later spares are started after the
-    work that used them, as before."""
+    (about a second of CPU) beside them rather than after them. Not when an earlier server kept the
+    first screen's runs on disk (``pool.first_screen_kept``): the first screen then simulates
+    nothing, and ``app.py`` starts the spares once it is drawn (``warm_up`` after each run of the
+    script). Whether they were started now."""
+    if first_screen_kept():
+        return False
     warm_up(pool=server_pool())
     return True
 
 
 @st.cache_resource
 def imports_frozen() -> bool:
-    """Once per server, after the app's imports: everything alive then (modules, classes, the
-    catalog: about 140,000 objects) is moved out of the garbage collector's sight (``gc.freeze``).
+    """Once per server, after its first screen has been sent: everything alive then (modules,
+    classes, the catalog: about 140,000 objects) is moved out of the garbage collector's sight
+    (``gc.freeze``).
 
     Streamlit runs a full collection after every script run, before the browser hears that the
     run ended; walking those objects each time took 0.3–0.8 s of every rerun on this 2-core

@@ -30,25 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
+from costsim.dashboard.shipped import SCENARIO_DIR, shipped_traces
 from costsim.errors import CostsimError
 from costsim.runs import api
 from costsim.scenario import Problem, Scenario, ScenarioError, scenario_from_yaml
 from costsim.scenario import scenario_from_data as schema_from_data  # schema only: reads no file
-
-SCENARIOS_ENV = "COSTSIM_SCENARIOS"
-# The shipped scenarios' folder: the environment's, else scenarios/ in the folder the server was
-# started from (``make app`` starts it from the repository). Not found through the package's own
-# location: an installed wheel holds no scenarios.
-SCENARIO_DIR = Path(os.environ.get(SCENARIOS_ENV) or "scenarios").resolve()
-
-
-def shipped_scenarios(folder: Path = SCENARIO_DIR) -> dict[str, Path]:
-    """Shipped scenario files by name, baseline first."""
-    files = sorted(folder.glob("*.yaml"), key=lambda p: (p.stem != "baseline", p.stem))
-    return {p.stem: p for p in files}
-
-
-
 
 # --- Uploads --------------------------------------------------------------------------------------
 
@@ -59,14 +45,6 @@ class Upload:
 
     name: str
     data: bytes
-
-
-def shipped_traces(folder: Path = SCENARIO_DIR) -> dict[str, Path]:
-    """Shipped traces by the name a scenario gives them (``traces/<file>.csv``): regular files
-    directly in ``folder/traces``, so a link cannot lead an upload elsewhere."""
-    traces = (folder / "traces").resolve()
-    return {f"traces/{p.name}": p for p in sorted(traces.glob("*.csv"))
-            if p.is_file() and p.resolve().parent == traces}
 
 
 _ROOTS: list[Path] = []  # every upload folder this process made: ``public_text`` takes them out of any text

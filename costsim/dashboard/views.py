@@ -67,7 +67,7 @@ def first_screen(verdict, runs: list, stale: str | None) -> None:
     reps = len(runs)
     note = (f"Means of {reps} replications (± half-width of the 95 % interval)." if reps > 1
             else "One replication: no intervals (raise Replications in the sidebar).")
-    table = card_table([r.summary for r in runs], verdict)
+    table = card_table(verdict)
     pairs = breakeven_over([r.breakeven for r in runs])
     breakeven = breakeven_sentence(pairs, breakeven_versus(pairs, table, verdict.option))
     st.caption(" ".join([note, f"★ best among the options that keep up and meet the targets; deltas against "

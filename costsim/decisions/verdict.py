@@ -73,7 +73,9 @@ class Verdict:
     relative difference under ``TIE_TOLERANCE``); ``binding``: the target (its text) that rules out
     a cheaper option, "" when none does, and ``binding_option``: that option; ``options``: per
     option its means (``MEANS``), ``keeps_up``, ``why`` (why not), ``side``, ``meets_targets`` and
-    ``eligible``; ``electricity_flip_usd_per_kwh``/``utilization_flip``: where the verdict flips
+    ``eligible``; ``rows``: the runs those means are over, one row per option and replication as
+    ``fair.fair_rows`` priced them (the cards' intervals are drawn from them);
+    ``electricity_flip_usd_per_kwh``/``utilization_flip``: where the verdict flips
     (NaN when it does not; ``utilization_search``: the search's record, ``flips.Flip``, with why
     there is none; None when building is not compared with renting at different costs);
     ``targets``: those held to, and ``unmeasured``: those set aside because no option has a value
@@ -102,6 +104,7 @@ class Verdict:
     unmeasured: tuple[Target, ...] = ()
     waiting_usd_per_gpu_hour: float = 0.0
     options: pd.DataFrame
+    rows: pd.DataFrame | None = None
     scenario: Scenario | None = None
     to_target: pd.DataFrame | None = None
     to_target_versus: str | None = None
@@ -196,7 +199,7 @@ def _decide(source, targets, variant: str | None, flips: bool, simulate) -> Verd
     wanted = tuple(t for t in wanted if t not in unmeasured)
     table = option_table(rows, wanted)
     common = dict(replications=reps, targets=wanted, unmeasured=unmeasured, waiting_usd_per_gpu_hour=price,
-                  options=table, scenario=scenario)
+                  options=table, rows=rows, scenario=scenario)
     ok = table[table["eligible"]].sort_values("fair_total_usd", kind="stable")
     if ok.empty:
         return Verdict(option=None, closest=_closest(table, wanted), **common)

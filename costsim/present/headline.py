@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from costsim.decisions.fair import brief_why, fair_rows
+from costsim.decisions.fair import brief_why
 from costsim.decisions.targets import shortfall
 from costsim.present import formats
 from costsim.present.formats import MISSING, money_exact
@@ -171,14 +171,16 @@ def subtitle(kind: str, pricing: str) -> str:
     return kind if pricing in ("", kind, "nan", "None") else f"{kind}, {pricing}"
 
 
-def card_table(summaries: list[pd.DataFrame], verdict) -> pd.DataFrame:
-    """One row per option (in the summaries' order): for each ``CARD_METRICS`` column its mean over
-    the replications and the half-width of its 95 % interval (``<col>_pm``, NaN with one run),
-    then ``subtitle``, ``keeps_up`` and ``why`` from the verdict."""
-    from costsim.runs import stats  # scipy: only when there are intervals to draw
+def card_table(verdict) -> pd.DataFrame:
+    """One row per option (in the verdict's order): for each ``CARD_METRICS`` column its mean over
+    the replications the verdict was decided on (``Verdict.rows``, priced once, by ``decide``) and
+    the half-width of its 95 % interval (``<col>_pm``, NaN with one run), then ``subtitle``,
+    ``keeps_up`` and ``why`` from the verdict."""
+    from costsim.runs import stats
 
-    runs = pd.concat([s.assign(replication=i) for i, s in enumerate(summaries)], ignore_index=True)
-    rows = fair_rows(runs, verdict.waiting_usd_per_gpu_hour)
+    rows = verdict.rows
+    if rows is None:
+        raise ValueError("card_table(): the verdict holds no runs (decide it from runs, not from means alone)")
     out = []
     for option, group in rows.groupby("option", sort=False):
         rec: dict = {"option": option, "subtitle": subtitle(group["kind"].iloc[0], group["pricing"].iloc[0])}

@@ -210,7 +210,7 @@ def test_every_number_on_the_first_screen_is_the_cli_and_the_report_number(lab, 
     sc = costsim.load_scenario(lab / "s.yaml")
     res = costsim.simulate(sc, seed=replication_seed(sc.seed, 0))
     verdict = costsim.decide([res], flips=False)
-    cards = card_table([res.summary], verdict).set_index("option")
+    cards = card_table(verdict).set_index("option")
 
     # The verdict: the report's and the CLI's are one sentence; the first screen's is the same
     # sentence before the flip search it runs on request.
