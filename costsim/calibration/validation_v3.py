@@ -25,6 +25,9 @@ NEMO = "NeMo RL v0.5.0 docs/about/performance-summary.md (H100 BF16 table; recip
 VERL = "verl docs/advance/fully_async.md, 7B DAPO on H20 (vLLM + FSDP2)"
 VERL_CE = "verl docs/advance/fully_async.md, checkpoint-engine ablation (H20, Megatron)"
 NEMO_REFIT = "NeMo RL docs/guides/checkpoint-engine-refit.md (DeepSeek-V3 benchmark)"
+# The DAPO row's step time as corrected after the release, and the prompts × generations its run used.
+NEMO_DAPO = (NEMO + "; step time as corrected in commit 9dbd9ad (#1890, 2026-02-06: 974 → 458 s); prompts × "
+             "generations as tests/test_suites/llm/performance/dapo-deepseek-v3-64n8g.sh runs the recipe")
 STEP_BAND, SYNC_BAND = 0.25, 1.5
 # [A] NeMo RL's math prompts: the v0.4 table's tokens/s/GPU × step × GPUs ÷ samples exceeds the mean
 # generated length by about 130 tokens (1,562 × 97.7 × 16 ÷ 2,048 = 1,192 vs 1,060).
@@ -99,27 +102,42 @@ NEMO_RUNS = (
     NemoRun("nemo_235b_off", QWEN3_235B, 256, 128, 5707.0, 203.0, 8, (4, 1, 16, 8), 16, 32, 8192.0, 1),
     NemoRun("nemo_dsv3_on", DSV3, 256, None, 744.0, 134.0, 32, (1, 1, 16, 16), 32, 16, 1536.0, 1),
     NemoRun("nemo_dsv3_off", DSV3, 512, 256, 738.0, 64.9, 32, (1, 1, 16, 16), 32, 16, 1536.0, 1),
-    # DAPO with dynamic sampling: one generation round of 256 prompts × 16 is simulated (see NOT_CARRIED).
-    NemoRun("nemo_dsv3_dapo", DSV3, 512, None, 974.0, 974.0, 64, (8, 4, 32, 8), 256, 16, 1536.0, 1),
+    # DAPO with dynamic sampling: the trained batch is simulated as one generation round (see NOT_CARRIED).
+    # The v0.5.0 table's 974 s repeated the row's mean generated length; upstream corrected it to 458 s,
+    # which its own tokens/s/GPU column confirms (2.45 × 458 s × 512 GPUs = 512 samples of ≈ 1,120 tokens).
+    NemoRun("nemo_dsv3_dapo", DSV3, 512, None, 974.0, 458.0, 64, (8, 4, 32, 8), 64, 8, 1536.0, 1),
 )
 # Rows the one set of constants does not carry within their bands, each with why: shown in
 # docs/validation.md with their ratio, out of sample, and not asserted (see "Not yet carried" there).
-TP_ACROSS_NODES = ("vLLM runs tensor parallel {tp} across {nodes} nodes: every decode step of every layer "
-                   "all-reduces over InfiniBand. The model keeps tensor parallelism inside an NVLink domain and "
-                   "treats a replica's GPUs beyond it as pipeline stages, which read the weights once a token "
-                   "and exchange nothing per layer, so its generation is too fast; a per-layer cross-node "
-                   "all-reduce term would need a latency constant no other row constrains.")
+TP_ACROSS_NODES = ("vLLM runs tensor parallel {tp} across {nodes} nodes: every decode step all-reduces twice a "
+                   "layer ({ars} all-reduces of {layers} layers) over InfiniBand, which the model, keeping tensor "
+                   "parallelism inside an NVLink domain and the GPUs beyond it as pipeline stages, does not charge. "
+                   "At the ≈ 25 µs NCCL's own tuning model gives a small all-reduce across H100 InfiniBand nodes "
+                   "(tree, LL protocol, 128 B – 8 KB; NVIDIA/nccl#1453, 2024) that adds ≈ {ms} ms a step, {gain}; "
+                   "carrying this row would take ≈ {need} µs an all-reduce, where the other rows across nodes "
+                   "take {others}: no one latency constant carries them, so what slows vLLM's generation across "
+                   "nodes is more than the all-reduce's latency, and the term is not added.")
+ACROSS = {"nemo_235b_on": (16, 2, 188, 94, "4.7", "≈ 27 s over its ≈ 5,700 full-batch steps (0.52 of the figure)",
+                           "116", "≈ 690 and ≈ 220 µs (DeepSeek-V3)"),
+          "nemo_dsv3_on": (32, 4, 122, 61, "3.1", "≈ 2 s over its ≈ 740 steps", "690",
+                           "≈ 116 µs (Qwen3-235B-A22B) and ≈ 220 µs (one step off-policy)"),
+          "nemo_dsv3_off": (32, 4, 122, 61, "3.1", "≈ 2 s over its ≈ 740 steps", "220",
+                            "≈ 116 µs (Qwen3-235B-A22B) and ≈ 690 µs (on-policy)")}
+
+
+def across_nodes(key: str) -> str:
+    """Why a row whose vLLM runs tensor parallel across nodes is not carried."""
+    tp, nodes, ars, layers, ms, gain, need, others = ACROSS[key]
+    return TP_ACROSS_NODES.format(tp=tp, nodes=nodes, ars=ars, layers=layers, ms=ms, gain=gain, need=need,
+                                  others=others)
+
+
 NOT_CARRIED: dict[str, str] = {
     "verl_gen_32": "At 32 H20 the published 357 s is about 790 tokens/s a GPU at the [A] lengths: 8 % of the "
     "H20's BF16 peak and under a tenth of its memory roofline at 256 sequences a GPU, whose KV cache (≈ 19 GB at "
     "the mean context) fits the engine's memory, so no wave forms; the model is bound by the longest response at "
     "32 as at 128 GPUs. What holds verl's engine back there (its memory fraction beside FSDP, max_num_seqs, or "
     "longer responses than assumed: the doc does not publish their spread) is not known, so no term is added.",
-    "sync_dsv3_nccl_broadcast": "NeMo RL's NCCL refit packs tensors into refit buffers (2 % of GPU memory) and "
-    "broadcasts the whole BF16 model, 1,342 GB, from one policy rank: 14.21 s is 94 GB/s leaving one GPU, twice "
-    "its 400G NIC's 47 GB/s, so NCCL reached the root node's other NICs (through NVLink) in a way no published "
-    "figure quantifies. The model's broadcast leaves through the root's NIC (verl's four Megatron rows set its "
-    "NCCL constants): at any efficiency ≤ 1 it takes at least 28.6 s.",
     "nemo_8b_off": "Training-bound: at the class default MFU 0.35 the log-probs, the reference log-probs and the "
     "update of 2.57M tokens on the 8 training H100 take 74 s of compute, more than the published 64.8 s step, "
     "which bounds NeMo's training (one step off-policy: max(generation, training) + refit), so NeMo's Megatron "
@@ -127,15 +145,21 @@ NOT_CARRIED: dict[str, str] = {
     "micro-batch (3 s), which Megatron's distributed optimizer pays once a step. The default MFU is the "
     "conservative end of the published 35–46 % (row mfu_default) and sets every scenario's training, so it is "
     "not moved for one row. (The table's layout for this row is PP1; PP2 is the on-policy row's.)",
-    "nemo_235b_on": TP_ACROSS_NODES.format(tp=16, nodes=2),
-    "nemo_dsv3_on": TP_ACROSS_NODES.format(tp=32, nodes=4),
-    "nemo_dsv3_off": TP_ACROSS_NODES.format(tp=32, nodes=4) + " Here the NCCL refit outweighs it: the model "
-    "times NeMo's NCCL refit of DeepSeek-V3 as the weight-sync row below (not carried either), several times "
-    "the published 14.2 s, so the step comes out too slow.",
-    "nemo_dsv3_dapo": "DAPO's dynamic sampling regenerates until 512 samples with a learning signal remain (up to 10 "
-    "generation rounds of 256 prompts × 16, batch_multiplier 3): how many rounds a step took is not published, "
-    "and the table's 974 s was corrected to 458 s after the release (NeMo RL commit 9dbd9ad, #1890). One round is "
-    "simulated; vLLM's tensor parallel 64 across 8 nodes is also outside the model, as above.",
+    "nemo_235b_on": across_nodes("nemo_235b_on"),
+    "nemo_dsv3_on": across_nodes("nemo_dsv3_on") + " Its training is short too: the off-policy row's 64.9 s less its 14 s refit "
+    "puts max(generation, training) near 51 s, and this row's 134 s puts generation + training near 129 s, so "
+    "each takes ≈ 50 s, where the model's log-probs, reference and update at MFU 0.35 take 8 s, which no decode "
+    "term would mend.",
+    "nemo_dsv3_off": across_nodes("nemo_dsv3_off") + " Its refit is carried (NCCL's packed broadcast, the "
+    "weight-sync row: 13.5 s against 14.2), so the step is max(generation, training) + refit with the "
+    "generation of 15 s too fast by the same cross-node gap.",
+    "nemo_dsv3_dapo": "The run (the recipe as its test-suite script runs it: 64 prompts × 8, batch_multiplier 3, so "
+    "192 prompts × 8 generated a round, up to 10 rounds until 64 prompts with a learning signal remain) trains "
+    "512 samples a step; the step time is the corrected 458 s (the v0.5.0 table's 974 s repeated the mean "
+    "generated length). How many generation rounds a step took is not published, and vLLM runs tensor parallel "
+    "64 across 8 nodes with enforce_eager (no CUDA graphs): the model gives 25 s for one round of the trained "
+    "batch, 36 s for one round of 1,536, and even ten rounds of 1,536 (≈ 264 s) stay below the band, so both the "
+    "rounds and eager decoding across nodes would be needed, and neither is sourced.",
 }
 
 
@@ -189,13 +213,13 @@ def default_layout(sh: rl.Shape, hw: rl.Hardware) -> str:
 def nemo_shape(run: NemoRun) -> rl.Shape:
     """A NeMo RL run as the model's class: the table's layouts (context parallel counted as tensor
     parallel), the recipe's memory fraction (0.6 colocated, 0.8 for a separate generation pool)
-    and refit transport (ZMQ + CUDA IPC colocated, NCCL between pools)."""
+    and refit transport (ZMQ + CUDA IPC colocated, NCCL's packed broadcast between pools)."""
     tp, cp, ep, pp = run.train
     p = run.policy
     return shape(p.total_b, run.prompts * run.per_prompt, NEMO_PROMPT, gpus=run.gpus, rollout_gpus=run.rollout,
                  minibatches=run.steps, reference="dapo" not in run.key, rollout_tp=run.gen_tp, train_tp=tp * cp, train_pp=pp,
                  expert_parallel=ep if ep > 1 else None, memory_fraction=0.6 if run.rollout is None else 0.8,
-                 sync_method="checkpoint_engine" if run.rollout is None else "nccl_broadcast",
+                 sync_method="checkpoint_engine" if run.rollout is None else "nccl_packed",
                  **p.fields(run.gen_tp))
 
 
@@ -210,7 +234,8 @@ def nemo_rows(hw: rl.Hardware, row) -> list:
         where = (f"on-policy, colocated on {run.gpus} H100" if run.rollout is None
                  else f"1-step off-policy, {run.rollout} generating + {run.gpus - run.rollout} training")
         dapo = "dapo" in run.key
-        algo = "DAPO (dynamic sampling)" if dapo else "GRPO"
+        algo = ("DAPO (dynamic sampling: batch_multiplier 3, 3 × the prompts generated a round, up to 10 rounds, "
+                "until the prompts with a learning signal fill the batch; vLLM enforce_eager)") if dapo else "GRPO"
         reference = "no reference model (KL 0)" if dapo else "reference model (KL 0.01)"
         text = setting(
             f"{run.policy.name} {algo}, {where}; {run.prompts} prompts × {run.per_prompt}, vLLM TP{run.gen_tp}, "
@@ -220,10 +245,11 @@ def nemo_rows(hw: rl.Hardware, row) -> list:
             f"prompts {NEMO_PROMPT:.0f} tokens", f"lengths lognormal cv {NEMO_CV} capped at {cap:,.0f}",
             run.policy.kv_text, *(["context parallel counted as tensor parallel"] if cp > 1 else []),
             "refit as the checkpoint engine in the node (NeMo's colocated ZMQ + CUDA IPC)" if run.rollout is None
-            else "refit as an NCCL broadcast (NeMo's non-colocated transport)",
+            else "refit as NCCL's packed broadcast (NeMo's non-colocated transport: tensors packed into "
+            "refit buffers of 2 % of GPU memory)",
             "training at the class default MFU 0.35")
         lo, hi = run.published * (1 - STEP_BAND), run.published * (1 + STEP_BAND)
-        out.append(row(run.key, "DAPO step (s)" if dapo else "GRPO step (s)", text, NEMO,
+        out.append(row(run.key, "DAPO step (s)" if dapo else "GRPO step (s)", text, NEMO_DAPO if dapo else NEMO,
                        f"{run.published:g} s", run.published, lo, hi, float(times(nemo_shape(run), hw, d).total.mean()),
                        "{:.1f}"))
     return out
@@ -269,7 +295,7 @@ def refit_rows(h20: rl.Hardware, h100: rl.Hardware, row) -> list:
         ("7b", qwen7, 4, 4, 4, (("nccl_broadcast", 0.12), ("checkpoint_engine", 0.02)), h20),
         ("30b", QWEN3_30B, 16, 16, 8, (("nccl_broadcast", 15.76), ("checkpoint_engine", 4.38)), h20),
         ("235b", QWEN3_235B, 64, 64, 16, (("nccl_broadcast", 58.57), ("checkpoint_engine", 23.70)), h20),
-        ("dsv3", DSV3, 256, 32, 32, (("nccl_broadcast", 14.21), ("nixl", 9.25)), h100),
+        ("dsv3", DSV3, 256, 32, 32, (("nccl_packed", 14.21), ("nixl", 9.25)), h100),
     )
     for key, policy, train, roll, roll_tp, methods, hw in cases:
         for method, pub in methods:
@@ -279,9 +305,13 @@ def refit_rows(h20: rl.Hardware, h100: rl.Hardware, row) -> list:
                                      sync_method=method, rollout_tp=roll_tp)
             if key == "dsv3":
                 sh = dataclasses.replace(sh, train_tp=1, train_pp=16, expert_parallel=16)
+                how = ("nccl broadcast, tensors packed into refit buffers of 2 % of GPU memory "
+                       "(nemo_rl/utils/packed_tensor.py)" if method == "nccl_packed" else method)
+                assumed = (["a packed buffer is one transfer and leaves the root's node through its 8 NICs (NCCL's "
+                            "rings over NVLink): 94 GB/s from one rank is twice one NIC"] if method == "nccl_packed"
+                           else ["61 layers × 256 experts × 3 matrices = 46,848 expert tensors a receiver loads"])
                 where = setting(f"{policy.name} BF16, 32 policy nodes (TP1 PP16 EP16) → 4 rollout nodes (vLLM TP32), "
-                                f"{method.replace('_', ' ')}; a vLLM rank loads 45,395 tensors, 69.95 GiB",
-                                "61 layers × 256 experts × 3 matrices = 46,848 expert tensors a receiver loads",
+                                f"{how}; a vLLM rank loads 45,395 tensors, 69.95 GiB", *assumed,
                                 "a receiver's shard W ÷ 32 = 42 GB")
             else:
                 where = setting(f"{policy.name}, {train} trainer ranks → {roll} rollout ranks, "

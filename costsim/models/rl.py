@@ -207,8 +207,11 @@ def refit_inside_nvlink(shape: Shape, hw: Hardware) -> bool:
 def sync_path_gb_s(shape: Shape, hw: Hardware) -> float:
     """GB/s of the link a refit crosses between the training and the rollout GPUs: NVLink when
     colocated or inside one NVLink domain, else one GPU's NIC (a broadcast leaves the training
-    side through one rank's NIC)."""
-    return hw.nvlink_busbw_gb_s if refit_inside_nvlink(shape, hw) else hw.nic_gb_s
+    side through one rank's NIC), or the NVLink domain's NICs for a packed broadcast
+    (``weight_sync.broadcast_link_gb_s``)."""
+    return weight_sync.broadcast_link_gb_s(shape.sync_method, inside_domain=refit_inside_nvlink(shape, hw),
+                                           nvlink_gb_s=hw.nvlink_busbw_gb_s, nic_gb_s=hw.nic_gb_s,
+                                           domain_nics_gb_s=hw.inter_busbw_gb_s)
 
 
 def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
@@ -220,7 +223,9 @@ def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
     when that beats its broadcast (few replicas; many replicas of few trainers broadcast)."""
     lay = layout(shape, hw)
     w = weight_bytes(shape.params_b, shape.rollout_bytes_per_param)
-    experts = moe.expert_tensors(shape.active_b, shape.experts, shape.layers) if shape.is_moe else 0
+    # A packed refit sends its expert tensors inside its buffers, not one transfer each.
+    packed = shape.sync_method in weight_sync.PACKED
+    experts = moe.expert_tensors(shape.active_b, shape.experts, shape.layers) if shape.is_moe and not packed else 0
     method = hw.sync_method(shape.sync_method)
     inside = refit_inside_nvlink(shape, hw)
     p2p = None

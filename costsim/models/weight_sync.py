@@ -24,6 +24,13 @@ reads): every rollout GPU receives only its shard over its own link, all in para
 engine does the same inside an NVLink domain (CUDA IPC between the trainers' and the engines'
 GPUs) unless broadcasting is faster (many replicas fed by few trainers), and across nodes a
 pipelined broadcast (one link, as NCCL's, with its own constants).
+
+A packed NCCL broadcast (NeMo RL's ``packed_broadcast_producer``: tensors concatenated into
+double-buffered refit buffers of 2 % of GPU memory, at most 5 GB, one ``broadcast`` a buffer) pays
+one latency a buffer, not one a tensor, and its buffers are large enough that NCCL spreads each
+over its channels, whose rings leave the sender's NVLink domain through every NIC of it
+(``broadcast_link_gb_s``); a broadcast tensor by tensor (verl's Megatron refit) stays on the
+sender's own NIC. Both take NCCL's constants.
 """
 
 from __future__ import annotations
@@ -32,10 +39,13 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-SyncMethodName = Literal["nccl_broadcast", "checkpoint_engine", "nixl"]
+SyncMethodName = Literal["nccl_broadcast", "nccl_packed", "checkpoint_engine", "nixl"]
 POINT_TO_POINT = frozenset({"nixl"})  # methods that move shards point to point across nodes too
 IN_DOMAIN_POINT_TO_POINT = frozenset({"nixl", "checkpoint_engine"})  # ... and inside one NVLink domain
-METHOD_KEYS: dict[str, str] = {"nccl_broadcast": "nccl", "checkpoint_engine": "checkpoint_engine", "nixl": "nixl"}
+PACKED = frozenset({"nccl_packed"})  # methods that pack tensors into large buffers before broadcasting
+# The catalog's constants of each method: a packed broadcast is NCCL's, with fewer, larger messages.
+METHOD_KEYS: dict[str, str] = {"nccl_broadcast": "nccl", "nccl_packed": "nccl", "checkpoint_engine": "checkpoint_engine",
+                               "nixl": "nixl"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +66,17 @@ def method_from_constants(name: str, consts: dict[str, float]) -> SyncMethod:
     return SyncMethod(latency_s=float(consts[f"sync_{key}_latency_s"]),
                       efficiency=float(consts[f"sync_{key}_efficiency"]),
                       bucket_gb=float(consts["sync_bucket_gb"]), reload_gb_s=float(consts["reload_gb_s"]))
+
+
+def broadcast_link_gb_s(method: str, *, inside_domain: bool, nvlink_gb_s: float, nic_gb_s: float,
+                        domain_nics_gb_s: float) -> float:
+    """GB/s of the link a broadcast refit leaves the training side through: NVLink inside one
+    NVLink domain; across domains the sender's own NIC (``nic_gb_s``), or, for a ``PACKED``
+    method, every NIC of the sender's domain (``domain_nics_gb_s``, NCCL's rings reach them over
+    NVLink)."""
+    if inside_domain:
+        return nvlink_gb_s
+    return domain_nics_gb_s if method in PACKED else nic_gb_s
 
 
 def gather_s(weight_bytes: float, shards: int, busbw_gb_s: float) -> float:

@@ -217,9 +217,10 @@ class Model(StrictModel):
 class WeightSync(StrictModel):
     """How the trainers' weights reach the rollout engines each iteration."""
 
-    method: Literal["nccl_broadcast", "checkpoint_engine", "nixl"] = Field(
-        "nccl_broadcast", description="nccl_broadcast | checkpoint_engine | nixl (latency, bandwidth share and "
-        "reload from the catalog, rl.sync_*)."
+    method: Literal["nccl_broadcast", "nccl_packed", "checkpoint_engine", "nixl"] = Field(
+        "nccl_broadcast", description="nccl_broadcast | nccl_packed | checkpoint_engine | nixl (latency, bandwidth "
+        "share and reload from the catalog, rl.sync_*; nccl_packed: NCCL's constants, tensors packed into large "
+        "buffers, one latency a buffer, through every NIC of the sender's node, as NeMo RL's refit)."
     )
 
 

@@ -49,6 +49,7 @@ BANDS = {
     "nemo_30b_off": (154 * 0.75, 154 * 1.25),
     "nemo_235b_off": (203 * 0.75, 203 * 1.25),  # Qwen3-235B-A22B, MoE, one step off-policy
     "sync_dsv3_nixl": (9.25 / 1.5, 9.25 * 1.5),  # DeepSeek-V3 BF16, NIXL point to point
+    "sync_dsv3_nccl_packed": (14.21 / 1.5, 14.21 * 1.5),  # DeepSeek-V3 BF16, NeMo's packed NCCL broadcast
     "verl_fully_async": (150.63 * 0.75, 150.63 * 1.25),  # partial rollout, staleness 0.5
     "verl_async_speedup": (356.3 / 150.63 * 0.75, 356.3 / 150.63 * 1.25),
     "sync_7b_checkpoint_engine": (0.02 / 1.5, 0.02 * 1.5),  # in one node: point to point over NVLink

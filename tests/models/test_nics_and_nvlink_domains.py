@@ -65,6 +65,31 @@ def test_a_refit_across_h800_nodes_leaves_through_one_nic_at_47_gb_s():
     assert rl.sync_s(sh, hw) == pytest.approx(expect, rel=1e-12) and expect == pytest.approx(0.854931, rel=1e-6)
 
 
+def test_a_packed_broadcast_leaves_through_every_nic_of_the_senders_node():
+    # The link: NVLink inside a domain; across, one NIC tensor by tensor, the domain's NICs packed.
+    link = {"inside_domain": False, "nvlink_gb_s": 470.0, "nic_gb_s": 47.0, "domain_nics_gb_s": 376.0}
+    assert weight_sync.broadcast_link_gb_s("nccl_broadcast", **link) == 47.0
+    assert weight_sync.broadcast_link_gb_s("nccl_packed", **link) == 376.0
+    assert weight_sync.broadcast_link_gb_s("nccl_packed", **{**link, "inside_domain": True}) == 470.0
+    # 7B bf16, 8 trainers → 8 rollout GPUs on another H100 node, packed: 14 buffers × 1 ms + gather
+    # 7/8 × 14e9 / 470e9 + 14e9 / (376e9 × 0.4) + reload 14e9 / 400e9
+    # = 0.014 + 0.026064 + 0.093085 + 0.035 = 0.168149 s (tensor by tensor, through one NIC: 0.820 s).
+    hw = replace(hardware(plan("H100", 16)), sync_methods={"nccl_broadcast": NCCL, "nccl_packed": NCCL})
+    packed, one_nic = shape(rollout_tp=1, sync_method="nccl_packed"), shape(rollout_tp=1)
+    assert hw.inter_busbw_gb_s == 376.0 and rl.sync_path_gb_s(packed, hw) == 376.0
+    expect = 0.014 + 7 / 8 * 14e9 / 470e9 + 14e9 / (376e9 * 0.4) + 14e9 / 400e9
+    assert rl.sync_s(packed, hw) == pytest.approx(expect, rel=1e-12) and expect == pytest.approx(0.168149, rel=1e-5)
+    assert rl.sync_s(one_nic, hw) == pytest.approx(expect - 14e9 / (376e9 * 0.4) + 14e9 / (47e9 * 0.4), rel=1e-12)
+    # An MoE's expert tensors travel inside the buffers: no transfer each. Qwen3-30B-A3B's 48 layers ×
+    # 128 experts × 3 = 18,432 tensors cost the tensor-by-tensor broadcast 18.432 s of latency alone.
+    kw = {"params_b": 30.5, "active_params_b": 3.3, "experts": 128, "experts_per_token": 8, "layers": 48,
+          "rollout_tp": 2, "train_tp": 1, "train_pp": 1, "expert_parallel": 8}
+    w = 61e9
+    gap = rl.sync_s(shape(**kw), hw) - rl.sync_s(shape(**kw, sync_method="nccl_packed"), hw)
+    assert moe.expert_tensors(3.3, 128, 48) == 18_432
+    assert gap == pytest.approx(18_432 * 0.001 + w / (47e9 * 0.4) - w / (376e9 * 0.4), rel=1e-9)
+
+
 def test_a_point_to_point_refit_across_nodes_pulls_at_each_gpus_nic():
     # NIXL, 7B bf16 from 8 trainers to 4 replicas of TP 2 on another H800 node: each receiver pulls
     # its 7 GB shard at 47 GB/s, 0.148936 s, the senders 4 × 14e9 / (8 × 47e9) = 0.148936 s too;
