@@ -112,16 +112,18 @@ NEMO_RUNS = (
 TP_ACROSS_NODES = ("vLLM runs tensor parallel {tp} across {nodes} nodes: every decode step all-reduces twice a "
                    "layer ({ars} all-reduces of {layers} layers) over InfiniBand, which the model, keeping tensor "
                    "parallelism inside an NVLink domain and the GPUs beyond it as pipeline stages, does not charge. "
-                   "At the ≈ 25 µs NCCL's own tuning model gives a small all-reduce across H100 InfiniBand nodes "
-                   "(tree, LL protocol, 128 B – 8 KB; NVIDIA/nccl#1453, 2024) that adds ≈ {ms} ms a step, {gain}; "
+                   "At the latency NCCL's own tuning model gives a small all-reduce of 8 GPUs a node (tree, LL "
+                   "protocol: 6.8 + 2 × (7 × 0.6 + log2(nodes) × 5.0) µs, src/graph/tuning.cc; 25 µs on 2 nodes, "
+                   "as its log prints for 2 × 8 H100 in NVIDIA/nccl#1453, 2024; 35 µs on 4) that adds ≈ {ms} ms a "
+                   "step, {gain}; "
                    "carrying this row would take ≈ {need} µs an all-reduce, where the other rows across nodes "
                    "take {others}: no one latency constant carries them, so what slows vLLM's generation across "
                    "nodes is more than the all-reduce's latency, and the term is not added.")
 ACROSS = {"nemo_235b_on": (16, 2, 188, 94, "4.7", "≈ 27 s over its ≈ 5,700 full-batch steps (0.52 of the figure)",
                            "116", "≈ 690 and ≈ 220 µs (DeepSeek-V3)"),
-          "nemo_dsv3_on": (32, 4, 122, 61, "3.1", "≈ 2 s over its ≈ 740 steps", "690",
+          "nemo_dsv3_on": (32, 4, 122, 61, "4.3", "≈ 3 s over its ≈ 740 steps", "690",
                            "≈ 116 µs (Qwen3-235B-A22B) and ≈ 220 µs (one step off-policy)"),
-          "nemo_dsv3_off": (32, 4, 122, 61, "3.1", "≈ 2 s over its ≈ 740 steps", "220",
+          "nemo_dsv3_off": (32, 4, 122, 61, "4.3", "≈ 3 s over its ≈ 740 steps", "220",
                             "≈ 116 µs (Qwen3-235B-A22B) and ≈ 690 µs (on-policy)")}
 
 

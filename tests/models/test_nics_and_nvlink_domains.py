@@ -90,6 +90,18 @@ def test_a_packed_broadcast_leaves_through_every_nic_of_the_senders_node():
     assert gap == pytest.approx(18_432 * 0.001 + w / (47e9 * 0.4) - w / (376e9 * 0.4), rel=1e-9)
 
 
+def test_a_class_asks_for_a_packed_refit_and_gets_nccls_constants():
+    from costsim.plan.hardware import shape as class_shape
+    sc = Scenario.model_validate({"name": "x", "horizon_days": 1, "workload": {"classes": [
+        {"name": "split", "arrivals_per_day": 1, "gpus": 16, "placement": "disaggregated", "rollout_gpu_fraction": 0.5,
+         "iterations": {"mean": 10, "cv": 0.5}, "model_params_b": 7, "sync": {"method": "nccl_packed"}}]},
+        "options": [{"name": "o", "kind": "owned", "gpu_type": "H100", "gpus": 16}]})
+    hw = hardware(resolve(sc)[0])
+    assert hw.sync_methods["nccl_packed"] == hw.sync_methods["nccl_broadcast"]
+    sh = class_shape(sc.workload.classes[0])
+    assert sh.sync_method == "nccl_packed" and rl.sync_path_gb_s(sh, hw) == hw.inter_busbw_gb_s == 376.0
+
+
 def test_a_point_to_point_refit_across_nodes_pulls_at_each_gpus_nic():
     # NIXL, 7B bf16 from 8 trainers to 4 replicas of TP 2 on another H800 node: each receiver pulls
     # its 7 GB shard at 47 GB/s, 0.148936 s, the senders 4 × 14e9 / (8 × 47e9) = 0.148936 s too;
