@@ -110,21 +110,19 @@ NEMO_RUNS = (
 # Rows the one set of constants does not carry within their bands, each with why: shown in
 # docs/validation.md with their ratio, out of sample, and not asserted (see "Not yet carried" there).
 TP_ACROSS_NODES = ("vLLM runs tensor parallel {tp} across {nodes} nodes: every decode step all-reduces twice a "
-                   "layer ({ars} all-reduces of {layers} layers) over InfiniBand, which the model, keeping tensor "
-                   "parallelism inside an NVLink domain and the GPUs beyond it as pipeline stages, does not charge. "
-                   "At the latency NCCL's own tuning model gives a small all-reduce of 8 GPUs a node (tree, LL "
-                   "protocol: 6.8 + 2 × (7 × 0.6 + log2(nodes) × 5.0) µs, src/graph/tuning.cc; 25 µs on 2 nodes, "
-                   "as its log prints for 2 × 8 H100 in NVIDIA/nccl#1453, 2024; 35 µs on 4) that adds ≈ {ms} ms a "
-                   "step, {gain}; "
-                   "carrying this row would take ≈ {need} µs an all-reduce, where the other rows across nodes "
-                   "take {others}: no one latency constant carries them, so what slows vLLM's generation across "
-                   "nodes is more than the all-reduce's latency, and the term is not added.")
-ACROSS = {"nemo_235b_on": (16, 2, 188, 94, "4.7", "≈ 27 s over its ≈ 5,700 full-batch steps (0.52 of the figure)",
-                           "116", "≈ 690 and ≈ 220 µs (DeepSeek-V3)"),
-          "nemo_dsv3_on": (32, 4, 122, 61, "4.3", "≈ 3 s over its ≈ 740 steps", "690",
-                           "≈ 116 µs (Qwen3-235B-A22B) and ≈ 220 µs (one step off-policy)"),
-          "nemo_dsv3_off": (32, 4, 122, 61, "4.3", "≈ 3 s over its ≈ 740 steps", "220",
-                            "≈ 116 µs (Qwen3-235B-A22B) and ≈ 690 µs (on-policy)")}
+                   "layer ({ars} all-reduces of {layers} layers) over InfiniBand. The model charges them "
+                   "(decode.tp_comm_s) at the latency NCCL's own tuning model gives a small all-reduce of 8 GPUs a "
+                   "node (tree, LL protocol: 6.8 + 2 × (7 × 0.6 + log2(nodes) × 5.0) µs, src/graph/tuning.cc; 25 µs "
+                   "on 2 nodes, as its log prints for 2 × 8 H100 in NVIDIA/nccl#1453, 35 µs on 4), ≈ {ms} ms a step "
+                   "with the bytes, which adds {gain}; carrying this row would take ≈ {need} µs an all-reduce, where "
+                   "the other rows across nodes take {others}: no one latency carries them, so what slows vLLM's "
+                   "generation across nodes is more than the all-reduce's latency, and nothing more is sourced.")
+ACROSS = {"nemo_235b_on": (16, 2, 188, 94, "5.3", "30 s (0.53 of the figure)", "114",
+                           "≈ 440 and ≈ 330 µs (DeepSeek-V3 on- and off-policy)"),
+          "nemo_dsv3_on": (32, 4, 122, 61, "4.9", "4 s (0.31 of the figure)", "440",
+                           "≈ 114 µs (Qwen3-235B-A22B) and ≈ 330 µs (off-policy)"),
+          "nemo_dsv3_off": (32, 4, 122, 61, "4.9", "2 s (0.47 of the figure)", "330",
+                            "≈ 114 µs (Qwen3-235B-A22B) and ≈ 440 µs (on-policy)")}
 
 
 def across_nodes(key: str) -> str:
@@ -154,14 +152,15 @@ NOT_CARRIED: dict[str, str] = {
     "term would mend.",
     "nemo_dsv3_off": across_nodes("nemo_dsv3_off") + " Its refit is carried (NCCL's packed broadcast, the "
     "weight-sync row: 13.5 s against 14.2), so the step is max(generation, training) + refit with the "
-    "generation of 15 s too fast by the same cross-node gap.",
+    "generation of 17 s too fast by the same cross-node gap.",
     "nemo_dsv3_dapo": "The run (the recipe as its test-suite script runs it: 64 prompts × 8, batch_multiplier 3, so "
     "192 prompts × 8 generated a round, up to 10 rounds until 64 prompts with a learning signal remain) trains "
     "512 samples a step; the step time is the corrected 458 s (the v0.5.0 table's 974 s repeated the mean "
     "generated length). How many generation rounds a step took is not published, and vLLM runs tensor parallel "
-    "64 across 8 nodes with enforce_eager (no CUDA graphs): the model gives 25 s for one round of the trained "
-    "batch, 36 s for one round of 1,536, and even ten rounds of 1,536 (≈ 264 s) stay below the band, so both the "
-    "rounds and eager decoding across nodes would be needed, and neither is sourced.",
+    "64 across 8 nodes with enforce_eager (no CUDA graphs): with its all-reduces at NCCL's latency (45 µs on 8 "
+    "nodes) the model gives 31 s for one round of the trained batch, 43 s for one round of 1,536, and even ten "
+    "rounds of 1,536 (≈ 331 s) stay below the band, so both the rounds and eager decoding across nodes would be "
+    "needed, and neither is sourced.",
 }
 
 

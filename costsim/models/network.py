@@ -15,9 +15,19 @@ so one NIC. One GPU's NIC figure is the catalog's ``nic_gb_s_per_gpu`` (one 400G
 H100, H800, H20, GB200 and MI300X systems), not the node's busbw over its GPUs: that is capped by
 NVLink, which a GPU's traffic to its own NIC does not cross (an H800's 200 GB/s NVLink busbw over
 8 GPUs would give 25 GB/s, where its NIC gives 47).
+
+A small all-reduce is latency, not bandwidth: across d NVLink domains NCCL's tree takes the
+latency of two domains plus one tree level (two network hops) a doubling of d
+(``small_allreduce_latency_s``, catalog ``rl.tp_allreduce_*``). A rollout engine whose tensor
+parallelism spans domains (vLLM's across nodes) all-reduces twice a layer every decode step
+(``tp_decode_comm_s``).
 """
 
 from __future__ import annotations
+
+import math
+
+import numpy as np
 
 GB = 1e9
 
@@ -56,3 +66,26 @@ def transfer_s(nbytes: float, busbw_gb_s: float) -> float:
 def pipeline_bubble(stages: int, microbatches: int) -> float:
     """Idle share of a pipeline-parallel step (1F1B or GPipe): (PP − 1) / (m + PP − 1)."""
     return (stages - 1) / (microbatches + stages - 1)
+
+
+def small_allreduce_latency_s(domains: int, two_domains_s: float, doubling_s: float) -> float:
+    """Latency of a small all-reduce over a group spanning ``domains`` NVLink domains (seconds):
+    ``two_domains_s`` at two, ``doubling_s`` more each time the domains double (NCCL's tree grows a
+    level); zero inside one domain, whose NVLink all-reduces the decode constants already hold."""
+    if domains <= 1:
+        return 0.0
+    return two_domains_s + doubling_s * math.log2(domains / 2.0)
+
+
+def tp_decode_comm_s(batch, *, layers: float, hidden: float, tp: int, domain_gpus: int, two_domains_s: float,
+                     doubling_s: float, busbw_gb_s: float, bytes_per_value: float = 2.0):
+    """Seconds a decode step of a tensor-parallel group of ``tp`` GPUs spends all-reducing across
+    NVLink domains of ``domain_gpus``: two all-reduces a layer (attention and MLP outputs), each of
+    ``batch`` tokens' hidden states (``hidden`` values of ``bytes_per_value``), at the small
+    all-reduce's latency plus ``allreduce_s`` at ``busbw_gb_s``. Zero when the group fits a domain."""
+    domains = math.ceil(tp / max(domain_gpus, 1))
+    if domains <= 1:
+        return np.zeros_like(np.asarray(batch, dtype=float))
+    latency = small_allreduce_latency_s(domains, two_domains_s, doubling_s)
+    nbytes = np.asarray(batch, dtype=float) * hidden * bytes_per_value
+    return 2.0 * layers * (latency + allreduce_s(1.0, tp, busbw_gb_s) * nbytes)

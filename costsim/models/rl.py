@@ -9,10 +9,13 @@ bytes, F peak dense FLOP/s of a GPU, B HBM bytes/s, M HBM bytes, η the memory e
 t_floor the per-step latency floor of decode (catalog ``rl.*``), kv the KV-cache bytes per token,
 n = prompts × samples, Lp prompt tokens, L_i response lengths (capped), T = Σ (Lp + L_i).
 
-*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel within an NVLink domain, TP =
-min(g, GPUs per domain); pipeline stages beyond). A decode step of a replica reads the weights
-once and the KV cache of every active sequence, and takes at least t_floor:
-``t_step = max(t_floor, (W + kv · Σ context) / (g·B·η), 2·P·1e9·batch / (g·F·mfu))``.
+*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel; a lone token reads the weights
+at one NVLink domain's bandwidth, TP = min(g, GPUs per domain), as if it passed the domains in
+turn). A decode step of a replica reads the weights
+once and the KV cache of every active sequence, all-reduces twice a layer across the NICs when
+its tensor parallelism spans NVLink domains (vLLM across nodes; ``decode.tp_comm_s``), and takes
+at least t_floor:
+``t_step = max(t_floor, max((W + kv · Σ context) / (g·B·η), 2·P·1e9·batch / (g·F·mfu)) + t_ar)``.
 
 - sync drain: ``max(max L · t_1, max L · W / (TP·B·η) + kv · Σ (Lp·L_i + L_i²/2) / (R·g·B·η))``:
   the longest response alone at ``t_1 = max(t_floor, W / (TP·B·η))`` a token (one token passes
@@ -55,6 +58,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from costsim.models import moe, network, prefill, training, weight_sync
+from costsim.models.decode import decode_step_s, tp_comm_s
 from costsim.models.rl_shape import (
     KV_REFERENCE,
     MOE_KV_REFERENCE,
@@ -82,17 +86,9 @@ __all__ = [
     "WEIGHT_SHARE", "Hardware", "Layout", "PhaseTimes", "Shape", "decode_step_s", "default_expert_parallel",
     "default_kv_bytes_per_token", "default_rollout_tp", "default_train_parallel", "drain_s", "drain_terms",
     "fit_problem", "forward_s", "kv_capacity_tokens", "layout", "logprobs_s", "mean_context", "phase_times",
-    "refit_inside_nvlink", "sync_path_gb_s", "sync_s", "update_s", "verifier_s", "weight_bytes",
+    "refit_inside_nvlink", "sync_path_gb_s", "sync_s", "tp_comm_s", "update_s", "verifier_s", "weight_bytes",
 ]
 MAX_STALENESS_SEARCH = 256  # async: staleness values tried per iteration (beyond, the pool no longer grows)
-
-
-def decode_step_s(weight_b: float, kv_read_bytes, batch, tp: int, hw: Hardware, flops_per_token: float, mfu: float):
-    """One decode step of a replica of ``tp`` GPUs: the weights and ``kv_read_bytes`` of KV cache
-    read at η of HBM bandwidth, at least the floor, at least the compute of ``batch`` tokens."""
-    memory = (weight_b + np.asarray(kv_read_bytes)) / (tp * hw.hbm_tb_s * 1e12 * hw.mem_efficiency)
-    compute = flops_per_token * np.asarray(batch) / (tp * hw.bf16_dense_tflops * 1e12 * mfu)
-    return np.maximum(np.maximum(hw.step_floor_s, memory), compute)
 
 
 def drain_terms(len_max, len_sum, len_sq_sum, prompt_tokens: float, kv_bytes: float, replicas: int, gpus: int,
@@ -279,7 +275,7 @@ def _rollout(shape: Shape, lay: Layout, hw: Hardware, len_sum, len_max, context,
     w = beta * 1e9 * touched
     f_r = hw.tflops(shape.rollout_precision)
     step = decode_step_s(w, lay.kv_bytes_per_token * batch * context, batch, tp, replace(hw, bf16_dense_tflops=f_r),
-                         2.0 * shape.active_b * 1e9, shape.mfu)
+                         2.0 * shape.active_b * 1e9, shape.mfu, tp_comm_s(shape, lay, hw, batch))
     rate = batch / step
     if shape.decode_tokens_per_s_per_gpu is not None:
         given = shape.decode_tokens_per_s_per_gpu * tp
@@ -310,9 +306,10 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     w = weight_bytes(float(moe.decode_weight_params_b(shape.params_b, shape.active_b, shape.experts,
                                                 shape.experts_per_token, 1.0)), shape.rollout_bytes_per_param)
     tp = lay.rollout_tp
-    # One sequence's token passes every pipeline stage in turn: it reads the weights at the
-    # bandwidth of one stage's tensor-parallel GPUs.
-    weight_step = w / (lay.rollout_tensor * hw.hbm_tb_s * 1e12 * hw.mem_efficiency)
+    # One sequence's token reads the weights at the bandwidth of one NVLink domain's GPUs (as if it
+    # passed the domains in turn) and, across domains, waits for every layer's all-reduces.
+    weight_step = (w / (lay.rollout_tensor * hw.hbm_tb_s * 1e12 * hw.mem_efficiency)
+                   + float(tp_comm_s(shape, lay, hw, 1.0)))
     if shape.sequence_tokens_per_s is not None:
         # The given pace of one sequence alone also bounds its weight reads per token.
         single = 1.0 / shape.sequence_tokens_per_s

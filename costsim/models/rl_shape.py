@@ -78,6 +78,8 @@ class Hardware:
     microbatch_s: float = 0.0  # t_mb0: fixed seconds per micro-batch pass
     microbatch_tokens: float = 16384.0  # tokens a micro-batch packs per GPU
     sync_methods: dict[str, SyncMethod] = field(default_factory=dict)  # method -> constants; absent: pure bandwidth
+    tp_allreduce_latency_s: float = 0.0  # a small all-reduce across two NVLink domains (0: not charged)
+    tp_allreduce_doubling_s: float = 0.0  # ... and more each time the domains double
 
     def tflops(self, precision: str) -> float:
         """Peak dense TFLOP/s a phase computes at in ``precision`` (bf16 | fp8)."""

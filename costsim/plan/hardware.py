@@ -40,6 +40,8 @@ def hardware(plan: OwnedPlan | CloudPlan, catalog: Catalog | None = None) -> rl.
         optimizer_step_s=float(consts["optimizer_step_s"]), microbatch_s=float(consts["microbatch_s"]),
         microbatch_tokens=float(consts["microbatch_tokens"]),
         sync_methods={m: weight_sync.method_from_constants(m, consts) for m in weight_sync.METHOD_KEYS},
+        tp_allreduce_latency_s=float(consts["tp_allreduce_latency_s"]),
+        tp_allreduce_doubling_s=float(consts["tp_allreduce_doubling_s"]),
     )
 
 

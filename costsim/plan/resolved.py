@@ -30,7 +30,7 @@ RL_CONSTANTS = ("hbm_efficiency", "decode_step_floor_s", "sglang_hbm_efficiency"
                 "prefill_mfu", "optimizer_step_s", "microbatch_s", "microbatch_tokens", "sync_nccl_latency_s",
                 "sync_nccl_efficiency", "sync_checkpoint_engine_latency_s", "sync_checkpoint_engine_efficiency",
                 "sync_nixl_latency_s", "sync_nixl_efficiency", "sync_bucket_gb", "reload_gb_s", "kv_memory_fraction",
-                "verifier_workers_per_gpu")
+                "verifier_workers_per_gpu", "tp_allreduce_latency_s", "tp_allreduce_doubling_s")
 
 
 def _whole(x: Any) -> Any:

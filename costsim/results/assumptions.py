@@ -75,7 +75,9 @@ RL_UNITS = {"hbm_efficiency": ("decode HBM efficiency", "share of peak"),
             "sync_nixl_latency_s": ("NIXL refit latency", "s per transfer"),
             "sync_nixl_efficiency": ("NIXL refit efficiency", "share of the path"),
             "sync_bucket_gb": ("refit bucket", "GB per transfer"),
-            "reload_gb_s": ("engine weight reload", "GB/s")}
+            "reload_gb_s": ("engine weight reload", "GB/s"),
+            "tp_allreduce_latency_s": ("small all-reduce across two NVLink domains", "s"),
+            "tp_allreduce_doubling_s": ("small all-reduce, each doubling of the domains", "s")}
 
 
 class _Rows:

@@ -122,6 +122,11 @@ class RLValues(StrictModel):
         None, description=f"GB of weights a refit sends per transfer ({span(GBps)}); null: catalog.")
     reload_gb_s: GBps | None = Field(
         None, description=f"GB/s at which a rollout engine loads received weights ({span(GBps)}); null: catalog.")
+    tp_allreduce_latency_s: Seconds | None = Field(
+        None, description=f"Seconds of a small all-reduce of a rollout tensor-parallel group across two NVLink "
+        f"domains ({span(Seconds)}); null: catalog.")
+    tp_allreduce_doubling_s: Seconds | None = Field(
+        None, description=f"Seconds each doubling of the NVLink domains adds to it ({span(Seconds)}); null: catalog.")
 
 
 class CatalogValues(StrictModel):

@@ -80,3 +80,27 @@ def test_pipeline_bubble_by_hand():
     assert network.pipeline_bubble(2, 16) == pytest.approx(1 / 17)
     assert network.pipeline_bubble(1, 5) == 0.0  # no pipeline, no bubble
     assert network.pipeline_bubble(8, 1) == pytest.approx(7 / 8)  # one micro-batch: a stage idles 7/8
+
+
+def test_a_small_all_reduce_across_domains_is_nccls_tree_latency():
+    # NCCL's tuning model, tree/LL, 8 GPUs a node: 6.8 + 2 × (7 × 0.6 + log2(nodes) × 5.0) µs =
+    # 25.2 on 2 nodes, 35.2 on 4, 45.2 on 8: 25.2 at two domains, 10 more a doubling.
+    assert 6.8 + 2 * (7 * 0.6 + 1 * 5.0) == pytest.approx(25.2)
+    for domains, want in ((1, 0.0), (2, 25.2e-6), (4, 35.2e-6), (8, 45.2e-6)):
+        assert network.small_allreduce_latency_s(domains, 25.2e-6, 10e-6) == pytest.approx(want, abs=1e-15)
+
+
+def test_tensor_parallel_decode_across_nodes_all_reduces_twice_a_layer():
+    # Qwen3-235B-A22B-like, TP 16 over two 8-GPU nodes, 64 sequences of hidden 4,096 in bf16:
+    # 64 × 4,096 × 2 = 524,288 B an all-reduce, 2 × 15/16 × 524,288 / 376e9 = 2.61447 µs of bytes
+    # + 25.2 µs of latency, twice for each of 94 layers: 188 × 27.81447 µs = 5.229120 ms a step.
+    kw = {"layers": 94, "hidden": 4096, "domain_gpus": 8, "two_domains_s": 25.2e-6, "doubling_s": 10e-6,
+          "busbw_gb_s": 376.0}
+    got = network.tp_decode_comm_s(64.0, tp=16, **kw)
+    assert float(got) == pytest.approx(188 * (25.2e-6 + 2 * 15 / 16 * 524_288 / 376e9), rel=1e-12)
+    assert float(got) == pytest.approx(5.229120e-3, rel=1e-6)
+    # TP 32 over four nodes: 35.2 µs a call; inside one node nothing (per entry of a batch array).
+    four = network.tp_decode_comm_s(64.0, tp=32, **kw)
+    assert float(four) == pytest.approx(188 * (35.2e-6 + 2 * 31 / 32 * 524_288 / 376e9), rel=1e-12)
+    inside = network.tp_decode_comm_s([1.0, 64.0], tp=8, **kw)
+    assert list(inside) == [0.0, 0.0]

@@ -409,11 +409,18 @@ def test_a_replica_beyond_a_node_is_pipelined():
     # 70B on replicas of 16 GPUs (8-GPU nodes): tensor parallel 8 within a node, two pipeline
     # stages. A lone token crosses both stages in turn, reading 140e9 B at 8 GPUs' bandwidth:
     # 140e9 / (8 × 1.8425e12) = 9.49796 ms a token (not 4.75 ms as if 16 GPUs read in parallel).
+    # Its tensor parallelism spans the two nodes, so each token also all-reduces twice a layer over the
+    # NICs: this hardware has no latency constants, so only the bytes, 2 × 15/16 × h × 2 B / 376e9 with
+    # L = (70e9 / (12 × 6,400))^(1/3) = 96.957 layers of h = 80 L: 2 L of them, 15.0 µs a token.
     sh = shape(params_b=70.0, gpus=32, rollout_gpus=32, train_gpus=32, rollout_tp=16)
     lay = rl.layout(sh, H100)
     assert (lay.rollout_tp, lay.rollout_tensor, lay.replicas) == (16, 8, 2)
+    layers = (70e9 / (12 * 6400)) ** (1 / 3)
+    comm = 2 * layers * 2 * 15 / 16 * 80 * layers * 2 / 376e9
+    assert comm == pytest.approx(15.0e-6, rel=1e-3)
+    assert float(rl.tp_comm_s(sh, lay, H100, 1.0)) == pytest.approx(comm, rel=1e-9)
     t = times(sh)
-    assert t["straggler"] in (0.0, pytest.approx(2000 * 140e9 / (8 * ETA_B), rel=1e-9))
+    assert t["straggler"] in (0.0, pytest.approx(2000 * (140e9 / (8 * ETA_B) + comm), rel=1e-9))
     alone, memory = rl.drain_terms(np.array([L]), np.array([N * L]), np.array([N * L * L]), LP,
                                    rl.default_kv_bytes_per_token(70.0), 2, 16, H100, 140e9 / (8 * ETA_B),
                                    140e9 / (8 * ETA_B))

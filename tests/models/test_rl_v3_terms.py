@@ -221,3 +221,31 @@ def test_an_moe_kv_default_comes_from_moe_attention_configs():
     assert rl.layout(sh, H100).kv_bytes_per_token == pytest.approx(98_304, rel=1e-12)
     # Between references, log-log: √(30.5 × 117) = 59.7B lies half way, √(98,304 × 73,728) = 85,133.
     assert rl.default_kv_bytes_per_token((30.5 * 117.0) ** 0.5, moe=True) == pytest.approx((98_304 * 73_728) ** 0.5)
+
+
+def test_a_replica_across_nodes_pays_its_all_reduces_every_decode_step():
+    # A decode step: the floor, or memory (or compute) plus the all-reduces across nodes, whichever is
+    # longer. 14e9 B at 3.35e12 × 0.4: 10.4478 ms, + 5 ms = 15.4478 ms; 1e9 B: 0.746 + 5 ms < the 10 ms floor.
+    assert float(rl.decode_step_s(14e9, 0.0, 1, 1, H100, 1.4e10, 0.4, 0.005)) == pytest.approx(
+        14e9 / (3.35e12 * 0.4) + 0.005, rel=1e-12)
+    assert float(rl.decode_step_s(1e9, 0.0, 1, 1, H100, 1.4e10, 0.4, 0.005)) == 0.01
+    # 70B of 80 layers (P = 12 L h²: h = √(70e9 / 960) = 8,539.1), TP 16 on 8-GPU nodes: a lone token's
+    # step all-reduces 160 times at 25.2 µs + 2 × 15/16 × 8,539.1 × 2 B / 376e9 (each GPU's NIC, 8 a node).
+    hw = replace(H100, tp_allreduce_latency_s=25.2e-6, tp_allreduce_doubling_s=10e-6)
+    sh = shape(params_b=70.0, gpus=32, rollout_gpus=32, train_gpus=32, rollout_tp=16, layers=80)
+    lay = rl.layout(sh, hw)
+    h = (70e9 / (12 * 80)) ** 0.5
+    assert h == pytest.approx(8539.1, rel=1e-5)
+    want = 160 * (25.2e-6 + 2 * 15 / 16 * h * 2 / 376e9)
+    assert float(rl.tp_comm_s(sh, lay, hw, 1.0)) == pytest.approx(want, rel=1e-9)
+    # Inside a node nothing is charged, and the same class inside one is as fast as without the constants.
+    eight = replace(sh, rollout_tp=8)
+    assert float(rl.tp_comm_s(eight, rl.layout(eight, hw), hw, 64.0)) == 0.0
+    lengths = (np.array([256 * 800.0]), np.array([4000.0]), np.array([256 * 800.0 ** 2 * 1.5]))
+    same = replace(eight, samples=256)
+    assert rl.phase_times(same, hw, *lengths).total[0] == rl.phase_times(same, H100, *lengths).total[0]
+    # Across nodes, where the drain binds and a lone token reads 140e9 B at 8 GPUs' bandwidth (13.1 ms, above
+    # the floor), the rollout is slower by at least the lone token's all-reduces over the longest response.
+    wide = replace(sh, samples=256)
+    slower = rl.phase_times(wide, hw, *lengths).rollout[0] - rl.phase_times(wide, H100, *lengths).rollout[0]
+    assert slower >= 4000 * 160 * 25.2e-6 * (1 - 1e-9)
