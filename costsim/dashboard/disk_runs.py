@@ -23,9 +23,10 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent  # costsim/
 LIBRARIES = ("numpy", "pandas", "pyarrow", "scipy", "simpy", "pydantic")  # what a run or its pickle reads
 SUFFIX = ".run"
 
@@ -33,10 +34,10 @@ SUFFIX = ".run"
 @functools.cache
 def code_identity() -> str:
     """``identity_of`` the installed costsim package: about 10 ms, once per process."""
-    return identity_of(PACKAGE)
+    return identity_of(resources.files("costsim"))
 
 
-def identity_of(package: Path) -> str:
+def identity_of(package: Traversable) -> str:
     """A hex digest of the code a run depends on: every file under ``package`` (its relative path
     and bytes; compiled caches left out) and the versions of Python and of ``LIBRARIES``."""
     from importlib.metadata import PackageNotFoundError, version
@@ -47,10 +48,21 @@ def identity_of(package: Path) -> str:
             digest.update(f"\0{name}={version(name)}".encode())
         except PackageNotFoundError:
             digest.update(f"\0{name}=absent".encode())
-    for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(b"\0" + path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
+    for relative, item in sorted(_files(package, "")):
+        digest.update(b"\0" + relative.encode() + b"\0")
+        digest.update(item.read_bytes())
     return digest.hexdigest()
+
+
+def _files(folder: Traversable, prefix: str) -> list[tuple[str, Traversable]]:
+    """Every file under ``folder`` with its path from there (``a/b.py``), ``__pycache__`` left out."""
+    out = []
+    for item in folder.iterdir():
+        if item.is_file():
+            out.append((prefix + item.name, item))
+        elif item.is_dir() and item.name != "__pycache__":
+            out += _files(item, f"{prefix}{item.name}/")
+    return out
 
 
 def server_disk(environ: Mapping[str, str]) -> DiskRuns | None:
