@@ -18,16 +18,18 @@ from costsim.engine.bounded import EventLimitExceeded, events_scheduled, run_bou
 from costsim.engine.cloud import CloudPool
 from costsim.engine.events import ArrivalFeed
 from costsim.engine.fleet import FleetRouter
+from costsim.engine.groups import GroupRouter
 from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
 from costsim.engine.progress import Progress
 from costsim.engine.records import BASE, BURST, ROLLOUT, Recorder, UsageRecord, doubles, integers
 from costsim.engine.rollouts import with_rollouts
 from costsim.models.serving import RangeMax
 from costsim.plan.fleet import FleetPlan, Plan
+from costsim.plan.groups import GroupedPlan
 from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.workload.plan import WorkPlan
 
-__all__ = ["BASE", "BURST", "ROLLOUT", "EventLimitExceeded", "UsageRecord", "run_option"]
+__all__ = ["BASE", "BURST", "ROLLOUT", "EventLimitExceeded", "UsageRecord", "run_groups", "run_option"]
 
 COLLECT_ABOVE_JOBS = 50_000  # jobs in a run from which its memory is collected as soon as it ends
 
@@ -154,3 +156,43 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Se
         cap_part = [k for k, c in enumerate(clusters) for _ in c.capacity_t]
     frozen = rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env), cap_part)
     return with_rollouts(frozen, work.offload) if work.offload is not None else frozen
+
+
+def run_groups(plan: GroupedPlan, works: Sequence[WorkPlan], horizon_h: float,
+               wanted: Sequence[str | None] | None = None, rngs: dict[str, np.random.Generator] | None = None,
+               max_events: int | None = None) -> UsageRecord:
+    """Simulate an owned pool of node groups over ``[0, horizon_h)`` (``costsim.engine.groups``).
+
+    ``works[k]``: the same jobs (sorted by submit time) timed on group k's GPU type
+    (``workload.plan.plan_work`` on ``plan.groups[k]``), so a job runs as long as its group makes it;
+    ``wanted[i]``: the GPU type job i asks for (None or omitted: any). ``rngs``: as ``run_option``'s;
+    group 0's node failures are drawn from ``failures`` (so one group is the plain cluster), each
+    later group's from its own stream spawned from it. The record's ``part`` is each job's group;
+    its capacity changes are told apart by group (``capacity_part``) when there are several. Serving
+    and rollout offload are not run on node groups."""
+    groups = plan.groups
+    assert len(works) == len(groups), "node groups need their jobs' run times on every group"
+    assert all(w.offload is None for w in works), "node groups do not offload rollouts"
+    try:
+        env = simpy.Environment()
+        jobs = works[0].jobs
+        rec = Recorder(len(jobs))
+        rngs = rngs or {name: np.random.default_rng(0) for name in ("failures", "preemptions", "provisioning")}
+        streams = [rngs["failures"], *rngs["failures"].spawn(len(groups) - 1)]
+        clusters = [_owned(env, g, w, _progress(w, rec), rec, None, rng, horizon_h)
+                    for g, w, rng in zip(groups, works, streams, strict=True)]
+        may_use = [integers(m.astype(np.int64)) for m in plan.may_use(wanted or [None] * len(jobs))]
+        g = integers(jobs.gpus)
+        router = GroupRouter(env, clusters, [g] * len(groups), may_use, rec)
+        ArrivalFeed(env, doubles(jobs.submit_h), router.arrive)
+        run_bounded(env, horizon_h, max_events)
+        cap_t, cap_g = clusters[0].capacity_t, clusters[0].capacity_gpus
+        cap_part = None
+        if len(clusters) > 1:
+            cap_t = [t for c in clusters for t in c.capacity_t]
+            cap_g = [n for c in clusters for n in c.capacity_gpus]
+            cap_part = [k for k, c in enumerate(clusters) for _ in c.capacity_t]
+        return rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env), cap_part)
+    finally:
+        if len(works[0].jobs) >= COLLECT_ABOVE_JOBS:
+            gc.collect()

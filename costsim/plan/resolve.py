@@ -10,6 +10,7 @@ from costsim.catalog.pins import effective_catalog, warn_version
 from costsim.plan.economics import EconomicsValues
 from costsim.plan.facts import catalog_price_key
 from costsim.plan.fleet import FleetPlan, HybridPlan, Plan
+from costsim.plan.groups import GroupedPlan, NodeGroup, group_label
 from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.plan.tranches import ResaleCurve, TranchePlan, lease_usd_per_month
 from costsim.scenario import CloudOption, FleetOption, HybridOption, OwnedOption, Problem, Scenario, ScenarioError
@@ -79,6 +80,27 @@ def _owned(opt: OwnedOption, i: int, econ: EconomicsValues, cat: Catalog, source
         tranches=tranches,
         resale_curve=curve,
     )
+
+
+def node_groups(opt: OwnedOption, groups: tuple[NodeGroup, ...], scenario: Scenario, catalog: Catalog | None = None,
+                i: int = 0, source: str = "<scenario>") -> GroupedPlan:
+    """An owned option (its lead time, network, scheduler, placement, failures, capex per GPU if
+    given) as a pool of node ``groups``: each group resolved as the option would be with that GPU
+    type and node size alone (``_owned``), so its capex, power and catalog values are its type's.
+    Bought at once: tranches and a rollout pool are not combined with groups."""
+    if opt.tranches is not None or opt.rollout_pool is not None:
+        raise ValueError("node groups are bought at once, without tranches or a rollout pool")
+    cat = effective_catalog(scenario, catalog or default_catalog())
+    econ = economics_values(scenario, cat)
+    unknown = [g.gpu_type for g in groups if g.gpu_type not in cat.gpus]
+    if unknown:
+        raise ValueError(f"unknown GPU type {unknown[0]!r} in node groups (catalog: {', '.join(sorted(cat.gpus))})")
+    plans = []
+    for k, g in enumerate(groups):
+        one = opt.model_copy(update={"name": group_label(opt.name, groups, k), "gpu_type": g.gpu_type,
+                                     "gpus": g.gpus, "gpus_per_node": g.gpus_per_node})
+        plans.append(_owned(one, i, econ, cat, source, scenario.horizon_h))
+    return GroupedPlan(name=opt.name, groups=tuple(plans))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,99 @@
+"""An owned pool of node groups in numbers: nodes of different sizes and GPU types under one
+scheduler, as real clusters are (one public Kubernetes GPU trace has 617 × 8, 54 × 4, 518 × 2 and
+24 × 1-GPU nodes across 7 GPU models).
+
+Each group is an ``OwnedPlan`` of its own (one GPU type, one node size: its capex, power and RL
+timing are that type's, from the catalog), so everything a single-type cluster knows holds per
+group; the pool is their sum. A job runs within one group — all its nodes of one GPU type — and may
+ask for a GPU type (``None``: any). How the engine places jobs across the groups:
+``costsim.engine.groups``.
+
+Not yet a scenario field: no scenario builds this plan (``resolve.node_groups`` does, from an owned
+option and its groups), and the result tables do not price it yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from costsim.plan.options import JobLimit, OwnedPlan, held_gpus
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeGroup:
+    """One group as written: ``nodes`` nodes of ``gpus_per_node`` GPUs of catalog type ``gpu_type``."""
+
+    gpu_type: str
+    nodes: int
+    gpus_per_node: int
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupedPlan:
+    """An owned option of node groups: ``groups`` in the order written (the order a job tries them
+    in when several could start it at one instant), each an ``OwnedPlan`` named for its group
+    (``group_label``)."""
+
+    name: str
+    groups: tuple[OwnedPlan, ...]
+    kind: str = "owned"
+
+    def __post_init__(self) -> None:
+        if not self.groups:
+            raise ValueError("a pool of node groups needs at least one group")
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the whole pool: the groups' sum."""
+        return sum(g.gpus for g in self.groups)
+
+    @property
+    def nodes(self) -> int:
+        return sum(g.nodes for g in self.groups)
+
+    @property
+    def capex_usd(self) -> float:
+        """USD: each group's GPUs at its own type's price (``OwnedPlan.capex_usd``), summed."""
+        return sum(g.capex_usd for g in self.groups)
+
+    @property
+    def gpu_types(self) -> tuple[str, ...]:
+        """The catalog GPU types of the groups, each once, in group order."""
+        return tuple(dict.fromkeys(g.gpu.name for g in self.groups))
+
+    @property
+    def job_limit(self) -> JobLimit:
+        """The most GPUs one job can ever get: the largest group (a job never spans groups)."""
+        return JobLimit(max(g.gpus for g in self.groups), "node_groups")
+
+    def may_use(self, wanted: Sequence[str | None]) -> list[np.ndarray]:
+        """Per group, per job: whether a job asking for GPU type ``wanted[i]`` (None: any) may run
+        on it (its type is the one asked) — not whether it fits (``fits``)."""
+        wanted_arr = np.asarray([w if w is not None else "" for w in wanted], dtype=object)
+        return [(wanted_arr == "") | (wanted_arr == g.gpu.name) for g in self.groups]
+
+    def fits(self, gpus: np.ndarray, wanted: Sequence[str | None]) -> np.ndarray:
+        """Per job of ``gpus`` GPUs asking for ``wanted`` (None: any): whether some group it may use
+        could ever hold it (whole nodes beyond one: ``held_gpus``). A job for which this is false
+        would never start: the plan's checks refuse it before any run."""
+        ok = np.zeros(len(gpus), dtype=bool)
+        for group, allowed in zip(self.groups, self.may_use(wanted), strict=True):
+            held = np.array([held_gpus(int(g), group.gpus_per_node) for g in gpus], dtype=np.int64)
+            ok |= allowed & (held <= group.gpus)
+        return ok
+
+
+def group_label(option: str, groups: Sequence[NodeGroup], k: int) -> str:
+    """The name of group ``k`` of ``option``: ``own:H100x8`` (type and node size), with ``#k`` added
+    when another group has the same type and node size (so each label names one group)."""
+    g = groups[k]
+    label = f"{option}:{g.gpu_type}x{g.gpus_per_node}"
+    same = [j for j, h in enumerate(groups) if (h.gpu_type, h.gpus_per_node) == (g.gpu_type, g.gpus_per_node)]
+    return label if len(same) == 1 else f"{label}#{k}"
