@@ -21,6 +21,9 @@ import numpy as np
 
 from costsim.plan.options import JobLimit, OwnedPlan, held_gpus
 
+# A job's group is recorded as its part (engine.records: int8, parts from 100 on are rollout pools).
+MAX_GROUPS = 100
+
 
 @dataclass(frozen=True, kw_only=True)
 class NodeGroup:
@@ -48,6 +51,11 @@ class GroupedPlan:
     def __post_init__(self) -> None:
         if not self.groups:
             raise ValueError("a pool of node groups needs at least one group")
+        if len(self.groups) > MAX_GROUPS:
+            raise ValueError(f"{len(self.groups)} node groups: at most {MAX_GROUPS}")
+        # One option, one order: every group is delivered after the same lead time (costs rely on it).
+        if len({g.lead_time_h for g in self.groups}) != 1 or any(g.tranches for g in self.groups):
+            raise ValueError("node groups are bought at once and delivered together")
 
     @property
     def gpus(self) -> int:
