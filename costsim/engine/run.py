@@ -63,6 +63,19 @@ def part_failures(rngs: dict[str, np.random.Generator], name: str, k: int) -> np
     return rngs.get(f"failures:{name}") or np.random.default_rng(k)
 
 
+def group_failures(rngs: dict[str, np.random.Generator], name: str, k: int) -> np.random.Generator:
+    """The node failures' stream of a pool's later node group ``k`` (named ``name``): the caller's
+    ``failures:<name>``, else one derived from the pool's ``failures`` stream's seed without drawing
+    from it (so equal inputs give equal runs, however often called)."""
+    given = rngs.get(f"failures:{name}")
+    if given is not None:
+        return given
+    seed = rngs["failures"].bit_generator.seed_seq
+    if not isinstance(seed, np.random.SeedSequence):
+        return np.random.default_rng(k)
+    return np.random.default_rng(np.random.SeedSequence(seed.generate_state(4).tolist(), spawn_key=(k,)))
+
+
 def sjf_durations(work: WorkPlan) -> np.ndarray:
     """What ``sjf`` orders by, per job (hours): a trace job's requested ``duration_h``, an RL job's
     planned run on the option (``run_h``)."""
@@ -167,7 +180,7 @@ def run_groups(plan: GroupedPlan, works: Sequence[WorkPlan], horizon_h: float,
     (``workload.plan.plan_work`` on ``plan.groups[k]``), so a job runs as long as its group makes it;
     ``wanted[i]``: the GPU type job i asks for (None or omitted: any). ``rngs``: as ``run_option``'s;
     group 0's node failures are drawn from ``failures`` (so one group is the plain cluster), each
-    later group's from its own stream spawned from it. The record's ``part`` is each job's group;
+    later group's from its own stream (``group_failures``). The record's ``part`` is each job's group;
     its capacity changes are told apart by group (``capacity_part``) when there are several. Serving
     and rollout offload are not run on node groups."""
     groups = plan.groups
@@ -178,7 +191,7 @@ def run_groups(plan: GroupedPlan, works: Sequence[WorkPlan], horizon_h: float,
         jobs = works[0].jobs
         rec = Recorder(len(jobs))
         rngs = rngs or {name: np.random.default_rng(0) for name in ("failures", "preemptions", "provisioning")}
-        streams = [rngs["failures"], *rngs["failures"].spawn(len(groups) - 1)]
+        streams = [rngs["failures"], *(group_failures(rngs, g.name, k) for k, g in enumerate(groups) if k)]
         clusters = [_owned(env, g, w, _progress(w, rec), rec, None, rng, horizon_h)
                     for g, w, rng in zip(groups, works, streams, strict=True)]
         may_use = [integers(m.astype(np.int64)) for m in plan.may_use(wanted or [None] * len(jobs))]

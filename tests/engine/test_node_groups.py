@@ -176,6 +176,26 @@ def test_one_group_is_the_plain_cluster_job_for_job(tmp_path, scheduler, seed):
     assert a.restarts.sum() > 0  # failures did happen
 
 
+def test_groups_fail_on_their_own_streams_and_equal_inputs_give_equal_runs(tmp_path):
+    sc = scenario(tmp_path, random_rows(3, 120), [owned(gpus=32, gpus_per_node=8, scheduler="backfill",
+                                                       failures={"node_failures_per_1000_node_days": 300,
+                                                                 "repair_hours": 4})], horizon_days=10)
+    plan = pool(sc, ("H100", 2, 8), ("A100", 4, 4))
+    jobs = generate(sc, 0)
+    works = [plan_work(sc, jobs, g.unpriced()) for g in plan.groups]
+    runs = [run_groups(plan, works, sc.horizon_h, rngs={"failures": np.random.default_rng(11)}) for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].end_h, runs[1].end_h)
+    np.testing.assert_array_equal(runs[0].capacity_gpus, runs[1].capacity_gpus)
+    # Both groups lose nodes to failures, each on its own draws (the capacity changes differ).
+    by_group = [runs[0].capacity_change_h[runs[0].capacity_part == k] for k in (0, 1)]
+    assert all(len(t) > 2 for t in by_group) and not np.array_equal(by_group[0][1:4], by_group[1][1:4])
+    # A stream the caller names for a group is the one it fails on.
+    named = run_groups(plan, works, sc.horizon_h, rngs={"failures": np.random.default_rng(11),
+                                                        "failures:own:A100x4": np.random.default_rng(5)})
+    np.testing.assert_array_equal(named.capacity_change_h[named.capacity_part == 0], by_group[0])
+    assert not np.array_equal(named.capacity_change_h[named.capacity_part == 1], by_group[1])
+
+
 GROUPS = [("H100", 2, 8), ("A100", 4, 4), ("H100", 3, 2)]
 
 
