@@ -250,10 +250,19 @@ def test_backfill_across_groups_never_delays_a_reserved_head(seed, fail):
     # head starts by it — on that group or on another that started it sooner.
     clusters, rec, gpus, wanted = backfill_groups_run(seed, fail)
     checked_reservations(clusters, rec)
-    # Every job that started ran within one group of a type it asked for, on nodes that hold it.
+    # Every job that started ran within one group of a type it asked for, on nodes that hold it,
+    # every attempt (after a failure too) on that group.
+    allocs = np.array(rec.allocs, dtype=float).reshape(-1, 6)  # job, start, end, held, instances, part
     for i in np.flatnonzero(~np.isnan(np.asarray(rec.start_h))):
         t, nodes, gpn = GROUPS[rec.part[i]]
         assert wanted[i] in (None, t) and gpus[i] <= nodes * gpn
+        assert (allocs[allocs[:, 0] == i, 5] == rec.part[i]).all()
+    # No group ever holds more GPUs than it has: at each allocation's start, those running on its group.
+    for k, (_t, nodes, gpn) in enumerate(GROUPS):
+        mine = allocs[allocs[:, 5] == k]
+        for s in mine[:, 1]:
+            running = (mine[:, 1] <= s) & (mine[:, 2] > s)
+            assert mine[running, 3].sum() <= nodes * gpn
 
 
 def test_the_backfill_property_across_groups_is_not_vacuous():
