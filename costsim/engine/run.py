@@ -110,7 +110,7 @@ def _owned(env, plan: OwnedPlan | CloudPlan, work: WorkPlan, progress: Progress,
 
 def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Sequence[WorkPlan] | None = None,
                serving: RangeMax | None = None, rngs: dict[str, np.random.Generator] | None = None,
-               max_events: int | None = None) -> UsageRecord:
+               max_events: int | None = None, wanted: Sequence[str | None] | None = None) -> UsageRecord:
     """Simulate one option over ``[0, horizon_h)`` on ``work.jobs`` (sorted by submit time).
 
     ``work``: the jobs timed on the option (a hybrid or fleet: on its first part); ``burst_work``:
@@ -119,7 +119,12 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
     fleet's first part only).
     ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.workload.rng``).
     ``max_events``: stop with ``EventLimitExceeded`` past this many events (``engine.bounded``).
+    A pool of node groups runs through ``run_groups``: ``work`` and ``burst_work`` are then the jobs
+    timed on each group in order, ``wanted`` the GPU type each job asks for (None: any).
     """
+    if isinstance(plan, GroupedPlan):
+        later = [burst_work] if isinstance(burst_work, WorkPlan) else list(burst_work or ())
+        return run_groups(plan, [work, *later], horizon_h, wanted, rngs, max_events)
     try:
         return _run(plan, work, horizon_h, burst_work, serving, rngs, max_events)
     finally:

@@ -14,7 +14,8 @@ from costsim.models import rl
 from costsim.models.reliability import checkpoint_writes
 from costsim.models.scaling import scaling_problems
 from costsim.models.serving import can_ever_start, hourly_demand
-from costsim.plan.fleet import FleetPlan, HybridPlan, Plan, pools
+from costsim.plan.fleet import FleetPlan, HybridPlan, Plan, pools, pools_for
+from costsim.plan.groups import GroupedPlan
 from costsim.plan.hardware import hardware, shape
 from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario import Problem, Scenario, TraceTable
@@ -44,6 +45,7 @@ class JobsToFit:
     hold_h: np.ndarray
     disaggregated: bool = False  # an RL class that offloads its rollouts where a pool has a rollout_pool:
     home_gpus: np.ndarray | None = None  # there it asks only its training GPUs
+    gpu_type: str | None = None  # the GPU type they ask for (None: any): only a node group of it takes them
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ def never_fit(plan: Plan, jobs: JobsToFit, demand: np.ndarray | None) -> NeverFi
     """Which jobs can never run on the option (a hybrid: on neither part), the field to name and
     why; None when every job can."""
     # Serving runs on the option's home only (a fleet's later pools do not serve).
-    verdicts = [pool_verdict(p, jobs, demand if p is plan.home else None) for p in pools(plan)]
+    usable = pools_for(plan, jobs.gpu_type)
+    verdicts = [pool_verdict(p, jobs, demand if p is plan.home else None) for p in usable]
     found = [v for v in verdicts if v is not None]
     if len(found) < len(verdicts):  # an unlimited part takes any job
         return None
@@ -114,6 +117,10 @@ def never_fit(plan: Plan, jobs: JobsToFit, demand: np.ndarray | None) -> NeverFi
     if isinstance(plan, FleetPlan):
         return NeverFit(bad, "", "none of its parts: " + "; ".join(
             f"{p.name!r} ({says(v)})" for p, v in zip(pools(plan), found, strict=True)))
+    if isinstance(plan, GroupedPlan):  # a job never spans groups: the largest it may use is its limit
+        of_type = f" of {jobs.gpu_type}" if jobs.gpu_type is not None else ""
+        return NeverFit(bad, "node_groups", f"none of option {plan.name!r}'s node groups{of_type} holds it: " + "; ".join(
+            f"{p.name!r} ({says(v)})" for p, v in zip(usable, found, strict=True)))
     limit = plan.job_limit
     assert limit is not None  # a pool without a limit has returned above
     return NeverFit(bad, limit.field, f"option {plan.name!r} has {says(found[0])}")
@@ -132,11 +139,12 @@ def fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | None
     groups: list[tuple[str, str, tuple | np.ndarray | None, JobsToFit]] = [
         (f"class {cls.name!r} needs {cls.gpus} GPUs per job", "its jobs could never run", None,
          JobsToFit(np.array([cls.gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0]),
-                   cls.placement == "disaggregated", np.array([cls.train_gpus])))
+                   cls.placement == "disaggregated", np.array([cls.train_gpus]), cls.gpu_type))
         for cls in scenario.workload.classes]
     groups += [(f"job class {cls.name!r} needs up to {cls.max_gpus} GPUs per job", "its largest jobs could never run",
                 ("workload", "job_classes", k, "gpus"),
-                JobsToFit(np.array([cls.max_gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0])))
+                JobsToFit(np.array([cls.max_gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0]),
+                          gpu_type=cls.gpu_type))
                for k, cls in enumerate(scenario.workload.job_classes)]
     if trace is not None:
         within = trace.submit_h < H
@@ -172,7 +180,7 @@ def layout_problems(scenario: Scenario, plans: list[Plan]) -> list[Problem]:
     for k, cls in enumerate(scenario.workload.classes):
         seen = set()
         for plan in plans:
-            for pool in pools(plan):
+            for pool in pools_for(plan, cls.gpu_type):
                 why = rl.fit_problem(shape(cls), hardware(pool))
                 if why is None or (pool.name, why) in seen:
                     continue

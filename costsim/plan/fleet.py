@@ -3,13 +3,15 @@ hybrid, the fleet of one pool (``HybridPlan``: its ``base`` and ``burst``). Both
 router (``costsim.engine.run``) and are priced part by part (``pools``), so a hybrid and the fleet
 ``[base, burst]`` give the same numbers by construction.
 
-Also ``Plan``, any option's plan, and ``pools``, the parts an option runs on."""
+Also ``Plan``, any option's plan, ``pools``, the parts an option runs on (``pools_for``: those a
+job asking for a GPU type may use), and ``burst_of``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 from costsim.catalog.load import GPUSpec
+from costsim.plan.groups import GroupedPlan
 from costsim.plan.options import CloudPlan, OwnedPlan, side_of
 
 
@@ -120,7 +122,7 @@ class HybridPlan(FleetPlan):
                          wait_per_gpu_h, wait_per_gpu_hour_h, kind)
 
 
-Plan = OwnedPlan | CloudPlan | FleetPlan
+Plan = OwnedPlan | CloudPlan | FleetPlan | GroupedPlan
 
 
 def itemised_by_part(plan: Plan) -> bool:
@@ -131,5 +133,22 @@ def itemised_by_part(plan: Plan) -> bool:
 
 
 def pools(plan: Plan) -> list[OwnedPlan | CloudPlan]:
-    """The option's pools: itself, or a fleet's (a hybrid's) pool parts in order, then its burst."""
+    """The option's pools: itself, a fleet's (a hybrid's) pool parts in order, then its burst, or a
+    pool of node groups' groups in order (the record's part of a job is its index here)."""
+    if isinstance(plan, GroupedPlan):
+        return list(plan.groups)
     return [*plan.pool_parts, plan.burst] if isinstance(plan, FleetPlan) else [plan]
+
+
+def pools_for(plan: Plan, gpu_type: str | None) -> list[OwnedPlan | CloudPlan]:
+    """The pools a job asking for ``gpu_type`` (None: any) may run on: a pool of node groups' groups
+    of that type; every pool of any other option (the schema refuses a type an option lacks)."""
+    if isinstance(plan, GroupedPlan) and gpu_type is not None:
+        return [g for g in plan.groups if g.gpu.name == gpu_type]
+    return pools(plan)
+
+
+def burst_of(plan: Plan) -> CloudPlan | None:
+    """The rented part a hybrid's or fleet's jobs burst to (its last in ``pools``); None for an
+    option without one, a pool of node groups included."""
+    return plan.burst if isinstance(plan, FleetPlan) else None

@@ -8,34 +8,24 @@ group; the pool is their sum. A job runs within one group — all its nodes of o
 ask for a GPU type (``None``: any). How the engine places jobs across the groups:
 ``costsim.engine.groups``.
 
-Not yet a scenario field: no scenario builds this plan (``resolve.node_groups`` does, from an owned
-option and its groups), and the result tables do not price it yet.
+A scenario's owned option with ``node_groups`` resolves to this plan (``resolve.node_groups``). To
+the layers that read any option's plan it is an owned pool whose parts (``plan.fleet.pools``) are
+its groups, with no burst: its home (``home``, ``gpu``, ``network``) is its first group, as a
+fleet's is its first part; its capacity, usage and costs are its groups' (``costsim.results``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from costsim.plan.options import JobLimit, OwnedPlan, held_gpus
+from costsim.catalog.load import GPUSpec
+from costsim.plan.options import JobLimit, OwnedPlan, held_gpus, side_of
+from costsim.scenario.node_groups import MAX_NODE_GROUPS, NodeGroup
 
-# A job's group is recorded as its part (engine.records: int8, parts from 100 on are rollout pools).
-MAX_GROUPS = 100
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodeGroup:
-    """One group as written: ``nodes`` nodes of ``gpus_per_node`` GPUs of catalog type ``gpu_type``."""
-
-    gpu_type: str
-    nodes: int
-    gpus_per_node: int
-
-    @property
-    def gpus(self) -> int:
-        return self.nodes * self.gpus_per_node
+MAX_GROUPS = MAX_NODE_GROUPS  # the schema's limit: a job's group is recorded as its part (int8)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +46,63 @@ class GroupedPlan:
         # One option, one order: every group is delivered after the same lead time (costs rely on it).
         if len({g.lead_time_h for g in self.groups}) != 1 or any(g.tranches for g in self.groups):
             raise ValueError("node groups are bought at once and delivered together")
+
+    @property
+    def home(self) -> OwnedPlan:
+        """The pool's first group: what reads one pool of an option (its GPU, network, rollout pool:
+        none) reads this."""
+        return self.groups[0]
+
+    @property
+    def gpu(self) -> GPUSpec:
+        return self.home.gpu
+
+    @property
+    def network(self) -> str:
+        return self.home.network
+
+    @property
+    def owned(self) -> OwnedPlan:
+        """The owned cluster the option runs on first: its first group (every group: ``groups``)."""
+        return self.home
+
+    @property
+    def reservation(self) -> None:
+        return None
+
+    @property
+    def rental(self) -> None:
+        return None
+
+    @property
+    def is_pool(self) -> bool:
+        return True
+
+    @property
+    def pay_as_you_go(self) -> bool:
+        return False
+
+    @property
+    def bridged_h(self) -> float:
+        """No other pool stands in for it before delivery."""
+        return 0.0
+
+    @property
+    def delivery_h(self) -> float:
+        """Hours until the pool is there: its lead time (every group's)."""
+        return self.home.lead_time_h
+
+    @property
+    def pricing(self) -> str:
+        return "owned"
+
+    @property
+    def side(self) -> str:
+        return side_of(self.pricing)
+
+    def unpriced(self) -> GroupedPlan:
+        """Every group unpriced (``OwnedPlan.unpriced``)."""
+        return replace(self, groups=tuple(g.unpriced() for g in self.groups))
 
     @property
     def gpus(self) -> int:

@@ -88,10 +88,14 @@ def node_groups(opt: OwnedOption, groups: tuple[NodeGroup, ...], scenario: Scena
     given) as a pool of node ``groups``: each group resolved as the option would be with that GPU
     type and node size alone (``_owned``), so its capex, power and catalog values are its type's.
     Bought at once: tranches and a rollout pool are not combined with groups."""
+    cat = effective_catalog(scenario, catalog or default_catalog())
+    return _grouped(opt, groups, i, economics_values(scenario, cat), cat, source, scenario.horizon_h)
+
+
+def _grouped(opt: OwnedOption, groups: tuple[NodeGroup, ...], i: int, econ: EconomicsValues, cat: Catalog,
+             source: str, horizon_h: float) -> GroupedPlan:
     if opt.tranches is not None or opt.rollout_pool is not None:
         raise ValueError("node groups are bought at once, without tranches or a rollout pool")
-    cat = effective_catalog(scenario, catalog or default_catalog())
-    econ = economics_values(scenario, cat)
     unknown = [g.gpu_type for g in groups if g.gpu_type not in cat.gpus]
     if unknown:
         raise ValueError(f"unknown GPU type {unknown[0]!r} in node groups (catalog: {', '.join(sorted(cat.gpus))})")
@@ -99,7 +103,7 @@ def node_groups(opt: OwnedOption, groups: tuple[NodeGroup, ...], scenario: Scena
     for k, g in enumerate(groups):
         one = opt.model_copy(update={"name": group_label(opt.name, groups, k), "gpu_type": g.gpu_type,
                                      "gpus": g.gpus, "gpus_per_node": g.gpus_per_node})
-        plans.append(_owned(one, i, econ, cat, source, scenario.horizon_h))
+        plans.append(_owned(one, i, econ, cat, source, horizon_h))
     return GroupedPlan(name=opt.name, groups=tuple(plans))
 
 
@@ -231,7 +235,9 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, source: str = "<
     econ = economics_values(scenario, cat)
     plans: list[Plan] = []
     for i, opt in enumerate(scenario.options):
-        if isinstance(opt, OwnedOption):
+        if isinstance(opt, OwnedOption) and opt.node_groups is not None:
+            plans.append(_grouped(opt, opt.node_groups, i, econ, cat, source, scenario.horizon_h))
+        elif isinstance(opt, OwnedOption):
             plans.append(_owned(opt, i, econ, cat, source, scenario.horizon_h))
         elif isinstance(opt, CloudOption):
             plans.append(_cloud(opt, i, cat, source, scenario.horizon_h))

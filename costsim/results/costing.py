@@ -27,6 +27,7 @@ from costsim.plan.fleet import Plan
 from costsim.plan.fleet import pools as plan_pools
 from costsim.plan.options import CloudPlan, OwnedPlan, nodes_needed
 from costsim.plan.tranches import residual_frac
+from costsim.results.groups import pool_wide_costs
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload.jobs import JobTable
 
@@ -181,7 +182,7 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
         for item, v in items.items():
             key = f"{item}:{part.name}" if by_part else item
             out[key] = out.get(key, 0.0) + v
-    return out
+    return out | pool_wide_costs(plan, econ, horizon_h, edges)  # a pool of node groups: staff and setup once
 
 
 def owned_costs(

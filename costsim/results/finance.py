@@ -31,7 +31,7 @@ import pandas as pd
 from costsim.models import economics as eco
 from costsim.models.intervals import hours_in_bins
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.fleet import Plan, pools
+from costsim.plan.fleet import Plan, burst_of, pools
 from costsim.plan.options import OwnedPlan
 from costsim.plan.tranches import book_value_at_usd
 from costsim.results.costing import bin_edges, term_prices
@@ -139,8 +139,9 @@ def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
 
 def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
     """What a GPU-hour of capacity costs when you own or commit to it (used or not); NaN for a
-    hybrid, whose total is two pools' and no one price."""
-    if len(pools(plan)) > 1:
+    hybrid, whose total is two pools' and no one price (a pool of node groups has one: its total
+    over all its groups' capacity)."""
+    if burst_of(plan) is not None:
         return np.nan
     if plan.owned is not None:
         # The cluster alone: rented rollout instances (rollout offload) are neither its cost nor its capacity.

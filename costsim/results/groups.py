@@ -1,45 +1,51 @@
-"""What an owned pool of node groups (``costsim.plan.groups``) costs, line by line.
+"""What an owned pool of node groups (``costsim.plan.groups``) costs beyond its groups' own lines.
 
-Each group is priced as the owned cluster it is, on the usage it carried (the record's part is a
-job's group): its capital from its own capex (each GPU type at its catalog price), its energy from
-its own nodes' idle and peak draw and the busy GPU-hours on it, its facility from its nodes' peak
-draw and its maintenance from its capex. What belongs to the pool as a whole is counted once:
-staff for all its GPUs (whole engineers: per group, the rounding and the minimum would be paid
-again) and the one-time setup.
-
-Not yet in the result tables: no scenario builds such a pool yet.
+Each group is priced as the owned cluster it is, on the usage it carried (``costing.parts``: the
+record's part is a job's group): its capital from its own capex (each GPU type at its catalog
+price), its energy from its own nodes' idle and peak draw and the busy GPU-hours on it, its
+facility from its nodes' peak draw and its maintenance from its capex (``PER_GROUP``). What belongs
+to the pool as a whole is counted once (``pool_wide_costs``): staff for all its GPUs (whole
+engineers: per group, the rounding and the minimum would be paid again) and the one-time setup. A
+job's share of them is its group's share of the pool's GPUs (``group_items``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from costsim.engine.run import UsageRecord
 from costsim.models import economics as eco
 from costsim.models.intervals import hours_in_bins
 from costsim.plan.economics import EconomicsValues
+from costsim.plan.fleet import Plan
 from costsim.plan.groups import GroupedPlan
-from costsim.results.costing import only, owned_costs
+from costsim.plan.options import CloudPlan, OwnedPlan
 
 PER_GROUP = ("capital", "energy", "facility", "maintenance")  # line items each group pays for itself
+POOL_WIDE = ("staff", "setup")  # line items the pool pays once
 
 
-def grouped_owned_costs(plan: GroupedPlan, econ: EconomicsValues, rec: UsageRecord, job_gpus: np.ndarray,
-                        horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
-    """Line items (USD) per bin of ``edges`` (hours) of a pool of node groups bought at once:
-    ``PER_GROUP`` items summed over the groups, each priced by ``owned_costs`` on its own usage;
-    staff for the pool's GPUs from its delivery; setup once, at the start. ``job_gpus``: GPUs each
-    job asked for (what it keeps busy within what it holds)."""
-    groups = plan.groups
-    lines = {item: np.zeros(len(edges) - 1) for item in (*PER_GROUP, "staff", "setup")}
-    for k, group in enumerate(groups):
-        own = owned_costs(group, econ, only(rec, k) if len(groups) > 1 else rec, job_gpus, horizon_h, edges)
-        for item in PER_GROUP:
-            lines[item] += own[item]
-        if k == 0:
-            lines["setup"] = own["setup"]
-    # Every group is delivered with the option (one lead time): staff for all their GPUs from then on.
-    delivered = min(groups[0].lead_time_h, horizon_h)
-    lines["staff"] = eco.staff_cost_usd(plan.gpus, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
-                                        hours_in_bins(delivered, horizon_h, edges), min_fte=econ.staff_min_fte)
-    return lines
+def pool_wide_costs(plan: Plan, econ: EconomicsValues, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
+    """``POOL_WIDE`` line items (USD) per bin of ``edges`` (hours) of a pool of node groups bought at
+    once: staff for the pool's GPUs from its delivery (one lead time for every group), setup once,
+    in the first bin; {} for any other option (its pools price their own)."""
+    if not isinstance(plan, GroupedPlan):
+        return {}
+    delivered = min(plan.delivery_h, horizon_h)
+    setup = np.zeros(len(edges) - 1)
+    if len(setup):
+        setup[0] = econ.setup_usd
+    return {"staff": eco.staff_cost_usd(plan.gpus, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
+                                        hours_in_bins(delivered, horizon_h, edges), min_fte=econ.staff_min_fte),
+            "setup": setup}
+
+
+def group_items(plan: Plan, part: OwnedPlan | CloudPlan, items: dict[str, float],
+                totals: dict[str, float]) -> dict[str, float]:
+    """A part's line item totals (USD) as the jobs on it share them: for a group of a pool of node
+    groups, its own ``PER_GROUP`` items and its share of the pool's ``POOL_WIDE`` ones (``totals``:
+    the option's) by its GPUs, so the groups' shares sum to the option's total; ``items`` for any
+    other part."""
+    if not isinstance(plan, GroupedPlan):
+        return items
+    share = part.gpus / plan.gpus if isinstance(part, OwnedPlan) else 0.0
+    return {**items, **{item: totals[item] * share for item in POOL_WIDE}}

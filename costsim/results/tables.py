@@ -30,7 +30,7 @@ import pandas as pd
 from costsim.engine.run import BASE, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.fleet import Plan, itemised_by_part
+from costsim.plan.fleet import Plan, burst_of, itemised_by_part
 from costsim.plan.fleet import pools as plan_pools
 from costsim.results import backlog, finance, to_target
 from costsim.results.advice import checkpoint_advice
@@ -47,6 +47,7 @@ from costsim.results.costing import (
     serving_rent_usd,
     serving_use,
 )
+from costsim.results.groups import group_items
 from costsim.scenario import Scenario
 from costsim.units import HOURS_PER_MONTH
 from costsim.workload.plan import PHASES, WorkPlan
@@ -146,8 +147,9 @@ def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPl
                 serving_cost += float(serving_rent_usd(rental, part_serving[0][1], horizon_h, whole)[0])
             continue
         part = replace(part, rollout=None)  # the pool alone: its rollout pool is a part of its own here
-        items = totals if len(pools) == 1 else {
-            item: float(v.sum()) for item, v in option_costs(part, econ, sub, jobs, horizon_h, whole, part_serving).items()}
+        items = totals if len(pools) == 1 else group_items(plan, part, {
+            item: float(v.sum()) for item, v in option_costs(part, econ, sub, jobs, horizon_h, whole, part_serving).items()},
+            totals)
         pool_total = sum(items.values()) - items["commitment_owed"]
         on_part = ~np.isnan(sub.start_h)
         pool_serving = float((part_serving[0][0] * hour).sum()) if part_serving else 0.0
@@ -241,7 +243,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     job, s, e, k = held_intervals(rec, H)
     started = ~np.isnan(rec.start_h) & (rec.start_h < H)
     # A hybrid's burst is its part 1, a fleet's its last; an option of one part has none.
-    burst = rec.part == len(plan_pools(plan)) - 1 if len(plan_pools(plan)) > 1 else np.zeros(n, dtype=bool)
+    burst = (rec.part == len(plan_pools(plan)) - 1 if burst_of(plan) is not None else np.zeros(n, dtype=bool))
     completed = started & (rec.end_h <= H)
     gpu_hours = np.bincount(job, weights=(e - s) * held_gpus(rec, k), minlength=n)  # rollout instances included
     delay = np.where(started, rec.start_h - jobs.submit_h, H - jobs.submit_h)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from costsim.engine import run as engine
 from costsim.models.serving import RangeMax
-from costsim.plan.fleet import pools
+from costsim.plan.fleet import burst_of, pools
 from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.plan.prepare import Prepared, attached
 from costsim.plan.prepare import prepare as prepare_plan
@@ -155,6 +155,7 @@ def simulate(
     works = [tuple(work_of(part) for part in pools(plan)) for plan in plans]  # a hybrid: base, burst
     budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),
                         max_events, source)
+    wanted = workload.wanted_gpu_types(scenario, jobs)  # the GPU type each job asks for (node groups choose by it)
     table = RangeMax(demand) if demand is not None else None
     serving = serving_key(scenario)
     ceiling = None if max_events is None else budget.ENGINE_MARGIN * max_events
@@ -166,14 +167,16 @@ def simulate(
         # Streams keyed by the option's name: adding or reordering options never shifts its draws.
         rngs = {name: stream(seed, name, plan.name) for name in ("failures", "preemptions", "provisioning")}
         # A fleet's later pools fail as the options they are would alone (the first is the option's home).
-        rngs.update({f"failures:{p.name}": stream(seed, "failures", p.name) for p in pools(plan)[1:-1]})
+        parts_of = pools(plan)
+        later = parts_of[1:len(parts_of) - (burst_of(plan) is not None)]  # a node group's pool: every later group
+        rngs.update({f"failures:{p.name}": stream(seed, "failures", p.name) for p in later})
         left = None if ceiling is None else max(ceiling - sum(r.events for r in records), 1)
         bare = plan.unpriced()  # nor does a run: prices are applied by results.build
         run_key = (jobs_key, unpriced_key(plan), serving, left)  # the work, horizon and seed are in jobs_key
 
         def run_it(plan=bare, parts=parts, rngs=rngs, left=left):
             return engine.run_option(plan, parts[0], scenario.horizon_h, parts[1:] if len(parts) > 1 else None,
-                                     serving=table, rngs=rngs, max_events=left)
+                                     serving=table, rngs=rngs, max_events=left, wanted=wanted)
 
         try:
             rec = cached(memo, "runs", run_key, run_it)

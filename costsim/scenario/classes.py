@@ -21,6 +21,7 @@ from costsim.scenario.bounds import (
     Count,
     Days,
     GPUCount,
+    GPUType,
     GrowthPerYear,
     Minutes,
     ParamsB,
@@ -305,6 +306,9 @@ class RLClass(StrictModel):
         0, description=f"Scheduling priority, higher first under the priority scheduler ({span(Priority)})."
     )
     gpus: GPUCount = Field(description=f"GPUs per job, a gang ({span(GPUCount)}).")
+    gpu_type: GPUType | None = Field(
+        None, description="GPU type its jobs run on: every option must have it (an owned option of node_groups: "
+        "some group; a hybrid or fleet: every part); null: any.")
     iterations: Count | Spread = Field(
         description=f"Iterations per job: a number ({span(Count)}), or {{mean, cv}} (lognormal, rounded, at least 1)."
     )

@@ -146,6 +146,9 @@ def part_problems(fleet: FleetOption, by_name: dict) -> list[tuple[tuple[str | i
             out.append((at, f"{part.option!r} is not an option of this scenario (options: {', '.join(sorted(by_name))})"))
         elif isinstance(opt, FleetOption | HybridOption):
             out.append((at, f"option {opt.name!r} is a {opt.kind}; a fleet's parts are owned or cloud options"))
+        elif getattr(opt, "node_groups", None) is not None:
+            out.append((at, f"option {opt.name!r} has node_groups; a fleet's parts are one gpu_type each (a pool "
+                            "of node groups is not a fleet's part)"))
         elif k == last and not (isinstance(opt, CloudOption) and opt.pricing in ("on_demand", "spot")):
             if any(p[1].startswith("pool part") for p in out):
                 continue  # the burst came too early: said once, at that part

@@ -24,6 +24,7 @@ from costsim.scenario.bounds import (
     MIN_JOB_H,
     Days,
     GPUCount,
+    GPUType,
     GrowthPerYear,
     Priority,
     float_bounds,
@@ -186,6 +187,9 @@ class JobClass(StrictModel):
     priority: Priority = Field(
         0, description=f"Scheduling priority, higher first under the priority scheduler ({span(Priority)})."
     )
+    gpu_type: GPUType | None = Field(
+        None, description="GPU type its jobs run on: every option must have it (an owned option of node_groups: "
+        "some group; a hybrid or fleet: every part); null: any.")
     start_day: Days = Field(0.0, description=f"Day the arrivals start ({span(Days)}).")
     growth_per_year: GrowthPerYear = Field(
         0.0, description=f"Compound growth of the arrival rate, a fraction per year ({span(GrowthPerYear)}; 0.8: "

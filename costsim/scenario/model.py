@@ -32,6 +32,7 @@ from costsim.scenario.bounds import (
 from costsim.scenario.classes import RLClass
 from costsim.scenario.fleet import FleetOption, Option, part_problems
 from costsim.scenario.jobclass import JobClass
+from costsim.scenario.node_groups import gpu_type_problems, grouped_use_problems
 from costsim.scenario.options import CloudOption, HybridOption, OwnedOption
 from costsim.scenario.pinned import CatalogValues
 from costsim.scenario.targets import DEFAULT_TARGETS, target_problem
@@ -265,6 +266,7 @@ class Scenario(StrictModel):
             if isinstance(opt, HybridOption):
                 self._check_hybrid(opt)
         self._check_fleets()
+        self._check_node_groups()
         self._check_rollout_pools()
         self._check_scaling_references()
         return self
@@ -315,6 +317,17 @@ class Scenario(StrictModel):
                 continue
             errors.append(InitErrorDetails(type=PydanticCustomError("rollout_pool", "{why}", {"why": why}),
                                            loc=("options", i, opt.kind, "rollout_pool"), input=name))
+        if errors:
+            raise ValidationError.from_exception_data("Scenario", errors)
+
+    def _check_node_groups(self) -> None:
+        """What a pool of node groups cannot be used with (``node_groups.grouped_use_problems``) and
+        each class asking for a GPU type an option cannot give it (``node_groups.gpu_type_problems``),
+        raised at the field to fix."""
+        found = grouped_use_problems(self.options, self.serving) + gpu_type_problems(
+            {"classes": self.workload.classes, "job_classes": self.workload.job_classes}, self.options)
+        errors = [InitErrorDetails(type=PydanticCustomError("node_groups", "{why}", {"why": why}), loc=at, input=None)
+                  for at, why in found]
         if errors:
             raise ValidationError.from_exception_data("Scenario", errors)
 

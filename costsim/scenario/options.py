@@ -32,6 +32,7 @@ from costsim.scenario.bounds import (
     float_bounds,
     span,
 )
+from costsim.scenario.node_groups import MAX_NODE_GROUPS, NodeGroup, groups_total_problem, with_group_totals
 from costsim.scenario.tranches import ResalePoint, Tranche
 
 DEFAULT_PROVISIONING_DELAY_H = 0.25
@@ -135,6 +136,13 @@ class OwnedOption(StrictModel):
         "after the last. It sets the value credited at the horizon, the residual at the end of the "
         "depreciation life and a lease's residual; null: economics.residual_value_frac, straight line.")
     gpus_per_node: NodeGPUs | None = Field(None, description=f"GPUs per node ({span(NodeGPUs)}); null: catalog.")
+    node_groups: tuple[NodeGroup, ...] | None = Field(
+        None, min_length=1, max_length=MAX_NODE_GROUPS,
+        description="Nodes of different GPU types and sizes under one scheduler: [{gpu_type, nodes, gpus_per_node}], "
+        f"at most {MAX_NODE_GROUPS}; a job runs within one group, of the gpu_type its class asks for (any if none). "
+        "With node_groups, gpu_type and gpus_per_node are each group's (left out) and gpus is their total (may be "
+        "left out); bought at once (no tranches), without rollout_pool, serving, or being a hybrid's base or a "
+        "fleet's part; null: one group, gpu_type × gpus.")
     network: Network = Field("infiniband", description="Inter-node fabric: infiniband | roce.")
     lead_time_days: Days | None = Field(
         None, description=f"Days from the start until the cluster can run jobs ({span(Days)}); null: catalog."
@@ -161,6 +169,12 @@ class OwnedOption(StrictModel):
             # A bad size is the tranche's own error: the total of the others stands in, so it is the only one.
             data = {**data, "gpus": max(1, sum(g for g in sizes if type(g) is int and g > 0))}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _totals_of_node_groups(cls, data):
+        """With node groups, the option's gpu_type is the first group's and its gpus their total."""
+        return with_group_totals(data)
 
     @field_validator("tranches")
     @classmethod
@@ -194,16 +208,26 @@ class OwnedOption(StrictModel):
             if total != self.gpus:
                 raise ValueError(f"gpus ({self.gpus}) is not the tranches' total ({total}): leave gpus out or "
                                  "make it their sum")
+        if self.node_groups is not None:
+            problem = groups_total_problem(self.gpus, self.node_groups)
+            if problem is not None:
+                raise ValueError(problem)
+            if self.rollout_pool is not None:
+                raise ValueError("rollout_pool does not apply with node_groups (rollouts are not offloaded from a "
+                                 "pool of node groups)")
         check_rollout_link(self)
         return self
 
     @model_serializer(mode="wrap")
     def _without_derived_gpus(self, handler):
         """With tranches, a dump (YAML, the editor's data) leaves ``gpus`` out: it is their total,
-        filled in again when read back, so editing the tranches alone stays valid."""
+        filled in again when read back, so editing the tranches alone stays valid. With node groups,
+        ``gpu_type`` too (the first group's)."""
         data = handler(self)
-        if self.tranches is not None and isinstance(data, dict):
+        if (self.tranches is not None or self.node_groups is not None) and isinstance(data, dict):
             data.pop("gpus", None)
+        if self.node_groups is not None and isinstance(data, dict):
+            data.pop("gpu_type", None)
         return data
 
 

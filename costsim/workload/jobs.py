@@ -297,3 +297,21 @@ def _why_reserved(job_id: str, class_names: list[str]) -> str:
                     "rename it in the trace, or rename the class")
     return (f"{job_id!r} ends like the ids of the copies arrival_scale > 1 makes (<id>{COPY_MARK}<k>): "
             f"rename it in the trace")
+
+
+def wanted_gpu_types(scenario: Scenario, jobs: JobTable) -> list[str | None] | None:
+    """Per job, the GPU type its class asks for (``gpu_type``; None: any), trace jobs any; None when
+    no class asks for one. A job class's jobs are told from trace rows of the same ``job_class`` by
+    their ids, ``<class>-NNNNN``, a form a trace may not use (``reserved_id_problems``)."""
+    rl = [cls.gpu_type for cls in scenario.workload.classes]
+    plain = {cls.name: cls.gpu_type for cls in scenario.workload.job_classes if cls.gpu_type is not None}
+    if not plain and all(t is None for t in rl):
+        return None
+    out: list[str | None] = [None] * len(jobs)
+    for i in np.flatnonzero(jobs.class_index >= 0):
+        out[i] = rl[jobs.class_index[i]]
+    for name, gpu_type in plain.items():
+        for i in np.flatnonzero((jobs.class_index == TRACE_CLASS) & (jobs.job_class == name)):
+            if str(jobs.job_id[i]).startswith(f"{name}-"):
+                out[i] = gpu_type
+    return out

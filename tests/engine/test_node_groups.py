@@ -85,7 +85,7 @@ def test_a_job_asking_a_type_no_group_has_never_starts_and_fits_says_so(tmp_path
 
 def test_unknown_gpu_type_and_tranches_are_refused(tmp_path):
     sc = scenario(tmp_path, [(0.0, 8, 1.0)], [owned(gpus=8, gpus_per_node=8)], horizon_days=1)
-    with pytest.raises(ValueError, match="unknown GPU type 'H1000'"):
+    with pytest.raises(ValueError, match="Input should be 'H100'"):  # a group is the schema's NodeGroup
         pool(sc, ("H100", 1, 8), ("H1000", 1, 8))
     with pytest.raises(ValueError, match="without tranches"):
         pool(sc, ("H100", 1, 8), tranches=(sc.options[0],))  # any non-None tranches

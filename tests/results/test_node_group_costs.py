@@ -1,4 +1,4 @@
-"""What a pool of node groups costs (costsim/results/groups.py): by hand on a two-type pool, and a
+"""What a pool of node groups costs (costsim/results/costing.py, costsim/results/groups.py): by hand on a two-type pool, and a
 pool of one group against the plain owned cluster's line items."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from costsim.engine.run import run_groups, run_option
 from costsim.models import economics as eco
 from costsim.plan.groups import NodeGroup
 from costsim.plan.resolve import economics_values, node_groups, resolve
-from costsim.results.costing import owned_costs
-from costsim.results.groups import grouped_owned_costs
+from costsim.results.costing import OWNED_ITEMS, option_costs, owned_costs
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 from costsim.workload.jobs import generate
 from costsim.workload.plan import plan_work
@@ -35,7 +34,7 @@ def test_two_types_by_hand(tmp_path):
     assert rec.part.tolist() == [0, 1]
     econ, cat = economics_values(sc), default_catalog()
     h, a = cat.gpus["H100"], cat.gpus["A100"]
-    lines = grouped_owned_costs(plan, econ, rec, np.asarray(jobs.gpus), HORIZON_H, np.array([0.0, HORIZON_H]))
+    lines = option_costs(plan, econ, rec, jobs, HORIZON_H, np.array([0.0, HORIZON_H]))
     kwh = (h.node_idle_kw * 24 + (h.node_max_kw - h.node_idle_kw) / 8 * 80
            + a.node_idle_kw * 24 + (a.node_max_kw - a.node_idle_kw) / 8 * 20)
     assert lines["energy"][0] == pytest.approx(kwh * econ.pue * econ.electricity_usd_per_kwh, rel=1e-12)
@@ -65,7 +64,7 @@ def test_one_group_costs_what_the_plain_cluster_does(tmp_path):
     edges = np.arange(0.0, sc.horizon_h + 1, 24.0)
     econ = economics_values(sc)
     a = owned_costs(plain, econ, rec, np.asarray(jobs.gpus), sc.horizon_h, edges)
-    b = grouped_owned_costs(plan, econ, rec, np.asarray(jobs.gpus), sc.horizon_h, edges)
-    assert a.keys() == b.keys()
+    b = option_costs(plan, econ, rec, jobs, sc.horizon_h, edges)
+    assert a.keys() == set(OWNED_ITEMS)
     for item in a:
         np.testing.assert_allclose(b[item], a[item], rtol=1e-12, err_msg=item)

@@ -1,0 +1,126 @@
+"""An owned cluster of node groups (``OwnedOption.node_groups``): nodes of different sizes and GPU
+types under one scheduler, as real clusters are (docs/scenarios.md, "Node groups").
+
+With ``node_groups`` the option's own ``gpu_type`` and ``gpus_per_node`` are each group's, so they
+are not written; ``gpus`` is the groups' total (it may be left out, as with tranches). The option
+keeps ``gpu_type`` (its first group's) and ``gpus`` (the total) filled in, so code that reads an
+owned option's single type sees a valid one; what the pool is made of is read from its groups
+(``costsim.plan.facts.capacity_label``, ``costsim.plan.groups``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeAlias
+
+from pydantic import Field
+
+from costsim.scenario.base import StrictModel
+from costsim.scenario.bounds import MAX_GPUS, GPUType, NodeGPUs, int_bounds, span
+
+# A job's group is recorded as its part in the engine (int8; parts from 100 on are rollout pools).
+MAX_NODE_GROUPS = 100
+NodeCount: TypeAlias = Annotated[int, *int_bounds(ge=1, le=MAX_GPUS)]
+# Option fields each group sets for itself: written beside node_groups they would be ambiguous.
+PER_GROUP_FIELDS = ("gpu_type", "gpus_per_node")
+
+
+class NodeGroup(StrictModel):
+    """``nodes`` nodes of ``gpus_per_node`` GPUs of catalog type ``gpu_type``: one part of an owned
+    pool, priced and timed as that type."""
+
+    gpu_type: GPUType = Field(description="Catalog GPU type of the group's nodes.")
+    nodes: NodeCount = Field(description=f"Nodes in the group ({span(NodeCount)}).")
+    gpus_per_node: NodeGPUs = Field(description=f"GPUs per node ({span(NodeGPUs)}).")
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the group: nodes × GPUs per node."""
+        return self.nodes * self.gpus_per_node
+
+
+def with_group_totals(data: Any) -> Any:
+    """An owned option's data with ``gpu_type`` (the first group's) and ``gpus`` (the groups' total,
+    unless written) filled in from its ``node_groups``; ValueError when a field each group sets for
+    itself is written too, or tranches are (a pool of groups is bought at once). Data without
+    groups, or whose groups are malformed (their own errors), is returned as it is."""
+    if not isinstance(data, dict) or not isinstance(data.get("node_groups"), list | tuple):
+        return data
+    if data.get("tranches") is not None:
+        raise ValueError("node_groups are bought at once: tranches do not apply with node_groups")
+    written = [f for f in PER_GROUP_FIELDS if data.get(f) is not None]
+    if written:
+        raise ValueError(f"{' and '.join(written)} {'is' if len(written) == 1 else 'are'} each node group's: leave "
+                         f"{'it' if len(written) == 1 else 'them'} out of an option with node_groups")
+    groups = [g if isinstance(g, dict) else getattr(g, "__dict__", {}) for g in data["node_groups"]]
+    types = [g.get("gpu_type") for g in groups]
+    sizes = [g.get("nodes", 0) * g.get("gpus_per_node", 0) for g in groups
+             if type(g.get("nodes")) is int and type(g.get("gpus_per_node")) is int]
+    filled = dict(data)
+    if types and isinstance(types[0], str):
+        filled["gpu_type"] = types[0]
+    # A bad group is its own error: the total of the others stands in, so it is the only one.
+    filled.setdefault("gpus", max(1, sum(s for s in sizes if s > 0)))
+    return filled
+
+
+def groups_total_problem(gpus: int, groups: tuple[NodeGroup, ...]) -> str | None:
+    """Why ``gpus`` written beside ``groups`` is wrong (it is not their total), None when it is."""
+    total = sum(g.gpus for g in groups)
+    if gpus != total:
+        return f"gpus ({gpus}) is not the node groups' total ({total}): leave gpus out or make it their sum"
+    return None
+
+
+def option_gpu_types(opt: Any, by_name: dict[str, Any]) -> tuple[str, ...]:
+    """Every GPU type a job of ``opt`` may be given: an owned option's groups' (its one type
+    without), a cloud option's, each part's of a hybrid or fleet (their routers do not choose
+    parts by GPU type, so a job there may run on any part)."""
+    groups = getattr(opt, "node_groups", None)
+    if groups is not None:
+        return tuple(dict.fromkeys(g.gpu_type for g in groups))
+    if opt.kind in ("owned", "cloud"):
+        return (opt.gpu_type,)
+    names = (opt.base, opt.burst) if opt.kind == "hybrid" else opt.part_names()
+    return tuple(dict.fromkeys(t for n in names if n in by_name for t in option_gpu_types(by_name[n], by_name)))
+
+
+def gpu_type_problems(classes: dict[str, tuple[Any, ...]], options: tuple[Any, ...]) -> list[tuple[tuple, str]]:
+    """(location, why) of each class asking for a GPU type (``gpu_type``) that an option cannot
+    always give it: an option of node groups with no group of that type, any other option with
+    GPUs of another type (a single-type option, or a part of a hybrid or fleet). ``classes``: the
+    workload's field name (``classes``, ``job_classes``) to its classes."""
+    by_name = {o.name: o for o in options}
+    out = []
+    for field, group in classes.items():
+        for k, cls in enumerate(group):
+            if cls.gpu_type is None:
+                continue
+            for opt in options:
+                types = option_gpu_types(opt, by_name)
+                grouped = getattr(opt, "node_groups", None) is not None
+                if (cls.gpu_type in types) if grouped else (set(types) <= {cls.gpu_type}):
+                    continue
+                has = (f"node groups of {', '.join(types)} only" if grouped else
+                       f"{' and '.join(types)} GPUs" + ("" if opt.kind in ("owned", "cloud") else " (in its parts)"))
+                out.append((("workload", field, k, "gpu_type"), (
+                    f"class {cls.name!r} asks for {cls.gpu_type} GPUs but option {opt.name!r} has {has}: its jobs "
+                    "run only on the GPU type they ask for (leave gpu_type out for any)")))
+                break  # one option named per class: the fix is the class's type or that option
+    return out
+
+
+def grouped_use_problems(options: tuple[Any, ...], serving: object) -> list[tuple[tuple, str]]:
+    """(location, why) of each use of an option of node groups the engine does not run: serving
+    beside it, as a hybrid's base (a fleet's part: ``fleet.part_problems``)."""
+    grouped = {o.name for o in options if getattr(o, "node_groups", None) is not None}
+    out = []
+    for i, opt in enumerate(options):
+        if opt.name in grouped and serving is not None:
+            out.append((("options", i, "owned", "node_groups"), (
+                "serving does not run on a pool of node groups: leave serving out of this scenario or give "
+                f"option {opt.name!r} one gpu_type and gpus")))
+        if opt.kind == "hybrid" and opt.base in grouped:
+            out.append((("options", i, "hybrid", "base"), (
+                f"option {opt.base!r} has node_groups; a hybrid's base is one gpu_type and gpus (a pool of node "
+                "groups is not burst from)")))
+    return out
