@@ -92,7 +92,7 @@ def current_knobs(scenario: Scenario) -> Knobs:
     plans = resolve(scenario)
     owned_plans = facts.owned_plans(plans)
     econ = economics_values(scenario)
-    owned = facts.owned_options(scenario)
+    owned = [o for o in facts.owned_options(scenario) if not facts.has_node_groups(o)]  # sized by their groups
     return Knobs(
         owned_gpus={o.name: o.gpus for o in owned},
         cloud_price={name: float(plan.price_per_gpu_hour) for name, plan in facts.cloud_plans(plans).items()},
@@ -146,7 +146,7 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
     data = copy.deepcopy(before)
     for opt in data["options"]:
         name = opt["name"]
-        if facts.is_owned(opt):
+        if facts.is_owned(opt) and not facts.has_node_groups(opt):
             gpus = knobs.owned_gpus.get(name)
             if _changed(gpus, was.owned_gpus[name]):
                 opt["gpus"] = int(gpus)
@@ -190,7 +190,7 @@ def knob_paths(scenario: Scenario) -> dict[tuple, str]:
     paths: dict[tuple, str] = {("horizon_days",): "horizon", ("seed",): "seed",
                                ("workload", "arrival_scale"): "scale"}
     for i, opt in enumerate(scenario.options):
-        if facts.is_owned(opt):
+        if facts.is_owned(opt) and not facts.has_node_groups(opt):
             paths[("options", i, "gpus")] = f"gpus:{opt.name}"
             paths[("options", i, "capex_usd_per_gpu")] = f"capex:{opt.name}"
             paths[("options", i, "lead_time_days")] = f"lead:{opt.name}"

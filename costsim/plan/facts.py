@@ -123,6 +123,27 @@ def committed_gpus(opt: OptionLike) -> int | None:
     return _field(opt, "reserved_gpus") if is_reserved(opt) else None
 
 
+def has_node_groups(opt: OptionLike) -> bool:
+    """An owned pool of node groups (``node_groups``): sized and typed group by group, not by its
+    ``gpus`` and ``gpu_type`` (the dashboard's size and price knobs leave it alone)."""
+    return is_owned(opt) and _field(opt, "node_groups") is not None
+
+
+def gpu_counts(opt: OptionLike) -> list[tuple[int, str]]:
+    """The GPUs an owned or reserved option holds, as (count, GPU type) per type in the order
+    written: a pool of node groups' per type (``[(128, "H100"), (64, "A100")]``), one pair for a
+    single type; [] for capacity rented per use, a hybrid, a fleet, or a count not given."""
+    if has_node_groups(opt):
+        out: dict[str, int] = {}
+        for g in _field(opt, "node_groups"):
+            t, n, per = (_field(g, k) for k in ("gpu_type", "nodes", "gpus_per_node"))
+            if isinstance(t, str) and type(n) is int and type(per) is int:
+                out[t] = out.get(t, 0) + n * per
+        return [(n, t) for t, n in out.items()]
+    count, gpu = committed_gpus(opt), gpu_type(opt)
+    return [(count, gpu)] if isinstance(count, int) and isinstance(gpu, str) else []
+
+
 def gpu_type(opt: OptionLike) -> str | None:
     """The GPU type of an option with capacity of its own; None for a hybrid or fleet (its parts have theirs)."""
     return _field(opt, "gpu_type")

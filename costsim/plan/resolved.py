@@ -17,6 +17,7 @@ from typing import Any
 from costsim.catalog.load import Catalog, default_catalog
 from costsim.catalog.pins import effective_catalog
 from costsim.plan.fleet import Plan, pools
+from costsim.plan.groups import GroupedPlan
 from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.plan.resolve import default_capex_per_gpu, economics_values, resolve
 from costsim.scenario.io import scenario_from_data
@@ -38,14 +39,18 @@ def _whole(x: Any) -> Any:
     return int(x) if isinstance(x, float) and x.is_integer() else x
 
 
-def _owned(opt: dict, plan: OwnedPlan, cat: Catalog, econ) -> dict:
-    if opt.get("capex_usd_per_gpu") is None:
+def _owned(opt: dict, plan: OwnedPlan | GroupedPlan, cat: Catalog, econ) -> dict:
+    # A pool of node groups keeps a blank capex and no node size: each group's type prices its GPUs
+    # (the catalog's server price, which no catalog: section pins) and its nodes are the group's.
+    single = isinstance(plan, OwnedPlan)
+    if single and opt.get("capex_usd_per_gpu") is None:
         # The same expression catalog.resolve prices it with, so the float is the same to the last bit.
         opt["capex_usd_per_gpu"] = default_capex_per_gpu(plan.gpu, cat.fabrics[plan.network]["capex_frac"],
                                                          econ.storage_capex_frac, econ.install_capex_frac)
     if opt.get("lead_time_days") is None:
         opt["lead_time_days"] = cat.economics["lead_time_days"]
-    opt["gpus_per_node"] = plan.gpus_per_node
+    if single:
+        opt["gpus_per_node"] = plan.gpus_per_node
     if opt.get("failures") == "catalog":
         rel = cat.reliability
         opt["failures"] = {"node_failures_per_1000_node_days": rel["node_failures_per_1000_node_days"],
@@ -109,7 +114,7 @@ def resolve_scenario(scenario: Scenario, catalog: Catalog | None = None) -> Scen
     link = cat.rl["rollout_link_gb_s"]
     for opt in data["options"]:
         plan = by_name[opt["name"]]
-        if isinstance(plan, OwnedPlan):
+        if isinstance(plan, OwnedPlan | GroupedPlan):
             _owned(opt, plan, cat, econ)
         elif isinstance(plan, CloudPlan):
             _cloud(opt, plan, cat)

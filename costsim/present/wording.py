@@ -16,7 +16,7 @@ from costsim.plan import facts
 from costsim.present.formats import duration, money, percent, plain, significant
 from costsim.scenario import Scenario
 
-__all__ = ["capitalised", "delay_trade", "describe", "flip_reason", "horizon", "met_clause", "metric_name", "misses",
+__all__ = ["capitalised", "delay_trade", "describe", "flip_reason", "gpus_text", "horizon", "met_clause", "metric_name", "misses",
            "misses_briefly", "pct", "shown", "target_text", "targets_text"]
 
 
@@ -37,11 +37,17 @@ def describe(name: str, scenario: Scenario | None) -> str:
         return f"{', then '.join(pools)} and bursting to {burst}{sampling} ({name})"
     gpu = facts.gpu_type(opt)
     if facts.is_owned(opt):
-        return f"owning {facts.committed_gpus(opt):,} {gpu}s{sampling} ({name})"
+        return f"owning {gpus_text(opt)}{sampling} ({name})"
     committed = facts.committed_gpus(opt)
     if committed:
         return f"reserving {committed:,} {gpu}s{sampling} ({name})"
     return f"renting {facts.pricing_label(scenario, opt).replace('_', '-')} {gpu}s ({name})"
+
+
+def gpus_text(opt: facts.OptionLike) -> str:
+    """What an owned or reserved option holds, in words: "384 H100s", a pool of node groups' types
+    "128 H100s + 64 A100s"; "" when its data does not say (an option being edited)."""
+    return " + ".join(f"{count:,} {gpu}s" for count, gpu in facts.gpu_counts(opt))
 
 
 def capitalised(text: str) -> str:

@@ -134,8 +134,9 @@ def assumptions(scenario: Scenario, catalog: Catalog | None = None) -> pd.DataFr
                 out.add(what, getattr(econ, key), unit, getattr(given_econ, key), f"economics.{key}")
     out.add("discount rate (net present value)", econ.discount_rate, "per year", given_econ.discount_rate,
             "economics.discount_rate")
+    by_name = {p.name: p for p in plans}
     for option, as_resolved in zip(owned, facts.owned_options(done), strict=True):  # resolving keeps kinds and order
-        _owned_rows(out, option, as_resolved, cat, installed)
+        _owned_rows(out, option, as_resolved, pools(by_name[option.name]), cat, installed)
         for j, (t, t_done) in enumerate(zip(option.tranches or (), as_resolved.tranches or (), strict=True)):
             if t.payment == "lease":  # a blank rate is the cost of capital, as the scenario or catalog says
                 given = t.lease_rate_per_year if t.lease_rate_per_year is not None else given_econ.cost_of_capital
@@ -164,20 +165,28 @@ def assumptions(scenario: Scenario, catalog: Catalog | None = None) -> pd.DataFr
     return pd.DataFrame(out.rows, columns=list(COLUMNS))
 
 
-def _owned_rows(out: _Rows, opt: OwnedOption, done: OwnedOption, cat: Catalog, installed: Catalog) -> None:
-    source = date = ""
-    if opt.capex_usd_per_gpu is None:
-        gpu, econ = cat.gpus[opt.gpu_type], installed.economics
-        server = out.entries[f"gpus.{opt.gpu_type}.server_price_usd"]
-        # The derivation names its inputs as the catalog and scenario state them (``show``): the
-        # table is data, written as assumptions.csv by costsim.runs, and worded by no front end.
-        source = (f"{opt.gpu_type} server ${gpu.server_price_usd:,.0f} ÷ {gpu.gpus_per_node} GPUs × "
-                  f"(1 + fabric {show(cat.fabrics[opt.network]['capex_frac'])} + storage "
-                  f"{show(econ['storage_capex_frac'])} + installation {show(econ['install_capex_frac'])}); "
-                  f"server price: {server.source}")
-        date = server.date
-    out.add(f"capex per GPU, {opt.name} ({opt.gpu_type}, {opt.network})", done.capex_usd_per_gpu, "USD per GPU",
-            opt.capex_usd_per_gpu, f"gpus.{opt.gpu_type}.server_price_usd", source, date)
+def _owned_rows(out: _Rows, opt: OwnedOption, done: OwnedOption, parts: list, cat: Catalog,
+                installed: Catalog) -> None:
+    """An owned option's capex per GPU (each GPU type of a pool of node groups, ``parts``: its
+    plan's pools), lead time and failures."""
+    first: dict[str, Any] = {}
+    for p in parts:
+        first.setdefault(p.gpu.name, p)  # the first group of each type (every group of it costs the same)
+    for gpu_type, part in first.items():
+        source = date = ""
+        if opt.capex_usd_per_gpu is None:
+            gpu, econ = cat.gpus[gpu_type], installed.economics
+            server = out.entries[f"gpus.{gpu_type}.server_price_usd"]
+            # The derivation names its inputs as the catalog and scenario state them (``show``): the
+            # table is data, written as assumptions.csv by costsim.runs, and worded by no front end.
+            source = (f"{gpu_type} server ${gpu.server_price_usd:,.0f} ÷ {gpu.gpus_per_node} GPUs × "
+                      f"(1 + fabric {show(cat.fabrics[opt.network]['capex_frac'])} + storage "
+                      f"{show(econ['storage_capex_frac'])} + installation {show(econ['install_capex_frac'])}); "
+                      f"server price: {server.source}")
+            date = server.date
+        value = done.capex_usd_per_gpu if opt.node_groups is None else part.capex_usd / part.gpus
+        out.add(f"capex per GPU, {opt.name} ({gpu_type}, {opt.network})", value, "USD per GPU",
+                opt.capex_usd_per_gpu, f"gpus.{gpu_type}.server_price_usd", source, date)
     out.add(f"lead time, {opt.name}", done.lead_time_days, "days", opt.lead_time_days, "economics.lead_time_days")
     if done.failures is not None:
         assert isinstance(done.failures, Failures)  # resolved: "catalog" is replaced by the catalog's values

@@ -30,7 +30,7 @@ import pandas as pd
 from costsim.engine.run import BASE, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.fleet import Plan, burst_of, itemised_by_part
+from costsim.plan.fleet import Plan, burst_of, gpu_label, itemised_by_part
 from costsim.plan.fleet import pools as plan_pools
 from costsim.results import backlog, finance, to_target
 from costsim.results.advice import checkpoint_advice
@@ -103,7 +103,7 @@ def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFram
         per_it = work.phase_s[idx].sum(axis=0) / planned if planned else np.full(len(PHASES), np.nan)
         means = dict(zip(PHASES, per_it, strict=True))
         rows.append({
-            "option": plan.name, "job_class": cls.name, "gpu_type": plan.gpu.name, "network": plan.network,
+            "option": plan.name, "job_class": cls.name, "gpu_type": gpu_label(plan, cls.gpu_type), "network": plan.network,
             "jobs": int(idx.sum()), "iterations_planned": planned,
             **{f"{p}_s": means[p] for p in PHASES if p not in ("total", "straggler")}, "iteration_s": means["total"],
             "rollout_share": means["rollout"] / means["total"] if planned else np.nan,

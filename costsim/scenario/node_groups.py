@@ -90,6 +90,10 @@ def gpu_type_problems(classes: dict[str, tuple[Any, ...]], options: tuple[Any, .
     GPUs of another type (a single-type option, or a part of a hybrid or fleet). ``classes``: the
     workload's field name (``classes``, ``job_classes``) to its classes."""
     by_name = {o.name: o for o in options}
+    grouped = {o.name for o in options if getattr(o, "node_groups", None) is not None}
+    # A hybrid or fleet built on a pool of node groups is refused as such (``grouped_use_problems``).
+    built_on_groups = {o.name for o in options if o.kind in ("hybrid", "fleet")
+                       and grouped & set((o.base, o.burst) if o.kind == "hybrid" else o.part_names())}
     out = []
     for field, group in classes.items():
         for k, cls in enumerate(group):
@@ -97,10 +101,10 @@ def gpu_type_problems(classes: dict[str, tuple[Any, ...]], options: tuple[Any, .
                 continue
             for opt in options:
                 types = option_gpu_types(opt, by_name)
-                grouped = getattr(opt, "node_groups", None) is not None
-                if (cls.gpu_type in types) if grouped else (set(types) <= {cls.gpu_type}):
+                if opt.name in built_on_groups or ((cls.gpu_type in types) if opt.name in grouped
+                                                   else set(types) <= {cls.gpu_type}):
                     continue
-                has = (f"node groups of {', '.join(types)} only" if grouped else
+                has = (f"node groups of {', '.join(types)} only" if opt.name in grouped else
                        f"{' and '.join(types)} GPUs" + ("" if opt.kind in ("owned", "cloud") else " (in its parts)"))
                 out.append((("workload", field, k, "gpu_type"), (
                     f"class {cls.name!r} asks for {cls.gpu_type} GPUs but option {opt.name!r} has {has}: its jobs "
