@@ -95,6 +95,8 @@ BAD = [
      ["s.yaml:12:5", "options.0", "gpus (16) is not the node groups' total (24)"]),
     ("with-tranches", GROUPED.replace("    kind: owned\n", "    kind: owned\n    tranches: [{gpus: 24}]\n"),
      ["options.0", "tranches do not apply with node_groups"]),
+    ("rollout-pool", GROUPED.replace("    failures: null\n", "    failures: null\n    rollout_pool: rent\n"),
+     ["s.yaml:12:5", "options.0", "rollout_pool does not apply with node_groups"]),
     ("unknown-field-in-a-group", GROUPED.replace("nodes: 1, gpus_per_node: 8}", "nodes: 1, gpus_per_node: 8, x: 1}"),
      ["s.yaml:16:54", "options.0.node_groups.1.x"]),
     ("no-group-holds-the-job", GROUPED.replace("      gpus: 8\n      gpu_type", "      gpus: 16\n      gpu_type"),
