@@ -159,6 +159,7 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Se
         arrive = FleetRouter(env, clusters, burst, waits, plan.bridge_until_ready, asked, rec).arrive
         cluster = clusters[0]
     elif plan.is_pool:
+        assert not isinstance(plan, GroupedPlan)  # run by run_groups
         cluster = _owned(env, plan, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         arrive = cluster.arrive
     else:

@@ -157,6 +157,12 @@ def gpu_label(plan: Plan, gpu_type: str | None = None) -> str:
     return plan.gpu.name
 
 
+def node_group_pool(plan: Plan) -> GroupedPlan | None:
+    """The option as a pool of node groups (what its groups share: staff, setup), None for any other
+    option."""
+    return plan if isinstance(plan, GroupedPlan) else None
+
+
 def burst_of(plan: Plan) -> CloudPlan | None:
     """The rented part a hybrid's or fleet's jobs burst to (its last in ``pools``); None for an
     option without one, a pool of node groups included."""

@@ -109,6 +109,10 @@ class GroupedPlan:
         """GPUs of the whole pool: the groups' sum."""
         return sum(g.gpus for g in self.groups)
 
+    def gpu_share(self, group: str) -> float:
+        """The share of the pool's GPUs in the group named ``group`` (0 for a name of none)."""
+        return sum(g.gpus for g in self.groups if g.name == group) / self.gpus
+
     @property
     def nodes(self) -> int:
         return sum(g.nodes for g in self.groups)

@@ -39,18 +39,22 @@ def _whole(x: Any) -> Any:
     return int(x) if isinstance(x, float) and x.is_integer() else x
 
 
-def _owned(opt: dict, plan: OwnedPlan | GroupedPlan, cat: Catalog, econ) -> dict:
-    # A pool of node groups keeps a blank capex and no node size: each group's type prices its GPUs
-    # (the catalog's server price, which no catalog: section pins) and its nodes are the group's.
-    single = isinstance(plan, OwnedPlan)
-    if single and opt.get("capex_usd_per_gpu") is None:
+def _one_type(opt: dict, plan: OwnedPlan, cat: Catalog, econ) -> None:
+    """An owned option of one GPU type: its capex per GPU and node size."""
+    if opt.get("capex_usd_per_gpu") is None:
         # The same expression catalog.resolve prices it with, so the float is the same to the last bit.
         opt["capex_usd_per_gpu"] = default_capex_per_gpu(plan.gpu, cat.fabrics[plan.network]["capex_frac"],
                                                          econ.storage_capex_frac, econ.install_capex_frac)
+    opt["gpus_per_node"] = plan.gpus_per_node
+
+
+def _owned(opt: dict, plan: OwnedPlan | GroupedPlan, cat: Catalog, econ) -> dict:
+    # A pool of node groups keeps a blank capex and no node size: each group's type prices its GPUs
+    # (the catalog's server price, which no catalog: section pins) and its nodes are the group's.
+    if isinstance(plan, OwnedPlan):
+        _one_type(opt, plan, cat, econ)
     if opt.get("lead_time_days") is None:
         opt["lead_time_days"] = cat.economics["lead_time_days"]
-    if single:
-        opt["gpus_per_node"] = plan.gpus_per_node
     if opt.get("failures") == "catalog":
         rel = cat.reliability
         opt["failures"] = {"node_failures_per_1000_node_days": rel["node_failures_per_1000_node_days"],

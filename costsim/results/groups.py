@@ -16,8 +16,7 @@ import numpy as np
 from costsim.models import economics as eco
 from costsim.models.intervals import hours_in_bins
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.fleet import Plan
-from costsim.plan.groups import GroupedPlan
+from costsim.plan.fleet import Plan, node_group_pool
 from costsim.plan.options import CloudPlan, OwnedPlan
 
 PER_GROUP = ("capital", "energy", "facility", "maintenance")  # line items each group pays for itself
@@ -28,13 +27,14 @@ def pool_wide_costs(plan: Plan, econ: EconomicsValues, horizon_h: float, edges: 
     """``POOL_WIDE`` line items (USD) per bin of ``edges`` (hours) of a pool of node groups bought at
     once: staff for the pool's GPUs from its delivery (one lead time for every group), setup once,
     in the first bin; {} for any other option (its pools price their own)."""
-    if not isinstance(plan, GroupedPlan):
+    pool = node_group_pool(plan)
+    if pool is None:
         return {}
-    delivered = min(plan.delivery_h, horizon_h)
+    delivered = min(pool.delivery_h, horizon_h)
     setup = np.zeros(len(edges) - 1)
     if len(setup):
         setup[0] = econ.setup_usd
-    return {"staff": eco.staff_cost_usd(plan.gpus, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
+    return {"staff": eco.staff_cost_usd(pool.gpus, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
                                         hours_in_bins(delivered, horizon_h, edges), min_fte=econ.staff_min_fte),
             "setup": setup}
 
@@ -45,7 +45,8 @@ def group_items(plan: Plan, part: OwnedPlan | CloudPlan, items: dict[str, float]
     groups, its own ``PER_GROUP`` items and its share of the pool's ``POOL_WIDE`` ones (``totals``:
     the option's) by its GPUs, so the groups' shares sum to the option's total; ``items`` for any
     other part."""
-    if not isinstance(plan, GroupedPlan):
+    pool = node_group_pool(plan)
+    if pool is None:
         return items
-    share = part.gpus / plan.gpus if isinstance(part, OwnedPlan) else 0.0
+    share = pool.gpu_share(part.name)
     return {**items, **{item: totals[item] * share for item in POOL_WIDE}}

@@ -20,8 +20,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-OPTION_CLASSES = frozenset({"OwnedPlan", "CloudPlan", "HybridPlan", "FleetPlan", "OwnedOption", "CloudOption", "HybridOption",
-                            "FleetOption"})
+OPTION_CLASSES = frozenset({"OwnedPlan", "CloudPlan", "HybridPlan", "FleetPlan", "GroupedPlan", "OwnedOption", "CloudOption",
+                            "HybridOption", "FleetOption"})
 KINDS = frozenset({"owned", "cloud", "hybrid", "fleet"})
 PRICINGS = frozenset({"on_demand", "reserved", "spot", "owned"})
 ALLOWED = ("costsim/plan/", "costsim/scenario/", "costsim/engine/run.py")
