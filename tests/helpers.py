@@ -97,6 +97,18 @@ def scenario(folder: Path, rows, options: list[dict[str, Any]], horizon_days: fl
     return api.check(sc, "test")
 
 
+MIXED_POOL = """\
+  - name: own
+    kind: owned
+    node_groups:
+      - {gpu_type: H100, nodes: 2, gpus_per_node: 8}
+      - {gpu_type: A100, nodes: 1, gpus_per_node: 8}
+    lead_time_days: 0
+"""
+"""An owned option 'own' (YAML, a list item under ``options:``) of two 8-GPU H100 nodes and one 8-GPU
+A100 node, ready at once: the pool of node groups the CLI and dashboard tests run."""
+
+
 def owned(name="own", gpus=16, **kw) -> dict[str, Any]:
     """An owned option ready at once and, unless a test asks, without failures (deterministic)."""
     return {"name": name, "kind": "owned", "gpu_type": "H100", "gpus": gpus, "lead_time_days": 0, "failures": None, **kw}

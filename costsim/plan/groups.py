@@ -22,14 +22,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from costsim.catalog.load import GPUSpec
-from costsim.plan.options import JobLimit, OwnedPlan, held_gpus, side_of
+from costsim.plan.options import JobLimit, OwnedFacts, OwnedPlan, held_gpus
 from costsim.scenario.node_groups import MAX_NODE_GROUPS, NodeGroup
 
 MAX_GROUPS = MAX_NODE_GROUPS  # the schema's limit: a job's group is recorded as its part (int8)
 
 
 @dataclass(frozen=True, kw_only=True)
-class GroupedPlan:
+class GroupedPlan(OwnedFacts):
     """An owned option of node groups: ``groups`` in the order written (the order a job tries them
     in when several could start it at one instant), each an ``OwnedPlan`` named for its group
     (``group_label``)."""
@@ -67,38 +67,9 @@ class GroupedPlan:
         return self.home
 
     @property
-    def reservation(self) -> None:
-        return None
-
-    @property
-    def rental(self) -> None:
-        return None
-
-    @property
-    def is_pool(self) -> bool:
-        return True
-
-    @property
-    def pay_as_you_go(self) -> bool:
-        return False
-
-    @property
-    def bridged_h(self) -> float:
-        """No other pool stands in for it before delivery."""
-        return 0.0
-
-    @property
     def delivery_h(self) -> float:
         """Hours until the pool is there: its lead time (every group's)."""
         return self.home.lead_time_h
-
-    @property
-    def pricing(self) -> str:
-        return "owned"
-
-    @property
-    def side(self) -> str:
-        return side_of(self.pricing)
 
     def unpriced(self) -> GroupedPlan:
         """Every group unpriced (``OwnedPlan.unpriced``)."""

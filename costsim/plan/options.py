@@ -83,8 +83,49 @@ class Interruption(NamedTuple):
     resume_h: float
 
 
+class OwnedFacts:
+    """What an owned pool says of itself whatever it is made of (an ``OwnedPlan``, a pool of node
+    groups: ``costsim.plan.groups.GroupedPlan``): a pool of nodes run by a scheduler, bought and
+    paid for whether used or not, on the build side."""
+
+    @property
+    def is_pool(self) -> bool:
+        """Always: owned capacity is a pool of nodes run by a scheduler, paid whether used or not."""
+        return True
+
+    @property
+    def pay_as_you_go(self) -> bool:
+        """Never: owned capacity is paid for whether used or not."""
+        return False
+
+    @property
+    def reservation(self) -> None:
+        """No reserved commitment."""
+        return None
+
+    @property
+    def rental(self) -> None:
+        """Not capacity rented per use."""
+        return None
+
+    @property
+    def bridged_h(self) -> float:
+        """Hours from the start during which another pool stands in for the option's own: none."""
+        return 0.0
+
+    @property
+    def pricing(self) -> str:
+        """How the capacity is paid for: ``owned``."""
+        return "owned"
+
+    @property
+    def side(self) -> str:
+        """``build`` (``side_of``)."""
+        return side_of(self.pricing)
+
+
 @dataclass(frozen=True)
-class OwnedPlan:
+class OwnedPlan(OwnedFacts):
     """An owned option in numbers."""
 
     name: str
@@ -115,34 +156,9 @@ class OwnedPlan:
                                              delivery_h=self.lead_time_h, capex_usd=self.capex_usd),)
 
     @property
-    def is_pool(self) -> bool:
-        """Always: an owned cluster is a pool of nodes run by a scheduler, paid whether used or not."""
-        return True
-
-    @property
-    def pay_as_you_go(self) -> bool:
-        """Never: owned capacity is paid for whether used or not."""
-        return False
-
-    @property
     def owned(self) -> OwnedPlan:
         """The owned cluster the option runs on first: itself."""
         return self
-
-    @property
-    def reservation(self) -> None:
-        """No reserved commitment."""
-        return None
-
-    @property
-    def rental(self) -> None:
-        """Not capacity rented per use."""
-        return None
-
-    @property
-    def bridged_h(self) -> float:
-        """Hours from the start during which another pool stands in for the option's own: none."""
-        return 0.0
 
     def interruptions(self, restart_h: float) -> list[Interruption]:
         """Node failures, each costing ``restart_h`` hours before the job's work resumes (from its
@@ -169,16 +185,6 @@ class OwnedPlan:
     def job_limit(self) -> JobLimit:
         """The most GPUs one job can ever get: the whole cluster (field ``gpus``)."""
         return JobLimit(self.gpus, "gpus")
-
-    @property
-    def pricing(self) -> str:
-        """How the capacity is paid for: ``owned``."""
-        return "owned"
-
-    @property
-    def side(self) -> str:
-        """``build`` (``side_of``)."""
-        return side_of(self.pricing)
 
     def held_gpus(self, gpus: np.ndarray) -> np.ndarray:
         """GPUs each job of ``gpus`` GPUs holds here: itself within one node, whole nodes beyond

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from apptest_helpers import page_strings
+from helpers import MIXED_POOL
 from paths import APP
 from streamlit.testing.v1 import AppTest
 
@@ -29,13 +30,7 @@ workload:
       iterations: {mean: 30, cv: 0.5}
       model_params_b: 7
 options:
-  - name: own
-    kind: owned
-    node_groups:
-      - {gpu_type: H100, nodes: 2, gpus_per_node: 8}
-      - {gpu_type: A100, nodes: 1, gpus_per_node: 8}
-    lead_time_days: 0
-  - {name: own-plain, kind: owned, gpu_type: A100, gpus: 16, lead_time_days: 0}
+""" + MIXED_POOL + """  - {name: own-plain, kind: owned, gpu_type: A100, gpus: 16, lead_time_days: 0}
 """
 
 

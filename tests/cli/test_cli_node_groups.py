@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from helpers import MIXED_POOL
 from typer.testing import CliRunner
 
 from costsim.catalog.load import default_catalog
@@ -27,13 +28,7 @@ workload:
       gpu_type: A100
       duration: {law: lognormal, mean_h: 2, cv: 0.5}
 options:
-  - name: own
-    kind: owned
-    node_groups:
-      - {gpu_type: H100, nodes: 2, gpus_per_node: 8}
-      - {gpu_type: A100, nodes: 1, gpus_per_node: 8}
-    lead_time_days: 0
-    failures: null
+""" + MIXED_POOL + """    failures: null
   - {name: rent, kind: cloud, gpu_type: A100}
 """
 TRACE = "submit_h,gpus,duration_h\n0,8,5\n0,8,5\n0,8,5\n1,16,3\n"
