@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from costsim.plan.fleet import Plan
+from costsim.plan.groups import GroupedPlan
 from costsim.plan.options import CloudPlan, OwnedPlan, side_of
 from costsim.scenario import CloudOption, FleetOption, HybridOption, OwnedOption, Scenario
 
@@ -219,6 +220,12 @@ def side(scenario: Scenario, opt: AnyOption) -> str:
 def owned_plans(plans: Iterable[Plan]) -> dict[str, OwnedPlan]:
     """The plans of owned options, by option name, in order."""
     return {p.name: p for p in plans if isinstance(p, OwnedPlan)}
+
+
+def bought_plans(plans: Iterable[Plan]) -> dict[str, OwnedPlan | GroupedPlan]:
+    """Every owned option's plan by name, a cluster or a pool of node groups: what each buys
+    (``purchases``)."""
+    return {p.name: p for p in plans if isinstance(p, OwnedPlan | GroupedPlan)}
 
 
 def cloud_plans(plans: Iterable[Plan]) -> dict[str, CloudPlan]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from costsim.catalog.load import GPUSpec
 from costsim.plan.options import JobLimit, OwnedFacts, OwnedPlan, held_gpus
+from costsim.plan.tranches import TranchePlan
 from costsim.scenario.node_groups import MAX_NODE_GROUPS, NodeGroup
 
 MAX_GROUPS = MAX_NODE_GROUPS  # the schema's limit: a job's group is recorded as its part (int8)
@@ -70,6 +71,13 @@ class GroupedPlan(OwnedFacts):
     def delivery_h(self) -> float:
         """Hours until the pool is there: its lead time (every group's)."""
         return self.home.lead_time_h
+
+    @property
+    def purchases(self) -> tuple[TranchePlan, ...]:
+        """One purchase: every group's GPUs ordered at hour 0, delivered after the lead time, paid on
+        order (``OwnedPlan.purchases`` of a cluster bought at once)."""
+        return (TranchePlan(gpus=self.gpus, nodes=self.nodes, order_h=0.0, delivery_h=self.delivery_h,
+                            capex_usd=self.capex_usd),)
 
     def unpriced(self) -> GroupedPlan:
         """Every group unpriced (``OwnedPlan.unpriced``)."""

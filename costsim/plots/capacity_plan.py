@@ -2,7 +2,7 @@
 purchases (tranches) are ordered, delivered and paid, the cash it pays month by month, and how a
 ``costsim plan`` search got to its answer. Every number drawn is a column of ``costsim.Results``
 (or of ``CapacityPlan.trials``), or an owned option's purchases as the plan resolves them
-(``OwnedPlan.purchases``: an option bought at once is one tranche)."""
+(``OwnedPlan.purchases``: an option bought at once, a pool of node groups too, is one tranche)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from costsim.plan.facts import owned_plans
+from costsim.plan.facts import bought_plans
 from costsim.plan.resolve import resolve
 from costsim.plots.layout import LAYOUT, finish, legend_entries, literal, option_line, title_layout
 from costsim.plots.styles import BLACK, category_styles, option_styles
@@ -29,7 +29,7 @@ def purchases(results) -> pd.DataFrame:
     ``order_day``, ``delivery_day``, ``payment``), in the scenario's option order."""
     rows = [{"option": p.name, "tranche": k, "gpus": t.gpus, "order_day": t.order_h / HOURS_PER_DAY,
              "delivery_day": t.delivery_h / HOURS_PER_DAY, "payment": t.payment}
-            for p in owned_plans(resolve(results.scenario)).values()
+            for p in bought_plans(resolve(results.scenario)).values()
             for k, t in enumerate(p.purchases, start=1)]
     return pd.DataFrame(rows, columns=["option", "tranche", "gpus", "order_day", "delivery_day", "payment"])
 

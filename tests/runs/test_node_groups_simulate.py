@@ -11,6 +11,7 @@ from helpers import owned
 import costsim
 from costsim.catalog.load import default_catalog
 from costsim.plan.resolve import resolve
+from costsim.plots.capacity_plan import purchases
 from costsim.runs.api import scenario_from_data
 from costsim.workload.jobs import generate
 from costsim.workload.plan import PHASES, plan_work
@@ -38,6 +39,7 @@ def test_a_pool_of_one_group_is_the_plain_owned_option_job_for_job(tmp_path):
     assert set(b.jobs.ran_on) - {""} == {"own:H100x8"}  # the job's group
     pd.testing.assert_frame_equal(a.costs, b.costs)
     pd.testing.assert_frame_equal(a.cashflow, b.cashflow)
+    pd.testing.assert_frame_equal(purchases(a), purchases(b))  # the capacity plan's bar: one purchase of 32
     assert a.summary.restarts.iloc[0] > 0  # failures did happen
 
 
