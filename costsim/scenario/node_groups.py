@@ -10,7 +10,7 @@ owned option's single type sees a valid one; what the pool is made of is read fr
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, Any, TypeAlias, get_args
 
 from pydantic import Field
 
@@ -43,7 +43,7 @@ def with_group_totals(data: Any) -> Any:
     unless written) filled in from its ``node_groups``; ValueError when a field each group sets for
     itself is written too, or tranches are (a pool of groups is bought at once). Data without
     groups, or whose groups are malformed (their own errors), is returned as it is."""
-    if not isinstance(data, dict) or not isinstance(data.get("node_groups"), list | tuple):
+    if not isinstance(data, dict) or data.get("node_groups") is None:
         return data
     if data.get("tranches") is not None:
         raise ValueError("node_groups are bought at once: tranches do not apply with node_groups")
@@ -51,14 +51,14 @@ def with_group_totals(data: Any) -> Any:
     if written:
         raise ValueError(f"{' and '.join(written)} {'is' if len(written) == 1 else 'are'} each node group's: leave "
                          f"{'it' if len(written) == 1 else 'them'} out of an option with node_groups")
-    groups = [g if isinstance(g, dict) else getattr(g, "__dict__", {}) for g in data["node_groups"]]
-    types = [g.get("gpu_type") for g in groups]
+    given = data["node_groups"] if isinstance(data["node_groups"], list | tuple) else []
+    groups = [g if isinstance(g, dict) else getattr(g, "__dict__", {}) for g in given]
     sizes = [g.get("nodes", 0) * g.get("gpus_per_node", 0) for g in groups
              if type(g.get("nodes")) is int and type(g.get("gpus_per_node")) is int]
-    filled = dict(data)
-    if types and isinstance(types[0], str):
-        filled["gpu_type"] = types[0]
-    # A bad group is its own error: the total of the others stands in, so it is the only one.
+    # Malformed groups are their own errors: the first valid type and the others' total stand in,
+    # so no error about the option's own gpu_type or gpus comes with them.
+    known = get_args(GPUType)
+    filled = {**data, "gpu_type": next((g.get("gpu_type") for g in groups if g.get("gpu_type") in known), known[0])}
     filled.setdefault("gpus", max(1, sum(s for s in sizes if s > 0)))
     return filled
 

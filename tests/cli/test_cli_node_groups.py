@@ -31,6 +31,7 @@ options:
 """ + MIXED_POOL + """    failures: null
   - {name: rent, kind: cloud, gpu_type: A100}
 """
+GROUPS = MIXED_POOL[MIXED_POOL.index("    node_groups:"):MIXED_POOL.index("    lead_time_days")]
 TRACE = "submit_h,gpus,duration_h\n0,8,5\n0,8,5\n0,8,5\n1,16,3\n"
 
 
@@ -92,6 +93,10 @@ BAD = [
      ["options.0", "tranches do not apply with node_groups"]),
     ("rollout-pool", GROUPED.replace("    failures: null\n", "    failures: null\n    rollout_pool: rent\n"),
      ["s.yaml:12:5", "options.0", "rollout_pool does not apply with node_groups"]),
+    ("groups-not-a-list", GROUPED.replace(GROUPS, "    node_groups: x\n"),
+     ["s.yaml:14:5", "options.0.node_groups: Input should be a valid tuple"]),
+    ("a-group-of-no-nodes", GROUPED.replace("H100, nodes: 2", "H100, nodes: 0"),
+     ["s.yaml:15:26", "options.0.node_groups.0.nodes: Input should be greater than or equal to 1"]),
     ("unknown-field-in-a-group", GROUPED.replace("nodes: 1, gpus_per_node: 8}", "nodes: 1, gpus_per_node: 8, x: 1}"),
      ["s.yaml:16:54", "options.0.node_groups.1.x"]),
     ("no-group-holds-the-job", GROUPED.replace("      gpus: 8\n      gpu_type", "      gpus: 16\n      gpu_type"),
