@@ -59,6 +59,10 @@ def test_a_two_type_pool_runs_end_to_end_with_each_type_priced_at_its_own(tmp_pa
     annual = eco.annual_capital_cost_usd(capex, cat.economics["residual_value_frac"], life, coc)
     assert summary.loc["own", "cost_capital_usd"] == pytest.approx(annual * 240 / HOURS_PER_YEAR, rel=1e-9)
     assert summary.loc["own", "capacity_gpu_hours"] == pytest.approx(24 * 240)
+    # The book value at the end: the whole capex, 10 days into its straight line to the residual.
+    residual = cat.economics["residual_value_frac"]
+    book = capex * (1 - (1 - residual) * 240 / HOURS_PER_YEAR / life)
+    assert summary.loc["own", "book_value_usd"] == pytest.approx(book, rel=1e-12)
     # Staff and setup once for the pool (a pool of one group pays the same: tests/results).
     assert summary.loc["own", "cost_setup_usd"] == pytest.approx(cat.economics["setup_usd"])
     # Nothing bursts from a pool of groups; every A100 job ran on the A100 group, the 16-GPU trace job
