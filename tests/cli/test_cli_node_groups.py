@@ -126,3 +126,14 @@ def test_each_misuse_is_one_clear_message(tmp_path, monkeypatch, case, text, exp
         for needle in expect:
             assert needle in result.output, (case, needle, result.output)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_trace_job_no_group_holds_is_named_at_the_node_groups(tmp_path, monkeypatch):
+    # The pool has 24 GPUs, but a job never spans groups: the largest holds 16.
+    write(tmp_path, GROUPED)
+    (tmp_path / "jobs.csv").write_text(TRACE + "2,24,1\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["validate", "s.yaml"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert ("s.yaml:14:5: options.0.node_groups: job 'trace-4' needs 24 GPUs but none of option 'own''s node groups "
+            "holds it: 'own:H100x8' (16 GPUs); 'own:A100x8' (8 GPUs): it could never run") in result.output
