@@ -42,7 +42,7 @@ def with_group_totals(data: Any) -> Any:
     """An owned option's data with ``gpu_type`` (the first group's) and ``gpus`` (the groups' total,
     unless written) filled in from its ``node_groups``; ValueError when a field each group sets for
     itself is written too, or tranches are (a pool of groups is bought at once). Data without
-    groups, or whose groups are malformed (their own errors), is returned as it is."""
+    groups is returned as it is."""
     if not isinstance(data, dict) or data.get("node_groups") is None:
         return data
     if data.get("tranches") is not None:
