@@ -123,8 +123,10 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
             st.error(public_text(str(err), upload_root()))  # our own words only
             return None
         status.empty()
+        # A run of an upload is not kept on disk: its folder is this server's own, gone with it.
+        lasting = not scenario.base_dir.is_relative_to(upload_root().resolve())
         for s, blob in zip(missing, blobs, strict=True):
-            result_cache().put(run_key(scenario, s), blob)
+            result_cache().put(run_key(scenario, s), blob, on_disk=lasting)
             found[s], nbytes[s] = pickle.loads(blob), len(blob)
         note_first_screen(result_cache().disk, scenario)
     runs = [found[s] for s in seeds]
@@ -226,6 +228,7 @@ def main() -> None:
         show_error("The dashboard's limits are misconfigured.", err)
         return
     result_cache()
+    imports_frozen()
     base = load_base(limits)
     if base is None:
         return
@@ -294,7 +297,6 @@ def main() -> None:
 
 
 main()
-# After the first screen has been sent: the garbage collector's pass (0.3–0.5 s once per server),
-# then the warm spares topped up (on a server whose first screen came from disk, their first start).
-imports_frozen()
+# The warm spares topped up after the screen is sent (on a server whose first screen came from disk,
+# their first start).
 warm_up(pool=server_pool())

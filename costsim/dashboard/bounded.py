@@ -15,11 +15,13 @@ import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 
 from costsim.dashboard.disk_runs import DiskRuns, server_disk
 from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
 from costsim.dashboard.pool import SPARE_COUNT, first_screen_key
 from costsim.dashboard.shipped import SCENARIO_DIR, shipped_scenarios
+from costsim.dashboard.uploads import file_fields
 from costsim.dashboard.workers import WorkStopped
 from costsim.errors import CostsimError
 from costsim.plan.prepare import Prepared, detached
@@ -34,21 +36,27 @@ from costsim.scenario import Scenario
 
 
 def run_key(scenario: Scenario, seed: int | None = None) -> str:
-    """The cache key of a run with ``seed`` (None: the scenario's own): every field at its exact value (floats by ``repr``, so ``.inf``
-    and 0.30000000000000004 are kept, unlike JSON from pydantic), the folder relative paths are
-    read from, and the trace file's size and modification time."""
-    stamp = None
-    if scenario.workload.trace is not None:
-        try:
-            info = (scenario.base_dir / scenario.workload.trace).stat()
-            stamp = [info.st_size, info.st_mtime_ns]
-        except OSError:
-            stamp = None
+    """The cache key of a run with ``seed`` (None: the scenario's own): every field at its exact
+    value (floats by ``repr``, so ``.inf`` and 0.30000000000000004 are kept, unlike JSON from
+    pydantic), the folder relative paths are read from, and each file the scenario names
+    (``uploads.file_fields``: the trace, a class's scaling fit) stamped by device, inode, size and
+    modification and change times (an edit changes the change time, which no tool sets back)."""
     body: dict[str, object] = {"scenario": scenario.model_dump(mode="python"), "base_dir": str(scenario.base_dir),
-                               "trace": stamp}
+                               "files": [[".".join(map(str, loc)), file_stamp(scenario.base_dir / name)]
+                                         for loc, name in file_fields(scenario)]}
     if seed is not None:
         body["seed_override"] = seed
     return json.dumps(body, sort_keys=True, default=repr, allow_nan=True)
+
+
+def file_stamp(path: Path) -> list[int] | None:
+    """(device, inode, size, modification and change times in ns) of ``path``; None when it cannot
+    be read (the run then fails and is not kept)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 class ResultCache:
@@ -83,8 +91,8 @@ class ResultCache:
             return pickle.loads(blob)
         disk = self.disk
         blob = disk.get(key) if disk is not None else None
-        if disk is None or blob is None:
-            return None
+        if disk is None or blob is None or len(blob) > self.max_bytes:
+            return None  # one memory would not keep is not read: a session's byte limit counts it
         try:
             results = pickle.loads(blob)
         except Exception:  # a file damaged on disk: a miss, and it is not read again
@@ -99,10 +107,12 @@ class ResultCache:
             blob = self._items.get(key)
         return None if blob is None else len(blob)
 
-    def put(self, key: str, blob: bytes) -> None:
-        """Keep a pickled ``Results`` (as ``simulate_bounded`` returns it), on disk too."""
+    def put(self, key: str, blob: bytes, *, on_disk: bool = True) -> None:
+        """Keep a pickled ``Results`` (as ``simulate_bounded`` returns it); on disk too unless
+        ``on_disk`` is False (a run of an upload, whose folder no later server has) or memory
+        would not keep it either."""
         self._keep(key, blob)
-        if self.disk is not None:
+        if self.disk is not None and on_disk and len(blob) <= self.max_bytes:
             self.disk.put(key, blob)
 
     def _keep(self, key: str, blob: bytes) -> None:
@@ -152,13 +162,17 @@ def first_scenario() -> Scenario | None:
 def note_first_screen(disk: DiskRuns | None, scenario: Scenario) -> None:
     """After runs of ``scenario`` were kept: when it is the scenario a new session shows first and
     ``disk`` now holds every replication the spares prime, say so on disk
-    (``pool.first_screen_key``), so a server started again shows it without starting them first."""
+    (``pool.first_screen_key``, holding those runs' file names: ``pool.first_screen_kept`` checks
+    they are still there), so a server started again shows it without starting them first."""
     key = first_screen_key()
-    first = first_scenario() if disk is not None and key is not None else None
-    if disk is None or key is None or first is None or scenario != first:
+    if disk is None or key is None or scenario.base_dir != SCENARIO_DIR:
         return
-    if all(disk.has(run_key(first, replication_seed(first.seed, r))) for r in range(SPARE_COUNT)):
-        disk.put(key, b"")
+    first = first_scenario()
+    if first is None or scenario != first:
+        return
+    files = [disk.file_for(run_key(first, replication_seed(first.seed, r))) for r in range(SPARE_COUNT)]
+    if all(f.is_file() for f in files):
+        disk.put(key, "\n".join(f.name for f in files).encode())
 
 
 def warm_worker(replication: str | None, child: Child) -> None:
@@ -172,11 +186,12 @@ def warm_worker(replication: str | None, child: Child) -> None:
     if first is not None and replication is not None:
         seed = replication_seed(first.seed, int(replication))
         disk = server_disk(os.environ)
-        if disk is not None and disk.has(run_key(first, seed)):
-            return  # an earlier server ran it with this code: the session will read it from disk
-        ready = detached(api.prepare(first))
-        simulate_with_memo(ready, seed, child.kept("memo", RunMemo))
-        return
+        if disk is None or not disk.has(run_key(first, seed)):
+            ready = detached(api.prepare(first))
+            simulate_with_memo(ready, seed, child.kept("memo", RunMemo))
+            return
+        # An earlier server ran it with this code: the session reads it from disk, and this spare
+        # warms up as a plain one.
     base = api.load_scenario(SCENARIO_DIR / "baseline.yaml")
     short = api.scenario_from_data({**base.model_dump(mode="json"), "horizon_days": 20, "warmup_days": 0},
                                    "warm-up", SCENARIO_DIR)

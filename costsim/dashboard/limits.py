@@ -56,7 +56,8 @@ class Limits:
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Limits:
         """Defaults overridden by the environment; a value that is not a positive finite number (or
-        0, where ``ZERO_OK``) is a ScenarioError naming the variable (an operator's typo must not lift a limit silently)."""
+        0, where ``ZERO_OK``) is a ScenarioError naming the variable (an operator's typo must not
+        lift a limit silently)."""
         values, problems = {}, []
         for name, var in cls.ENV.items():
             raw = environ.get(var)

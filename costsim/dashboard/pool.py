@@ -1,6 +1,7 @@
 """The dashboard server's worker processes: how many, how many wait warm, and starting them.
 
-Imports nothing heavy (``costsim.runs.workerpool``, ``costsim.dashboard.limits``), so ``app.py``
+Imports nothing heavy (``costsim.runs.workerpool``, the dashboard's ``limits``, ``shipped`` and
+``disk_runs``), so ``app.py``
 starts the warm spares before it imports costsim's tables, models and figures itself: each spare
 spends about a second of CPU importing costsim, and they do it beside the script's own imports
 rather than after them. The first ``SPARE_COUNT`` spares are primed: each runs one replication of
@@ -51,17 +52,19 @@ def warm_up(limits: Limits | None = None, *, pool: WorkerPool) -> None:
 
 
 def first_screen_key() -> str | None:
-    """The disk's key for "the first screen's replications are kept" (``DiskRuns``): the bytes of
-    the scenario a new session shows first (the first shipped file) and how many replications
-    the spares prime; None when nothing is shipped. Reads one file: no schema, no models."""
+    """The disk's key for "the first screen's replications are kept" (``DiskRuns``): the path and
+    bytes of the scenario a new session shows first (the first shipped file) and how many
+    replications the spares prime; None when nothing is shipped. Reads one file: no schema, no
+    models."""
     shipped = shipped_scenarios()
     if not shipped:
         return None
+    first = next(iter(shipped.values()))
     try:
-        data = next(iter(shipped.values())).read_bytes()
+        data = first.read_bytes()
     except OSError:
         return None
-    return f"first screen: {hashlib.sha256(data).hexdigest()} × {SPARE_COUNT}"
+    return f"first screen: {first} {hashlib.sha256(data).hexdigest()} × {SPARE_COUNT}"
 
 
 def first_screen_kept(disk: DiskRuns | None = None) -> bool:
@@ -70,7 +73,11 @@ def first_screen_kept(disk: DiskRuns | None = None) -> bool:
     from disk, and its spares start after that first screen rather than beside it."""
     disk = server_disk(os.environ) if disk is None else disk
     key = first_screen_key()
-    return disk is not None and key is not None and disk.get(key) is not None
+    note = disk.get(key) if disk is not None and key is not None else None
+    if disk is None or not note:
+        return False
+    # The note names the runs' files: runs dropped since (the folder's byte limit) are not kept.
+    return all((disk.folder / name).is_file() for name in note.decode().split("\n"))
 
 
 __all__ = ["RUNS_PER_WORKER", "SPARE_COUNT", "WARM", "first_screen_key", "first_screen_kept", "new_pool", "warm_up"]

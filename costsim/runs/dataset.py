@@ -65,7 +65,7 @@ _TEMP_OF = re.compile(r"\.(.+)\.tmp-[0-9a-f]{8}")  # write_atomic's temporary fi
 OURS = frozenset({MANIFEST, RUNS, LOCK} | {f"{t}.{ext}" for t in TABLES for ext in ("csv", "parquet")})
 # The manifest fields that make two sweeps the same; "source" and "base" are paths, which change
 # with the folder a sweep is started from, and are kept for information only. "code": costsim's
-# source and the versions of the libraries its numbers depend on (``sweep.code_identity``), so a
+# source and the versions of the libraries its numbers depend on (``identity.code_identity``), so a
 # resume never mixes runs of two versions of the model.
 IDENTITY = ("costsim_version", "code", "replications", "seed", "variants")
 

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ import pandas as pd
 from costsim.runs import arguments, stats
 from costsim.runs.dataset import SweepFolder, manifest
 from costsim.runs.executors import executor_settings, open_executor
+from costsim.runs.identity import code_identity
 from costsim.runs.outfiles import scenario_inputs
 from costsim.runs.sweepfile import Sweep, load_sweep
 from costsim.runs.taskfiles import TaskId
@@ -67,41 +66,6 @@ class SweepResults:
     differences: pd.DataFrame
     variants: pd.DataFrame
     scenarios: dict = field(default_factory=dict, compare=False, repr=False)
-
-
-LIBRARIES = ("numpy", "pandas", "scipy", "simpy", "pyarrow")  # their versions can change the numbers
-
-
-# The parts of costsim a stored run's numbers come from: the layers a simulation runs through and
-# the catalog. The wording, figures, report, CLI and dashboard do not change a stored task, so an
-# edited label or chart does not make a sweep start again.
-SIMULATION_SOURCES = ("units.py", "errors.py", "scenario", "catalog", "models", "plan", "workload", "engine",
-                      "results", "runs")
-
-
-def source_identity(root: Path) -> str:
-    """SHA-256 of the ``.py`` and ``.yaml`` files under ``SIMULATION_SOURCES`` of the package at ``root``."""
-    digest = hashlib.sha256()
-    for part in SIMULATION_SOURCES:
-        top = root / part
-        paths = [top] if top.is_file() else sorted(top.rglob("*"))
-        for path in paths:
-            if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
-                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-@functools.cache
-def code_identity() -> str:
-    """SHA-256 of the sources a run's numbers come from (``source_identity``) and of Python's and
-    ``LIBRARIES``' versions: runs made by other code are never resumed as this sweep's."""
-    import platform
-    from importlib import metadata
-
-    digest = hashlib.sha256(source_identity(Path(str(resources.files("costsim")))).encode())
-    versions = {name: metadata.version(name) for name in LIBRARIES}
-    digest.update(json.dumps({"python": platform.python_version(), **versions}, sort_keys=True).encode())
-    return digest.hexdigest()
 
 
 def sweep_manifest(spec: Sweep) -> dict:

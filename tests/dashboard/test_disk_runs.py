@@ -10,7 +10,7 @@ import pytest
 
 from costsim.dashboard import bounded
 from costsim.dashboard.bounded import ResultCache, run_key
-from costsim.dashboard.disk_runs import DiskRuns, default_folder, identity_of, server_disk
+from costsim.dashboard.disk_runs import DiskRuns, default_folder, server_disk
 from costsim.dashboard.limits import Limits
 from costsim.scenario import ScenarioError
 
@@ -38,10 +38,10 @@ def test_the_least_recently_used_runs_go_first_and_a_run_over_the_limit_is_not_k
     disk = DiskRuns(tmp_path, max_bytes=3 * 110, identity="code")
     for k in range(3):
         disk.put(f"k{k}", b"x" * 100)  # 100 bytes and the key: 103 each
-        path = disk._path(f"k{k}")
+        path = disk.file_for(f"k{k}")
         os.utime(path, ns=(k * 10**9, k * 10**9))  # written in order, a second apart
     assert all(disk.has(f"k{k}") for k in range(3))
-    os.utime(disk._path("k0"), ns=(5 * 10**9, 5 * 10**9))  # k0 read last: k1 is now the oldest
+    os.utime(disk.file_for("k0"), ns=(5 * 10**9, 5 * 10**9))  # k0 read last: k1 is now the oldest
     disk.put("k3", b"x" * 100)
     assert [disk.has(f"k{k}") for k in range(4)] == [True, False, True, True]
     disk.put("huge", b"x" * 1000)
@@ -57,16 +57,55 @@ def test_a_folder_that_cannot_be_written_keeps_nothing_and_fails_nothing(tmp_pat
     assert disk.get("key") is None
 
 
-def test_the_code_identity_follows_every_file_of_the_package_but_not_its_compiled_caches(tmp_path):
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "a.py").write_text("x = 1\n")
-    (tmp_path / "sub" / "catalog.yaml").write_text("price: 2.99\n")
-    before = identity_of(tmp_path)
-    (tmp_path / "__pycache__").mkdir()
-    (tmp_path / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
-    assert identity_of(tmp_path) == before
-    (tmp_path / "sub" / "catalog.yaml").write_text("price: 2.98\n")
-    assert identity_of(tmp_path) != before
+def test_the_disk_is_keyed_by_the_code_a_sweep_is(tmp_path):
+    """One identity for code that made a stored run (``costsim.runs.identity``, tested with sweeps)."""
+    from costsim.runs.identity import code_identity
+
+    assert DiskRuns(tmp_path, max_bytes=1).identity == code_identity()
+
+
+def test_a_folder_someone_else_may_write_is_not_used(tmp_path):
+    """Its files are pickles: a folder others may write (or a link) is left alone, read or written."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)
+    disk = DiskRuns(shared, max_bytes=10_000, identity="code")
+    disk.put("key", b"blob")
+    assert not list(shared.iterdir())
+    os.chmod(shared, 0o700)
+    disk.put("key", b"blob")
+    assert disk.get("key") == b"blob"
+    os.chmod(shared, 0o770)
+    assert disk.get("key") is None and not disk.has("key")
+    os.chmod(shared, 0o700)
+    link = tmp_path / "link"
+    link.symlink_to(shared)
+    assert DiskRuns(link, max_bytes=10_000, identity="code").get("key") is None
+
+
+def test_a_folder_that_cannot_be_looked_into_is_a_miss_not_an_error(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    disk = DiskRuns(tmp_path / "runs", max_bytes=10_000, identity="code")
+    disk.put("key", b"blob")
+
+    def refused(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "is_file", refused)
+    assert disk.has("key") is False
+
+
+def test_a_part_left_by_a_write_cut_short_is_dropped_once_stale_and_other_files_are_left(tmp_path):
+    disk = DiskRuns(tmp_path, max_bytes=10_000, identity="code")
+    stale = tmp_path / (disk.file_for("a").name + ".x1.part")
+    fresh = tmp_path / (disk.file_for("b").name + ".x2.part")
+    mine = tmp_path / "notes.run"
+    for f in (stale, fresh, mine):
+        f.write_bytes(b"x")
+    os.utime(stale, (0, 0))
+    disk.put("c", b"blob")
+    assert not stale.exists() and fresh.exists() and mine.exists()
 
 
 def test_where_and_how_much_from_the_environment(tmp_path):
@@ -109,7 +148,7 @@ def test_a_damaged_file_is_a_miss_and_is_dropped(tmp_path, baseline_blob):
     sc, blob = baseline_blob
     key = run_key(sc)
     disk = DiskRuns(tmp_path, max_bytes=2**30)
-    disk.put(key, blob[: len(blob) // 2])  # as a full disk or a killed process might leave it
+    disk.put(key, blob[: len(blob) // 2])  # as a disk that lost data might leave it
     assert ResultCache(disk=disk).get(key) is None
     assert not disk.has(key)
 
@@ -168,3 +207,53 @@ def test_a_server_whose_first_screen_is_on_disk_starts_its_spares_after_it(monke
         assert server.start_workers() is (not kept)
         assert len(started) == len(expected)
     server.start_workers.clear()
+
+
+def test_a_run_memory_would_not_keep_is_neither_written_nor_read_from_disk(tmp_path, baseline_blob):
+    """A session keeps runs unpickled by their size in memory (``ResultCache.size``): one too big
+    for memory must not come back from disk uncounted."""
+    sc, blob = baseline_blob
+    key = run_key(sc)
+    disk = DiskRuns(tmp_path, max_bytes=2**30)
+    ResultCache(max_bytes=len(blob) - 1, disk=disk).put(key, blob)
+    assert not disk.has(key)
+    disk.put(key, blob)  # kept by a server with a larger limit
+    small = ResultCache(max_bytes=len(blob) - 1, disk=disk)
+    assert small.get(key) is None and small.size(key) is None
+    ResultCache(disk=disk).put("upload", blob, on_disk=False)
+    assert not disk.has("upload")
+
+
+def test_a_file_the_scenario_reads_rewritten_to_the_same_size_and_time_is_another_run(tmp_path):
+    """A scaling fit's points (as a trace) are in the key by device, inode, size and both times:
+    ``cp -p`` or ``touch -r`` can set the modification time back, not the change time."""
+    import time
+
+    import costsim
+
+    (tmp_path / "fit.csv").write_text("iteration,reward\n1,0.1\n2,0.2\n")
+    (tmp_path / "trace.csv").write_text("submit_h,gpus,duration_h\n0,8,1\n")
+    sc = costsim.load_scenario(bounded.SCENARIO_DIR / "baseline.yaml")
+    sc = sc.model_copy(update={"base_dir": tmp_path})
+    data = sc.model_dump(mode="json")
+    data["workload"] = {**data["workload"], "trace": "trace.csv"}
+    with_trace = costsim.scenario_from_data(data, "s", tmp_path)
+    before = run_key(with_trace)
+    info = (tmp_path / "trace.csv").stat()
+    time.sleep(0.01)
+    (tmp_path / "trace.csv").write_text("submit_h,gpus,duration_h\n0,8,2\n")  # same size
+    os.utime(tmp_path / "trace.csv", ns=(info.st_atime_ns, info.st_mtime_ns))  # same modification time
+    assert run_key(with_trace) != before
+
+
+def test_a_note_of_the_first_screen_whose_runs_were_dropped_is_not_believed(tmp_path):
+    from costsim.dashboard.pool import SPARE_COUNT, first_screen_kept
+
+    disk = DiskRuns(tmp_path, max_bytes=2**20)
+    first = bounded.first_scenario()
+    for r in range(SPARE_COUNT):
+        disk.put(run_key(first, bounded.replication_seed(first.seed, r)), b"run")
+    bounded.note_first_screen(disk, first)
+    assert first_screen_kept(disk)
+    disk.forget(run_key(first, bounded.replication_seed(first.seed, 1)))  # as the byte limit drops it
+    assert not first_screen_kept(disk)

@@ -116,19 +116,22 @@ def test_a_set_aside_line_writes_its_value_as_the_card_does_and_never_as_its_lim
     assert misses_briefly(Shortfall(missed=((done, 0.981),)), card_value) == ["completion ≥ 99 %: 98.1 %"]
 
 
-def test_the_cards_are_drawn_from_the_runs_the_verdict_priced_not_priced_again(tmp_path, monkeypatch):
-    """One number, one place: the cards' means are the verdict's own (``decide`` prices each run
-    once); card_table reads its rows and prices nothing (the fair pricing, if called again, fails)."""
-    from costsim.decisions import fair
-    from costsim.present import headline
+def test_the_cards_are_drawn_from_the_runs_the_verdict_priced_not_priced_again(tmp_path):
+    """One number, one place: the cards' means are over the verdict's own rows (``decide`` prices
+    each run once); a row changed there moves the card, and nothing is priced again."""
+    import dataclasses
 
-    sc = burst(tmp_path)
-    runs = [costsim.simulate(sc, seed=s) for s in (1, 2)]
+    from costsim.present.headline import card_table
+
+    runs = [costsim.simulate(burst(tmp_path), seed=s) for s in (1, 2)]
     v = costsim.decide(runs, flips=False)
     assert v.rows is not None and len(v.rows) == 2 * len(v.options)
-    monkeypatch.setattr(fair, "fair_rows", lambda *a, **k: (_ for _ in ()).throw(AssertionError("priced again")))
-    monkeypatch.setattr(headline, "fair_rows", fair.fair_rows, raising=False)
-    cards = headline.card_table(v).set_index("option")
+    cards = card_table(v).set_index("option")
     means = v.options.set_index("option")
     for col in ("fair_total_usd", "total_cost_usd", "queue_delay_p95_h"):
         assert list(cards[col]) == list(means.loc[cards.index, col]), col
+    rows = v.rows.copy()
+    rows.loc[rows["option"] == "own", "fair_total_usd"] += 1000.0
+    moved = card_table(dataclasses.replace(v, rows=rows)).set_index("option")
+    assert moved.loc["own", "fair_total_usd"] == cards.loc["own", "fair_total_usd"] + 1000.0
+    assert moved.loc["cloud", "fair_total_usd"] == cards.loc["cloud", "fair_total_usd"]

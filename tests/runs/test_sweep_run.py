@@ -19,7 +19,7 @@ import costsim
 import costsim._version
 from costsim.cli.commands import app
 from costsim.errors import ArgumentError, ExecutorError, OutputError
-from costsim.runs import dataset, executors
+from costsim.runs import dataset, executors, identity
 from costsim.runs import sweep as sweep_mod
 from costsim.runs.sweep import METRICS, Task, run_sweep, run_task, tasks
 from costsim.runs.sweepfile import load_sweep, replication_seed
@@ -487,16 +487,16 @@ def test_code_identity_follows_what_makes_the_numbers_not_the_words(tmp_path):
     package = Path(costsim.__file__).resolve().parent
     copy = tmp_path / "costsim"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    first = sweep_mod.source_identity(copy)
+    first = identity.source_identity(copy)
     for words in ("present/formats.py", "dashboard/views.py", "cli/tables.py", "plots/styles.py", "report/html.py"):
         (copy / words).write_text((copy / words).read_text() + "\n# an edited label\n")
-    assert sweep_mod.source_identity(copy) == first
+    assert identity.source_identity(copy) == first
     for numbers in ("engine/owned.py", "catalog/catalog.yaml", "results/costing.py", "units.py"):
         before = (copy / numbers).read_text()
         (copy / numbers).write_text(before + "\n# edited\n")
-        assert sweep_mod.source_identity(copy) != first, numbers
+        assert identity.source_identity(copy) != first, numbers
         (copy / numbers).write_text(before)
-    assert sweep_mod.source_identity(copy) == first
+    assert identity.source_identity(copy) == first
 
 
 def test_workers_with_an_address_are_refused(files):
