@@ -54,6 +54,16 @@ class TranchePlan:
         """Hour a lease's last payment period ends (its delivery for a bought tranche)."""
         return self.delivery_h + (self.lease_term_h if self.leased else 0.0)
 
+    def lease_owed_usd(self, horizon_h: float) -> float:
+        """A lease's payments due after the horizon's end, USD: the monthly payment × the 730-h months
+        of its term left then, owed at that end like the rest of a reservation's term (signed, so
+        owed whatever the use; the hardware goes back to the lessor, so nothing is credited). 0 for
+        a bought tranche, a term ended by then, or a lease delivered after the horizon (its payments
+        begin at delivery, as a purchase paid on a delivery after the horizon is not paid within it)."""
+        if not self.leased or self.delivery_h >= horizon_h:
+            return 0.0
+        return self.lease_usd_per_month * max(self.lease_end_h - horizon_h, 0.0) / HOURS_PER_MONTH
+
     def unpriced(self) -> TranchePlan:
         """The tranche as a run reads it (``OwnedPlan.unpriced``): its GPUs and hours only, prices
         NaN and payment terms dropped (how it is paid moves no job, so variants that differ only

@@ -7,8 +7,8 @@ This module also says where serving runs (``serving_use``) and what capacity eac
 (``capacity``), since both are priced here.
 
 Line items that are lumps rather than rates: ``setup`` in the first bin (paid at the start) and
-``commitment_owed`` in the last bin (the rest of a reservation's term beyond the horizon, owed at
-its end).
+``commitment_owed`` in the last bin (the rest of a reservation's term, or of a leased tranche's
+payments, beyond the horizon, owed at its end).
 """
 
 from __future__ import annotations
@@ -198,8 +198,10 @@ def owned_costs(
     energy at idle accrue per hour each tranche is in service, staff per hour for the GPUs
     delivered by then (whole engineers); capital too, but only until the end of each tranche's
     depreciation life (the hardware is paid for by then: a 7-year horizon on a 5-year life pays
-    the capital once), or for a leased tranche its monthly payment over its term; energy also per
-    busy GPU-hour (RL jobs and, given per bin, serving); setup at the start."""
+    the capital once), or for a leased tranche its monthly payment over its term, the payments
+    due after the horizon owed at its end (``commitment_owed``, in the last bin,
+    ``TranchePlan.lease_owed_usd``); energy also per busy GPU-hour (RL jobs and, given per bin,
+    serving); setup at the start."""
     job, s, e, k = held_intervals(rec, horizon_h)
     # Busy GPUs: the job's own, within what it holds (an offloaded job uses only its training GPUs here).
     busy_gpu_h = binned(s, e, np.minimum(job_gpus[job], rec.alloc_held[k]).astype(float), edges)
@@ -208,13 +210,16 @@ def owned_costs(
     gpu = plan.gpu
     residual = residual_frac(plan.resale_curve, econ)
     purchases = plan.purchases
-    lines = {item: np.zeros(len(edges) - 1) for item in ("capital", "energy", "facility", "maintenance", "staff")}
+    lines = {item: np.zeros(len(edges) - 1)
+             for item in ("capital", "energy", "facility", "maintenance", "staff", "commitment_owed")}
     for n, t in enumerate(purchases):
         delivered = min(t.delivery_h, horizon_h)
         service_h = hours_in_bins(delivered, horizon_h, edges)
         if t.leased:
             lease_h = hours_in_bins(delivered, min(t.lease_end_h, horizon_h), edges)
             lines["capital"] += t.lease_usd_per_month * lease_h / HOURS_PER_MONTH
+            if len(edges) > 1:
+                lines["commitment_owed"][-1] += t.lease_owed_usd(horizon_h)
         else:
             paid_off = min(delivered + econ.depreciation_years * HOURS_PER_YEAR, horizon_h)
             annual = eco.annual_capital_cost_usd(t.capex_usd, residual, econ.depreciation_years, econ.cost_of_capital)

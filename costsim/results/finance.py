@@ -8,8 +8,8 @@ Cash differs from the cost lines in three ways:
 - its book value at the horizon's end (straight line, or a resale curve; leased tranches have
   none) is credited in the last month (it is still there; leaving it out would make any horizon
   shorter than its life look like a write-off);
-- the rest of a reservation's term (``commitment_owed``) is owed at the horizon's end, in the
-  last month.
+- the rest of a reservation's term, and a leased tranche's payments due after the horizon
+  (``commitment_owed``), are owed at the horizon's end, in the last month.
 Both horizon-end amounts are discounted at the horizon's end; every other month's cash (bills,
 rent for jobs and serving, opex) at the month's start. With straight-line capital
 (``cost_of_capital`` 0) capex − book value equals the capital cost line over any horizon (both
@@ -87,7 +87,8 @@ def leases_by_month(own: OwnedPlan, months: int, horizon_h: float) -> np.ndarray
     """Lease payments, USD per month: each leased tranche's monthly payment from its delivery for its
     term, prorated by the hours of each month it covers (a month cut by the horizon or the term pays
     its share), so they equal the capital cost line of the leased tranches. The payments due after
-    the horizon are neither counted nor owed: the use of the hardware they pay for is after it too."""
+    the horizon are not in it: they are owed at its end (``commitment_owed``, as a reservation's rest
+    of term is; ``TranchePlan.lease_owed_usd``)."""
     out = np.zeros(months)
     edges = bin_edges(horizon_h, HOURS_PER_MONTH)
     for t in own.purchases:
@@ -111,10 +112,14 @@ def cash_paid(cash: pd.DataFrame) -> pd.Series:
 
 def committed_usd_per_month(plan: Plan, horizon_h: float | None = None) -> float:
     """A reservation's bill per whole (730-h) month, reserved GPUs × price × 730 (a hybrid's
-    reserved base's); 0 for any option without a commitment. Under a price trend, at the locked
-    price of the last term begun by ``horizon_h`` (``costing.term_prices``; the first term's when
-    None), the one its commitment owed is counted at."""
+    reserved base's), plus the monthly payment of each leased tranche whose term runs past
+    ``horizon_h`` (its rest owed too); 0 for any option without a commitment. Under a price trend,
+    at the locked price of the last term begun by ``horizon_h`` (``costing.term_prices``; the first
+    term's when None), the one its commitment owed is counted at."""
     total = 0.0
+    if horizon_h is not None:
+        total += sum(t.lease_usd_per_month for own in owned_parts(plan) for t in own.purchases
+                     if t.lease_owed_usd(horizon_h) > 0)
     for part in pools(plan):  # a fleet may hold several commitments
         if (commitment := part.reservation) is not None:
             assert commitment.reserved_gpus is not None  # a reservation commits to reserved_gpus
@@ -128,8 +133,9 @@ def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
     extrapolated break-even (``economics.spend_pace``): the last three months' cash paid with the
     lumps left out (capex and the commitment owed are paid once, part of the cumulative, not a
     rate), a last month cut at the horizon prorated; a reservation's own bill is 0 for the rest of
-    the term its commitment owed pays for, and back after it."""
-    # Lease payments (in capex_usd) are a rate that goes on, not a lump.
+    the term its commitment owed pays for, and back after it; so is a lease's payment whose rest is
+    owed (several commitments: the months their owed total pays at their total bill)."""
+    # Lease payments (in capex_usd) are a rate, not a lump: a lease still running is a commitment.
     leases = sum((leases_by_month(own, len(cash), horizon_h) for own in owned_parts(plan)), 0.0) if len(cash) else 0.0
     return eco.spend_pace(cash_paid(cash).to_numpy(), horizon_h,
                           lumps_by_month=(cash["capex_usd"] - leases + cash["commitment_owed_usd"]).to_numpy(),
@@ -145,8 +151,10 @@ def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
         return np.nan
     if plan.owned is not None:
         # The cluster alone: rented rollout instances (rollout offload) are neither its cost nor its capacity.
+        # Lease payments owed after the horizon buy capacity after it: not this capacity's price.
         capacity = summary["capacity_gpu_hours"] - summary["rollout_gpu_hours"]
-        return (summary["total_cost_usd"] - summary["cost_rollout_usd"]) / capacity if capacity else np.nan
+        cost = summary["total_cost_usd"] - summary["cost_rollout_usd"] - summary["cost_commitment_owed_usd"]
+        return cost / capacity if capacity else np.nan
     if (commitment := plan.reservation) is not None:
         return commitment.price_per_gpu_hour
     return np.nan

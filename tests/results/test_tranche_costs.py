@@ -116,16 +116,52 @@ def test_a_lease_is_paid_monthly_from_delivery_and_leaves_no_book_value(tmp_path
     assert cf.capex_usd.sum() - cf.book_value_usd.sum() == pytest.approx(s.cost_capital_usd, rel=1e-9)
 
 
+def test_lease_payments_due_after_the_horizon_are_owed_at_its_end(tmp_path):
+    """Like the rest of a reservation's term: the payments a signed lease still has to make after the
+    horizon are owed at its end, in the total (so the fair total) and the cash, never credited back."""
+    lease = {"payment": "lease", "lease_term_months": 24, "lease_rate_per_year": 0.06}
+    res = run(tmp_path, [two_tranches("own", lease)])
+    # B's term: 24 × 730 = 17,520 h from its delivery at 1,680 h, to 19,200 h; the horizon ends at
+    # 8,760 h: 10,440 h = 14.3014 months of $153.24 left, $2,191.5 owed.
+    pmt, left = 153.24, (19_200 - 8_760) / 730
+    s = summary(res, "own")
+    assert s.cost_commitment_owed_usd == pytest.approx(pmt * left, abs=0.1)
+    cf = rows(res, "own")
+    assert cf.commitment_owed_usd.iloc[-1] == pytest.approx(pmt * left, abs=0.1)
+    assert cf.commitment_owed_usd.iloc[:-1].eq(0).all()
+    # Every payment of the lease is counted once: the horizon's 9 + 510/730 in capex, the rest owed.
+    assert cf.capex_usd.iloc[1:].sum() + cf.commitment_owed_usd.sum() == pytest.approx(pmt * 24, abs=0.2)
+    # The cash view's total and the cost lines' still agree (straight line, no interest).
+    assert (cf.capex_usd.sum() + cf.commitment_owed_usd.sum() - cf.book_value_usd.sum()
+            == pytest.approx(s.cost_capital_usd + s.cost_commitment_owed_usd, rel=1e-9))
+    assert s.total_cost_usd == pytest.approx(s.cost_capital_usd + s.cost_commitment_owed_usd, rel=1e-9)
+
+
+def test_a_lease_delivered_after_the_horizon_owes_nothing_within_it(tmp_path):
+    # Ordered on day 340, delivered on day 370: its payments begin after the horizon, as a purchase
+    # paid on such a delivery is not paid within it.
+    late = owned("late", lead_time_days=30, capex_usd_per_gpu=1000, gpus_per_node=8, gpus=16,
+                 tranches=[A, {"gpus": 8, "order_day": 340, "payment": "lease", "lease_term_months": 24}])
+    s = summary(run(tmp_path, [late]), "late")
+    assert s.cost_commitment_owed_usd == 0
+    assert s.cost_capital_usd == pytest.approx(1_321.64, abs=0.01)
+
+
 def test_lease_payments_go_on_in_the_break_even_pace(tmp_path):
     # The extrapolated break-even runs each option on at its last three months' spending, lumps
-    # (purchases) left out: here the owned option spends only B's lease, $153.24 a month.
+    # (purchases, the lease's rest owed) left out: here the owned option spends only B's lease,
+    # $153.24 a month, which like a reservation's bill is paid by the amount owed for the 14.3014
+    # months of its term left (10,440 h), and comes back after them.
     lease = {"payment": "lease", "lease_term_months": 24, "lease_rate_per_year": 0.06}
     opt = two_tranches("own", lease)
     opt.pop("gpus")
     sc = scenario(tmp_path, AFTER, [opt, cloud()], horizon_days=YEAR_DAYS, economics=ONLY_CAPITAL)
     res = costsim.simulate(sc)
     (plan, _) = resolve(sc)
-    assert finance.pace(plan, rows(res, "own"), YEAR_DAYS * 24).usd_per_month == pytest.approx(153.24, abs=0.01)
+    pace = finance.pace(plan, rows(res, "own"), YEAR_DAYS * 24)
+    assert pace.rate_at(0) == pytest.approx(0, abs=1e-6)
+    assert pace.covered_months == pytest.approx(10_440 / 730, rel=1e-9)
+    assert pace.rate_at(15) == pytest.approx(153.24, abs=0.01)
 
 
 def test_the_resale_curve_sets_the_value_credited_at_the_horizon(tmp_path):
