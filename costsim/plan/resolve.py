@@ -3,6 +3,7 @@ models and the engine never look anything up."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from costsim.catalog.load import Catalog, GPUSpec, default_catalog
@@ -142,10 +143,13 @@ def _tranches(opt: OwnedOption, i: int, source: str, horizon_h: float, terms: Tr
                                     f"{life:g}-year depreciation life ({life * 12:g} months)"))
         ends_h = order_h + terms.lead_h + months * HOURS_PER_MONTH
         if t.payment == "lease" and ends_h < horizon_h - 1e-9:
-            # The lessor takes the nodes back at the term's end, mid-run: not modelled, so refused.
+            # The lessor takes the nodes back at the term's end, mid-run: the engine never takes
+            # capacity away for good (only for a repair), so this is refused with the term that fits.
+            fits = math.ceil((horizon_h - order_h - terms.lead_h) / HOURS_PER_MONTH - 1e-9)
             problems.append(Problem((*at, "lease_term_months"), f"the lease ends on day {ends_h / HOURS_PER_DAY:g}, "
                                     f"before the horizon's end (day {horizon_h / HOURS_PER_DAY:g}): a lease must "
-                                    "run to the horizon's end (its nodes would be taken back mid-run)"))
+                                    f"run to the horizon's end, here at least {fits} months (taking its nodes "
+                                    "back mid-run is not modelled); or shorten horizon_days"))
         capex = terms.per_gpu * t.gpus
         rate = t.lease_rate_per_year if t.lease_rate_per_year is not None else econ.cost_of_capital
         out.append(TranchePlan(
