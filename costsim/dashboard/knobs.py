@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard, TypeVar
 
 from costsim.plan import facts
+from costsim.plan.resize import scale_tranches
 from costsim.plan.resolve import economics_values, resolve
 from costsim.runs import api
 from costsim.scenario import Scenario, ScenarioError, scenario_from_data
@@ -175,6 +176,7 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
         _edit_targets(data, scenario, service)
     if _changed(knobs.waiting_usd_per_gpu_hour, was.waiting_usd_per_gpu_hour):
         data["decision"]["waiting_usd_per_gpu_hour"] = float(knobs.waiting_usd_per_gpu_hour)
+    data = scale_tranches(before, data)  # a tranched option's GPUs: every tranche in proportion
     data, _ = apply_resize(before, data)  # own-256 at 320 GPUs: own-320, as sweeps and optimize name it
     if data == before:  # no knob turned: the scenario given, already checked (a check per rerun is slow)
         return scenario

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from costsim.plan.resize import scale_tranches
 from costsim.runs import api
 from costsim.runs.paths import resolve, set_loc
 from costsim.scenario import Scenario
@@ -63,7 +64,7 @@ class VariantBuilder:
         validated and checked, relative paths read from the base's folder. Its source is
         ``"<source> variant <vid>"``, followed by `` (<note>)`` when a note is given. Raises the
         ScenarioError of the variant as written when it is refused."""
-        data = self.edited(params=params, locs=locs)
+        data = scale_tranches(self._data, self.edited(params=params, locs=locs))  # a tranched option resized
         source = f"{self.source} variant {vid}" + (f" ({note})" if note else "")
         scenario, _ = build_resized(self._data, data,
                                     lambda d: api.scenario_from_data(d, source, self.base.base_dir))
