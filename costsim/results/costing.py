@@ -270,6 +270,22 @@ def term_prices(plan: CloudPlan, horizon_h: float) -> list[tuple[float, float, f
             for j in range(terms)]
 
 
+def mean_usd_per_gpu_hour(plan: CloudPlan, horizon_h: float) -> float:
+    """What a GPU-hour of ``plan`` costs on average over the horizon [0, H], USD, the price a
+    break-even set against the horizon's own cost per GPU-hour must use: without a trend its price,
+    exactly; under ``price_change_per_year`` a commitment's locked term prices (``term_prices``)
+    weighted by each term's hours within H, and on-demand or spot capacity the trended price's mean,
+    price × clock(H) / H (``models.trend``). Today's price p of a trended series whose mean is m
+    is m × H / clock(H)."""
+    if not plan.price_change_per_year or horizon_h <= 0:
+        return plan.price_per_gpu_hour
+    if plan.pricing == "reserved":
+        return sum((min(end, horizon_h) - start) * price for start, end, price in term_prices(plan, horizon_h)) \
+            / horizon_h
+    return plan.price_per_gpu_hour * float(trend.clock(horizon_h, trend.per_hour(plan.price_change_per_year))) \
+        / horizon_h
+
+
 def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
     """A commitment: reserved GPUs × price for every hour of the horizon, used or not
     (``reserved``), and the rest of the last term begun, owed at the horizon's end even though

@@ -34,7 +34,7 @@ from costsim.plan.economics import EconomicsValues
 from costsim.plan.fleet import Plan, burst_of, pools
 from costsim.plan.options import OwnedPlan
 from costsim.plan.tranches import book_value_at_usd
-from costsim.results.costing import bin_edges, term_prices
+from costsim.results.costing import bin_edges, mean_usd_per_gpu_hour, term_prices
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 CASHFLOW_COLUMNS = [
@@ -143,10 +143,11 @@ def pace(plan: Plan, cash: pd.DataFrame, horizon_h: float) -> eco.Pace:
                           owed_usd=float(cash["commitment_owed_usd"].sum()))
 
 
-def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
-    """What a GPU-hour of capacity costs when you own or commit to it (used or not); NaN for a
-    hybrid, whose total is two pools' and no one price (a pool of node groups has one: its total
-    over all its groups' capacity)."""
+def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series, horizon_h: float) -> float:
+    """What a GPU-hour of capacity costs when you own or commit to it (used or not), over the
+    horizon (a commitment under a price trend: its terms' prices, ``costing.mean_usd_per_gpu_hour``);
+    NaN for a hybrid, whose total is two pools' and no one price (a pool of node groups has one:
+    its total over all its groups' capacity)."""
     if burst_of(plan) is not None:
         return np.nan
     if plan.owned is not None:
@@ -156,7 +157,7 @@ def _own_usd_per_gpu_hour(plan: Plan, summary: pd.Series) -> float:
         cost = summary["total_cost_usd"] - summary["cost_rollout_usd"] - summary["cost_commitment_owed_usd"]
         return cost / capacity if capacity else np.nan
     if (commitment := plan.reservation) is not None:
-        return commitment.price_per_gpu_hour
+        return mean_usd_per_gpu_hour(commitment, horizon_h)
     return np.nan
 
 
@@ -178,7 +179,11 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
     - ``cheaper_until_month``: when it was cheaper first and is dearer at the horizon's end, the
       last month by whose end it was at or below the rental (NaN otherwise): not a break-even;
     - ``breakeven_utilization``: the utilisation above which owning is cheaper per used GPU-hour
-      (own cost per capacity GPU-hour ÷ rent price; not for hybrids)."""
+      (own cost per capacity GPU-hour ÷ rent price; not for hybrids). Both prices are over the
+      horizon: under a ``price_change_per_year`` trend, the mean of the trended price over it
+      (``costing.mean_usd_per_gpu_hour``), not today's, so the utilisation is where the two
+      totals over the horizon meet; ``rent_usd_per_gpu_hour`` is that mean (the option's own
+      price without a trend)."""
     s = summary.set_index("option")
     rows_of = dict(tuple(cash.groupby("option", sort=False)))
     cum = {name: np.cumsum(cash_paid(g).to_numpy()) for name, g in rows_of.items()}
@@ -191,7 +196,8 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
             rental = b.rental
             if rental is None:
                 continue
-            own = _own_usd_per_gpu_hour(a, s.loc[a.name])
+            own = _own_usd_per_gpu_hour(a, s.loc[a.name], horizon_h)
+            rent = mean_usd_per_gpu_hour(rental, horizon_h)
             part = next(iter(owned_parts(a)), None)  # the hardware's life runs from its (first) delivery
             life = ((part.lead_time_h + depreciation_years * HOURS_PER_YEAR) / HOURS_PER_MONTH
                     if depreciation_years is not None and part is not None else np.nan)
@@ -202,9 +208,8 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
                 "breakeven_month": eco.breakeven_month(cum[a.name], cum[b.name]),
                 "breakeven_month_extrapolated": later if not _ends_after(later, life) else np.nan,
                 "cheaper_until_month": eco.cheaper_until_month(cum[a.name], cum[b.name]),
-                "breakeven_utilization": (eco.breakeven_utilization(own, rental.price_per_gpu_hour) if own == own
-                                          else np.nan),
-                "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": rental.price_per_gpu_hour, "life_months": life,
+                "breakeven_utilization": eco.breakeven_utilization(own, rent) if own == own else np.nan,
+                "own_usd_per_gpu_hour": own, "rent_usd_per_gpu_hour": rent, "life_months": life,
             })
     return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
 

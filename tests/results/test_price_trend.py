@@ -162,3 +162,29 @@ def test_unfinished_work_is_priced_at_the_cheapest_rent_at_the_horizons_end(tmp_
     assert od < spot
     assert s.work_unfinished_gpu_hours > 0
     assert s.unfinished_rent_usd == pytest.approx(s.work_unfinished_gpu_hours * od, rel=1e-12)
+
+
+def test_the_break_even_utilisation_prices_renting_over_the_horizon_under_a_trend(tmp_path):
+    # On demand at $2.00 today rising 50 %/yr, over one year: the mean price over the year is
+    # 2 × (1.5 − 1) / ln 1.5 = 2 × 0.5 / 0.405465 = $2.466303 per GPU-hour, not today's $2.00. The
+    # owned option's cost per GPU-hour over the year is set against that mean.
+    sc = scenario(tmp_path, [(0, 8, 1)], [owned(gpus=16), cloud(price_per_gpu_hour=2.0, price_change_per_year=0.5)],
+                  horizon_days=365)
+    res = costsim.simulate(sc)
+    b = res.breakeven.iloc[0]
+    assert b.rent_usd_per_gpu_hour == pytest.approx(2.466303, abs=1e-6)
+    s = res.summary.set_index("option").loc["own"]
+    own = s.total_cost_usd / s.capacity_gpu_hours  # its capacity from its delivery on
+    assert b.own_usd_per_gpu_hour == pytest.approx(own, rel=1e-9)
+    assert b.breakeven_utilization == pytest.approx(own / 2.466303, rel=1e-6)
+
+
+def test_a_renewed_reservation_breaks_even_at_its_terms_mean_price(tmp_path):
+    # The renewed reservation of above over 18 months: 8,760 h at $2.20 and 4,380 h at $1.76, a mean
+    # of (8,760 × 2.20 + 4,380 × 1.76) / 13,140 = $2.053333 per GPU-hour; on demand at $3.00 with no trend.
+    sc = scenario(tmp_path, [(0, 8, 1)], [reserved(renew=True, price_change_per_year=-0.2),
+                                          cloud(price_per_gpu_hour=3.0)], horizon_days=547.5)
+    b = costsim.simulate(sc).breakeven.iloc[0]
+    assert b.own_usd_per_gpu_hour == pytest.approx(2.053333, abs=1e-6)
+    assert b.rent_usd_per_gpu_hour == 3.0
+    assert b.breakeven_utilization == pytest.approx(2.053333 / 3.0, abs=1e-6)
