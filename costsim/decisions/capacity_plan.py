@@ -26,8 +26,8 @@ model-based one:
    what fair total, says how the answer moves if demand grows slower or faster than planned.
 4. The answer is ``optimize``'s (``optimize.answer``: the cheapest qualifying configuration, its
    means and 95 % t-intervals, everything evaluated, the cost-vs-delay frontier, what limits it),
-   with the runner-up plans (the next cheapest distinct configurations that meet) and the trials in
-   the order run.
+   with the runner-up plans (the next cheapest configurations that meet and differ from the
+   answer and each other by more than a rounding: ``runner_ups``) and the trials in the order run.
 
 The batch size, not the number of workers, fixes what the sampler sees, so the answer and every
 table are the same from every executor; the run budget (``max_runs``) bounds the search's
@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from costsim.decisions.optimize import Optimum, answer, option_uses, whole_flag
@@ -56,6 +57,7 @@ from costsim.runs.sweepfile import MAX_REPLICATIONS
 from costsim.scenario import Problem, Scenario, ScenarioError
 
 RUNNER_UPS = 3
+NEAR_SHARE = 0.05  # two plans whose every value is within this share of each other are one plan
 FIRST_STEP = 8  # the refinement's first step: an eighth of a field's levels
 GROWTH_FACTORS = (0.5, 1.5)  # the scenario's workload growth scaled by these, for the answer and runner-ups
 
@@ -65,7 +67,7 @@ class CapacityPlan:
     """What ``capacity_plan`` returns: ``optimum`` (the answer, as ``optimize`` gives it: values,
     option, means, intervals, everything evaluated, frontier, shortfall), ``runner_ups`` (up to
     ``RUNNER_UPS`` rows of ``optimum.evaluated``: the next cheapest configurations that meet, one per
-    option and setting of the fields it uses; ``base_option``: the scenario's option it is, as
+    option and plan, ``runner_ups``; ``base_option``: the scenario's option it is, as
 ``uses`` names them), ``uses`` (per option of the scenario, the varied paths that can change its
 runs), ``growth`` (one row per growth factor in ``GROWTH_FACTORS`` and configuration — the answer,
 then the runner-ups —: ``growth_factor``, ``growth_per_year`` (the first growing class's, scaled),
@@ -229,12 +231,33 @@ def _refine(runner: _Runner, dims: list[Dimension], uses: dict[str, list[int]]) 
         steps = {i: s // 2 for i, s in steps.items() if s > 1}
 
 
-def _runner_ups(table: pd.DataFrame, uses: dict[str, list[int]]) -> pd.DataFrame:
-    """The next cheapest configurations that meet after the answer, one per option and setting
-    of the fields it uses (``table``: ``Search.table``)."""
+def _number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating) and math.isfinite(v)
+
+
+def near(a: Any, b: Any) -> bool:
+    """Whether two values of a varied field make the same plan: numbers within ``NEAR_SHARE`` of the
+    larger (256 and 264 GPUs, day 180 and day 181; not 12 and 13 GPUs, nor a 4 h and a 4.5 h wait),
+    anything else equal."""
+    if _number(a) and _number(b):
+        return abs(float(a) - float(b)) <= NEAR_SHARE * max(abs(float(a)), abs(float(b)))
+    return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)  # yes/no is no number
+
+
+def runner_ups(table: pd.DataFrame, uses: dict[str, list[int]], paths: list[str]) -> pd.DataFrame:
+    """The next cheapest configurations that meet after the answer, one per option and plan: each,
+    cheapest first, kept unless an option's kept configuration (the answer first) has every field the
+    option uses (``paths``, the varied paths in order) ``near`` its own, so a runner-up is never the
+    answer, or an earlier runner-up, again with a tiny difference (``table``: ``Search.table``)."""
     ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
-    mine = [(o, tuple(p.split(",")[i] for i in uses[o])) for p, o in zip(ok["_point"], ok["_option"], strict=True)]
-    distinct = ~pd.Series(mine, dtype=object).duplicated().to_numpy()
+    kept: list[tuple[str, list[Any]]] = []
+    distinct = []
+    for o, (_, r) in zip(ok["_option"], ok.iterrows(), strict=True):
+        mine = [r[paths[i]] for i in uses[o]]
+        same = any(o == k and all(near(a, b) for a, b in zip(mine, theirs, strict=True)) for k, theirs in kept)
+        distinct.append(not same)
+        if not same:
+            kept.append((o, mine))
     ups = ok[distinct].iloc[1:1 + RUNNER_UPS].rename(columns={"_option": "base_option"})
     return ups.reset_index(drop=True)
 
@@ -330,7 +353,7 @@ def capacity_plan(scenario_path: str | Path, targets, vary: list[str], *, replic
                                                        f"e.g.: {first.refused}")])
         table = search.table()
         optimum = answer(search, table, None)
-        ups = _runner_ups(table, search.uses)
+        ups = runner_ups(table, search.uses, [d.path for d in dims])
         plans = [(point(k), o) for k, o in zip(ups["_point"], ups["base_option"], strict=True)]
         best = table[table["meets"]].sort_values("fair_total_usd", kind="stable").head(1)
         plans = [(point(k), o) for k, o in zip(best["_point"], best["_option"], strict=True)] + plans
@@ -350,4 +373,5 @@ def _needs_optuna() -> None:
                                                          "'costsim[plan]' (make installs it)")]) from None
 
 
-__all__ = ["FIRST_STEP", "GROWTH_FACTORS", "RUNNER_UPS", "CapacityPlan", "capacity_plan", "scaled_growth"]
+__all__ = ["FIRST_STEP", "GROWTH_FACTORS", "NEAR_SHARE", "RUNNER_UPS", "CapacityPlan", "capacity_plan", "near",
+           "runner_ups", "scaled_growth"]

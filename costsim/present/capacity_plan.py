@@ -72,13 +72,16 @@ def _tranche(path: str) -> tuple[str, int, str] | None:
 
 
 def tranche_step(base: Scenario, option: str, k: int, varied: dict[str, Any]) -> str:
-    """A tranche as a step, its varied fields (``gpus``, ``order_day``, ``payment``) over the
-    scenario's: "order 128 H100 on day 180, leased (own, tranche 2)"."""
+    """A tranche as a step, its varied fields (``gpus``, ``order_day``, ``payment``, a lease's
+    ``lease_term_months``) over the scenario's: "order 128 H100 on day 180, leased for 36 months
+    (own, tranche 2)"."""
     o = {x.name: x for x in base.options}[option]
     listed = tuple(getattr(o, "tranches", None) or ())
     written = listed[k].model_dump() if k < len(listed) else {}
     t = {**written, **varied}
     pay = {"order": "", "delivery": ", paid on delivery", "lease": ", leased"}.get(str(t.get("payment", "order")), "")
+    if pay == ", leased" and t.get("lease_term_months") is not None:
+        pay += f" for {_value(t['lease_term_months'])} months"
     return (f"order {_value(t.get('gpus'))} {facts.gpu_type(o) or ''} on day {_value(t.get('order_day'))}{pay} "
             f"({option}, tranche {k + 1})")
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import costsim
 from costsim.cli.commands import app
-from costsim.decisions.capacity_plan import capacity_plan, scaled_growth
+from costsim.decisions.capacity_plan import RUNNER_UPS, capacity_plan, near, runner_ups, scaled_growth
 from costsim.present.capacity_plan import step, steps
 from costsim.scenario import ScenarioError, dump_scenario
 
@@ -103,6 +103,37 @@ def test_a_tranches_fields_are_one_step_over_what_the_scenario_writes(tmp_path):
     assert said.split("; ")[0] == "order 128 H100 on day 180 (own, tranche 2)"
     assert steps(sc, {"options.own.tranches.0.payment": "lease"}, "own") == \
         "order 64 H100 on day 0, leased (own, tranche 1)"
+
+
+def test_a_leases_term_is_in_its_step(tmp_path):
+    sc = scenario(tmp_path, [(1.0, 1, 1.0)], [
+        owned(gpus=128, gpus_per_node=8, tranches=[{"gpus": 64, "order_day": 0}, {"gpus": 64, "order_day": 3}]),
+        cloud(name="od")])
+    assert steps(sc, {"options.own.tranches.1.payment": "lease", "options.own.tranches.1.lease_term_months": 36},
+                 "own") == "order 64 H100 on day 3, leased for 36 months (own, tranche 2)"
+
+
+def test_near_tells_plans_apart_by_five_percent():
+    # 8 of 264 is 3 %, 1 of 181 0.6 %: one plan; 1 of 13 is 7.7 %, 0.5 of 4.5 h 11 %: two.
+    assert near(256, 264) and near(180.0, 181) and near(384, 388)
+    assert not near(12, 13) and not near(4.0, 4.5) and not near(0, 1)
+    assert near("lease", "lease") and not near("lease", "order") and not near(True, 1)
+
+
+def test_runner_ups_are_never_the_answer_or_each_other_again_with_a_tiny_difference():
+    # Sorted by fair total: the answer (256 GPUs, wait 4 h), then 264 GPUs at wait 4 h (the answer
+    # with a tiny difference), 384 at 4 h, 388 at 4 h (384's again), 384 at 8 h, a missed one and
+    # 512. The hybrid uses both fields; "own" alone only the GPUs.
+    paths = ["options.own.gpus", "options.hyb.max_wait_h"]
+    rows = [(256, 4.0, "hyb", 100.0, True), (264, 4.0, "hyb", 101.0, True), (384, 4.0, "hyb", 110.0, True),
+            (388, 4.0, "hyb", 111.0, True), (384, 8.0, "hyb", 112.0, True), (300, 4.0, "hyb", 90.0, False),
+            (512, 4.0, "own", 120.0, True), (520, 8.0, "own", 121.0, True)]
+    table = pd.DataFrame([{paths[0]: g, paths[1]: w, "option": o, "_option": o, "fair_total_usd": f, "meets": m,
+                           "_point": f"{g},{w}"} for g, w, o, f, m in rows])
+    ups = runner_ups(table, {"hyb": [0, 1], "own": [0]}, paths)
+    assert RUNNER_UPS == 3
+    assert list(zip(ups[paths[0]], ups[paths[1]], ups["base_option"], strict=True)) == [
+        (384, 4.0, "hyb"), (384, 8.0, "hyb"), (512, 4.0, "own")]
 
 
 @pytest.mark.parametrize("flags, where, message", [
