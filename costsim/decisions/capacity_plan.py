@@ -38,7 +38,7 @@ simulations (a batch it cannot cover runs in part and the search stops); the gro
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,10 +142,13 @@ class _Runner:
         left = self.search.max_runs - self.search.done
         return max(0, min(n, left // self.search.replications))
 
-    def run(self, points: list[Point], stage: str) -> list[_Score]:
+    def run(self, points: list[Point], stage: str, guesses: Sequence[Point] = ()) -> list[_Score]:
         """Each point's score, running those not run before side by side (the caller checked the
         budget); a configuration the scenario refuses (tranches out of order, a size a class cannot
-        fit) runs nothing and scores as refused, with the scenario's message in the log."""
+        fit) runs nothing and scores as refused, with the scenario's message in the log.
+        ``guesses``: points the caller may want next, run only on lanes these runs leave idle (the
+        tail of a round whose runs do not divide among the workers) and recorded only once wanted
+        (``Search.guess``), so the answer is the same whichever of them ran."""
         fresh = list(dict.fromkeys(p for p in points if p not in self.scores))
         self.search.planned = max(self.search.planned, self.search.done + len(fresh) * self.search.replications)
         ran = []
@@ -157,6 +160,8 @@ class _Runner:
                     x.message for x in err.problems)[:300])
                 continue
             ran.append(p)
+        if guesses:
+            self.search.guess([g for g in dict.fromkeys(guesses) if g not in self.scores])
         for p in ran:
             self.search.settle([p], stage)
         table = self.search.table() if self.search.frames else None
@@ -210,20 +215,34 @@ def _trials(runner: _Runner, dims: list[Dimension], trials: int, batch: int, see
         asked += wanted
 
 
+def around(p: Point, steps: dict[int, int], dims: list[Dimension]) -> list[Point]:
+    """The pattern search's neighbours of ``p``: each field ``i`` of ``steps`` a step down and up,
+    within its levels."""
+    return [p[:i] + (p[i] + s,) + p[i + 1:] for i, step in steps.items() for s in (-step, step)
+            if 0 <= p[i] + s < dims[i].count]
+
+
+def next_round(best: Point, steps: dict[int, int], near: list[Point], dims: list[Dimension]) -> list[Point]:
+    """The points the refinement's next round may try, whichever way the round of ``near`` goes: the
+    same steps around each of them (the best may move there), then the halved steps around ``best``
+    (it may stay)."""
+    halved = {i: s // 2 for i, s in steps.items() if s > 1}
+    return [q for p in near for q in around(p, steps, dims)] + around(best, halved, dims)
+
+
 def _refine(runner: _Runner, dims: list[Dimension], uses: dict[str, list[int]]) -> None:
-    """Pattern search from the best configuration over the fields its option uses."""
+    """Pattern search from the best configuration over the fields its option uses. Each round
+    guesses the next one's points (``next_round``) for the lanes its own runs leave idle."""
     best = runner.best()
     if best is None:
         return
     fields = uses[runner.scores[best].option]
     steps = {i: max(1, dims[i].count // FIRST_STEP) for i in fields if dims[i].count > 1}
     while steps:
-        near = [best[:i] + (best[i] + s,) + best[i + 1:] for i, step in steps.items() for s in (-step, step)
-                if 0 <= best[i] + s < dims[i].count]
-        near = [p for p in near if p not in runner.scores]
+        near = [p for p in around(best, steps, dims) if p not in runner.scores]
         if runner.affordable(len(near)) < len(near):
             return
-        runner.run(near, "refinement")
+        runner.run(near, "refinement", guesses=next_round(best, steps, near, dims))
         moved = runner.best()
         if moved is not None and moved != best and runner.scores[moved].meets:
             best = moved
@@ -373,5 +392,5 @@ def _needs_optuna() -> None:
                                                          "'costsim[plan]' (make installs it)")]) from None
 
 
-__all__ = ["FIRST_STEP", "GROWTH_FACTORS", "NEAR_SHARE", "RUNNER_UPS", "CapacityPlan", "capacity_plan", "near",
+__all__ = ["FIRST_STEP", "around", "next_round", "GROWTH_FACTORS", "NEAR_SHARE", "RUNNER_UPS", "CapacityPlan", "capacity_plan", "near",
            "runner_ups", "scaled_growth"]

@@ -14,7 +14,16 @@ from typer.testing import CliRunner
 
 import costsim
 from costsim.cli.commands import app
-from costsim.decisions.capacity_plan import RUNNER_UPS, capacity_plan, near, runner_ups, scaled_growth
+from costsim.decisions.capacity_plan import (
+    RUNNER_UPS,
+    around,
+    capacity_plan,
+    near,
+    next_round,
+    runner_ups,
+    scaled_growth,
+)
+from costsim.decisions.space import parse_space
 from costsim.present.capacity_plan import step, steps
 from costsim.scenario import ScenarioError, dump_scenario
 
@@ -111,6 +120,21 @@ def test_a_leases_term_is_in_its_step(tmp_path):
         cloud(name="od")])
     assert steps(sc, {"options.own.tranches.1.payment": "lease", "options.own.tranches.1.lease_term_months": 36},
                  "own") == "order 64 H100 on day 3, leased for 36 months (own, tranche 2)"
+
+
+def test_the_refinement_guesses_its_next_round_either_way():
+    # Two fields of 10 and 3 levels; the best at (4, 1), steps 2 on the first and 1 on the second.
+    dims = parse_space(["options.own.gpus=8..80", "options.od.max_gpus=8..24"],
+                       {"options": [{"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 8},
+                                    {"name": "od", "kind": "cloud", "gpu_type": "H100", "max_gpus": 8}]})
+    assert [d.count for d in dims] == [10, 3]
+    near_points = around((4, 1), {0: 2, 1: 1}, dims)
+    assert near_points == [(2, 1), (6, 1), (4, 0), (4, 2)]
+    guessed = next_round((4, 1), {0: 2, 1: 1}, near_points, dims)
+    # The same steps around each (the best moves there), then the halved ones around (4, 1): 2 -> 1
+    # on the first field, the second's step of 1 done.
+    assert guessed == [(0, 1), (4, 1), (2, 0), (2, 2), (4, 1), (8, 1), (6, 0), (6, 2),
+                       (2, 0), (6, 0), (4, 1), (2, 2), (6, 2), (4, 1), (3, 1), (5, 1)]
 
 
 def test_near_tells_plans_apart_by_five_percent():
