@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from costsim.plan.facts import hybrid
+from costsim.plan.facts import hybrid, parts_of, pricing_label
 from costsim.plots.band import cumulative_cost_band
 from costsim.plots.decisions import pareto_figure, tornado_figure
 from costsim.plots.downsample import on_screen, steps, thinned
@@ -298,18 +298,49 @@ def book_value_note(summary: pd.DataFrame) -> str:
             "never as cash paid or received: nothing is sold. The break-even and the cumulative cash leave it out.")
 
 
+# A part's colour by how it is paid: owned warm orange, reserved green, rented blue (hatched, as
+# rented bars are); a second pool of the same kind in one fleet takes the next pattern.
+_PART_LOOKS = {"owned": (OKABE_ITO[0], ""), "reserved": (OKABE_ITO[2], ""), "on_demand": (OKABE_ITO[4], "/"),
+               "spot": (OKABE_ITO[1], "/")}
+_MORE_PATTERNS = ("x", ".", "+", "-", "|")
+
+
+def part_label(scenario, part: str, burst: bool) -> str:
+    """A hybrid's or fleet's part as the figure's legend names it: its option name and how it is
+    paid, the burst said so ("own-256 (owned)", "cloud-od (on demand, burst)")."""
+    opt = {o.name: o for o in scenario.options}.get(part)
+    kind = pricing_label(scenario, opt).replace("_", " ") if opt is not None else "part"
+    return f"{part} ({kind}{', burst' if burst else ''})"
+
+
 def hybrid_parts(results: Results) -> go.Figure:
-    """GPU-hours each hybrid option ran on its base and on its burst."""
+    """Job GPU-hours each hybrid or fleet option ran on each of its parts (the jobs' ``ran_on``), a
+    bar segment per part named by its option and kind (``part_label``)."""
     s = results.summary[hybrid(results.summary["kind"])]
-    base = s["gpu_hours_used"] - s["serving_gpu_hours"] - s["gpu_hours_burst"]
+    sc = results.scenario
+    by_name = {o.name: o for o in sc.options}
+    jobs = results.jobs[results.jobs["option"].isin(s["option"])]
+    held = jobs.groupby(["option", "ran_on"])["gpu_hours"].sum()
     fig = go.Figure()
-    # base: owned-warm orange, solid; burst: rented blue, hatched as rented bars are
-    for part, values, colour, pattern in (("base", base, OKABE_ITO[0], ""), ("burst", s["gpu_hours_burst"],
-                                                                             OKABE_ITO[4], "/")):
-        fig.add_bar(x=literals(s["option"]), y=values, name=part, marker=dict(color=colour, pattern_shape=pattern,
-                                                                    pattern_fillmode="overlay", pattern_fgcolor="white"),
-                    hovertemplate="<b>%{x}</b> · " + part + " · %{y:,.0f} job GPU-hours<extra></extra>")
-    return finish(fig, "Where hybrid options ran their jobs", "hybrid option", "job GPU-hours", barmode="stack")
+    drawn: dict[str, int] = {}  # pool kind -> pools of it drawn so far in one option (for the pattern)
+    for option in s["option"]:
+        names = parts_of(by_name[option]) if option in by_name else ()
+        drawn.clear()
+        for k, part in enumerate(names):
+            burst = k == len(names) - 1
+            kind = pricing_label(sc, by_name[part]) if part in by_name else "owned"
+            colour, pattern = _PART_LOOKS.get(kind, (OKABE_ITO[6], ""))
+            n = drawn.get(kind, 0)
+            drawn[kind] = n + 1
+            pattern = pattern if n == 0 else _MORE_PATTERNS[(n - 1) % len(_MORE_PATTERNS)]
+            label = part_label(sc, part, burst)
+            fig.add_bar(x=literals([option]), y=[float(held.get((option, part), 0.0))], name=literal(label),
+                        legendgroup=literal(label), showlegend=label not in {t.name for t in fig.data},
+                        marker=dict(color=colour, pattern_shape=pattern, pattern_fillmode="overlay",
+                                    pattern_fgcolor="white"),
+                        hovertemplate="<b>%{x}</b> · " + literal(label) + " · %{y:,.0f} job GPU-hours<extra></extra>")
+    return finish(fig, "Where hybrid and fleet options ran their jobs, by part", "hybrid or fleet option",
+                  "job GPU-hours", barmode="stack")
 
 
 def lost_work(results: Results) -> go.Figure:

@@ -311,3 +311,29 @@ def test_the_gantt_draws_each_job_waiting_and_running(baseline):
         plots.gantt(baseline, option="nope")
     with pytest.raises(ValueError, match="start_h"):
         plots.gantt(baseline, start_h=10, end_h=5)
+
+
+def test_where_hybrids_ran_names_each_part_of_a_fleet(tmp_path):
+    """Each part of a fleet is its own segment, named by its option and kind (not "base"), holding
+    the job GPU-hours the jobs table says ran there. The fleet routing test's jobs: 8 GPUs each, own
+    runs 10 h, the reservation 3 h then 5 h, the burst 1 h: 80, 64 and 8 job GPU-hours."""
+    from helpers import cloud, owned, scenario
+
+    res_opt = {"name": "res", "kind": "cloud", "gpu_type": "H100", "pricing": "reserved", "reserved_gpus": 8,
+               "gpus_per_instance": 8, "price_per_gpu_hour": 1.5}
+    od = cloud("od", price_per_gpu_hour=2.0, gpus_per_instance=8, billing_granularity_s=1, minimum_billing_s=0)
+    fleet = {"name": "fleet", "kind": "fleet",
+             "parts": [{"option": "own"}, {"option": "res"}, {"option": "od", "max_wait_h": 4.0}]}
+    hybrid = {"name": "hyb", "kind": "hybrid", "base": "own", "burst": "od", "max_wait_h": 4.0}
+    rows = [(0.0, 8, 10.0), (0.0, 8, 3.0), (0.0, 8, 5.0), (0.5, 8, 1.0)]
+    sc = scenario(tmp_path, rows, [owned(gpus=8, gpus_per_node=8, failures=None, lead_time_days=0), res_opt, od,
+                                   fleet, hybrid], horizon_days=2.0)
+    res = costsim.simulate(sc)
+    fig = plots.hybrid_parts(res)
+    got = {(t.x[0], t.name): t.y[0] for t in fig.data}
+    assert got[("fleet", "own (owned)")] == pytest.approx(80.0)
+    assert got[("fleet", "res (reserved)")] == pytest.approx(64.0)
+    assert got[("fleet", "od (on demand, burst)")] == pytest.approx(8.0)
+    assert {name for x, name in got if x == "hyb"} == {"own (owned)", "od (on demand, burst)"}
+    assert all("base" not in t.name for t in fig.data)
+    assert [t.name for t in fig.data if t.showlegend] == ["own (owned)", "res (reserved)", "od (on demand, burst)"]
