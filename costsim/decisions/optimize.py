@@ -310,12 +310,31 @@ def optimize(scenario_path: str | Path, targets, vary: list[str], replications: 
     return answer(search, search.table(), stopped)
 
 
+# Fields of an on-demand or spot option that set its price, and so the cheapest rental price every
+# option's unfinished work and unmet serving are priced at (``results.backlog.cheapest_rent_usd_per_gpu_hour``).
+RENT_PRICE_FIELDS = ("price_per_gpu_hour", "price_change_per_year", "price_tier", "pricing", "gpu_type")
+
+
+def _sets_rent_price(base, d: Dimension) -> bool:
+    """Whether ``d`` can move the cheapest rental price: a price field of an on-demand or spot option
+    (or the pricing of any cloud option, which may make it one)."""
+    loc = d.path.split(".")
+    if d.option is None or len(loc) != 3 or loc[2] not in RENT_PRICE_FIELDS:
+        return False
+    opt = next((o for o in base.options if o.name == d.option), None)
+    return opt is not None and facts.is_cloud(opt) and (loc[2] == "pricing" or facts.pay_as_you_go(opt))
+
+
 def option_uses(base, dims: list[Dimension], candidates: list[str]) -> dict[str, list[int]]:
-    """Per candidate option, the dimensions that can change its runs: its own fields, those of the
-    options it is made of (a hybrid's base and burst, a fleet's parts, a rollout pool), and fields
-    outside ``options`` (economics, workload)."""
+    """Per candidate option, the dimensions that can change its runs or its fair total: its own
+    fields, those of the options it is made of (a hybrid's base and burst, a fleet's parts, a rollout
+    pool), fields outside ``options`` (economics, workload), and the price fields of every on-demand
+    or spot option (``RENT_PRICE_FIELDS``: the cheapest of their prices prices any option's
+    unfinished work and unmet serving, ``fair.py``)."""
     parts = {o.name: {o.name, *facts.parts_of(o), o.rollout_pool or o.name} for o in base.options}
-    return {c: [i for i, d in enumerate(dims) if d.option is None or d.option in parts[c]] for c in candidates}
+    rent = {i for i, d in enumerate(dims) if _sets_rent_price(base, d)}
+    return {c: [i for i, d in enumerate(dims) if d.option is None or d.option in parts[c] or i in rent]
+            for c in candidates}
 
 
 def answer(search: Search, table: pd.DataFrame, stopped: Stopped | None) -> Optimum:
@@ -345,4 +364,4 @@ def answer(search: Search, table: pd.DataFrame, stopped: Stopped | None) -> Opti
                    range_ends=_range_ends(search.dims, at, search.uses[option]), unsure=unsure(wanted, intervals))
 
 
-__all__ = ["GRID_POINTS", "Optimum", "RangeEnd", "Stopped", "answer", "option_uses", "optimize", "unsure", "whole_flag"]
+__all__ = ["GRID_POINTS", "RENT_PRICE_FIELDS", "Optimum", "RangeEnd", "Stopped", "answer", "option_uses", "optimize", "unsure", "whole_flag"]

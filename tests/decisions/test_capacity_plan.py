@@ -53,10 +53,11 @@ def test_the_smallest_mmc_size_meeting_an_erlang_c_p95_target_among_two_fields(m
     # By hand: p95 wait c=10: ln(0.4092/0.05)/2 = 1.051 h; c=11: ln(0.2450/0.05)/3 = 0.530 h: the
     # target 0.75 h is first met at c=11, with margins several times the simulation's noise
     # (tests/decisions/test_optimize.py measured it over 8 trace seeds). The owned option's capex
-    # grows with c, so the cheapest plan that meets is c=11; the cloud price is a second field the
-    # owned option does not use, and renting at $60 costs more at either price.
+    # grows with c, so the cheapest plan that meets is c=11; the cloud's quota is a second field the
+    # owned option does not use (its price would be: it prices the owned option's unfinished work),
+    # and renting at $60 costs more at either quota.
     assert p95_wait_h(10) > 0.75 >= p95_wait_h(11)
-    plan = capacity_plan(mmc, TARGET, ["options.own.gpus=8..16", "options.cloud.price_per_gpu_hour=40,60"],
+    plan = capacity_plan(mmc, TARGET, ["options.own.gpus=8..16", "options.cloud.max_gpus=8,16"],
                          replications=1, trials=8, batch=2, executor="local")
     o = plan.optimum
     assert o.meets and o.option == "own" and o.values["options.own.gpus"] == 11
@@ -69,7 +70,7 @@ def test_the_smallest_mmc_size_meeting_an_erlang_c_p95_target_among_two_fields(m
     assert list(ups["option"]) == ["own"] * len(ups) and ups["fair_total_usd"].is_monotonic_increasing
     assert set(ups["options.own.gpus"]) <= set(range(12, 17)) and len(ups) == ups["options.own.gpus"].nunique()
     # The trial log: every configuration once, the sampler's first, then the refinement's.
-    assert len(plan.trials) == len(plan.trials.drop_duplicates(["options.own.gpus", "options.cloud.price_per_gpu_hour"]))
+    assert len(plan.trials) == len(plan.trials.drop_duplicates(["options.own.gpus", "options.cloud.max_gpus"]))
     assert set(plan.trials["stage"]) <= {"search", "refinement"} and plan.trials["stage"].iloc[0] == "search"
 
 
@@ -316,17 +317,18 @@ def test_every_configuration_refused_is_one_message_naming_vary(tmp_path):
 
 def test_the_refinement_steps_only_the_fields_a_renamed_answer_uses(tmp_path):
     """own-8 resized runs as own-11: the refinement still knows it as own-8 and steps its size,
-    never the cloud price it does not use."""
+    never the cloud's startup it does not use (a cloud price it would use: it prices own-8's
+    unfinished work)."""
     path = mmc_scenario(tmp_path, 20.0)
     data = costsim.load_scenario(path).model_dump(mode="json")
     data["options"][0]["name"] = "own-8"
     data["options"].append(cloud(price_per_gpu_hour=60.0))
     (tmp_path / "mmc.yaml").write_text(dump_scenario(costsim.scenario_from_data(data, "mmc.yaml", tmp_path)))
-    plan = capacity_plan(path, TARGET, ["options.own-8.gpus=8..16", "options.cloud.price_per_gpu_hour=40..60"],
+    plan = capacity_plan(path, TARGET, ["options.own-8.gpus=8..16", "options.cloud.startup_h=0..1"],
                          replications=1, trials=4, batch=2, executor="local")
     t = plan.trials
     searched = t[t["stage"] == "search"]
     refined = t[t["stage"] == "refinement"]
     assert plan.optimum.option.startswith("own-") and len(refined) >= 1
-    best_price = plan.optimum.values["options.cloud.price_per_gpu_hour"]
-    assert (refined["options.cloud.price_per_gpu_hour"] == best_price).all(), (searched, refined)
+    best_startup = plan.optimum.values["options.cloud.startup_h"]
+    assert (refined["options.cloud.startup_h"] == best_startup).all(), (searched, refined)

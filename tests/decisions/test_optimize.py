@@ -136,6 +136,31 @@ def test_two_fields_the_answer_is_the_cheapest_that_meets_and_options_appear_onc
     assert (ev[ev["option"] == "own"].groupby("options.own.gpus")["fair_total_usd"].nunique() == 1).all()
 
 
+def test_an_on_demand_price_is_used_by_every_option_its_unfinished_work_is_priced_at(tmp_path):
+    """The fair total prices an option's unfinished work at the cheapest on-demand or spot price,
+    so a varied on-demand price changes the owned option's fair total: it is a field the owned
+    option uses (and a reserved one's price is not: it prices nothing of another option's)."""
+    from costsim.decisions.optimize import option_uses
+    from costsim.decisions.space import parse_space
+
+    reserved = {"name": "res", "kind": "cloud", "gpu_type": "H100", "pricing": "reserved", "reserved_gpus": 8,
+                "gpus_per_instance": 8}
+    # One 8-GPU job of 100 h on one node over 2 days: 52 h of it unfinished at the horizon on own.
+    sc = scenario(tmp_path, [(0.0, 8, 100.0)], [owned(gpus=8, gpus_per_node=8, lead_time_days=0, failures=None),
+                                               cloud(price_per_gpu_hour=3.0), reserved], horizon_days=2)
+    dims = parse_space(["options.cloud.price_per_gpu_hour=2,3", "options.res.price_per_gpu_hour=1,2",
+                        "options.own.gpus=8,16"], sc.model_dump(mode="json"))
+    uses = option_uses(sc, dims, ["own", "cloud", "res"])
+    assert uses == {"own": [0, 2], "cloud": [0], "res": [0, 1]}
+    (tmp_path / "u.yaml").write_text(dump_scenario(sc))
+    best = optimize(tmp_path / "u.yaml", [], ["options.cloud.price_per_gpu_hour=2,3"], replications=1,
+                    executor="local")
+    own = best.evaluated[best.evaluated["option"] == "own"].set_index("options.cloud.price_per_gpu_hour")
+    # 8 GPUs × (100 − 48) h unfinished = 416 GPU-hours at $2 or $3: the two fair totals differ by $416.
+    assert own.loc[3.0, "fair_total_usd"] - own.loc[2.0, "fair_total_usd"] == pytest.approx(416.0, rel=1e-9)
+    assert (best.frontier["option"] == "own").sum() <= 2
+
+
 # ------------------------------------------------------------------ what may be varied
 
 
