@@ -16,7 +16,7 @@ from costsim.present.formats import money, plain
 from costsim.present.optimize import notes
 from costsim.present.optimize import sentence as optimum_sentence
 from costsim.runs import api
-from costsim.scenario import Scenario
+from costsim.scenario import FleetOption, Scenario
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,13 +41,38 @@ def _value(v: Any) -> str:
     return plain(v) if isinstance(v, float) else str(v)
 
 
+def _as_set(path: str, v: Any) -> str:
+    """A field without words of its own as ``--vary`` and ``optimize``'s sentence write it: PATH=VALUE."""
+    return f"{path}={_value(v)}"
+
+
+def _fleet_step(base: Scenario, parts: list[str], v: Any) -> str | None:
+    """A fleet part's field (``options.F.parts.K.FIELD``) as a step: its burst's wait as a hybrid's
+    is ("burst to cloud-od after 4 h (F)"), the option a part runs on ("run F's part 2 on res-64");
+    None for any other field."""
+    o = next((x for x in base.options if x.name == parts[1]), None)
+    if not isinstance(o, FleetOption) or len(parts) != 5 or parts[2] != "parts" or not parts[3].isdigit():
+        return None
+    k, field, names = int(parts[3]), parts[4], o.part_names()
+    if k >= len(names):
+        return None
+    worded = {"max_wait_h": f"burst to {names[k]} after {_value(v)} h ({o.name})",
+              "wait_policy": f"burst to {names[k]} by the {_value(v)} waiting policy ({o.name})",
+              "option": f"run {o.name}'s part {k + 1} on {_value(v)}"}
+    return worded.get(field)
+
+
 def step(base: Scenario, path: str, v: Any) -> str:
     """One varied field's value as a step of a plan: ``options.own.gpus=384`` on an owned H100
-    option is "buy 384 H100"; a field without words of its own is "PATH = VALUE"."""
+    option is "buy 384 H100", a fleet's burst wait ``options.f.parts.2.max_wait_h=4`` "burst to
+    cloud-od after 4 h (f)"; a field without words of its own is PATH=VALUE, as ``--vary`` and
+    ``optimize``'s sentence write it."""
     parts = path.split(".")
     options = {o.name: o for o in base.options}
+    if len(parts) == 5 and parts[0] == "options" and (fleet := _fleet_step(base, parts, v)) is not None:
+        return fleet
     if len(parts) != 3 or parts[0] != "options" or parts[1] not in options:
-        return f"{path} = {_value(v)}"
+        return _as_set(path, v)
     o, field = options[parts[1]], parts[2]
     gpu, built_of = facts.gpu_type(o) or "", facts.parts_of(o)
     kind = "hybrid" if built_of else facts.pricing_label(base, o)  # owned, on_demand, reserved or spot
@@ -60,7 +85,7 @@ def step(base: Scenario, path: str, v: Any) -> str:
         ("hybrid", "max_wait_h"): lambda: f"burst to {built_of[-1]} after {_value(v)} h ({o.name})",
         ("hybrid", "wait_policy"): lambda: f"burst by the {_value(v)} waiting policy ({o.name})",
     }.get((kind, field))
-    return worded() if worded is not None else f"{path} = {_value(v)}"
+    return worded() if worded is not None else _as_set(path, v)
 
 
 def _tranche(path: str) -> tuple[str, int, str] | None:

@@ -101,7 +101,22 @@ def test_steps_say_what_to_buy_reserve_and_when_to_burst(tmp_path):
     assert step(sc, "options.res.term_years", 3) == "reserve res for 3 years"
     assert step(sc, "options.od.max_gpus", 1024) == "rent up to 1,024 H100 on demand (od)"
     assert step(sc, "options.hyb.max_wait_h", 4.0) == "burst to od after 4 h (hyb)"
-    assert step(sc, "economics.electricity_usd_per_kwh", 0.12) == "economics.electricity_usd_per_kwh = 0.12"
+    assert step(sc, "economics.electricity_usd_per_kwh", 0.12) == "economics.electricity_usd_per_kwh=0.12"
+
+
+def test_a_fleets_fields_are_steps_too(tmp_path):
+    res = {"name": "res", "kind": "cloud", "gpu_type": "H100", "pricing": "reserved", "reserved_gpus": 8,
+           "gpus_per_instance": 8}
+    sc = scenario(tmp_path, [(1.0, 1, 1.0)], [
+        owned(gpus=8, gpus_per_node=8), res, cloud(name="od"),
+        {"name": "f", "kind": "fleet", "parts": [{"option": "own"}, {"option": "res"},
+                                                 {"option": "od", "max_wait_h": 2.0}]}])
+    assert step(sc, "options.f.parts.2.max_wait_h", 4.0) == "burst to od after 4 h (f)"
+    assert step(sc, "options.f.parts.2.wait_policy", "linear_gpus") == \
+        "burst to od by the linear_gpus waiting policy (f)"
+    assert step(sc, "options.f.parts.1.option", "own") == "run f's part 2 on own"
+    assert step(sc, "options.f.bridge_until_ready", False) == "options.f.bridge_until_ready=no"
+    assert step(sc, "options.f.parts.2.wait_per_gpu_h", 0.5) == "options.f.parts.2.wait_per_gpu_h=0.5"
 
 
 def test_a_tranches_fields_are_one_step_over_what_the_scenario_writes(tmp_path):
