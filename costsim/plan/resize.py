@@ -54,7 +54,8 @@ def _total(option: Mapping[str, Any]) -> int | None:
     if isinstance(gpus, int) and not isinstance(gpus, bool):
         return gpus
     sizes = [t.get("gpus") for t in option.get("tranches") or () if isinstance(t, Mapping)]
-    return sum(sizes) if sizes and all(isinstance(g, int) and g >= 1 for g in sizes) else None
+    whole = [g for g in sizes if isinstance(g, int) and not isinstance(g, bool) and g >= 1]
+    return sum(whole) if whole and len(whole) == len(sizes) else None
 
 
 def scale_tranches(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
