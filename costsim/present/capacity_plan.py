@@ -16,7 +16,7 @@ from costsim.present.formats import money, plain
 from costsim.present.optimize import notes
 from costsim.present.optimize import sentence as optimum_sentence
 from costsim.runs import api
-from costsim.scenario import FleetOption, Scenario
+from costsim.scenario import Scenario
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,9 +51,9 @@ def _fleet_step(base: Scenario, parts: list[str], v: Any) -> str | None:
     is ("burst to cloud-od after 4 h (F)"), the option a part runs on ("run F's part 2 on res-64");
     None for any other field."""
     o = next((x for x in base.options if x.name == parts[1]), None)
-    if not isinstance(o, FleetOption) or len(parts) != 5 or parts[2] != "parts" or not parts[3].isdigit():
+    if o is None or len(parts) != 5 or parts[2] != "parts" or not parts[3].isdigit():
         return None
-    k, field, names = int(parts[3]), parts[4], o.part_names()
+    k, field, names = int(parts[3]), parts[4], facts.parts_of(o)  # only a fleet has a parts list
     if k >= len(names):
         return None
     worded = {"max_wait_h": f"burst to {names[k]} after {_value(v)} h ({o.name})",

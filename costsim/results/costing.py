@@ -279,7 +279,7 @@ def mean_usd_per_gpu_hour(plan: CloudPlan, horizon_h: float) -> float:
     is m × H / clock(H)."""
     if not plan.price_change_per_year or horizon_h <= 0:
         return plan.price_per_gpu_hour
-    if plan.pricing == "reserved":
+    if plan.reservation is not None:
         return sum((min(end, horizon_h) - start) * price for start, end, price in term_prices(plan, horizon_h)) \
             / horizon_h
     return plan.price_per_gpu_hour * float(trend.clock(horizon_h, trend.per_hour(plan.price_change_per_year))) \
