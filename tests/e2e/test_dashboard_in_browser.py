@@ -57,6 +57,18 @@ def open_app(browser, url: str):
     return page
 
 
+def open_link(browser, url: str, text: str, page=None):
+    """The dashboard opened from a link carrying scenario ``text`` (``?s=``), its first run settled:
+    in ``page``, or a new page at 1600 × 1000."""
+    from costsim.dashboard.sharing import encode_scenario
+
+    page = page if page is not None else browser.new_page(viewport=VIEW)
+    page.goto(f"{url}/?s={encode_scenario(text)}")
+    page.get_by_text("Verdict:").wait_for(timeout=180_000)
+    settled(page)
+    return page
+
+
 def publish(png: bytes, name: str) -> None:
     """Write a viewport screenshot the docs show to docs/screenshots/``name``: whole or not at all
     (a temporary file renamed over the old one), and always the viewport's size, so a stale or
@@ -223,15 +235,10 @@ def test_six_options_fit_above_the_fold_and_the_decision_tabs_draw(browser, own_
     fold at 1600 × 1000, one row of six cards with the recommended one first, no value running
     past its card; then, on the baseline over 30 days, the Sensitivity tab (the tornado, run on
     request) and the Sweep tab (a small grid of own-256's size) draw their figures."""
-    from costsim.dashboard.sharing import encode_scenario
-
     text = (ROOT / "scenarios" / "reserved-vs-on-demand.yaml").read_text()
     assert "horizon_days: 365\n" in text
     text = text.replace("horizon_days: 365\n", "horizon_days: 60\n")
-    page = browser.new_page(viewport=VIEW)
-    page.goto(f"{own_app_url}/?s={encode_scenario(text)}")
-    page.get_by_text("Verdict:").wait_for(timeout=180_000)
-    settled(page)
+    page = open_link(browser, own_app_url, text)
     metrics = page.get_by_test_id("stMetric")
     # waited for, not counted at once: once (in CI) the count was taken while the cards were not drawn
     expect(metrics).to_have_count(6 * len(CARD_METRICS), timeout=120_000)
@@ -247,9 +254,7 @@ def test_six_options_fit_above_the_fold_and_the_decision_tabs_draw(browser, own_
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "first-screen-six-options.png"))
     # The decision tabs on the baseline over 30 days (its own-256 is the grid's default field).
-    page.goto(f"{own_app_url}/?s={encode_scenario(BASELINE.replace('horizon_days: 365', 'horizon_days: 30'))}")
-    page.get_by_text("Verdict:").wait_for(timeout=180_000)
-    settled(page)
+    open_link(browser, own_app_url, BASELINE.replace("horizon_days: 365", "horizon_days: 30"), page)
     main = page.get_by_test_id("stMain")
     main.get_by_text("Sensitivity", exact=True).first.click()
     settled(page)
@@ -277,13 +282,8 @@ def test_flagship_cards_above_the_fold_and_the_time_to_target_tab(browser, own_a
     sentence and all five options' cards still fit above the fold; the Time to target tab draws the
     score against the calendar day with the target line, names the reference option, and shows the
     interval table over the replications."""
-    from costsim.dashboard.sharing import encode_scenario
-
     text = (ROOT / "scenarios" / "flagship-scaling.yaml").read_text()
-    page = browser.new_page(viewport=VIEW)
-    page.goto(f"{own_app_url}/?s={encode_scenario(text)}")
-    page.get_by_text("Verdict:").wait_for(timeout=180_000)
-    settled(page)
+    page = open_link(browser, own_app_url, text)
     expect(page.get_by_text("Time to target:").first).to_be_visible(timeout=120_000)
     metrics = page.get_by_test_id("stMetric")
     expect(metrics).to_have_count(5 * len(CARD_METRICS), timeout=120_000)
@@ -476,7 +476,6 @@ def test_the_plan_tab_draws_capacity_over_time_and_shows_the_plan_in_words(brows
     three capacity figures, and a search over own-512's size (its default field) shows the plan's
     sentence, runner-ups and trial log: the same words ``costsim plan`` gives in this process."""
     from costsim.dashboard.plan_runs import plan_of
-    from costsim.dashboard.sharing import encode_scenario
 
     text = (ROOT / "scenarios" / "growing-lab.yaml").read_text()
     for shipped, short in (("horizon_days: 1095", "horizon_days: 30"), ("order_day: 270", "order_day: 20"),
@@ -490,10 +489,7 @@ def test_the_plan_tab_draws_capacity_over_time_and_shows_the_plan_in_words(brows
     want = plan_of(load_scenario_text(text, "growing-lab.yaml", ROOT / "scenarios"), vary,
                    replications=1, trials=2)
     assert want.runner_up_steps
-    page = browser.new_page(viewport=VIEW)
-    page.goto(f"{own_app_url}/?s={encode_scenario(text)}")
-    page.get_by_text("Verdict:").wait_for(timeout=180_000)
-    settled(page)
+    page = open_link(browser, own_app_url, text)
     main = page.get_by_test_id("stMain")
     main.get_by_text("Plan", exact=True).first.click()
     settled(page)
