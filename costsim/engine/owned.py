@@ -20,7 +20,10 @@ Schedulers:
 Tranches: a cluster bought over time (``PoolSpec.later``) has its later tranches' nodes out of
 service until their delivery, as if under repair: each delivery brings them in and asks for a
 pass, and a backfill reservation counts on them as on a repair's end. ``fits_ever`` is against
-the final cluster.
+the final cluster (less the nodes a lease has given back).
+
+A lease ending within the horizon (``PoolSpec.returns``) takes its nodes out for good; a job on
+them is interrupted as by a failure (no draining ahead: its lost work is an upper bound).
 
 Node failures (optional) are a Poisson process over all nodes; a failed node is out for its
 repair time (capacity drops) and kills the jobs on it: they fall back to their last checkpoint,
@@ -86,6 +89,9 @@ class PoolSpec:
     # (delivery hour, nodes) of the tranches bought after the first (costsim.plan.tranches), delivery
     # ascending: their nodes, the pool's last, are out of service until then, as if under repair.
     later: tuple[tuple[float, int], ...] = ()
+    # (hour, first node, nodes) of the leased tranches whose nodes go back to the lessor within the
+    # horizon (``OwnedPlan.node_returns``): out of service for good from then.
+    returns: tuple[tuple[float, int, int], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +154,7 @@ class OwnedCluster:
         self.waiting: set[int] = set()  # queued and not withdrawn (the queues drop the rest lazily)
         self.repair_end: dict[int, float] = {}  # node under repair (or not yet delivered) -> when it returns
         self.down_gpus = 0
+        self.gone: set[int] = set()  # nodes back with the lessor (a lease ended): never in service again
         self._await_tranches(spec.later)
         self.ready = lead_time_h <= 0
         self.lead_time_h = lead_time_h
@@ -169,7 +176,10 @@ class OwnedCluster:
                                      repair_end=self.repair_end, progress=progress,
                                      headroom=self.headroom) if scheduler == "backfill" else None
         self.failure_rate = failures_per_node_h * nodes
-        self.track_nodes = self.failure_rate > 0  # which jobs run on a node matters only if nodes fail
+        # Which jobs run on a node matters only if nodes fail or go back to a lessor.
+        self.track_nodes = self.failure_rate > 0 or bool(spec.returns)
+        for returned_h, first, n in spec.returns:
+            At(env, returned_h, RELEASE, lambda _e, ns=range(first, first + n): self._returned(ns))
         self.repair_h = repair_h
         self.rng = rng
         if self.failure_rate > 0:
@@ -222,7 +232,7 @@ class OwnedCluster:
     def fits_ever(self, gpus: int) -> bool:
         """Could a job of ``gpus`` start here at some hour from now (or delivery) to the horizon, with
         all nodes in service? Serving's least demand over those hours is taken first."""
-        room = self.nodes * self.gpn
+        room = (self.nodes - len(self.gone)) * self.gpn
         if self.serving is not None:
             floor = self.serving_floor
             room -= floor[min(int(max(self.env.now, self.lead_time_h)), len(floor) - 1)]
@@ -324,7 +334,29 @@ class OwnedCluster:
             At(self.env, self.repair_h, RELEASE, lambda _e, n=node: self._repaired(n))
         At(self.env, rng.exponential(1 / self.failure_rate), RELEASE, self._fail)
 
+    def _returned(self, nodes: range) -> None:
+        """A lease's term ends: its nodes leave for good, the jobs on them interrupted as by a failure."""
+        now = self.env.now
+        hit: set[int] = set()
+        for node in nodes:
+            self.gone.add(node)
+            if self.pool.is_down(node):  # under repair: it never comes back (its repair end is void)
+                self.repair_end.pop(node, None)
+                continue
+            self.pool.down_node(node)
+            self.down_gpus += self.gpn
+            hit |= self.on_node.get(node, set())
+        self._unplanned()
+        self._capacity_changed()
+        for i in sorted(hit):
+            self.progress.interrupt(i, now)
+            self._stop(i)
+            self.arrive(i, front=True)
+        self.decider.request()
+
     def _repaired(self, node: int) -> None:
+        if node in self.gone:  # went back to the lessor while under repair
+            return
         del self.repair_end[node]
         self.pool.up(node)
         self._unplanned()

@@ -156,6 +156,18 @@ class OwnedPlan(OwnedFacts):
                                              delivery_h=self.lead_time_h, capex_usd=self.capex_usd),)
 
     @property
+    def node_returns(self) -> tuple[tuple[float, int, int], ...]:
+        """(hour, first node, nodes) of each tranche whose nodes go back to the lessor within the
+        horizon (``TranchePlan.returned_h``), the nodes numbered as the engine lays the tranches
+        out: the first tranche's first, each later one's after them."""
+        out, first = [], 0
+        for t in self.purchases:
+            if math.isfinite(t.returned_h):
+                out.append((t.returned_h, first, t.nodes))
+            first += t.nodes
+        return tuple(out)
+
+    @property
     def owned(self) -> OwnedPlan:
         """The owned cluster the option runs on first: itself."""
         return self

@@ -122,8 +122,8 @@ class TrancheTerms:
 
 def _tranches(opt: OwnedOption, i: int, source: str, horizon_h: float, terms: TrancheTerms) -> tuple[TranchePlan, ...]:
     """The option's tranches in numbers, () when it has none (bought at once). Every tranche that
-    is not whole nodes, ordered at or after the horizon's end, leased for longer than the
-    depreciation life or for less than the rest of the horizon is a problem, all reported together."""
+    is not whole nodes, ordered at or after the horizon's end or leased for longer than the
+    depreciation life is a problem, all reported together."""
     if opt.tranches is None:
         return ()
     econ, life = terms.econ, terms.econ.depreciation_years
@@ -142,20 +142,15 @@ def _tranches(opt: OwnedOption, i: int, source: str, horizon_h: float, terms: Tr
             problems.append(Problem((*at, "lease_term_months"), f"a {months}-month lease is longer than the "
                                     f"{life:g}-year depreciation life ({life * 12:g} months)"))
         ends_h = order_h + terms.lead_h + months * HOURS_PER_MONTH
-        if t.payment == "lease" and ends_h < horizon_h - 1e-9:
-            # The lessor takes the nodes back at the term's end, mid-run: the engine never takes
-            # capacity away for good (only for a repair), so this is refused with the term that fits.
-            fits = math.ceil((horizon_h - order_h - terms.lead_h) / HOURS_PER_MONTH - 1e-9)
-            problems.append(Problem((*at, "lease_term_months"), f"the lease ends on day {ends_h / HOURS_PER_DAY:g}, "
-                                    f"before the horizon's end (day {horizon_h / HOURS_PER_DAY:g}): a lease must "
-                                    f"run to the horizon's end, here at least {fits} months (taking its nodes "
-                                    "back mid-run is not modelled); or shorten horizon_days"))
+        # A lease ending within the horizon: its nodes go back to the lessor at the term's end.
+        returned_h = ends_h if t.payment == "lease" and ends_h < horizon_h - 1e-9 else math.inf
         capex = terms.per_gpu * t.gpus
         rate = t.lease_rate_per_year if t.lease_rate_per_year is not None else econ.cost_of_capital
         out.append(TranchePlan(
             gpus=t.gpus, nodes=t.gpus // terms.gpn, order_h=order_h, delivery_h=order_h + terms.lead_h,
             capex_usd=float(capex), payment=t.payment, lease_term_h=months * HOURS_PER_MONTH,
-            lease_usd_per_month=lease_usd_per_month(capex, terms.curve, econ, months, rate) if months else 0.0))
+            lease_usd_per_month=lease_usd_per_month(capex, terms.curve, econ, months, rate) if months else 0.0,
+            returned_h=returned_h))
     if problems:
         raise ScenarioError(source, problems)
     return tuple(out)

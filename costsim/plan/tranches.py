@@ -8,6 +8,7 @@ time and paid on order (``OwnedPlan.purchases``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,9 +22,11 @@ ResaleCurve = tuple[tuple[float, float], ...]  # (age in years since delivery, v
 @dataclass(frozen=True, kw_only=True)
 class TranchePlan:
     """One purchase: ``gpus`` GPUs (``nodes`` nodes) ordered at ``order_h``, in service from
-    ``delivery_h`` (hours from the start), costing ``capex_usd`` and paid by ``payment``:
-    ``order`` (in the order's month), ``delivery`` (in the delivery's month) or ``lease``
-    (``lease_usd_per_month`` per 730-h month for ``lease_term_h`` hours from delivery)."""
+    ``delivery_h`` (hours from the start) until ``returned_h`` (a lease whose term ends within the
+    horizon: its nodes go back to the lessor then; inf: to the horizon's end), costing ``capex_usd``
+    and paid by ``payment``: ``order`` (in the order's month), ``delivery`` (in the delivery's
+    month) or ``lease`` (``lease_usd_per_month`` per 730-h month for ``lease_term_h`` hours from
+    delivery)."""
 
     gpus: int
     nodes: int
@@ -33,6 +36,7 @@ class TranchePlan:
     payment: str = "order"
     lease_term_h: float = 0.0
     lease_usd_per_month: float = 0.0
+    returned_h: float = math.inf
 
     @property
     def leased(self) -> bool:
@@ -67,10 +71,10 @@ class TranchePlan:
     def unpriced(self) -> TranchePlan:
         """The tranche as a run reads it (``OwnedPlan.unpriced``): its GPUs and hours only, prices
         NaN and payment terms dropped (how it is paid moves no job, so variants that differ only
-        in payment share a run)."""
+        in payment share a run; a lease's return within the horizon moves jobs, so it is kept)."""
         nan = float("nan")
         return TranchePlan(gpus=self.gpus, nodes=self.nodes, order_h=self.order_h, delivery_h=self.delivery_h,
-                           capex_usd=nan, lease_usd_per_month=nan)
+                           capex_usd=nan, lease_usd_per_month=nan, returned_h=self.returned_h)
 
 
 def residual_frac(curve: ResaleCurve | None, econ: EconomicsValues) -> float:

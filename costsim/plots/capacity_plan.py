@@ -26,12 +26,15 @@ PAYMENTS = {"order": "paid on order", "delivery": "paid on delivery", "lease": "
 
 def purchases(results) -> pd.DataFrame:
     """One row per purchase of each owned option (``option``, ``tranche`` from 1, ``gpus``,
-    ``order_day``, ``delivery_day``, ``payment``), in the scenario's option order."""
+    ``order_day``, ``delivery_day``, ``payment``, ``returned_day``: a lease ending within the
+    horizon, its nodes back to the lessor; inf: kept), in the scenario's option order."""
     rows = [{"option": p.name, "tranche": k, "gpus": t.gpus, "order_day": t.order_h / HOURS_PER_DAY,
-             "delivery_day": t.delivery_h / HOURS_PER_DAY, "payment": t.payment}
+             "delivery_day": t.delivery_h / HOURS_PER_DAY, "payment": t.payment,
+             "returned_day": t.returned_h / HOURS_PER_DAY}
             for p in bought_plans(resolve(results.scenario)).values()
             for k, t in enumerate(p.purchases, start=1)]
-    return pd.DataFrame(rows, columns=["option", "tranche", "gpus", "order_day", "delivery_day", "payment"])
+    return pd.DataFrame(rows, columns=["option", "tranche", "gpus", "order_day", "delivery_day", "payment",
+                                       "returned_day"])
 
 
 def daily_demand(results) -> pd.DataFrame:
@@ -43,9 +46,11 @@ def daily_demand(results) -> pd.DataFrame:
 
 
 def installed(schedule: pd.DataFrame, days: np.ndarray) -> dict[int, np.ndarray]:
-    """GPUs of each tranche in service on each day (from the day of its delivery: a day's mean
-    counts a tranche delivered during it only from the next day, so the stack is a whole-day step)."""
-    return {int(t.tranche): np.where(days >= np.ceil(t.delivery_day), float(t.gpus), 0.0)
+    """GPUs of each tranche in service on each day (from the day of its delivery to the day of its
+    return to the lessor, if any: a day's mean counts a tranche delivered during it only from the
+    next day and one returned during it no more, so the stack is a whole-day step)."""
+    return {int(t.tranche): np.where((days >= np.ceil(t.delivery_day)) & (days < np.floor(t.returned_day)),
+                                     float(t.gpus), 0.0)
             for t in schedule.itertuples()}
 
 

@@ -194,9 +194,9 @@ def owned_costs(
     edges: np.ndarray,
     serving_gpu_h: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Owned line items (USD) per bin, each tranche from its delivery: facility, maintenance and
-    energy at idle accrue per hour each tranche is in service, staff per hour for the GPUs
-    delivered by then (whole engineers); capital too, but only until the end of each tranche's
+    """Owned line items (USD) per bin, each tranche from its delivery (to its return to the lessor,
+    a lease ending within the horizon): facility, maintenance and energy at idle accrue per hour
+    each tranche is in service, staff per hour for the GPUs in service then (whole engineers); capital too, but only until the end of each tranche's
     depreciation life (the hardware is paid for by then: a 7-year horizon on a 5-year life pays
     the capital once), or for a leased tranche its monthly payment over its term, the payments
     due after the horizon owed at its end (``commitment_owed``, in the last bin,
@@ -214,7 +214,7 @@ def owned_costs(
              for item in ("capital", "energy", "facility", "maintenance", "staff", "commitment_owed")}
     for n, t in enumerate(purchases):
         delivered = min(t.delivery_h, horizon_h)
-        service_h = hours_in_bins(delivered, horizon_h, edges)
+        service_h = hours_in_bins(delivered, min(t.returned_h, horizon_h), edges)  # a lease's nodes go back
         if t.leased:
             lease_h = hours_in_bins(delivered, min(t.lease_end_h, horizon_h), edges)
             lines["capital"] += t.lease_usd_per_month * lease_h / HOURS_PER_MONTH
@@ -230,11 +230,16 @@ def owned_costs(
         lines["energy"] += eco.energy_cost_usd(kwh, econ.pue, econ.electricity_usd_per_kwh)
         lines["facility"] += eco.facility_cost_usd(t.nodes, gpu.node_max_kw, econ.colo_usd_per_kw_month, service_h)
         lines["maintenance"] += eco.maintenance_cost_usd(t.capex_usd, econ.maintenance_frac_per_year, service_h)
-        # Staff for the GPUs delivered so far, from this delivery to the next (engineers are whole).
-        until = min(purchases[n + 1].delivery_h, horizon_h) if n + 1 < len(purchases) else horizon_h
-        so_far = sum(p.gpus for p in purchases[:n + 1])
-        lines["staff"] += eco.staff_cost_usd(so_far, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
-                                             hours_in_bins(delivered, max(until, delivered), edges),
+    # Staff for the GPUs in service, from each delivery or return to the next (engineers are whole).
+    changes = sorted([(t.delivery_h, t.gpus) for t in purchases]
+                     + [(t.returned_h, -t.gpus) for t in purchases if t.returned_h < horizon_h])
+    in_service = 0
+    for c, (at_h, gpus) in enumerate(changes):
+        in_service += gpus
+        start = min(at_h, horizon_h)
+        until = min(changes[c + 1][0], horizon_h) if c + 1 < len(changes) else horizon_h
+        lines["staff"] += eco.staff_cost_usd(in_service, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
+                                             hours_in_bins(start, max(until, start), edges),
                                              min_fte=econ.staff_min_fte)
     setup = np.zeros(len(edges) - 1)
     if len(setup):

@@ -226,3 +226,36 @@ def test_bought_tranches_cash_less_book_value_is_the_capital_line(tmp_path, orde
     cf = rows(res, "own")
     assert cf.capex_usd.sum() - cf.book_value_usd.sum() == pytest.approx(summary(res, "own").cost_capital_usd,
                                                                          rel=1e-9, abs=1e-6)
+
+
+def test_a_lease_ending_within_the_horizon_takes_its_nodes_back(tmp_path):
+    """Lead time 0 over 60 days (1,440 h). Tranche A: one 8-GPU node bought on day 0. Tranche B: one
+    node leased on day 1 (delivered at 24 h) for 1 month at rate 0: back to the lessor at 754 h.
+    Job 0 (16 GPUs, 800 h, from 24 h) holds both nodes and is interrupted at 754 h; with 8 GPUs left
+    it never fits again. Job 1 (8 GPUs, 10 h, at 800 h) runs on A at once: backfill, since nothing
+    makes room for job 0 (under fifo it would wait behind it, as behind any job larger than the
+    cluster in service)."""
+    econ = {**ONLY_CAPITAL, "maintenance_frac_per_year": 0.05, "staff_usd_per_fte_year": 87_600, "gpus_per_fte": 8,
+            "staff_min_fte": 0}
+    lease = {"gpus": 8, "order_day": 1, "payment": "lease", "lease_term_months": 1, "lease_rate_per_year": 0.0}
+    opt = owned("own", gpus=16, gpus_per_node=8, capex_usd_per_gpu=1000, tranches=[{"gpus": 8}, lease],
+                scheduler="backfill")
+    sc = scenario(tmp_path, [(24.0, 16, 800.0), (800.0, 8, 10.0)], [opt, cloud()], horizon_days=60, economics=econ)
+    res = costsim.simulate(sc)
+    jobs = res.jobs[res.jobs.option == "own"].reset_index(drop=True)
+    assert jobs.start_h[0] == 24 and not jobs.completed[0] and jobs.restarts[0] == 1
+    assert jobs.lost_gpu_hours[0] == pytest.approx(16 * 730)  # no checkpoints: all its work
+    assert (jobs.start_h[1], jobs.end_h[1]) == (800, 810)
+    ts = res.timeseries[res.timeseries.option == "own"].set_index("hour").capacity_gpus
+    assert ts[10] == 8 and ts[30] == 16 and ts[753] == 16 and ts[760] == 8 and ts[1439] == 8
+    s = summary(res, "own")
+    assert s.capacity_gpu_hours == pytest.approx(8 * 1440 + 8 * 730)
+    # Maintenance, 5 % of each tranche's $8,000 a year in service: 400 × (1,440 + 730) / 8,760 = $99.09.
+    assert s.cost_maintenance_usd == pytest.approx(400 * 2170 / 8760, rel=1e-12)
+    # Staff at $10 an engineer-hour: 1 to 24 h, 2 to 754 h, 1 after: 240 + 14,600 + 6,860 = $21,700.
+    assert s.cost_staff_usd == pytest.approx(21_700, rel=1e-12)
+    # Capital: A's straight line (7,200 / 43,800 an hour × 1,440 = $236.71) and the lease's one payment,
+    # 8,000 less B's value after a month (8,000 − 7,200 × (730 / 8,760) / 5 = 7,880): $120; nothing owed.
+    assert s.cost_capital_usd == pytest.approx(7200 * 1440 / 43_800 + 120, rel=1e-9)
+    assert s.cost_commitment_owed_usd == 0
+    assert rows(res, "own").capex_usd.sum() == pytest.approx(8000 + 120, rel=1e-9)
