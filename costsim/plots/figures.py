@@ -305,17 +305,15 @@ _PART_LOOKS = {"owned": (OKABE_ITO[0], ""), "reserved": (OKABE_ITO[2], ""), "on_
 _MORE_PATTERNS = ("x", ".", "+", "-", "|")
 
 
-def part_label(scenario, part: str, burst: bool) -> str:
+def _part_label(part: str, kind: str, burst: bool) -> str:
     """A hybrid's or fleet's part as the figure's legend names it: its option name and how it is
-    paid, the burst said so ("own-256 (owned)", "cloud-od (on demand, burst)")."""
-    opt = {o.name: o for o in scenario.options}.get(part)
-    kind = pricing_label(scenario, opt).replace("_", " ") if opt is not None else "part"
-    return f"{part} ({kind}{', burst' if burst else ''})"
+    paid (``facts.pricing_label``), the burst said so ("own-256 (owned)", "cloud-od (on demand, burst)")."""
+    return f"{part} ({kind.replace('_', ' ')}{', burst' if burst else ''})"
 
 
 def hybrid_parts(results: Results) -> go.Figure:
     """Job GPU-hours each hybrid or fleet option ran on each of its parts (the jobs' ``ran_on``), a
-    bar segment per part named by its option and kind (``part_label``)."""
+    bar segment per part named by its option and kind (``_part_label``)."""
     s = results.summary[hybrid(results.summary["kind"])]
     sc = results.scenario
     by_name = {o.name: o for o in sc.options}
@@ -333,7 +331,7 @@ def hybrid_parts(results: Results) -> go.Figure:
             n = drawn.get(kind, 0)
             drawn[kind] = n + 1
             pattern = pattern if n == 0 else _MORE_PATTERNS[(n - 1) % len(_MORE_PATTERNS)]
-            label = part_label(sc, part, burst)
+            label = _part_label(part, kind, burst)
             fig.add_bar(x=literals([option]), y=[float(held.get((option, part), 0.0))], name=literal(label),
                         legendgroup=literal(label), showlegend=label not in {t.name for t in fig.data},
                         marker=dict(color=colour, pattern_shape=pattern, pattern_fillmode="overlay",
