@@ -155,7 +155,7 @@ NOT_CARRIED: dict[str, str] = {
     "each takes ≈ 50 s, where the model's log-probs, reference and update at MFU 0.35 take 8 s, which no decode "
     "term would mend.",
     "nemo_dsv3_off": across_nodes("nemo_dsv3_off") + " Its refit is carried (NCCL's packed broadcast, the "
-    "weight-sync row: 13.5 s against 14.2), so the step is max(generation, training) + refit with the "
+    "weight-sync row: 13.1 s against 14.2), so the step is max(generation, training) + refit with the "
     "generation of 17 s too fast by the same cross-node gap.",
     "nemo_dsv3_dapo": "The run (the recipe as its test-suite script runs it: 64 prompts × 8, batch_multiplier 3, so "
     "192 prompts × 8 generated a round, up to 10 rounds until 64 prompts with a learning signal remain) trains "
@@ -251,7 +251,7 @@ def nemo_rows(hw: rl.Hardware, row) -> list:
             run.policy.kv_text, *(["context parallel counted as tensor parallel"] if cp > 1 else []),
             "refit as the checkpoint engine in the node (NeMo's colocated ZMQ + CUDA IPC)" if run.rollout is None
             else "refit as NCCL's packed broadcast (NeMo's non-colocated transport: tensors packed into "
-            "refit buffers of 2 % of GPU memory)",
+            "refit buffers of 2 % of GPU memory, at most 5 GiB: 1.72 GB on an H100)",
             "training at the class default MFU 0.35")
         lo, hi = run.published * (1 - STEP_BAND), run.published * (1 + STEP_BAND)
         out.append(row(run.key, "DAPO step (s)" if dapo else "GRPO step (s)", text, NEMO_DAPO if dapo else NEMO,
@@ -310,8 +310,8 @@ def refit_rows(h20: rl.Hardware, h100: rl.Hardware, row) -> list:
                                      sync_method=method, rollout_tp=roll_tp)
             if key == "dsv3":
                 sh = dataclasses.replace(sh, train_tp=1, train_pp=16, expert_parallel=16)
-                how = ("nccl broadcast, tensors packed into refit buffers of 2 % of GPU memory "
-                       "(nemo_rl/utils/packed_tensor.py)" if method == "nccl_packed" else method)
+                how = ("nccl broadcast, tensors packed into refit buffers of 2 % of GPU memory, at most 5 GiB "
+                       "(nemo_rl/utils/packed_tensor.py): 1.72 GB on an H100" if method == "nccl_packed" else method)
                 assumed = (["a packed buffer is one transfer and leaves the root's node through its 8 NICs (NCCL's "
                             "rings over NVLink): 94 GB/s from one rank is twice one NIC"] if method == "nccl_packed"
                            else ["61 layers × 256 experts × 3 matrices = 46,848 expert tensors a receiver loads"])

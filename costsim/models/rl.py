@@ -222,7 +222,8 @@ def sync_s(shape: Shape, hw: Hardware, path_gb_s: float | None = None) -> float:
     # A packed refit sends its expert tensors inside its buffers, not one transfer each.
     packed = shape.sync_method in weight_sync.PACKED
     experts = moe.expert_tensors(shape.active_b, shape.experts, shape.layers) if shape.is_moe and not packed else 0
-    method = hw.sync_method(shape.sync_method)
+    # A packed refit's buckets are its refit buffers, sized from the GPU's memory.
+    method = weight_sync.for_gpu(shape.sync_method, hw.sync_method(shape.sync_method), hw.memory_gb)
     inside = refit_inside_nvlink(shape, hw)
     p2p = None
     if path_gb_s is None and shape.sync_method in (weight_sync.IN_DOMAIN_POINT_TO_POINT if inside

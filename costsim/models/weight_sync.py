@@ -26,17 +26,20 @@ GPUs) unless broadcasting is faster (many replicas fed by few trainers), and acr
 pipelined broadcast (one link, as NCCL's, with its own constants).
 
 A packed NCCL broadcast (NeMo RL's ``packed_broadcast_producer``: tensors concatenated into
-double-buffered refit buffers of 2 % of GPU memory, at most 5 GB, one ``broadcast`` a buffer) pays
-one latency a buffer, not one a tensor, and its buffers are large enough that NCCL spreads each
-over its channels, whose rings leave the sender's NVLink domain through every NIC of it
-(``broadcast_link_gb_s``); a broadcast tensor by tensor (verl's Megatron refit) stays on the
-sender's own NIC. Both take NCCL's constants.
+double-buffered refit buffers of ``min(0.02 × the GPU's memory, 5 GiB)``, one ``broadcast`` a
+buffer, ``packed_bucket_gb``; 1.72 GB on an 80 GB H100) pays one latency a buffer, not one a
+tensor, and not the catalog's ``rl.sync_bucket_gb``, which sizes the other methods' buckets. [A]
+Its buffers are taken to be large enough that NCCL spreads each over its channels, whose rings
+leave the sender's NVLink domain through every NIC of it (``broadcast_link_gb_s``): no source
+shows this for NeMo RL's refit group, which holds one trainer rank, and it was chosen on the one
+row it carries (NeMo RL's DeepSeek-V3 NCCL refit); a broadcast tensor by tensor (verl's Megatron
+refit) stays on the sender's own NIC. Both take NCCL's constants.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 SyncMethodName = Literal["nccl_broadcast", "nccl_packed", "checkpoint_engine", "nixl"]
@@ -46,6 +49,13 @@ PACKED = frozenset({"nccl_packed"})  # methods that pack tensors into large buff
 # The catalog's constants of each method: a packed broadcast is NCCL's, with fewer, larger messages.
 METHOD_KEYS: dict[str, str] = {"nccl_broadcast": "nccl", "nccl_packed": "nccl", "checkpoint_engine": "checkpoint_engine",
                                "nixl": "nixl"}
+
+
+GIB = 2**30
+# NeMo RL's refit buffer (nemo_rl/utils/packed_tensor.py, get_target_packed_tensor_size):
+# min(int(total_memory × NRL_REFIT_BUFFER_MEMORY_RATIO), 5 × 1024**3), the ratio 0.02 by default.
+PACKED_BUFFER_MEMORY_SHARE = 0.02
+PACKED_BUFFER_MAX_BYTES = 5 * GIB
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +76,21 @@ def method_from_constants(name: str, consts: dict[str, float]) -> SyncMethod:
     return SyncMethod(latency_s=float(consts[f"sync_{key}_latency_s"]),
                       efficiency=float(consts[f"sync_{key}_efficiency"]),
                       bucket_gb=float(consts["sync_bucket_gb"]), reload_gb_s=float(consts["reload_gb_s"]))
+
+
+def packed_bucket_gb(memory_gb: float) -> float:
+    """GB (1e9 bytes) of one refit buffer of a packed broadcast on a GPU of ``memory_gb``:
+    ``min(0.02 × memory, 5 GiB)``, as NeMo RL sizes it from torch's ``total_memory``. A GPU's
+    memory is sized in binary units, so the catalog's GB are read as GiB here (torch reports
+    79.2 GiB for an 80 GB H100, 1 % under): 80 GB → 1.72 GB, 192 GB → 4.12 GB, 288 GB → the
+    5 GiB cap, 5.37 GB."""
+    return min(PACKED_BUFFER_MEMORY_SHARE * memory_gb * GIB, PACKED_BUFFER_MAX_BYTES) / 1e9
+
+
+def for_gpu(name: str, method: SyncMethod, memory_gb: float) -> SyncMethod:
+    """Method ``name``'s constants on a GPU of ``memory_gb``: a ``PACKED`` method's buckets are its
+    refit buffers (``packed_bucket_gb``), the others keep the catalog's ``sync_bucket_gb``."""
+    return replace(method, bucket_gb=packed_bucket_gb(memory_gb)) if name in PACKED else method
 
 
 def broadcast_link_gb_s(method: str, *, inside_domain: bool, nvlink_gb_s: float, nic_gb_s: float,

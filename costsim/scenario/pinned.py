@@ -119,7 +119,8 @@ class RLValues(StrictModel):
     sync_nixl_efficiency: Efficiency | None = Field(
         None, description=f"Share of the path bandwidth a NIXL refit reaches ({span(Efficiency)}); null: catalog.")
     sync_bucket_gb: GBps | None = Field(
-        None, description=f"GB of weights a refit sends per transfer ({span(GBps)}); null: catalog.")
+        None, description=f"GB of weights a refit sends per transfer ({span(GBps)}); null: catalog. Not the "
+        "packed refit (nccl_packed), whose buffers are 2 % of the GPU's memory, at most 5 GiB.")
     reload_gb_s: GBps | None = Field(
         None, description=f"GB/s at which a rollout engine loads received weights ({span(GBps)}); null: catalog.")
     tp_allreduce_latency_s: Seconds | None = Field(

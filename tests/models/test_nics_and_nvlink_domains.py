@@ -71,23 +71,41 @@ def test_a_packed_broadcast_leaves_through_every_nic_of_the_senders_node():
     assert weight_sync.broadcast_link_gb_s("nccl_broadcast", **link) == 47.0
     assert weight_sync.broadcast_link_gb_s("nccl_packed", **link) == 376.0
     assert weight_sync.broadcast_link_gb_s("nccl_packed", **{**link, "inside_domain": True}) == 470.0
-    # 7B bf16, 8 trainers → 8 rollout GPUs on another H100 node, packed: 14 buffers × 1 ms + gather
+    # 7B bf16, 8 trainers → 8 rollout GPUs on another H100 node, packed: buffers of 2 % of 80 GiB =
+    # 1.718 GB, so ⌈14 / 1.718⌉ = 9 buffers × 1 ms (not the 1 GB buckets' 14) + gather
     # 7/8 × 14e9 / 470e9 + 14e9 / (376e9 × 0.4) + reload 14e9 / 400e9
-    # = 0.014 + 0.026064 + 0.093085 + 0.035 = 0.168149 s (tensor by tensor, through one NIC: 0.820 s).
+    # = 0.009 + 0.026064 + 0.093085 + 0.035 = 0.163149 s (tensor by tensor, through one NIC: 0.820 s).
     hw = replace(hardware(plan("H100", 16)), sync_methods={"nccl_broadcast": NCCL, "nccl_packed": NCCL})
     packed, one_nic = shape(rollout_tp=1, sync_method="nccl_packed"), shape(rollout_tp=1)
     assert hw.inter_busbw_gb_s == 376.0 and rl.sync_path_gb_s(packed, hw) == 376.0
-    expect = 0.014 + 7 / 8 * 14e9 / 470e9 + 14e9 / (376e9 * 0.4) + 14e9 / 400e9
-    assert rl.sync_s(packed, hw) == pytest.approx(expect, rel=1e-12) and expect == pytest.approx(0.168149, rel=1e-5)
-    assert rl.sync_s(one_nic, hw) == pytest.approx(expect - 14e9 / (376e9 * 0.4) + 14e9 / (47e9 * 0.4), rel=1e-12)
+    expect = 0.009 + 7 / 8 * 14e9 / 470e9 + 14e9 / (376e9 * 0.4) + 14e9 / 400e9
+    assert rl.sync_s(packed, hw) == pytest.approx(expect, rel=1e-12) and expect == pytest.approx(0.163149, rel=1e-5)
+    assert rl.sync_s(one_nic, hw) == pytest.approx(expect + 0.005 - 14e9 / (376e9 * 0.4) + 14e9 / (47e9 * 0.4),
+                                                   rel=1e-12)
     # An MoE's expert tensors travel inside the buffers: no transfer each. Qwen3-30B-A3B's 48 layers ×
-    # 128 experts × 3 = 18,432 tensors cost the tensor-by-tensor broadcast 18.432 s of latency alone.
+    # 128 experts × 3 = 18,432 tensors cost the tensor-by-tensor broadcast 18.432 s of latency alone,
+    # and its 61 GB take 61 buckets of 1 GB against ⌈61 / 1.718⌉ = 36 buffers: 25 ms more.
     kw = {"params_b": 30.5, "active_params_b": 3.3, "experts": 128, "experts_per_token": 8, "layers": 48,
           "rollout_tp": 2, "train_tp": 1, "train_pp": 1, "expert_parallel": 8}
     w = 61e9
     gap = rl.sync_s(shape(**kw), hw) - rl.sync_s(shape(**kw, sync_method="nccl_packed"), hw)
     assert moe.expert_tensors(3.3, 128, 48) == 18_432
-    assert gap == pytest.approx(18_432 * 0.001 + w / (47e9 * 0.4) - w / (376e9 * 0.4), rel=1e-9)
+    assert gap == pytest.approx(18_432 * 0.001 + 0.025 + w / (47e9 * 0.4) - w / (376e9 * 0.4), rel=1e-9)
+
+
+def test_a_packed_refit_buffer_is_2_percent_of_the_gpus_memory_at_most_5_gib():
+    # NeMo RL's get_target_packed_tensor_size: min(0.02 × total_memory, 5 × 1024**3) bytes, the
+    # catalog's GB read as GiB. 80 GB: 0.02 × 80 × 1,073,741,824 = 1,717,986,918 B = 1.717987 GB;
+    # 192 GB: 3.84 GiB = 4.123169 GB; 288 GB: 5.76 GiB, over the cap, 5 GiB = 5.368709 GB.
+    assert weight_sync.packed_bucket_gb(80.0) == pytest.approx(1.717987, rel=1e-6)
+    assert weight_sync.packed_bucket_gb(192.0) == pytest.approx(4.123169, rel=1e-6)
+    assert weight_sync.packed_bucket_gb(288.0) == pytest.approx(5.368709, rel=1e-6)
+    assert weight_sync.packed_bucket_gb(250.0) == weight_sync.packed_bucket_gb(288.0)  # 5.0 GiB exactly: the cap
+    # Only the packed method takes it; the others keep the catalog's bucket.
+    assert weight_sync.for_gpu("nccl_packed", NCCL, 80.0).bucket_gb == pytest.approx(1.717987, rel=1e-6)
+    assert weight_sync.for_gpu("nccl_packed", NCCL, 80.0).latency_s == NCCL.latency_s
+    for name in ("nccl_broadcast", "checkpoint_engine", "nixl"):
+        assert weight_sync.for_gpu(name, NCCL, 80.0) == NCCL
 
 
 def test_a_class_asks_for_a_packed_refit_and_gets_nccls_constants():
