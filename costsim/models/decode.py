@@ -26,6 +26,14 @@ def decode_step_s(weight_b: float, kv_read_bytes, batch, tp: int, hw: Hardware, 
     return np.maximum(hw.step_floor_s, np.maximum(memory, compute) + comm)
 
 
+def lone_token_step_s(weight_b: float, tp: int, hw: Hardware, comm: float = 0.0) -> float:
+    """A lone sequence's decode step, the floor aside (seconds): its weights read as the full
+    batch's steps read them, each of the replica's ``tp`` GPUs its shard at once at η of its HBM
+    bandwidth (inside one NVLink domain or across: tensor parallelism, not pipeline stages), plus
+    ``comm`` seconds of all-reduces across domains (``tp_comm_s`` of one token)."""
+    return weight_b / (max(tp, 1) * hw.hbm_tb_s * 1e12 * hw.mem_efficiency) + comm
+
+
 def tp_comm_s(shape: Shape, lay: Layout, hw: Hardware, batch):
     """Seconds a decode step of a replica holding ``batch`` sequences all-reduces across NVLink
     domains (``network.tp_decode_comm_s``; zero inside one): its tensor parallelism spans them, as

@@ -9,17 +9,17 @@ bytes, F peak dense FLOP/s of a GPU, B HBM bytes/s, M HBM bytes, η the memory e
 t_floor the per-step latency floor of decode (catalog ``rl.*``), kv the KV-cache bytes per token,
 n = prompts × samples, Lp prompt tokens, L_i response lengths (capped), T = Σ (Lp + L_i).
 
-*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel; a lone token reads the weights
-at one NVLink domain's bandwidth, TP = min(g, GPUs per domain), as if it passed the domains in
-turn). A decode step of a replica reads the weights
+*Rollout* runs on R = G_r ÷ g replicas of g GPUs (tensor parallel, across NVLink domains too: a
+lone token reads its shard on all g GPUs at once, as the full batch's steps do,
+``decode.lone_token_step_s``). A decode step of a replica reads the weights
 once and the KV cache of every active sequence, all-reduces twice a layer across the NICs when
 its tensor parallelism spans NVLink domains (vLLM across nodes; ``decode.tp_comm_s``), and takes
 at least t_floor:
 ``t_step = max(t_floor, max((W + kv · Σ context) / (g·B·η), 2·P·1e9·batch / (g·F·mfu)) + t_ar)``.
 
-- sync drain: ``max(max L · t_1, max L · W / (TP·B·η) + kv · Σ (Lp·L_i + L_i²/2) / (R·g·B·η))``:
-  the longest response alone at ``t_1 = max(t_floor, W / (TP·B·η))`` a token (one token passes
-  every pipeline stage in turn), or its weight reads plus the KV traffic shared by all replicas,
+- sync drain: ``max(max L · t_1, max L · (W / (g·B·η) + t_ar) + kv · Σ (Lp·L_i + L_i²/2) / (R·g·B·η))``:
+  the longest response alone at ``t_1 = max(t_floor, W / (g·B·η) + t_ar)`` a token (``t_ar`` the
+  all-reduces of one token across domains), or its weight reads plus the KV traffic shared by all replicas,
   whichever binds (a step is the larger of the floor and its memory time). When the KV memory
   holds only a share f of a replica's sequences, the rest are admitted in waves and the longest
   response starts on average (1 − f) × the full-batch time ÷ 2 late;
@@ -58,7 +58,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from costsim.models import moe, network, prefill, training, weight_sync
-from costsim.models.decode import decode_step_s, tp_comm_s
+from costsim.models.decode import decode_step_s, lone_token_step_s, tp_comm_s
 from costsim.models.rl_shape import (
     KV_REFERENCE,
     MOE_KV_REFERENCE,
@@ -307,10 +307,9 @@ def phase_times(shape: Shape, hw: Hardware, len_sum, len_max, len_sq_sum) -> Pha
     w = weight_bytes(float(moe.decode_weight_params_b(shape.params_b, shape.active_b, shape.experts,
                                                 shape.experts_per_token, 1.0)), shape.rollout_bytes_per_param)
     tp = lay.rollout_tp
-    # One sequence's token reads the weights at the bandwidth of one NVLink domain's GPUs (as if it
-    # passed the domains in turn) and, across domains, waits for every layer's all-reduces.
-    weight_step = (w / (lay.rollout_tensor * hw.hbm_tb_s * 1e12 * hw.mem_efficiency)
-                   + float(tp_comm_s(shape, lay, hw, 1.0)))
+    # One sequence's token reads its shard of the weights on every GPU of the replica at once, as the
+    # full batch's steps do, and, across NVLink domains, waits for every layer's all-reduces.
+    weight_step = lone_token_step_s(w, tp, hw, float(tp_comm_s(shape, lay, hw, 1.0)))
     if shape.sequence_tokens_per_s is not None:
         # The given pace of one sequence alone also bounds its weight reads per token.
         single = 1.0 / shape.sequence_tokens_per_s

@@ -157,14 +157,14 @@ class Shape:
 class Layout:
     """How a class runs on one option's GPUs: rollout replicas and the training layout."""
 
-    rollout_tp: int  # GPUs per rollout replica: tensor parallel within a node, pipeline stages beyond
+    rollout_tp: int  # GPUs per rollout replica, tensor parallel (across NVLink domains too, with all-reduces)
     replicas: int
     train_tp: int
     train_pp: int
     data_parallel: int
     kv_bytes_per_token: float
     kv_capacity_tokens: float  # per replica
-    rollout_tensor: int = 1  # the replica's tensor-parallel width, at most an NVLink domain
+    rollout_tensor: int = 1  # the replica's GPUs in one NVLink domain (whose NICs its all-reduces cross)
     expert_parallel: int = 1  # training EP group (MoE), within the data-parallel ranks
 
 

@@ -244,8 +244,12 @@ def test_a_replica_across_nodes_pays_its_all_reduces_every_decode_step():
     lengths = (np.array([256 * 800.0]), np.array([4000.0]), np.array([256 * 800.0 ** 2 * 1.5]))
     same = replace(eight, samples=256)
     assert rl.phase_times(same, hw, *lengths).total[0] == rl.phase_times(same, H100, *lengths).total[0]
-    # Across nodes, where the drain binds and a lone token reads 140e9 B at 8 GPUs' bandwidth (13.1 ms, above
-    # the floor), the rollout is slower by at least the lone token's all-reduces over the longest response.
+    # Across nodes, where the drain binds, a lone token reads 140e9 B on all 16 GPUs at once (6.530 ms) and
+    # all-reduces (4.046 ms): 10.575 ms, above the 10 ms floor that paces it without the latencies (6.544 ms
+    # of reads and bytes), so the rollout is slower by at least 0.575 ms over each of the longest
+    # response's 4,000 tokens, 2.30 s.
     wide = replace(sh, samples=256)
     slower = rl.phase_times(wide, hw, *lengths).rollout[0] - rl.phase_times(wide, H100, *lengths).rollout[0]
-    assert slower >= 4000 * 160 * 25.2e-6 * (1 - 1e-9)
+    lone = 140e9 / (16 * 3.35e12 * 0.4) + want
+    assert lone == pytest.approx(10.575e-3, rel=1e-4)
+    assert slower >= 4000 * (lone - 0.01) * (1 - 1e-9)
