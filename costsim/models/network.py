@@ -71,10 +71,12 @@ def pipeline_bubble(stages: int, microbatches: int) -> float:
 def small_allreduce_latency_s(domains: int, two_domains_s: float, doubling_s: float) -> float:
     """Latency of a small all-reduce over a group spanning ``domains`` NVLink domains (seconds):
     ``two_domains_s`` at two, ``doubling_s`` more each time the domains double (NCCL's tree grows a
-    level); zero inside one domain, whose NVLink all-reduces the decode constants already hold."""
+    level): ``two_domains_s + doubling_s · (⌊log2 domains⌋ − 1)``, the whole levels NCCL's tuning
+    model counts (``log2i(nNodes)`` in src/graph/tuning.cc, a floor: 3 domains cost what 2 do);
+    zero inside one domain, whose NVLink all-reduces the decode constants already hold."""
     if domains <= 1:
         return 0.0
-    return two_domains_s + doubling_s * math.log2(domains / 2.0)
+    return two_domains_s + doubling_s * (int(domains).bit_length() - 2)
 
 
 def tp_decode_comm_s(batch, *, layers: float, hidden: float, tp: int, domain_gpus: int, two_domains_s: float,
