@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from costsim.catalog.load import Catalog
-from costsim.models import rl, sampling
+from costsim.models import network, rl, sampling
 from costsim.scenario.classes import DEFAULT_VERIFIER_SECONDS, Update
 
 SEED, ITERATIONS = 2026, 50
@@ -112,24 +112,36 @@ NEMO_RUNS = (
 TP_ACROSS_NODES = ("vLLM runs tensor parallel {tp} across {nodes} nodes: every decode step all-reduces twice a "
                    "layer ({ars} all-reduces of {layers} layers) over InfiniBand. The model charges them "
                    "(decode.tp_comm_s) at the latency NCCL's own tuning model gives a small all-reduce of 8 GPUs a "
-                   "node (tree, LL protocol: 6.8 + 2 × (7 × 0.6 + log2(nodes) × 5.0) µs, src/graph/tuning.cc; 25 µs "
-                   "on 2 nodes, as its log prints for 2 × 8 H100 in NVIDIA/nccl#1453, 35 µs on 4), ≈ {ms} ms a step "
-                   "with the bytes, which adds {gain}; carrying this row would take ≈ {need} µs an all-reduce, where "
-                   "the other rows across nodes take {others}: no one latency carries them, so what slows vLLM's "
-                   "generation across nodes is more than the all-reduce's latency, and nothing more is sourced.")
-ACROSS = {"nemo_235b_on": (16, 2, 188, 94, "5.3", "30 s (0.53 of the figure)", "114",
-                           "≈ 440 and ≈ 330 µs (DeepSeek-V3 on- and off-policy)"),
-          "nemo_dsv3_on": (32, 4, 122, 61, "4.9", "4 s (0.31 of the figure)", "440",
-                           "≈ 114 µs (Qwen3-235B-A22B) and ≈ 330 µs (off-policy)"),
-          "nemo_dsv3_off": (32, 4, 122, 61, "4.9", "2 s (0.47 of the figure)", "330",
-                            "≈ 114 µs (Qwen3-235B-A22B) and ≈ 440 µs (on-policy)")}
+                   "node (tree, LL protocol: 6.8 + 2 × (7 × 0.6 + ⌊log2(nodes)⌋ × 5.0) µs, src/graph/tuning.cc; 25 µs "
+                   "on 2 nodes, as its log prints for 2 × 8 H100 in NVIDIA/nccl#1453, 35 µs on 4) with the bytes at "
+                   "the full bus bandwidth: a lower bound, since a batched step's all-reduce (every sequence's hidden "
+                   "state, hundreds of KB to MBs) is in the range where NCCL picks its LL128 or Simple protocol, "
+                   "whose latency is higher. That is ≈ {ms} ms of latency a step ({ars} × {lat:.1f} µs) before the bytes, and adds {gain} s to the "
+                   "step ({ratio} of the figure with it); carrying this row would take ≈ {need} µs an all-reduce "
+                   "(at any number of nodes), where the other rows across nodes take {others}: no one latency "
+                   "carries them, so what slows vLLM's generation across nodes is more than the all-reduce's latency, "
+                   "and nothing more is sourced.")
+# What the model gives each row across nodes (``across_numbers``, pinned by
+# tests/calibration/test_published_validation.py): ms of latency a step, seconds the latency adds,
+# simulated ÷ published, and the one all-reduce latency (µs) that brings the row to its band.
+ACROSS = {"nemo_235b_on": ("4.7", "27", "0.53", "114"),
+          "nemo_dsv3_on": ("4.3", "3", "0.31", "484"),
+          "nemo_dsv3_off": ("4.3", "2", "0.47", "384")}
+ACROSS_NAMES = {"nemo_235b_on": "Qwen3-235B-A22B", "nemo_dsv3_on": "DeepSeek-V3 on-policy",
+                "nemo_dsv3_off": "DeepSeek-V3 off-policy"}
+# NCCL's tuning-model latency the reasons quote (µs): rl.tp_allreduce_* over 2, 4 and 8 nodes.
+NCCL_LATENCY_US = {2: 25.2, 4: 35.2, 8: 45.2}
 
 
 def across_nodes(key: str) -> str:
     """Why a row whose vLLM runs tensor parallel across nodes is not carried."""
-    tp, nodes, ars, layers, ms, gain, need, others = ACROSS[key]
-    return TP_ACROSS_NODES.format(tp=tp, nodes=nodes, ars=ars, layers=layers, ms=ms, gain=gain, need=need,
-                                  others=others)
+    run = next(r for r in NEMO_RUNS if r.key == key)
+    ms, gain, ratio, need = ACROSS[key]
+    layers = run.policy.layers or 0
+    nodes = run.gen_tp // 8
+    others = " and ".join(f"≈ {ACROSS[k][3]} µs ({ACROSS_NAMES[k]})" for k in ACROSS if k != key)
+    return TP_ACROSS_NODES.format(tp=run.gen_tp, nodes=nodes, ars=2 * layers, layers=layers, ms=ms,
+                                  lat=NCCL_LATENCY_US[nodes], gain=gain, ratio=ratio, need=need, others=others)
 
 
 NOT_CARRIED: dict[str, str] = {
@@ -172,6 +184,39 @@ NOT_CARRIED: dict[str, str] = {
 def draws(samples: int, mean: float, cv: float, cap: float) -> sampling.LengthDraws:
     """Per-iteration Σ L, max L and Σ L² of ``samples`` capped lognormal lengths, fixed seed."""
     return sampling.length_draws(np.random.default_rng(SEED), samples, mean, cv, cap, ITERATIONS)
+
+
+def nemo_times(run: NemoRun, hw: rl.Hardware, samples: int | None = None) -> rl.PhaseTimes:
+    """A NeMo RL row's phase times on ``hw`` (``samples`` responses a step instead of the run's)."""
+    cap = run.max_seq - NEMO_PROMPT
+    n = samples or run.prompts * run.per_prompt
+    sh = nemo_shape(run) if samples is None else dataclasses.replace(nemo_shape(run), samples=samples)
+    return times(sh, hw, draws(n, capped_mean_input(run.mean, NEMO_CV, cap), NEMO_CV, cap))
+
+
+def allreduce_latency_to_carry(run: NemoRun, hw: rl.Hardware) -> float:
+    """The one all-reduce latency (seconds, the same at any number of NVLink domains) that brings a
+    row whose rollout is tensor parallel across nodes to its band's lower end (bisection)."""
+    lo_s, hi_s, target = 0.0, 0.01, run.published * (1 - STEP_BAND)
+    for _ in range(30):
+        mid = (lo_s + hi_s) / 2.0
+        hw_mid = dataclasses.replace(hw, tp_allreduce_latency_s=mid, tp_allreduce_doubling_s=0.0)
+        lo_s, hi_s = (mid, hi_s) if float(nemo_times(run, hw_mid).total.mean()) < target else (lo_s, mid)
+    return (lo_s + hi_s) / 2.0
+
+
+def across_numbers(run: NemoRun, hw: rl.Hardware) -> tuple[str, str, str, str]:
+    """What a row across nodes' reason quotes (``ACROSS``): ms of all-reduce latency a decode step
+    (2 × layers × NCCL's latency at its nodes), seconds that latency adds to the step, simulated ÷
+    published, and µs an all-reduce would need to carry it (``allreduce_latency_to_carry``)."""
+    layers = run.policy.layers or 0
+    latency = network.small_allreduce_latency_s(run.gen_tp // hw.nvlink_gpus, hw.tp_allreduce_latency_s,
+                                                hw.tp_allreduce_doubling_s)
+    with_it = float(nemo_times(run, hw).total.mean())
+    without = float(nemo_times(run, dataclasses.replace(hw, tp_allreduce_latency_s=0.0,
+                                                        tp_allreduce_doubling_s=0.0)).total.mean())
+    return (f"{2 * layers * latency * 1e3:.1f}", f"{with_it - without:.0f}", f"{with_it / run.published:.2f}",
+            f"{allreduce_latency_to_carry(run, hw) * 1e6:.0f}")
 
 
 @functools.cache
@@ -233,8 +278,6 @@ def nemo_rows(hw: rl.Hardware, row) -> list:
     out = []
     for run in NEMO_RUNS:
         cap = run.max_seq - NEMO_PROMPT
-        n = run.prompts * run.per_prompt
-        d = draws(n, capped_mean_input(run.mean, NEMO_CV, cap), NEMO_CV, cap)
         tp, cp, ep, pp = run.train
         where = (f"on-policy, colocated on {run.gpus} H100" if run.rollout is None
                  else f"1-step off-policy, {run.rollout} generating + {run.gpus - run.rollout} training")
@@ -255,7 +298,7 @@ def nemo_rows(hw: rl.Hardware, row) -> list:
             "training at the class default MFU 0.35")
         lo, hi = run.published * (1 - STEP_BAND), run.published * (1 + STEP_BAND)
         out.append(row(run.key, "DAPO step (s)" if dapo else "GRPO step (s)", text, NEMO_DAPO if dapo else NEMO,
-                       f"{run.published:g} s", run.published, lo, hi, float(times(nemo_shape(run), hw, d).total.mean()),
+                       f"{run.published:g} s", run.published, lo, hi, float(nemo_times(run, hw).total.mean()),
                        "{:.1f}"))
     return out
 
@@ -312,8 +355,13 @@ def refit_rows(h20: rl.Hardware, h100: rl.Hardware, row) -> list:
                 sh = dataclasses.replace(sh, train_tp=1, train_pp=16, expert_parallel=16)
                 how = ("nccl broadcast, tensors packed into refit buffers of 2 % of GPU memory, at most 5 GiB "
                        "(nemo_rl/utils/packed_tensor.py): 1.72 GB on an H100" if method == "nccl_packed" else method)
-                assumed = (["a packed buffer is one transfer and leaves the root's node through its 8 NICs (NCCL's "
-                            "rings over NVLink): 94 GB/s from one rank is twice one NIC"] if method == "nccl_packed"
+                assumed = ([f"a packed buffer is one transfer and leaves the root's node through its {hw.nvlink_gpus} "
+                            "NICs (NCCL's rings over NVLink), an assumption chosen on this row, so the row is in "
+                            "sample for it: the published figure is 94 GB/s from one rank, twice one NIC, but NeMo "
+                            "RL's refit group holds one trainer rank and no source shows NCCL reaching its node's "
+                            "other NICs from it (NVIDIA/nccl#412: a ring crosses the node through the communicator's "
+                            "GPUs); through the root's own NIC the model gives "
+                            f"{rl.sync_s(sh, hw, path_gb_s=hw.nic_gb_s):.0f} s"] if method == "nccl_packed"
                            else ["61 layers × 256 experts × 3 matrices = 46,848 expert tensors a receiver loads"])
                 where = setting(f"{policy.name} BF16, 32 policy nodes (TP1 PP16 EP16) → 4 rollout nodes (vLLM TP32), "
                                 f"{how}; a vLLM rank loads 45,395 tensors, 69.95 GiB", *assumed,

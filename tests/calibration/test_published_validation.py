@@ -13,6 +13,7 @@ from costsim.calibration import validation_fit as vf
 from costsim.calibration import validation_rows as vr
 from costsim.calibration import validation_v3 as v3
 from costsim.catalog.load import default_catalog
+from costsim.models import network
 
 # key -> (low, high), from the published figure and the tolerance the issue sets.
 BANDS = {
@@ -170,3 +171,33 @@ def test_nixl_refits_with_the_checkpoint_engines_constants():
     consts = default_catalog().rl
     assert consts["sync_nixl_latency_s"] == consts["sync_checkpoint_engine_latency_s"]
     assert consts["sync_nixl_efficiency"] == consts["sync_checkpoint_engine_efficiency"]
+
+
+def test_the_reasons_quote_what_the_model_computes():
+    # The numbers the not-carried reasons give, recomputed: a change to the model that moves one fails
+    # here until the reason says what the model now does.
+    cat = default_catalog()
+    h100 = vr.gpu_hardware(cat.gpus["H100"], catalog=cat)
+    runs = {r.key: r for r in v3.NEMO_RUNS}
+    for key in v3.ACROSS:  # latency a step, what it adds, the ratio, the latency that would carry the row
+        assert v3.ACROSS[key] == v3.across_numbers(runs[key], h100), key
+    for nodes, us in v3.NCCL_LATENCY_US.items():  # NCCL's tuning-model latency, as the catalog holds it
+        assert network.small_allreduce_latency_s(nodes, float(cat.rl["tp_allreduce_latency_s"]),
+                                                 float(cat.rl["tp_allreduce_doubling_s"])) * 1e6 == pytest.approx(us)
+    # DeepSeek-V3 off-policy: its carried refit and its generation.
+    off = v3.nemo_times(runs["nemo_dsv3_off"], h100)
+    refit = next(r for r in vr.rows(cat) if r.key == "sync_dsv3_nccl_packed").simulated
+    assert f"weight-sync row: {refit:.1f} s against 14.2" in v3.NOT_CARRIED["nemo_dsv3_off"]
+    assert f"generation of {off.rollout.mean():.0f} s too fast" in v3.NOT_CARRIED["nemo_dsv3_off"]
+    # DeepSeek-V3 on-policy: its training at MFU 0.35.
+    on = v3.nemo_times(runs["nemo_dsv3_on"], h100)
+    train = (on.logprobs + on.scoring + on.update).mean()
+    assert f"update at MFU 0.35 take {train:.0f} s" in v3.NOT_CARRIED["nemo_dsv3_on"]
+    # DAPO: one round of the trained batch, one of 1,536, and ten of 1,536 with the step's training.
+    dapo = runs["nemo_dsv3_dapo"]
+    one, wide = v3.nemo_times(dapo, h100), v3.nemo_times(dapo, h100, samples=1536)
+    ten = 10 * wide.rollout.mean() + (one.total - one.rollout).mean()
+    text = v3.NOT_CARRIED["nemo_dsv3_dapo"]
+    assert f"(45 µs on 8 nodes) the model gives {one.total.mean():.0f} s for one round" in text
+    assert f"{wide.total.mean():.0f} s for one round of 1,536" in text and f"(≈ {ten:.0f} s)" in text
+    assert ten < dapo.published * 0.75  # "stay below the band"
