@@ -172,6 +172,17 @@ class OwnedPlan(OwnedFacts):
         """The owned cluster the option runs on first: itself."""
         return self
 
+    @property
+    def node_idle_kw(self) -> float:
+        """kW one of its nodes draws idle: the catalog's server's (``gpu.gpus_per_node`` GPUs) scaled
+        to this node's GPUs, since a server's draw is mostly its GPUs' (2 GPUs: a quarter of 8's)."""
+        return self.gpu.node_idle_kw * (self.gpus_per_node / self.gpu.gpus_per_node)  # 1.0 at the catalog's size: exact
+
+    @property
+    def node_max_kw(self) -> float:
+        """kW one of its nodes draws at full load: the catalog server's scaled as ``node_idle_kw``."""
+        return self.gpu.node_max_kw * (self.gpus_per_node / self.gpu.gpus_per_node)
+
     def interruptions(self, restart_h: float) -> list[Interruption]:
         """Node failures, each costing ``restart_h`` hours before the job's work resumes (from its
         last checkpoint)."""

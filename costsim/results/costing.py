@@ -207,7 +207,6 @@ def owned_costs(
     busy_gpu_h = binned(s, e, np.minimum(job_gpus[job], rec.alloc_held[k]).astype(float), edges)
     if serving_gpu_h is not None:
         busy_gpu_h = busy_gpu_h + serving_gpu_h
-    gpu = plan.gpu
     residual = residual_frac(plan.resale_curve, econ)
     purchases = plan.purchases
     lines = {item: np.zeros(len(edges) - 1)
@@ -226,9 +225,10 @@ def owned_costs(
             lines["capital"] += annual * hours_in_bins(delivered, paid_off, edges) / HOURS_PER_YEAR
         # One tranche: the busy GPUs' energy in the same sum as its idle draw (as before tranches, to the bit).
         busy = busy_gpu_h if n == 0 else np.zeros_like(busy_gpu_h)
-        kwh = eco.it_energy_kwh(t.nodes, gpu.node_idle_kw, gpu.node_max_kw, plan.gpus_per_node, service_h, busy)
+        # Per node of this cluster's size (the catalog's power is for its full-size server).
+        kwh = eco.it_energy_kwh(t.nodes, plan.node_idle_kw, plan.node_max_kw, plan.gpus_per_node, service_h, busy)
         lines["energy"] += eco.energy_cost_usd(kwh, econ.pue, econ.electricity_usd_per_kwh)
-        lines["facility"] += eco.facility_cost_usd(t.nodes, gpu.node_max_kw, econ.colo_usd_per_kw_month, service_h)
+        lines["facility"] += eco.facility_cost_usd(t.nodes, plan.node_max_kw, econ.colo_usd_per_kw_month, service_h)
         lines["maintenance"] += eco.maintenance_cost_usd(t.capex_usd, econ.maintenance_frac_per_year, service_h)
     # Staff for the GPUs in service, from each delivery or return to the next (engineers are whole).
     changes = sorted([(t.delivery_h, t.gpus) for t in purchases]

@@ -68,3 +68,23 @@ def test_one_group_costs_what_the_plain_cluster_does(tmp_path):
     assert a.keys() == {*OWNED_ITEMS, "commitment_owed"}  # owed: a lease's payments after the horizon
     for item in a:
         np.testing.assert_allclose(b[item], a[item], rtol=1e-12, err_msg=item)
+
+
+def test_power_and_facility_scale_with_gpus_not_nodes(tmp_path):
+    # 16 H100s as 8 nodes × 2 GPUs or 2 nodes × 8, each as a plain cluster and as one node group,
+    # for a day, job 0 busy on 2 GPUs for 10 h: 20 busy GPU-hours. A node's draw is the catalog
+    # server's (8 GPUs) × its share of the server's GPUs, so both shapes draw 16 / 8 servers' worth.
+    sc = scenario(tmp_path, [(0.0, 2, 10.0)], [owned(gpus=16, gpus_per_node=2)], horizon_days=1)
+    econ, h = economics_values(sc), default_catalog().gpus["H100"]
+    kwh = 2 * h.node_idle_kw * 24 + (h.node_max_kw - h.node_idle_kw) / 8 * 20
+    energy = kwh * econ.pue * econ.electricity_usd_per_kwh
+    facility = 2 * h.node_max_kw * econ.colo_usd_per_kw_month * 24 / HOURS_PER_MONTH
+    jobs = generate(sc, 0)
+    edges = np.array([0.0, HORIZON_H])
+    for nodes, gpn in ((8, 2), (2, 8)):
+        for plan in (resolve(sc.model_copy(update={"options": (sc.options[0].model_copy(update={
+                         "gpus_per_node": gpn}),)}))[0], grouped(sc, ("H100", nodes, gpn))):
+            rec = run_option(plan, plan_work(sc, jobs, plan.home), HORIZON_H)
+            lines = option_costs(plan, econ, rec, jobs, HORIZON_H, edges)
+            assert lines["energy"][0] == pytest.approx(energy, rel=1e-12), (nodes, gpn, plan)
+            assert lines["facility"][0] == pytest.approx(facility, rel=1e-12), (nodes, gpn, plan)
