@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -110,7 +111,7 @@ def _owned(env, plan: OwnedPlan | CloudPlan, work: WorkPlan, progress: Progress,
 
 def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Sequence[WorkPlan] | None = None,
                serving: RangeMax | None = None, rngs: dict[str, np.random.Generator] | None = None,
-               max_events: int | None = None, wanted: Sequence[str | None] | None = None) -> UsageRecord:
+               max_events: int | None = None, may_use: Sequence[np.ndarray] | None = None) -> UsageRecord:
     """Simulate one option over ``[0, horizon_h)`` on ``work.jobs`` (sorted by submit time).
 
     ``work``: the jobs timed on the option (a hybrid or fleet: on its first part); ``burst_work``:
@@ -120,11 +121,11 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
     ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.workload.rng``).
     ``max_events``: stop with ``EventLimitExceeded`` past this many events (``engine.bounded``).
     A pool of node groups runs through ``run_groups``: ``work`` and ``burst_work`` are then the jobs
-    timed on each group in order, ``wanted`` the GPU type each job asks for (None: any).
+    timed on each group in order, ``may_use`` which groups each job may run on (``run_groups``).
     """
     if isinstance(plan, GroupedPlan):
         later = [burst_work] if isinstance(burst_work, WorkPlan) else list(burst_work or ())
-        return run_groups(plan, [work, *later], horizon_h, wanted, rngs, max_events)
+        return run_groups(plan, [work, *later], horizon_h, may_use, rngs, max_events)
     try:
         return _run(plan, work, horizon_h, burst_work, serving, rngs, max_events)
     finally:
@@ -178,15 +179,18 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Se
 
 
 def run_groups(plan: GroupedPlan, works: Sequence[WorkPlan], horizon_h: float,
-               wanted: Sequence[str | None] | None = None, rngs: dict[str, np.random.Generator] | None = None,
+               may_use: Sequence[np.ndarray] | None = None, rngs: dict[str, np.random.Generator] | None = None,
                max_events: int | None = None) -> UsageRecord:
     """Simulate an owned pool of node groups over ``[0, horizon_h)`` (``costsim.engine.groups``).
 
     ``works[k]``: the same jobs (sorted by submit time) timed on group k's GPU type
     (``workload.plan.plan_work`` on ``plan.groups[k]``), so a job runs as long as its group makes it;
-    ``wanted[i]``: the GPU type job i asks for (None or omitted: any). ``rngs``: as ``run_option``'s;
+    ``may_use[k][i]``: whether job i may run on group k (its GPU type, its model: the workload's
+    ``group_access``; None or omitted: every job on every group that can hold it). ``rngs``: as ``run_option``'s;
     group 0's node failures are drawn from ``failures`` (so one group is the plain cluster), each
-    later group's from its own stream (``group_failures``). The record's ``part`` is each job's group;
+    later group's from its own stream (``group_failures``). The record's ``part`` is each job's group:
+    where it started, or, never started, the first it may use and could hold (the one it is timed
+    on: its run there is its planned run);
     its capacity changes are told apart by group (``capacity_part``) when there are several. Serving
     and rollout offload are not run on node groups."""
     groups = plan.groups
@@ -200,9 +204,11 @@ def run_groups(plan: GroupedPlan, works: Sequence[WorkPlan], horizon_h: float,
         streams = [rngs["failures"], *(group_failures(rngs, g.name, k) for k, g in enumerate(groups) if k)]
         clusters = [_owned(env, g, w, _progress(w, rec), rec, None, rng, horizon_h)
                     for g, w, rng in zip(groups, works, streams, strict=True)]
-        may_use = [integers(m.astype(np.int64)) for m in plan.may_use(wanted or [None] * len(jobs))]
+        allowed = [np.asarray(m, dtype=bool) for m in may_use] if may_use is not None else \
+            plan.may_use([None] * len(jobs))
         g = integers(jobs.gpus)
-        router = GroupRouter(env, clusters, [g] * len(groups), may_use, rec)
+        router = GroupRouter(env, clusters, [g] * len(groups), [integers(m.astype(np.int64)) for m in allowed], rec)
+        rec.part = array("b", plan.first_group(jobs.gpus, allowed).astype(np.int8).tobytes())
         ArrivalFeed(env, doubles(jobs.submit_h), router.arrive)
         run_bounded(env, horizon_h, max_events)
         cap_t, cap_g = clusters[0].capacity_t, clusters[0].capacity_gpus

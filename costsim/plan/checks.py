@@ -10,15 +10,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from costsim.models import rl
 from costsim.models.reliability import checkpoint_writes
 from costsim.models.scaling import scaling_problems
 from costsim.models.serving import can_ever_start, hourly_demand
+from costsim.plan.class_pools import model_problem, usable_pools
 from costsim.plan.fleet import FleetPlan, HybridPlan, Plan, pools, pools_for
 from costsim.plan.groups import GroupedPlan
-from costsim.plan.hardware import hardware, shape
 from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario import Problem, Scenario, TraceTable
+from costsim.scenario.classes import RLClass
 from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
 # How an error message names a pool's limit (``JobLimit.field``): its GPUs, in words.
@@ -46,6 +46,7 @@ class JobsToFit:
     disaggregated: bool = False  # an RL class that offloads its rollouts where a pool has a rollout_pool:
     home_gpus: np.ndarray | None = None  # there it asks only its training GPUs
     gpu_type: str | None = None  # the GPU type they ask for (None: any): only a node group of it takes them
+    model: RLClass | None = None  # their RL class: only a node group whose GPUs hold its model takes them
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,9 @@ def never_fit(plan: Plan, jobs: JobsToFit, demand: np.ndarray | None) -> NeverFi
     """Which jobs can never run on the option (a hybrid: on neither part), the field to name and
     why; None when every job can."""
     # Serving runs on the option's home only (a fleet's later pools do not serve).
-    usable = pools_for(plan, jobs.gpu_type)
+    usable = usable_pools(plan, jobs.gpu_type, jobs.model)
+    if not usable:  # no node group holds their model: ``layout_problems`` says so
+        return None
     verdicts = [pool_verdict(p, jobs, demand if p is plan.home else None) for p in usable]
     found = [v for v in verdicts if v is not None]
     if len(found) < len(verdicts):  # an unlimited part takes any job
@@ -139,7 +142,7 @@ def fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | None
     groups: list[tuple[str, str, tuple | np.ndarray | None, JobsToFit]] = [
         (f"class {cls.name!r} needs {cls.gpus} GPUs per job", "its jobs could never run", None,
          JobsToFit(np.array([cls.gpus]), np.array([cls.start_day * HOURS_PER_DAY]), np.array([1.0]),
-                   cls.placement == "disaggregated", np.array([cls.train_gpus]), cls.gpu_type))
+                   cls.placement == "disaggregated", np.array([cls.train_gpus]), cls.gpu_type, cls))
         for cls in scenario.workload.classes]
     groups += [(f"job class {cls.name!r} needs up to {cls.max_gpus} GPUs per job", "its largest jobs could never run",
                 ("workload", "job_classes", k, "gpus"),
@@ -175,19 +178,37 @@ def fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | None
 
 def layout_problems(scenario: Scenario, plans: list[Plan]) -> list[Problem]:
     """An RL class whose model does not fit the GPUs of an option (rollout replicas, training
-    layout), once per pool and reason."""
-    problems = []
+    layout), once per pool and reason; on a pool of node groups, only when no group of the type it
+    asks for holds it (the class runs on those that do: ``class_pools``)."""
+    problems: list[Problem] = []
     for k, cls in enumerate(scenario.workload.classes):
         seen = set()
         for plan in plans:
+            if isinstance(plan, GroupedPlan):
+                problems.extend(Problem(("workload", "classes", k), why) for why in _groups_refuse(plan, cls))
+                continue
             for pool in pools_for(plan, cls.gpu_type):
-                why = rl.fit_problem(shape(cls), hardware(pool))
+                why = model_problem(cls, pool)
                 if why is None or (pool.name, why) in seen:
                     continue
                 seen.add((pool.name, why))
                 problems.append(Problem(("workload", "classes", k),
                                         f"class {cls.name!r} cannot run on option {pool.name!r} ({pool.gpu.name}): {why}"))
     return problems
+
+
+def _groups_refuse(plan: GroupedPlan, cls: RLClass) -> list[str]:
+    """Why RL class ``cls`` can run on no node group of ``plan`` of the type it asks for (one
+    message); none when some group holds its model."""
+    usable = pools_for(plan, cls.gpu_type)
+    if usable_pools(plan, cls.gpu_type, cls):
+        return []
+    whys = "; ".join(f"node group {g.name!r} ({g.gpu.name}): {model_problem(cls, g)}" for g in usable)
+    others = [t for t in plan.gpu_types if t != cls.gpu_type and usable_pools(plan, t, cls)]
+    fix = (f"ask for gpu_type {' or '.join(others)}, whose node groups hold it" if others else
+           "give the option a node group of GPUs that hold it")
+    of_type = f" of {cls.gpu_type}" if cls.gpu_type is not None else ""
+    return [f"class {cls.name!r} cannot run on any node group{of_type} of option {plan.name!r}: {whys}; {fix}"]
 
 
 def offload_problems(scenario: Scenario, plans: list[Plan]) -> list[Problem]:

@@ -148,15 +148,6 @@ def pools_for(plan: Plan, gpu_type: str | None) -> list[OwnedPlan | CloudPlan]:
     return pools(plan)
 
 
-def gpu_label(plan: Plan, gpu_type: str | None = None) -> str:
-    """The GPU type a job asking for ``gpu_type`` (None: any) runs on, in words: a pool of node
-    groups' types among those it may use, ``+``-joined in group order (``H100+A100``); any other
-    option's home GPU (a hybrid's or fleet's first part's)."""
-    if isinstance(plan, GroupedPlan):
-        return "+".join(dict.fromkeys(g.gpu.name for g in pools_for(plan, gpu_type)))
-    return plan.gpu.name
-
-
 def node_group_pool(plan: Plan) -> GroupedPlan | None:
     """The option as a pool of node groups (what its groups share: staff, setup), None for any other
     option."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from costsim.catalog.load import GPUSpec
-from costsim.plan.options import JobLimit, OwnedFacts, OwnedPlan, held_gpus
+from costsim.plan.options import JobLimit, OwnedFacts, OwnedPlan
 from costsim.plan.tranches import TranchePlan
 from costsim.scenario.node_groups import MAX_NODE_GROUPS, NodeGroup
 
@@ -117,15 +117,27 @@ class GroupedPlan(OwnedFacts):
         wanted_arr = np.asarray([w if w is not None else "" for w in wanted], dtype=object)
         return [(wanted_arr == "") | (wanted_arr == g.gpu.name) for g in self.groups]
 
+    def can_hold(self, gpus: np.ndarray) -> list[np.ndarray]:
+        """Per group, per job of ``gpus`` GPUs: whether the group could ever hold it (whole nodes
+        beyond one: ``OwnedPlan.held_gpus``), whatever type it asks for."""
+        asked = np.asarray(gpus, dtype=np.int64)
+        return [g.held_gpus(asked) <= g.gpus for g in self.groups]
+
     def fits(self, gpus: np.ndarray, wanted: Sequence[str | None]) -> np.ndarray:
         """Per job of ``gpus`` GPUs asking for ``wanted`` (None: any): whether some group it may use
-        could ever hold it (whole nodes beyond one: ``held_gpus``). A job for which this is false
-        would never start: the plan's checks refuse it before any run."""
+        could ever hold it. A job for which this is false would never start: the plan's checks
+        refuse it before any run."""
         ok = np.zeros(len(gpus), dtype=bool)
-        for group, allowed in zip(self.groups, self.may_use(wanted), strict=True):
-            held = np.array([held_gpus(int(g), group.gpus_per_node) for g in gpus], dtype=np.int64)
-            ok |= allowed & (held <= group.gpus)
+        for allowed, holds in zip(self.may_use(wanted), self.can_hold(gpus), strict=True):
+            ok |= allowed & holds
         return ok
+
+    def first_group(self, gpus: np.ndarray, allowed: Sequence[np.ndarray]) -> np.ndarray:
+        """Per job of ``gpus`` GPUs, the first group (index) it is ``allowed`` on (per group, per job)
+        that could ever hold it: where a job that never starts is timed, the group it would try
+        first. 0 for a job no group takes (the plan's checks refuse it before any run)."""
+        ok = np.array([a & h for a, h in zip(allowed, self.can_hold(gpus), strict=True)], dtype=bool)
+        return np.where(ok.any(axis=0), ok.argmax(axis=0), 0) if len(gpus) else np.zeros(0, dtype=np.int64)
 
 
 def group_label(option: str, groups: Sequence[NodeGroup], k: int) -> str:

@@ -66,18 +66,22 @@ STALE_FLOOR_H = 24.0  # ... and past this many hours (and past its own planned r
 
 def capacity_limit_gpu_h(plan: Plan, rec: UsageRecord, start_h: float, end_h: float) -> float:
     """The most GPU-hours the option can hold within [start_h, end_h]; inf without a limit."""
-    total = 0.0
+    return float(sum(pool_capacity_gpu_h(plan, rec, start_h, end_h)))
+
+
+def pool_capacity_gpu_h(plan: Plan, rec: UsageRecord, start_h: float, end_h: float) -> list[float]:
+    """Per pool of the option (``parts``, rollout pools left out: a node group each of a pool of
+    node groups), the most GPU-hours it can hold within [start_h, end_h]; inf without a limit."""
+    out = []
     own = parts(plan, rec)
     for part, sub in own[:len(own) - rollout_parts(plan)]:
         if part.is_pool:  # owned, reserved, a hybrid's base, a fleet's pools: its GPUs as installed over time
             t = np.clip(np.append(sub.capacity_change_h, end_h), start_h, end_h)
-            total += float((np.diff(t) * np.asarray(sub.capacity_gpus, dtype=float)).sum())
+            out.append(float((np.diff(t) * np.asarray(sub.capacity_gpus, dtype=float)).sum()))
             continue
         quota = part.job_limit  # rented per use: its quota caps the GPUs held at once, as a job's
-        if quota is None:
-            return math.inf
-        total += quota.gpus * (end_h - start_h)
-    return total
+        out.append(math.inf if quota is None else quota.gpus * (end_h - start_h))
+    return out
 
 
 def gpu_hours_within(edges: np.ndarray, gpus: np.ndarray | float, start_h: float, end_h: float) -> float:
@@ -97,16 +101,44 @@ def window_work_gpu_h(submit_h: np.ndarray, run_h: np.ndarray, gpus: np.ndarray,
 
 
 def offered_load(plan: Plan, rec: UsageRecord, horizon_h: float, submit_h: np.ndarray, run_h: np.ndarray,
-                 gpus: np.ndarray, serving_gpu_h: float) -> float:
+                 gpus: np.ndarray, serving_gpu_h: float, access: list[np.ndarray] | None = None) -> float:
     """The summary's ``offered_load`` (see the module); ``serving_gpu_h``: GPU-hours serving was
-    served on the option's pools within [delivery, horizon]."""
+    served on the option's pools within [delivery, horizon]; ``access``: on a pool of node groups,
+    per group, per job, whether the job may run there (``workload.plan.group_access``)."""
     t0 = min(plan.delivery_h, horizon_h)
+    work = window_work_gpu_h(submit_h, run_h, gpus, t0, horizon_h)
+    if access is not None:  # serving never runs beside node groups
+        return confined_load(work, run_h * gpus, np.array(access, dtype=bool),
+                             pool_capacity_gpu_h(plan, rec, t0, horizon_h))
     limit = capacity_limit_gpu_h(plan, rec, t0, horizon_h) - serving_gpu_h
     if math.isinf(limit):
         return math.nan
-    if limit > 0:
-        return float(window_work_gpu_h(submit_h, run_h, gpus, t0, horizon_h).sum()) / limit
-    return math.inf if float((run_h * gpus).sum()) > 0 else 0.0  # no capacity within the horizon at all
+    return _load(float(work.sum()), limit, float((run_h * gpus).sum()))
+
+
+def _load(work_gpu_h: float, limit_gpu_h: float, any_work: float) -> float:
+    """Work ÷ capacity; inf for work and no capacity (within the horizon at all), 0 for neither."""
+    if limit_gpu_h > 0:
+        return work_gpu_h / limit_gpu_h
+    return math.inf if any_work > 0 else 0.0
+
+
+def confined_load(work_gpu_h: np.ndarray, planned_gpu_h: np.ndarray, access: np.ndarray,
+                  capacity_gpu_h: list[float]) -> float:
+    """The offered load of a pool of node groups (GPU-hours per job: ``work_gpu_h`` within the
+    window, ``planned_gpu_h`` in all; ``access``: groups × jobs; ``capacity_gpu_h`` per group):
+    over each set of groups some job may use, the work of the jobs confined to it (every group
+    they may use is in it) ÷ the set's capacity, at its most. A backlog of jobs pinned to one GPU
+    type is so measured against that type's groups, not diluted by GPUs it cannot use, and the
+    set of every group gives the pool's load as a whole. The pool keeps up only if every such set
+    does. A lower bound on what it needs (a union of sets could be loaded more than each), exact
+    when the sets are nested or apart, as GPU types and the groups that hold a model are."""
+    cap = np.asarray(capacity_gpu_h, dtype=float)
+    loads = []
+    for s in (np.unique(access.T, axis=0) if access.shape[1] else ()):
+        confined = ~(access & ~s[:, None]).any(axis=0)
+        loads.append(_load(float(work_gpu_h[confined].sum()), float(cap[s].sum()), float(planned_gpu_h[confined].sum())))
+    return max(loads, default=0.0)
 
 
 def stale_jobs(submit_h: np.ndarray, start_h: np.ndarray, started: np.ndarray, run_h: np.ndarray,
@@ -131,20 +163,20 @@ def work_left_gpu_h(rec: UsageRecord, horizon_h: float, started: np.ndarray, com
 
 def keep_up_measures(plan: Plan, rec: UsageRecord, horizon_h: float, submit_h: np.ndarray, started: np.ndarray,
                      completed: np.ndarray, run_h: np.ndarray, gpus: np.ndarray, serving_gpu_h: float,
-                     work_gpus: np.ndarray | None = None) -> dict[str, float]:
+                     work_gpus: np.ndarray | None = None, access: list[np.ndarray] | None = None) -> dict[str, float]:
     """The summary's ``offered_load``, ``work_submitted_gpu_hours``, ``work_unfinished_gpu_hours``,
     ``jobs_waiting``, ``jobs_stale`` and ``stale_share`` (see the module). ``started``: the job
     first held GPUs before the horizon; ``completed``: it ended by then; ``gpus``: what each job
     holds or would hold (``held_gpus`` of its home pool), against the option's capacity; ``serving_gpu_h``:
     GPU-hours serving was served on the option's pools within [delivery, horizon]; ``work_gpus``:
     GPUs × share of its run its work takes, where that differs (an offloaded job's rollout GPUs
-    too; default ``gpus``)."""
+    too; default ``gpus``); ``access``: a pool of node groups' (``offered_load``)."""
     work_gpus = gpus if work_gpus is None else work_gpus
     waiting = ~started & (submit_h < horizon_h)
     stale = stale_jobs(submit_h, np.asarray(rec.start_h), started, run_h, horizon_h)
     n = len(submit_h)
     return {
-        "offered_load": offered_load(plan, rec, horizon_h, submit_h, run_h, gpus, serving_gpu_h),
+        "offered_load": offered_load(plan, rec, horizon_h, submit_h, run_h, gpus, serving_gpu_h, access),
         "work_submitted_gpu_hours": float((run_h * work_gpus).sum()),
         "work_unfinished_gpu_hours": float(work_left_gpu_h(rec, horizon_h, started, completed, run_h, work_gpus).sum()),
         "jobs_waiting": int(waiting.sum()),

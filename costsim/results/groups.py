@@ -6,13 +6,15 @@ price), its energy from its own nodes' idle and peak draw and the busy GPU-hours
 facility from its nodes' peak draw and its maintenance from its capex (``PER_GROUP``). What belongs
 to the pool as a whole is counted once (``pool_wide_costs``): staff for all its GPUs (whole
 engineers: per group, the rounding and the minimum would be paid again) and the one-time setup. A
-job's share of them is its group's share of the pool's GPUs (``group_items``).
+job's share of them is its group's share of the pool's GPUs (``group_items``). Also what a job
+would hold on the pool (``would_hold``): on the group it is timed on.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from costsim.engine.run import UsageRecord
 from costsim.models import economics as eco
 from costsim.models.intervals import hours_in_bins
 from costsim.plan.economics import EconomicsValues
@@ -50,3 +52,17 @@ def group_items(plan: Plan, part: OwnedPlan | CloudPlan, items: dict[str, float]
         return items
     share = pool.gpu_share(part.name)
     return {**items, **{item: totals[item] * share for item in POOL_WIDE}}
+
+
+def would_hold(plan: Plan, rec: UsageRecord, asked: np.ndarray) -> np.ndarray:
+    """GPUs each job of ``asked`` GPUs would hold on the option: on a pool of node groups, on the
+    group it is timed on (the record's part: a job never started, the first it would try); on any
+    other option, on its home pool."""
+    pool = node_group_pool(plan)
+    if pool is None:
+        return plan.home.held_gpus(asked)
+    out = np.zeros(len(asked), dtype=np.int64)
+    for k, group in enumerate(pool.groups):
+        on = rec.part == k
+        out[on] = group.held_gpus(asked[on])
+    return out

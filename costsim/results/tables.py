@@ -29,8 +29,9 @@ import pandas as pd
 
 from costsim.engine.run import BASE, ROLLOUT, UsageRecord
 from costsim.models.intervals import binned
+from costsim.plan.class_pools import gpu_label
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.fleet import Plan, burst_of, gpu_label, itemised_by_part
+from costsim.plan.fleet import Plan, burst_of, itemised_by_part
 from costsim.plan.fleet import pools as plan_pools
 from costsim.results import backlog, finance, to_target
 from costsim.results.advice import checkpoint_advice
@@ -47,10 +48,10 @@ from costsim.results.costing import (
     serving_rent_usd,
     serving_use,
 )
-from costsim.results.groups import group_items
+from costsim.results.groups import group_items, would_hold
 from costsim.scenario import Scenario
 from costsim.units import HOURS_PER_MONTH
-from costsim.workload.plan import PHASES, WorkPlan
+from costsim.workload.plan import PHASES, WorkPlan, group_access
 
 
 def _startup_h(plan: Plan, rec: UsageRecord, work: WorkPlan) -> np.ndarray:
@@ -103,7 +104,7 @@ def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFram
         per_it = work.phase_s[idx].sum(axis=0) / planned if planned else np.full(len(PHASES), np.nan)
         means = dict(zip(PHASES, per_it, strict=True))
         rows.append({
-            "option": plan.name, "job_class": cls.name, "gpu_type": gpu_label(plan, cls.gpu_type), "network": plan.network,
+            "option": plan.name, "job_class": cls.name, "gpu_type": gpu_label(plan, cls.gpu_type, cls), "network": plan.network,
             "jobs": int(idx.sum()), "iterations_planned": planned,
             **{f"{p}_s": means[p] for p in PHASES if p not in ("total", "straggler")}, "iteration_s": means["total"],
             "rollout_share": means["rollout"] / means["total"] if planned else np.nan,
@@ -366,13 +367,14 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     # its end is its book value, shown beside it (the cash flow table credits it in the last month).
     summary["cash_spent_usd"] = float(cash[["capex_usd", "opex_usd", "rent_usd", "commitment_owed_usd"]].to_numpy().sum())
     summary["book_value_usd"] = float(cash["book_value_usd"].sum())
-    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, plan.home.held_gpus(work.home_gpus))
+    held = np.where(np.asarray(rec.held_gpus) > 0, rec.held_gpus, would_hold(plan, rec, work.home_gpus))
     # Serving's real use of the option's own capacity, within the window the load is measured in.
     pool_served = sum(sv for (part, _), (sv, _) in zip(parts(plan, rec), serving, strict=True)
                       if part.is_pool) if serving else np.zeros(len(width))
     serving_window_h = backlog.gpu_hours_within(hourly, pool_served, plan.delivery_h, H)
     summary.update(backlog.keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held,
-                                            serving_window_h, _work_gpus(work, held)))
+                                            serving_window_h, _work_gpus(work, held),
+                                            group_access(scenario, jobs, plan)))
     summary["unfinished_rent_usd"] = summary["work_unfinished_gpu_hours"] * rent_usd_per_gpu_hour
     summary["serving_unmet_rent_usd"] = summary["serving_unmet_gpu_hours"] * rent_usd_per_gpu_hour
     rollout = rec.alloc_part[k] >= ROLLOUT  # rented rollout instances beside the holds at home

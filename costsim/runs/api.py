@@ -20,7 +20,7 @@ from costsim.scenario import dump_scenario as schema_dump
 from costsim.scenario import scenario_from_data as schema_from_data
 from costsim.scenario.errors import Loc
 from costsim.workload import jobs as workload
-from costsim.workload.plan import WorkPlan, plan_work
+from costsim.workload.plan import WorkPlan, group_access, plan_work
 from costsim.workload.rng import stream
 
 
@@ -155,7 +155,6 @@ def simulate(
     works = [tuple(work_of(part) for part in pools(plan)) for plan in plans]  # a hybrid: base, burst
     budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),
                         max_events, source)
-    wanted = workload.wanted_gpu_types(scenario, jobs)  # the GPU type each job asks for (node groups choose by it)
     table = RangeMax(demand) if demand is not None else None
     serving = serving_key(scenario)
     ceiling = None if max_events is None else budget.ENGINE_MARGIN * max_events
@@ -173,10 +172,12 @@ def simulate(
         left = None if ceiling is None else max(ceiling - sum(r.events for r in records), 1)
         bare = plan.unpriced()  # nor does a run: prices are applied by results.build
         run_key = (jobs_key, unpriced_key(plan), serving, left)  # the work, horizon and seed are in jobs_key
+        # A pool of node groups: the groups each job may use (its GPU type, its model), from the same.
+        access = group_access(scenario, jobs, plan)
 
-        def run_it(plan=bare, parts=parts, rngs=rngs, left=left):
+        def run_it(plan=bare, parts=parts, rngs=rngs, left=left, access=access):
             return engine.run_option(plan, parts[0], scenario.horizon_h, parts[1:] if len(parts) > 1 else None,
-                                     serving=table, rngs=rngs, max_events=left, wanted=wanted)
+                                     serving=table, rngs=rngs, max_events=left, may_use=access)
 
         try:
             rec = cached(memo, "runs", run_key, run_it)
@@ -185,7 +186,8 @@ def simulate(
                 f"option {plan.name!r} was stopped after {exc.events:,} simulation events at hour "
                 f"{exc.now_h:,.0f} of {exc.until_h:,.0f}, far above the estimate; if the run is meant, raise "
                 "the limit: simulate(..., max_events=N) or costsim run --max-events N"))]) from None
-        # A hybrid or fleet job's run time is the one on the part it ran on.
+        # A hybrid or fleet job's run time is the one on the part it ran on; on node groups a job
+        # never started is timed on the group it would try first (the record's part).
         merged = parts[0]
         for k in range(1, len(parts)):
             merged = merged.merged(rec.part == k, parts[k])

@@ -14,12 +14,14 @@ import numpy as np
 
 from costsim.models import offload, rl
 from costsim.models.reliability import checkpoint_writes
+from costsim.plan.class_pools import usable_pools
+from costsim.plan.fleet import Plan, node_group_pool
 from costsim.plan.hardware import hardware, shape
 from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import RLClass
 from costsim.units import SECONDS_PER_HOUR
-from costsim.workload.jobs import JobTable
+from costsim.workload.jobs import JobTable, wanted_gpu_types
 
 PHASES = ("rollout", "logprobs", "scoring", "update", "sync", "overhead", "total", "straggler")
 
@@ -254,3 +256,21 @@ def _offloaded(cls: RLClass, home: rl.Hardware, pool: _Pool, len_sum, len_max, l
     o = offload.offloaded(pt, sh.asynchronous, len_sum, len_sq, inflight, pool.instances, pool.preemptions_per_day,
                           pool.restart_h, pool.push_s, pool.startup_h, pipelined)
     return replace(pt, rollout=o.rollout_s, total=o.total_s), o.lost_samples, pt.total
+
+
+def group_access(scenario: Scenario, jobs: JobTable, plan: Plan) -> list[np.ndarray] | None:
+    """Per node group of ``plan``, per job: whether the job may run there — the GPU type its class
+    asks for (``wanted_gpu_types``), an RL job only on groups whose GPUs hold its model
+    (``plan.class_pools.usable_pools``) — and the group could ever hold it. None for an option
+    that is not a pool of node groups."""
+    pool = node_group_pool(plan)
+    if pool is None:
+        return None
+    allowed = pool.may_use(wanted_gpu_types(scenario, jobs) or [None] * len(jobs))
+    for k, cls in enumerate(scenario.workload.classes):
+        usable = {g.name for g in usable_pools(pool, cls.gpu_type, cls)}
+        of_class = jobs.class_index == k
+        for mask, group in zip(allowed, pool.groups, strict=True):
+            if group.name not in usable:
+                mask &= ~of_class
+    return [mask & holds for mask, holds in zip(allowed, pool.can_hold(jobs.gpus), strict=True)]

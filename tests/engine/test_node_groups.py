@@ -43,7 +43,8 @@ def pool(sc, *groups: tuple[str, int, int], **changes) -> GroupedPlan:
 def run(sc, plan: GroupedPlan, wanted=None, rngs=None):
     jobs = generate(sc, 0)
     works = [plan_work(sc, jobs, g.unpriced()) for g in plan.groups]
-    return run_groups(plan, works, sc.horizon_h, wanted, rngs), works
+    may_use = plan.may_use(wanted) if wanted is not None else None
+    return run_groups(plan, works, sc.horizon_h, may_use, rngs), works
 
 
 def test_an_8_gpu_job_fits_only_the_8_gpu_nodes(tmp_path):

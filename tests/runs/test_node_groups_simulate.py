@@ -66,3 +66,66 @@ def test_each_rl_job_is_timed_on_the_gpu_type_of_the_group_it_got(tmp_path):
     straggler = PHASES.index("straggler")
     np.testing.assert_allclose(on_a.phase_s[:, straggler] / on_h.phase_s[:, straggler],
                                cat.gpus["H100"].hbm_tb_s / cat.gpus["A100"].hbm_tb_s, rtol=1e-9)
+
+
+def test_jobs_that_never_start_are_timed_on_the_type_they_ask_for(tmp_path):
+    # Four H100 nodes and one A100 node; six jobs pinned to A100, all arriving within the first hour
+    # on a 12-hour horizon: they take turns on the one A100 node, and the later ones never start.
+    # Every job, started or not, is timed on the A100 (the plain A100 option's run): the phases row,
+    # the work left and the offered load, which is the A100 work against the A100 node alone (the
+    # H100s cannot take it): Σ min(run, H − submit) × 8 ÷ (8 × H).
+    cls = {**RL, "arrivals_per_day": 500, "count": 6, "iterations": 20, "gpu_type": "A100"}
+    own = {**owned(), "node_groups": [{"gpu_type": "H100", "nodes": 4, "gpus_per_node": 8},
+                                      {"gpu_type": "A100", "nodes": 1, "gpus_per_node": 8}]}
+    del own["gpu_type"], own["gpus"]
+    data = {"name": "t", "horizon_days": 0.5, "workload": {"classes": [cls]}, "options": [own]}
+    res = costsim.simulate(scenario_from_data(data, "t", tmp_path))
+    jobs = res.jobs
+    started = jobs.start_h.notna().to_numpy()
+    assert 0 < started.sum() < 6 and set(jobs.ran_on[started]) == {"own:A100x8"}
+    single = {**data, "options": [owned("a", gpus=8, gpu_type="A100")]}
+    sc = scenario_from_data(single, "t", tmp_path)
+    on_a = plan_work(sc, generate(sc, 0), resolve(sc)[0])
+    alone = costsim.simulate(sc)
+    row, plain = res.phases.iloc[0], alone.phases.iloc[0]
+    assert row.gpu_type == "A100"
+    assert row.iteration_s == pytest.approx(plain.iteration_s, rel=1e-12)
+    H, submit, run = 12.0, jobs.submit_h.to_numpy(), on_a.run_h
+    load = float((np.minimum(run, H - submit) * 8).sum()) / (8 * H)
+    assert load > 1
+    summary = res.summary.iloc[0]
+    assert summary.offered_load == pytest.approx(load, rel=1e-12)
+    reached = np.where(started, np.minimum(H - jobs.start_h.fillna(H).to_numpy(), run), 0.0)
+    left = float(((run - reached) * 8)[~jobs.completed.to_numpy()].sum())
+    assert summary.work_unfinished_gpu_hours == pytest.approx(left, rel=1e-9)
+
+
+def test_a_class_of_any_type_runs_only_on_the_groups_that_hold_its_model(tmp_path):
+    # A 32B model trains on 8 GPUs of 80 GB (H100) but not of 48 GB (L40S). Without gpu_type its jobs
+    # run on the H100 group only, though the L40S group is idle; the phases row says H100.
+    cls = {**RL, "model_params_b": 32, "arrivals_per_day": 500, "count": 3, "iterations": 5}
+    own = {**owned(), "node_groups": [{"gpu_type": "H100", "nodes": 1, "gpus_per_node": 8},
+                                      {"gpu_type": "L40S", "nodes": 2, "gpus_per_node": 8}]}
+    del own["gpu_type"], own["gpus"]
+    data = {"name": "t", "horizon_days": 2, "workload": {"classes": [cls]}, "options": [own]}
+    res = costsim.simulate(scenario_from_data(data, "t", tmp_path))
+    assert res.jobs.ran_on.tolist() == ["own:H100x8"] * 3 and res.jobs.completed.all()
+    assert res.phases.gpu_type.tolist() == ["H100"]
+
+
+@pytest.mark.parametrize(("groups", "gpu_type", "says"), [
+    ([("L40S", 2)], None, "give the option a node group of GPUs that hold it"),
+    ([("H100", 1), ("L40S", 2)], "L40S", "ask for gpu_type H100, whose node groups hold it"),
+])
+def test_a_class_no_group_of_its_type_holds_is_refused_at_its_node_groups(tmp_path, groups, gpu_type, says):
+    cls = {**RL, "model_params_b": 32, **({"gpu_type": gpu_type} if gpu_type else {})}
+    own = {**owned(), "node_groups": [{"gpu_type": t, "nodes": n, "gpus_per_node": 8} for t, n in groups]}
+    del own["gpu_type"], own["gpus"]
+    data = {"name": "t", "horizon_days": 2, "workload": {"classes": [cls]}, "options": [own]}
+    with pytest.raises(costsim.ScenarioError) as err:
+        scenario_from_data(data, "t", tmp_path)
+    text = str(err.value)
+    of_type = " of L40S" if gpu_type else ""
+    assert f"class 'grpo' cannot run on any node group{of_type} of option 'own': node group 'own:L40Sx8' (L40S): " \
+           "training the 32B model needs" in text
+    assert says in text and "option 'own:L40Sx8'" not in text
