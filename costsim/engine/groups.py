@@ -2,8 +2,9 @@
 cluster of its own (``OwnedCluster``: one GPU type, one node size, its own nodes, failures and
 scheduler state) and a job runs within one group, timed on that group's GPU type.
 
-A job arriving joins the queue of every group it may use (the GPU type it asks for, or any) and
-could ever hold (``fits_ever``). The groups decide in one ``DECIDE`` event per instant, in group
+A job arriving joins the queue of every group it may use (the GPU type it asks for, or any; an RL
+job only groups whose GPUs hold its model: ``workload.plan.group_access``) and could ever hold
+(``fits_ever``). The groups decide in one ``DECIDE`` event per instant, in group
 order (the fleet's ``SharedDecider``), so when several could start a job at the same instant the
 first group does. A job started on one group is dropped from the others' queues
 (``OwnedCluster.forget``) and stays with that group for good: a node failure sends it back to that

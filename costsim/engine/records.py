@@ -17,7 +17,8 @@ class UsageRecord:
 
     Per job: ``start_h`` when it first held GPUs; ``end_h`` when its last attempt ends (may lie past
     the horizon: the run is cut there); ``held_gpus`` GPUs it holds (whole nodes beyond one node,
-    whole instances on cloud); ``part`` where it ran on a hybrid or fleet (its part's number; ``BASE`` elsewhere); ``restarts``
+    whole instances on cloud); ``part`` where it ran on a hybrid or fleet (its part's number; ``BASE`` elsewhere),
+    on a pool of node groups its group (never started: the first it may use, where it is timed); ``restarts``
     interruptions (failures and preemptions), ``preemptions`` spot preemptions, ``lost_h`` hours of
     work lost to them, ``overhead_h`` hours held restarting or waiting for a swapped node;
     ``pos_h`` hours of its planned run safely checkpointed, ``work_from_h`` when its current attempt

@@ -210,9 +210,10 @@ def cheapest_rent_usd_per_gpu_hour(plans: list[Plan], plan: Plan, horizon_h: flo
     """The price unfinished work (and unmet serving) is priced at: the cheapest on-demand or spot
     price among the scenario's options (hybrid bursts included) at the horizon's end (each under
     its ``price_change_per_year``: unfinished work is done after it), or, with none, the catalog's
-    cheapest on-demand price of ``plan``'s GPU type (every tier). USD per GPU-hour."""
+    cheapest on-demand price of ``plan``'s GPU types (every tier; a pool of node groups: the
+    cheapest of its groups' types). USD per GPU-hour."""
     rented = [r.price_per_gpu_hour * trend.factor(horizon_h, trend.per_hour(r.price_change_per_year))
               for q in plans for p in pools(q) if (r := p.rental) is not None]
     if rented:
         return float(min(rented))
-    return float(min(tier["on_demand"] for tier in plan.gpu.price.values() if "on_demand" in tier))
+    return float(min(tier["on_demand"] for p in pools(plan) for tier in p.gpu.price.values() if "on_demand" in tier))

@@ -154,7 +154,7 @@ def random_rows(seed: int, n: int, sizes=(1, 2, 4, 8, 16)):
                     strict=True))
 
 
-@pytest.mark.parametrize("scheduler", ["fifo", "backfill", "priority", "sjf"])
+@pytest.mark.parametrize("scheduler", ["fifo", "backfill", "priority", "sjf", "lifo"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_one_group_is_the_plain_cluster_job_for_job(tmp_path, scheduler, seed):
     # Failures on: group 0 draws them from the option's own stream, as the plain cluster does.

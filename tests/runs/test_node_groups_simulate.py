@@ -98,6 +98,12 @@ def test_jobs_that_never_start_are_timed_on_the_type_they_ask_for(tmp_path):
     reached = np.where(started, np.minimum(H - jobs.start_h.fillna(H).to_numpy(), run), 0.0)
     left = float(((run - reached) * 8)[~jobs.completed.to_numpy()].sum())
     assert summary.work_unfinished_gpu_hours == pytest.approx(left, rel=1e-9)
+    # With no option renting, unfinished work is priced at the cheapest on-demand price of the
+    # pool's types (every tier), the A100's here, not its first group's (the H100's).
+    cat = default_catalog()
+    price = {t: min(p["on_demand"] for p in cat.gpus[t].price.values() if "on_demand" in p) for t in ("H100", "A100")}
+    assert price["A100"] < price["H100"]
+    assert summary.unfinished_rent_usd == pytest.approx(left * price["A100"], rel=1e-9)
 
 
 def test_a_class_of_any_type_runs_only_on_the_groups_that_hold_its_model(tmp_path):
