@@ -50,11 +50,10 @@ from costsim.dashboard import (
     state,
     tabs,
     waiting_note,
-    warm_up,
 )
 from costsim.dashboard.bounded import RunTimedOut, note_first_screen
 from costsim.dashboard.disk_runs import server_disk
-from costsim.dashboard.server import imports_frozen, server_pool
+from costsim.dashboard.server import imports_frozen, server_pool, top_up_spares
 from costsim.dashboard.sidebar import knob_form, sidebar_slot, timed_out
 from costsim.dashboard.views import first_screen, flip_control
 from costsim.errors import CostsimError
@@ -297,6 +296,4 @@ def main() -> None:
 
 
 main()
-# The warm spares topped up after the screen is sent (on a server whose first screen came from disk,
-# their first start).
-warm_up(pool=server_pool())
+top_up_spares()  # after the screen is sent

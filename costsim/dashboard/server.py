@@ -14,6 +14,7 @@ from costsim.runs.workerpool import WorkerPool
 
 _pool: list[WorkerPool] = []  # the server's, once made: one per process, for as long as it lives
 _pool_lock = threading.Lock()
+_later: list[threading.Timer] = []  # the deferred spares' timer, once started (top_up_spares)
 
 
 def server_pool() -> WorkerPool:
@@ -33,12 +34,33 @@ def start_workers() -> bool:
     ``app.py`` calls it before its own heavy imports, so on a cold server each spare imports costsim
     (about a second of CPU) beside them rather than after them. Not when an earlier server kept the
     first screen's runs on disk (``pool.first_screen_kept``): the first screen then simulates
-    nothing, and ``app.py`` starts the spares once it is drawn (``warm_up`` after each run of the
-    script). Whether they were started now."""
+    nothing, and ``app.py`` starts the spares once it is drawn (``top_up_spares``). Whether they
+    were started now."""
     if first_screen_kept():
         return False
     warm_up(pool=server_pool())
     return True
+
+
+SPARES_DELAY_S = 5.0  # after a first screen from disk, while the browser draws it
+
+
+def top_up_spares() -> None:
+    """After each run of the script, the warm spares topped up (``pool.warm_up``). On a server
+    whose first screen came from disk (``start_workers`` started none), the first top-up waits
+    ``SPARES_DELAY_S`` on a timer: the browser is still drawing that screen, and three spares
+    importing costsim (about 3 s of CPU) would take the cores it needs. A run asked for meanwhile
+    starts the workers it needs itself."""
+    if not start_workers():
+        with _pool_lock:
+            if not _later:
+                timer = threading.Timer(SPARES_DELAY_S, lambda: warm_up(pool=server_pool()))
+                timer.daemon = True
+                timer.start()
+                _later.append(timer)
+            if _later[0].is_alive():
+                return
+    warm_up(pool=server_pool())
 
 
 @st.cache_resource
@@ -58,4 +80,4 @@ def imports_frozen() -> bool:
     return True
 
 
-__all__ = ["imports_frozen", "server_pool", "start_workers"]
+__all__ = ["SPARES_DELAY_S", "imports_frozen", "server_pool", "start_workers", "top_up_spares"]

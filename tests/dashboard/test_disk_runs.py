@@ -257,3 +257,28 @@ def test_a_note_of_the_first_screen_whose_runs_were_dropped_is_not_believed(tmp_
     assert first_screen_kept(disk)
     disk.forget(run_key(first, bounded.replication_seed(first.seed, 1)))  # as the byte limit drops it
     assert not first_screen_kept(disk)
+
+
+def test_after_a_first_screen_from_disk_the_spares_start_on_a_timer_not_at_once(monkeypatch):
+    """The browser is still drawing that screen: three spares importing costsim would take its cores."""
+    import time
+
+    from costsim.dashboard import server
+
+    started = []
+    monkeypatch.setattr(server, "warm_up", lambda **kw: started.append(time.monotonic()))
+    monkeypatch.setattr(server, "first_screen_kept", lambda: True)
+    monkeypatch.setattr(server, "SPARES_DELAY_S", 0.3)
+    monkeypatch.setattr(server, "_later", [])
+    server.start_workers.clear()
+    try:
+        begun = time.monotonic()
+        server.top_up_spares()
+        server.top_up_spares()  # a second run meanwhile starts nothing either
+        assert started == []
+        server._later[0].join(2)
+        assert len(started) == 1 and started[0] - begun >= 0.3
+        server.top_up_spares()  # once the timer has fired: topped up after each run, as before
+        assert len(started) == 2
+    finally:
+        server.start_workers.clear()
