@@ -58,23 +58,34 @@ def _total(option: Mapping[str, Any]) -> int | None:
     return sum(whole) if whole and len(whole) == len(sizes) else None
 
 
+def _sizes(tranches: Any) -> list[Any] | None:
+    """Each tranche's ``gpus`` as written (None where a tranche is not a mapping): the part of the
+    tranches a resize may change."""
+    if not isinstance(tranches, list | tuple):
+        return None
+    return [t.get("gpus") if isinstance(t, Mapping) else None for t in tranches]
+
+
 def scale_tranches(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
     """``after`` (scenario data edited from ``before``) with the tranches of each owned option whose
-    ``gpus`` the edit changed, and whose tranches it left as they were, scaled to the new size
-    (``scaled_nodes``). An edit that sets the tranches itself keeps them as written."""
+    ``gpus`` the edit changed, and whose tranches' sizes it left as they were, scaled to the new size
+    (``scaled_nodes``), keeping whatever else it set on them (order days, payments, lease terms: what
+    ``costsim plan`` varies beside the size). An edit that sets a tranche's ``gpus`` keeps the
+    tranches as written. A node size changed in the same edit: each tranche's nodes are counted in
+    the old node's GPUs, then scaled to the new total in the new node's."""
     out = copy.deepcopy(dict(after))
     old_options = list(before.get("options") or ())
     for was, now in zip(old_options, out.get("options") or (), strict=False):
         if not (isinstance(was, Mapping) and isinstance(now, dict) and facts.is_owned(now)):
             continue
         tranches = now.get("tranches")
-        if not tranches or tranches != was.get("tranches") or was.get("name") != now.get("name"):
+        if not tranches or _sizes(tranches) != _sizes(was.get("tranches")) or was.get("name") != now.get("name"):
             continue
         old, new = _total(was), now.get("gpus")
         if old is None or not isinstance(new, int) or isinstance(new, bool) or new == old:
             continue
-        gpn = node_gpus(now)
-        old_nodes = [t.get("gpus", 0) // gpn if isinstance(t, Mapping) else 0 for t in tranches]
+        gpn, old_gpn = node_gpus(now), node_gpus(was)
+        old_nodes = [t.get("gpus", 0) // old_gpn if isinstance(t, Mapping) else 0 for t in tranches]
         if new % gpn or new // gpn < len(tranches) or min(old_nodes) < 1:
             continue  # left as written: the scenario's check names the size
         sizes = scaled_nodes(old_nodes, new // gpn)

@@ -96,3 +96,29 @@ def test_an_untouched_or_bought_at_once_option_is_left_alone():
     before = {"options": [{"name": "a", "kind": "owned", "gpu_type": "H100", "gpus": 16}]}
     after = {"options": [{"name": "a", "kind": "owned", "gpu_type": "H100", "gpus": 32}]}
     assert scale_tranches(before, after) == after
+
+
+@pytest.mark.parametrize("other", ["options.phased.tranches.1.order_day=2",
+                                   "options.phased.tranches.0.payment=lease"])
+def test_a_sweep_that_varies_other_tranche_fields_still_scales(phased, other):
+    # As costsim plan varies them: 96 GPUs scale 2 and 4 nodes to 4 and 8, the other edit kept.
+    sets = ["options.phased.gpus=96", other]
+    if other.endswith("lease"):
+        sets.append("options.phased.tranches.0.lease_term_months=12")
+    v = sweep_from_sets(phased, sets).variants[0]
+    gpus, got = tranches(v.scenario)
+    assert gpus == 96 and [g for g, _, _ in got] == [32, 64]
+    if other.endswith("order_day=2"):
+        assert got[1][1] == 2
+    else:
+        assert got[0][2] == "lease" and v.scenario.options[0].tranches[0].lease_term_months == 12
+
+
+def test_a_resize_with_a_new_node_size_counts_the_old_nodes_in_the_old_size():
+    # 8 and 24 GPUs on 8-GPU nodes are 1 and 3 nodes; 64 GPUs on 16-GPU nodes are 4 nodes: 1 and 3
+    # of 16 GPUs, 16 and 48 (counted in the new size the first tranche would be 0 nodes, left unscaled).
+    was = {"name": "a", "kind": "owned", "gpu_type": "H100", "gpus_per_node": 8, "gpus": 32,
+           "tranches": [{"gpus": 8}, {"gpus": 24, "order_day": 1}]}
+    now = {**was, "gpus_per_node": 16, "gpus": 64}
+    out = scale_tranches({"options": [was]}, {"options": [now]})
+    assert out["options"][0]["tranches"] == [{"gpus": 16}, {"gpus": 48, "order_day": 1}]
