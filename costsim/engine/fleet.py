@@ -8,7 +8,9 @@ part does. A job started on one pool is dropped from the others' queues (``Owned
 and stays with that pool for good (a failure sends it back to that pool's queue, where its work
 and GPU-hours are). If it has never started when its wait ends (``TIMER``, after the releases and
 the passes at that instant: ``costsim.engine.events``), it is withdrawn from every queue and runs
-on the burst; a job no pool can hold (or, bridging, arriving before any is delivered) bursts at once.
+on the burst; a job no pool can hold (or, bridging, arriving before any is delivered) bursts at once,
+as does a queued job (started or not) that a lease's return leaves no pool able to hold any more,
+its checkpointed share of its run carried over (``OwnedCluster.on_stranded``).
 
 With one pool part this is exactly the hybrid's rule: join the base's queue, burst after the wait.
 """
@@ -76,6 +78,7 @@ class FleetRouter:
         for k, pool in enumerate(self.pools):
             pool.decider = PartDecider(shared, k)  # type: ignore[assignment]
             pool.on_start = lambda i, k=k: self._started(i, k)
+            pool.on_stranded = lambda i, k=k: self._stranded(i, k)
 
     def arrive(self, i: int) -> None:
         joined = False
@@ -94,6 +97,17 @@ class FleetRouter:
         for other, pool in enumerate(self.pools):
             if other != k:
                 pool.forget(i)
+
+    def _stranded(self, i: int, k: int) -> None:
+        """Job i can never fit pool k again (a lease took its nodes back) and left its queue: unless
+        another pool still queues it, it bursts now. Started on pool k, it keeps the share of its
+        planned run it had checkpointed there (a checkpoint moves with the job), in the burst's hours."""
+        if any(i in pool.waiting for pool in self.pools):
+            return
+        if self.rec.start_h[i] == self.rec.start_h[i]:  # started on pool k: pos is in its hours
+            here, there = self.pools[k].progress.run_h[i], self.burst.progress.run_h[i]
+            self.rec.pos_h[i] = self.rec.pos_h[i] / here * there if here > 0 else 0.0
+        self._burst(i)
 
     def _waited(self, i: int) -> None:
         # withdraw from every pool (a list, not any(): each queue must let it go)

@@ -20,10 +20,13 @@ Schedulers:
 Tranches: a cluster bought over time (``PoolSpec.later``) has its later tranches' nodes out of
 service until their delivery, as if under repair: each delivery brings them in and asks for a
 pass, and a backfill reservation counts on them as on a repair's end. ``fits_ever`` is against
-the final cluster (less the nodes a lease has given back).
+the most GPUs in service together from now on (``PoolSpec.in_service``: tranches to come, leases
+not yet returned).
 
 A lease ending within the horizon (``PoolSpec.returns``) takes its nodes out for good; a job on
-them is interrupted as by a failure (no draining ahead: its lost work is an upper bound).
+them is interrupted as by a failure (no draining ahead: its lost work is an upper bound). A queued
+job (interrupted or not) that can then never fit here again is handed to ``on_stranded`` (a fleet's
+router bursts it); without one it waits for good.
 
 Node failures (optional) are a Poisson process over all nodes; a failed node is out for its
 repair time (capacity drops) and kills the jobs on it: they fall back to their last checkpoint,
@@ -34,7 +37,7 @@ time is always ``Progress.hold_h``: its restart (once interrupted) plus the rest
 
 Serving (optional) takes GPUs first: an RL job starts only if, at every moment of its planned run,
 the RL GPUs held (running jobs release theirs as they end) plus its own plus serving's demand in
-that hour fit the cluster's GPUs in service. Serving is therefore never short while RL runs, and no
+that hour fit the cluster's GPUs in service (fewer after a lease's return). Serving is therefore never short while RL runs, and no
 job is preempted for it — except after a node failure, when serving gets what is left until RL jobs
 end or the node is repaired (the shortfall is reported). While jobs wait, the cluster
 re-decides every hour, as serving's demand moves. A job that serving's demand leaves too little
@@ -65,8 +68,10 @@ from costsim.engine.pool import Allocation, NodePool
 from costsim.engine.progress import Progress
 from costsim.engine.records import Recorder, integers
 from costsim.engine.reservation import INF
+from costsim.engine.strict import strict_pass
 from costsim.models.serving import RangeMax
 from costsim.plan.options import held_gpus
+from costsim.plan.tranches import InService
 
 __all__ = ["BACKFILL_DEPTH", "OwnedCluster"]
 
@@ -92,6 +97,9 @@ class PoolSpec:
     # (hour, first node, nodes) of the leased tranches whose nodes go back to the lessor within the
     # horizon (``OwnedPlan.node_returns``): out of service for good from then.
     returns: tuple[tuple[float, int, int], ...] = ()
+    # GPUs in service over time with every node up (``OwnedPlan.in_service``): what ``fits_ever``
+    # reads; None: the whole cluster from ``lead_time_h`` on.
+    in_service: InService | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,11 +163,14 @@ class OwnedCluster:
         self.repair_end: dict[int, float] = {}  # node under repair (or not yet delivered) -> when it returns
         self.down_gpus = 0
         self.gone: set[int] = set()  # nodes back with the lessor (a lease ended): never in service again
+        self.most_in_service = spec.in_service or InService.of([(lead_time_h, INF, nodes * gpus_per_node)])
         self._await_tranches(spec.later)
         self.ready = lead_time_h <= 0
         self.lead_time_h = lead_time_h
         self.decider = Decider(env, self.decide)  # a fleet puts its shared one here (engine.fleet)
         self.on_start: Callable[[int], None] | None = None  # a fleet's: job i starts here now
+        # A fleet's: job i, dropped from the queue, can never fit here again (a lease took nodes back).
+        self.on_stranded: Callable[[int], None] | None = None
         self.capacity_t = [0.0]
         self.capacity_gpus = [self.in_service]  # later tranches' nodes are down until delivered
         if not self.ready:
@@ -231,8 +242,9 @@ class OwnedCluster:
 
     def fits_ever(self, gpus: int) -> bool:
         """Could a job of ``gpus`` start here at some hour from now (or delivery) to the horizon, with
-        all nodes in service? Serving's least demand over those hours is taken first."""
-        room = (self.nodes - len(self.gone)) * self.gpn
+        all nodes in service? The most GPUs in service together from now on (tranches delivered,
+        leases not yet returned), less serving's least demand over those hours."""
+        room = self.most_in_service.most_from(self.env.now)
         if self.serving is not None:
             floor = self.serving_floor
             room -= floor[min(int(max(self.env.now, self.lead_time_h)), len(floor) - 1)]
@@ -352,6 +364,13 @@ class OwnedCluster:
             self.progress.interrupt(i, now)
             self._stop(i)
             self.arrive(i, front=True)
+        if self.on_stranded is not None:
+            # Alone, a job too big for what is left waits (and is counted waiting); a fleet can run
+            # it elsewhere, started here or not, rather than leave it queued for good.
+            for i in sorted(i for i in self.waiting if not self.fits_ever(self.gpus[i])):
+                self.waiting.discard(i)
+                self.changes += 1
+                self.on_stranded(i)
         self.decider.request()
 
     def _repaired(self, node: int) -> None:
@@ -392,44 +411,6 @@ class OwnedCluster:
         self.quiet_changes = self.changes
 
     def _pass(self) -> float:
-        """One scheduling pass. Returns a time (hours) before which another pass would start nothing,
-        the cluster and its queue unchanged (serving's demand moving with the hours): at most now if
-        none is known."""
-        if not self.ready:
-            return INF  # the delivery asks for a pass
-        waiting = self.waiting
-        pool, gpus = self.pool, self.gpus
-        if self.key is not None:
-            heap = self.heap
-            while heap:
-                j = heap[0][1]
-                i = j if j >= 0 else -1 - j
-                if i not in waiting:
-                    heapq.heappop(heap)
-                    continue
-                refused = self.refused_until(i)
-                if refused != -INF:
-                    return refused
-                alloc = pool.allocate(gpus[i])
-                if alloc is None:
-                    return INF
-                heapq.heappop(heap)
-                self.start(i, alloc)
-            return INF
-        queue = self.fifo
-        quiet = INF
-        while queue:
-            if queue[0] not in waiting:
-                queue.popleft()
-                continue
-            refused = self.refused_until(queue[0])
-            if refused != -INF:
-                quiet = refused
-                break
-            alloc = pool.allocate(gpus[queue[0]])
-            if alloc is None:
-                break
-            self.start(queue.popleft(), alloc)
-        if self.backfill is not None and len(queue) > 1 and pool.free_gpus > 0:
-            quiet = min(quiet, self.backfill.run())
-        return quiet
+        """One scheduling pass (``costsim.engine.strict``): a time before which another would start
+        nothing, the cluster and its queue unchanged."""
+        return strict_pass(self)

@@ -100,7 +100,8 @@ def _owned(env, plan: OwnedPlan | CloudPlan, work: WorkPlan, progress: Progress,
         spec = PoolSpec(nodes=plan.nodes, gpus_per_node=plan.gpus_per_node, scheduler=plan.scheduler,
                         lead_time_h=plan.lead_time_h, placement=plan.placement,
                         failures_per_node_h=plan.failures_per_node_h, repair_h=plan.repair_h, horizon_h=horizon_h,
-                        later=tuple((t.delivery_h, t.nodes) for t in plan.purchases[1:]), returns=plan.node_returns)
+                        later=tuple((t.delivery_h, t.nodes) for t in plan.purchases[1:]), returns=plan.node_returns,
+                        in_service=plan.in_service)
         return OwnedCluster(env, spec=spec, jobs=queued, progress=progress, rec=rec, serving=serving, rng=rng)
     # Reserved: a committed pool of whole instances, ready at once; the provider handles failures.
     assert plan.reserved_gpus is not None, "a reserved option commits to reserved_gpus"

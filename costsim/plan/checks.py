@@ -57,6 +57,16 @@ class PoolVerdict:
     too_big: np.ndarray
     crowded: np.ndarray
     has: str
+    most: np.ndarray | None = None  # per job: the most GPUs in service together from its submission on
+    limit_gpus: int = 0  # the pool's GPUs (``job_limit``)
+
+    def says(self, first: int) -> str:
+        """What the pool has, in words, for job ``first``: its GPUs, and how few of them are ever in
+        service together from the job's submission on when leases ending leave fewer."""
+        if self.most is None or self.most[first] >= self.limit_gpus:
+            return self.has
+        return (f"{self.has}, at most {int(self.most[first])} of them in service together from its "
+                f"submission on (a lease gives its nodes back within the horizon)")
 
 
 @dataclass(frozen=True)
@@ -80,14 +90,19 @@ def pool_verdict(pool: OwnedPlan | CloudPlan, jobs: JobsToFit, demand: np.ndarra
     offloads = jobs.disaggregated and pool.is_pool and pool.rollout is not None
     asked = jobs.home_gpus if offloads and jobs.home_gpus is not None else jobs.gpus
     held = pool.held_gpus(asked)  # an offloaded class trains here, samples there
-    too_big = held > limit.gpus
+    earliest = np.maximum(jobs.earliest_h, pool.delivery_h)
+    # Leases returned within the horizon shrink an owned pool: a job fits only what is still (or
+    # will be) in service together from its submission on.
+    most = pool.most_gpus_from(earliest)
+    too_big = held > most
     crowded = np.zeros(len(held), dtype=bool)
     if demand is not None and pool.is_pool:
-        earliest = np.maximum(jobs.earliest_h, pool.delivery_h)
         # Any start the demand table covers (the horizon and a year more): a job that only misses
         # the horizon is a queueing outcome, not an error; one serving never leaves room for is.
-        crowded = ~too_big & ~can_ever_start(demand, limit.gpus - held, earliest, jobs.hold_h, float(len(demand)))
-    return PoolVerdict(too_big, crowded, _LIMIT_WORDS[limit.field].format(limit.gpus))
+        # Against the most in service from its submission on: a check that never refuses a job
+        # that could run, where capacity moves over its hold.
+        crowded = ~too_big & ~can_ever_start(demand, most - held, earliest, jobs.hold_h, float(len(demand)))
+    return PoolVerdict(too_big, crowded, _LIMIT_WORDS[limit.field].format(limit.gpus), most, limit.gpus)
 
 
 def never_fit(plan: Plan, jobs: JobsToFit, demand: np.ndarray | None) -> NeverFit | None:
@@ -110,9 +125,9 @@ def never_fit(plan: Plan, jobs: JobsToFit, demand: np.ndarray | None) -> NeverFi
 
     def says(verdict: PoolVerdict) -> str:
         if verdict.crowded[first]:
-            return (f"{verdict.has}, and serving never leaves that many free for the "
+            return (f"{verdict.says(first)}, and serving never leaves that many free for the "
                     f"{jobs.hold_h[first]:,.1f} h it holds them at any time after its submission")
-        return verdict.has
+        return verdict.says(first)
 
     if isinstance(plan, HybridPlan):
         return NeverFit(bad, "", f"neither base {plan.base.name!r} ({says(found[0])}) nor burst "

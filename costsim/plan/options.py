@@ -19,7 +19,7 @@ from typing import NamedTuple, overload
 import numpy as np
 
 from costsim.catalog.load import GPUSpec
-from costsim.plan.tranches import ResaleCurve, TranchePlan
+from costsim.plan.tranches import InService, ResaleCurve, TranchePlan
 from costsim.units import HOURS_PER_YEAR
 
 # The pricing labels (``Plan.pricing``; a hybrid's base's) whose capacity is built rather than rented.
@@ -206,8 +206,21 @@ class OwnedPlan(OwnedFacts):
 
     @property
     def job_limit(self) -> JobLimit:
-        """The most GPUs one job can ever get: the whole cluster (field ``gpus``)."""
+        """The most GPUs one job can ever get: the whole cluster (field ``gpus``), if every tranche
+        is in service together (``most_gpus_from`` says when they are not)."""
         return JobLimit(self.gpus, "gpus")
+
+    @property
+    def in_service(self) -> InService:
+        """GPUs in service over time: each tranche from its delivery until its nodes go back to the
+        lessor (``TranchePlan.returned_h``)."""
+        return InService.of([(t.delivery_h, t.returned_h, t.gpus) for t in self.purchases])
+
+    def most_gpus_from(self, h: np.ndarray) -> np.ndarray:
+        """The most GPUs in service together at any hour from each of ``h`` (hours) on: the largest
+        job that can still fit once submitted then (a lease returned before a later tranche arrives
+        leaves less than ``gpus`` ever in service)."""
+        return self.in_service.most_from_each(h)
 
     def held_gpus(self, gpus: np.ndarray) -> np.ndarray:
         """GPUs each job of ``gpus`` GPUs holds here: itself within one node, whole nodes beyond
@@ -332,6 +345,13 @@ class CloudPlan:
         if self.max_gpus is not None:
             return JobLimit(self.max_gpus, "max_gpus")
         return None
+
+    def most_gpus_from(self, h: np.ndarray) -> np.ndarray:
+        """The most GPUs one job can get from each of ``h`` (hours) on: always ``job_limit``'s
+        (a reservation or quota does not shrink); only for a limited pool."""
+        limit = self.job_limit
+        assert limit is not None, "unlimited rented capacity has no most"
+        return np.full(np.shape(h), limit.gpus, dtype=np.int64)
 
     @property
     def side(self) -> str:

@@ -8,9 +8,12 @@ time and paid on order (``OwnedPlan.purchases``).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from costsim.models import economics as eco
 from costsim.plan.economics import EconomicsValues
@@ -111,3 +114,48 @@ def book_value_at_usd(tranches: Sequence[TranchePlan], curve: ResaleCurve | None
             continue
         total += value_usd(t.capex_usd, curve, econ, max(horizon_h - t.delivery_h, 0.0) / HOURS_PER_YEAR)
     return total
+
+
+@dataclass(frozen=True)
+class InService:
+    """GPUs in service over time, a step function of the tranches: a tranche counts from its
+    delivery (hours) until its return to the lessor (inf: never). ``times`` are the hours the count
+    changes, ascending, the first -inf; ``gpus[k]`` the count from ``times[k]`` on; ``most_after[k]``
+    the most at any hour from ``times[k]`` on (the largest job that can ever fit from then)."""
+
+    times: tuple[float, ...]
+    gpus: tuple[int, ...]
+    most_after: tuple[int, ...]
+
+    @classmethod
+    def of(cls, spans: Sequence[tuple[float, float, int]]) -> InService:
+        """From (delivery hour, return hour, GPUs) per tranche."""
+        changes: dict[float, int] = {}
+        for delivered, returned, gpus in spans:
+            if returned <= delivered:
+                continue  # gone before it came: never in service
+            changes[delivered] = changes.get(delivered, 0) + gpus
+            if math.isfinite(returned):
+                changes[returned] = changes.get(returned, 0) - gpus
+        times, counts, now = [-math.inf], [0], 0
+        for t in sorted(changes):
+            now += changes[t]
+            times.append(t)
+            counts.append(now)
+        most = list(counts)
+        for k in range(len(most) - 2, -1, -1):
+            most[k] = max(most[k], most[k + 1])
+        return cls(tuple(times), tuple(counts), tuple(most))
+
+    def at(self, h: float) -> int:
+        """GPUs in service at hour ``h``."""
+        return self.gpus[bisect.bisect_right(self.times, h) - 1]
+
+    def most_from(self, h: float) -> int:
+        """The most GPUs in service at any hour from ``h`` on."""
+        return self.most_after[bisect.bisect_right(self.times, h) - 1]
+
+    def most_from_each(self, h: np.ndarray) -> np.ndarray:
+        """``most_from`` of each hour of ``h`` (an array)."""
+        k = np.searchsorted(np.asarray(self.times), np.asarray(h, dtype=float), side="right") - 1
+        return np.asarray(self.most_after, dtype=np.int64)[k]

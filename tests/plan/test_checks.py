@@ -189,3 +189,45 @@ def test_prepare_reports_trace_rows_the_workload_refuses(tmp_path):
     with pytest.raises(ScenarioError, match="a is taken") as err:
         prepare(scenario, source="t", trace_check=refuse)
     assert err.value.source == str(tmp_path / "trace.csv")
+
+
+# --- leases given back within the horizon -----------------------------------------------------------
+
+# 8 GPUs bought at once and 8 leased on day 1 (delivered at 24 h) for one 730-h month: back at 754 h.
+LEASED_SECOND = {"name": "own", "kind": "owned", "gpu_type": "H100", "gpus": 16, "gpus_per_node": 8,
+                 "lead_time_days": 0, "tranches": [{"gpus": 8}, {"gpus": 8, "order_day": 1, "payment": "lease",
+                                                                  "lease_term_months": 1}]}
+# 8 GPUs leased at once for one month (back at 730 h) and 8 bought on day 40 (960 h): never 16 together.
+LEASED_FIRST = {**LEASED_SECOND, "tranches": [{"gpus": 8, "payment": "lease", "lease_term_months": 1},
+                                               {"gpus": 8, "order_day": 40}]}
+
+
+def test_in_service_is_a_step_of_deliveries_and_returns():
+    own, = resolve(sc([LEASED_SECOND], horizon_days=60))
+    s = own.in_service  # 8 from 0, 16 from 24 h, 8 from 754 h
+    assert [s.at(h) for h in (0, 23, 24, 753, 754, 2000)] == [8, 8, 16, 16, 8, 8]
+    assert [s.most_from(h) for h in (0, 753, 754)] == [16, 16, 8]
+    first, = resolve(sc([LEASED_FIRST], horizon_days=60))
+    f = first.in_service  # 8 from 0, none from 730 h, 8 from 960 h
+    assert [f.at(h) for h in (0, 730, 959, 960)] == [8, 0, 0, 8] and f.most_from(0) == 8
+
+
+def test_a_job_submitted_after_a_lease_went_back_never_fits_what_is_left():
+    own, = resolve(sc([LEASED_SECOND], horizon_days=60))
+    # Submitted at 0 or 700 h, 16 GPUs are in service together from 24 h to 754 h; at 800 h only 8 are left.
+    v = pool_verdict(own, JobsToFit(np.array([16, 16, 16, 8]), np.array([0.0, 700.0, 800.0, 800.0]), np.ones(4)), None)
+    assert v.too_big.tolist() == [False, False, True, False]
+    assert v.says(2) == ("16 GPUs, at most 8 of them in service together from its submission on (a lease gives "
+                         "its nodes back within the horizon)") and v.says(0) == "16 GPUs"
+
+
+def test_a_lease_returned_before_the_next_tranche_never_holds_the_whole_cluster(tmp_path):
+    (tmp_path / "trace.csv").write_text("job_id,submit_h,gpus,duration_h\na,0,16,10\nb,1,8,5\n")
+    data = {"name": "t", "horizon_days": 60, "workload": {"trace": "trace.csv"}, "options": [LEASED_FIRST]}
+    with pytest.raises(ScenarioError) as err:
+        prepare(scenario_from_data(data, "t", tmp_path), source="t")
+    problem, = err.value.problems
+    assert problem.loc == ("options", 0, "gpus")
+    assert problem.message == ("job 'a' needs 16 GPUs but option 'own' has 16 GPUs, at most 8 of them in service "
+                               "together from its submission on (a lease gives its nodes back within the horizon): "
+                               "it could never run")
