@@ -75,7 +75,10 @@ def maintenance_cost_usd(capex_usd: float, frac_per_year: float, hours: Span) ->
 
 def staff_fte(gpus: int, gpus_per_fte: float, min_fte: float) -> int:
     """Engineers an owned cluster is staffed with: whole people, ⌈GPUs ÷ GPUs per engineer⌉, and
-    at least ``min_fte`` (rounded up: a cluster cannot hire a third of an engineer)."""
+    at least ``min_fte`` (rounded up: a cluster cannot hire a third of an engineer); none while no
+    GPU is in service (every node back with its lessor, or a gap before the next delivery)."""
+    if gpus <= 0:
+        return 0
     # Within float noise of a whole number is that number (1,500 / 750 is 2 engineers, not 3).
     return max(math.ceil(gpus / gpus_per_fte - 1e-9), math.ceil(min_fte - 1e-9))
 

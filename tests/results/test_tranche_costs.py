@@ -259,3 +259,17 @@ def test_a_lease_ending_within_the_horizon_takes_its_nodes_back(tmp_path):
     assert s.cost_capital_usd == pytest.approx(7200 * 1440 / 43_800 + 120, rel=1e-9)
     assert s.cost_commitment_owed_usd == 0
     assert rows(res, "own").capex_usd.sum() == pytest.approx(8000 + 120, rel=1e-9)
+
+
+def test_no_staff_while_no_gpu_is_in_service(tmp_path):
+    """Staff at $10 an engineer-hour, at least 2 engineers, over 60 days (1,440 h). 8 GPUs leased at
+    once for a month (back at 730 h) and 8 bought on day 40 (960 h): 2 engineers to 730 h, none in the
+    gap to 960 h, 2 again to the horizon: 14,600 + 0 + 9,600 = $24,200 (not 2 × 10 × 1,440 = $28,800).
+    The lease alone: 2 × 10 × 730 = $14,600, none after its nodes went back."""
+    econ = {**ONLY_CAPITAL, "staff_usd_per_fte_year": 87_600, "gpus_per_fte": 8, "staff_min_fte": 2}
+    lease = {"gpus": 8, "payment": "lease", "lease_term_months": 1, "lease_rate_per_year": 0.0}
+    gap = owned("gap", gpus=16, gpus_per_node=8, capex_usd_per_gpu=1000, tranches=[lease, {"gpus": 8, "order_day": 40}])
+    alone = owned("alone", gpus=8, gpus_per_node=8, capex_usd_per_gpu=1000, tranches=[lease])
+    res = costsim.simulate(scenario(tmp_path, AFTER, [gap, alone, cloud()], horizon_days=60, economics=econ))
+    assert summary(res, "gap").cost_staff_usd == pytest.approx(24_200, rel=1e-12)
+    assert summary(res, "alone").cost_staff_usd == pytest.approx(14_600, rel=1e-12)
