@@ -26,7 +26,7 @@ from costsim.plan.economics import EconomicsValues
 from costsim.plan.fleet import Plan
 from costsim.plan.fleet import pools as plan_pools
 from costsim.plan.options import CloudPlan, OwnedPlan, nodes_needed
-from costsim.plan.tranches import residual_frac
+from costsim.plan.tranches import InService, residual_frac
 from costsim.results.groups import pool_wide_costs
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload.jobs import JobTable
@@ -275,20 +275,38 @@ def term_prices(plan: CloudPlan, horizon_h: float) -> list[tuple[float, float, f
             for j in range(terms)]
 
 
-def mean_usd_per_gpu_hour(plan: CloudPlan, horizon_h: float) -> float:
+def mean_usd_per_gpu_hour(plan: CloudPlan, horizon_h: float, capacity: InService | None = None) -> float:
     """What a GPU-hour of ``plan`` costs on average over the horizon [0, H], USD, the price a
     break-even set against the horizon's own cost per GPU-hour must use: without a trend its price,
     exactly; under ``price_change_per_year`` a commitment's locked term prices (``term_prices``)
     weighted by each term's hours within H, and on-demand or spot capacity the trended price's mean,
     price × clock(H) / H (``models.trend``). Today's price p of a trended series whose mean is m
-    is m × H / clock(H)."""
+    is m × H / clock(H). ``capacity``: the GPUs in service over time of the option it is set
+    against, whose cost per GPU-hour covers only those hours: the price is then weighted by them,
+    Σ cap(t) p(t) / Σ cap(t) over [0, H] (a cluster delivered after 120 days rents at the price of
+    the rest of the year, not of all of it)."""
     if not plan.price_change_per_year or horizon_h <= 0:
         return plan.price_per_gpu_hour
+    if capacity is not None:
+        bounds = [*(min(max(t, 0.0), horizon_h) for t in capacity.times), horizon_h]
+        spans = [(a, b, g) for a, b, g in zip(bounds, bounds[1:], capacity.gpus, strict=False) if b > a and g > 0]
+        gpu_h = sum(g * (b - a) for a, b, g in spans)
+        if gpu_h > 0:
+            return sum(g * _price_hours(plan, a, b, horizon_h) for a, b, g in spans) / gpu_h
     if plan.reservation is not None:
         return sum((min(end, horizon_h) - start) * price for start, end, price in term_prices(plan, horizon_h)) \
             / horizon_h
     return plan.price_per_gpu_hour * float(trend.clock(horizon_h, trend.per_hour(plan.price_change_per_year))) \
         / horizon_h
+
+
+def _price_hours(plan: CloudPlan, a_h: float, b_h: float, horizon_h: float) -> float:
+    """∫ price dt over [a_h, b_h] (USD per GPU, hours within H) under the plan's trend: a
+    commitment's locked term prices, else the trended price (``models.trend.between``)."""
+    if plan.reservation is not None:
+        return sum(max(0.0, min(end, b_h) - max(start, a_h)) * price
+                   for start, end, price in term_prices(plan, horizon_h))
+    return plan.price_per_gpu_hour * float(trend.between(a_h, b_h, trend.per_hour(plan.price_change_per_year)))
 
 
 def reserved_costs(plan: CloudPlan, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:

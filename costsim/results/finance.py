@@ -33,7 +33,7 @@ from costsim.models.intervals import hours_in_bins
 from costsim.plan.economics import EconomicsValues
 from costsim.plan.fleet import Plan, burst_of, pools
 from costsim.plan.options import OwnedPlan
-from costsim.plan.tranches import book_value_at_usd
+from costsim.plan.tranches import InService, book_value_at_usd
 from costsim.results.costing import bin_edges, mean_usd_per_gpu_hour, term_prices
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
@@ -101,6 +101,14 @@ def leases_by_month(own: OwnedPlan, months: int, horizon_h: float) -> np.ndarray
 def owned_parts(plan: Plan) -> list[OwnedPlan]:
     """The owned clusters the option pays for: itself, a hybrid's base, each of a fleet's owned pools."""
     return [own for part in pools(plan) if (own := part.owned) is not None]
+
+
+def in_service_of(plan: Plan) -> InService | None:
+    """The GPUs in service over time of the clusters ``plan`` owns (``owned_parts``), whose hours
+    its own cost per GPU-hour covers; None when it owns none (a reservation's capacity is there
+    for the whole horizon)."""
+    spans = [(t.delivery_h, t.returned_h, t.gpus) for own in owned_parts(plan) for t in own.purchases]
+    return InService.of(spans) if spans else None
 
 
 def cash_paid(cash: pd.DataFrame) -> pd.Series:
@@ -181,9 +189,10 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
     - ``breakeven_utilization``: the utilisation above which owning is cheaper per used GPU-hour
       (own cost per capacity GPU-hour ÷ rent price; not for hybrids). Both prices are over the
       horizon: under a ``price_change_per_year`` trend, the mean of the trended price over it
-      (``costing.mean_usd_per_gpu_hour``), not today's, so the utilisation is where the two
-      totals over the horizon meet; ``rent_usd_per_gpu_hour`` is that mean (the option's own
-      price without a trend)."""
+      (``costing.mean_usd_per_gpu_hour``), not today's, weighted by the owned option's GPUs in
+      service over time (``in_service_of``: its cost per GPU-hour covers only the hours its
+      capacity is there), so the utilisation is where the two totals over the horizon meet;
+      ``rent_usd_per_gpu_hour`` is that mean (the option's own price without a trend)."""
     s = summary.set_index("option")
     rows_of = dict(tuple(cash.groupby("option", sort=False)))
     cum = {name: np.cumsum(cash_paid(g).to_numpy()) for name, g in rows_of.items()}
@@ -197,7 +206,7 @@ def breakeven(plans: list[Plan], summary: pd.DataFrame, cash: pd.DataFrame, hori
             if rental is None:
                 continue
             own = _own_usd_per_gpu_hour(a, s.loc[a.name], horizon_h)
-            rent = mean_usd_per_gpu_hour(rental, horizon_h)
+            rent = mean_usd_per_gpu_hour(rental, horizon_h, in_service_of(a))
             part = next(iter(owned_parts(a)), None)  # the hardware's life runs from its (first) delivery
             life = ((part.lead_time_h + depreciation_years * HOURS_PER_YEAR) / HOURS_PER_MONTH
                     if depreciation_years is not None and part is not None else np.nan)

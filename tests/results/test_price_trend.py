@@ -188,3 +188,17 @@ def test_a_renewed_reservation_breaks_even_at_its_terms_mean_price(tmp_path):
     assert b.own_usd_per_gpu_hour == pytest.approx(2.053333, abs=1e-6)
     assert b.rent_usd_per_gpu_hour == 3.0
     assert b.breakeven_utilization == pytest.approx(2.053333 / 3.0, abs=1e-6)
+
+
+def test_the_break_even_rent_price_is_weighted_by_the_owned_capacity_in_service(tmp_path):
+    # Bought at once with a 120-day lead (2,880 h) over one year: the owned cost per GPU-hour covers
+    # only [2,880, 8,760), so renting is priced over those hours: 2 × 8,760 × (1.5 − 1.5^(2,880/8,760))
+    # / (ln 1.5 × 5,880) = $2.626 per GPU-hour, not the year's $2.466.
+    sc = scenario(tmp_path, [(20_000, 8, 1)], [owned(gpus=16, lead_time_days=120),
+                                               cloud(price_per_gpu_hour=2.0, price_change_per_year=0.5)],
+                  horizon_days=365)
+    b = costsim.simulate(sc).breakeven.iloc[0]
+    hand = 2.0 * YEAR_H * (1.5 - 1.5 ** (2880 / YEAR_H)) / (math.log(1.5) * 5880)
+    assert hand == pytest.approx(2.62640, abs=1e-5)
+    assert b.rent_usd_per_gpu_hour == pytest.approx(hand, rel=1e-12)
+    assert b.breakeven_utilization == pytest.approx(b.own_usd_per_gpu_hour / hand, rel=1e-12)
