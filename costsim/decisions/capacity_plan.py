@@ -161,7 +161,11 @@ class _Runner:
                 continue
             ran.append(p)
         if guesses:
-            self.search.guess([g for g in dict.fromkeys(guesses) if g not in self.scores])
+            # Guesses only fill lanes this round leaves idle, at most one a lane: more would never
+            # run before the next round's; the last round's unchosen ones would queue behind, for good.
+            fresh_guesses = [g for g in dict.fromkeys(guesses) if g not in self.scores][:self.search.slots()]
+            self.search.forget(keep=fresh_guesses)
+            self.search.guess(fresh_guesses)
         for p in ran:
             self.search.settle([p], stage)
         table = self.search.table() if self.search.frames else None
@@ -254,12 +258,18 @@ def _number(v: Any) -> bool:
     return not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating) and math.isfinite(v)
 
 
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float | np.floating) and math.isnan(v))
+
+
 def near(a: Any, b: Any) -> bool:
     """Whether two values of a varied field make the same plan: numbers within ``NEAR_SHARE`` of the
     larger (256 and 264 GPUs, day 180 and day 181; not 12 and 13 GPUs, nor a 4 h and a 4.5 h wait),
     anything else equal."""
     if _number(a) and _number(b):
         return abs(float(a) - float(b)) <= NEAR_SHARE * max(abs(float(a)), abs(float(b)))
+    if _missing(a) and _missing(b):  # a field the option leaves unset reads NaN in both: the same plan
+        return True
     return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)  # yes/no is no number
 
 
@@ -277,7 +287,7 @@ def runner_ups(table: pd.DataFrame, uses: dict[str, list[int]], paths: list[str]
         distinct.append(not same)
         if not same:
             kept.append((o, mine))
-    ups = ok[distinct].iloc[1:1 + RUNNER_UPS].rename(columns={"_option": "base_option"})
+    ups = ok[np.asarray(distinct, dtype=bool)].iloc[1:1 + RUNNER_UPS].rename(columns={"_option": "base_option"})
     return ups.reset_index(drop=True)
 
 

@@ -153,11 +153,33 @@ def test_the_refinement_guesses_its_next_round_either_way():
                        (2, 0), (6, 0), (4, 1), (2, 2), (6, 2), (4, 1), (3, 1), (5, 1)]
 
 
+def test_unchosen_guesses_are_dropped_each_round_and_capped_at_the_lanes(tmp_path, monkeypatch):
+    # On one lane (local) a round may guess at most one point, and the guesses of the round before
+    # that were not chosen are dropped first: after any round at most one guess is queued unwanted
+    # (next_round offers up to 16 a round, which piled up until the end).
+    from costsim.decisions.search import Search
+
+    queued: list[int] = []
+    real = Search.guess
+
+    def guess(self, points):
+        real(self, points)
+        queued.append(sum(not u.wanted for u in self.units.values()))
+
+    monkeypatch.setattr(Search, "guess", guess)
+    path = mmc_scenario(tmp_path, 5.0)
+    capacity_plan(path, TARGET, ["options.own.gpus=8..40", "options.own.lead_time_days=0..30"], replications=1,
+                  trials=2, batch=2, executor="local")
+    assert queued and max(queued) <= 1
+
+
 def test_near_tells_plans_apart_by_five_percent():
     # 8 of 264 is 3 %, 1 of 181 0.6 %: one plan; 1 of 13 is 7.7 %, 0.5 of 4.5 h 11 %: two.
     assert near(256, 264) and near(180.0, 181) and near(384, 388)
     assert not near(12, 13) and not near(4.0, 4.5) and not near(0, 1)
     assert near("lease", "lease") and not near("lease", "order") and not near(True, 1)
+    # A field an option leaves unset reads NaN (or None) in the table: the same plan, not two.
+    assert near(math.nan, math.nan) and near(None, math.nan) and not near(math.nan, 8)
 
 
 def test_runner_ups_are_never_the_answer_or_each_other_again_with_a_tiny_difference():
@@ -174,6 +196,14 @@ def test_runner_ups_are_never_the_answer_or_each_other_again_with_a_tiny_differe
     assert RUNNER_UPS == 3
     assert list(zip(ups[paths[0]], ups[paths[1]], ups["base_option"], strict=True)) == [
         (384, 4.0, "hyb"), (384, 8.0, "hyb"), (512, 4.0, "own")]
+
+
+def test_no_runner_ups_when_nothing_meets():
+    # Every configuration misses: no runner-up, and the table keeps its columns (the plan reads _point).
+    table = pd.DataFrame([{"options.own.gpus": 8, "option": "own", "_option": "own", "fair_total_usd": 1.0,
+                           "meets": False, "_point": "8"}])
+    ups = runner_ups(table, {"own": [0]}, ["options.own.gpus"])
+    assert ups.empty and "_point" in ups and "base_option" in ups
 
 
 @pytest.mark.parametrize("flags, where, message", [
