@@ -20,10 +20,11 @@ from costsim.engine.cloud import CloudPool
 from costsim.engine.events import ArrivalFeed
 from costsim.engine.fleet import FleetRouter
 from costsim.engine.groups import GroupRouter
-from costsim.engine.owned import OwnedCluster, PoolSpec, QueuedJobs
+from costsim.engine.owned import OwnedCluster
 from costsim.engine.progress import Progress
 from costsim.engine.records import BASE, BURST, ROLLOUT, Recorder, UsageRecord, doubles, integers
 from costsim.engine.rollouts import with_rollouts
+from costsim.engine.spec import PoolSpec, QueuedJobs
 from costsim.models.serving import RangeMax
 from costsim.plan.fleet import FleetPlan, Plan
 from costsim.plan.groups import GroupedPlan
