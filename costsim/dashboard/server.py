@@ -46,21 +46,20 @@ SPARES_DELAY_S = 5.0  # after a first screen from disk, while the browser draws 
 
 
 def top_up_spares() -> None:
-    """After each run of the script, the warm spares topped up (``pool.warm_up``). On a server
-    whose first screen came from disk (``start_workers`` started none), the first top-up waits
-    ``SPARES_DELAY_S`` on a timer: the browser is still drawing that screen, and three spares
-    importing costsim (about 3 s of CPU) would take the cores it needs. A run asked for meanwhile
-    starts the workers it needs itself."""
-    if not start_workers():
-        with _pool_lock:
-            if not _later:
-                timer = threading.Timer(SPARES_DELAY_S, lambda: warm_up(pool=server_pool()))
-                timer.daemon = True
-                timer.start()
-                _later.append(timer)
-            if _later[0].is_alive():
-                return
-    warm_up(pool=server_pool())
+    """After each run of the script. On a server whose first screen came from disk
+    (``start_workers`` started no spares), the spares start ``SPARES_DELAY_S`` after it, on a
+    timer: the browser is still drawing that screen, and three spares importing costsim (about 3 s
+    of CPU) would take the cores it needs; a run asked for meanwhile starts the workers it needs
+    itself. Otherwise nothing: the spares started with the first page and are topped up after each
+    batch of runs (``bounded.simulate_many``)."""
+    if start_workers():
+        return
+    with _pool_lock:
+        if not _later:
+            timer = threading.Timer(SPARES_DELAY_S, lambda: warm_up(pool=server_pool()))
+            timer.daemon = True
+            timer.start()
+            _later.append(timer)
 
 
 @st.cache_resource

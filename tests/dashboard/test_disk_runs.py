@@ -278,7 +278,11 @@ def test_after_a_first_screen_from_disk_the_spares_start_on_a_timer_not_at_once(
         assert started == []
         server._later[0].join(2)
         assert len(started) == 1 and started[0] - begun >= 0.3
-        server.top_up_spares()  # once the timer has fired: topped up after each run, as before
-        assert len(started) == 2
+        server.top_up_spares()  # once: later spares are topped up after each batch of runs
+        assert len(started) == 1
+        monkeypatch.setattr(server, "first_screen_kept", lambda: False)
+        server.start_workers.clear()
+        server.top_up_spares()  # a server whose spares started with its first page: nothing more here
+        assert len(started) == 2  # (that start, by start_workers)
     finally:
         server.start_workers.clear()
