@@ -17,14 +17,16 @@ _pool_lock = threading.Lock()
 _later: list[threading.Timer] = []  # the deferred spares' timer, once started (top_up_spares)
 
 
-def server_pool() -> WorkerPool:
+def server_pool(*, primed: bool = True) -> WorkerPool:
     """The server's worker processes (``pool.new_pool``): every session's runs, spares,
     Sensitivity and Sweep tabs and upload readers count against its one cap. One per server
     process, kept outside Streamlit's resource cache: clearing the caches (a user's "Clear cache",
-    a test's fresh start) drops results, not the warm workers that make the next run quick."""
+    a test's fresh start) drops results, not the warm workers that make the next run quick.
+    ``primed``: whether its first spares run the first screen's replications (read when the pool
+    is made, by its first call)."""
     with _pool_lock:
         if not _pool:
-            _pool.append(new_pool())
+            _pool.append(new_pool(primed=primed))
         return _pool[0]
 
 
@@ -34,11 +36,13 @@ def start_workers() -> bool:
     ``app.py`` calls it before its own heavy imports, so on a cold server each spare imports costsim
     (about a second of CPU) beside them rather than after them. Not when an earlier server kept the
     first screen's runs on disk (``pool.first_screen_kept``): the first screen then simulates
-    nothing, and ``app.py`` starts the spares once it is drawn (``top_up_spares``). Whether they
-    were started now."""
+    nothing, and ``app.py`` starts the spares once it is drawn (``top_up_spares``). When the
+    server's first page opens a link (``?s=``), the spares are plain ones: that session shows the
+    link's scenario, not the replications the primed spares would run. Whether they were started
+    now."""
     if first_screen_kept():
         return False
-    warm_up(pool=server_pool())
+    warm_up(pool=server_pool(primed=not st.query_params.get("s")))
     return True
 
 

@@ -329,7 +329,8 @@ class OwnedCluster:
             self._stop(i)
             self.arrive(i, front=True)
         if self.on_stranded is not None:
-            # Alone, a job too big for what is left waits (and is counted waiting); a fleet can run
+            # Alone, a job too big for what is left waits (one never started is counted waiting; one
+            # interrupted shows as unfinished work); a fleet can run
             # it elsewhere, started here or not, rather than leave it queued for good.
             for i in sorted(i for i in self.waiting if not self.fits_ever(self.gpus[i])):
                 self.waiting.discard(i)

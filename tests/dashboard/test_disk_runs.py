@@ -286,3 +286,20 @@ def test_after_a_first_screen_from_disk_the_spares_start_on_a_timer_not_at_once(
         assert len(started) == 2  # (that start, by start_workers)
     finally:
         server.start_workers.clear()
+
+
+def test_a_server_whose_first_page_opens_a_link_primes_no_replication_of_the_first_scenario(monkeypatch):
+    """That session shows the link's scenario: replications of the baseline would only take its CPU."""
+    from costsim.dashboard import server
+
+    made = []
+    monkeypatch.setattr(server, "first_screen_kept", lambda: False)
+    monkeypatch.setattr(server, "new_pool", lambda primed=True: made.append(primed) or object())
+    monkeypatch.setattr(server, "warm_up", lambda **kw: None)
+    for link, primed in (("abc", False), (None, True)):
+        monkeypatch.setattr(server, "_pool", [])
+        monkeypatch.setattr(server.st, "query_params", {"s": link} if link else {})
+        server.start_workers.clear()
+        server.start_workers()
+        assert made[-1] is primed
+    server.start_workers.clear()

@@ -339,7 +339,7 @@ def test_the_report_tornado_runs_on_the_verdicts_replications(tmp_path):
 
     # costsim report: the verdict's replications in its tornado, and both sentences name who pays more.
     page = tmp_path / "r.html"
-    result = invoke_cli("report", tmp_path / "s.yaml", "--replications", "2", "--out", page)
+    result = invoke_cli("report", tmp_path / "s.yaml", "--replications", "2", "--executor", "local", "--out", page)
     assert result.exit_code == 0, result.output
     text = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8")))
     assert "the verdict's 2 replications, the same seeds, averaged" in text
