@@ -98,7 +98,8 @@ def window_trace(trace: TraceTable, window: FitWindow) -> TraceTable:
     keep = (trace.submit_h >= window.start_h) & (trace.submit_h <= window.end_h)
     return TraceTable(submit_h=trace.submit_h[keep] - window.start_h, gpus=trace.gpus[keep],
                       duration_h=trace.duration_h[keep], job_id=trace.job_id[keep],
-                      job_class=trace.job_class[keep], priority=trace.priority[keep])
+                      job_class=trace.job_class[keep], priority=trace.priority[keep],
+                      gpu_type=trace.gpu_type[keep])
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from costsim.plan.groups import GroupedPlan
 from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario import Problem, Scenario, TraceTable
 from costsim.scenario.classes import RLClass
+from costsim.scenario.trace import ANY_GPU, GPU_TYPES
 from costsim.units import HOURS_PER_DAY, HOURS_PER_YEAR
 
 # How an error message names a pool's limit (``JobLimit.field``): its GPUs, in words.
@@ -150,7 +151,8 @@ def fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | None
     is checked by its size and each job class by its largest GPU count (and, beside serving, for an
     hour's room from its first arrival on: their jobs' run times are not drawn here), trace jobs
     submitted within the horizon one by one, with their hold times (work plus checkpoint writes).
-    A job class's problem is at its ``workload.job_classes.K.gpus``; the others at the option.
+    Trace jobs asking for a GPU type are checked against the node groups of it only. A job class's
+    problem is at its ``workload.job_classes.K.gpus``; the others at the option.
     Then the classes whose model does not fit an option (``layout_problems``)."""
     problems = []
     H = scenario.horizon_h
@@ -170,8 +172,15 @@ def fit_problems(scenario: Scenario, plans: list[Plan], trace: TraceTable | None
         ckpt = scenario.workload.checkpoint
         if ckpt is not None:
             hold = hold + checkpoint_writes(hold, ckpt.every_hours) * ckpt.write_minutes / 60.0
-        groups.append(("", "it could never run", trace.job_id[within],
-                       JobsToFit(trace.gpus[within], trace.submit_h[within], hold)))
+        # Trace jobs asking for a GPU type fit only node groups of it: checked apart, type by type.
+        types = trace.gpu_type[within]
+        codes = np.unique(types)
+        job_ids, gpus, submit = trace.job_id[within], trace.gpus[within], trace.submit_h[within]
+        for code in codes:
+            mine = slice(None) if len(codes) == 1 else types == code  # one type (or any): no copies
+            groups.append(("", "it could never run", job_ids[mine],
+                           JobsToFit(gpus[mine], submit[mine], hold[mine],
+                                     gpu_type=None if code == ANY_GPU else GPU_TYPES[int(code)])))
     for i, plan in enumerate(plans):
         for what, never, ids, jobs in groups:
             verdict = never_fit(plan, jobs, demand) if len(jobs.gpus) else None

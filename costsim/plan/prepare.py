@@ -19,6 +19,7 @@ from costsim.plan.resolve import economics_values, resolve
 from costsim.scenario import Problem, Scenario, ScenarioError, TraceTable, read_trace
 from costsim.scenario.errors import Loc
 from costsim.scenario.filekind import file_identity, input_file_problem
+from costsim.scenario.node_groups import trace_gpu_type_problems
 
 # Problems of a trace's rows that only the layer drawing the workload can see (its job ids against
 # the ids it makes itself): given the scenario and the trace's job ids.
@@ -68,7 +69,8 @@ def prepare(scenario: Scenario, *, source: str = "<scenario>", lines: dict[Loc, 
 
 def _trace(scenario: Scenario, source: str, trace_check: TraceCheck | None) -> TraceTable | None:
     """The scenario's trace table, None without one; ScenarioError when the file is missing, not a
-    regular file or has rows ``trace_check`` refuses."""
+    regular file or has rows ``trace_check`` refuses or asking for a GPU type an option cannot give
+    them (``node_groups.trace_gpu_type_problems``)."""
     if scenario.workload.trace is None:
         return None
     trace_path = scenario.base_dir / scenario.workload.trace
@@ -79,6 +81,7 @@ def _trace(scenario: Scenario, source: str, trace_check: TraceCheck | None) -> T
         raise ScenarioError(source, [Problem(("workload", "trace"), shown)])
     trace = read_trace(trace_path)
     clashes = trace_check(scenario, trace.job_id) if trace_check is not None else []
+    clashes += trace_gpu_type_problems(trace, scenario.options)
     if clashes:
         raise ScenarioError(str(trace_path), clashes)
     return trace

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeAlias, get_args
 
+import numpy as np
 from pydantic import Field
 
 from costsim.scenario.base import StrictModel
 from costsim.scenario.bounds import MAX_GPUS, GPUType, NodeGPUs, int_bounds, span
+from costsim.scenario.errors import Problem
+from costsim.scenario.trace import ANY_GPU, GPU_TYPES, TraceTable
 
 # A job's group is recorded as its part in the engine (int8; parts from 100 on are rollout pools).
 MAX_NODE_GROUPS = 100
@@ -84,32 +87,58 @@ def option_gpu_types(opt: Any, by_name: dict[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for n in names if n in by_name for t in option_gpu_types(by_name[n], by_name)))
 
 
-def gpu_type_problems(classes: dict[str, tuple[Any, ...]], options: tuple[Any, ...]) -> list[tuple[tuple, str]]:
-    """(location, why) of each class asking for a GPU type (``gpu_type``) that an option cannot
-    always give it: an option of node groups with no group of that type, any other option with
-    GPUs of another type (a single-type option, or a part of a hybrid or fleet). ``classes``: the
-    workload's field name (``classes``, ``job_classes``) to its classes."""
+def refused_gpu_type(gpu_type: str, options: tuple[Any, ...]) -> tuple[str, str] | None:
+    """(option name, what it has, in words) of the first option that cannot always give a job
+    asking for ``gpu_type`` that type: an option of node groups with no group of it, any other
+    option with GPUs of another type (a single-type option, or a part of a hybrid or fleet); None
+    when every option can."""
     by_name = {o.name: o for o in options}
     grouped = {o.name for o in options if getattr(o, "node_groups", None) is not None}
     # A hybrid or fleet built on a pool of node groups is refused as such (``grouped_use_problems``).
     built_on_groups = {o.name for o in options if o.kind in ("hybrid", "fleet")
                        and grouped & set((o.base, o.burst) if o.kind == "hybrid" else o.part_names())}
+    for opt in options:
+        types = option_gpu_types(opt, by_name)
+        if opt.name in built_on_groups or ((gpu_type in types) if opt.name in grouped else set(types) <= {gpu_type}):
+            continue
+        return opt.name, (f"node groups of {', '.join(types)} only" if opt.name in grouped else
+                          f"{' and '.join(types)} GPUs" + ("" if opt.kind in ("owned", "cloud") else " (in its parts)"))
+    return None
+
+
+def gpu_type_problems(classes: dict[str, tuple[Any, ...]], options: tuple[Any, ...]) -> list[tuple[tuple, str]]:
+    """(location, why) of each class asking for a GPU type (``gpu_type``) that an option cannot
+    always give it (``refused_gpu_type``), one option named per class: the fix is the class's type
+    or that option. ``classes``: the workload's field name (``classes``, ``job_classes``) to its
+    classes."""
     out = []
     for field, group in classes.items():
         for k, cls in enumerate(group):
-            if cls.gpu_type is None:
-                continue
-            for opt in options:
-                types = option_gpu_types(opt, by_name)
-                if opt.name in built_on_groups or ((cls.gpu_type in types) if opt.name in grouped
-                                                   else set(types) <= {cls.gpu_type}):
-                    continue
-                has = (f"node groups of {', '.join(types)} only" if opt.name in grouped else
-                       f"{' and '.join(types)} GPUs" + ("" if opt.kind in ("owned", "cloud") else " (in its parts)"))
+            refused = refused_gpu_type(cls.gpu_type, options) if cls.gpu_type is not None else None
+            if refused is not None:
                 out.append((("workload", field, k, "gpu_type"), (
-                    f"class {cls.name!r} asks for {cls.gpu_type} GPUs but option {opt.name!r} has {has}: its jobs "
-                    "run only on the GPU type they ask for (leave gpu_type out for any)")))
-                break  # one option named per class: the fix is the class's type or that option
+                    f"class {cls.name!r} asks for {cls.gpu_type} GPUs but option {refused[0]!r} has {refused[1]}: its "
+                    "jobs run only on the GPU type they ask for (leave gpu_type out for any)")))
+    return out
+
+
+def trace_gpu_type_problems(trace: TraceTable, options: tuple[Any, ...]) -> list[Problem]:
+    """Trace rows asking for a GPU type (their ``gpu_type`` cell) that an option cannot always give
+    them (``refused_gpu_type``, the rule for classes): one problem per such type, at the CSV line
+    (header = line 1) of its first job, counting the others."""
+    out = []
+    codes = trace.gpu_type
+    for code in np.unique(codes[codes != ANY_GPU]) if len(codes) else ():
+        gpu_type = GPU_TYPES[int(code)]
+        refused = refused_gpu_type(gpu_type, options)
+        if refused is None:
+            continue
+        rows = np.flatnonzero(codes == code)
+        others = f" ({len(rows) - 1} more such jobs)" if len(rows) > 1 else ""
+        out.append(Problem(("gpu_type",), (
+            f"job {trace.job_id[rows[0]]!r} asks for {gpu_type} GPUs but option {refused[0]!r} has {refused[1]}: "
+            f"trace jobs run only on the GPU type they ask for (leave the cell empty for any){others}"),
+            int(rows[0]) + 2))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Reading a job trace CSV: ``submit_h, gpus, duration_h [, job_id, job_class, priority]``.
+"""Reading a job trace CSV: ``submit_h, gpus, duration_h [, job_id, job_class, priority, gpu_type]``.
 
 Every problem names the file, the CSV line (header is line 1) and the column.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -24,19 +25,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from costsim.scenario.bounds import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, show
+from costsim.scenario.bounds import MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MIN_JOB_H, GPUType, show
 from costsim.scenario.errors import Problem, ScenarioError
 from costsim.scenario.filekind import input_file_problem
 from costsim.scenario.limits import MAX_TRACE_BYTES_ENV, max_trace_bytes, too_large
 from costsim.scenario.textfile import not_utf8, ragged_row
 
 REQUIRED = ("submit_h", "gpus", "duration_h")
-OPTIONAL = ("job_id", "job_class", "priority")
+OPTIONAL = ("job_id", "job_class", "priority", "gpu_type")
 # Written by `costsim import-trace` beside the jobs (the source's outcome, its queueing delay, the
 # original id when the job id had to change); read by neither reader, so any text is accepted.
 IGNORED = ("status", "observed_delay_h", "source_id")
 MAX_REPORTED = 8  # problems listed per file; the count of the rest is given
-TEXT = ("job_id", "job_class")  # the only string columns
+TEXT = ("job_id", "job_class", "gpu_type")  # the only string columns
+# A job's gpu_type cell as a code into the catalog's GPU types (the types a class or node group may
+# name): one byte a job, and no memory at all for a trace without the column (one code seen n times).
+GPU_TYPES: tuple[str, ...] = get_args(GPUType)
+ANY_GPU = -1  # an empty cell, or no gpu_type column: the job runs on any GPU type
 HEADER_BYTES = 1 << 16  # a header longer than this goes to the string reader
 # What Python's str.strip() strips (the string reader's rule: every character whose isspace() is
 # true), for pyarrow's trim; tests/scenario/test_trace_reader_scale.py checks it against all of Unicode.
@@ -54,9 +59,26 @@ class TraceTable:
     job_id: np.ndarray  # object (str)
     job_class: np.ndarray  # object (str)
     priority: np.ndarray  # int64
+    gpu_type: np.ndarray  # int8: index into GPU_TYPES of the type the job asks for; ANY_GPU: any
 
     def __len__(self) -> int:
         return len(self.submit_h)
+
+    def gpu_type_names(self) -> list[str | None]:
+        """The GPU type each job asks for (None: any). One Python list item per job: for messages
+        and small tables; code on many jobs reads the ``gpu_type`` codes."""
+        return [None if c == ANY_GPU else GPU_TYPES[c] for c in self.gpu_type.tolist()]
+
+
+def any_gpu(n: int) -> np.ndarray:
+    """The ``gpu_type`` codes of ``n`` jobs asking for any GPU type: one int8 seen ``n`` times
+    (a read-only view, no memory per job)."""
+    return np.broadcast_to(np.int8(ANY_GPU), (n,))
+
+
+def gpu_type_code(name: str | None) -> int:
+    """The ``gpu_type`` code of catalog GPU type ``name`` (None: ANY_GPU); ValueError for another name."""
+    return ANY_GPU if name is None else GPU_TYPES.index(name)
 
 
 def _bad_rows(mask: np.ndarray) -> np.ndarray:
@@ -186,6 +208,16 @@ def _read_strings(path: Path, source: str) -> TraceTable:
         job_class = df["job_class"].str.strip().replace("", "trace").to_numpy(dtype=object)
     else:
         job_class = np.full(len(df), "trace", dtype=object)
+    if "gpu_type" in cols:
+        # Few distinct cells: each looked up once, its jobs given its code.
+        cells, uniques = pd.factorize(df["gpu_type"].str.strip())
+        codes = np.array([_type_code(u) for u in uniques] or [ANY_GPU], dtype=np.int16)
+        for i in _bad_rows(codes[cells] == UNKNOWN_GPU):
+            problems.append(Problem(("gpu_type",), f"{_cell(uniques[cells[i]])} is not a catalog GPU type "
+                                                   f"({', '.join(GPU_TYPES)}); leave it empty for any", int(i) + 2))
+        gpu_type = np.where(codes == UNKNOWN_GPU, ANY_GPU, codes).astype(np.int8)[cells]
+    else:
+        gpu_type = any_gpu(len(df))
 
     if problems:
         problems.sort(key=lambda p: (p.line or 0, str(p.loc)))
@@ -201,7 +233,19 @@ def _read_strings(path: Path, source: str) -> TraceTable:
         job_id=job_id,
         job_class=job_class,
         priority=priority.astype(np.int64),
+        gpu_type=gpu_type,
     )
+
+
+UNKNOWN_GPU = -2  # a cell naming no catalog GPU type (an error)
+
+
+def _type_code(cell: str) -> int:
+    """The ``gpu_type`` code of a stripped cell: ANY_GPU when empty, UNKNOWN_GPU for a name the
+    catalog lacks (exact spelling, as a class's or node group's gpu_type)."""
+    if cell == "":
+        return ANY_GPU
+    return GPU_TYPES.index(cell) if cell in GPU_TYPES else UNKNOWN_GPU
 
 
 def _parse_problem(path: Path, exc: Exception) -> Problem:
@@ -324,6 +368,17 @@ def _read_columnar(path: Path) -> TraceTable | None:
         job_class = classes[coded.indices.to_numpy(zero_copy_only=False)]
     else:
         job_class = np.full(n, "trace", dtype=object)
+    if "gpu_type" in texts:
+        column = texts.pop("gpu_type")
+        assert column is not None  # as job_id
+        coded = pc.dictionary_encode(column.combine_chunks())
+        del column
+        codes = np.array([_type_code(c) for c in coded.dictionary.to_pylist()] or [ANY_GPU], dtype=np.int16)
+        if (codes == UNKNOWN_GPU).any():
+            return None  # a cell naming no catalog type: the string reader words it
+        gpu_type = codes.astype(np.int8)[coded.indices.to_numpy(zero_copy_only=False)]
+    else:
+        gpu_type = any_gpu(n)
     pa.default_memory_pool().release_unused()  # hand pyarrow's read buffers back before the run
     return TraceTable(
         submit_h=cols["submit_h"].astype(np.float64),
@@ -332,4 +387,5 @@ def _read_columnar(path: Path) -> TraceTable | None:
         job_id=job_id,
         job_class=job_class,
         priority=cols["priority"].astype(np.int64),
+        gpu_type=gpu_type,
     )

@@ -44,6 +44,7 @@ from costsim.models import trend
 from costsim.models.sampling import LengthDraws, length_draws, lognormal
 from costsim.scenario import Problem, Scenario, TraceTable, read_trace
 from costsim.scenario.classes import RLClass, Spread
+from costsim.scenario.trace import ANY_GPU, GPU_TYPES, any_gpu, gpu_type_code
 from costsim.units import HOURS_PER_DAY
 from costsim.workload.arrivals import ITERATION_BLOCK, in_blocks, iteration_rows, layer_draws, layered_arrivals, per_job
 from costsim.workload.jobclass import job_class_jobs
@@ -86,6 +87,7 @@ class JobTable:
     priority: np.ndarray
     duration_h: np.ndarray
     class_index: np.ndarray  # index into scenario.workload.classes; -1 (TRACE_CLASS) for trace and job-class jobs
+    gpu_type: np.ndarray  # int8: the GPU type the job asks for, an index into trace.GPU_TYPES; ANY_GPU (-1): any
     iterations: np.ndarray
     iter_start: np.ndarray
     length_sum: np.ndarray
@@ -108,7 +110,8 @@ class JobTable:
         return out
 
 
-_PER_JOB = ("job_id", "job_class", "submit_h", "gpus", "priority", "duration_h", "class_index", "iterations", "iter_start")
+_PER_JOB = ("job_id", "job_class", "submit_h", "gpus", "priority", "duration_h", "class_index", "gpu_type", "iterations",
+            "iter_start")
 # A copied trace job moves by up to half a day either way: a copy on the same hour as its original
 # would double the burst it came in, while a day's spread keeps the record's daily rhythm. A modelling
 # choice [A], not a measured value; documented with ``workload.arrival_scale`` in docs/scenarios.md.
@@ -126,7 +129,7 @@ def _trace_jobs(scenario: Scenario, seed: int, trace: TraceTable | None = None) 
     cols = {
         "job_id": trace.job_id, "job_class": trace.job_class, "submit_h": trace.submit_h, "gpus": trace.gpus,
         "priority": trace.priority, "duration_h": trace.duration_h, "class_index": _same(TRACE_CLASS, n),
-        "iterations": _same(0, n), "iter_start": _same(0, n),
+        "gpu_type": trace.gpu_type, "iterations": _same(0, n), "iter_start": _same(0, n),
     }
     if scenario.workload.arrival_scale != 1.0:
         cols = scale_arrivals(cols, scenario.workload.arrival_scale, stream(seed, "trace_scaling"))
@@ -216,9 +219,15 @@ def _class_jobs(scenario: Scenario, seed: int, k: int, cls: RLClass) -> tuple[di
         "job_class": np.full(n, cls.name, dtype=object), "submit_h": arrivals.submit_h,
         "gpus": np.full(n, cls.gpus, dtype=np.int64), "priority": np.full(n, cls.priority, dtype=np.int64),
         "duration_h": np.full(n, np.nan), "class_index": np.full(n, k, dtype=np.int64),
-        "iterations": iterations, "iter_start": np.cumsum(iterations) - iterations,
+        "gpu_type": _type_of(cls.gpu_type, n), "iterations": iterations, "iter_start": np.cumsum(iterations) - iterations,
     }
     return cols, draws
+
+
+def _type_of(gpu_type: str | None, n: int) -> np.ndarray:
+    """The ``gpu_type`` codes of ``n`` jobs of a class asking for ``gpu_type`` (None: any), as one
+    read-only int8 seen ``n`` times."""
+    return any_gpu(n) if gpu_type is None else np.broadcast_to(np.int8(gpu_type_code(gpu_type)), (n,))
 
 
 def _rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -252,7 +261,8 @@ def generate(scenario: Scenario, seed: int | None = None, trace: TraceTable | No
         capped.append(draws.capped)
         squares.append(draws.length_sq_sum)
     for job_class in scenario.workload.job_classes:
-        parts.append(job_class_jobs(job_class, seed, scenario.workload.arrival_scale, scenario.horizon_h, TRACE_CLASS))
+        cols = job_class_jobs(job_class, seed, scenario.workload.arrival_scale, scenario.horizon_h, TRACE_CLASS)
+        parts.append({**cols, "gpu_type": _type_of(job_class.gpu_type, len(cols["submit_h"]))})
     cols = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in _PER_JOB}
     submit = cols["submit_h"]
     if (submit < scenario.horizon_h).all() and (submit[1:] >= submit[:-1]).all():
@@ -300,18 +310,11 @@ def _why_reserved(job_id: str, class_names: list[str]) -> str:
 
 
 def wanted_gpu_types(scenario: Scenario, jobs: JobTable) -> list[str | None] | None:
-    """Per job, the GPU type its class asks for (``gpu_type``; None: any), trace jobs any; None when
-    no class asks for one. A job class's jobs are told from trace rows of the same ``job_class`` by
-    their ids, ``<class>-NNNNN``, a form a trace may not use (``reserved_id_problems``)."""
-    rl = [cls.gpu_type for cls in scenario.workload.classes]
-    plain = {cls.name: cls.gpu_type for cls in scenario.workload.job_classes if cls.gpu_type is not None}
-    if not plain and all(t is None for t in rl):
+    """Per job, the GPU type it asks for (None: any): an RL or job class's ``gpu_type``, a trace
+    row's ``gpu_type`` cell; None when no job asks for one. One list item per job, each a shared
+    string or None."""
+    codes = jobs.gpu_type
+    if not len(codes) or (codes == ANY_GPU).all():
         return None
-    out: list[str | None] = [None] * len(jobs)
-    for i in np.flatnonzero(jobs.class_index >= 0):
-        out[i] = rl[jobs.class_index[i]]
-    for name, gpu_type in plain.items():
-        for i in np.flatnonzero((jobs.class_index == TRACE_CLASS) & (jobs.job_class == name)):
-            if str(jobs.job_id[i]).startswith(f"{name}-"):
-                out[i] = gpu_type
-    return out
+    names: list[str | None] = [*GPU_TYPES, None]  # code -1 (ANY_GPU) is the last item
+    return [names[c] for c in codes.tolist()]

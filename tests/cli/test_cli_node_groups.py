@@ -137,3 +137,20 @@ def test_a_trace_job_no_group_holds_is_named_at_the_node_groups(tmp_path, monkey
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert ("s.yaml:14:5: options.0.node_groups: job 'trace-4' needs 24 GPUs but none of option 'own''s node groups "
             "holds it: 'own:H100x8' (16 GPUs); 'own:A100x8' (8 GPUs): it could never run") in result.output
+
+
+@pytest.mark.parametrize("cell, says", [
+    ("a100", "jobs.csv:3: gpu_type: 'a100' is not a catalog GPU type (H100, H200, B200, A100, L40S, H20, H800, "
+             "GB200, MI300X); leave it empty for any"),
+    ("B200", "jobs.csv:3: gpu_type: job 'trace-1' asks for B200 GPUs but option 'own' has node groups of H100, A100 "
+             "only: trace jobs run only on the GPU type they ask for (leave the cell empty for any)"),
+])
+def test_a_trace_job_asking_for_a_type_it_cannot_have_is_one_message_at_its_line(tmp_path, monkeypatch, cell, says):
+    write(tmp_path, GROUPED)
+    (tmp_path / "jobs.csv").write_text(f"submit_h,gpus,duration_h,gpu_type\n0,8,5,A100\n0,8,5,{cell}\n1,8,3,\n")
+    monkeypatch.chdir(tmp_path)
+    for command in (["validate", "s.yaml"], ["run", "s.yaml", "--out", "out"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        assert result.output.count("error:") == 1 and says in result.output, result.output
+    assert not (tmp_path / "out").exists()

@@ -27,7 +27,7 @@ from costsim.scenario import ScenarioError, read_trace, scenario_from_data
 from costsim.scenario import trace as T
 
 HEADER = "submit_h,gpus,duration_h,job_id,job_class,priority"
-FIELDS = ("submit_h", "gpus", "duration_h", "job_id", "job_class", "priority")
+FIELDS = ("submit_h", "gpus", "duration_h", "job_id", "job_class", "priority", "gpu_type")
 TABLES = ("jobs", "summary", "timeseries", "costs", "phases", "cashflow", "breakeven", "advice", "to_target",
           "reward_by_day")
 
@@ -39,9 +39,11 @@ def _write(folder: Path, text: str, name: str = "jobs.csv") -> Path:
 
 
 def _assert_table(table: T.TraceTable, expected: dict) -> None:
-    """Every column: dtype as documented, values exactly (strings as Python strings)."""
+    """Every column: dtype as documented, values exactly (strings as Python strings); a gpu_type not
+    in ``expected`` is any (ANY_GPU) for every job."""
     dtypes = {"submit_h": np.float64, "gpus": np.int64, "duration_h": np.float64, "priority": np.int64,
-              "job_id": object, "job_class": object}
+              "job_id": object, "job_class": object, "gpu_type": np.int8}
+    expected = {"gpu_type": [T.ANY_GPU] * len(table), **expected}
     for field in FIELDS:
         got = getattr(table, field)
         assert got.dtype == dtypes[field], field
@@ -79,6 +81,12 @@ CASES = [
     ("Unicode spaces around a class", "submit_h,gpus,duration_h,job_class\n0,1,1,\u3000dev\u00a0\n0,1,1,é\n",
      {"submit_h": [0.0, 0.0], "gpus": [1, 1], "duration_h": [1.0, 1.0], "job_id": ["trace-0", "trace-1"],
       "job_class": ["dev", "é"], "priority": [0, 0]}, True),
+    ("GPU types, spaces around them and empty", "submit_h,gpus,duration_h,gpu_type\n0,8,1,H100\n0,8,1, A100\t\n"
+     "1,1,1,\n2,1,1,H100\n",
+     {"submit_h": [0.0, 0.0, 1.0, 2.0], "gpus": [8, 8, 1, 1], "duration_h": [1.0] * 4,
+      "job_id": [f"trace-{i}" for i in range(4)], "job_class": ["trace"] * 4, "priority": [0] * 4,
+      "gpu_type": [T.GPU_TYPES.index("H100"), T.GPU_TYPES.index("A100"), T.ANY_GPU, T.GPU_TYPES.index("H100")]},
+     True),
     ("quoted fields", '"submit_h",gpus,duration_h,job_id,job_class\n"0.5","8",2,"id,1","a ""b"""\n',
      {"submit_h": [0.5], "gpus": [8], "duration_h": [2.0], "job_id": ["id,1"], "job_class": ['a "b"'],
       "priority": [0]}, False),
@@ -111,6 +119,7 @@ BAD = [
     ("empty id", "submit_h,gpus,duration_h,job_id\n0,1,1, \n"),
     ("ragged row", "submit_h,gpus,duration_h\n0,1,1\n0,1,1,9\n"),
     ("quote left open at the end", 'submit_h,gpus,duration_h,job_class\n0,1,1,"k'),
+    ("unknown GPU type", "submit_h,gpus,duration_h,gpu_type\n0,1,1,H100\n0,1,1,h100\n"),
     ("unknown column", "submit_h,gpus,duration_h,user\n0,1,1,x\n"),
     ("no jobs", "submit_h,gpus,duration_h\n"),
     ("empty file", ""),
@@ -139,7 +148,8 @@ def test_a_negative_zero_keeps_the_string_readers_sign(tmp_path, rows):
 def _random_trace(rng: random.Random) -> str:
     """A small trace in one of many spellings: column subsets and orders, spaces, signs, exponents,
     whole numbers as floats, CRLF, blank lines, a BOM — and now and then a quote or a bad cell."""
-    cols = ["submit_h", "gpus", "duration_h"] + [c for c in ("job_id", "job_class", "priority") if rng.random() < 0.6]
+    cols = ["submit_h", "gpus", "duration_h"] + [c for c in ("job_id", "job_class", "priority", "gpu_type")
+                                           if rng.random() < 0.6]
     rng.shuffle(cols)
 
     def number(v: float) -> str:
@@ -164,7 +174,9 @@ def _random_trace(rng: random.Random) -> str:
             "gpus": lambda row: number(rng.choice([1, 2, 8, 16])),
             "priority": lambda row: number(rng.randint(-5, 5)),
             "job_id": lambda row: text(f"id{row}"),
-            "job_class": lambda row: text(rng.choice(["a", "b", "", "cls x"]))}
+            "job_class": lambda row: text(rng.choice(["a", "b", "", "cls x"])),
+            "gpu_type": lambda row: text(rng.choice(["H100", "A100", "", "x100"] if rng.random() < 0.02
+                                                    else ["H100", "A100", ""]))}
     rows = [",".join((" " if rng.random() < 0.1 else "") + c for c in cols)]
     for i in range(rng.randint(1, 12)):
         rows.append(",".join(cell[c](i) for c in cols))
