@@ -35,6 +35,7 @@ from costsim.scenario.errors import Loc
 from costsim.scenario.filekind import input_file_problem
 from costsim.scenario.io import read_text_bounded
 from costsim.scenario.limits import MAX_SCENARIO_BYTES_ENV, max_scenario_bytes
+from costsim.scenario.node_groups import trace_gpu_type_problems
 from costsim.workload import jobs as workload
 
 _OPTION = TypeAdapter(Option)
@@ -218,8 +219,8 @@ def _resolvable(scenario: Scenario, resolved: set[int]) -> list[int]:
 
 def _trace_errors(path: Path, scenario: Scenario | None, source: str) -> tuple[list[ScenarioError], bool]:
     """The trace file's problems (missing or not a file, at the scenario's ``workload.trace``; bad
-    rows and job ids the workload could make, at the trace's lines), and whether the fit checks
-    can use it (read, and no id refused)."""
+    rows, job ids the workload could make and GPU types an option cannot give, at the trace's
+    lines), and whether the fit checks can use it (read, and no row refused)."""
     problem = input_file_problem(path)
     if problem is not None:
         shown = f"trace file not found: {path}" if problem == "file not found" else f"the trace file {path} {problem}"
@@ -228,7 +229,8 @@ def _trace_errors(path: Path, scenario: Scenario | None, source: str) -> tuple[l
         trace = read_trace(path)
     except ScenarioError as err:
         return [err], False
-    clashes = workload.reserved_id_problems(scenario, trace.job_id) if scenario is not None else []
+    clashes = ([*workload.reserved_id_problems(scenario, trace.job_id),
+                *trace_gpu_type_problems(trace, scenario.options)] if scenario is not None else [])
     return ([ScenarioError(str(path), clashes)], False) if clashes else ([], True)
 
 

@@ -103,3 +103,17 @@ def test_a_refused_option_still_meets_the_catalog_with_its_other_values(tmp_path
     assert len(found) == 2, found
     assert any("options.0.scheduler" in line for line in found)
     assert any("options.0.gpus: 100 GPUs is not a whole number of 8-GPU H100 nodes" in line for line in found)
+
+
+def test_a_trace_job_asking_for_a_type_an_option_lacks_is_reported_beside_a_schema_error(tmp_path):
+    # The trace's row 2 asks for A100s, which the H100 option cannot give; the scheduler is a schema
+    # error of the same file: both in one pass.
+    (tmp_path / "t.csv").write_text("submit_h,gpus,duration_h,gpu_type\n0,8,1,H100\n1,8,1,A100\n")
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nhorizon_days: 5\nworkload: {trace: t.csv}\noptions:\n"
+                    "  - {name: own, kind: owned, gpu_type: H100, gpus: 16, lead_time_days: 0}\n"
+                    "  - {name: bad, kind: owned, gpu_type: H100, gpus: 16, scheduler: fastest}\n")
+    found = errors(invoke_cli("validate", path, columns="300").output)
+    assert found[-1] == (f"{tmp_path / 't.csv'}:3: gpu_type: job 'trace-1' asks for A100 GPUs but option 'own' has "
+                         "H100 GPUs: trace jobs run only on the GPU type they ask for (leave the cell empty for any)")
+    assert len(found) == 2 and "options.1.scheduler" in found[0]
