@@ -82,8 +82,9 @@ class TraceCheckpoint(StrictModel):
 
 
 class Workload(StrictModel):
-    """The jobs: a CSV trace (``submit_h, gpus, duration_h [, job_id, job_class, priority]``, and
-    ``status, observed_delay_h, source_id`` from ``costsim import-trace``, read and ignored),
+    """The jobs: a CSV trace (``submit_h, gpus, duration_h [, job_id, job_class, priority,
+    gpu_type]``, and ``status, observed_delay_h, source_id`` from ``costsim import-trace``, read and
+    ignored),
     generated RL job classes, generated plain job classes (``costsim fit-workload`` fits them to a
     trace), or any mix."""
 
