@@ -42,6 +42,7 @@ TEXT = ("job_id", "job_class", "gpu_type")  # the only string columns
 # name): one byte a job, and no memory at all for a trace without the column (one code seen n times).
 GPU_TYPES: tuple[str, ...] = get_args(GPUType)
 ANY_GPU = -1  # an empty cell, or no gpu_type column: the job runs on any GPU type
+UNKNOWN_GPU = -2  # while reading: a cell naming no catalog GPU type (an error, never in a table)
 HEADER_BYTES = 1 << 16  # a header longer than this goes to the string reader
 # What Python's str.strip() strips (the string reader's rule: every character whose isspace() is
 # true), for pyarrow's trim; tests/scenario/test_trace_reader_scale.py checks it against all of Unicode.
@@ -235,9 +236,6 @@ def _read_strings(path: Path, source: str) -> TraceTable:
         priority=priority.astype(np.int64),
         gpu_type=gpu_type,
     )
-
-
-UNKNOWN_GPU = -2  # a cell naming no catalog GPU type (an error)
 
 
 def _type_code(cell: str) -> int:
