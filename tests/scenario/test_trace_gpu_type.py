@@ -113,3 +113,10 @@ def test_a_trace_without_the_column_runs_as_before(tmp_path):
     table = read_trace(tmp_path / "t.csv")
     assert table.gpu_type_names() == [None] * 60 and table.gpu_type.strides == (0,)  # one int8 seen 60 times
     assert table.gpu_type.dtype == np.int8 and (table.gpu_type == T.ANY_GPU).all()
+
+
+def test_a_row_shorter_than_the_header_asks_for_any_type_not_another_rows(tmp_path):
+    """Its missing cell is read as empty (never as the code of a cell another row wrote)."""
+    path = tmp_path / "t.csv"
+    path.write_text("submit_h,gpus,duration_h,gpu_type\n0,8,1,A100\n1,8,1,H100\n2,8,1\n")
+    assert read_trace(path).gpu_type_names() == ["A100", "H100", None]
