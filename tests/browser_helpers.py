@@ -34,12 +34,12 @@ def served(env: dict[str, str] | None = None):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(120):
+        for _ in range(600):
             try:
                 if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
                     break
             except OSError:
-                time.sleep(0.5)
+                time.sleep(0.1)
         else:
             pytest.fail("streamlit did not start")
         yield url
