@@ -23,7 +23,7 @@ run: $(STAMP)  ## CLI run of the baseline scenario, tables written to out/baseli
 	$(VENV)/bin/costsim run $(SCENARIO) --out out/baseline
 
 # Two workers (pytest-xdist), each test file on one of them: the suite's simulations are CPU-bound
-# and a file's fixtures are shared by its tests; on this 2-core machine the suite takes about 9½ minutes.
+# and a file's fixtures are shared by its tests; on this 2-core machine the suite takes about 10 minutes.
 # The gates CI holds the code to: ruff (pyflakes, isort, bugbear, pyupgrade) and mypy on the package.
 lint: $(STAMP)  ## ruff and mypy, clean
 	$(PY) -m ruff check costsim app.py tests benchmarks
