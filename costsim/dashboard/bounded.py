@@ -15,7 +15,6 @@ import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 
 from costsim.dashboard.disk_runs import DiskRuns, server_disk
 from costsim.dashboard.limits import DEFAULT_LIMITS, Limits
@@ -33,30 +32,22 @@ from costsim.runs.memo import RunMemo
 from costsim.runs.sweepfile import replication_seed
 from costsim.runs.workerpool import PRIMED, WorkerPool
 from costsim.scenario import Scenario
+from costsim.scenario.filekind import file_identity
 
 
 def run_key(scenario: Scenario, seed: int | None = None) -> str:
     """The cache key of a run with ``seed`` (None: the scenario's own): every field at its exact
     value (floats by ``repr``, so ``.inf`` and 0.30000000000000004 are kept, unlike JSON from
     pydantic), the folder relative paths are read from, and each file the scenario names
-    (``uploads.file_fields``: the trace, a class's scaling fit) stamped by device, inode, size and
-    modification and change times (an edit changes the change time, which no tool sets back)."""
+    (``uploads.file_fields``: the trace, a class's scaling fit) by its ``filekind.file_identity``
+    (device, inode, size, modification and change times: an edit changes the change time, which
+    no tool sets back; None when it cannot be read, and the run then fails and is not kept)."""
     body: dict[str, object] = {"scenario": scenario.model_dump(mode="python"), "base_dir": str(scenario.base_dir),
-                               "files": [[".".join(map(str, loc)), file_stamp(scenario.base_dir / name)]
+                               "files": [[".".join(map(str, loc)), file_identity(scenario.base_dir / name)]
                                          for loc, name in file_fields(scenario)]}
     if seed is not None:
         body["seed_override"] = seed
     return json.dumps(body, sort_keys=True, default=repr, allow_nan=True)
-
-
-def file_stamp(path: Path) -> list[int] | None:
-    """(device, inode, size, modification and change times in ns) of ``path``; None when it cannot
-    be read (the run then fails and is not kept)."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 class ResultCache:
