@@ -214,7 +214,7 @@ class OwnedPlan(OwnedFacts):
     def in_service(self) -> InService:
         """GPUs in service over time: each tranche from its delivery until its nodes go back to the
         lessor (``TranchePlan.returned_h``)."""
-        return InService.of([(t.delivery_h, t.returned_h, t.gpus) for t in self.purchases])
+        return InService.of([t.span for t in self.purchases])
 
     def most_gpus_from(self, h: np.ndarray) -> np.ndarray:
         """The most GPUs in service together at any hour from each of ``h`` (hours) on: the largest

@@ -42,6 +42,11 @@ class TranchePlan:
     returned_h: float = math.inf
 
     @property
+    def span(self) -> tuple[float, float, int]:
+        """(delivery hour, return hour, GPUs): what ``InService.of`` takes of this tranche."""
+        return self.delivery_h, self.returned_h, self.gpus
+
+    @property
     def leased(self) -> bool:
         """Leased: paid monthly, the hardware going back to the lessor (no book value of one's own)."""
         return self.payment == "lease"

@@ -231,14 +231,11 @@ def owned_costs(
         lines["facility"] += eco.facility_cost_usd(t.nodes, plan.node_max_kw, econ.colo_usd_per_kw_month, service_h)
         lines["maintenance"] += eco.maintenance_cost_usd(t.capex_usd, econ.maintenance_frac_per_year, service_h)
     # Staff for the GPUs in service, from each delivery or return to the next (engineers are whole).
-    changes = sorted([(t.delivery_h, t.gpus) for t in purchases]
-                     + [(t.returned_h, -t.gpus) for t in purchases if t.returned_h < horizon_h])
-    in_service = 0
-    for c, (at_h, gpus) in enumerate(changes):
-        in_service += gpus
-        start = min(at_h, horizon_h)
-        until = min(changes[c + 1][0], horizon_h) if c + 1 < len(changes) else horizon_h
-        lines["staff"] += eco.staff_cost_usd(in_service, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
+    steps = plan.in_service
+    for i in range(1, len(steps.times)):  # the first step, from -inf, is before any delivery
+        start = min(steps.times[i], horizon_h)
+        until = min(steps.times[i + 1], horizon_h) if i + 1 < len(steps.times) else horizon_h
+        lines["staff"] += eco.staff_cost_usd(steps.gpus[i], econ.gpus_per_fte, econ.staff_usd_per_fte_year,
                                              hours_in_bins(start, max(until, start), edges),
                                              min_fte=econ.staff_min_fte)
     setup = np.zeros(len(edges) - 1)

@@ -107,7 +107,7 @@ def in_service_of(plan: Plan) -> InService | None:
     """The GPUs in service over time of the clusters ``plan`` owns (``owned_parts``), whose hours
     its own cost per GPU-hour covers; None when it owns none (a reservation's capacity is there
     for the whole horizon)."""
-    spans = [(t.delivery_h, t.returned_h, t.gpus) for own in owned_parts(plan) for t in own.purchases]
+    spans = [t.span for own in owned_parts(plan) for t in own.purchases]
     return InService.of(spans) if spans else None
 
 
