@@ -124,8 +124,9 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
         status.empty()
         # A run of an upload is not kept on disk: its folder is this server's own, gone with it.
         lasting = not scenario.base_dir.is_relative_to(upload_root().resolve())
+        key_of = dict(zip(seeds, keys, strict=True))  # stamped before the run read its files
         for s, blob in zip(missing, blobs, strict=True):
-            result_cache().put(run_key(scenario, s), blob, on_disk=lasting)
+            result_cache().put(key_of[s], blob, on_disk=lasting)
             found[s], nbytes[s] = pickle.loads(blob), len(blob)
         note_first_screen(result_cache().disk, scenario)
     runs = [found[s] for s in seeds]

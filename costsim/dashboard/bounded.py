@@ -155,15 +155,15 @@ def note_first_screen(disk: DiskRuns | None, scenario: Scenario) -> None:
     ``disk`` now holds every replication the spares prime, say so on disk
     (``pool.first_screen_key``, holding those runs' file names: ``pool.first_screen_kept`` checks
     they are still there), so a server started again shows it without starting them first."""
-    key = first_screen_key()
-    if disk is None or key is None or scenario.base_dir != SCENARIO_DIR:
+    if disk is None or scenario.base_dir != SCENARIO_DIR:
         return
-    first = first_scenario()
-    if first is None or scenario != first:
+    first, key = first_scenario(), first_screen_key()
+    if first is None or key is None or scenario != first:
         return
-    files = [disk.file_for(run_key(first, replication_seed(first.seed, r))) for r in range(SPARE_COUNT)]
-    if all(f.is_file() for f in files):
-        disk.put(key, "\n".join(f.name for f in files).encode())
+    runs = [run_key(first, replication_seed(first.seed, r)) for r in range(SPARE_COUNT)]
+    note = "\n".join(disk.file_for(k).name for k in runs).encode()
+    if all(disk.has(k) for k in runs) and disk.get(key) != note:
+        disk.put(key, note)
 
 
 def warm_worker(replication: str | None, child: Child) -> None:

@@ -41,6 +41,7 @@ def start_workers() -> bool:
     link's scenario, not the replications the primed spares would run. Whether they were started
     now."""
     if first_screen_kept():
+        server_pool(primed=False)  # its runs are on disk: the spares, when they start, are plain
         return False
     warm_up(pool=server_pool(primed=not st.query_params.get("s")))
     return True

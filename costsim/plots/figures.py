@@ -321,6 +321,7 @@ def hybrid_parts(results: Results) -> go.Figure:
     held = jobs.groupby(["option", "ran_on"])["gpu_hours"].sum()
     fig = go.Figure()
     drawn: dict[str, int] = {}  # pool kind -> pools of it drawn so far in one option (for the pattern)
+    listed: set[str] = set()  # labels already in the legend
     for option in s["option"]:
         names = parts_of(by_name[option]) if option in by_name else ()
         drawn.clear()
@@ -333,10 +334,11 @@ def hybrid_parts(results: Results) -> go.Figure:
             pattern = pattern if n == 0 else _MORE_PATTERNS[(n - 1) % len(_MORE_PATTERNS)]
             label = _part_label(part, kind, burst)
             fig.add_bar(x=literals([option]), y=[float(held.get((option, part), 0.0))], name=literal(label),
-                        legendgroup=literal(label), showlegend=label not in {t.name for t in fig.data},
+                        legendgroup=literal(label), showlegend=label not in listed,
                         marker=dict(color=colour, pattern_shape=pattern, pattern_fillmode="overlay",
                                     pattern_fgcolor="white"),
                         hovertemplate="<b>%{x}</b> · " + literal(label) + " · %{y:,.0f} job GPU-hours<extra></extra>")
+            listed.add(label)
     return finish(fig, "Where hybrid and fleet options ran their jobs, by part", "hybrid or fleet option",
                   "job GPU-hours", barmode="stack")
 
