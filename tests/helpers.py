@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -312,3 +313,24 @@ def mmc_scenario(folder: Path, days: float) -> str:
     path = folder / "mmc.yaml"
     path.write_text(dump_scenario(sc))
     return str(path)
+
+
+BACKFILL_EPS = 1e-9  # hours: a reservation met to float rounding
+
+
+def checked_reservations(clusters, rec) -> int:
+    """Assert the EASY backfill invariant on each cluster's audit (a pass never pushes its head's
+    reservation later; without a failure in between, the head starts by it); returns how many
+    finite reservations were held to it."""
+    allocs = np.array(rec.allocs, dtype=float).reshape(-1, 6)
+    checked = 0
+    for c in clusters:
+        failures = [t for k, t in enumerate(c.capacity_t[1:], 1) if c.capacity_gpus[k] < c.capacity_gpus[k - 1]]
+        for now, head, before, after in c.backfill.audit:
+            assert after <= before + BACKFILL_EPS, (now, head, before, after)
+            if math.isinf(before) or any(now <= f <= before for f in failures):
+                continue
+            starts = allocs[(allocs[:, 0] == head) & (allocs[:, 1] >= now - BACKFILL_EPS), 1]
+            assert len(starts) and starts.min() <= before + BACKFILL_EPS, (now, head, before, starts)
+            checked += 1
+    return checked

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 import simpy
-from helpers import cloud, jobs_of, owned, scenario
+from helpers import checked_reservations, cloud, jobs_of, owned, scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,15 +60,7 @@ def backfill_run(seed, nodes, gpn, n, base, amplitude, growth, fail_per_node_day
        fail=st.sampled_from([0.0, 20.0, 80.0]), restart_h=st.sampled_from([0.0, 0.5, 2.0]))
 def test_backfill_never_delays_the_reserved_head(seed, nodes, gpn, base, amplitude, growth, fail, restart_h):
     cluster, rec, _ = backfill_run(seed, nodes, gpn, 60, base, amplitude, growth, fail, 3.0, 1.0, restart_h)
-    failures = [t for k, t in enumerate(cluster.capacity_t[1:], 1)
-                if cluster.capacity_gpus[k] < cluster.capacity_gpus[k - 1]]
-    allocs = np.array(rec.allocs, dtype=float).reshape(-1, 6)
-    for now, head, before, after in cluster.backfill.audit:
-        assert after <= before + EPS, (now, head, before, after)
-        if math.isinf(before) or any(now <= f <= before for f in failures):
-            continue
-        starts = allocs[(allocs[:, 0] == head) & (allocs[:, 1] >= now - EPS), 1]
-        assert len(starts) and starts.min() <= before + EPS, (now, head, before, starts)
+    checked_reservations([cluster], rec)
 
 
 def test_the_backfill_property_is_not_vacuous():

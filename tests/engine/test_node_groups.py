@@ -6,12 +6,10 @@ order) that can start it, among those of the GPU type it asks for."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import simpy
-from helpers import owned, scenario
+from helpers import checked_reservations, owned, scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -224,23 +222,6 @@ def backfill_groups_run(seed: int, fail: float, n: int = 80):
     ArrivalFeed(env, submit, router.arrive)
     env.run(until=600)
     return clusters, rec, gpus, wanted
-
-
-def checked_reservations(clusters, rec) -> int:
-    """Assert the backfill invariant on every group's audit; returns how many finite reservations
-    were held to it."""
-    allocs = np.array(rec.allocs, dtype=float).reshape(-1, 6)
-    checked = 0
-    for c in clusters:
-        failures = [t for k, t in enumerate(c.capacity_t[1:], 1) if c.capacity_gpus[k] < c.capacity_gpus[k - 1]]
-        for now, head, before, after in c.backfill.audit:
-            assert after <= before + EPS, (now, head, before, after)
-            if math.isinf(before) or any(now <= f <= before for f in failures):
-                continue
-            starts = allocs[(allocs[:, 0] == head) & (allocs[:, 1] >= now - EPS), 1]
-            assert len(starts) and starts.min() <= before + EPS, (now, head, before, starts)
-            checked += 1
-    return checked
 
 
 @settings(max_examples=15, deadline=None)
