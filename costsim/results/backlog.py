@@ -106,13 +106,13 @@ def offered_load(plan: Plan, rec: UsageRecord, horizon_h: float, submit_h: np.nd
     served on the option's pools within [delivery, horizon]; ``access``: on a pool of node groups,
     per group, per job, whether the job may run there (``workload.plan.group_access``)."""
     t0 = min(plan.delivery_h, horizon_h)
-    work = window_work_gpu_h(submit_h, run_h, gpus, t0, horizon_h)
     if access is not None:  # serving never runs beside node groups
-        return confined_load(work, run_h * gpus, np.array(access, dtype=bool),
-                             pool_capacity_gpu_h(plan, rec, t0, horizon_h))
+        return confined_load(window_work_gpu_h(submit_h, run_h, gpus, t0, horizon_h), run_h * gpus,
+                             np.array(access, dtype=bool), pool_capacity_gpu_h(plan, rec, t0, horizon_h))
     limit = capacity_limit_gpu_h(plan, rec, t0, horizon_h) - serving_gpu_h
-    if math.isinf(limit):
+    if math.isinf(limit):  # a rented pool without a limit: no work to weigh
         return math.nan
+    work = window_work_gpu_h(submit_h, run_h, gpus, t0, horizon_h)
     return _load(float(work.sum()), limit, float((run_h * gpus).sum()))
 
 
