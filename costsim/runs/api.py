@@ -147,10 +147,12 @@ def simulate(
     jobs = cached(memo, "jobs", jobs_key, functools.partial(workload.generate, scenario, seed, trace))
     trace = None  # read once, by the check above; the jobs now hold what the runs need
 
+    timed: dict = {}  # phase times of these jobs, shared by options of the same hardware
+
     def work_of(part: OwnedPlan | CloudPlan):
         # A work plan never reads prices: a price knob keeps it.
         key = (jobs_key, unpriced_key(part))
-        return cached(memo, "works", key, lambda: plan_work(scenario, jobs, part.unpriced()))
+        return cached(memo, "works", key, lambda: plan_work(scenario, jobs, part.unpriced(), shared=timed))
 
     works = [tuple(work_of(part) for part in pools(plan)) for plan in plans]  # a hybrid: base, burst
     budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),

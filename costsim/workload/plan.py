@@ -152,8 +152,14 @@ def iteration_rows(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
 
 
-def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -> WorkPlan:
-    """Time every job of ``jobs`` on one pool (an owned or cloud option, or a hybrid's part)."""
+def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan, *,
+              shared: dict[tuple[int, str], rl.PhaseTimes] | None = None) -> WorkPlan:
+    """Time every job of ``jobs`` on one pool (an owned or cloud option, or a hybrid's part).
+
+    ``shared``: phase times already computed for these same ``jobs``, by (class index, the pool's
+    ``rl.Hardware`` as text); filled here. Options whose GPUs and fabric are the same (a cluster at
+    256, 384 and 512 GPUs) time a class's iterations identically, so one call times them for all:
+    pass one dict to every option's call for one job table, never across job tables."""
     n = len(jobs)
     run_h = np.zeros(n)
     every = np.zeros(n)
@@ -193,8 +199,13 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan) -
                     "destroy samples as fast as its rollouts make them (docs/rollout-offload.md): its iterations "
                     "would never end; choose a pool preempted less often or a shorter restart"))])
             off.lost_samples[idx] = np.add.reduceat(lost, first)
-        else:
+        elif shared is None:
             pt = rl.phase_times(shape(cls), hw, *lengths)
+        else:
+            key = (k, repr(hw))
+            if key not in shared:
+                shared[key] = rl.phase_times(shape(cls), hw, *lengths)
+            pt = shared[key]
         iter_h[its] = pt.total / SECONDS_PER_HOUR
         for p, name in enumerate(PHASES):
             phase_s[idx, p] = np.add.reduceat(getattr(pt, name), first)
