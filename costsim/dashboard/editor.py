@@ -258,8 +258,9 @@ def _job_classes_text(ui: Ui) -> None:
     text = st.text_area("job_classes (YAML list; empty: none)", shown, key=ui.key(loc), help=f.help,
                         height=220 if current else 68)
     ui.slot(loc)
+    # The pure parser: typed text means what the same text in a scenario file means.
     try:
-        parsed = YAML(typ="safe").load(text) if text.strip() else []
+        parsed = YAML(typ="safe", pure=True).load(text) if text.strip() else []
     except YAMLError as exc:
         st.error(literal_markdown(f"job_classes: not YAML: {str(exc).splitlines()[0]}"))
         parsed = text

@@ -157,8 +157,9 @@ def _mappings_text(ui: Ui, f: Field, loc: Loc, value: Any, **kw: Any) -> Any:
     else:
         shown = yaml_dump(list(value or ()), inline_leaves=True) if value else ""
     typed = st.text_area(f.name, shown, key=ui.key(loc), help=f"{f.help} YAML, one mapping a line.", **kw)
+    # The pure parser: typed text means what the same text in a scenario file means.
     try:
-        parsed = YAML(typ="safe").load(typed) if typed.strip() else []
+        parsed = YAML(typ="safe", pure=True).load(typed) if typed.strip() else []
     except YAMLError:
         return typed
     return typed if not isinstance(parsed, list) else parsed
