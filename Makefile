@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[app,test,dask,plan]'
 	touch $(STAMP)
 
+# `streamlit run app.py`, with the server's warm workers started first (costsim/dashboard/launch.py).
 app: $(STAMP)  ## open the dashboard on the baseline scenario
-	$(PY) -m streamlit run app.py --server.port $(PORT) --browser.gatherUsageStats false
+	$(PY) -m costsim.dashboard.launch app.py --server.port $(PORT) --browser.gatherUsageStats false
 
 run: $(STAMP)  ## CLI run of the baseline scenario, tables written to out/baseline
 	$(VENV)/bin/costsim run $(SCENARIO) --out out/baseline

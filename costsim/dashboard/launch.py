@@ -1,0 +1,50 @@
+"""``make app``: the dashboard's server with its warm workers started before Streamlit.
+
+    python -m costsim.dashboard.launch app.py [streamlit run options]
+
+``streamlit run app.py`` runs the script only when a browser opens a page, so on a cold server the
+first page waits for its worker processes to start, import costsim (about a second of CPU each)
+and run the first screen's replications (``pool.new_pool``'s primed spares: about 5 s of CPU on
+this repository's 2-core machine). This starts the server's pool first, its primed spares running
+those replications at once, then Streamlit in the same process (``streamlit.web.cli``, as
+``streamlit run`` does), so the server's pool is the one ``app.py`` finds
+(``server.server_pool``): a page opened while they run waits only for what is left, and one
+opened later finds them done. Not when an earlier server kept the first screen's runs on disk
+(``pool.first_screen_kept``): the first page reads them, and the spares start after it is drawn
+(``server.top_up_spares``). The options after the script are Streamlit's.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from costsim.dashboard.pool import first_screen_kept, warm_up
+from costsim.dashboard.server import server_pool
+
+
+def start_early() -> bool:
+    """Start the server's warm spares, primed with the first screen's replications, unless an
+    earlier server kept those runs on disk; whether they were started."""
+    if first_screen_kept():
+        return False
+    warm_up(pool=server_pool(primed=True))
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Start the spares (``start_early``), then ``streamlit run`` with ``argv`` (default: this
+    command's arguments: the script, then Streamlit's options)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0].startswith("-"):
+        print("usage: python -m costsim.dashboard.launch app.py [streamlit run options]", file=sys.stderr)
+        raise SystemExit(2)
+    start_early()
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", "run", *args]
+    cli.main()
+
+
+if __name__ == "__main__":
+    main()
