@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 
 from costsim.calibration import validation_fit as vf
+from costsim.calibration import validation_gaps as gaps
 from costsim.calibration import validation_rows as vr
 from costsim.calibration import validation_v3 as v3
 from costsim.catalog.load import Catalog, default_catalog
@@ -146,7 +147,7 @@ def markdown(table: list[vr.Row], catalog: Catalog | None = None, uncarried: lis
         "| figure | setting | source | published | band | simulated | ratio | why not carried |",
         "|---|---|---|---|---|---|---|---|",
         *(f"| {r.figure} | {r.setting} | {r.source} | {r.published_text} | {band_text(r)} | "
-          f"{r.fmt.format(r.simulated)} | {r.ratio:.2f} | {v3.NOT_CARRIED.get(r.key, '')} |" for r in others),
+          f"{r.fmt.format(r.simulated)} | {r.ratio:.2f} | {gaps.NOT_CARRIED.get(r.key, '')} |" for r in others),
         "",
         *how_computed(cat),
     ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from costsim.calibration import validation_gaps as gaps
 from costsim.calibration import validation_rows as vr
 from costsim.calibration import validation_v3 as v3
 from costsim.catalog.load import Catalog, default_catalog
@@ -64,7 +65,7 @@ def vllm_score(mem_efficiency: float, step_floor_s: float, catalog: Catalog | No
     cat = catalog or default_catalog()
     h100, h20 = (with_engine(vr.gpu_hardware(cat.gpus[g], catalog=cat), "vllm", mem_efficiency, step_floor_s)
                  for g in ("H100", "H20"))
-    table = [r for r in v3.nemo_rows(h100, vr.Row) + v3.verl_rows(h20, vr.Row) if r.key not in v3.NOT_CARRIED]
+    table = [r for r in v3.nemo_rows(h100, vr.Row) + v3.verl_rows(h20, vr.Row) if r.key not in gaps.NOT_CARRIED]
     return max(abs(math.log(r.simulated / r.published)) for r in table)
 
 

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from costsim.calibration import validation_gaps as gaps
 from costsim.calibration import validation_v3 as v3
 from costsim.catalog.load import Catalog, GPUSpec, default_catalog
 from costsim.models import economics as eco
@@ -277,7 +278,7 @@ def cost_rows(cat: Catalog) -> list[Row]:
 def rows(catalog: Catalog | None = None) -> list[Row]:
     """The whole table with the catalog's constants."""
     cat = catalog or default_catalog()
-    carried = [r for r in v3.v3_rows(cat, gpu_hardware, Row) if r.key not in v3.NOT_CARRIED]
+    carried = [r for r in v3.v3_rows(cat, gpu_hardware, Row) if r.key not in gaps.NOT_CARRIED]
     return (rl_rows(h800(cat), gpu_hardware(cat.gpus["H100"], catalog=cat)) + carried
             + network_rows(cat) + default_rows(cat) + cost_rows(cat))
 
@@ -285,5 +286,5 @@ def rows(catalog: Catalog | None = None) -> list[Row]:
 def uncarried_rows(catalog: Catalog | None = None) -> list[Row]:
     """The v3 rows the constants do not yet carry within their bands (shown, not asserted)."""
     cat = catalog or default_catalog()
-    return [r for r in v3.v3_rows(cat, gpu_hardware, Row) if r.key in v3.NOT_CARRIED]
+    return [r for r in v3.v3_rows(cat, gpu_hardware, Row) if r.key in gaps.NOT_CARRIED]
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from costsim.catalog.load import Catalog
-from costsim.models import network, rl, sampling
+from costsim.models import rl, sampling
 from costsim.scenario.classes import DEFAULT_VERIFIER_SECONDS, Update
 
 SEED, ITERATIONS = 2026, 50
@@ -33,6 +33,8 @@ STEP_BAND, SYNC_BAND = 0.25, 1.5
 # generated length by about 130 tokens (1,562 × 97.7 × 16 ÷ 2,048 = 1,192 vs 1,060).
 NEMO_PROMPT, NEMO_CV = 130.0, 0.8
 VERL_PROMPT, VERL_CAP, VERL_MEAN, VERL_CV = 200.0, 28_672.0, 1_100.0, 1.0  # [A] prompt, lengths (cap published)
+VERL_SAMPLES = 8192  # 512 prompts × 16
+VERL_GEN_32_S = 357.41  # generation a step on 32 H20 colocated, as published (s)
 
 
 @dataclass(frozen=True)
@@ -102,82 +104,17 @@ NEMO_RUNS = (
     NemoRun("nemo_235b_off", QWEN3_235B, 256, 128, 5707.0, 203.0, 8, (4, 1, 16, 8), 16, 32, 8192.0, 1),
     NemoRun("nemo_dsv3_on", DSV3, 256, None, 744.0, 134.0, 32, (1, 1, 16, 16), 32, 16, 1536.0, 1),
     NemoRun("nemo_dsv3_off", DSV3, 512, 256, 738.0, 64.9, 32, (1, 1, 16, 16), 32, 16, 1536.0, 1),
-    # DAPO with dynamic sampling: the trained batch is simulated as one generation round (see NOT_CARRIED).
+    # DAPO with dynamic sampling: the trained batch is simulated as one generation round (see
+    # validation_gaps.NOT_CARRIED).
     # The v0.5.0 table's 974 s repeated the row's mean generated length; upstream corrected it to 458 s,
     # which its own tokens/s/GPU column confirms (2.45 × 458 s × 512 GPUs = 512 samples of ≈ 1,120 tokens).
     NemoRun("nemo_dsv3_dapo", DSV3, 512, None, 974.0, 458.0, 64, (8, 4, 32, 8), 64, 8, 1536.0, 1),
 )
-# Rows the one set of constants does not carry within their bands, each with why: shown in
-# docs/validation.md with their ratio, out of sample, and not asserted (see "Not yet carried" there).
-TP_ACROSS_NODES = ("vLLM runs tensor parallel {tp} across {nodes} nodes: every decode step all-reduces twice a "
-                   "layer ({ars} all-reduces of {layers} layers) over InfiniBand. The model charges them "
-                   "(decode.tp_comm_s) at the latency NCCL's own tuning model gives a small all-reduce of 8 GPUs a "
-                   "node (tree, LL protocol: 6.8 + 2 × (7 × 0.6 + ⌊log2(nodes)⌋ × 5.0) µs, src/graph/tuning.cc; 25 µs "
-                   "on 2 nodes, as its log prints for 2 × 8 H100 in NVIDIA/nccl#1453, 35 µs on 4) with the bytes at "
-                   "the full bus bandwidth: a lower bound, since a batched step's all-reduce (every sequence's hidden "
-                   "state, hundreds of KB to MBs) is in the range where NCCL picks its LL128 or Simple protocol, "
-                   "whose latency is higher. That is ≈ {ms} ms of latency a step ({ars} × {lat:.1f} µs) before the bytes, and adds {gain} s to the "
-                   "step ({ratio} of the figure with it); carrying this row would take ≈ {need} µs an all-reduce "
-                   "(at any number of nodes), where the other rows across nodes take {others}: no one latency "
-                   "carries them, so what slows vLLM's generation across nodes is more than the all-reduce's latency, "
-                   "and nothing more is sourced.")
-# What the model gives each row across nodes (``across_numbers``, pinned by
-# tests/calibration/test_published_validation.py): ms of latency a step, seconds the latency adds,
-# simulated ÷ published, and the one all-reduce latency (µs) that brings the row to its band.
-ACROSS = {"nemo_235b_on": ("4.7", "27", "0.53", "114"),
-          "nemo_dsv3_on": ("4.3", "3", "0.31", "484"),
-          "nemo_dsv3_off": ("4.3", "2", "0.47", "384")}
-ACROSS_NAMES = {"nemo_235b_on": "Qwen3-235B-A22B", "nemo_dsv3_on": "DeepSeek-V3 on-policy",
-                "nemo_dsv3_off": "DeepSeek-V3 off-policy"}
-# NCCL's tuning-model latency the reasons quote (µs): rl.tp_allreduce_* over 2, 4 and 8 nodes.
-NCCL_LATENCY_US = {2: 25.2, 4: 35.2, 8: 45.2}
 
 
-def across_nodes(key: str) -> str:
-    """Why a row whose vLLM runs tensor parallel across nodes is not carried."""
-    run = next(r for r in NEMO_RUNS if r.key == key)
-    ms, gain, ratio, need = ACROSS[key]
-    layers = run.policy.layers or 0
-    nodes = run.gen_tp // 8
-    others = " and ".join(f"≈ {ACROSS[k][3]} µs ({ACROSS_NAMES[k]})" for k in ACROSS if k != key)
-    return TP_ACROSS_NODES.format(tp=run.gen_tp, nodes=nodes, ars=2 * layers, layers=layers, ms=ms,
-                                  lat=NCCL_LATENCY_US[nodes], gain=gain, ratio=ratio, need=need, others=others)
-
-
-NOT_CARRIED: dict[str, str] = {
-    "verl_gen_32": "At 32 H20 the published 357 s is about 790 tokens/s a GPU at the [A] lengths: 8 % of the "
-    "H20's BF16 peak and under a tenth of its memory roofline at 256 sequences a GPU, whose KV cache (≈ 19 GB at "
-    "the mean context) fits the engine's memory, so no wave forms; the model is bound by the longest response at "
-    "32 as at 128 GPUs. What holds verl's engine back there (its memory fraction beside FSDP, max_num_seqs, or "
-    "longer responses than assumed: the doc does not publish their spread) is not known, so no term is added.",
-    "nemo_8b_off": "Training-bound: at the class default MFU 0.35 the log-probs, the reference log-probs and the "
-    "update of 2.57M tokens on the 8 training H100 take 74 s of compute, more than the published 64.8 s step, "
-    "which bounds NeMo's training (one step off-policy: max(generation, training) + refit), so NeMo's Megatron "
-    "runs this 8B at 0.41 MFU or more; the model also charges a pure data-parallel layout FSDP's gathers each "
-    "micro-batch (3 s), which Megatron's distributed optimizer pays once a step. The default MFU is the "
-    "conservative end of the published 35–46 % (row mfu_default) and sets every scenario's training, so it is "
-    "not moved for one row. (The table's layout for this row is PP1; PP2 is the on-policy row's.) Charging NeMo's "
-    "Megatron backend its distributed optimizer instead of FSDP's gathers (full weights on every data-parallel "
-    "rank, one gradient all-reduce a step) would bring this row to ≈ 80 s, inside its band, but would take "
-    "Qwen3-30B-A3B on-policy, pure data parallel in training too (TP1 EP8), to ≈ 148 s, under its band's 148.5, "
-    "so that is not done for one row either.",
-    "nemo_235b_on": across_nodes("nemo_235b_on"),
-    "nemo_dsv3_on": across_nodes("nemo_dsv3_on") + " Its training is short too: the off-policy row's 64.9 s less its 14 s refit "
-    "puts max(generation, training) near 51 s, and this row's 134 s puts generation + training near 129 s, so "
-    "each takes ≈ 50 s, where the model's log-probs, reference and update at MFU 0.35 take 8 s, which no decode "
-    "term would mend.",
-    "nemo_dsv3_off": across_nodes("nemo_dsv3_off") + " Its refit is carried (NCCL's packed broadcast, the "
-    "weight-sync row: 13.1 s against 14.2), so the step is max(generation, training) + refit with the "
-    "generation of 17 s too fast by the same cross-node gap.",
-    "nemo_dsv3_dapo": "The run (the recipe as its test-suite script runs it: 64 prompts × 8, batch_multiplier 3, so "
-    "192 prompts × 8 generated a round, up to 10 rounds until 64 prompts with a learning signal remain) trains "
-    "512 samples a step; the step time is the corrected 458 s (the v0.5.0 table's 974 s repeated the mean "
-    "generated length). How many generation rounds a step took is not published, and vLLM runs tensor parallel "
-    "64 across 8 nodes with enforce_eager (no CUDA graphs): with its all-reduces at NCCL's latency (45 µs on 8 "
-    "nodes) the model gives 31 s for one round of the trained batch, 43 s for one round of 1,536, and even ten "
-    "rounds of 1,536 (≈ 331 s) stay below the band, so both the rounds and eager decoding across nodes would be "
-    "needed, and neither is sourced.",
-}
+def nemo_run(key: str) -> NemoRun:
+    """The NeMo RL row ``key`` of ``NEMO_RUNS``."""
+    return next(r for r in NEMO_RUNS if r.key == key)
 
 
 @functools.cache
@@ -186,37 +123,17 @@ def draws(samples: int, mean: float, cv: float, cap: float) -> sampling.LengthDr
     return sampling.length_draws(np.random.default_rng(SEED), samples, mean, cv, cap, ITERATIONS)
 
 
+def nemo_draws(run: NemoRun, samples: int | None = None) -> sampling.LengthDraws:
+    """A NeMo RL row's response lengths (tokens; ``samples`` a step instead of the run's): capped
+    at the maximum sequence less the prompt, averaging the published mean generated length."""
+    cap = run.max_seq - NEMO_PROMPT
+    return draws(samples or run.prompts * run.per_prompt, capped_mean_input(run.mean, NEMO_CV, cap), NEMO_CV, cap)
+
+
 def nemo_times(run: NemoRun, hw: rl.Hardware, samples: int | None = None) -> rl.PhaseTimes:
     """A NeMo RL row's phase times on ``hw`` (``samples`` responses a step instead of the run's)."""
-    cap = run.max_seq - NEMO_PROMPT
-    n = samples or run.prompts * run.per_prompt
     sh = nemo_shape(run) if samples is None else dataclasses.replace(nemo_shape(run), samples=samples)
-    return times(sh, hw, draws(n, capped_mean_input(run.mean, NEMO_CV, cap), NEMO_CV, cap))
-
-
-def allreduce_latency_to_carry(run: NemoRun, hw: rl.Hardware) -> float:
-    """The one all-reduce latency (seconds, the same at any number of NVLink domains) that brings a
-    row whose rollout is tensor parallel across nodes to its band's lower end (bisection)."""
-    lo_s, hi_s, target = 0.0, 0.01, run.published * (1 - STEP_BAND)
-    for _ in range(30):
-        mid = (lo_s + hi_s) / 2.0
-        hw_mid = dataclasses.replace(hw, tp_allreduce_latency_s=mid, tp_allreduce_doubling_s=0.0)
-        lo_s, hi_s = (mid, hi_s) if float(nemo_times(run, hw_mid).total.mean()) < target else (lo_s, mid)
-    return (lo_s + hi_s) / 2.0
-
-
-def across_numbers(run: NemoRun, hw: rl.Hardware) -> tuple[str, str, str, str]:
-    """What a row across nodes' reason quotes (``ACROSS``): ms of all-reduce latency a decode step
-    (2 × layers × NCCL's latency at its nodes), seconds that latency adds to the step, simulated ÷
-    published, and µs an all-reduce would need to carry it (``allreduce_latency_to_carry``)."""
-    layers = run.policy.layers or 0
-    latency = network.small_allreduce_latency_s(run.gen_tp // hw.nvlink_gpus, hw.tp_allreduce_latency_s,
-                                                hw.tp_allreduce_doubling_s)
-    with_it = float(nemo_times(run, hw).total.mean())
-    without = float(nemo_times(run, dataclasses.replace(hw, tp_allreduce_latency_s=0.0,
-                                                        tp_allreduce_doubling_s=0.0)).total.mean())
-    return (f"{2 * layers * latency * 1e3:.1f}", f"{with_it - without:.0f}", f"{with_it / run.published:.2f}",
-            f"{allreduce_latency_to_carry(run, hw) * 1e6:.0f}")
+    return times(sh, hw, nemo_draws(run, samples))
 
 
 @functools.cache
@@ -303,24 +220,33 @@ def nemo_rows(hw: rl.Hardware, row) -> list:
     return out
 
 
+def verl_shape(gpus: int, **kw) -> rl.Shape:
+    """verl's 7B DAPO class on ``gpus`` H20: 512 prompts × 16, 16 optimizer steps, no reference
+    model (``kw``: further ``shape`` fields, e.g. ``rollout_gpus`` for the fully async run)."""
+    return shape(7.6, VERL_SAMPLES, VERL_PROMPT, gpus=gpus, minibatches=16, reference=False, **kw)
+
+
+def verl_draws() -> sampling.LengthDraws:
+    """verl's [A] response lengths (tokens), one set for every verl row."""
+    return draws(VERL_SAMPLES, VERL_MEAN, VERL_CV, VERL_CAP)
+
+
 def verl_rows(hw: rl.Hardware, row) -> list:
     """verl's 7B DAPO on H20: colocated sync on 128 and 32 GPUs, fully async 64:64, update scaling."""
-    d = draws(8192, VERL_MEAN, VERL_CV, VERL_CAP)
-    base: dict[str, Any] = {"minibatches": 16, "reference": False}
-    sync128 = times(shape(7.6, 8192, VERL_PROMPT, gpus=128, **base), hw, d)
-    sync32 = times(shape(7.6, 8192, VERL_PROMPT, gpus=32, **base), hw, d)
-    fa = times(shape(7.6, 8192, VERL_PROMPT, gpus=128, rollout_gpus=64, staleness=0.5, partial_rollout=True,
-                     recompute_logprobs=False, **base), hw, d)
+    d = verl_draws()
+    sync128 = times(verl_shape(128), hw, d)
+    sync32 = times(verl_shape(32), hw, d)
+    fa = times(verl_shape(128, rollout_gpus=64, staleness=0.5, partial_rollout=True, recompute_logprobs=False), hw, d)
     published = ("Qwen2.5-Math-7B DAPO, 512 prompts × 16, 16 optimizer steps (mini-batch 32), no reference "
                  f"model, max response {VERL_CAP:,.0f}")
     assumed = (f"prompts {VERL_PROMPT:.0f} tokens", f"lengths lognormal mean {VERL_MEAN:,.0f} cv {VERL_CV} capped at "
-               f"{VERL_CAP:,.0f}", default_layout(shape(7.6, 8192, VERL_PROMPT, gpus=32, **base), hw),
+               f"{VERL_CAP:,.0f}", default_layout(verl_shape(32), hw),
                "verifier reward 0.05 s a sample", "training at the class default MFU 0.35")
     rows = []
     for key, fig, where, pub, sim in (
         ("verl_sync_step", "colocated sync step (s)", "128 H20 colocated", 356.3, sync128.total.mean()),
         ("verl_gen_128", "generation per step (s)", "128 H20 colocated", 177.85, sync128.rollout.mean()),
-        ("verl_gen_32", "generation per step (s)", "32 H20 colocated", 357.41, sync32.rollout.mean()),
+        ("verl_gen_32", "generation per step (s)", "32 H20 colocated", VERL_GEN_32_S, sync32.rollout.mean()),
         ("verl_fully_async", "fully-async step (s)", "64 generating : 64 training, staleness 0.5, partial rollout, "
          "log-probs from the rollout engine (calculate_log_probs)", 150.63, fa.total.mean()),
         ("verl_async_speedup", "fully-async ÷ colocated sync speed-up", "128 H20", 356.3 / 150.63,

@@ -5,15 +5,17 @@ The bands are written out here from the published figures (not read back from
 
 import math
 
+import numpy as np
 import pytest
 from paths import ROOT
 
 from costsim.calibration import validation as v
 from costsim.calibration import validation_fit as vf
+from costsim.calibration import validation_gaps as gaps
 from costsim.calibration import validation_rows as vr
 from costsim.calibration import validation_v3 as v3
 from costsim.catalog.load import default_catalog
-from costsim.models import network
+from costsim.models import network, rl
 
 # key -> (low, high), from the published figure and the tolerance the issue sets.
 BANDS = {
@@ -143,7 +145,7 @@ def test_uncarried_rows_are_shown_not_hidden():
     assert shown and not shown & set(BANDS)
     doc = (ROOT / v.DOC).read_text(encoding="utf-8")
     for key in shown:  # each with its written reason
-        assert v3.NOT_CARRIED[key] and v3.NOT_CARRIED[key] in doc
+        assert gaps.NOT_CARRIED[key] and gaps.NOT_CARRIED[key] in doc
 
 
 def test_vllm_calibration_puts_the_catalog_pair_at_the_grid_best():
@@ -179,25 +181,103 @@ def test_the_reasons_quote_what_the_model_computes():
     cat = default_catalog()
     h100 = vr.gpu_hardware(cat.gpus["H100"], catalog=cat)
     runs = {r.key: r for r in v3.NEMO_RUNS}
-    for key in v3.ACROSS:  # latency a step, what it adds, the ratio, the latency that would carry the row
-        assert v3.ACROSS[key] == v3.across_numbers(runs[key], h100), key
-    for nodes, us in v3.NCCL_LATENCY_US.items():  # NCCL's tuning-model latency, as the catalog holds it
+    for key in gaps.ACROSS:  # latency a step, what it adds, the ratio, the latency that would carry the row
+        assert gaps.ACROSS[key] == gaps.across_numbers(runs[key], h100), key
+    for nodes, us in gaps.NCCL_LATENCY_US.items():  # NCCL's tuning-model latency, as the catalog holds it
         assert network.small_allreduce_latency_s(nodes, float(cat.rl["tp_allreduce_latency_s"]),
                                                  float(cat.rl["tp_allreduce_doubling_s"])) * 1e6 == pytest.approx(us)
     # DeepSeek-V3 off-policy: its carried refit and its generation.
     off = v3.nemo_times(runs["nemo_dsv3_off"], h100)
     refit = next(r for r in vr.rows(cat) if r.key == "sync_dsv3_nccl_packed").simulated
-    assert f"weight-sync row: {refit:.1f} s against 14.2" in v3.NOT_CARRIED["nemo_dsv3_off"]
-    assert f"generation of {off.rollout.mean():.0f} s too fast" in v3.NOT_CARRIED["nemo_dsv3_off"]
+    assert f"weight-sync row: {refit:.1f} s against 14.2" in gaps.NOT_CARRIED["nemo_dsv3_off"]
+    assert f"generation of {off.rollout.mean():.0f} s too fast" in gaps.NOT_CARRIED["nemo_dsv3_off"]
     # DeepSeek-V3 on-policy: its training at MFU 0.35.
     on = v3.nemo_times(runs["nemo_dsv3_on"], h100)
     train = (on.logprobs + on.scoring + on.update).mean()
-    assert f"update at MFU 0.35 take {train:.0f} s" in v3.NOT_CARRIED["nemo_dsv3_on"]
+    assert f"update at MFU 0.35 take {train:.0f} s" in gaps.NOT_CARRIED["nemo_dsv3_on"]
     # DAPO: one round of the trained batch, one of 1,536, and ten of 1,536 with the step's training.
     dapo = runs["nemo_dsv3_dapo"]
     one, wide = v3.nemo_times(dapo, h100), v3.nemo_times(dapo, h100, samples=1536)
     ten = 10 * wide.rollout.mean() + (one.total - one.rollout).mean()
-    text = v3.NOT_CARRIED["nemo_dsv3_dapo"]
+    text = gaps.NOT_CARRIED["nemo_dsv3_dapo"]
     assert f"(45 µs on 8 nodes) the model gives {one.total.mean():.0f} s for one round" in text
     assert f"{wide.total.mean():.0f} s for one round of 1,536" in text and f"(≈ {ten:.0f} s)" in text
     assert ten < dapo.published * 0.75  # "stay below the band"
+
+
+def test_the_verl_32_reason_quotes_the_model_against_a_hand_calculation():
+    # verl's generation on 32 H20: the reason quotes what verl_gen_32_figures gives, and that is the
+    # hand calculation below from the row's settings (512 prompts × 16 of a 7.6B, 200-token prompts,
+    # its length draws) and the catalog's H20.
+    cat = default_catalog()
+    h20 = vr.gpu_hardware(cat.gpus["H20"], catalog=cat)
+    fig = gaps.verl_gen_32_figures(h20)
+    assert gaps.VERL_GEN_32 == gaps.verl_gen_32_quoted(fig)
+    d = v3.draws(8192, 1100.0, 1.0, 28_672.0)
+    tokens = 512 * 16 * d.length_sum.mean() / 8192  # prompts × samples × mean length
+    per_gpu = tokens / (357.41 * 32)  # ÷ (published seconds × GPUs)
+    assert fig.tokens_s_gpu == pytest.approx(per_gpu)
+    assert fig.peak_share == pytest.approx(2 * 7.6e9 * per_gpu / (h20.bf16_dense_tflops * 1e12))  # of 148 TFLOP/s
+    # Memory roofline at TP1 and 8,192 ÷ 32 = 256 sequences a GPU: the weights (2 B × 7.6B) and the KV
+    # cache at the mean context (200 + Σ L² / (2 Σ L), at the model's default KV bytes a token for a
+    # 7.6B) read once a step at vLLM's η of the H20's 4 TB/s.
+    eta = float(cat.rl["hbm_efficiency"])
+    kv = 256 * (200 + d.length_sq_sum / (2 * d.length_sum)).mean() * rl.default_kv_bytes_per_token(7.6)
+    roofline = 256 / ((2 * 7.6e9 + kv) / (h20.hbm_tb_s * 1e12 * eta))
+    assert fig.roofline_share == pytest.approx(per_gpu / roofline) and fig.eta == eta
+    assert fig.batch == 256 and fig.kv_gb == pytest.approx(kv / 1e9)
+    room = h20.memory_gb * 1e9 * h20.kv_memory_fraction - 2 * 7.6e9  # the engine's share less the weights
+    assert fig.room_gb == pytest.approx(room / 1e9)
+    assert kv < room  # "fits the engine's memory, so no wave forms"
+    text = gaps.NOT_CARRIED["verl_gen_32"]
+    assert f"about {round(per_gpu, -1):.0f} tokens/s a GPU" in text and f"(≈ {kv / 1e9:.0f} GB at the mean" in text
+    assert f"{100 * per_gpu / roofline:.0f} % of its memory roofline at 256 sequences a GPU" in text
+
+
+def test_the_8b_off_policy_reason_quotes_the_model_against_a_hand_calculation():
+    # NeMo RL's Llama-3.1-8B one step off-policy (8 H100 training, pure data parallel) and the
+    # Qwen3-30B-A3B on-policy row its what-if moves: the reason quotes what the gaps functions give,
+    # and that is the hand calculation below from the rows' settings and the catalog's H100.
+    cat = default_catalog()
+    h100 = vr.gpu_hardware(cat.gpus["H100"], catalog=cat)
+    run, moe_run = v3.nemo_run("nemo_8b_off"), v3.nemo_run("nemo_30b_on")
+    assert gaps.NEMO_8B_OFF == gaps.nemo_8b_off_quoted(h100)
+    peak, nvlink = h100.bf16_dense_tflops * 1e12, h100.nvlink_busbw_gb_s * 1e9  # 989 TFLOP/s, 470 GB/s
+    assert h100.microbatch_tokens == 16_384
+    tokens = 64 * 32 * 130 + v3.nemo_draws(run).length_sum  # prompts × samples × (prompt + response)
+    assert gaps.nemo_tokens(run) == pytest.approx(tokens)
+    # log-probs and reference one forward each (2 P T), the update 6 P T: 10 × 8B × T on 8 GPUs at MFU 0.35
+    compute = 10 * 8e9 * tokens / (0.35 * peak * 8)
+    assert gaps.training_compute_s(run, h100) == pytest.approx(compute)
+    assert compute.mean() > 64.8  # more than the published step
+    t = v3.nemo_times(run, h100)
+    need = 10 * 8e9 * tokens.mean() / ((64.8 - t.sync.mean()) * peak * 8)  # training fits step less refit
+    assert gaps.mfu_to_fit(run, h100) == math.floor(100 * need) / 100
+    assert f"runs this 8B at {math.floor(100 * need) / 100:.2f} MFU or more" in gaps.NOT_CARRIED["nemo_8b_off"]
+    # FSDP over 8 ranks in one node: a gather of the 16 GB weights is 7/8 × 16 GB at NVLink's busbw,
+    # once each micro-batch of log-probs and of reference (⌈T / (8 × 16,384)⌉ of them) and three times
+    # each of the update's (4 steps × ⌈T / (4 × 8 × 16,384)⌉).
+    gather = 7 / 8 * 16e9 / nvlink
+    gathers = gather * (2 * np.ceil(tokens / (8 * 16_384)) + 3 * 4 * np.ceil(tokens / (4 * 8 * 16_384)))
+    assert gaps.fsdp_gathers_s(run, h100) == pytest.approx(gathers)
+    # Megatron's distributed optimizer instead: no gathers, one all-reduce of the gradients (2 × 7/8 ×
+    # 16 GB) each of the 4 optimizer steps; one step off-policy, max(generation, training) + refit.
+    train = t.logprobs + t.scoring + t.update - gathers + 4 * 2 * 7 / 8 * 16e9 / nvlink
+    step_8b = (np.maximum(t.rollout + t.overhead, train) + t.sync).mean()
+    assert gaps.megatron_step_s(run, h100) == pytest.approx(step_8b)
+    assert 64.8 * 0.75 <= step_8b <= 64.8 * 1.25  # "inside its band"
+    # Qwen3-30B-A3B on 32 H100 (4 nodes), TP1 EP8: 61 GB of weights over 32 ranks across nodes, a
+    # rank's busbw its node's 8 NICs of 47 GB/s (376, under NVLink's 470); colocated, so in series.
+    tokens_30b = 64 * 32 * 130 + v3.nemo_draws(moe_run).length_sum
+    busbw = min(8 * h100.nic_gb_s, h100.nvlink_busbw_gb_s) * 1e9
+    gather_30b = 31 / 32 * 61e9 / busbw
+    gathers_30b = gather_30b * (2 * np.ceil(tokens_30b / (32 * 16_384))
+                                + 3 * 4 * np.ceil(tokens_30b / (4 * 32 * 16_384)))
+    assert gaps.fsdp_gathers_s(moe_run, h100) == pytest.approx(gathers_30b)
+    step_30b = (v3.nemo_times(moe_run, h100).total - gathers_30b + 4 * 2 * 31 / 32 * 61e9 / busbw).mean()
+    assert gaps.megatron_step_s(moe_run, h100) == pytest.approx(step_30b)
+    assert step_30b < 198 * 0.75  # "under its band's 148.5"
+    text = gaps.NOT_CARRIED["nemo_8b_off"]
+    assert f"update of {tokens.mean() / 1e6:.2f}M tokens on the 8 training H100 take {compute.mean():.0f} s" in text
+    assert f"({gathers.mean():.0f} s)" in text and f"this row to ≈ {step_8b:.0f} s, inside its band" in text
+    assert f"to ≈ {step_30b:.0f} s, under its band's 148.5" in text
