@@ -63,26 +63,46 @@ class SharedDecider:
                 decide()
 
 
-class FleetRouter:
+class PartsRouter:
+    """What a router of jobs over several pools (a fleet's parts, a pool's node groups:
+    ``costsim.engine.groups``) shares: the pools decide in one ``DECIDE`` event per instant, in
+    part order (``SharedDecider``), and a job started on one pool is recorded as on that part and
+    dropped from the others' queues (``OwnedCluster.forget``). ``parts``: the pools in part order."""
+
+    def __init__(self, env: simpy.Environment, parts: Sequence[OwnedCluster], rec: Recorder):
+        self.parts, self.rec = list(parts), rec
+        shared = SharedDecider(env, [p.decide for p in self.parts])
+        for k, part in enumerate(self.parts):
+            part.decider = PartDecider(shared, k)  # type: ignore[assignment]
+            part.on_start = lambda i, k=k: self.started(i, k)
+
+    def started(self, i: int, k: int) -> None:
+        """Job i started on part k now: it stays there for good (a failure sends it back to that
+        part's queue, where its work and GPU-hours are)."""
+        self.rec.part[i] = k
+        for other, part in enumerate(self.parts):
+            if other != k:
+                part.forget(i)
+
+
+class FleetRouter(PartsRouter):
     """A fleet's arrivals (see the module): ``pools`` in order of preference, ``burst`` last.
     ``wait_h[i]``: hours job i waits for the pools (``hybrid_waits``); ``gpus[k][i]``: the GPUs job
-    i asks of pool k; ``bridge``: a pool not yet delivered takes no new job; ``parts[k]``: the
-    record's part number of pool k, ``burst_part`` the burst's."""
+    i asks of pool k; ``bridge``: a pool not yet delivered takes no new job. The record's part of a
+    job on pool k is k (the router's ``parts`` are the pools), on the burst ``burst_part``."""
 
     def __init__(self, env: simpy.Environment, pools: Sequence[OwnedCluster], burst: CloudPool,
                  wait_h: Sequence[float], bridge: bool, gpus: Sequence[Sequence[int]], rec: Recorder):
-        self.env, self.pools, self.burst = env, list(pools), burst
-        self.wait_h, self.bridge, self.gpus, self.rec = wait_h, bridge, gpus, rec
-        self.burst_part = len(self.pools)
-        shared = SharedDecider(env, [p.decide for p in self.pools])
-        for k, pool in enumerate(self.pools):
-            pool.decider = PartDecider(shared, k)  # type: ignore[assignment]
-            pool.on_start = lambda i, k=k: self._started(i, k)
+        super().__init__(env, pools, rec)
+        self.env, self.burst = env, burst
+        self.wait_h, self.bridge, self.gpus = wait_h, bridge, gpus
+        self.burst_part = len(self.parts)
+        for k, pool in enumerate(self.parts):
             pool.on_stranded = lambda i, k=k: self._stranded(i, k)
 
     def arrive(self, i: int) -> None:
         joined = False
-        for k, pool in enumerate(self.pools):
+        for k, pool in enumerate(self.parts):
             if (self.bridge and not pool.ready) or not pool.fits_ever(self.gpus[k][i]):
                 continue
             pool.arrive(i)
@@ -92,26 +112,20 @@ class FleetRouter:
             return
         At(self.env, self.wait_h[i], TIMER, lambda _e, i=i: self._waited(i))
 
-    def _started(self, i: int, k: int) -> None:
-        self.rec.part[i] = k
-        for other, pool in enumerate(self.pools):
-            if other != k:
-                pool.forget(i)
-
     def _stranded(self, i: int, k: int) -> None:
         """Job i can never fit pool k again (a lease took its nodes back) and left its queue: unless
         another pool still queues it, it bursts now. Started on pool k, it keeps the share of its
         planned run it had checkpointed there (a checkpoint moves with the job), in the burst's hours."""
-        if any(i in pool.waiting for pool in self.pools):
+        if any(i in pool.waiting for pool in self.parts):
             return
         if self.rec.start_h[i] == self.rec.start_h[i]:  # started on pool k: pos is in its hours
-            here, there = self.pools[k].progress.run_h[i], self.burst.progress.run_h[i]
+            here, there = self.parts[k].progress.run_h[i], self.burst.progress.run_h[i]
             self.rec.pos_h[i] = self.rec.pos_h[i] / here * there if here > 0 else 0.0
         self._burst(i)
 
     def _waited(self, i: int) -> None:
         # withdraw from every pool (a list, not any(): each queue must let it go)
-        if any([pool.withdraw(i) for pool in self.pools]):
+        if any([pool.withdraw(i) for pool in self.parts]):
             self._burst(i)
 
     def _burst(self, i: int) -> None:

@@ -26,33 +26,25 @@ from collections.abc import Sequence
 
 import simpy
 
-from costsim.engine.fleet import PartDecider, SharedDecider
+from costsim.engine.fleet import PartsRouter
 from costsim.engine.owned import OwnedCluster
 from costsim.engine.records import Recorder
 
 
-class GroupRouter:
+class GroupRouter(PartsRouter):
     """A pool of node groups' arrivals (see the module). ``groups``: one cluster per group, in
-    group order; ``gpus[k][i]``: GPUs job i asks of group k; ``may_use[k][i]``: whether job i may
-    run on group k (its GPU type). The record's ``part`` of a job is the group it started on."""
+    group order (the router's ``parts``); ``gpus[k][i]``: GPUs job i asks of group k;
+    ``may_use[k][i]``: whether job i may run on group k (its GPU type). The record's ``part`` of a
+    job is the group it started on."""
 
     def __init__(self, env: simpy.Environment, groups: Sequence[OwnedCluster], gpus: Sequence[Sequence[int]],
                  may_use: Sequence[Sequence[bool]], rec: Recorder):
-        self.groups, self.gpus, self.may_use, self.rec = list(groups), gpus, may_use, rec
-        shared = SharedDecider(env, [g.decide for g in self.groups])
-        for k, group in enumerate(self.groups):
-            group.decider = PartDecider(shared, k)  # type: ignore[assignment]
-            group.on_start = lambda i, k=k: self._started(i, k)
+        super().__init__(env, groups, rec)
+        self.gpus, self.may_use = gpus, may_use
 
     def arrive(self, i: int) -> None:
         """Queue job i at every group it may use and could ever hold. One that no group can hold is
         refused by the plan's checks before any run; here it would stay unstarted."""
-        for k, group in enumerate(self.groups):
+        for k, group in enumerate(self.parts):
             if self.may_use[k][i] and group.fits_ever(self.gpus[k][i]):
                 group.arrive(i)
-
-    def _started(self, i: int, k: int) -> None:
-        self.rec.part[i] = k
-        for other, group in enumerate(self.groups):
-            if other != k:
-                group.forget(i)
