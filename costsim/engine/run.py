@@ -122,14 +122,11 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
     fleet's first part only).
     ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.workload.rng``).
     ``max_events``: stop with ``EventLimitExceeded`` past this many events (``engine.bounded``).
-    A pool of node groups runs through ``run_groups``: ``work`` and ``burst_work`` are then the jobs
-    timed on each group in order, ``may_use`` which groups each job may run on (``run_groups``).
+    A pool of node groups: ``work`` and ``burst_work`` are the jobs timed on each group in order,
+    ``may_use`` which groups each job may run on (``run_groups``).
     """
-    if isinstance(plan, GroupedPlan):
-        later = [burst_work] if isinstance(burst_work, WorkPlan) else list(burst_work or ())
-        return run_groups(plan, [work, *later], horizon_h, may_use, rngs, max_events)
     try:
-        return _run(plan, work, horizon_h, burst_work, serving, rngs, max_events)
+        return _run(plan, work, horizon_h, burst_work, serving, rngs, max_events, may_use)
     finally:
         # The finished run (environment, pools, per-job state) is a web of reference cycles, so only
         # the cyclic collector frees it, perhaps much later; for a large run free it now, before the
@@ -139,18 +136,42 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
             gc.collect()
 
 
+def _groups(env: simpy.Environment, plan: GroupedPlan, works: Sequence[WorkPlan], rec: Recorder,
+            rngs: dict[str, np.random.Generator], horizon_h: float,
+            may_use: Sequence[np.ndarray] | None) -> tuple[list[OwnedCluster], GroupRouter]:
+    """A pool of node groups' clusters, one per group, and the router that places its jobs on them
+    (``run_groups``); sets the record's part of each job to the first group it would try."""
+    groups = plan.groups
+    assert len(works) == len(groups), "node groups need their jobs' run times on every group"
+    assert all(w.offload is None for w in works), "node groups do not offload rollouts"
+    jobs = works[0].jobs
+    streams = [rngs["failures"], *(group_failures(rngs, g.name, k) for k, g in enumerate(groups) if k)]
+    clusters = [_owned(env, g, w, _progress(w, rec), rec, None, rng, horizon_h)
+                for g, w, rng in zip(groups, works, streams, strict=True)]
+    allowed = [np.asarray(m, dtype=bool) for m in may_use] if may_use is not None else \
+        plan.may_use([None] * len(jobs))
+    g = integers(jobs.gpus)
+    router = GroupRouter(env, clusters, [g] * len(groups), [integers(m.astype(np.int64)) for m in allowed], rec)
+    rec.part = array("b", plan.first_group(jobs.gpus, allowed).astype(np.int8).tobytes())
+    return clusters, router
+
+
 def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Sequence[WorkPlan] | None,
-         serving: RangeMax | None,
-         rngs: dict[str, np.random.Generator] | None, max_events: int | None) -> UsageRecord:
+         serving: RangeMax | None, rngs: dict[str, np.random.Generator] | None, max_events: int | None,
+         may_use: Sequence[np.ndarray] | None) -> UsageRecord:
     env = simpy.Environment()
     jobs = work.jobs
     rec = Recorder(len(jobs))
     rngs = rngs or {name: np.random.default_rng(0) for name in ("failures", "preemptions", "provisioning")}
     g = integers(jobs.gpus)  # per-job columns the event loop reads: typed arrays, not lists of boxed numbers
+    works = [work, *((burst_work,) if isinstance(burst_work, WorkPlan) else (burst_work or ()))]
     cluster = None
     clusters: list[OwnedCluster] = []
-    if isinstance(plan, FleetPlan):
-        works = [work, *((burst_work,) if isinstance(burst_work, WorkPlan) else (burst_work or ()))]
+    if isinstance(plan, GroupedPlan):  # serving is not run on node groups
+        clusters, router = _groups(env, plan, works, rec, rngs, horizon_h, may_use)
+        arrive = router.arrive
+        cluster = clusters[0]
+    elif isinstance(plan, FleetPlan):
         assert len(works) == len(plan.pool_parts) + 1, "a fleet needs its jobs' run times on every part"
         # Serving and the failures' stream are the first part's (its home); later pools serve nothing.
         clusters = [_owned(env, part, w, _progress(w, rec), rec, serving if k == 0 else None,
@@ -162,7 +183,6 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Se
         arrive = FleetRouter(env, clusters, burst, waits, plan.bridge_until_ready, asked, rec).arrive
         cluster = clusters[0]
     elif plan.is_pool:
-        assert not isinstance(plan, GroupedPlan)  # run by run_groups
         cluster = _owned(env, plan, work, _progress(work, rec), rec, serving, rngs["failures"], horizon_h)
         arrive = cluster.arrive
     else:
@@ -183,7 +203,8 @@ def _run(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPlan | Se
 def run_groups(plan: GroupedPlan, works: Sequence[WorkPlan], horizon_h: float,
                may_use: Sequence[np.ndarray] | None = None, rngs: dict[str, np.random.Generator] | None = None,
                max_events: int | None = None) -> UsageRecord:
-    """Simulate an owned pool of node groups over ``[0, horizon_h)`` (``costsim.engine.groups``).
+    """Simulate an owned pool of node groups over ``[0, horizon_h)`` (``costsim.engine.groups``):
+    ``run_option`` with the groups' work plans in a list.
 
     ``works[k]``: the same jobs (sorted by submit time) timed on group k's GPU type
     (``workload.plan.plan_work`` on ``plan.groups[k]``), so a job runs as long as its group makes it;
@@ -195,31 +216,4 @@ def run_groups(plan: GroupedPlan, works: Sequence[WorkPlan], horizon_h: float,
     on: its run there is its planned run);
     its capacity changes are told apart by group (``capacity_part``) when there are several. Serving
     and rollout offload are not run on node groups."""
-    groups = plan.groups
-    assert len(works) == len(groups), "node groups need their jobs' run times on every group"
-    assert all(w.offload is None for w in works), "node groups do not offload rollouts"
-    try:
-        env = simpy.Environment()
-        jobs = works[0].jobs
-        rec = Recorder(len(jobs))
-        rngs = rngs or {name: np.random.default_rng(0) for name in ("failures", "preemptions", "provisioning")}
-        streams = [rngs["failures"], *(group_failures(rngs, g.name, k) for k, g in enumerate(groups) if k)]
-        clusters = [_owned(env, g, w, _progress(w, rec), rec, None, rng, horizon_h)
-                    for g, w, rng in zip(groups, works, streams, strict=True)]
-        allowed = [np.asarray(m, dtype=bool) for m in may_use] if may_use is not None else \
-            plan.may_use([None] * len(jobs))
-        g = integers(jobs.gpus)
-        router = GroupRouter(env, clusters, [g] * len(groups), [integers(m.astype(np.int64)) for m in allowed], rec)
-        rec.part = array("b", plan.first_group(jobs.gpus, allowed).astype(np.int8).tobytes())
-        ArrivalFeed(env, doubles(jobs.submit_h), router.arrive)
-        run_bounded(env, horizon_h, max_events)
-        cap_t, cap_g = clusters[0].capacity_t, clusters[0].capacity_gpus
-        cap_part = None
-        if len(clusters) > 1:
-            cap_t = [t for c in clusters for t in c.capacity_t]
-            cap_g = [n for c in clusters for n in c.capacity_gpus]
-            cap_part = [k for k, c in enumerate(clusters) for _ in c.capacity_t]
-        return rec.freeze(plan.name, plan.kind, cap_t, cap_g, events_scheduled(env), cap_part)
-    finally:
-        if len(works[0].jobs) >= COLLECT_ABOVE_JOBS:
-            gc.collect()
+    return run_option(plan, works[0], horizon_h, works[1:], rngs=rngs, max_events=max_events, may_use=may_use)
