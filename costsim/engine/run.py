@@ -123,7 +123,7 @@ def run_option(plan: Plan, work: WorkPlan, horizon_h: float, burst_work: WorkPla
     ``rngs``: the option's ``failures``, ``preemptions`` and ``provisioning`` streams (``costsim.workload.rng``).
     ``max_events``: stop with ``EventLimitExceeded`` past this many events (``engine.bounded``).
     A pool of node groups: ``work`` and ``burst_work`` are the jobs timed on each group in order,
-    ``may_use`` which groups each job may run on (``run_groups``).
+    ``may_use`` which groups each job may run on and could be held by (``run_groups``).
     """
     try:
         return _run(plan, work, horizon_h, burst_work, serving, rngs, max_events, may_use)
@@ -149,10 +149,10 @@ def _groups(env: simpy.Environment, plan: GroupedPlan, works: Sequence[WorkPlan]
     clusters = [_owned(env, g, w, _progress(w, rec), rec, None, rng, horizon_h)
                 for g, w, rng in zip(groups, works, streams, strict=True)]
     allowed = [np.asarray(m, dtype=bool) for m in may_use] if may_use is not None else \
-        plan.may_use([None] * len(jobs))
+        plan.placeable(jobs.gpus, [None] * len(jobs))
     g = integers(jobs.gpus)
     router = GroupRouter(env, clusters, [g] * len(groups), [integers(m.astype(np.int64)) for m in allowed], rec)
-    rec.part = array("b", plan.first_group(jobs.gpus, allowed).astype(np.int8).tobytes())
+    rec.part = array("b", plan.first_group(allowed).astype(np.int8).tobytes())
     return clusters, router
 
 
@@ -208,8 +208,9 @@ def run_groups(plan: GroupedPlan, works: Sequence[WorkPlan], horizon_h: float,
 
     ``works[k]``: the same jobs (sorted by submit time) timed on group k's GPU type
     (``workload.plan.plan_work`` on ``plan.groups[k]``), so a job runs as long as its group makes it;
-    ``may_use[k][i]``: whether job i may run on group k (its GPU type, its model: the workload's
-    ``group_access``; None or omitted: every job on every group that can hold it). ``rngs``: as ``run_option``'s;
+    ``may_use[k][i]``: whether job i may run on group k (its GPU type, its model) and group k could
+    ever hold it: the workload's ``group_access`` or the plan's ``placeable`` (None or omitted:
+    every job on every group that can hold it). ``rngs``: as ``run_option``'s;
     group 0's node failures are drawn from ``failures`` (so one group is the plain cluster), each
     later group's from its own stream (``group_failures``). The record's ``part`` is each job's group:
     where it started, or, never started, the first it may use and could hold (the one it is timed

@@ -123,21 +123,28 @@ class GroupedPlan(OwnedFacts):
         asked = np.asarray(gpus, dtype=np.int64)
         return [g.held_gpus(asked) <= g.gpus for g in self.groups]
 
+    def placeable(self, gpus: np.ndarray, wanted: Sequence[str | None]) -> list[np.ndarray]:
+        """Per group, per job of ``gpus`` GPUs asking for ``wanted`` (None: any): whether the job may
+        run on the group (``may_use``) and the group could ever hold it (``can_hold``)."""
+        return [allowed & holds for allowed, holds in zip(self.may_use(wanted), self.can_hold(gpus), strict=True)]
+
     def fits(self, gpus: np.ndarray, wanted: Sequence[str | None]) -> np.ndarray:
         """Per job of ``gpus`` GPUs asking for ``wanted`` (None: any): whether some group it may use
         could ever hold it. A job for which this is false would never start: the plan's checks
         refuse it before any run."""
         ok = np.zeros(len(gpus), dtype=bool)
-        for allowed, holds in zip(self.may_use(wanted), self.can_hold(gpus), strict=True):
-            ok |= allowed & holds
+        for placed in self.placeable(gpus, wanted):
+            ok |= placed
         return ok
 
-    def first_group(self, gpus: np.ndarray, allowed: Sequence[np.ndarray]) -> np.ndarray:
-        """Per job of ``gpus`` GPUs, the first group (index) it is ``allowed`` on (per group, per job)
-        that could ever hold it: where a job that never starts is timed, the group it would try
-        first. 0 for a job no group takes (the plan's checks refuse it before any run)."""
-        ok = np.array([a & h for a, h in zip(allowed, self.can_hold(gpus), strict=True)], dtype=bool)
-        return np.where(ok.any(axis=0), ok.argmax(axis=0), 0) if len(gpus) else np.zeros(0, dtype=np.int64)
+    @staticmethod
+    def first_group(placeable: Sequence[np.ndarray]) -> np.ndarray:
+        """Per job, the first group (index) that it may use and that could ever hold it
+        (``placeable``: per group, per job, as ``placeable`` or ``workload.plan.group_access`` give):
+        where a job that never starts is timed, the group it would try first. 0 for a job no group
+        takes (the plan's checks refuse it before any run)."""
+        ok = np.array(placeable, dtype=bool)
+        return np.where(ok.any(axis=0), ok.argmax(axis=0), 0) if ok.shape[1] else np.zeros(0, dtype=np.int64)
 
 
 def group_label(option: str, groups: Sequence[NodeGroup], k: int) -> str:

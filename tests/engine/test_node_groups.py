@@ -41,7 +41,7 @@ def pool(sc, *groups: tuple[str, int, int], **changes) -> GroupedPlan:
 def run(sc, plan: GroupedPlan, wanted=None, rngs=None):
     jobs = generate(sc, 0)
     works = [plan_work(sc, jobs, g.unpriced()) for g in plan.groups]
-    may_use = plan.may_use(wanted) if wanted is not None else None
+    may_use = plan.placeable(jobs.gpus, wanted) if wanted is not None else None
     return run_groups(plan, works, sc.horizon_h, may_use, rngs), works
 
 
