@@ -23,7 +23,7 @@ import numpy as np
 
 from costsim.catalog.load import GPUSpec
 from costsim.plan.options import JobLimit, OwnedFacts, OwnedPlan
-from costsim.plan.tranches import TranchePlan
+from costsim.plan.tranches import InService, TranchePlan
 from costsim.scenario.node_groups import MAX_NODE_GROUPS, NodeGroup
 
 MAX_GROUPS = MAX_NODE_GROUPS  # the schema's limit: a job's group is recorded as its part (int8)
@@ -78,6 +78,11 @@ class GroupedPlan(OwnedFacts):
         order (``OwnedPlan.purchases`` of a cluster bought at once)."""
         return (TranchePlan(gpus=self.gpus, nodes=self.nodes, order_h=0.0, delivery_h=self.delivery_h,
                             capex_usd=self.capex_usd),)
+
+    @property
+    def in_service(self) -> InService:
+        """GPUs in service over time: every group's from the one delivery on (``purchases``)."""
+        return InService.of([t.span for t in self.purchases])
 
     def unpriced(self) -> GroupedPlan:
         """Every group unpriced (``OwnedPlan.unpriced``)."""

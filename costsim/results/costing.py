@@ -23,11 +23,10 @@ from costsim.models import economics as eco
 from costsim.models import trend
 from costsim.models.intervals import binned, hours_in_bins
 from costsim.plan.economics import EconomicsValues
-from costsim.plan.fleet import Plan
+from costsim.plan.fleet import Plan, node_group_pool
 from costsim.plan.fleet import pools as plan_pools
 from costsim.plan.options import CloudPlan, OwnedPlan, nodes_needed
 from costsim.plan.tranches import InService, residual_frac
-from costsim.results.groups import pool_wide_costs
 from costsim.units import HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from costsim.workload.jobs import JobTable
 
@@ -163,6 +162,7 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
     if by_part:
         out = {}
     pools = parts(plan, rec)
+    grouped = node_group_pool(plan)  # its groups price their hardware, the pool its staff and setup
     for k, (part, sub) in enumerate(pools):
         served, rented = serving[k] if serving else (None, None)
         own, commitment, rental = part.owned, part.reservation, part.rental  # one of them: what the pool is
@@ -171,7 +171,7 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
             items = {"rollout": cloud_costs(rental, sub, horizon_h, edges)["cloud"]}
         elif own is not None:
             extra = per_bin(served, horizon_h, edges) if served is not None else None
-            items = owned_costs(own, econ, sub, jobs.gpus, horizon_h, edges, extra)
+            items = owned_costs(own, econ, sub, jobs.gpus, horizon_h, edges, extra, staffed=grouped is None)
         elif commitment is not None:
             items = reserved_costs(commitment, horizon_h, edges)
         else:
@@ -182,7 +182,11 @@ def option_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, jobs: JobT
         for item, v in items.items():
             key = f"{item}:{part.name}" if by_part else item
             out[key] = out.get(key, 0.0) + v
-    return out | pool_wide_costs(plan, econ, horizon_h, edges)  # a pool of node groups: staff and setup once
+    if grouped is not None:
+        # Once for the whole pool (``costsim.results.groups``): per group, whole engineers' rounding
+        # and minimum would be paid again, and setup once per group.
+        out |= {"staff": staff_costs(grouped.in_service, econ, horizon_h, edges), "setup": setup_costs(econ, edges)}
+    return out
 
 
 def owned_costs(
@@ -193,6 +197,8 @@ def owned_costs(
     horizon_h: float,
     edges: np.ndarray,
     serving_gpu_h: np.ndarray | None = None,
+    *,
+    staffed: bool = True,
 ) -> dict[str, np.ndarray]:
     """Owned line items (USD) per bin, each tranche from its delivery (to its return to the lessor,
     a lease ending within the horizon): facility, maintenance and energy at idle accrue per hour
@@ -201,7 +207,8 @@ def owned_costs(
     the capital once), or for a leased tranche its monthly payment over its term, the payments
     due after the horizon owed at its end (``commitment_owed``, in the last bin,
     ``TranchePlan.lease_owed_usd``); energy also per busy GPU-hour (RL jobs and, given per bin,
-    serving); setup at the start."""
+    serving); setup at the start. ``staffed`` False: no staff nor setup (a node group's: its pool
+    pays them once, ``option_costs``)."""
     job, s, e, k = held_intervals(rec, horizon_h)
     # Busy GPUs: the job's own, within what it holds (an offloaded job uses only its training GPUs here).
     busy_gpu_h = binned(s, e, np.minimum(job_gpus[job], rec.alloc_held[k]).astype(float), edges)
@@ -210,7 +217,8 @@ def owned_costs(
     residual = residual_frac(plan.resale_curve, econ)
     purchases = plan.purchases
     lines = {item: np.zeros(len(edges) - 1)
-             for item in ("capital", "energy", "facility", "maintenance", "staff", "commitment_owed")}
+             for item in ("capital", "energy", "facility", "maintenance", "staff", "commitment_owed")
+             if staffed or item != "staff"}
     for n, t in enumerate(purchases):
         delivered = min(t.delivery_h, horizon_h)
         service_h = hours_in_bins(delivered, min(t.returned_h, horizon_h), edges)  # a lease's nodes go back
@@ -230,18 +238,30 @@ def owned_costs(
         lines["energy"] += eco.energy_cost_usd(kwh, econ.pue, econ.electricity_usd_per_kwh)
         lines["facility"] += eco.facility_cost_usd(t.nodes, plan.node_max_kw, econ.colo_usd_per_kw_month, service_h)
         lines["maintenance"] += eco.maintenance_cost_usd(t.capex_usd, econ.maintenance_frac_per_year, service_h)
-    # Staff for the GPUs in service, from each delivery or return to the next (engineers are whole).
-    steps = plan.in_service
+    if not staffed:
+        return lines
+    lines["staff"] = staff_costs(plan.in_service, econ, horizon_h, edges)
+    return {**lines, "setup": setup_costs(econ, edges)}
+
+
+def staff_costs(steps: InService, econ: EconomicsValues, horizon_h: float, edges: np.ndarray) -> np.ndarray:
+    """Staff (USD) per bin of ``edges`` (hours) for the GPUs in service (``steps``), from each
+    delivery or return to the next, cut at ``horizon_h``: whole engineers for the GPUs then."""
+    out = np.zeros(len(edges) - 1)
     for i in range(1, len(steps.times)):  # the first step, from -inf, is before any delivery
         start = min(steps.times[i], horizon_h)
         until = min(steps.times[i + 1], horizon_h) if i + 1 < len(steps.times) else horizon_h
-        lines["staff"] += eco.staff_cost_usd(steps.gpus[i], econ.gpus_per_fte, econ.staff_usd_per_fte_year,
-                                             hours_in_bins(start, max(until, start), edges),
-                                             min_fte=econ.staff_min_fte)
+        out += eco.staff_cost_usd(steps.gpus[i], econ.gpus_per_fte, econ.staff_usd_per_fte_year,
+                                  hours_in_bins(start, max(until, start), edges), min_fte=econ.staff_min_fte)
+    return out
+
+
+def setup_costs(econ: EconomicsValues, edges: np.ndarray) -> np.ndarray:
+    """Setup (USD) per bin of ``edges``: paid once, at the start (the first bin)."""
     setup = np.zeros(len(edges) - 1)
     if len(setup):
         setup[0] = econ.setup_usd
-    return {**lines, "setup": setup}
+    return setup
 
 
 def cloud_bills(plan: CloudPlan, rec: UsageRecord, horizon_h: float) -> tuple[np.ndarray, np.ndarray]:

@@ -4,10 +4,10 @@ Each group is priced as the owned cluster it is, on the usage it carried (``cost
 record's part is a job's group): its capital from its own capex (each GPU type at its catalog
 price), its energy from its own nodes' idle and peak draw and the busy GPU-hours on it, its
 facility from its nodes' peak draw and its maintenance from its capex (``PER_GROUP``). What belongs
-to the pool as a whole is counted once (``pool_wide_costs``): staff for all its GPUs (whole
-engineers: per group, the rounding and the minimum would be paid again) and the one-time setup. A
-job's share of them is its group's share of the pool's GPUs (``group_items``). Also what a job
-would hold on the pool (``would_hold``): on the group it is timed on.
+to the pool as a whole is counted once (``POOL_WIDE``, by ``costing.option_costs``): staff for all
+its GPUs (whole engineers: per group, the rounding and the minimum would be paid again) and the
+one-time setup. A job's share of them is its group's share of the pool's GPUs (``group_items``).
+Also what a job would hold on the pool (``would_hold``): on the group it is timed on.
 """
 
 from __future__ import annotations
@@ -15,30 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from costsim.engine.run import UsageRecord
-from costsim.models import economics as eco
-from costsim.models.intervals import hours_in_bins
-from costsim.plan.economics import EconomicsValues
 from costsim.plan.fleet import Plan, node_group_pool
 from costsim.plan.options import CloudPlan, OwnedPlan
 
 PER_GROUP = ("capital", "energy", "facility", "maintenance")  # line items each group pays for itself
 POOL_WIDE = ("staff", "setup")  # line items the pool pays once
-
-
-def pool_wide_costs(plan: Plan, econ: EconomicsValues, horizon_h: float, edges: np.ndarray) -> dict[str, np.ndarray]:
-    """``POOL_WIDE`` line items (USD) per bin of ``edges`` (hours) of a pool of node groups bought at
-    once: staff for the pool's GPUs from its delivery (one lead time for every group), setup once,
-    in the first bin; {} for any other option (its pools price their own)."""
-    pool = node_group_pool(plan)
-    if pool is None:
-        return {}
-    delivered = min(pool.delivery_h, horizon_h)
-    setup = np.zeros(len(edges) - 1)
-    if len(setup):
-        setup[0] = econ.setup_usd
-    return {"staff": eco.staff_cost_usd(pool.gpus, econ.gpus_per_fte, econ.staff_usd_per_fte_year,
-                                        hours_in_bins(delivered, horizon_h, edges), min_fte=econ.staff_min_fte),
-            "setup": setup}
 
 
 def group_items(plan: Plan, part: OwnedPlan | CloudPlan, items: dict[str, float],
