@@ -21,6 +21,7 @@ Definitions (also in the README):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -236,7 +237,8 @@ class OptionTables:
 
 
 def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan,
-                   demand: np.ndarray | None, rent_usd_per_gpu_hour: float, finishable: np.ndarray) -> OptionTables:
+                   demand: np.ndarray | None, rent_usd_per_gpu_hour: float, finishable: np.ndarray, *,
+                   access: list[np.ndarray] | None) -> OptionTables:
     jobs = work.jobs
     H = scenario.horizon_h
     serving = serving_use(plan, rec, demand, H)
@@ -374,7 +376,7 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     serving_window_h = backlog.gpu_hours_within(hourly, pool_served, plan.delivery_h, H)
     summary.update(backlog.keep_up_measures(plan, rec, H, jobs.submit_h, started, completed, work.run_h, held,
                                             serving_window_h, _work_gpus(work, held),
-                                            group_access(scenario, jobs, plan)))
+                                            access))
     summary["unfinished_rent_usd"] = summary["work_unfinished_gpu_hours"] * rent_usd_per_gpu_hour
     summary["serving_unmet_rent_usd"] = summary["serving_unmet_gpu_hours"] * rent_usd_per_gpu_hour
     rollout = rec.alloc_part[k] >= ROLLOUT  # rented rollout instances beside the holds at home
@@ -386,8 +388,13 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
 
 
 def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValues, records: list[UsageRecord],
-          work: list[WorkPlan], demand: np.ndarray | None = None) -> Results:
-    """All tables for all options, in option order. ``demand``: serving GPUs per hour, if any."""
+          work: list[WorkPlan], demand: np.ndarray | None = None, *,
+          access: Sequence[list[np.ndarray] | None] | None = None) -> Results:
+    """All tables for all options, in option order. ``demand``: serving GPUs per hour, if any.
+    ``access``: per option, the node groups each job may use (``workload.plan.group_access``), as
+    the runs were given them; None: worked out here."""
+    if access is None:
+        access = [group_access(scenario, w.jobs, p) for p, w in zip(plans, work, strict=True)]
     if demand is not None:
         demand = demand[: len(bin_edges(scenario.horizon_h, 1.0)) - 1]
     # A job is held against an option only if it could finish somewhere: the same jobs, in the same
@@ -395,8 +402,8 @@ def build(scenario: Scenario, seed: int, plans: list[Plan], econ: EconomicsValue
     fastest = np.min([w.run_h + _startup_h(p, r, w) for p, r, w in zip(plans, records, work, strict=True)], axis=0)
     can_finish = backlog.finishable(work[0].jobs.submit_h, fastest, scenario.horizon_h)
     tables = [_option_tables(scenario, p, econ, r, w, demand, backlog.cheapest_rent_usd_per_gpu_hour(plans, p, scenario.horizon_h),
-                             can_finish)
-              for p, r, w in zip(plans, records, work, strict=True)]
+                             can_finish, access=a)
+              for p, r, w, a in zip(plans, records, work, access, strict=True)]
     refs = to_target.references(scenario, plans, work)  # per scaling class: its curve's compute per job
     summary = pd.DataFrame([t.summary for t in tables], columns=SUMMARY_COLUMNS)
     cash = pd.concat([t.cashflow for t in tables], ignore_index=True)

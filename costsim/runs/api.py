@@ -162,6 +162,7 @@ def simulate(
     ceiling = None if max_events is None else budget.ENGINE_MARGIN * max_events
     records: list[engine.UsageRecord] = []
     work: list[WorkPlan] = []
+    accesses: list = []  # per option, the node groups each job may use: the tables read them too
     for k, (plan, parts) in enumerate(zip(plans, works, strict=True)):
         if on_option is not None:
             on_option(plan.name, k, len(plans))
@@ -176,6 +177,7 @@ def simulate(
         run_key = (jobs_key, unpriced_key(plan), serving, left)  # the work, horizon and seed are in jobs_key
         # A pool of node groups: the groups each job may use (its GPU type, its model), from the same.
         access = group_access(scenario, jobs, plan)
+        accesses.append(access)
 
         def run_it(plan=bare, parts=parts, rngs=rngs, left=left, access=access):
             return engine.run_option(plan, parts[0], scenario.horizon_h, parts[1:] if len(parts) > 1 else None,
@@ -197,4 +199,4 @@ def simulate(
         records.append(rec)
     if on_option is not None:
         on_option("tables", len(plans), len(plans))
-    return results.build(scenario, seed, plans, econ, records, work, demand)
+    return results.build(scenario, seed, plans, econ, records, work, demand, access=accesses)
