@@ -88,12 +88,18 @@ def _edit_targets(data: dict[str, Any], scenario: Scenario, service: dict[str, f
                                             if m in SERVICE and v is not None)]
 
 
+def has_size_knobs(opt: facts.OptionLike) -> bool:
+    """Whether the option has the owned knobs (GPUs, capex per GPU, lead time): an owned option
+    sized by its ``gpus``, not a pool of node groups (sized and priced group by group)."""
+    return facts.is_owned(opt) and not facts.has_node_groups(opt)
+
+
 def current_knobs(scenario: Scenario) -> Knobs:
     """The knobs at the scenario's effective values (the catalog's where it leaves a field null)."""
     plans = resolve(scenario)
     owned_plans = facts.owned_plans(plans)
     econ = economics_values(scenario)
-    owned = [o for o in facts.owned_options(scenario) if not facts.has_node_groups(o)]  # sized by their groups
+    owned = [o for o in facts.owned_options(scenario) if has_size_knobs(o)]
     return Knobs(
         owned_gpus={o.name: o.gpus for o in owned},
         cloud_price={name: float(plan.price_per_gpu_hour) for name, plan in facts.cloud_plans(plans).items()},
@@ -147,7 +153,7 @@ def apply_knobs(scenario: Scenario, knobs: Knobs, source: str = "dashboard") -> 
     data = copy.deepcopy(before)
     for opt in data["options"]:
         name = opt["name"]
-        if facts.is_owned(opt) and not facts.has_node_groups(opt):
+        if has_size_knobs(opt):
             gpus = knobs.owned_gpus.get(name)
             if _changed(gpus, was.owned_gpus[name]):
                 opt["gpus"] = int(gpus)
@@ -192,7 +198,7 @@ def knob_paths(scenario: Scenario) -> dict[tuple, str]:
     paths: dict[tuple, str] = {("horizon_days",): "horizon", ("seed",): "seed",
                                ("workload", "arrival_scale"): "scale"}
     for i, opt in enumerate(scenario.options):
-        if facts.is_owned(opt) and not facts.has_node_groups(opt):
+        if has_size_knobs(opt):
             paths[("options", i, "gpus")] = f"gpus:{opt.name}"
             paths[("options", i, "capex_usd_per_gpu")] = f"capex:{opt.name}"
             paths[("options", i, "lead_time_days")] = f"lead:{opt.name}"
