@@ -27,12 +27,14 @@ model-based one:
 4. The answer is ``optimize``'s (``optimize.answer``: the cheapest qualifying configuration, its
    means and 95 % t-intervals, everything evaluated, the cost-vs-delay frontier, what limits it),
    with the runner-up plans (the next cheapest configurations that meet and differ from the
-   answer and each other by more than a rounding: ``runner_ups``) and the trials in the order run.
+   answer and each other by more than a rounding: ``costsim.decisions.runner_ups``) and the
+   trials in the order run.
 
 The batch size, not the number of workers, fixes what the sampler sees, so the answer and every
 table are the same from every executor; the run budget (``max_runs``) bounds the search's
 simulations (a batch it cannot cover runs in part and the search stops); the growth check's runs
-(at most ``len(GROWTH_FACTORS)`` × (1 + ``RUNNER_UPS``) configurations × replications) come on top.
+(at most ``len(GROWTH_FACTORS)`` × (1 + ``runner_ups.RUNNER_UPS``) configurations ×
+replications) come on top.
 """
 
 from __future__ import annotations
@@ -43,10 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from costsim.decisions.optimize import Optimum, answer, option_uses, whole_flag
+from costsim.decisions.runner_ups import runner_ups
 from costsim.decisions.search import Point, Search, key, point
 from costsim.decisions.space import Dimension, parse_space
 from costsim.decisions.targets import shortfall
@@ -56,8 +58,6 @@ from costsim.runs.executors import executor_settings, open_executor
 from costsim.runs.sweepfile import MAX_REPLICATIONS
 from costsim.scenario import Problem, Scenario, ScenarioError
 
-RUNNER_UPS = 3
-NEAR_SHARE = 0.05  # two plans whose every value is within this share of each other are one plan
 FIRST_STEP = 8  # the refinement's first step: an eighth of a field's levels
 GROWTH_FACTORS = (0.5, 1.5)  # the scenario's workload growth scaled by these, for the answer and runner-ups
 
@@ -254,43 +254,6 @@ def _refine(runner: _Runner, dims: list[Dimension], uses: dict[str, list[int]]) 
         steps = {i: s // 2 for i, s in steps.items() if s > 1}
 
 
-def _number(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating) and math.isfinite(v)
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float | np.floating) and math.isnan(v))
-
-
-def near(a: Any, b: Any) -> bool:
-    """Whether two values of a varied field make the same plan: numbers within ``NEAR_SHARE`` of the
-    larger (256 and 264 GPUs, day 180 and day 181; not 12 and 13 GPUs, nor a 4 h and a 4.5 h wait),
-    anything else equal."""
-    if _number(a) and _number(b):
-        return abs(float(a) - float(b)) <= NEAR_SHARE * max(abs(float(a)), abs(float(b)))
-    if _missing(a) and _missing(b):  # a field the option leaves unset reads NaN in both: the same plan
-        return True
-    return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)  # yes/no is no number
-
-
-def runner_ups(table: pd.DataFrame, uses: dict[str, list[int]], paths: list[str]) -> pd.DataFrame:
-    """The next cheapest configurations that meet after the answer, one per option and plan: each,
-    cheapest first, kept unless an option's kept configuration (the answer first) has every field the
-    option uses (``paths``, the varied paths in order) ``near`` its own, so a runner-up is never the
-    answer, or an earlier runner-up, again with a tiny difference (``table``: ``Search.table``)."""
-    ok = table[table["meets"]].sort_values("fair_total_usd", kind="stable")
-    kept: list[tuple[str, list[Any]]] = []
-    distinct = []
-    for o, (_, r) in zip(ok["_option"], ok.iterrows(), strict=True):
-        mine = [r[paths[i]] for i in uses[o]]
-        same = any(o == k and all(near(a, b) for a, b in zip(mine, theirs, strict=True)) for k, theirs in kept)
-        distinct.append(not same)
-        if not same:
-            kept.append((o, mine))
-    ups = ok[np.asarray(distinct, dtype=bool)].iloc[1:1 + RUNNER_UPS].rename(columns={"_option": "base_option"})
-    return ups.reset_index(drop=True)
-
-
 def scaled_growth(base: Scenario, factor: float) -> Scenario | None:
     """``base`` with every class's ``growth_per_year`` times ``factor``; None when none grows."""
     data = base.model_dump(mode="json")
@@ -402,5 +365,4 @@ def _needs_optuna() -> None:
                                                          "'costsim[plan]' (make installs it)")]) from None
 
 
-__all__ = ["FIRST_STEP", "around", "next_round", "GROWTH_FACTORS", "NEAR_SHARE", "RUNNER_UPS", "CapacityPlan", "capacity_plan", "near",
-           "runner_ups", "scaled_growth"]
+__all__ = ["FIRST_STEP", "around", "next_round", "GROWTH_FACTORS", "CapacityPlan", "capacity_plan", "scaled_growth"]

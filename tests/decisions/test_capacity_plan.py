@@ -14,15 +14,8 @@ from typer.testing import CliRunner
 
 import costsim
 from costsim.cli.commands import app
-from costsim.decisions.capacity_plan import (
-    RUNNER_UPS,
-    around,
-    capacity_plan,
-    near,
-    next_round,
-    runner_ups,
-    scaled_growth,
-)
+from costsim.decisions.capacity_plan import around, capacity_plan, next_round, scaled_growth
+from costsim.decisions.runner_ups import RUNNER_UPS, near, runner_ups
 from costsim.decisions.space import parse_space
 from costsim.present.capacity_plan import step, steps
 from costsim.scenario import ScenarioError, dump_scenario
