@@ -9,7 +9,8 @@ Definitions (also in the README):
   cloud: rented GPUs, so 1 by construction: you pay only for what you hold).
 - ``cost_usd`` per job: cloud, the bill of its allocation; owned or reserved, its GPU-hours × the
   pool's cost within the horizon per held GPU-hour (idle capacity included). Σ job costs +
-  ``serving_cost_usd`` + ``cost_commitment_owed_usd`` = ``total_cost_usd`` (``_job_costs``).
+  ``serving_cost_usd`` + ``cost_commitment_owed_usd`` = ``total_cost_usd``
+  (``costsim.results.job_costs``).
 - ``cost_per_iteration_usd``: RL jobs' cost ÷ RL iterations done; ``cost_per_completed_job_usd``:
   all jobs' cost ÷ completed jobs; neither includes serving or the commitment owed, which (like
   trace jobs, ``trace_jobs_cost_usd``) have their own columns.
@@ -22,7 +23,7 @@ Definitions (also in the README):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,18 +39,16 @@ from costsim.results import backlog, finance, to_target
 from costsim.results.advice import checkpoint_advice
 from costsim.results.contract import COST_COLUMNS, JOB_COLUMNS, PHASE_COLUMNS, SUMMARY_COLUMNS, Results
 from costsim.results.costing import (
-    Serving,
     bin_edges,
     capacity,
-    cloud_bills,
     held_gpus,
     held_intervals,
     option_costs,
     parts,
-    serving_rent_usd,
     serving_use,
 )
-from costsim.results.groups import group_items, would_hold
+from costsim.results.groups import would_hold
+from costsim.results.job_costs import job_costs
 from costsim.scenario import Scenario
 from costsim.units import HOURS_PER_MONTH
 from costsim.workload.plan import PHASES, WorkPlan, group_access
@@ -118,59 +117,6 @@ def _phases(scenario: Scenario, plan: Plan, work: WorkPlan, jobs_df: pd.DataFram
             "cost_per_iteration_usd": float(cost[idx].sum() / done[idx].sum()) if done[idx].sum() else np.nan,
         })
     return pd.DataFrame(rows, columns=PHASE_COLUMNS)
-
-
-def _job_costs(plan: Plan, econ: EconomicsValues, rec: UsageRecord, work: WorkPlan, horizon_h: float,
-               serving: Serving, totals: dict[str, float], gpu_hours: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """Each job's cost, serving's cost and the idle cost (USD).
-
-    Rented capacity (on-demand, spot, a hybrid's burst): a job costs its bills, serving its rent. A
-    pool (owned, reserved, a hybrid's base): its cost within the horizon — the commitment owed
-    beyond it left out, as it buys capacity after the horizon — is shared by the GPU-hours held on
-    it (jobs and serving), idle capacity included. A hybrid's base on which nothing was held (every
-    job burst) is shared the same way by what the hybrid held on its burst. Idle cost is the share
-    of a pool's cost that its unheld capacity accounts for (all of it if nothing was held), already
-    inside those shares. So Σ job costs + serving cost + commitment owed = total whenever the option
-    held anything; an option that held nothing leaves its cost unshared (all idle).
-    """
-    jobs = work.jobs
-    n = len(jobs)
-    whole = np.array([0.0, horizon_h])
-    hour = np.diff(bin_edges(horizon_h, 1.0))
-    job_cost = np.zeros(n)
-    idle_cost = serving_cost = unheld = 0.0
-    pools = parts(plan, rec)
-    for k, (part, sub) in enumerate(pools):
-        part_serving = [serving[k]] if serving else None
-        if (rental := part.rental) is not None:  # rented per use
-            bill_job, bill = cloud_bills(rental, sub, horizon_h)
-            job_cost += np.bincount(bill_job, weights=bill, minlength=n)
-            if part_serving:
-                serving_cost += float(serving_rent_usd(rental, part_serving[0][1], horizon_h, whole)[0])
-            continue
-        part = replace(part, rollout=None)  # the pool alone: its rollout pool is a part of its own here
-        items = totals if len(pools) == 1 else group_items(plan, part, {
-            item: float(v.sum()) for item, v in option_costs(part, econ, sub, jobs, horizon_h, whole, part_serving).items()},
-            totals)
-        pool_total = sum(items.values()) - items["commitment_owed"]
-        on_part = ~np.isnan(sub.start_h)
-        pool_serving = float((part_serving[0][0] * hour).sum()) if part_serving else 0.0
-        pj, ps, pe, pk = held_intervals(sub, horizon_h)  # GPU-hours held on this pool (not on rollout pools)
-        part_gpu_hours = np.bincount(pj, weights=(pe - ps) * sub.alloc_held[pk], minlength=n)
-        pool_used = part_gpu_hours[on_part].sum() + pool_serving
-        if pool_used > 0:
-            job_cost[on_part] = part_gpu_hours[on_part] * (pool_total / pool_used)
-            serving_cost += pool_serving * pool_total / pool_used
-        else:
-            unheld += pool_total
-        pool_capacity = float(capacity(part, sub, horizon_h, whole)[0].sum())
-        idle_cost += pool_total * (1.0 - pool_used / pool_capacity) if pool_capacity > 0 else pool_total
-    served_h = sum(float((sv * hour).sum()) for sv, _ in serving) if serving else 0.0
-    held_h = float(gpu_hours.sum()) + served_h
-    if unheld > 0 and held_h > 0:  # only a hybrid's unused base can get here with something held
-        job_cost += gpu_hours * (unheld / held_h)
-        serving_cost += served_h * unheld / held_h
-    return job_cost, serving_cost, idle_cost
 
 
 def _lost_samples(work: WorkPlan, done: np.ndarray) -> float:
@@ -297,7 +243,8 @@ def _option_tables(scenario: Scenario, plan: Plan, econ: EconomicsValues, rec: U
     serving_h = float((served * width).sum())
     used = float(gpu_hours.sum()) + serving_h
     capacity_h = float(cap.sum())
-    job_cost, serving_cost, idle_cost = _job_costs(plan, econ, rec, work, H, serving, totals, gpu_hours)
+    job_cost, serving_cost, idle_cost = job_costs(plan, econ, rec, work, H, serving=serving, totals=totals,
+                                                  gpu_hours=gpu_hours)
     owed = totals["commitment_owed"]  # buys capacity after the horizon: in the total, in no job's cost
     rl = jobs.class_index >= 0  # RL jobs; trace jobs have their own cost column
     jobs_df = pd.DataFrame({
