@@ -148,8 +148,9 @@ def _groups(env: simpy.Environment, plan: GroupedPlan, works: Sequence[WorkPlan]
     streams = [rngs["failures"], *(group_failures(rngs, g.name, k) for k, g in enumerate(groups) if k)]
     clusters = [_owned(env, g, w, _progress(w, rec), rec, None, rng, horizon_h)
                 for g, w, rng in zip(groups, works, streams, strict=True)]
+    # Without ``may_use``: the type each job asks for (its class's model is not checked here).
     allowed = [np.asarray(m, dtype=bool) for m in may_use] if may_use is not None else \
-        plan.placeable(jobs.gpus, [None] * len(jobs))
+        plan.placeable(jobs.gpus, jobs.gpu_type)
     g = integers(jobs.gpus)
     router = GroupRouter(env, clusters, [g] * len(groups), [integers(m.astype(np.int64)) for m in allowed], rec)
     rec.part = array("b", plan.first_group(allowed).astype(np.int8).tobytes())

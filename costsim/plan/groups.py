@@ -25,6 +25,7 @@ from costsim.catalog.load import GPUSpec
 from costsim.plan.options import JobLimit, OwnedFacts, OwnedPlan
 from costsim.plan.tranches import InService, TranchePlan
 from costsim.scenario.node_groups import MAX_NODE_GROUPS, NodeGroup
+from costsim.scenario.trace import ANY_GPU, gpu_type_code
 
 MAX_GROUPS = MAX_NODE_GROUPS  # the schema's limit: a job's group is recorded as its part (int8)
 
@@ -116,11 +117,12 @@ class GroupedPlan(OwnedFacts):
         """The most GPUs one job can ever get: the largest group (a job never spans groups)."""
         return JobLimit(max(g.gpus for g in self.groups), "node_groups")
 
-    def may_use(self, wanted: Sequence[str | None]) -> list[np.ndarray]:
-        """Per group, per job: whether a job asking for GPU type ``wanted[i]`` (None: any) may run
-        on it (its type is the one asked) — not whether it fits (``fits``)."""
-        wanted_arr = np.asarray([w if w is not None else "" for w in wanted], dtype=object)
-        return [(wanted_arr == "") | (wanted_arr == g.gpu.name) for g in self.groups]
+    def may_use(self, wanted: np.ndarray) -> list[np.ndarray]:
+        """Per group, per job: whether a job asking for GPU type code ``wanted[i]`` (``JobTable.gpu_type``:
+        an index into ``trace.GPU_TYPES``; ``ANY_GPU``: any) may run on it (its type is the one asked)
+        — not whether it fits (``fits``). Codes are compared as they are stored, one byte a job."""
+        codes = np.asarray(wanted)
+        return [(codes == ANY_GPU) | (codes == gpu_type_code(g.gpu.name)) for g in self.groups]
 
     def can_hold(self, gpus: np.ndarray) -> list[np.ndarray]:
         """Per group, per job of ``gpus`` GPUs: whether the group could ever hold it (whole nodes
@@ -128,13 +130,13 @@ class GroupedPlan(OwnedFacts):
         asked = np.asarray(gpus, dtype=np.int64)
         return [g.held_gpus(asked) <= g.gpus for g in self.groups]
 
-    def placeable(self, gpus: np.ndarray, wanted: Sequence[str | None]) -> list[np.ndarray]:
-        """Per group, per job of ``gpus`` GPUs asking for ``wanted`` (None: any): whether the job may
+    def placeable(self, gpus: np.ndarray, wanted: np.ndarray) -> list[np.ndarray]:
+        """Per group, per job of ``gpus`` GPUs asking for GPU type code ``wanted``: whether the job may
         run on the group (``may_use``) and the group could ever hold it (``can_hold``)."""
         return [allowed & holds for allowed, holds in zip(self.may_use(wanted), self.can_hold(gpus), strict=True)]
 
-    def fits(self, gpus: np.ndarray, wanted: Sequence[str | None]) -> np.ndarray:
-        """Per job of ``gpus`` GPUs asking for ``wanted`` (None: any): whether some group it may use
+    def fits(self, gpus: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        """Per job of ``gpus`` GPUs asking for GPU type code ``wanted``: whether some group it may use
         could ever hold it. A job for which this is false would never start: the plan's checks
         refuse it before any run."""
         ok = np.zeros(len(gpus), dtype=bool)

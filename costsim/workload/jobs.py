@@ -44,7 +44,7 @@ from costsim.models import trend
 from costsim.models.sampling import LengthDraws, length_draws, lognormal
 from costsim.scenario import Problem, Scenario, TraceTable, read_trace
 from costsim.scenario.classes import RLClass, Spread
-from costsim.scenario.trace import ANY_GPU, GPU_TYPES, any_gpu, gpu_type_code
+from costsim.scenario.trace import any_gpu, gpu_type_code
 from costsim.units import HOURS_PER_DAY
 from costsim.workload.arrivals import ITERATION_BLOCK, in_blocks, iteration_rows, layer_draws, layered_arrivals, per_job
 from costsim.workload.jobclass import job_class_jobs
@@ -307,14 +307,3 @@ def _why_reserved(job_id: str, class_names: list[str]) -> str:
                     "rename it in the trace, or rename the class")
     return (f"{job_id!r} ends like the ids of the copies arrival_scale > 1 makes (<id>{COPY_MARK}<k>): "
             f"rename it in the trace")
-
-
-def wanted_gpu_types(scenario: Scenario, jobs: JobTable) -> list[str | None] | None:
-    """Per job, the GPU type it asks for (None: any): an RL or job class's ``gpu_type``, a trace
-    row's ``gpu_type`` cell; None when no job asks for one. One list item per job, each a shared
-    string or None."""
-    codes = jobs.gpu_type
-    if not len(codes) or (codes == ANY_GPU).all():
-        return None
-    names: list[str | None] = [*GPU_TYPES, None]  # code -1 (ANY_GPU) is the last item
-    return [names[c] for c in codes.tolist()]

@@ -21,7 +21,7 @@ from costsim.plan.options import CloudPlan, OwnedPlan
 from costsim.scenario import Problem, Scenario, ScenarioError
 from costsim.scenario.classes import RLClass
 from costsim.units import SECONDS_PER_HOUR
-from costsim.workload.jobs import JobTable, wanted_gpu_types
+from costsim.workload.jobs import JobTable
 
 PHASES = ("rollout", "logprobs", "scoring", "update", "sync", "overhead", "total", "straggler")
 
@@ -271,13 +271,13 @@ def _offloaded(cls: RLClass, home: rl.Hardware, pool: _Pool, len_sum, len_max, l
 
 def group_access(scenario: Scenario, jobs: JobTable, plan: Plan) -> list[np.ndarray] | None:
     """Per node group of ``plan``, per job: whether the job may run there — the GPU type its class
-    asks for (``wanted_gpu_types``), an RL job only on groups whose GPUs hold its model
+    asks for (``JobTable.gpu_type``), an RL job only on groups whose GPUs hold its model
     (``plan.class_pools.usable_pools``) — and the group could ever hold it. None for an option
     that is not a pool of node groups."""
     pool = node_group_pool(plan)
     if pool is None:
         return None
-    allowed = pool.may_use(wanted_gpu_types(scenario, jobs) or [None] * len(jobs))
+    allowed = pool.may_use(jobs.gpu_type)
     for k, cls in enumerate(scenario.workload.classes):
         usable = {g.name for g in usable_pools(pool, cls.gpu_type, cls)}
         of_class = jobs.class_index == k

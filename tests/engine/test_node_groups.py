@@ -25,6 +25,7 @@ from costsim.plan.groups import GroupedPlan, NodeGroup
 from costsim.plan.hardware import hardware, shape
 from costsim.plan.resolve import default_capex_per_gpu, economics_values, node_groups, resolve
 from costsim.runs.api import scenario_from_data
+from costsim.scenario.trace import gpu_type_code
 from costsim.units import SECONDS_PER_HOUR
 from costsim.workload.jobs import generate
 from costsim.workload.plan import plan_work
@@ -38,10 +39,15 @@ def pool(sc, *groups: tuple[str, int, int], **changes) -> GroupedPlan:
     return node_groups(opt, tuple(NodeGroup(gpu_type=t, nodes=n, gpus_per_node=g) for t, n, g in groups), sc)
 
 
+def codes(wanted: list[str | None]) -> np.ndarray:
+    """GPU type names (None: any) as the job table's one-byte codes."""
+    return np.array([gpu_type_code(w) for w in wanted], dtype=np.int8)
+
+
 def run(sc, plan: GroupedPlan, wanted=None, rngs=None):
     jobs = generate(sc, 0)
     works = [plan_work(sc, jobs, g.unpriced()) for g in plan.groups]
-    may_use = plan.placeable(jobs.gpus, wanted) if wanted is not None else None
+    may_use = plan.placeable(jobs.gpus, codes(wanted)) if wanted is not None else None
     return run_groups(plan, works, sc.horizon_h, may_use, rngs), works
 
 
@@ -77,7 +83,7 @@ def test_a_job_asking_a_type_no_group_has_never_starts_and_fits_says_so(tmp_path
     plan = pool(sc, ("H100", 1, 8), ("A100", 1, 8))
     wanted = ["B200", None, "A100"]
     # 16 GPUs: no group holds them (a job never spans groups), though the pool has 16.
-    assert plan.fits(np.array([8, 16, 4]), wanted).tolist() == [False, False, True]
+    assert plan.fits(np.array([8, 16, 4]), codes(wanted)).tolist() == [False, False, True]
     rec, _ = run(sc, plan, wanted=wanted)
     assert np.isnan(rec.start_h[:2]).all() and rec.start_h[2] == 0.0 and rec.part[2] == 1
 
