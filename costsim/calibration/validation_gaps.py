@@ -249,8 +249,9 @@ def megatron_step_s(run: v3.NemoRun, hw: rl.Hardware) -> float:
 
 def mfu_to_fit(run: v3.NemoRun, hw: rl.Hardware) -> float:
     """The least MFU at which a one-step off-policy NeMo RL row's training compute
-    (``training_compute_s``) fits its published step less the model's refit, rounded down to the
-    hundredth: a bound, since the step is at least training + refit."""
+    (``training_compute_s``) fits its published step less the model's refit, floored to the
+    hundredth (a lower bound, quoted as "or more": at the floored value itself it does not quite
+    fit), since the step is at least training + refit."""
     need = v3.nemo_shape(run).mfu * float(training_compute_s(run, hw).mean())
     need /= run.published - float(v3.nemo_times(run, hw).sync.mean())
     return math.floor(need * 100.0) / 100.0

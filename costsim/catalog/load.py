@@ -117,10 +117,9 @@ def load_catalog(path: Path | str | None = None) -> Catalog:
     # and the same values (tests/catalog/test_catalog_parser.py); text a user types stays pure.
     yaml = YAML(typ="safe")
     if path is None:
-        text = resources.files("costsim.catalog").joinpath("catalog.yaml").read_text(encoding="utf-8")
+        raw = yaml.load(resources.files("costsim.catalog").joinpath("catalog.yaml").read_text(encoding="utf-8"))
     else:
-        text = Path(path).read_text(encoding="utf-8")
-    raw = yaml.load(text)
+        raw = yaml.load(Path(path))  # read from the path, so a syntax error names the file and line
     entries: list[Entry] = []
     data = _leaves(raw, "", entries)
     gpus = {}

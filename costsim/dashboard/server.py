@@ -38,8 +38,10 @@ def start_workers() -> bool:
     first screen's runs on disk (``pool.first_screen_kept``): the first screen then simulates
     nothing, and ``app.py`` starts the spares once it is drawn (``top_up_spares``). When the
     server's first page opens a link (``?s=``), the spares are plain ones: that session shows the
-    link's scenario, not the replications the primed spares would run. Whether they were started
-    now."""
+    link's scenario, not the replications the primed spares would run — unless ``make app``'s
+    launcher (``costsim.dashboard.launch``) started primed spares already, before any page: a link
+    session then ends those still warming and starts its runs on fresh workers. Whether they were
+    started now (or, after the launcher, topped up)."""
     if first_screen_kept():
         server_pool(primed=False)  # its runs are on disk: the spares, when they start, are plain
         return False

@@ -66,7 +66,7 @@ GROWTH_FACTORS = (0.5, 1.5)  # the scenario's workload growth scaled by these, f
 class CapacityPlan:
     """What ``capacity_plan`` returns: ``optimum`` (the answer, as ``optimize`` gives it: values,
     option, means, intervals, everything evaluated, frontier, shortfall), ``runner_ups`` (up to
-    ``RUNNER_UPS`` rows of ``optimum.evaluated``: the next cheapest configurations that meet, one per
+    ``runner_ups.RUNNER_UPS`` rows of ``optimum.evaluated``: the next cheapest configurations that meet, one per
     option and plan, ``runner_ups``; ``base_option``: the scenario's option it is, as
 ``uses`` names them), ``uses`` (per option of the scenario, the varied paths that can change its
 runs), ``growth`` (one row per growth factor in ``GROWTH_FACTORS`` and configuration — the answer,

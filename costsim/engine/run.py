@@ -211,7 +211,8 @@ def run_groups(plan: GroupedPlan, works: Sequence[WorkPlan], horizon_h: float,
     (``workload.plan.plan_work`` on ``plan.groups[k]``), so a job runs as long as its group makes it;
     ``may_use[k][i]``: whether job i may run on group k (its GPU type, its model) and group k could
     ever hold it: the workload's ``group_access`` or the plan's ``placeable`` (None or omitted:
-    every job on every group that can hold it). ``rngs``: as ``run_option``'s;
+    every group of the GPU type the job asks for, ``JobTable.gpu_type``, that can hold it; its
+    class's model is not checked then). ``rngs``: as ``run_option``'s;
     group 0's node failures are drawn from ``failures`` (so one group is the plain cluster), each
     later group's from its own stream (``group_failures``). The record's ``part`` is each job's group:
     where it started, or, never started, the first it may use and could hold (the one it is timed

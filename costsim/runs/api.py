@@ -155,6 +155,7 @@ def simulate(
         return cached(memo, "works", key, lambda: plan_work(scenario, jobs, part.unpriced(), shared=timed))
 
     works = [tuple(work_of(part) for part in pools(plan)) for plan in plans]  # a hybrid: base, burst
+    timed.clear()  # the work plans hold copies: the phase times would only hold memory through the runs
     budget.refuse_above(budget.estimate_events(scenario, plans, len(jobs), len(jobs.length_sum), works),
                         max_events, source)
     table = RangeMax(demand) if demand is not None else None

@@ -42,6 +42,7 @@ from typing import IO, Any
 from costsim.errors import CostsimError, ExecutorError
 
 CHILD_MODULE = "costsim.runs.isolated_child"  # what a worker runs (``python -m``): its side of the protocol
+PARENT_ENV = "COSTSIM_WORKER_PARENT"  # the worker's parent's pid, set by ``Worker`` for the worker
 WARMED = "warmed"  # the message a worker sends once its warm-up has run, before any reply
 STEP_S = 0.02  # how often ``run_calls`` looks for messages, seconds
 CLOSE_WAIT_S = 5.0  # how long a worker told to finish (EOF) may take before it is killed, seconds
@@ -179,8 +180,9 @@ class Worker:
     def __init__(self, *, own_group: bool = False, warm: str | None = None, warm_arg: str | None = None) -> None:
         command = [sys.executable, "-m", CHILD_MODULE, *(["--warm", warm] if warm else []),
                    *([warm_arg] if warm and warm_arg is not None else [])]
+        # Its parent's pid: the worker ends when that process goes (isolated_child.end_with_parent).
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         start_new_session=own_group)
+                                         start_new_session=own_group, env={**os.environ, PARENT_ENV: str(os.getpid())})
         self.own_group = own_group
         self.memory_bytes: int | None = None
         self.runs = 0

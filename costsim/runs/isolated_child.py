@@ -15,12 +15,14 @@ import os
 import pickle
 import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import IO, Any, TypeVar
 
 from costsim.errors import CostsimError
-from costsim.runs.isolated import CHILD_MODULE, WARMED, Call, read_frame, write_frame
+from costsim.runs.isolated import CHILD_MODULE, PARENT_ENV, WARMED, Call, read_frame, write_frame
 
 T = TypeVar("T")
 
@@ -101,12 +103,33 @@ def _send_reply(out: IO[bytes], reply: tuple[Any, ...]) -> None:
             write_frame(out, ("failed", type(exc).__name__, traceback.format_exc()))
 
 
+PARENT_CHECK_S = 0.25  # how often a worker looks whether its parent is still there, seconds
+
+
+def end_with_parent(parent: int) -> None:
+    """End this worker at once when process ``parent`` is no longer its parent (the server or
+    command that started it has gone, however: a SIGTERM or SIGKILL runs none of its clean-up),
+    looked at every ``PARENT_CHECK_S`` on a daemon thread. A closed stdin alone would end the
+    worker only after the call or warm-up it is in: a replication of seconds nobody will read.
+    (Not ``PR_SET_PDEATHSIG``: Linux sends it when the *thread* that started the worker ends, and
+    a server starts workers from threads that end long before it does.)"""
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_CHECK_S)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="costsim-parent-watch", daemon=True).start()
+
+
 def serve(argv: Sequence[str] = ()) -> None:
     """The body of a worker (``python -m costsim.runs.isolated [--warm TARGET [ARG]]``): run the
     warm-up target if one is named, given ARG (None without; its errors ignored: only a warm-up),
     then serve calls read from stdin
     until it closes (the parent is done with this worker, or gone), each reply written to the
     original stdout; stdout itself goes to stderr from here on."""
+    end_with_parent(int(os.environ.get(PARENT_ENV) or os.getppid()))
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a library prints goes to stderr, not into the replies
     child = Child(out)

@@ -21,6 +21,7 @@ import pytest
 from costsim.errors import ArgumentError, CostsimError, Problem
 from costsim.runs.isolated import (
     CHILD_MODULE,
+    PARENT_ENV,
     Call,
     ReplyTooLarge,
     Worker,
@@ -271,7 +272,8 @@ def test_workers_run_the_installed_package_with_no_path_of_ours(monkeypatch):
     Worker().close()
     ((args, kwargs),) = started
     assert args[0] == [sys.executable, "-m", CHILD_MODULE] == [sys.executable, "-m", "costsim.runs.isolated_child"]
-    assert kwargs.get("env") is None  # the server's environment as it is: no PYTHONPATH built for it
+    # The server's environment as it is (no PYTHONPATH built for it), and only its pid added.
+    assert kwargs["env"] == {**os.environ, PARENT_ENV: str(os.getpid())}
 
 
 # ------------------------------------------------------------------ the pool
@@ -306,3 +308,30 @@ def test_the_pool_keeps_warm_workers_within_its_capacity():
             pool.acquire(3, capacity=2)
     finally:
         pool.close()
+
+
+def long_warm_up(seconds: str | None, child) -> None:
+    """A warm-up (given its argument as text) that takes ``seconds``."""
+    time.sleep(float(seconds or 60))
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_a_worker_ends_with_its_parent_even_in_the_middle_of_a_warm_up(how):
+    """Its parent gone without clean-up (killed, or a SIGTERM whose default ends a process at
+    once), a worker in a minute-long warm-up ends within a second or two, not when the warm-up
+    would have ended and it found its stdin closed."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import time; from costsim.runs.isolated import Worker\n"
+         f"w = Worker(warm='{ME}:long_warm_up', warm_arg='60'); print(w.pid, flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(parent.stdout.readline())
+        time.sleep(1.0)
+        assert not gone(pid)
+    finally:
+        parent.send_signal(how)
+        parent.wait(10)
+    deadline = time.monotonic() + 10
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(pid) and time.monotonic() < deadline - 7  # within about 3 s, not a minute
