@@ -15,7 +15,7 @@ from costsim.calibration import validation_gaps as gaps
 from costsim.calibration import validation_rows as vr
 from costsim.calibration import validation_v3 as v3
 from costsim.catalog.load import default_catalog
-from costsim.models import network, rl
+from costsim.models import network
 
 # key -> (low, high), from the published figure and the tolerance the issue sets.
 BANDS = {
