@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from costsim.plots.layout import finish, literal, option_line
+from costsim.plots.layout import finish, literal, new_figure, option_line
 from costsim.plots.styles import option_styles
 from costsim.units import HOURS_PER_MONTH
 
@@ -60,7 +60,7 @@ def cumulative_cost_band(results_list: Sequence, level: float = 0.95) -> go.Figu
     table = cost_band_table(results_list, level)
     styles = option_styles(results_list[0])
     n_runs = int(table["n"].max())
-    fig = go.Figure()
+    fig = new_figure()
     options = [o for o in styles if o in set(table["option"])]
     for k, option in enumerate(options):
         g = table[table["option"] == option]

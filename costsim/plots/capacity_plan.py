@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from costsim.plan.facts import bought_plans
 from costsim.plan.resolve import resolve
-from costsim.plots.layout import LAYOUT, finish, legend_entries, literal, option_line, title_layout
+from costsim.plots.layout import finish, legend_entries, literal, new_figure, option_line, styled, title_layout
 from costsim.plots.styles import BLACK, category_styles, option_styles
 from costsim.results.finance import cash_paid
 from costsim.units import HOURS_PER_DAY
@@ -62,8 +62,8 @@ def capacity_vs_demand(results) -> go.Figure:
     styles = option_styles(results)
     buys = purchases(results)
     options = [o for o in styles if o in set(daily["option"])]
-    fig = make_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.05,
-                        subplot_titles=[literal(o) for o in options])
+    fig = styled(make_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.05,
+                                subplot_titles=[literal(o) for o in options]))
     looks = category_styles([f"tranche {k}" for k in sorted(set(buys["tranche"]))] or ["tranche 1"])
     shown: set[str] = set()
     for r, option in enumerate(options, start=1):
@@ -92,7 +92,6 @@ def capacity_vs_demand(results) -> go.Figure:
     fig.update_yaxes(title_text="GPUs (daily mean)")
     fig.update_xaxes(title_text="day of the horizon", row=len(options), col=1)
     title = "Capacity against demand (held + queued GPUs), daily mean; shaded: an owned option's tranches"
-    fig.update_layout(**LAYOUT)
     fig.update_layout(**title_layout(title, legend_entries(fig)), height=int(160 + 190 * len(options)))
     return fig
 
@@ -103,7 +102,7 @@ def tranche_timeline(results) -> go.Figure:
     horizon's end (a tranche delivered after it never runs)."""
     buys = purchases(results)
     looks = category_styles(PAYMENTS.values())
-    fig = go.Figure()
+    fig = new_figure()
     labels = [f"{literal(b.option)} · {b.tranche}" for b in buys.itertuples()]
     for payment, words in PAYMENTS.items():
         mine = buys["payment"] == payment
@@ -134,7 +133,7 @@ def monthly_cash(results) -> go.Figure:
     cf = results.cashflow.assign(paid=cash_paid, month_number=results.cashflow["month"] + 1)
     styles = option_styles(results)
     present = [o for o in styles if o in set(cf["option"])]
-    fig = go.Figure()
+    fig = new_figure()
     for k, option in enumerate(present):
         g = cf[cf["option"] == option]
         option_line(fig, styles[option], option, g["month_number"], g["paid"], k, len(present),
@@ -155,7 +154,7 @@ def plan_progress(plan) -> go.Figure:
     total (filled: meets every target; open grey: the closest option there misses), the sampler's
     trials as circles and the refinement's as diamonds, and the running best of those that meet."""
     trials = plan.trials
-    fig = go.Figure()
+    fig = new_figure()
     for stage, symbol in (("search", "circle"), ("refinement", "diamond")):
         for meets, name in ((True, "meets"), (False, "misses a target")):
             t = trials[(trials["stage"] == stage) & (trials["meets"].astype(bool) == meets)]

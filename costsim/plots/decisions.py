@@ -6,12 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from costsim.plots.layout import LAYOUT, literal
+from costsim.plots.layout import literal, new_figure
 from costsim.plots.styles import BLUE, ORANGE, SKY_BLUE, VERMILLION
 from costsim.present.formats import plain
-
-_LAYOUT = LAYOUT
-
 
 CLOSE = 0.01  # values spread less than this share of their magnitude are drawn on an axis this wide around their mean
 
@@ -57,7 +54,7 @@ def pareto_figure(frontier: pd.DataFrame, y: str = "queue_delay_p95_h") -> go.Fi
     hover = [c for c in ("option", "variant") if c in frontier] + [c for c in frontier.columns if "." in str(c)]
     on = frontier[frontier["on_frontier"]]
     off = frontier[~frontier["on_frontier"]]
-    fig = go.Figure()
+    fig = new_figure()
 
     def points(rows: pd.DataFrame, **kw) -> None:
         text = ["<br>".join([*(literal(f"{c}: {r[c]}") for c in hover), f"cost: ${r[cost]:,.0f}"])
@@ -75,8 +72,7 @@ def pareto_figure(frontier: pd.DataFrame, y: str = "queue_delay_p95_h") -> go.Fi
     # difference under one iteration a day looks like a cliff.
     if (span := steady_range(frontier[y])) is not None:
         fig.update_yaxes(range=span)
-    fig.update_layout(**_LAYOUT,
-                      title=f"Pareto frontier: {x_title.split(' (')[0]} vs {words} ({better} is better)",
+    fig.update_layout(title=f"Pareto frontier: {x_title.split(' (')[0]} vs {words} ({better} is better)",
                       xaxis_title=x_title, yaxis_title=y_title, xaxis_tickprefix="$", xaxis_tickformat=",.3s")
     return fig
 
@@ -103,7 +99,7 @@ def tornado_figure(table: pd.DataFrame) -> go.Figure:
     labels = [literal(f"{'⚑ flips: ' if r.flips else ''}{r.input} ({at(r.low, r.unit)} … {at(r.high, r.unit)})")
               for r in ran.itertuples()]
     base = float(table["base_difference_usd"].iloc[0]) if len(table) else 0.0
-    fig = go.Figure()
+    fig = new_figure()
     # Okabe–Ito: light / dark blue for an input's low / high end, orange / vermillion (and a hatch,
     # so not by colour alone) where the input flips the verdict.
     colours = {("low", False): SKY_BLUE, ("high", False): BLUE, ("low", True): ORANGE, ("high", True): VERMILLION}
@@ -127,7 +123,7 @@ def tornado_figure(table: pd.DataFrame) -> go.Figure:
     title = "Sensitivity: build − rent difference of fair totals at each input's low and high"
     if skipped:
         title += f"<br><sup>not applicable here: {literal(', '.join(skipped))}</sup>"
-    fig.update_layout(**_LAYOUT, title=title, barmode="overlay",
+    fig.update_layout(title=title, barmode="overlay",
                       xaxis_title="build − rent (USD; below 0: building is cheaper)", xaxis_tickprefix="$",
                       xaxis_tickformat=",.3s", yaxis=dict(categoryorder="array", categoryarray=labels[::-1]),
                       height=max(300, 60 + 36 * len(ran)))

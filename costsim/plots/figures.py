@@ -24,6 +24,7 @@ from costsim.plots.layout import (
     finish,
     literal,
     literals,
+    new_figure,
     option_bars,
     option_line,
     widths,
@@ -72,7 +73,7 @@ def cumulative_cost(results: Results) -> go.Figure:
     daily = ts[(ts["hour"] % 24 == 23) | (ts.groupby("option")["hour"].transform("max") == ts["hour"])]
     daily = daily.assign(day=(daily["hour"] + 1) / 24)
     styles = option_styles(results)
-    fig = go.Figure()
+    fig = new_figure()
     for k, n, option, g in _groups(daily, styles):
         option_line(fig, styles[option], option, g["day"], g["cost_cum_usd"], k, n,
                     _NAME + " · day %{x:.0f} · $%{y:,.0f} spent so far (amortised)<extra></extra>")
@@ -92,7 +93,7 @@ def cost_breakdown(results: HasSummary) -> go.Figure:
     """Total cost per option split into line items (USD). Needs only ``results.summary``."""
     s = results.summary
     looks = category_styles(ALL_ITEMS)
-    fig = go.Figure()
+    fig = new_figure()
     for item in ALL_ITEMS:
         usd = s[f"cost_{item}_usd"]
         if not (usd > 0).any():
@@ -111,7 +112,7 @@ def delay_distribution(results: Results) -> go.Figure:
     jobs submitted after the warm-up."""
     jobs = results.jobs[results.jobs["submit_h"] >= results.scenario.warmup_h]
     styles = option_styles(results)
-    fig = go.Figure()
+    fig = new_figure()
     longest = float(jobs["queue_delay_h"].max()) if len(jobs) else 0.0
     for k, n, option, g in _groups(jobs, styles):
         delays = np.sort(g["queue_delay_h"].to_numpy(dtype=float))
@@ -135,7 +136,7 @@ def utilization_over_time(results: Results, window_days: int = 7) -> go.Figure:
     value thin and faint behind it in the same colour."""
     d = _daily(results, ["busy_gpus", "capacity_gpus"])
     styles = option_styles(results)
-    fig = go.Figure()
+    fig = new_figure()
     for k, n, option, g in _groups(d, styles):
         st = styles[option]
         cap = g["capacity_gpus"].where(g["capacity_gpus"] > 0)
@@ -157,7 +158,7 @@ def queue_over_time(results: Results) -> go.Figure:
     """Daily mean number of GPUs asked for by queued jobs."""
     d = _daily(results, ["queued_gpus", "queued_jobs"])
     styles = option_styles(results)
-    fig = go.Figure()
+    fig = new_figure()
     for k, n, option, g in _groups(d, styles):
         option_line(fig, styles[option], option, g["day"], g["queued_gpus"], k, n,
                     _NAME + " · day %{x} · %{y:,.0f} GPUs requested by %{customdata:,.1f} waiting jobs"
@@ -170,7 +171,7 @@ def capacity_over_time(results: Results) -> go.Figure:
     option's style."""
     d = _daily(results, ["capacity_gpus", "busy_gpus"])
     styles = option_styles(results)
-    fig = go.Figure()
+    fig = new_figure()
     for k, n, option, g in _groups(d, styles):
         st = styles[option]
         days, capacity = on_screen(g["day"], g["capacity_gpus"])
@@ -192,7 +193,7 @@ def _option_bars(frame: pd.DataFrame, results: Results, x: str, y: str, hovertem
     """Grouped bars of ``y`` per ``x``, one series per option in its style (a text ``x``, the job
     class, escaped)."""
     styles = option_styles(results)
-    fig = go.Figure()
+    fig = new_figure()
     for _, _, option, g in _groups(frame, styles):
         xs = literals(g[x]) if g[x].dtype == object else g[x]
         option_bars(fig, styles[option], option, xs, g[y], hovertemplate,
@@ -231,7 +232,7 @@ def cumulative_cash(results: Results) -> go.Figure:
     cf = results.cashflow.assign(out=cash_paid)
     cf = cf.assign(paid=cf.groupby("option", sort=False)["out"].cumsum(), month_end=cf["month"] + 1)
     styles = option_styles(results)
-    fig = go.Figure()
+    fig = new_figure()
     for k, n, option, g in _groups(cf, styles):
         st = styles[option]
         fig.add_scatter(x=g["month_end"], y=g["paid"], name=literal(option), legendgroup=literal(option),
@@ -319,7 +320,7 @@ def hybrid_parts(results: Results) -> go.Figure:
     by_name = {o.name: o for o in sc.options}
     jobs = results.jobs[results.jobs["option"].isin(s["option"])]
     held = jobs.groupby(["option", "ran_on"])["gpu_hours"].sum()
-    fig = go.Figure()
+    fig = new_figure()
     drawn: dict[str, int] = {}  # pool kind -> pools of it drawn so far in one option (for the pattern)
     listed: set[str] = set()  # labels already in the legend
     for option in s["option"]:
@@ -347,7 +348,7 @@ def lost_work(results: Results) -> go.Figure:
     """GPU-hours lost to failures and preemptions per option and job class, with goodput."""
     j = results.jobs.groupby(["option", "job_class"], sort=False, as_index=False)["lost_gpu_hours"].sum()
     looks = class_looks(results)
-    fig = go.Figure()
+    fig = new_figure()
     for job_class, g in j.groupby("job_class", sort=False):
         colour, pattern = looks[job_class]
         fig.add_bar(x=literals(g["option"]), y=g["lost_gpu_hours"], name=literal(job_class),

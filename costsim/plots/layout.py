@@ -64,10 +64,22 @@ def title_layout(title: str, legend: list[str] | None = None) -> dict:
                 margin=dict(l=10, r=10, t=top_margin(title, legend), b=10))
 
 
-def finish(fig: go.Figure, title: str, x_title: str | None, y_title: str | None, **layout) -> go.Figure:
-    """Apply the shared layout with the title (left, in the top margin above the legend) and the
-    axis titles (each names its unit)."""
+def styled(fig: go.Figure) -> go.Figure:
+    """``fig`` (new, no trace yet) in the shared layout (``LAYOUT``: template, legend, margins,
+    font). Applied before any trace is added: plotly restyles every trace a figure already holds
+    when its template is set (about 20 ms for 48 bars), and nothing on an empty figure."""
     fig.update_layout(**LAYOUT)
+    return fig
+
+
+def new_figure() -> go.Figure:
+    """An empty figure in the shared layout (``styled``)."""
+    return styled(go.Figure())
+
+
+def finish(fig: go.Figure, title: str, x_title: str | None, y_title: str | None, **layout) -> go.Figure:
+    """A figure made by ``new_figure`` (or ``styled``) with its title (left, in the top margin
+    above the legend) and the axis titles (each names its unit)."""
     fig.update_layout(**title_layout(title, legend_entries(fig)), **layout)
     if x_title is not None:
         fig.update_xaxes(title_text=x_title)

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from costsim.plots.layout import LAYOUT, legend_entries, literal, literals, title_layout
+from costsim.plots.layout import legend_entries, literal, literals, styled, title_layout
 from costsim.plots.styles import BLACK, category_styles
 from costsim.results.contract import Results
 
@@ -47,8 +47,8 @@ def phase_breakdown(results: Results) -> go.Figure:
     # The last row's empty cells get no axes.
     specs: list[list[dict | None]] = [[{} if 3 * r + c < len(options) else None for c in range(cols)]
                                       for r in range(rows)]
-    fig = make_subplots(rows=rows, cols=cols, specs=specs, subplot_titles=literals(options), horizontal_spacing=0.02,
-                        vertical_spacing=0.07 if rows > 1 else 0.0)
+    fig = styled(make_subplots(rows=rows, cols=cols, specs=specs, subplot_titles=literals(options), horizontal_spacing=0.02,
+                                vertical_spacing=0.07 if rows > 1 else 0.0))
     fig.update_annotations(font_size=None)  # the panels' titles in the figure's font, not 16 px
     classes = literals(dict.fromkeys(ph["job_class"]))
     for k, option in enumerate(options):
@@ -74,7 +74,7 @@ def phase_breakdown(results: Results) -> go.Figure:
                          title_text=None if below else "job class", **at)
         fig.update_yaxes(matches="y" if k else None, showticklabels=k % 3 == 0,
                          title_text="seconds per iteration" if k % 3 == 0 else None, **at)
-    fig.update_layout(**LAYOUT, barmode="relative")
+    fig.update_layout(barmode="relative")
     layout = title_layout(title, legend_entries(fig))
     # The panels' titles sit just above the plot area: lift the legend 26 px clear of them, which
     # needs the plot's height in pixels (300 per row of panels).

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from costsim.plots.layout import LAYOUT, legend_entries, literal, literals, title_layout
+from costsim.plots.layout import legend_entries, literal, literals, styled, title_layout
 from costsim.plots.styles import category_styles
 
 
@@ -104,8 +104,8 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
     # the panel above.
     heights = [rows_per[o] + 2.0 for o in options]
     heights = [max(x, SMALLEST_PANEL * sum(heights)) for x in heights] if len(options) > 1 else heights
-    fig = make_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        row_heights=heights, subplot_titles=literals(options))
+    fig = styled(make_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                                row_heights=heights, subplot_titles=literals(options)))
     shown_classes: set[str] = set()
     for r, o in enumerate(options, start=1):
         g = frames[o]
@@ -140,7 +140,6 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
              "black outline: unfinished at the horizon)")
     if left_out:
         title += f"<br><sup>showing the first {len(jobs):,} of {total:,} jobs in the window: narrow it to see the rest</sup>"
-    fig.update_layout(**LAYOUT)
     fig.update_layout(**title_layout(title, legend_entries(fig)), barmode="overlay", bargap=0.1,
                       height=int(min(1600, max(320, 120 + sum(min(rows_per[o], 60) * 9 + 50 for o in options)))))
     return fig

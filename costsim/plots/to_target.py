@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from costsim.decisions.targets import MAJORITY
-from costsim.plots.layout import finish, literal, literals, option_line
+from costsim.plots.layout import finish, literal, literals, new_figure, option_line
 from costsim.plots.styles import BLACK, option_styles
 from costsim.present.formats import plain
 
@@ -55,7 +55,7 @@ def time_to_target(source, job_class: str | None = None) -> go.Figure:
 
     runs = _runs(source)
     band, summary = reward_band(runs), summarize(runs)
-    fig = go.Figure()
+    fig = new_figure()
     if band.empty:
         return finish(fig, "Time to target<br><sup>no job class has a scaling curve (add `scaling:` to a class)</sup>",
                       "day of the horizon", "score")
