@@ -139,8 +139,8 @@ class OwnedCluster:
         self.capacity_gpus = [self.in_service]  # later tranches' nodes are down until delivered
         if not self.ready:
             At(env, lead_time_h, RELEASE, self._deliver)
+        self.ticking = False  # serving's hourly look is scheduled (only while jobs wait: ``_tick``)
         if serving is not None:
-            At(env, 1.0, ARRIVAL, self._tick)
             demand = serving.demand[:max(1, math.ceil(min(horizon_h, len(serving.demand))))]
             # Least serving demand from each hour to the horizon: whether a job can ever fit from now.
             self.serving_floor = np.minimum.accumulate(demand[::-1])[::-1].tolist()
@@ -200,9 +200,29 @@ class OwnedCluster:
         self.decider.request()
 
     def _tick(self, _: Any) -> None:
+        """Serving's demand changes on the hour: while jobs wait, look again each hour (a pass);
+        with none waiting, stop until one does (``arrive``): the look would find nothing to start."""
         if self.waiting:
-            self.decider.request()
-        At(self.env, 1.0, ARRIVAL, self._tick)
+            # Not when the last pass said it would start nothing until later, the cluster and its
+            # queue unchanged (``decide`` would return at once: a change at this instant asks too).
+            if self.changes != self.quiet_changes or self.env.now >= self.quiet_until:
+                self.decider.request()
+            At(self.env, 1.0, ARRIVAL, self._tick)
+        else:
+            self.ticking = False
+
+    def _start_ticking(self) -> None:
+        """Look on the next whole hour, and each hour after while jobs wait (as if it had looked
+        every hour: the same whole-hour instants, exactly)."""
+        self.ticking = True
+        now = self.env.now
+        hour = math.floor(now) + 1.0
+        delay = hour - now
+        while now + delay < hour:  # now + (hour − now) rounded below the hour
+            delay = math.nextafter(delay, INF)
+        while now + delay > hour:
+            delay = math.nextafter(delay, -INF)
+        At(self.env, delay, ARRIVAL, self._tick)
 
     def fits_ever(self, gpus: int) -> bool:
         """Could a job of ``gpus`` start here at some hour from now (or delivery) to the horizon, with
@@ -237,6 +257,8 @@ class OwnedCluster:
         """Queue job i (``front``: a job that failed keeps its place at the head)."""
         self.waiting.add(i)
         self.quiet_until = -INF  # a new job may start
+        if self.serving is not None and not self.ticking:
+            self._start_ticking()
         if self.backfill is not None:
             self.backfill.queued(i)
         if self.key is not None:
