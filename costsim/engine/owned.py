@@ -139,7 +139,7 @@ class OwnedCluster:
         self.capacity_gpus = [self.in_service]  # later tranches' nodes are down until delivered
         if not self.ready:
             At(env, lead_time_h, RELEASE, self._deliver)
-        self.ticking = False  # serving's hourly look is scheduled (only while jobs wait: ``_tick``)
+        self.wake_at: float | None = None  # the hour of the earliest pending look (``_wake_by``)
         if serving is not None:
             demand = serving.demand[:max(1, math.ceil(min(horizon_h, len(serving.demand))))]
             # Least serving demand from each hour to the horizon: whether a job can ever fit from now.
@@ -199,30 +199,30 @@ class OwnedCluster:
         self._capacity_changed()
         self.decider.request()
 
-    def _tick(self, _: Any) -> None:
-        """Serving's demand changes on the hour: while jobs wait, look again each hour (a pass);
-        with none waiting, stop until one does (``arrive``): the look would find nothing to start."""
-        if self.waiting:
-            # Not when the last pass said it would start nothing until later, the cluster and its
-            # queue unchanged (``decide`` would return at once: a change at this instant asks too).
-            if self.changes != self.quiet_changes or self.env.now >= self.quiet_until:
-                self.decider.request()
-            At(self.env, 1.0, ARRIVAL, self._tick)
-        else:
-            self.ticking = False
-
-    def _start_ticking(self) -> None:
-        """Look on the next whole hour, and each hour after while jobs wait (as if it had looked
-        every hour: the same whole-hour instants, exactly)."""
-        self.ticking = True
+    def _wake_by(self, quiet_until: float) -> None:
+        """Look again on the first whole hour after now and at or after ``quiet_until`` (the last
+        pass's time before which another starts nothing, the cluster unchanged): serving's demand
+        moves on the hour, and a change before then asks for its own pass. One look pending at a
+        time, the earliest; a later one left from before only asks for a pass that finds nothing."""
+        if quiet_until == INF:
+            return
         now = self.env.now
-        hour = math.floor(now) + 1.0
+        hour = max(math.ceil(quiet_until), math.floor(now) + 1.0)
+        if self.wake_at is not None and self.wake_at <= hour:
+            return
+        self.wake_at = hour
         delay = hour - now
-        while now + delay < hour:  # now + (hour − now) rounded below the hour
+        while now + delay < hour:  # now + (hour − now) rounded below the hour: the same instants, exactly
             delay = math.nextafter(delay, INF)
         while now + delay > hour:
             delay = math.nextafter(delay, -INF)
-        At(self.env, delay, ARRIVAL, self._tick)
+        At(self.env, delay, ARRIVAL, self._wake)
+
+    def _wake(self, _: Any) -> None:
+        if self.wake_at == self.env.now:
+            self.wake_at = None
+        if self.waiting:
+            self.decider.request()
 
     def fits_ever(self, gpus: int) -> bool:
         """Could a job of ``gpus`` start here at some hour from now (or delivery) to the horizon, with
@@ -257,8 +257,6 @@ class OwnedCluster:
         """Queue job i (``front``: a job that failed keeps its place at the head)."""
         self.waiting.add(i)
         self.quiet_until = -INF  # a new job may start
-        if self.serving is not None and not self.ticking:
-            self._start_ticking()
         if self.backfill is not None:
             self.backfill.queued(i)
         if self.key is not None:
@@ -392,10 +390,11 @@ class OwnedCluster:
         """A scheduling pass now, unless the last one says it would start nothing."""
         # With serving, most passes (on the hour, as its demand moves) start nothing: the last pass
         # says until when that holds, the cluster and its queue unchanged.
-        if self.changes == self.quiet_changes and self.env.now < self.quiet_until:
-            return
-        self.quiet_until = self._pass()
-        self.quiet_changes = self.changes
+        if self.changes != self.quiet_changes or self.env.now >= self.quiet_until:
+            self.quiet_until = self._pass()
+            self.quiet_changes = self.changes
+        if self.serving is not None and self.waiting:
+            self._wake_by(self.quiet_until)
 
     def _pass(self) -> float:
         """One scheduling pass (``costsim.engine.strict``): a time before which another would start
