@@ -104,3 +104,21 @@ def test_costs_add_up_with_serving(tmp_path):
         t = res.timeseries[res.timeseries.option == name]
         assert (t.busy_gpus <= t.capacity_gpus + 1e-9).all()
         assert (t.busy_gpus * 1.0).sum() == pytest.approx(j.gpu_hours.sum() + s.serving_gpu_hours, rel=1e-9)
+
+
+def test_a_cluster_looks_on_the_hour_only_when_its_last_pass_said_a_job_might_start(tmp_path, monkeypatch):
+    """Serving's demand moves on the hour, so a waiting job may start on an hour no event marks; the
+    cluster looks then only when its last pass said one might (serving refused it until that hour),
+    not every hour while jobs wait. Here a 16-GPU job waits 100 h behind a 16-GPU job holding every
+    GPU beside a serving floor that never moves: only the first job's end can start it, and no
+    hourly look happens (the engine looked every hour before, 100 times); the start is unchanged."""
+    from costsim.engine import owned as owned_engine
+
+    looks = []
+    real = owned_engine.OwnedCluster._wake
+    monkeypatch.setattr(owned_engine.OwnedCluster, "_wake", lambda self, e: (looks.append(self.env.now), real(self, e)))
+    flat = {"gpus": {"base": 8, "diurnal_amplitude": 0.0, "growth_per_year": 0.0}, "priority": True}
+    sc = scenario(tmp_path, [(0.0, 16, 100.0), (0.5, 16, 1.0)], [owned(gpus=24)], horizon_days=10, serving=flat)
+    res = costsim.simulate(sc)
+    assert looks == []
+    assert jobs_of(res, "own").sort_values("submit_h")["start_h"].tolist() == [0.0, 100.0]
