@@ -206,10 +206,12 @@ def test_each_sidebar_widget_shows_once_while_a_run_goes(browser, app_url, tmp_p
     def counts() -> tuple[int, ...]:
         return tuple(side.get_by_test_id(kind).count() for kind in kinds)
 
-    # a new page draws its widgets as placeholders until their code has loaded: wait for the real ones
+    # A new page draws each widget as a placeholder (stSkeleton) until the code of its kind has
+    # loaded, kind by kind, on a busy machine seconds after the run has ended (once 12 of the 29
+    # number inputs and no Reset button were counted here): wait until no placeholder is left.
     expect(side.get_by_test_id("stFileUploader")).to_have_count(2, timeout=60_000)
     expect(side.locator("input[aria-label='own-256: owned GPUs']")).to_be_visible(timeout=60_000)
-    page.wait_for_timeout(500)
+    expect(side.get_by_test_id("stSkeleton")).to_have_count(0, timeout=60_000)
     settled_counts = counts()
     path = tmp_path / "own-seed.yaml"
     path.write_text(BASELINE.replace("seed: 0\n", "seed: 424242\n").replace("horizon_days: 365\n", "horizon_days: 730\n"))
