@@ -40,7 +40,8 @@ the RL GPUs held (running jobs release theirs as they end) plus its own plus ser
 that hour fit the cluster's GPUs in service (fewer after a lease's return). Serving is therefore never short while RL runs, and no
 job is preempted for it — except after a node failure, when serving gets what is left until RL jobs
 end or the node is repaired (the shortfall is reported). While jobs wait, the cluster
-re-decides every hour, as serving's demand moves. A job that serving's demand leaves too little
+re-decides on the hours serving's demand might let one start (the first whole hour at or after
+the time its last pass names: ``_wake_by``), besides every change. A job that serving's demand leaves too little
 room for at every hour from now to the horizon can never run here (``fits_ever``): a hybrid sends
 it to its burst, and scenario checks reject it on a cluster alone.
 
@@ -206,6 +207,7 @@ class OwnedCluster:
         time, the earliest; a later one left from before only asks for a pass that finds nothing."""
         if quiet_until == INF:
             return
+        assert quiet_until > -INF, "a pass names a time, never -inf"
         now = self.env.now
         hour = max(math.ceil(quiet_until), math.floor(now) + 1.0)
         if self.wake_at is not None and self.wake_at <= hour:
@@ -328,6 +330,10 @@ class OwnedCluster:
                 self.arrive(i, front=True)
             self.repair_end[node] = now + self.repair_h
             At(self.env, self.repair_h, RELEASE, lambda _e, n=node: self._repaired(n))
+            if self.serving is not None and self.waiting:
+                # Capacity fell without a pass: look on the next hour, as after any change, rather
+                # than rest on the argument that less capacity never lets a waiting job start.
+                self._wake_by(now)
         At(self.env, rng.exponential(1 / self.failure_rate), RELEASE, self._fail)
 
     def _returned(self, nodes: range) -> None:

@@ -81,7 +81,7 @@ def reserve(now: float, free: list[int], events: list[tuple], good: int, need: i
     sorted by time — running jobs' planned ends and repaired nodes. The head fits when ``need`` nodes
     have at least ``good`` free GPUs and, with serving (``peak``), its ``head_gpus`` fit beside RL
     (``rl`` held now) and serving over its ``hold_h`` hours within ``cap`` GPUs in service. Admission
-    is re-decided at every release and every hour, so those are the candidate times. Returns ``inf``
+    is re-decided at every release and (as if) every whole hour, so those are the candidate times. Returns ``inf``
     when nothing in sight makes room: past the last event and ``lookahead_h`` more hours.
     ``first_at_most(h, x)``: the first hour from h on in which serving asks for at most x GPUs; with
     it, the hours before the next event in which the head would be short at its very start are

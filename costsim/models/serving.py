@@ -23,6 +23,9 @@ def hourly_demand(base_gpus: float, diurnal_amplitude: float, growth_per_year: f
     return np.ceil(np.maximum(level, 0.0) - 1e-9).astype(np.int64)
 
 
+AT_MOST_KEPT = 100_000  # ``first_at_most`` answers kept at most (then forgotten at once): a few MB
+
+
 class RangeMax:
     """Sparse table over hourly demand: the maximum over the hours an interval touches."""
 
@@ -56,15 +59,17 @@ class RangeMax:
         key = (hour, gpus)
         known = self.at_most.get(key)
         if known is None:
+            if len(self.at_most) >= AT_MOST_KEPT:
+                self.at_most.clear()
             known = self.at_most[key] = self._search_at_most(hour, gpus)
         return known
 
     def _search_at_most(self, hour: int, gpus: int) -> float:
         """``first_at_most`` computed afresh."""
         if self.minima is None:
-            rows = [self.demand]
+            rows = [np.array(self.levels[0], dtype=np.int64)]  # the table as built, not the caller's array
             width = 1
-            while 2 * width <= len(self.demand):
+            while 2 * width <= len(rows[0]):
                 prev = rows[-1]
                 rows.append(np.minimum(prev[:-width], prev[width:]))
                 width *= 2

@@ -57,7 +57,7 @@ ENGINE_MARGIN = 4
 between chunks of simulated time): a backstop for where the estimate is far too low."""
 
 EVENTS_PER_JOB = 4.0  # arrival, scheduling pass, start (or cloud delivery), release
-EVENTS_PER_SERVING_HOUR = 2.0  # the hourly re-decision while jobs wait, and its scheduling pass
+EVENTS_PER_SERVING_HOUR = 2.0  # at most: a look on an hour while jobs wait, and its scheduling pass
 EVENTS_PER_NODE_FAILURE = 3.0  # failure, repair, scheduling pass
 EVENTS_PER_INTERRUPTION = 4.0  # interruption, re-queue or re-request, restart, release
 EVENTS_PER_STOCKOUT = 2.0  # the retry and its scheduling pass
