@@ -16,7 +16,7 @@ Error paths and the test that covers each (AppTest unless said):
   knobs whose widget offers no invalid value (a select box, bounded replications):
   ``test_knobs_without_an_invalid_value_offer_none`` (here);
 - upload, invalid YAML: ``test_upload_with_invalid_yaml`` (here); in the browser:
-  e2e/test_dashboard_uploads_in_browser.py::test_bad_upload_shows_error_in_the_browser;
+  test_e2e_browser.py::test_bad_upload_shows_error_in_the_browser;
 - upload, wrong schema: a bad value: test_app.py::test_bad_upload_shows_an_inline_error; an
   unknown key: test_app_hostile.py::test_markdown_in_an_unknown_key_is_shown_literally;
   non-finite numbers: test_app_hostile.py::test_non_finite_numbers_are_field_errors;

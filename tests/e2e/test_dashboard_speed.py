@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_helpers import VIEW, served, settled
+from browser_helpers import VIEW, launched_chromium, served, settled
 
 from costsim.dashboard.pool import SPARE_COUNT
 from costsim.dashboard.tabs import TABS, TIMELINE_JOBS
@@ -34,6 +34,11 @@ FIGURE_TABS = ["Cost", "Capacity", "Iteration speed", "Failures", "Overview"]
 # element: _length is the points of a trace, whatever the arrays' encoding).
 POINTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
   el => (el._fullData || []).map(t => ({name: t.name || '', type: t.type, n: t._length || 0})))"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield from launched_chromium()
 
 
 def warm_workers(but: frozenset[int] = frozenset()) -> list[int]:

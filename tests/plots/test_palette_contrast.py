@@ -9,7 +9,7 @@ WCAG 2.1 computed here by hand: relative luminance of sRGB, contrast (L1 + 0.05)
   in the style rule and in every figure drawn;
 - text on the first screen (verdict, caption, card names, labels, values, deltas) has at least
   4.5:1 against what is behind it, 3:1 if large, and the delta arrows 3:1 (1.4.3, 1.4.11):
-  measured in Chromium on the running app (skipped without it, as the tests in tests/e2e/).
+  measured in Chromium on the running app (skipped without it, as tests/e2e/test_dashboard_in_browser.py).
 
 Orange, sky blue and yellow are Okabe–Ito's, darkened to 3:1 (costsim/plots/styles.py); a colour
 that fails is kept as a strict xfail naming the proposed replacement (``PROPOSED``).
