@@ -220,10 +220,15 @@ def nemo_rows(hw: rl.Hardware, row) -> list:
     return out
 
 
+# Qwen2.5-Math-7B's attention, from its config: 28 layers × 4 KV heads × 128 × (K, V) × 2 B.
+VERL_KV_BYTES = 28 * 4 * 128 * 2 * 2.0
+
+
 def verl_shape(gpus: int, **kw) -> rl.Shape:
     """verl's 7B DAPO class on ``gpus`` H20: 512 prompts × 16, 16 optimizer steps, no reference
     model (``kw``: further ``shape`` fields, e.g. ``rollout_gpus`` for the fully async run)."""
-    return shape(7.6, VERL_SAMPLES, VERL_PROMPT, gpus=gpus, minibatches=16, reference=False, **kw)
+    return shape(7.6, VERL_SAMPLES, VERL_PROMPT, gpus=gpus, minibatches=16, reference=False,
+                 kv_bytes_per_token=VERL_KV_BYTES, **kw)
 
 
 def verl_draws() -> sampling.LengthDraws:
@@ -240,7 +245,8 @@ def verl_rows(hw: rl.Hardware, row) -> list:
     published = ("Qwen2.5-Math-7B DAPO, 512 prompts × 16, 16 optimizer steps (mini-batch 32), no reference "
                  f"model, max response {VERL_CAP:,.0f}")
     assumed = (f"prompts {VERL_PROMPT:.0f} tokens", f"lengths lognormal mean {VERL_MEAN:,.0f} cv {VERL_CV} capped at "
-               f"{VERL_CAP:,.0f}", default_layout(verl_shape(32), hw),
+               f"{VERL_CAP:,.0f}", f"KV {VERL_KV_BYTES:,.0f} B a token (28 layers × 4 KV heads × 128)",
+               default_layout(verl_shape(32), hw),
                "verifier reward 0.05 s a sample", "training at the class default MFU 0.35")
     rows = []
     for key, fig, where, pub, sim in (

@@ -219,13 +219,10 @@ def test_the_verl_32_reason_quotes_the_model_against_a_hand_calculation():
     assert fig.tokens_s_gpu == pytest.approx(per_gpu)
     assert fig.peak_share == pytest.approx(2 * 7.6e9 * per_gpu / (h20.bf16_dense_tflops * 1e12))  # of 148 TFLOP/s
     # Memory roofline at TP1 and 8,192 ÷ 32 = 256 sequences a GPU: the weights (2 B × 7.6B) and the KV
-    # cache at the mean context (200 + Σ L² / (2 Σ L), at the model's default KV bytes a token for a
-    # 7.6B) read once a step at vLLM's η of the H20's 4 TB/s.
+    # cache at the mean context (200 + Σ L² / (2 Σ L), at Qwen2.5-Math-7B's KV bytes a token) read
+    # once a step at vLLM's η of the H20's 4 TB/s.
     eta = float(cat.rl["hbm_efficiency"])
-    # The model's KV bytes a token for a 7.6B, interpolated log-log between Qwen2.5-7B's and -14B's:
-    # 57,344 × (196,608 / 57,344) ^ (ln(7.6 / 7) / ln 2) ≈ 66,370.7.
-    kv_token = 57_344 * (196_608 / 57_344) ** (math.log(7.6 / 7) / math.log(2))
-    assert kv_token == pytest.approx(66_370.7, abs=0.1)
+    kv_token = 57_344  # Qwen2.5-Math-7B's config: 28 layers × 4 KV heads × head dim 128 × (K, V) × 2 B
     kv = 256 * (200 + d.length_sq_sum / (2 * d.length_sum)).mean() * kv_token
     roofline = 256 / ((2 * 7.6e9 + kv) / (h20.hbm_tb_s * 1e12 * eta))
     assert fig.roofline_share == pytest.approx(per_gpu / roofline) and fig.eta == eta
