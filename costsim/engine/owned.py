@@ -205,12 +205,13 @@ class OwnedCluster:
         pass's time before which another starts nothing, the cluster unchanged): serving's demand
         moves on the hour, and a change before then asks for its own pass. One look pending at a
         time, the earliest; a later one left from before only asks for a pass that finds nothing."""
-        if quiet_until == INF:
-            return
+        pending = self.wake_at
+        if quiet_until == INF or (pending is not None and pending <= quiet_until):
+            return  # none needed, or the pending look comes first (it is after now, at or before the hour)
         assert quiet_until > -INF, "a pass names a time, never -inf"
         now = self.env.now
         hour = max(math.ceil(quiet_until), math.floor(now) + 1.0)
-        if self.wake_at is not None and self.wake_at <= hour:
+        if pending is not None and pending <= hour:
             return
         self.wake_at = hour
         delay = hour - now
