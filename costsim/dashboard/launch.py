@@ -19,27 +19,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from costsim.dashboard.pool import first_screen_kept, warm_up
-from costsim.dashboard.server import server_pool
-
-
-def start_early() -> bool:
-    """Start the server's warm spares, primed with the first screen's replications, unless an
-    earlier server kept those runs on disk; whether they were started."""
-    if first_screen_kept():
-        return False
-    warm_up(pool=server_pool(primed=True))
-    return True
+from costsim.dashboard.server import start_spares
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Start the spares (``start_early``), then ``streamlit run`` with ``argv`` (default: this
-    command's arguments: the script, then Streamlit's options)."""
+    """Start the server's spares, primed with the first screen's replications unless an earlier
+    server kept those runs on disk (``server.start_spares``), then ``streamlit run`` with ``argv``
+    (default: this command's arguments: the script, then Streamlit's options)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0].startswith("-"):
         print("usage: python -m costsim.dashboard.launch app.py [streamlit run options]", file=sys.stderr)
         raise SystemExit(2)
-    start_early()
+    start_spares(primed=True)
     from streamlit.web import cli
 
     sys.argv = ["streamlit", "run", *args]

@@ -42,10 +42,17 @@ def start_workers() -> bool:
     launcher (``costsim.dashboard.launch``) started primed spares already, before any page: a link
     session then ends those still warming and starts its runs on fresh workers. Whether they were
     started now (or, after the launcher, topped up)."""
+    return start_spares(primed=not st.query_params.get("s"))
+
+
+def start_spares(*, primed: bool) -> bool:
+    """Start the server's warm spares (``primed``: running the first screen's replications) unless
+    an earlier server kept those runs on disk (``pool.first_screen_kept``): then the pool is made
+    with plain spares, started later (``top_up_spares``). Whether they were started now."""
     if first_screen_kept():
         server_pool(primed=False)  # its runs are on disk: the spares, when they start, are plain
         return False
-    warm_up(pool=server_pool(primed=not st.query_params.get("s")))
+    warm_up(pool=server_pool(primed=primed))
     return True
 
 
@@ -86,4 +93,4 @@ def imports_frozen() -> bool:
     return True
 
 
-__all__ = ["SPARES_DELAY_S", "imports_frozen", "server_pool", "start_workers", "top_up_spares"]
+__all__ = ["SPARES_DELAY_S", "imports_frozen", "server_pool", "start_spares", "start_workers", "top_up_spares"]

@@ -64,8 +64,6 @@ class ServingHeadroom:
         self.ends = ends
         self.demand = demand
         self.after = np.maximum.accumulate(demand.demand[::-1])[::-1].tolist()  # the most from each hour on
-        # ``RangeMax.at`` inlined (asked on every check): each hour's demand, the last held beyond.
-        self.hourly, self.last_hour = demand.levels[0], len(demand.levels[0]) - 1
         self.version = 0
         self.bad: dict[int, tuple[int, float]] = {}  # GPUs held -> (version, first bad moment)
 
@@ -100,7 +98,7 @@ class ServingHeadroom:
         """The most GPUs a job starting now could hold in this hour beside RL and serving (its later
         hours aside): the pool's free GPUs, less serving's demand this hour."""
         now = self.env.now
-        room = self.pool.free_gpus - self.hourly[min(int(now), self.last_hour)]
+        room = self.pool.free_gpus - self.demand.at(now)
         ends = self.ends
         if ends and ends[0][0] <= now:  # planned to end by now, not yet released: free, as the walk counts
             for e, h, _job in ends:
@@ -113,7 +111,7 @@ class ServingHeadroom:
         """For ``held`` GPUs more than ``room`` (``room_now()``): the first later whole hour at which
         they might fit at their start, the profile unchanged."""
         now = self.env.now
-        return self.demand.first_at_most(int(now) + 1, room + self.hourly[min(int(now), self.last_hour)] - held)
+        return self.demand.first_at_most(int(now) + 1, room + self.demand.at(now) - held)
 
     def first_bad(self, held: int) -> float:
         """The earliest moment from now on at which ``held`` more GPUs would leave serving short

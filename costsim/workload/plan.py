@@ -177,6 +177,7 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan, *
         run_h[trace] += checkpoint_writes(jobs.duration_h[trace], ckpt.every_hours) * write_h[trace]
 
     hw = hardware(plan)
+    timed = {} if shared is None else shared
     pool = plan.rollout if plan.is_pool else None  # the option's rollout_pool
     takes = [pool is not None and cls.placement == "disaggregated" for cls in scenario.workload.classes]
     off = Offloads.none(jobs.gpus) if any(takes) else None
@@ -199,13 +200,11 @@ def plan_work(scenario: Scenario, jobs: JobTable, plan: OwnedPlan | CloudPlan, *
                     "destroy samples as fast as its rollouts make them (docs/rollout-offload.md): its iterations "
                     "would never end; choose a pool preempted less often or a shorter restart"))])
             off.lost_samples[idx] = np.add.reduceat(lost, first)
-        elif shared is None:
-            pt = rl.phase_times(shape(cls), hw, *lengths)
         else:
             key = (k, repr(hw))
-            if key not in shared:
-                shared[key] = rl.phase_times(shape(cls), hw, *lengths)
-            pt = shared[key]
+            if key not in timed:
+                timed[key] = rl.phase_times(shape(cls), hw, *lengths)
+            pt = timed[key]
         iter_h[its] = pt.total / SECONDS_PER_HOUR
         for p, name in enumerate(PHASES):
             phase_s[idx, p] = np.add.reduceat(getattr(pt, name), first)
