@@ -204,13 +204,6 @@ def training_compute_s(run: v3.NemoRun, hw: rl.Hardware) -> np.ndarray:
     return passes * rl.forward_s(sh.active_b, nemo_tokens(run), sh.train_gpus, hw.tflops(sh.train_precision), sh.mfu)
 
 
-def train_busbw_gb_s(sh: rl.Shape, hw: rl.Hardware) -> float:
-    """GB/s a training collective over the data-parallel ranks sees, as ``rl`` times FSDP's traffic
-    and the gradient all-reduce: NVLink in one domain, across domains each GPU's NIC."""
-    return network.group_busbw_gb_s(hw.nvlink_gpus, hw.nvlink_gpus, hw.nvlink_busbw_gb_s, hw.nic_gb_s,
-                                    across_domains=sh.train_gpus > hw.nvlink_gpus)
-
-
 def fsdp_gathers_s(run: v3.NemoRun, hw: rl.Hardware) -> np.ndarray:
     """Seconds of FSDP parameter traffic the model charges a NeMo RL row's training, per iteration
     (zero unless its training layout is pure data parallel): an all-gather of the policy's weights
@@ -221,7 +214,8 @@ def fsdp_gathers_s(run: v3.NemoRun, hw: rl.Hardware) -> np.ndarray:
     lay = rl.layout(sh, hw)
     if lay.train_tp * lay.train_pp > 1 or lay.data_parallel <= 1:
         return np.zeros_like(tokens)
-    w, ranks, busbw = rl.weight_bytes(sh.params_b, sh.bytes_per_param), lay.data_parallel, train_busbw_gb_s(sh, hw)
+    w, ranks = rl.weight_bytes(sh.params_b, sh.bytes_per_param), lay.data_parallel
+    busbw = rl.train_busbw_gb_s(sh, hw, hw.nvlink_gpus)
     width, steps = hw.microbatch_tokens, sh.minibatches * sh.epochs
     forwards = (int(sh.recompute_logprobs) + int(sh.reference_model)) * training.fsdp_traffic_s(
         w, ranks, busbw, training.microbatches_per_step(tokens, 1, ranks, width), backward=False)
@@ -240,7 +234,7 @@ def megatron_step_s(run: v3.NemoRun, hw: rl.Hardware) -> float:
     sh, t = v3.nemo_shape(run), v3.nemo_times(run, hw)
     lay = rl.layout(sh, hw)
     grads = sh.minibatches * sh.epochs * network.allreduce_s(rl.weight_bytes(sh.params_b, sh.bytes_per_param),
-                                                             lay.data_parallel, train_busbw_gb_s(sh, hw))
+                                                             lay.data_parallel, rl.train_busbw_gb_s(sh, hw, hw.nvlink_gpus))
     train = t.logprobs + t.scoring + t.update - fsdp_gathers_s(run, hw) + grads
     generation = t.rollout + t.overhead
     total = (np.maximum(generation, train) if sh.asynchronous else generation + train) + t.sync

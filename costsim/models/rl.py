@@ -86,7 +86,8 @@ __all__ = [
     "WEIGHT_SHARE", "Hardware", "Layout", "PhaseTimes", "Shape", "decode_step_s", "default_expert_parallel",
     "default_kv_bytes_per_token", "default_rollout_tp", "default_train_parallel", "drain_s", "drain_terms",
     "fit_problem", "forward_s", "kv_capacity_tokens", "layout", "logprobs_s", "mean_context", "phase_times",
-    "refit_inside_nvlink", "sync_path_gb_s", "sync_s", "tp_comm_s", "update_s", "verifier_s", "weight_bytes",
+    "refit_inside_nvlink", "sync_path_gb_s", "sync_s", "tp_comm_s", "train_busbw_gb_s", "update_s", "verifier_s",
+    "weight_bytes",
 ]
 MAX_STALENESS_SEARCH = 256  # async: staleness values tried per iteration (beyond, the pool no longer grows)
 
@@ -121,7 +122,9 @@ def verifier_s(samples: int, seconds_per_sample: float, gpus: int, workers_per_g
     return samples * seconds_per_sample / (gpus * workers_per_gpu)
 
 
-def _train_busbw(shape: Shape, hw: Hardware, members_per_domain: int) -> float:
+def train_busbw_gb_s(shape: Shape, hw: Hardware, members_per_domain: int) -> float:
+    """GB/s a training collective sees with ``members_per_domain`` of its GPUs in each NVLink domain:
+    NVLink in one domain, across domains each GPU's NIC (FSDP's traffic, the gradient all-reduce)."""
     return network.group_busbw_gb_s(members_per_domain, hw.nvlink_gpus, hw.nvlink_busbw_gb_s, hw.nic_gb_s,
                                     across_domains=shape.train_gpus > hw.nvlink_gpus)
 
@@ -148,8 +151,8 @@ def _pass_fixed(shape: Shape, lay: Layout, tokens, hw: Hardware, steps: int, bac
     per_micro = hw.microbatch_s
     if lay.train_tp * lay.train_pp == 1 and lay.data_parallel > 1:
         w = weight_bytes(shape.params_b if params_b is None else params_b, shape.bytes_per_param)
-        per_micro += float(training.fsdp_traffic_s(w, lay.data_parallel, _train_busbw(shape, hw, hw.nvlink_gpus),
-                                                   1.0, backward))
+        busbw = train_busbw_gb_s(shape, hw, hw.nvlink_gpus)
+        per_micro += float(training.fsdp_traffic_s(w, lay.data_parallel, busbw, 1.0, backward))
     # One pass over the arrays (millions of iterations): the per-micro-batch costs summed first.
     return training.fixed_s(steps, micro, hw.optimizer_step_s if backward else 0.0, per_micro)
 
@@ -187,7 +190,7 @@ def update_s(shape: Shape, lay: Layout, tokens, hw: Hardware, longest=None):
     fixed = _pass_fixed(shape, lay, np.asarray(tokens) * shape.epochs, hw, steps, backward=True)
     grads = 0.0
     if mp > 1:
-        busbw = _train_busbw(shape, hw, hw.nvlink_gpus // mp)
+        busbw = train_busbw_gb_s(shape, hw, hw.nvlink_gpus // mp)
         grads = steps * network.allreduce_s(weight_bytes(shape.params_b, shape.bytes_per_param) / mp,
                                            lay.data_parallel, busbw)
     # Two all-to-alls a MoE layer forward (dispatch, combine) and their two gradients backward.
