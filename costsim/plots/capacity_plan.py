@@ -9,11 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from costsim.plan.facts import bought_plans
 from costsim.plan.resolve import resolve
-from costsim.plots.layout import finish, legend_entries, literal, new_figure, option_line, styled, title_layout
+from costsim.plots.layout import finish, legend_entries, literal, new_figure, new_subplots, option_line, title_layout
 from costsim.plots.styles import BLACK, category_styles, option_styles
 from costsim.results.finance import cash_paid
 from costsim.units import HOURS_PER_DAY
@@ -62,8 +61,8 @@ def capacity_vs_demand(results) -> go.Figure:
     styles = option_styles(results)
     buys = purchases(results)
     options = [o for o in styles if o in set(daily["option"])]
-    fig = styled(make_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.05,
-                                subplot_titles=[literal(o) for o in options]))
+    fig = new_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.05,
+                       subplot_titles=[literal(o) for o in options])
     looks = category_styles([f"tranche {k}" for k in sorted(set(buys["tranche"]))] or ["tranche 1"])
     shown: set[str] = set()
     for r, option in enumerate(options, start=1):

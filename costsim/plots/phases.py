@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from costsim.plots.layout import legend_entries, literal, literals, styled, title_layout
+from costsim.plots.layout import legend_entries, literal, literals, new_subplots, title_layout
 from costsim.plots.styles import BLACK, category_styles
 from costsim.results.contract import Results
 
@@ -47,8 +46,8 @@ def phase_breakdown(results: Results) -> go.Figure:
     # The last row's empty cells get no axes.
     specs: list[list[dict | None]] = [[{} if 3 * r + c < len(options) else None for c in range(cols)]
                                       for r in range(rows)]
-    fig = styled(make_subplots(rows=rows, cols=cols, specs=specs, subplot_titles=literals(options), horizontal_spacing=0.02,
-                                vertical_spacing=0.07 if rows > 1 else 0.0))
+    fig = new_subplots(rows=rows, cols=cols, specs=specs, subplot_titles=literals(options), horizontal_spacing=0.02,
+                       vertical_spacing=0.07 if rows > 1 else 0.0)
     fig.update_annotations(font_size=None)  # the panels' titles in the figure's font, not 16 px
     classes = literals(dict.fromkeys(ph["job_class"]))
     for k, option in enumerate(options):

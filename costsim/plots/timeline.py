@@ -8,9 +8,8 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from costsim.plots.layout import legend_entries, literal, literals, styled, title_layout
+from costsim.plots.layout import legend_entries, literal, literals, new_subplots, title_layout
 from costsim.plots.styles import category_styles
 
 
@@ -104,8 +103,8 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
     # the panel above.
     heights = [rows_per[o] + 2.0 for o in options]
     heights = [max(x, SMALLEST_PANEL * sum(heights)) for x in heights] if len(options) > 1 else heights
-    fig = styled(make_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                                row_heights=heights, subplot_titles=literals(options)))
+    fig = new_subplots(rows=len(options), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                       row_heights=heights, subplot_titles=literals(options))
     shown_classes: set[str] = set()
     for r, o in enumerate(options, start=1):
         g = frames[o]

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
 import plotly.offline
+from plotly.io.json import to_json_plotly
 
 from costsim.present import formats
 
 # No logo (a link to plotly.com; plotly shows no "edit in Chart Studio" link by default): nothing points
 # to the network. Responsive: figures follow the page's width from a laptop to 1600 px and more.
 FIGURE_CONFIG = {"displaylogo": False, "responsive": True}
+FIGURE_CONFIG_JSON = json.dumps(FIGURE_CONFIG)
 
 CSS = """
 :root { --ink: #1d2330; --muted: #5b6475; --line: #d8dde6; --good: #146c2e; --bad: #a4262c; --band: #f5f7fa; }
@@ -176,15 +178,17 @@ def figure(fig: go.Figure, height: int = 460) -> str:
     """A figure's div and the script that draws it with the page's plotly.js (not included here);
     ``height`` in pixels."""
     fig.update_layout(height=height)
-    # The figure turned into plain data once: that copy (plotly validates and deep-copies every
-    # property) is most of the cost of a figure on the page, and the id and the div both read it.
+    # The figure turned into plain data once, then into JSON once (plotly's own escaping: no
+    # ``</script>`` can close the script early); the id and the script both read that JSON.
     spec = fig.to_dict()
+    data, layout = to_json_plotly(spec.get("data", [])), to_json_plotly(spec.get("layout", {}))
     # The div's id from the figure itself (plotly's default is a random UUID): the same results
     # give the same file, byte for byte, as every other output of a run.
-    ident = "fig-" + hashlib.sha256(pio.to_json(spec, validate=False, remove_uids=False).encode()).hexdigest()[:16]
-    div = pio.to_html(spec, validate=False, full_html=False, include_plotlyjs=False, config=FIGURE_CONFIG,
-                      div_id=ident, default_width="100%", default_height=f"{height}px")
-    return f'<div class="figure">{div}</div>'
+    ident = "fig-" + hashlib.sha256(f"{data}{layout}".encode()).hexdigest()[:16]
+    return (f'<div class="figure"><div style="height:{height}px; width:100%;">'
+            f'<div id="{ident}" class="plotly-graph-div" style="height:100%; width:100%;"></div>'
+            f'<script>if (document.getElementById("{ident}")) {{ Plotly.newPlot("{ident}", {data}, {layout}, '
+            f'{FIGURE_CONFIG_JSON}) }};</script></div></div>')
 
 
 def section(title: str, *parts: str, anchor: str = "") -> str:

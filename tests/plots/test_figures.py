@@ -189,19 +189,22 @@ def test_every_figure_builds_with_units_styles_and_a_legend_above(which, request
 
 @pytest.mark.parametrize("which", ["baseline", "mixed"])
 def test_every_figure_draws_in_plotly_white_for_the_trace_types_it_draws(which, request):
-    """The template is plotly_white cut to the trace types drawn: each figure draws only those,
-    and for them (and the layout) the cut template says what plotly_white says."""
+    """The template is plotly_white cut to the trace types drawn and to the cartesian layout: each
+    figure draws only those trace types on no other kind of subplot, and for them (and the rest of
+    the layout) the cut template says what plotly_white says."""
     import plotly.io as pio
 
-    from costsim.plots.layout import DRAWN, TEMPLATE
+    from costsim.plots.layout import DRAWN, TEMPLATE, UNDRAWN
 
-    white = pio.templates["plotly_white"]
-    assert TEMPLATE.layout.to_plotly_json() == white.layout.to_plotly_json()
+    white = pio.templates["plotly_white"].layout.to_plotly_json()
+    assert set(UNDRAWN) <= set(white)
+    assert TEMPLATE.layout.to_plotly_json() == {k: v for k, v in white.items() if k not in UNDRAWN}
     for t in DRAWN:
         assert [d.to_plotly_json() for d in getattr(TEMPLATE.data, t)] == \
-            [d.to_plotly_json() for d in getattr(white.data, t)]
+            [d.to_plotly_json() for d in getattr(pio.templates["plotly_white"].data, t)]
     for name, fig in every_figure(request.getfixturevalue(which)).items():
         assert {t.type for t in fig.data} <= set(DRAWN), name
+        assert not set(fig.layout.to_plotly_json()) & set(UNDRAWN), name
         assert fig.layout.template.to_plotly_json() == TEMPLATE.to_plotly_json(), name
 
 

@@ -7,6 +7,7 @@ back as the same scenario), loads no module it does not use and tells every sect
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import plotly.graph_objects as go
@@ -36,18 +37,29 @@ def page(tiny):
     return build_report(runs, verdict=verdict)
 
 
-def test_a_figure_is_turned_into_data_once_and_written_as_plotly_writes_it(monkeypatch):
+def _drawn(div: str) -> list:
+    """What a figure div's script hands ``Plotly.newPlot``: id, data, layout and config."""
+    call = re.search(r'Plotly\.newPlot\(\s*("fig-[^"]+"|"[^"]+"),\s*(.*)\)\s*\};?\s*</script>', div, re.S)
+    return json.loads(f"[{call[1]}, {call[2]}]")
+
+
+def test_a_figure_is_turned_into_data_and_json_once_and_drawn_as_plotly_draws_it(monkeypatch):
     """``to_dict`` (plotly validates and deep-copies every property) is a figure's costliest step on
-    the page: the div's id and the div itself read one copy, and the div is the one plotly writes."""
-    fig = go.Figure(go.Bar(x=["a", "b"], y=[1.0, 2.0]))
+    the page: the div's id and its script read one copy, serialized once; the script hands
+    plotly.js what plotly's own ``to_html`` hands it, and user text cannot close the script."""
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1.0, 2.0], name="</script><b>x & y"))
     to_dict, calls = go.Figure.to_dict, []
     monkeypatch.setattr(go.Figure, "to_dict", lambda self: calls.append(1) or to_dict(self))
+    serialize, dumps = h.to_json_plotly, []
+    monkeypatch.setattr(h, "to_json_plotly", lambda obj: dumps.append(1) or serialize(obj))
     div = h.figure(fig)
-    assert calls == [1]
+    assert calls == [1] and dumps == [1, 1]
     ident = re.search(r'id="(fig-[0-9a-f]{16})"', div)[1]
-    assert div == '<div class="figure">' + fig.to_html(full_html=False, include_plotlyjs=False,
-                                                      config=h.FIGURE_CONFIG, div_id=ident,
-                                                      default_width="100%", default_height="460px") + "</div>"
+    monkeypatch.undo()
+    theirs = fig.to_html(full_html=False, include_plotlyjs=False, config=h.FIGURE_CONFIG, div_id=ident,
+                         default_width="100%", default_height="460px")
+    assert _drawn(div) == _drawn(theirs)
+    assert div.count("</script>") == 1 and 'style="height:460px; width:100%;"' in div
 
 
 def test_plotly_js_is_inlined_once_and_no_figure_loads_it(page):
