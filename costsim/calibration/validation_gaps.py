@@ -68,21 +68,27 @@ def verl_gen_32() -> str:
             f"{peak} % of the H20's BF16 peak and {roof} % of its memory roofline at {batch} sequences a GPU (the "
             f"weights and the KV cache read each decode step at vLLM's {eta} % of HBM bandwidth), whose KV cache "
             f"(≈ {kv} GB at the mean context) fits the {room} GB the engine leaves it, so no wave forms; the model "
-            "is bound by the longest response at 32 as at 128 GPUs. What holds verl's engine back there (its memory "
-            "fraction beside FSDP, max_num_seqs, or longer responses than assumed: the doc does not publish their "
-            "spread) is not known, so no term is added.")
+            "is bound by the longest response at 32 as at 128 GPUs. Nor does a limit of verl's engine cap those 256 "
+            "sequences: its rollout default max_num_seqs was 1,024 a replica then (256 from 2026-01-24), and its "
+            "default memory fraction 0.5 (0.8 in its fully-async scripts) still leaves the KV cache room. And the "
+            f"same table's 64-GPU colocated run generates in {v3.VERL_GEN_64_S:g} s, faster than the 128-GPU run's "
+            f"{v3.VERL_GEN_128_S:g} s and {v3.VERL_GEN_32_S / v3.VERL_GEN_64_S:.2f}× faster than the 32-GPU run with "
+            "twice its GPUs, more than twice the GPUs can give: the runs differ in more than their GPUs (responses "
+            "whose lengths evolve over 400 steps, engine settings the doc does not give), so no term in the GPUs "
+            "would carry the three runs together, and none is added.")
 
 
 # What the model gives NeMo RL's 8B one step off-policy (``nemo_8b_off_figures``): millions of
 # tokens a step, seconds of training compute at the class MFU, the MFU the published step needs at
-# least, seconds of FSDP gathers, and the steps (s) of this row and of Qwen3-30B-A3B on-policy were
-# Megatron's distributed optimizer charged instead (``megatron_step_s``).
-NEMO_8B_OFF = ("2.57", "74", "0.40", "3", "80", "148")
+# least, seconds of FSDP gathers, the steps (s) of this row and of Qwen3-30B-A3B on-policy were
+# Megatron's distributed optimizer charged instead (``megatron_step_s``), and this row's step were its
+# verifier charged beside generation (``verifier_beside_generation_s``).
+NEMO_8B_OFF = ("2.57", "74", "0.40", "3", "80", "148", "81.02")
 
 
 def nemo_8b_off() -> str:
     """Why NeMo RL's Llama-3.1-8B one step off-policy is not carried."""
-    tokens, compute, need, gathers, step_8b, step_30b = NEMO_8B_OFF
+    tokens, compute, need, gathers, step_8b, step_30b, verifier_moved = NEMO_8B_OFF
     run, moe_run = v3.nemo_run("nemo_8b_off"), v3.nemo_run("nemo_30b_on")
     mfu = v3.nemo_shape(run).mfu
     return (f"Training-bound: at the class default MFU {mfu:g} the log-probs, the reference log-probs and the "
@@ -90,7 +96,13 @@ def nemo_8b_off() -> str:
             f"compute, more than the published {run.published:g} s step, which bounds NeMo's training (one step "
             f"off-policy: max(generation, training) + refit), so NeMo's Megatron runs this 8B at {need} MFU or more; "
             "the model also charges a pure data-parallel layout FSDP's gathers each micro-batch "
-            f"({gathers} s), which Megatron's distributed optimizer pays once a step. The default MFU is the "
+            f"({gathers} s), which Megatron's distributed optimizer pays once a step. NeMo's trainer does every "
+            "pass the model charges (its async loop recomputes the old policy's log-probs and the reference's, "
+            "nemo_rl/algorithms/grpo.py), packs sequences (micro-batches of 4,096 tokens, 8,192 for log-probs) and "
+            "recomputes activations (the recipe's activation_checkpointing: a forward pass more than the model "
+            "charges); only the verifier runs elsewhere, with the trajectories on the generation side, and charging "
+            f"it there gives {verifier_moved} s, still over the band's {run.published * (1 + v3.STEP_BAND):.1f}. "
+            "The default MFU is the "
             "conservative end of the published 35–46 % (row mfu_default) and sets every scenario's training, so it "
             "is not moved for one row. (The table's layout for this row is PP1; PP2 is the on-policy row's.) "
             "Charging NeMo's Megatron backend its distributed optimizer instead of FSDP's gathers (full weights on "
@@ -241,6 +253,19 @@ def megatron_step_s(run: v3.NemoRun, hw: rl.Hardware) -> float:
     return float(np.mean(total))
 
 
+def verifier_beside_generation_s(run: v3.NemoRun, hw: rl.Hardware) -> float:
+    """A one step off-policy NeMo RL row's step (seconds, mean over iterations) were its verifier run
+    with the trajectories on the generation side, as NeMo's async trainer reads the rewards its
+    trajectory collector computed, instead of beside training: max(generation + the verifier on the
+    generating GPUs' workers, training less it on the training GPUs') + refit."""
+    sh, t = v3.nemo_shape(run), v3.nemo_times(run, hw)
+    beside_training = rl.verifier_s(sh.samples, sh.verifier_seconds_per_sample, sh.train_gpus, hw.verifier_workers)
+    beside_generation = rl.verifier_s(sh.samples, sh.verifier_seconds_per_sample, sh.rollout_gpus,
+                                      hw.verifier_workers)
+    train = t.logprobs + t.scoring + t.update - beside_training
+    return float(np.mean(np.maximum(t.rollout + t.overhead + beside_generation, train) + t.sync))
+
+
 def mfu_to_fit(run: v3.NemoRun, hw: rl.Hardware) -> float:
     """The least MFU at which a one-step off-policy NeMo RL row's training compute
     (``training_compute_s``) fits its published step less the model's refit, floored to the
@@ -256,4 +281,5 @@ def nemo_8b_off_quoted(hw: rl.Hardware) -> tuple[str, ...]:
     run = v3.nemo_run("nemo_8b_off")
     return (f"{float(nemo_tokens(run).mean()) / 1e6:.2f}", f"{float(training_compute_s(run, hw).mean()):.0f}",
             f"{mfu_to_fit(run, hw):.2f}", f"{float(fsdp_gathers_s(run, hw).mean()):.0f}",
-            f"{megatron_step_s(run, hw):.0f}", f"{megatron_step_s(v3.nemo_run('nemo_30b_on'), hw):.0f}")
+            f"{megatron_step_s(run, hw):.0f}", f"{megatron_step_s(v3.nemo_run('nemo_30b_on'), hw):.0f}",
+            f"{verifier_beside_generation_s(run, hw):.2f}")

@@ -35,6 +35,7 @@ NEMO_PROMPT, NEMO_CV = 130.0, 0.8
 VERL_PROMPT, VERL_CAP, VERL_MEAN, VERL_CV = 200.0, 28_672.0, 1_100.0, 1.0  # [A] prompt, lengths (cap published)
 VERL_SAMPLES = 8192  # 512 prompts × 16
 VERL_GEN_32_S = 357.41  # generation a step on 32 H20 colocated, as published (s)
+VERL_GEN_64_S, VERL_GEN_128_S = 150.72, 177.85  # generation a step on 64 and 128 H20 colocated, as published (s)
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,7 @@ def verl_rows(hw: rl.Hardware, row) -> list:
     rows = []
     for key, fig, where, pub, sim in (
         ("verl_sync_step", "colocated sync step (s)", "128 H20 colocated", 356.3, sync128.total.mean()),
-        ("verl_gen_128", "generation per step (s)", "128 H20 colocated", 177.85, sync128.rollout.mean()),
+        ("verl_gen_128", "generation per step (s)", "128 H20 colocated", VERL_GEN_128_S, sync128.rollout.mean()),
         ("verl_gen_32", "generation per step (s)", "32 H20 colocated", VERL_GEN_32_S, sync32.rollout.mean()),
         ("verl_fully_async", "fully-async step (s)", "64 generating : 64 training, staleness 0.5, partial rollout, "
          "log-probs from the rollout engine (calculate_log_probs)", 150.63, fa.total.mean()),
