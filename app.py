@@ -99,15 +99,23 @@ def run(scenario: costsim.Scenario, replications: int, limits: Limits) -> list[c
     nbytes = {s: result_cache().size(k) for s, k in zip(seeds, keys, strict=True)}
     missing = [s for s in seeds if found[s] is None]
     if missing:
-        status = st.empty()
+        status, drawn = st.empty(), [""]
+
+        def say(text: str) -> None:
+            # Called every quarter second; the words change once a second. Each caption drawn is a
+            # message the browser renders, on the cores the runs need, so an unchanged one is not
+            # sent (Streamlit then sees a rerun or Stop within a second, when the next one is).
+            if text != drawn[0]:
+                drawn[0] = text
+                status.caption(text)
 
         def progress(seconds: float) -> None:
-            status.caption(f"Simulating every option on the same jobs, {len(missing)} replication(s)... "
-                           f"{seconds:.0f} s (limit {limits.run_seconds:g} s; change a setting or press Stop to cancel)")
+            say(f"Simulating every option on the same jobs, {len(missing)} replication(s)... "
+                f"{seconds:.0f} s (limit {limits.run_seconds:g} s; change a setting or press Stop to cancel)")
 
         try:
             blobs = simulate_many(scenario, missing, limits, on_wait=progress, warm=True,
-                                  on_queue=lambda seconds: status.caption(f"{waiting_note(limits)} {seconds:.0f} s"),
+                                  on_queue=lambda seconds: say(f"{waiting_note(limits)} {seconds:.0f} s"),
                                   pool=server_pool())
         except CostsimError as err:
             status.empty()

@@ -24,11 +24,29 @@ import pandas as pd
 LEVEL = 0.95
 
 
+# t_{0.975, df} for df = 1 … 30, as scipy.special.stdtrit gives them (a test compares each): the
+# 95 % interval of 2 to 31 replications without importing scipy.special, a quarter second of CPU
+# (most of it its array-API support) in a process that shows runs but never samples one: the
+# dashboard's server, whose first screen waited for it.
+T_975 = (12.706204736174694, 4.302652729749462, 3.1824463052837078, 2.7764451051977934, 2.5705818356363146,
+         2.4469118511449786, 2.364624251592784, 2.306004135204166, 2.262157162798205, 2.228138851986274,
+         2.200985160091639, 2.1788128296672284, 2.1603686564627913, 2.144786687917804, 2.131449545559776,
+         2.1199052992212546, 2.1098155778333156, 2.1009220402410382, 2.0930240544083087, 2.085963447265864,
+         2.0796138447276795, 2.0738730679040254, 2.0686576104190486, 2.0638985616280245, 2.0595385527532972,
+         2.0555294386428735, 2.0518305164802846, 2.0484071417952454, 2.045229642132703, 2.0422724563012378)
+
+
 def t_quantile(df, p):
     """Student's t quantile: ``p`` (0–1) at ``df`` degrees of freedom (scalars or arrays).
     ``scipy.special.stdtrit``, what ``scipy.stats.t.ppf`` calls without scipy.stats' half-second
-    import; imported on the first interval, not with this module: a report or a verdict imports
-    this module before its runs, and the runs bring scipy.special when they sample."""
+    import; imported on the first interval it is needed for, not with this module (a report or a
+    verdict imports this module before its runs, and the runs bring scipy.special when they
+    sample); the 95 % intervals of up to 31 replications read ``T_975``, the same values."""
+    if p == 0.975:
+        d = np.asarray(df)
+        if d.size and np.all((d >= 1) & (d <= len(T_975)) & (d == np.floor(d))):
+            values = np.asarray(T_975)[d.astype(int) - 1]
+            return values if d.ndim else float(values)
     from scipy.special import stdtrit
 
     return stdtrit(df, p)

@@ -100,3 +100,24 @@ def test_the_launcher_needs_the_script_first(capsys):
             launch.main(argv)
         assert stop.value.code == 2
         assert "usage: python -m costsim.dashboard.launch app.py" in capsys.readouterr().err
+
+
+def test_the_script_s_imports_are_made_before_streamlit_without_running_it(tmp_path):
+    """What the script imports at its top level, names loaded lazily by ``costsim.dashboard``
+    included, is imported by the launcher; nothing else in it runs, and an import that fails is
+    left for the script's own run to report."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "script.py"
+    script.write_text(f"import wave\nimport no_such_module_anywhere\nfrom email import message\n"
+                      f"from costsim.dashboard import knob_paths\nopen({str(marker)!r}, 'w').close()\n"
+                      "def later():\n    import tabnanny\n")
+    probe = ("import sys; from pathlib import Path; from costsim.dashboard import launch; "
+             f"launch.import_script_modules(Path({str(script)!r})); "
+             "print(*(m in sys.modules for m in ('wave', 'email.message', 'costsim.dashboard.knobs', 'tabnanny')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "True", "False"]
+    assert not marker.exists()
+    launch.import_script_modules(tmp_path / "missing.py")  # nothing to read: left to Streamlit
+    (tmp_path / "broken.py").write_text("def (:\n")
+    launch.import_script_modules(tmp_path / "broken.py")

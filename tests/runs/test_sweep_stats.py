@@ -234,3 +234,27 @@ def test_each_metric_counts_the_replications_its_interval_uses():
     assert m.loc["a", ["x", "x_low", "x_high"]].tolist() == pytest.approx([1.5, 1.5 - h, 1.5 + h])
     d = differences_table(runs, ["x"]).iloc[0]
     assert (d.n, d.x_diff_n) == (3, 2) and d.x_diff == pytest.approx(-2.5)  # pairs (1-3), (2-5)
+
+
+def test_the_95_percent_quantiles_of_up_to_31_replications_are_stdtrit_s_without_importing_it():
+    """``T_975`` holds stdtrit's values to the last bit, read for scalars and arrays; any other
+    level or count asks scipy; and a 95 % interval of a few replications leaves scipy.special
+    unimported (the dashboard's server shows runs without ever sampling)."""
+    import subprocess
+    import sys
+
+    from scipy.special import stdtrit
+
+    from costsim.runs.stats import T_975, t_quantile
+
+    dfs = np.arange(1, len(T_975) + 1)
+    assert [t_quantile(int(d), 0.975) for d in dfs] == [float(stdtrit(d, 0.975)) for d in dfs]
+    assert np.array_equal(t_quantile(dfs, 0.975), stdtrit(dfs, 0.975))
+    assert t_quantile(31, 0.975) == stdtrit(31, 0.975) and t_quantile(4, 0.95) == stdtrit(4, 0.95)
+    assert np.array_equal(t_quantile(np.array([2, 40]), 0.975), stdtrit(np.array([2, 40]), 0.975))
+    code = ("import sys, numpy as np, pandas as pd; from costsim.runs.stats import t_interval, means_table; "
+            "t_interval(np.array([1.0, 2.0, 4.0])); "
+            "means_table(pd.DataFrame({'variant': 'v', 'option': ['a'] * 3, 'm': [1.0, 2.0, 4.0]}), ['m']); "
+            "print('scipy.special' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
