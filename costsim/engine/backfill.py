@@ -28,7 +28,8 @@ pass without serving:
 - a pass returns at once when serving leaves no waiting size room: the hour's room bounds the sizes
   tried, and of each size only the waiting job with the shortest hold is asked (it is admitted
   whenever any is; ``ShortestWaiting``), sizes that would run past the reservation by one trial
-  allocation; it returns a time before which that stays so, which spares the hourly passes;
+  allocation; it returns a time before which that stays so, which spares the hourly passes (for
+  sizes held off by the reservation alone, the reservation's time: they only run further past it);
 - the reservation is held between passes while the profile it was planned under holds (planned
   ends leave it as it is) and its time is ahead (``ServingReservation``);
 - the scan after nothing but time and arrivals skips the jobs scanned before while what serving
@@ -208,8 +209,10 @@ class EasyBackfill:
         if headroom is not None and all(now + h > shadow_t and not self.spares(g, good, shadow, spare, slack)
                                         for g, h in admitted):
             # Every size serving admits would run past the reservation and take what the head needs
-            # then (where a job goes depends only on its size): nothing starts.
-            return now
+            # then (where a job goes depends only on its size): nothing starts. That stays so, the
+            # cluster unchanged, until a refused size is admitted or the reservation is planned
+            # afresh (kept until its time): they run past it all the more as time goes on.
+            return min(quiet, shadow_t)
         host = self.host
         changes = host.changes
         # Nothing started, stopped or failed since the last pass, same head and reservation: the jobs

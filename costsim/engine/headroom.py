@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from costsim.engine.reservation import INF, serving_slack
+from costsim.plan.options import held_gpus
 
 if TYPE_CHECKING:
     import simpy
@@ -93,6 +94,14 @@ class ServingHeadroom:
             return self.short_until(held, room)
         m = self.first_bad(held)
         return -INF if end <= m else m
+
+    def starts_from(self, gpus: int, hold_h: float) -> float:
+        """A time (hours) before which a job asking ``gpus`` GPUs for ``hold_h`` hours cannot start,
+        the cluster unchanged: never while the pool cannot hold it, else not while serving refuses
+        it (``refused_until``: ``-inf`` if serving admits it now)."""
+        if gpus > self.pool.largest_fit():
+            return INF
+        return self.refused_until(held_gpus(gpus, self.pool.gpn), hold_h)
 
     def room_now(self) -> int:
         """The most GPUs a job starting now could hold in this hour beside RL and serving (its later

@@ -37,13 +37,15 @@ time is always ``Progress.hold_h``: its restart (once interrupted) plus the rest
 
 Serving (optional) takes GPUs first: an RL job starts only if, at every moment of its planned run,
 the RL GPUs held (running jobs release theirs as they end) plus its own plus serving's demand in
-that hour fit the cluster's GPUs in service (fewer after a lease's return). Serving is therefore never short while RL runs, and no
-job is preempted for it — except after a node failure, when serving gets what is left until RL jobs
-end or the node is repaired (the shortfall is reported). While jobs wait, the cluster
-re-decides on the hours serving's demand might let one start (the first whole hour at or after
-the time its last pass names: ``_wake_by``), besides every change. A job that serving's demand leaves too little
-room for at every hour from now to the horizon can never run here (``fits_ever``): a hybrid sends
-it to its burst, and scenario checks reject it on a cluster alone.
+that hour fit the cluster's GPUs in service (fewer after a lease's return). Serving is therefore
+never short while RL runs, and no job is preempted for it — except after a node failure, when
+serving gets what is left until RL jobs end or the node is repaired (the shortfall is reported).
+While jobs wait, the cluster re-decides on the hours serving's demand might let one start (the first
+whole hour at or after the time its last pass names: ``_wake_by``), besides every change; an arrival
+asks for a pass only if the new job might start before that time (``ServingHeadroom.starts_from``).
+A job that serving's demand leaves too little room for at every hour from now to the horizon can
+never run here (``fits_ever``): a hybrid sends it to its burst, and scenario checks reject it on a
+cluster alone.
 
 Every event that frees or withdraws capacity (a job's end, a delivery, a repair, a job taken back
 by a hybrid) asks for a scheduling pass at that instant.
@@ -259,7 +261,11 @@ class OwnedCluster:
     def arrive(self, i: int, front: bool = False) -> None:
         """Queue job i (``front``: a job that failed keeps its place at the head)."""
         self.waiting.add(i)
-        self.quiet_until = -INF  # a new job may start
+        headroom = self.headroom
+        if headroom is None or self.changes != self.quiet_changes or self.quiet_until <= self.env.now:
+            self.quiet_until = -INF  # a pass is due anyway (without serving, cheap at a full pool)
+        else:  # before the last pass's quiet time, a pass could start only this job or one it goes before
+            self.quiet_until = min(self.quiet_until, headroom.starts_from(self.gpus[i], self.progress.hold_h(i)))
         if self.backfill is not None:
             self.backfill.queued(i)
         if self.key is not None:
