@@ -264,8 +264,9 @@ class OwnedCluster:
         headroom = self.headroom
         if headroom is None or self.changes != self.quiet_changes or self.quiet_until <= self.env.now:
             self.quiet_until = -INF  # a pass is due anyway (without serving, cheap at a full pool)
-        else:  # before the last pass's quiet time, a pass could start only this job or one it goes before
+        elif self.ready:  # before the last pass's quiet time, a pass could start only this job or one it goes before
             self.quiet_until = min(self.quiet_until, headroom.starts_from(self.gpus[i], self.progress.hold_h(i)))
+        # (else: nothing starts before the delivery, which asks for a pass)
         if self.backfill is not None:
             self.backfill.queued(i)
         if self.key is not None:

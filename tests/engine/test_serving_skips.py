@@ -150,3 +150,18 @@ def test_a_job_held_off_by_the_reservation_is_not_looked_at_every_hour(tmp_path,
     res = costsim.simulate(sc)
     assert len(looks) <= 1, looks
     assert jobs_of(res, "own").sort_values("submit_h")["start_h"].tolist() == [0.0, 0.0, 100.0, 150.0]
+
+
+def test_jobs_arriving_before_delivery_ask_for_no_pass(tmp_path, monkeypatch):
+    """Claim 1 before delivery: nothing starts until the cluster is delivered (at 48 h, when it asks
+    for a pass), so of the 20 jobs arriving hourly before then only the first asks for one."""
+    flat = {"gpus": {"base": 4, "diurnal_amplitude": 0.0, "growth_per_year": 0.0}, "priority": True}
+    rows = [(float(k), 1, 1000.0) for k in range(20)]
+    sc = scenario(tmp_path, rows, [owned(gpus=24, scheduler="backfill", lead_time_days=2)], horizon_days=20,
+                  serving=flat)
+    counts = counted(monkeypatch)
+    starts = jobs_of(costsim.simulate(sc), "own")["start_h"].tolist()
+    assert starts == [48.0] * 20
+    assert counts["passes"] == 2, counts  # the first arrival's and the delivery's
+    every_pass(monkeypatch)
+    assert jobs_of(costsim.simulate(sc), "own")["start_h"].tolist() == starts
