@@ -89,9 +89,9 @@ class ServingHeadroom:
             cap = self.host.in_service
             slack = serving_slack(now, hold_h, cap - self.pool.free_gpus, cap, self.ends, self.demand.peak)
             return -INF if held <= slack else now
-        room = self.room_now()
-        if held > room:  # short already now
-            return self.short_until(held, room)
+        free = self.free_by(now)
+        if held > free - self.demand.at(now):  # short already now: ``short_until``, on what is free
+            return self.demand.first_at_most(int(now) + 1, free - held)
         m = self.first_bad(held)
         return -INF if end <= m else m
 
@@ -105,16 +105,21 @@ class ServingHeadroom:
 
     def room_now(self) -> int:
         """The most GPUs a job starting now could hold in this hour beside RL and serving (its later
-        hours aside): the pool's free GPUs, less serving's demand this hour."""
+        hours aside): the GPUs free now, less serving's demand this hour."""
         now = self.env.now
-        room = self.pool.free_gpus - self.demand.at(now)
+        return self.free_by(now) - self.demand.at(now)
+
+    def free_by(self, now: float) -> int:
+        """GPUs not held by RL at ``now``: the pool's free GPUs and those of jobs planned to end by
+        then but not yet released (free, as the walk counts them)."""
+        free = self.pool.free_gpus
         ends = self.ends
-        if ends and ends[0][0] <= now:  # planned to end by now, not yet released: free, as the walk counts
+        if ends and ends[0][0] <= now:
             for e, h, _job in ends:
                 if e > now:
                     break
-                room += h
-        return room
+                free += h
+        return free
 
     def short_until(self, held: int, room: int) -> float:
         """For ``held`` GPUs more than ``room`` (``room_now()``): the first later whole hour at which
