@@ -79,10 +79,10 @@ class ServingHeadroom:
 
     def refused_until(self, held: int, hold_h: float) -> float:
         """``-inf`` if a job holding ``held`` GPUs for ``hold_h`` hours from now leaves serving its
-        GPUs for its whole run; else a time before which it stays refused, the profile unchanged: its
-        first short moment if that lies ahead (its run covers it until then), else the first later
-        whole hour whose demand might no longer leave it short from its start (RL stays as it is
-        until the next planned end, itself a change of the profile)."""
+        GPUs for its whole run; else a time (hours) before which it stays refused, the cluster
+        unchanged: the first whole hour after now, or after its first short moment if that lies
+        ahead, whose demand might no longer leave it short at its start (RL stays as it is until the
+        next planned end, itself a change that asks for a pass)."""
         now = self.env.now
         end = now + hold_h
         if end <= now:  # an empty run: the rule then reads the hour it starts in, as the walk does
@@ -93,7 +93,12 @@ class ServingHeadroom:
         if held > free - self.demand.at(now):  # short already now: ``short_until``, on what is free
             return self.demand.first_at_most(int(now) + 1, free - held)
         m = self.first_bad(held)
-        return -INF if end <= m else m
+        if end <= m:
+            return -INF
+        # Its run covers its first short moment from any start up to it, and a start after it is
+        # short itself until an hour leaves it room beside RL as now (a planned end before then is a
+        # change, which asks for its own pass): as ``short_until`` from the hour after that moment.
+        return self.demand.first_at_most(int(m) + 1, free - held)
 
     def starts_from(self, gpus: int, hold_h: float) -> float:
         """A time (hours) before which a job asking ``gpus`` GPUs for ``hold_h`` hours cannot start,

@@ -165,3 +165,24 @@ def test_jobs_arriving_before_delivery_ask_for_no_pass(tmp_path, monkeypatch):
     assert counts["passes"] == 2, counts  # the first arrival's and the delivery's
     every_pass(monkeypatch)
     assert jobs_of(costsim.simulate(sc), "own")["start_h"].tolist() == starts
+
+
+def test_a_job_whose_run_would_meet_serving_s_peak_is_looked_at_once_a_day(tmp_path, monkeypatch):
+    """Serving refuses a job whose run would cover an hour it leaves too little room in (its first
+    short moment), and a start from that moment on is short itself: the cluster looks again on the
+    first hour after it with room at the start, not at the moment itself. Three 8-GPU nodes, serving
+    5-12 GPUs over the day (12 from 3 to 9 h, 8 or less from 12 to 24 h); a1 and a2 (8 and 4 GPUs,
+    200 h) leave 12, so b (4 GPUs, 30 h) fits at the start from 12 h each day but its run meets the
+    next peak: one look a day at 12 h (two before: at 12 h and at the rise at 24 h), and b starts
+    when the a's end, as with a pass at every request and every hour."""
+    looks = []
+    real = owned_engine.OwnedCluster._wake
+    monkeypatch.setattr(owned_engine.OwnedCluster, "_wake", lambda self, e: (looks.append(self.env.now), real(self, e)))
+    daily = {"gpus": {"base": 8, "diurnal_amplitude": 0.5, "growth_per_year": 0.0}, "priority": True}
+    rows = [(0.0, 8, 200.0), (0.0, 4, 200.0), (0.5, 4, 30.0)]
+    sc = scenario(tmp_path, rows, [owned(gpus=24, scheduler="backfill")], horizon_days=12, serving=daily)
+    starts = jobs_of(costsim.simulate(sc), "own").sort_values("submit_h")["start_h"].tolist()
+    assert looks == [12.0 + 24 * k for k in range(9)]  # the last one already named when b starts
+    assert starts == [0.0, 0.0, 200.0]
+    every_pass(monkeypatch)
+    assert jobs_of(costsim.simulate(sc), "own").sort_values("submit_h")["start_h"].tolist() == starts
