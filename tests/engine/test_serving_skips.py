@@ -1,13 +1,16 @@
 """The passes an owned cluster under serving skips, and that skipping them changes no schedule.
 
 With serving, the pool nearly always shows free GPUs (serving's share is not allocated), so an
-arrival or an hour would ask for a pass almost every time. Two claims spare most of them:
+arrival or an hour would ask for a pass almost every time. Three claims spare most of them:
 
-1. A job joining the queue can start no sooner than serving admits it and the pool holds it, so an
-   arrival lowers the last pass's quiet time to that instead of asking for a pass at once.
+1. A job joining the queue can start no sooner than serving admits it and the pool holds it (nor
+   before the cluster's delivery), so an arrival lowers the last pass's quiet time to that instead
+   of asking for a pass at once.
 2. A backfill pass in which every size serving admits would run past the head's reservation and
    take what the head needs then names the reservation's time (or the hour a refused size may be
    admitted), not now: such jobs only run further past the reservation as time goes on.
+3. A job refused because its run would meet a short moment ahead is refused from then on too,
+   until an hour leaves it room at its start: the cluster looks on that hour, not at the moment.
 
 Held here against the same cluster with a pass at every request and a look every hour while jobs
 wait (every skip off), job for job, on the random serving cases of
@@ -96,10 +99,10 @@ def test_skipped_passes_would_have_started_nothing(monkeypatch, scheduler):
             assert log == want_log, (seed, scheduler)  # every start and withdrawal, in order
             np.testing.assert_array_equal(start, want_start)
             np.testing.assert_array_equal(end, want_end)
-    # The skips happen: on these small clusters most requests come with a change (a pass is due).
-    print("COUNTS", scheduler, skipped, counts)
-    if scheduler == "backfill":
-        pass
+    # The skips happen (a fifth to a quarter of the passes on these small clusters: most requests
+    # there come with a change, when a pass is due).
+    assert skipped["passes"] < 0.8 * counts["passes"], (skipped, counts)
+    assert skipped["backfill"] <= 0.8 * counts["backfill"], (skipped, counts)
 
 
 def test_arrivals_that_cannot_start_ask_for_no_pass(monkeypatch):
