@@ -37,17 +37,23 @@ def import_script_modules(script: Path) -> None:
     except (OSError, SyntaxError, ValueError):
         return
     for node in tree.body:
-        try:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    importlib.import_module(alias.name)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                module = importlib.import_module(node.module)
-                for alias in node.names:
-                    if not hasattr(module, alias.name):  # a submodule, or a lazily loaded name
-                        importlib.import_module(f"{node.module}.{alias.name}")
-        except Exception:  # noqa: BLE001 - the script's own run reports it, with Streamlit's page
-            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                _quietly(importlib.import_module, alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            module = _quietly(importlib.import_module, node.module)
+            for alias in node.names if module is not None else ():
+                # a name the module defines, loads on first use, or a submodule: one failing spares the rest
+                if not _quietly(hasattr, module, alias.name):
+                    _quietly(importlib.import_module, f"{node.module}.{alias.name}")
+
+
+def _quietly(call, *args):
+    """``call(*args)``, or None if it raised: the script's own run reports it, on Streamlit's page."""
+    try:
+        return call(*args)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return None
 
 
 def main(argv: Sequence[str] | None = None) -> None:

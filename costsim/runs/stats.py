@@ -42,7 +42,7 @@ def t_quantile(df, p):
     import; imported on the first interval it is needed for, not with this module (a report or a
     verdict imports this module before its runs, and the runs bring scipy.special when they
     sample); the 95 % intervals of up to 31 replications read ``T_975``, the same values."""
-    if p == 0.975:
+    if np.ndim(p) == 0 and p == 0.975:
         d = np.asarray(df)
         if d.size and np.all((d >= 1) & (d <= len(T_975)) & (d == np.floor(d))):
             values = np.asarray(T_975)[d.astype(int) - 1]

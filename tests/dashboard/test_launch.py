@@ -104,12 +104,12 @@ def test_the_launcher_needs_the_script_first(capsys):
 
 def test_the_script_s_imports_are_made_before_streamlit_without_running_it(tmp_path):
     """What the script imports at its top level, names loaded lazily by ``costsim.dashboard``
-    included, is imported by the launcher; nothing else in it runs, and an import that fails is
-    left for the script's own run to report."""
+    included, is imported by the launcher; nothing else in it runs, and an import that fails (a
+    name the package lacks) spares the names after it and is left for the script's own run."""
     marker = tmp_path / "ran"
     script = tmp_path / "script.py"
     script.write_text(f"import wave\nimport no_such_module_anywhere\nfrom email import message\n"
-                      f"from costsim.dashboard import knob_paths\nopen({str(marker)!r}, 'w').close()\n"
+                      f"from costsim.dashboard import no_such_name_here, knob_paths\nopen({str(marker)!r}, 'w').close()\n"
                       "def later():\n    import tabnanny\n")
     probe = ("import sys; from pathlib import Path; from costsim.dashboard import launch; "
              f"launch.import_script_modules(Path({str(script)!r})); "

@@ -258,3 +258,12 @@ def test_the_95_percent_quantiles_of_up_to_31_replications_are_stdtrit_s_without
             "print('scipy.special' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_quantile_over_an_array_of_levels_is_stdtrit_s():
+    from scipy.special import stdtrit
+
+    from costsim.runs.stats import t_quantile
+
+    p = np.array([0.975, 0.95, 0.995])
+    assert np.array_equal(t_quantile(4, p), stdtrit(4, p))
