@@ -24,11 +24,11 @@ import pytest
 from helpers import jobs_of, owned, scenario
 from test_backfill_differential import replay
 from test_serving_differential import SCHEDULERS, case
+from test_serving_wake_oracle import hourly_looks
 
 import costsim
 from costsim.engine import backfill as backfill_engine
 from costsim.engine import owned as owned_engine
-from costsim.engine.events import ARRIVAL, At
 from costsim.engine.headroom import ServingHeadroom
 from costsim.engine.reservation import INF
 
@@ -53,26 +53,13 @@ def counted(monkeypatch) -> dict[str, int]:
 
 def every_pass(monkeypatch) -> None:
     """Every skip off: each request for a pass runs one, and every cluster with serving asks for one
-    every whole hour while jobs wait."""
-    real_init = owned_engine.OwnedCluster.__init__
-
-    def init(self, *args, **kwargs):
-        real_init(self, *args, **kwargs)
-        if self.serving is None:
-            return
-
-        def tick(_e):
-            if self.waiting:
-                self.decider.request()
-            At(self.env, 1.0, ARRIVAL, tick)
-
-        At(self.env, 1.0, ARRIVAL, tick)
+    every whole hour while jobs wait (``hourly_looks``)."""
+    hourly_looks(monkeypatch)
 
     def decide(self):
         self.quiet_until = self._pass()
         self.quiet_changes = self.changes
 
-    monkeypatch.setattr(owned_engine.OwnedCluster, "__init__", init)
     monkeypatch.setattr(owned_engine.OwnedCluster, "decide", decide)
 
 
