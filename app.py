@@ -53,6 +53,7 @@ from costsim.dashboard import (
 )
 from costsim.dashboard.bounded import RunTimedOut, note_first_screen
 from costsim.dashboard.disk_runs import server_disk
+from costsim.dashboard.first_paint import pause_before_first_tab
 from costsim.dashboard.server import imports_frozen, server_pool, top_up_spares
 from costsim.dashboard.sidebar import knob_form, sidebar_slot, timed_out
 from costsim.dashboard.views import first_screen, flip_control
@@ -300,6 +301,7 @@ def main() -> None:
         if scenario.description:
             st.caption(literal_markdown(scenario.description))
     if tab != edit.EDIT_TAB:
+        pause_before_first_tab(st.session_state)  # the first screen drawn before the tab's figures
         with body:
             tabs.render(tab, scenario, runs, limits, len(runs))
 

@@ -38,3 +38,13 @@ def _main_module_restored():
     yield
     if main is not None and sys.modules.get("__main__") is not main:
         sys.modules["__main__"] = main
+
+
+@pytest.fixture(autouse=True)
+def _no_first_tab_pause(monkeypatch):
+    """A dashboard session pauses before its first tab so that a browser draws the cards first
+    (``costsim.dashboard.first_paint``); AppTest has no browser, and each of its sessions would wait.
+    tests/app/test_first_paint.py checks the pause is taken; the browser tests' servers take it."""
+    from costsim.dashboard import first_paint
+
+    monkeypatch.setattr(first_paint, "FIRST_TAB_PAUSE_S", 0.0)
