@@ -43,8 +43,11 @@ def _main_module_restored():
 @pytest.fixture(autouse=True)
 def _no_first_tab_pause(monkeypatch):
     """A dashboard session pauses before its first tab so that a browser draws the cards first
-    (``costsim.dashboard.first_paint``); AppTest has no browser, and each of its sessions would wait.
-    tests/app/test_first_paint.py checks the pause is taken; the browser tests' servers take it."""
+    (``costsim.dashboard.first_paint``); AppTest has no browser, and each of its sessions would
+    wait: the pause's sleep is a no-op here. tests/app/test_first_paint.py records it instead; the
+    browser tests' servers, processes of their own, take it."""
+    from types import SimpleNamespace
+
     from costsim.dashboard import first_paint
 
-    monkeypatch.setattr(first_paint, "FIRST_TAB_PAUSE_S", 0.0)
+    monkeypatch.setattr(first_paint, "time", SimpleNamespace(sleep=lambda seconds: None))

@@ -1,12 +1,11 @@
 """The order a session's first page reaches the browser: the first screen drawn before the tab.
 
-Streamlit's page loads plotly.js (a 4.6 MB module) when a session's first chart arrives, and what
-arrives in the same moment is drawn only once that module is loaded: on this repository's 2-core
-machine the first screen's cards waited 1.2-2 s for the Overview tab's figure below them (cards and
-figure appeared in the same frame; the script had sent the cards first). Sent a moment after the
-cards, the tab arrives once the browser has drawn them: the cards from the page opened in 2.3-2.5 s
-rather than 3.6-4.8 s on a server started again, 3.1-3.5 s rather than 4.6-5.7 s on a cold one
-(``benchmarks/dashboard_timing.py``). Later pages of the session find plotly.js loaded: no pause.
+Streamlit's page loads plotly.js (a 4.7 MB module) when a session's first chart arrives, and what
+arrives in the same moment is drawn only once that module is loaded: the first screen's cards
+appeared in the same frame as the Overview tab's figure below them, though the script sends the
+cards first. Sent a moment after the cards, the tab arrives once the browser has drawn them (how
+much sooner the cards appear: docs/performance.md, measured by ``benchmarks/dashboard_timing.py``).
+Later pages of the session find plotly.js loaded: no pause.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ opened later finds them done. Not when an earlier server kept the first screen's
 (``pool.first_screen_kept``): the first page reads them, and the spares start after it is drawn
 (``server.top_up_spares``). Before Streamlit answers, the script's own imports are made too
 (``import_script_modules``): a page's first run would otherwise spend most of a second of CPU
-importing the dashboard. The options after the script are Streamlit's.
+importing the dashboard. The options after the script are Streamlit's; ``SERVER_OPTIONS`` come
+first, so that one given there wins.
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from costsim.dashboard.server import start_spares
+
+# What the dashboard needs wherever the server is started (Streamlit reads .streamlit/config.toml
+# only from the folder it is started in, where the repository's copy says the same for
+# `streamlit run app.py` and AppTest): no traceback or exception text shown to a user, and no
+# source file watched (Streamlit would resolve every imported module's file and watch its folder at
+# each session's start and after each run, a second of the server's CPU on a first screen: see
+# docs/performance.md; restart the server after changing the code).
+SERVER_OPTIONS = ("--client.showErrorDetails", "none", "--server.fileWatcherType", "none")
 
 
 def import_script_modules(script: Path) -> None:
@@ -59,7 +68,8 @@ def _quietly(call, *args):
 def main(argv: Sequence[str] | None = None) -> None:
     """Start the server's spares, primed with the first screen's replications unless an earlier
     server kept those runs on disk (``server.start_spares``), then ``streamlit run`` with ``argv``
-    (default: this command's arguments: the script, then Streamlit's options)."""
+    (default: this command's arguments: the script, then Streamlit's options), ``SERVER_OPTIONS``
+    before those options."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0].startswith("-"):
         print("usage: python -m costsim.dashboard.launch app.py [streamlit run options]", file=sys.stderr)
@@ -68,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import_script_modules(Path(args[0]))
     from streamlit.web import cli
 
-    sys.argv = ["streamlit", "run", *args]
+    sys.argv = ["streamlit", "run", args[0], *SERVER_OPTIONS, *args[1:]]
     cli.main()
 
 

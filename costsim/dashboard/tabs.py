@@ -5,7 +5,6 @@ baseline). Figures are from the first replication unless a figure takes them all
 
 from __future__ import annotations
 
-import importlib
 from collections import OrderedDict
 
 import streamlit as st
@@ -23,14 +22,6 @@ from costsim.traces.csvcells import csv_text
 
 TABS = ["Overview", "Cost", "Capacity", "Iteration speed", "Time to target", "Failures", "Sensitivity", "Sweep",
         "Plan", "Edit scenario", "Data"]
-
-
-def _optional(module: str, name: str):
-    """A function from a module other helpers may not have written yet (None until they have)."""
-    try:
-        return getattr(importlib.import_module(module), name, None)
-    except ImportError:
-        return None
 
 
 FIGURES_KEPT = 256  # about 40 scenario/seed pairs of every figure; a baseline figure is ~0.1–1 MB
@@ -81,24 +72,19 @@ def render(tab: str, scenario: costsim.Scenario, runs: list, limits, replication
     res = runs[0]
     {"Overview": overview, "Cost": cost, "Capacity": capacity, "Iteration speed": speed, "Time to target": to_target,
      "Failures": failures, "Data": data}.get(tab, lambda *_: None)(res, runs, scenario)
+    # The decision tabs and the plan tab import their own machinery only when chosen.
     if tab == "Sensitivity":
-        fn = _optional("costsim.dashboard.decision_tabs", "sensitivity_tab")
-        if fn is None:
-            st.info("The sensitivity tab is not available in this build.")
-        else:
-            fn(scenario, "sens", replications=replications, limits=limits)
+        from costsim.dashboard.decision_tabs import sensitivity_tab
+
+        sensitivity_tab(scenario, "sens", replications=replications, limits=limits)
     if tab == "Sweep":
-        fn = _optional("costsim.dashboard.decision_tabs", "sweep_tab")
-        if fn is None:
-            st.info("The sweep tab is not available in this build.")
-        else:
-            fn(scenario, "sweep", limits=limits)
+        from costsim.dashboard.decision_tabs import sweep_tab
+
+        sweep_tab(scenario, "sweep", limits=limits)
     if tab == "Plan":
-        fn = _optional("costsim.dashboard.plan_tab", "plan_tab")
-        if fn is None:
-            st.info("The plan tab is not available in this build.")
-        else:
-            fn(scenario, runs, "plan", limits=limits)
+        from costsim.dashboard.plan_tab import plan_tab
+
+        plan_tab(scenario, runs, "plan", limits=limits)
 
 
 FIRST_REPLICATION = "First replication; the cards above are means over all replications."

@@ -121,3 +121,24 @@ def test_the_script_s_imports_are_made_before_streamlit_without_running_it(tmp_p
     launch.import_script_modules(tmp_path / "missing.py")  # nothing to read: left to Streamlit
     (tmp_path / "broken.py").write_text("def (:\n")
     launch.import_script_modules(tmp_path / "broken.py")
+
+
+def test_the_launcher_gives_streamlit_the_dashboard_s_settings_before_the_user_s(monkeypatch):
+    """Wherever the server is started (Streamlit reads .streamlit/config.toml only from the folder
+    it starts in): no error details shown and no file watched, before the user's own options (the
+    last of a repeated option wins), and the same as the repository's config says."""
+    import tomllib
+
+    from streamlit.web import cli
+
+    seen = []
+    monkeypatch.setattr(launch, "start_spares", lambda primed: None)
+    monkeypatch.setattr(launch, "import_script_modules", lambda script: None)
+    monkeypatch.setattr(cli, "main", lambda: seen.append(list(sys.argv)))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    launch.main(["app.py", "--server.port", "8502"])
+    assert seen == [["streamlit", "run", "app.py", "--client.showErrorDetails", "none",
+                     "--server.fileWatcherType", "none", "--server.port", "8502"]]
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    options = dict(zip(launch.SERVER_OPTIONS[::2], launch.SERVER_OPTIONS[1::2], strict=True))
+    assert options == {f"--{section}.{name}": value for section, table in config.items() for name, value in table.items()}
