@@ -4,6 +4,9 @@ slow import is also a window in which Ctrl-C would interrupt Python before the C
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -101,7 +104,7 @@ def report_command(
             check_out_file("--out", out, sweep_inputs(source) if source.is_dir() else scenario_inputs(sc, source))
             # The page from the runs and the verdict above: nothing simulated or decided again (a
             # sweep folder's verdicts are decided here, from its stored runs).
-            with stages.stage("building the page (figures and tables)", unit="sections") as step:
+            with stages.stage("building the page (figures and tables)", unit="sections") as step, frozen_heap():
                 page = build_report(data, wanted, shown, variant=variant, verdict=verdict, progress=step)
             with stages.stage("writing the report", counted=False):
                 path = write_page(page, out)
@@ -111,6 +114,23 @@ def report_command(
         err_console.print(Text(f"interrupted: {out} is unchanged"), highlight=False)
         raise typer.Exit(130) from None
     out_console.print(Text(f"wrote {path}"), highlight=False, soft_wrap=True)  # a path is copied whole, never wrapped
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """The objects alive now (the runs, the imports) out of the garbage collector's walks until the
+    block ends. Drawing the page makes many small plotly objects, and each full collection would
+    walk every object alive, none of them garbage then: 0.07-0.13 s of the baseline's page of
+    0.4-0.5 s. Nothing is frozen when the program running the command (a notebook, a server) has
+    frozen objects itself: its freeze is its own to undo."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _not_in_runs(out: Path, folder: Path) -> None:

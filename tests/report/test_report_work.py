@@ -165,3 +165,39 @@ def test_a_pool_that_fails_stops_the_report_and_a_scenario_without_both_sides_is
     monkeypatch.setattr(sensitivity, "tornado", lost)
     with pytest.raises(ExecutorError):
         tornado_or_note(sc, 0)
+
+
+def test_the_page_is_drawn_with_the_objects_alive_out_of_the_collector_s_walks(tmp_path, monkeypatch):
+    """``costsim report`` draws its page with the objects alive before it (its runs, its imports)
+    frozen out of the garbage collector's full walks, and gives them back after the page, written
+    or not; a program that froze objects itself (the command runs inside others: a notebook, a
+    test runner) keeps its own freeze."""
+    import gc
+
+    from typer.testing import CliRunner
+
+    from costsim.cli.commands import app
+    from costsim.report import build
+
+    (tmp_path / "s.yaml").write_text(TINY_RL)
+    frozen, draw = [], build.build_report
+    monkeypatch.setattr(build, "build_report", lambda *a, **k: frozen.append(gc.get_freeze_count()) or draw(*a, **k))
+
+    def report(name: str):
+        return CliRunner().invoke(app, ["report", str(tmp_path / "s.yaml"), "--replications", "1", "--no-tornado",
+                                        "--out", str(tmp_path / name)])
+
+    gc.unfreeze()  # whatever an earlier test in this process froze, back in the walks
+    assert report("r.html").exit_code == 0
+    assert frozen[0] > 0 and gc.get_freeze_count() == 0
+    gc.freeze()
+    theirs = gc.get_freeze_count()
+    try:
+        assert report("r.html").exit_code == 0
+        # not frozen again (its runs would join), not given back (some of theirs may have been freed)
+        assert 0 < frozen[1] <= theirs and 0 < gc.get_freeze_count() <= theirs
+    finally:
+        gc.unfreeze()
+    monkeypatch.setattr(build, "build_report", lambda *a, **k: 1 / 0)
+    assert isinstance(report("q.html").exception, ZeroDivisionError)
+    assert gc.get_freeze_count() == 0
