@@ -120,14 +120,15 @@ def report_command(
 def frozen_heap() -> Iterator[None]:
     """The objects alive now (the runs, the imports) out of the garbage collector's walks until the
     block ends. Drawing the page makes many small plotly objects, and each full collection would
-    walk every object alive, none of them garbage then: 0.07-0.13 s of the baseline's page of
-    0.4-0.5 s. Nothing is frozen when the program running the command (a notebook, a server) has
-    frozen objects itself: its freeze is its own to undo."""
+    walk every object alive, none of them garbage then: 0.07-0.10 s of the baseline report's own
+    work (docs/performance.md). For the command's own thread: nothing is frozen when the program
+    running the command (a notebook, a test runner) has frozen objects itself, whose freeze is its
+    own to undo."""
     if gc.get_freeze_count():
         yield
         return
-    gc.freeze()
     try:
+        gc.freeze()
         yield
     finally:
         gc.unfreeze()

@@ -187,7 +187,8 @@ def test_the_page_is_drawn_with_the_objects_alive_out_of_the_collector_s_walks(t
         return CliRunner().invoke(app, ["report", str(tmp_path / "s.yaml"), "--replications", "1", "--no-tornado",
                                         "--out", str(tmp_path / name)])
 
-    gc.unfreeze()  # whatever an earlier test in this process froze, back in the walks
+    earlier = gc.get_freeze_count()
+    gc.unfreeze()  # whatever an earlier test in this process froze, back in the walks (frozen again below)
     assert report("r.html").exit_code == 0
     assert frozen[0] > 0 and gc.get_freeze_count() == 0
     gc.freeze()
@@ -201,3 +202,5 @@ def test_the_page_is_drawn_with_the_objects_alive_out_of_the_collector_s_walks(t
     monkeypatch.setattr(build, "build_report", lambda *a, **k: 1 / 0)
     assert isinstance(report("q.html").exception, ZeroDivisionError)
     assert gc.get_freeze_count() == 0
+    if earlier:
+        gc.freeze()
