@@ -30,7 +30,7 @@ from costsim.plots.layout import (
     widths,
 )
 from costsim.plots.phases import PHASE_LABELS, phase_breakdown
-from costsim.plots.styles import BLACK, OKABE_ITO, Style, category_styles, option_styles
+from costsim.plots.styles import BLACK, OKABE_ITO, Style, category_styles, class_looks, option_styles
 from costsim.plots.timeline import gantt
 from costsim.plots.to_target import time_to_target
 from costsim.present.formats import money
@@ -50,13 +50,6 @@ _USD_AXIS = dict(tickprefix="$", tickformat=",.3s")
 def _daily(results: Results, columns: list[str]) -> pd.DataFrame:
     ts = results.timeseries.assign(day=lambda d: (d["hour"] // 24).astype(int))
     return ts.groupby(["option", "day"], sort=False, as_index=False)[columns].mean()
-
-
-def class_looks(results: Results) -> dict[str, tuple[str, str]]:
-    """(colour, pattern) per job class: the scenario's classes in their order, then any other
-    class the jobs table holds (trace jobs), so a class looks the same in every figure."""
-    classes = [c.name for c in getattr(results.scenario.workload, "classes", None) or []]
-    return category_styles([*classes, *results.jobs["job_class"].astype(str)])
 
 
 def _groups(frame: pd.DataFrame, styles: dict[str, Style]):

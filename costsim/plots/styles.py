@@ -158,6 +158,15 @@ def option_styles(source: Any) -> dict[str, Style]:
     return styles
 
 
+def class_looks(results) -> dict[str, tuple[str, str]]:
+    """(colour, pattern) per job class of ``results`` (``costsim.Results``): the scenario's classes
+    in their order, then any other class the jobs table holds (trace jobs) in the order they first
+    appear, so a class looks the same in every figure. The jobs' classes are read once each, not
+    once a job (a year's table has thousands)."""
+    classes = [c.name for c in getattr(results.scenario.workload, "classes", None) or []]
+    return category_styles([*classes, *(str(c) for c in results.jobs["job_class"].unique())])
+
+
 def category_styles(names: Iterable[str]) -> dict[str, tuple[str, str]]:
     """``{category: (colour, bar pattern)}`` for categories that are not options (line items,
     phases, job classes, hybrid parts), in the order given: colour and pattern both cycle, so

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from costsim.plots.layout import legend_entries, literal, literals, new_subplots, title_layout
-from costsim.plots.styles import category_styles
+from costsim.plots.styles import class_looks
 
 
 class Outline(TypedDict):
@@ -88,8 +88,7 @@ def gantt(results, option: str | None = None, start_h: float | None = None, end_
     jobs, total, lo, hi = _window(results, option, start_h, end_h, max_jobs)
     horizon = float(results.scenario.horizon_h)
     options = [option] if option is not None else list(dict.fromkeys(results.summary["option"]))
-    classes = [c.name for c in getattr(results.scenario.workload, "classes", None) or []]
-    looks = category_styles([*classes, *results.jobs["job_class"].astype(str)])  # as plots.class_looks
+    looks = class_looks(results)
     rows_per = {}
     frames = {}
     for o in options:

@@ -340,3 +340,21 @@ def test_where_hybrids_ran_names_each_part_of_a_fleet(tmp_path):
     assert {name for x, name in got if x == "hyb"} == {"own (owned)", "od (on demand, burst)"}
     assert all("base" not in t.name for t in fig.data)
     assert [t.name for t in fig.data if t.showlegend] == ["own (owned)", "res (reserved)", "od (on demand, burst)"]
+
+
+def test_a_job_class_looks_the_same_in_every_figure_and_its_jobs_are_read_once_each():
+    """``class_looks``: the scenario's classes in their order, then the classes only the jobs table
+    holds (trace jobs) as they first appear, each once; the job timeline draws with the same looks."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from costsim.plots.styles import CATEGORY_COLOURS, CATEGORY_PATTERNS, class_looks
+
+    jobs = pd.DataFrame({"job_class": pd.array(["trace-b", "rl-1", "trace-a", "trace-b", "rl-0"] * 1000,
+                                               dtype="string[pyarrow]")})
+    results = SimpleNamespace(scenario=SimpleNamespace(workload=SimpleNamespace(classes=[SimpleNamespace(name="rl-0"),
+                                                                                          SimpleNamespace(name="rl-1")])),
+                              jobs=jobs)
+    order = ["rl-0", "rl-1", "trace-b", "trace-a"]
+    assert class_looks(results) == {n: (CATEGORY_COLOURS[i], CATEGORY_PATTERNS[i]) for i, n in enumerate(order)}
