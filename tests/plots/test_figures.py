@@ -342,19 +342,31 @@ def test_where_hybrids_ran_names_each_part_of_a_fleet(tmp_path):
     assert [t.name for t in fig.data if t.showlegend] == ["own (owned)", "res (reserved)", "od (on demand, burst)"]
 
 
-def test_a_job_class_looks_the_same_in_every_figure_and_its_jobs_are_read_once_each():
+def test_a_job_class_looks_the_same_in_every_figure_and_its_jobs_are_read_once_each(monkeypatch):
     """``class_looks``: the scenario's classes in their order, then the classes only the jobs table
-    holds (trace jobs) as they first appear, each once; the job timeline draws with the same looks."""
+    holds (trace jobs) as they first appear, each once, read from the table once each rather than
+    once a job; the job timeline and the other figures use this one function."""
     from types import SimpleNamespace
 
     import pandas as pd
 
+    from costsim.plots import figures, timeline
     from costsim.plots.styles import CATEGORY_COLOURS, CATEGORY_PATTERNS, class_looks
 
+    assert timeline.class_looks is figures.class_looks is class_looks
     jobs = pd.DataFrame({"job_class": pd.array(["trace-b", "rl-1", "trace-a", "trace-b", "rl-0"] * 1000,
                                                dtype="string[pyarrow]")})
     results = SimpleNamespace(scenario=SimpleNamespace(workload=SimpleNamespace(classes=[SimpleNamespace(name="rl-0"),
                                                                                           SimpleNamespace(name="rl-1")])),
                               jobs=jobs)
+    read, every = [], pd.arrays.ArrowExtensionArray.__iter__
+
+    def counted(self):
+        for value in every(self):
+            read.append(value)
+            yield value
+
+    monkeypatch.setattr(pd.arrays.ArrowExtensionArray, "__iter__", counted)
     order = ["rl-0", "rl-1", "trace-b", "trace-a"]
     assert class_looks(results) == {n: (CATEGORY_COLOURS[i], CATEGORY_PATTERNS[i]) for i, n in enumerate(order)}
+    assert len(read) <= len(order)  # the distinct classes, not the 5,000 jobs
