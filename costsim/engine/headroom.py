@@ -89,16 +89,16 @@ class ServingHeadroom:
             cap = self.host.in_service
             slack = serving_slack(now, hold_h, cap - self.pool.free_gpus, cap, self.ends, self.demand.peak)
             return -INF if held <= slack else now
-        free = self.free_by(now)
-        if held > free - self.demand.at(now):  # short already now: ``short_until``, on what is free
-            return self.demand.first_at_most(int(now) + 1, free - held)
+        room = self.room_now()
+        if held > room:  # short already now
+            return self.short_until(held, room)
         m = self.first_bad(held)
         if end <= m:
             return -INF
         # Its run covers its first short moment from any start up to it, and a start after it is
         # short itself until an hour leaves it room beside RL as now (a planned end before then is a
-        # change, which asks for its own pass): as ``short_until`` from the hour after that moment.
-        return self.demand.first_at_most(int(m) + 1, free - held)
+        # change, which asks for its own pass).
+        return self.short_until(held, room, after_h=m)
 
     def starts_from(self, gpus: int, hold_h: float) -> float:
         """A time (hours) before which a job asking ``gpus`` GPUs for ``hold_h`` hours cannot start,
@@ -112,25 +112,20 @@ class ServingHeadroom:
         """The most GPUs a job starting now could hold in this hour beside RL and serving (its later
         hours aside): the GPUs free now, less serving's demand this hour."""
         now = self.env.now
-        return self.free_by(now) - self.demand.at(now)
-
-    def free_by(self, now: float) -> int:
-        """GPUs not held by RL at ``now``: the pool's free GPUs and those of jobs planned to end by
-        then but not yet released (free, as the walk counts them)."""
-        free = self.pool.free_gpus
+        room = self.pool.free_gpus - self.demand.at(now)
         ends = self.ends
-        if ends and ends[0][0] <= now:
+        if ends and ends[0][0] <= now:  # planned to end by now, not yet released: free, as the walk counts
             for e, h, _job in ends:
                 if e > now:
                     break
-                free += h
-        return free
+                room += h
+        return room
 
-    def short_until(self, held: int, room: int) -> float:
-        """For ``held`` GPUs more than ``room`` (``room_now()``): the first later whole hour at which
-        they might fit at their start, the profile unchanged."""
+    def short_until(self, held: int, room: int, after_h: float | None = None) -> float:
+        """For ``held`` GPUs, ``room`` being ``room_now()``: the first whole hour after now (or after
+        ``after_h``) whose demand leaves them room beside RL as it is now, the profile unchanged."""
         now = self.env.now
-        return self.demand.first_at_most(int(now) + 1, room + self.demand.at(now) - held)
+        return self.demand.first_at_most(int(now if after_h is None else after_h) + 1, room + self.demand.at(now) - held)
 
     def first_bad(self, held: int) -> float:
         """The earliest moment from now on at which ``held`` more GPUs would leave serving short
