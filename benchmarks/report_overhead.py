@@ -133,21 +133,20 @@ def main() -> None:
     # weighed on both), the median over the runs: neither the luckiest nor the unluckiest run.
     ratios = sorted((s["total"] - s["simulation"]) / s["simulation"] for s in splits)
     ratio = statistics.median(ratios)
-    least = min(splits, key=lambda s: abs((s["total"] - s["simulation"]) / s["simulation"] - ratio))
-    best = {k: least[k] for k in ("simulation", "replications")}
-    own = least["total"] - least["simulation"]
-    rest = own - least["decide"] - least["tornado"] - least["page"] - least["write"]
-    strict = own / best["replications"]
+    median_run = min(splits, key=lambda s: abs((s["total"] - s["simulation"]) / s["simulation"] - ratio))
+    own = median_run["total"] - median_run["simulation"]
+    rest = own - median_run["decide"] - median_run["tornado"] - median_run["page"] - median_run["write"]
+    strict = own / median_run["replications"]
     print(f"costsim report {SCENARIO.relative_to(ROOT)}, {args.replications} replications, "
           f"{'with' if args.tornado else 'no'} tornado; CPU s, the median run of {args.repeats} fresh runs "
           f"(load average {load:.1f} at the start)")
-    print(f"  simulation {best['simulation']:.2f} s ({int(least['runs'])} runs in the process; the replications "
-          f"{best['replications']:.2f} s), the report's own work {own:.2f} s")
+    print(f"  simulation {median_run['simulation']:.2f} s ({int(median_run['runs'])} runs in the process; the "
+          f"replications {median_run['replications']:.2f} s), the report's own work {own:.2f} s")
     print(f"  report overhead / simulation: {ratio:.1%} (target <= {TARGET:.0%}: "
           f"{'met' if ratio <= TARGET else 'NOT met'}; each run: {', '.join(f'{r:.1%}' for r in ratios)}); "
           f"/ the replications alone: {strict:.1%}")
-    print(f"  own work: the page's figures and tables {least['page']:.2f} s, writing it {least['write']:.2f} s, "
-          f"decide {least['decide']:.2f} s, tornado {least['tornado']:.2f} s; imports, the scenario and the rest "
+    print(f"  own work: the page's figures and tables {median_run['page']:.2f} s, writing it {median_run['write']:.2f} s, "
+          f"decide {median_run['decide']:.2f} s, tornado {median_run['tornado']:.2f} s; imports, the scenario and the rest "
           f"{rest:.2f} s")
 
 
